@@ -1,0 +1,1 @@
+"""The crawler: frontier, robots, politeness, fetching, parsing and the committer."""

@@ -1,0 +1,193 @@
+"""Blob stores: named immutable byte strings, on local disk or in S3.
+
+Both backends offer ranged reads, so a single document is read from a 200 MB
+content block without fetching the block. The backend is chosen by URL only:
+``file://var/blobs`` (relative or absolute path) or ``s3://bucket/prefix``;
+``AWS_ENDPOINT_URL`` (passed in through Settings) points boto3 at moto or
+another S3-compatible service.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+from services.storage.errors import BlobNotFoundError, StorageError
+
+
+class BlobStore(ABC):
+    url: str
+
+    @abstractmethod
+    def put(self, name: str, data: bytes) -> None:
+        """Store ``data`` under ``name`` atomically (readers never see half a blob)."""
+
+    @abstractmethod
+    def get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of a blob (the whole blob by default)."""
+
+    @abstractmethod
+    def size(self, name: str) -> int: ...
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Names below ``prefix``, sorted."""
+
+    @abstractmethod
+    def delete(self, name: str) -> None: ...
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.size(name)
+        except BlobNotFoundError:
+            return False
+        return True
+
+    def download(self, name: str, path: Path) -> Path:
+        """Copy a blob to a local file (for memory-mapping index segments)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".part")
+        tmp.write_bytes(self.get(name))
+        os.replace(tmp, path)
+        return path
+
+
+def _check_name(name: str) -> str:
+    if not name or name.startswith("/") or ".." in name.split("/"):
+        raise StorageError(f"invalid blob name {name!r}: use a relative path without '..'")
+    return name
+
+
+class FileBlobStore(BlobStore):
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.url = f"file://{self.root}"
+
+    def _path(self, name: str) -> Path:
+        return self.root / _check_name(name)
+
+    def put(self, name: str, data: bytes) -> None:
+        path = self._path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
+        path = self._path(name)
+        try:
+            with path.open("rb") as fh:
+                if start:
+                    fh.seek(start)
+                if end is None:
+                    return fh.read()
+                return fh.read(max(0, end - (start or 0)))
+        except FileNotFoundError as exc:
+            raise BlobNotFoundError(f"blob {name!r} not found in {self.url}") from exc
+
+    def size(self, name: str) -> int:
+        try:
+            return self._path(name).stat().st_size
+        except FileNotFoundError as exc:
+            raise BlobNotFoundError(f"blob {name!r} not found in {self.url}") from exc
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        names = []
+        for path in self.root.rglob("*"):
+            if path.is_file() and not path.name.startswith(".tmp-"):
+                rel = path.relative_to(self.root).as_posix()
+                if rel.startswith(prefix):
+                    names.append(rel)
+        yield from sorted(names)
+
+    def delete(self, name: str) -> None:
+        self._path(name).unlink(missing_ok=True)
+
+
+class S3BlobStore(BlobStore):
+    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None,
+                 client: object | None = None) -> None:
+        import boto3
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.url = f"s3://{bucket}/{self.prefix}"
+        self.client = client or boto3.client("s3", endpoint_url=endpoint_url)
+
+    def _key(self, name: str) -> str:
+        return self.prefix + _check_name(name)
+
+    def _translate(self, exc: Exception, name: str) -> Exception:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        if code in {"NoSuchKey", "404", "NotFound"}:
+            return BlobNotFoundError(f"blob {name!r} not found in {self.url}")
+        if code == "NoSuchBucket":
+            return StorageError(
+                f"bucket {self.bucket!r} does not exist: create it or fix NIMBUS_BLOB_URL"
+            )
+        return StorageError(f"S3 error on {name!r} in {self.url}: {exc}")
+
+    def put(self, name: str, data: bytes) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=data)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, name) from exc
+
+    def get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        kwargs = {"Bucket": self.bucket, "Key": self._key(name)}
+        if start is not None or end is not None:
+            if end is not None and end <= (start or 0):
+                return b""
+            last = "" if end is None else str(end - 1)
+            kwargs["Range"] = f"bytes={start or 0}-{last}"
+        try:
+            return self.client.get_object(**kwargs)["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, name) from exc
+
+    def size(self, name: str) -> int:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=self._key(name))["ContentLength"]
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, name) from exc
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        names = []
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            for obj in page.get("Contents", []):
+                names.append(obj["Key"][len(self.prefix):])
+        yield from sorted(names)
+
+    def delete(self, name: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+
+
+def open_blobstore(url: str, endpoint_url: str | None = None) -> BlobStore:
+    """Build the backend a ``file://`` or ``s3://`` URL names."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        # file://var/blobs is relative (netloc "var"); file:///abs/path is absolute.
+        path = (parsed.netloc + parsed.path) if parsed.netloc else parsed.path
+        return FileBlobStore(Path(path))
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise StorageError(f"blob URL {url!r} names no bucket: use s3://bucket/prefix")
+        return S3BlobStore(parsed.netloc, parsed.path, endpoint_url=endpoint_url)
+    raise StorageError(f"blob URL {url!r}: use file://path or s3://bucket/prefix")

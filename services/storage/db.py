@@ -1,0 +1,82 @@
+"""Database engines for the one URL the settings name (SQLite or MySQL/MariaDB)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.storage.models import Base, CrawlCounter, IndexVersion
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL and a busy timeout, MySQL a pinged pool."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API objects
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_recycle=3600)
+
+
+def init_db(engine: Engine) -> None:
+    """Create missing tables (idempotent)."""
+    Base.metadata.create_all(engine)
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def bump_counters(session: Session, counts: dict[str, int]) -> None:
+    """Add to policy counters inside the caller's transaction."""
+    for name, delta in counts.items():
+        if not delta:
+            continue
+        row = session.get(CrawlCounter, name, with_for_update=True)
+        if row is None:
+            session.add(CrawlCounter(name=name, value=delta))
+            session.flush()
+        else:
+            row.value += delta
+
+
+def read_counters(session: Session) -> dict[str, int]:
+    return {row.name: row.value for row in session.scalars(select(CrawlCounter))}
+
+
+def active_index(session: Session) -> IndexVersion | None:
+    return session.scalars(
+        select(IndexVersion).where(IndexVersion.active.is_(True)).order_by(IndexVersion.id.desc())
+    ).first()
+
+
+def activate_index(session: Session, segment: str, num_docs: int, num_terms: int,
+                   now: float | None = None) -> IndexVersion:
+    """Record a new segment and make it the only active one, in one transaction."""
+    for row in session.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))):
+        row.active = False
+    version = IndexVersion(segment=segment, created_at=now or time.time(), num_docs=num_docs,
+                           num_terms=num_terms, active=True)
+    session.add(version)
+    session.flush()
+    return version
+
+
+def chunked(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,22 @@
+"""Storage errors, translated at the boundary so callers never see boto or OS details."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class for everything the storage package raises."""
+
+
+class BlockFormatError(StorageError):
+    """A content or record block is corrupt or truncated."""
+
+
+class BlobNotFoundError(StorageError, KeyError):
+    """A named blob does not exist in the store."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "blob not found"
+
+
+class BlockFullError(StorageError):
+    """Adding a document would push a content block past its size cap."""

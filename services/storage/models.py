@@ -1,0 +1,123 @@
+"""The metadata database: the tables every service shares.
+
+Times are Unix seconds stored as DOUBLE (portable between SQLite and MySQL,
+and never a timezone puzzle). Hashes are 40-character hex strings, so URLs
+(unbounded TEXT) are found through their indexed ``url_id``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Double,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Document(Base):
+    """One crawled URL and where its bytes and its parsed record are stored."""
+
+    __tablename__ = "documents"
+
+    url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    doc_num: Mapped[int] = mapped_column(Integer, unique=True)  # dense, from 0: the index's number
+    url: Mapped[str] = mapped_column(Text)
+    doc_id: Mapped[str] = mapped_column(String(40), index=True)  # SHA-1 of the bytes
+    content_type: Mapped[str] = mapped_column(String(100))
+    title: Mapped[str] = mapped_column(Text, default="")
+    lang: Mapped[str] = mapped_column(String(16), default="")
+    length: Mapped[int] = mapped_column(Integer)
+    status: Mapped[int] = mapped_column(Integer, default=200)
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+    last_crawled: Mapped[float] = mapped_column(Double)
+    content_block: Mapped[str] = mapped_column(String(255))
+    content_index: Mapped[int] = mapped_column(Integer)
+    content_offset: Mapped[int] = mapped_column(Integer)
+    record_block: Mapped[str] = mapped_column(String(255))
+    record_offset: Mapped[int] = mapped_column(Integer)
+    record_length: Mapped[int] = mapped_column(Integer)
+
+
+class FrontierEntry(Base):
+    """A URL waiting to be fetched: the crawl scheduler's task row."""
+
+    __tablename__ = "frontier"
+    __table_args__ = (Index("ix_frontier_ready", "state", "available_at", "priority"),)
+
+    url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    priority: Mapped[float] = mapped_column(Double, default=0.0)  # higher first
+    state: Mapped[str] = mapped_column(String(16), default="new")  # new|leased|done|failed
+    available_at: Mapped[float] = mapped_column(Double, default=0.0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+    discovered_from: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    batch_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Host(Base):
+    """Per-host politeness state and the cached robots.txt."""
+
+    __tablename__ = "hosts"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)  # scheme://host:port
+    robots_txt: Mapped[str | None] = mapped_column(Text, nullable=True)
+    robots_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    robots_fetched_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    crawl_delay: Mapped[float | None] = mapped_column(Double, nullable=True)
+    next_fetch_at: Mapped[float] = mapped_column(Double, default=0.0)
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class FetchBatch(Base):
+    """The ordered-commit ledger: one row per leased batch of frontier URLs."""
+
+    __tablename__ = "fetch_batches"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16), default="leased")  # leased|committed
+    leased_by: Mapped[str] = mapped_column(String(100), default="")
+    lease_expires: Mapped[float] = mapped_column(Double, default=0.0)
+    created_at: Mapped[float] = mapped_column(Double, default=0.0)
+    committed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    num_urls: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CrawlCounter(Base):
+    """Counts of every policy decision (robots denials, clamped delays, statuses, ...)."""
+
+    __tablename__ = "crawl_counters"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class PageRankScore(Base):
+    __tablename__ = "pagerank"
+
+    doc_num: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    score: Mapped[float] = mapped_column(Double)
+
+
+class IndexVersion(Base):
+    """A published index segment; exactly one row is active at a time."""
+
+    __tablename__ = "index_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    segment: Mapped[str] = mapped_column(String(255))  # blob name
+    created_at: Mapped[float] = mapped_column(Double)
+    num_docs: Mapped[int] = mapped_column(Integer)
+    num_terms: Mapped[int] = mapped_column(Integer)
+    active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)

@@ -1,0 +1,65 @@
+"""Both blob-store backends behave alike: file:// on disk and s3:// on moto."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.storage.blobstore import FileBlobStore, S3BlobStore, open_blobstore
+from services.storage.blocks import ContentBlockWriter, ContentType, entry_range, parse_entry
+from services.storage.errors import BlobNotFoundError, StorageError
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request, tmp_path):
+    if request.param == "file":
+        return open_blobstore(f"file://{tmp_path}/blobs")
+    bucket = request.getfixturevalue("s3_bucket")
+    return open_blobstore(f"s3://{bucket}/nimbus", endpoint_url=request.getfixturevalue("moto_server"))
+
+
+def test_put_get_ranges_and_list(store):
+    store.put("content/a.ncb", b"0123456789")
+    store.put("records/a.rec.gz", b"xyz")
+    assert store.get("content/a.ncb") == b"0123456789"
+    assert store.get("content/a.ncb", 2, 5) == b"234"
+    assert store.get("content/a.ncb", 7) == b"789"
+    assert store.size("content/a.ncb") == 10
+    assert list(store.list("content/")) == ["content/a.ncb"]
+    assert list(store.list()) == ["content/a.ncb", "records/a.rec.gz"]
+    store.delete("records/a.rec.gz")
+    assert not store.exists("records/a.rec.gz")
+
+
+def test_missing_blob_is_a_named_error(store):
+    with pytest.raises(BlobNotFoundError, match="nope"):
+        store.get("content/nope.ncb")
+
+
+def test_single_document_ranged_read_from_a_content_block(store):
+    writer = ContentBlockWriter()
+    bodies = [b"<p>first</p>", b"<p>second</p>" * 100, b"third"]
+    for i, body in enumerate(bodies):
+        writer.add(body, ContentType.HTML, bytes([i]) * 20)
+    store.put("content/b.ncb", writer.to_bytes())
+    start, end = entry_range(1)
+    entry = parse_entry(store.get("content/b.ncb", start, end), 1)
+    assert store.get("content/b.ncb", entry.offset, entry.offset + entry.length) == bodies[1]
+
+
+def test_backend_chosen_by_url_only(tmp_path, moto_server):
+    assert isinstance(open_blobstore(f"file://{tmp_path}"), FileBlobStore)
+    assert isinstance(open_blobstore("s3://bucket/p", endpoint_url=moto_server), S3BlobStore)
+    with pytest.raises(StorageError, match="use file://"):
+        open_blobstore("ftp://x/y")
+
+
+def test_missing_bucket_says_how_to_fix(moto_server):
+    store = open_blobstore("s3://no-such-bucket-nimbus/x", endpoint_url=moto_server)
+    with pytest.raises(StorageError, match="does not exist"):
+        store.put("a", b"b")
+
+
+def test_names_cannot_escape_the_store(tmp_path):
+    store = FileBlobStore(tmp_path / "blobs")
+    with pytest.raises(StorageError, match="invalid blob name"):
+        store.put("../outside", b"x")

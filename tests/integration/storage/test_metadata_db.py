@@ -1,0 +1,86 @@
+"""The metadata schema works the same on SQLite and on MariaDB (PyMySQL)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from services.storage.db import (
+    activate_index,
+    active_index,
+    bump_counters,
+    init_db,
+    make_engine,
+    read_counters,
+    session_factory,
+)
+from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore
+
+
+@pytest.fixture(params=["sqlite", "mariadb"])
+def sessions(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/meta.db"
+    else:
+        url = request.getfixturevalue("mysql_url")
+    engine = make_engine(url)
+    init_db(engine)
+    init_db(engine)  # idempotent
+    yield session_factory(engine)
+    engine.dispose()
+
+
+def _doc(n: int, url: str) -> Document:
+    return Document(url_id=f"{n:040x}", doc_num=n, url=url, doc_id="ab" * 20,
+                    content_type="text/html", title=f"Tïtle {n}", lang="en", length=10,
+                    last_crawled=1_700_000_000.123456, content_block="content/x.ncb",
+                    content_index=n, content_offset=100 + n, record_block="records/x.rec.gz",
+                    record_offset=0, record_length=5)
+
+
+def test_documents_round_trip_with_unicode_and_precise_times(sessions):
+    long_url = "http://a.test/" + "x" * 3000
+    with sessions.begin() as s:
+        s.add_all([_doc(0, "http://a.test/"), _doc(1, long_url)])
+    with sessions() as s:
+        docs = s.scalars(select(Document).order_by(Document.doc_num)).all()
+        assert [d.url for d in docs] == ["http://a.test/", long_url]
+        assert docs[0].title == "Tïtle 0"
+        assert docs[1].last_crawled == pytest.approx(1_700_000_000.123456, abs=1e-5)
+
+
+def test_doc_num_is_unique(sessions):
+    with sessions.begin() as s:
+        s.add(_doc(0, "http://a.test/"))
+    with pytest.raises(IntegrityError), sessions.begin() as s:
+        dup = _doc(0, "http://a.test/other")
+        dup.url_id = "f" * 40
+        s.add(dup)
+
+
+def test_frontier_hosts_pagerank_and_counters(sessions):
+    with sessions.begin() as s:
+        s.add(FrontierEntry(url_id="1" * 40, url="http://a.test/", host="http://a.test",
+                            priority=1.0, state="new", available_at=0.0, depth=0))
+        s.add(Host(host="http://a.test", robots_txt="User-agent: *\nDisallow: /x", crawl_delay=1.5))
+        s.add(PageRankScore(doc_num=0, score=0.25))
+        bump_counters(s, {"robots_denied": 2, "status_200": 5})
+    with sessions.begin() as s:
+        bump_counters(s, {"robots_denied": 1})
+    with sessions() as s:
+        assert read_counters(s) == {"robots_denied": 3, "status_200": 5}
+        assert s.get(Host, "http://a.test").crawl_delay == 1.5
+        assert s.get(FrontierEntry, "1" * 40).state == "new"
+
+
+def test_exactly_one_active_index_version(sessions):
+    with sessions.begin() as s:
+        activate_index(s, "index/segment-1.nseg", 10, 100)
+    with sessions.begin() as s:
+        activate_index(s, "index/segment-2.nseg", 12, 120)
+    with sessions() as s:
+        version = active_index(s)
+        assert version is not None and version.segment == "index/segment-2.nseg"
+        actives = s.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))).all()
+        assert [v.segment for v in actives] == ["index/segment-2.nseg"]

@@ -1,0 +1,31 @@
+"""The analyzer: tokens, stop words, stems; same terms for index and query."""
+
+from __future__ import annotations
+
+from services.text.analyze import analyze, stopwords, term_counts, tokenize
+
+
+def test_tokenize_folds_case_and_unicode():
+    assert tokenize("Hello, WORLD! Straße ﬁne") == ["hello", "world", "strasse", "fine"]
+
+
+def test_stop_words_removed_and_words_stemmed():
+    assert analyze("The connections of the connected networks") == ["connect", "connect", "network"]
+
+
+def test_repeats_are_kept_for_query_term_frequency():
+    assert term_counts("flow flow flows boundary")["flow"] == 3
+
+
+def test_apostrophes_and_abbreviations():
+    assert analyze("U.S. aircraft's wings") == ["us", "aircraft", "wing"]
+
+
+def test_overlong_tokens_dropped():
+    assert analyze("a" * 65 + " wing") == ["wing"]
+
+
+def test_stop_list_loaded_from_package_data():
+    words = stopwords()
+    assert {"the", "and", "of", "which"} <= words
+    assert "aircraft" not in words

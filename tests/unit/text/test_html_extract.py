@@ -1,0 +1,58 @@
+"""HTML extraction: title, text without scripts, links with anchors, charsets."""
+
+from __future__ import annotations
+
+from services.text.html import decode_html, parse_html
+
+PAGE = b"""<!doctype html><html lang="en-GB"><head>
+<title>  IANA \xe2\x80\x94 Numbers </title>
+<meta name="description" content="Number   resources">
+<meta name="keywords" content="ip, asn">
+<script>var hidden = "script text";</script><style>.x{color:red}</style>
+</head><body><h1>Numbers</h1><p>IP addresses &amp; AS numbers.</p>
+<a href="/about">About us</a> <a href="https://other.test/x#frag">Other</a>
+<a href="mailto:a@b">mail</a> <a href="#top">top</a> <a href="javascript:void(0)">js</a>
+<a rel="nofollow" href="/private">private</a>
+</body></html>"""
+
+
+def test_title_text_meta():
+    page = parse_html(PAGE, "http://www.iana.test/numbers")
+    assert page.title == "IANA — Numbers"
+    assert page.description == "Number resources"
+    assert page.keywords == "ip, asn"
+    assert page.lang == "en-gb"
+    assert "IP addresses & AS numbers." in page.text
+    assert "script text" not in page.text and "color" not in page.text
+
+
+def test_links_resolved_with_anchor_text_and_junk_skipped():
+    page = parse_html(PAGE, "http://www.iana.test/numbers")
+    assert page.links == [
+        ("http://www.iana.test/about", "About us"),
+        ("https://other.test/x#frag", "Other"),
+    ]
+
+
+def test_base_href_and_meta_robots():
+    html = (b'<head><base href="http://cdn.test/d/">'
+            b'<meta name="robots" content="noindex, nofollow"></head><a href="x">x</a>')
+    page = parse_html(html, "http://a.test/")
+    assert page.noindex and page.nofollow and page.links == []
+    page = parse_html(b'<head><base href="http://cdn.test/d/"></head><a href="x">x</a>', "http://a.test/")
+    assert page.links == [("http://cdn.test/d/x", "x")]
+
+
+def test_charsets_header_meta_and_mislabelled():
+    latin = "café".encode("latin-1")
+    assert decode_html(latin, "iso-8859-1") == "café"
+    assert "café" in decode_html(b'<meta charset="windows-1252">' + latin)
+    # Labelled utf-8 but really cp1252: decoded, not crashed.
+    assert "café" in decode_html(b"<p>" + latin, "utf-8")
+    assert decode_html(b"\xef\xbb\xbfhi") == "hi"
+
+
+def test_malformed_and_empty_html_do_not_crash():
+    assert parse_html(b"", "http://a.test/").text == ""
+    page = parse_html(b"<html><title>t</title><body><p>unclosed <b>bold <a href='/x'>x", "http://a.test/")
+    assert page.title == "t" and page.links == [("http://a.test/x", "x")]
