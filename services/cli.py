@@ -1,0 +1,104 @@
+"""The `nimbus` command: crawl, index, serve, demo.
+
+Settings come from the environment (services.config.Settings.from_env);
+flags override them for one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from services.config import Settings, SettingsError
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nimbus", description="Nimbus Search")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs into the database and blob store")
+    crawl.add_argument("seeds", nargs="+", metavar="SEED_URL")
+    crawl.add_argument("--max-pages", type=int)
+    crawl.add_argument("--max-depth", type=int)
+    crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
+    crawl.add_argument("--concurrency", type=int)
+    crawl.add_argument("--quiet", action="store_true", help="no live progress line")
+
+    index = sub.add_parser("index", help="build the index and PageRank with MapReduce and publish")
+    index.add_argument("--runner", choices=["inline", "local", "emr"])
+    index.add_argument("--quiet", action="store_true")
+
+    serve = sub.add_parser("serve", help="serve the search UI and JSON API")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+
+    demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
+    demo.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
+    demo.add_argument("--port", type=int)
+
+    web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
+    web.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"nimbus: {exc}", file=sys.stderr)
+        return 2
+
+    if args.command == "crawl":
+        from services.crawler.crawl import run_crawl
+
+        settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
+        stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
+                          max_depth=args.max_depth, progress=not args.quiet)
+        return 0 if stats.pages or not stats.errors else 1
+    if args.command == "index":
+        from mapreduce.build import build_index
+
+        result = build_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
+        print(f"published {result.segment}: {result.num_docs} documents, {result.num_terms} terms, "
+              f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s")
+        return 0
+    if args.command == "serve":
+        import uvicorn
+
+        from services.search.app import create_app
+
+        settings = settings.with_overrides(host=args.host, port=args.port)
+        print(f"serving on http://{settings.host}:{settings.port}/", flush=True)
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        return 0
+    if args.command == "demo":
+        from services.demo.run import run_demo
+
+        run_demo(settings.with_overrides(port=args.port), args.data)
+        return 0
+    if args.command == "sampleweb":
+        import time
+
+        from services.demo.sampleweb import start_sample_web
+
+        servers = start_sample_web(args.data)
+        for server in servers:
+            print(f"{server.site.name}: {server.origin}/", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
