@@ -3,6 +3,10 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+SHELL  := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+# pip here warns about every missing local mirror folder; keep the output readable.
+QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
 .PHONY: install demo test test-unit lint bench services clean
 
@@ -11,8 +15,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (mrjob 0.7.4 needs Python 3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --upgrade pip 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m pip install --quiet -e '.[test]' 2>&1 | $(QUIET_PIP)
 	touch $(STAMP)
 
 # Whole pipeline on embedded defaults, offline: loopback web from ../shared/data,
@@ -31,7 +35,7 @@ test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check services mapreduce tests benchmarks
+	$(BIN)/ruff check services mapreduce tests $(wildcard benchmarks)
 
 bench: install services
 	@echo "benchmarks arrive with issues 4 and 5 (see docs/benchmarks.md)"

@@ -1,0 +1,46 @@
+"""One crawled, indexed sample web shared by the end-to-end tests of a session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from services.config import Settings
+from services.demo.sampleweb import SiteServer, start_sample_web
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    wiki: SiteServer
+    iana: SiteServer
+    pages: int
+
+
+@pytest.fixture(scope="session")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+    """Sample web on loopback -> real crawl over HTTP -> MapReduce index + PageRank (inline)."""
+    from mapreduce.build import build_index
+    from services.crawler.crawl import run_crawl
+
+    root: Path = tmp_path_factory.mktemp("pipeline")
+    settings = Settings(
+        database_url=f"sqlite:///{root / 'nimbus.db'}",
+        blob_url=f"file://{root / 'blobs'}",
+        mr_runner="inline",
+        var_dir=root / "var",
+        crawl_delay=0.0,
+    )
+    wiki, iana = start_sample_web(SHARED_DATA)
+    try:
+        stats = run_crawl(settings, [wiki.origin + "/"], max_pages=500, progress=False)
+        build_index(settings, progress=False)
+        yield Pipeline(settings, wiki, iana, stats.pages)
+    finally:
+        wiki.stop()
+        iana.stop()
