@@ -37,8 +37,10 @@ test-unit: install
 lint: install
 	$(BIN)/ruff check services mapreduce tests $(wildcard benchmarks)
 
-bench: install services
-	@echo "benchmarks arrive with issues 4 and 5 (see docs/benchmarks.md)"
+# Benchmarks against named peers, same data, same run (figures in docs/benchmarks.md).
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m benchmarks.crawl
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,105 @@
+"""Crawl benchmark: Nimbus against Scrapy and a bare asyncio loop on one synthetic web.
+
+    .venv/bin/python -m benchmarks.crawl [--pages 20000] [--concurrency 32]
+
+Starts benchmarks.synthweb in its own process (>= 20,000 pages of real text,
+10-30 links each, 4 loopback hosts, robots.txt per host), then crawls it in
+the same run with each contender in its own process:
+
+* nimbus: `nimbus crawl` storing content + record blocks (file://) and metadata (SQLite),
+  robots obeyed, politeness delay 0;
+* scrapy: robots obeyed, storing nothing, same concurrency;
+* bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit).
+
+Prints pages/s and CPU ms per page (user + system of the crawler process,
+from wait4) for each, and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[str, float, float]:
+    """Run ``cmd``; returns (stdout+stderr, wall seconds, CPU seconds of the child)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]} failed ({proc.returncode}):\n{text[-2000:]}")
+    return text, wall, usage.ru_utime + usage.ru_stime
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="crawl benchmark")
+    p.add_argument("--pages", type=int, default=20_000, help="pages in the synthetic web")
+    p.add_argument("--crawl-pages", type=int, default=None, help="pages each crawler fetches")
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--port", type=int, default=8480)
+    p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus"])
+    args = p.parse_args(argv)
+    crawl_pages = args.crawl_pages or args.pages
+
+    web = subprocess.Popen([PY, "-m", "benchmarks.synthweb", "--pages", str(args.pages),
+                            "--port", str(args.port)], stdout=subprocess.PIPE, cwd=ROOT, text=True)
+    try:
+        seeds = json.loads(web.stdout.readline())["seeds"]
+        print(f"synthetic web: {args.pages} pages on {len(seeds)} hosts; each crawler fetches "
+              f"{crawl_pages} pages at concurrency {args.concurrency}", flush=True)
+        results: dict[str, dict[str, float]] = {}
+        for name in args.only:
+            if name == "nimbus":
+                with tempfile.TemporaryDirectory() as tmp:
+                    env = {**os.environ, "NIMBUS_DATABASE_URL": f"sqlite:///{tmp}/nimbus.db",
+                           "NIMBUS_BLOB_URL": f"file://{tmp}/blobs", "NIMBUS_VAR_DIR": tmp}
+                    cmd = [str(ROOT / ".venv/bin/nimbus"), "crawl", *seeds, "--max-pages",
+                           str(crawl_pages), "--max-depth", "100", "--delay", "0",
+                           "--concurrency", str(args.concurrency), "--quiet"]
+                    text, wall, cpu = run_measured(cmd, env)
+                m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
+                if not m:
+                    raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
+                pages, seconds = int(m.group(1)), float(m.group(2))
+            else:
+                cmd = [PY, "-m", "benchmarks.peers_crawl", name, "--max-pages", str(crawl_pages),
+                       "--concurrency", str(args.concurrency), *seeds]
+                text, wall, cpu = run_measured(cmd)
+                data = json.loads(text.strip().splitlines()[-1])
+                pages, seconds = int(data["pages"]), float(data["seconds"])
+            results[name] = {"pages": pages, "seconds": seconds, "pages_per_s": pages / seconds,
+                             "cpu_ms_per_page": 1000 * cpu / max(pages, 1), "wall": wall}
+            r = results[name]
+            print(f"{name:7s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
+                  f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)", flush=True)
+    finally:
+        web.terminate()
+        web.wait(timeout=10)
+
+    if "nimbus" in results:
+        n = results["nimbus"]
+        for peer in ("scrapy", "bare"):
+            if peer in results:
+                q = results[peer]
+                print(f"nimbus/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
+                      f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
