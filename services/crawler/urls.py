@@ -53,6 +53,14 @@ def url_id(normalized_url: str) -> str:
     return hashlib.sha1(normalized_url.encode("utf-8")).hexdigest()
 
 
+def in_scope(normalized_url: str, allowed_hosts: frozenset[str]) -> bool:
+    """Whether the URL's host is one of ``allowed_hosts`` or below one (empty: all hosts)."""
+    if not allowed_hosts:
+        return True
+    host = urlsplit(normalized_url).hostname or ""
+    return any(host == h or host.endswith("." + h) for h in allowed_hosts)
+
+
 def host_key(normalized_url: str) -> str:
     """``scheme://host[:port]``: the unit of politeness and robots.txt."""
     parts = urlsplit(normalized_url)

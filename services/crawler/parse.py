@@ -1,0 +1,123 @@
+"""Fetched bytes to record fields: pure functions, no I/O.
+
+HTML goes through selectolax (``services.text.html``), PDF through pypdfium2
+(``services.text.pdf``). Links come out normalized and deduplicated, so that
+``url_id(link.url)`` is the ``url_id`` of the target's document row and the
+PageRank job never has to normalize again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from services.crawler.fetch import FetchResult
+from services.crawler.urls import BadUrlError, normalize_url
+from services.storage.blocks import ContentType
+from services.storage.records import Link
+from services.text.html import parse_html
+from services.text.lang import identify
+from services.text.pdf import PdfError, parse_pdf
+
+INDEXABLE = (ContentType.HTML, ContentType.PDF)
+MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>, not a label
+
+
+class ParseError(ValueError):
+    """A body claimed to be HTML or PDF but could not be read as one."""
+
+
+@dataclass
+class ParsedDoc:
+    content_type: ContentType
+    title: str = ""
+    text: str = ""
+    description: str = ""
+    lang: str = ""
+    links: list[Link] = field(default_factory=list)
+    noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
+
+
+def accept_content_type(header: str) -> bool:
+    """Is a body with this Content-Type worth downloading?
+
+    HTML and PDF are; so are a missing or generic type, which is sniffed after
+    reading (servers often send PDFs as application/octet-stream).
+    """
+    mime = header.split(";", 1)[0].strip().lower()
+    return mime in ("", "application/octet-stream") or ContentType.from_mime(mime) in INDEXABLE
+
+
+def classify(content_type: str, body: bytes) -> ContentType:
+    """The body's type: the header's, or sniffed when the header says nothing useful."""
+    ctype = ContentType.from_mime(content_type)
+    if ctype in INDEXABLE:
+        return ctype
+    head = body[:1024].lstrip()
+    if head.startswith(b"%PDF-"):
+        return ContentType.PDF
+    if content_type.split(";", 1)[0].strip() in ("", "application/octet-stream") and (
+        head[:15].lower().startswith((b"<!doctype html", b"<html"))
+    ):
+        return ContentType.HTML
+    return ctype
+
+
+def header_charset(content_type: str) -> str | None:
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip("\"'")
+    return None
+
+
+def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> list[Link]:
+    """Normalize, drop unusable and self links, dedupe keeping the first non-empty anchor.
+
+    A page's link to itself says nothing about its importance, so it is left
+    out of the link graph.
+    """
+    links: dict[str, Link] = {}
+    for raw, anchor in pairs:
+        try:
+            url = normalize_url(raw)
+        except BadUrlError:
+            continue
+        if url == page_url:
+            continue
+        anchor = anchor[:MAX_ANCHOR_CHARS]
+        link = links.get(url)
+        if link is None:
+            links[url] = Link(url, anchor)
+        elif not link.anchor and anchor:
+            link.anchor = anchor
+    return list(links.values())
+
+
+def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
+    """Parse a successful fetch whose document URL (normalized final URL) is ``page_url``.
+
+    Relative links resolve against the final URL, as a browser would after a
+    redirect. Raises ``ParseError`` for a type we do not index or an unreadable body.
+    """
+    ctype = classify(result.content_type, result.body)
+    if ctype == ContentType.HTML:
+        page = parse_html(result.body, result.final_url, header_charset(result.content_type))
+        return ParsedDoc(
+            content_type=ctype,
+            title=page.title,
+            text=page.text,
+            description=page.description,
+            lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
+            links=normalize_links(page.links, page_url),
+            noindex=page.noindex,
+        )
+    if ctype == ContentType.PDF:
+        try:
+            pdf = parse_pdf(result.body, name=page_url)
+        except PdfError as exc:
+            raise ParseError(str(exc)) from exc
+        return ParsedDoc(content_type=ctype, title=pdf.title, text=pdf.text, lang=identify(pdf.text))
+    raise ParseError(
+        f"{page_url}: content type {result.content_type or 'unknown'!r} is neither HTML nor PDF"
+    )

@@ -1,0 +1,136 @@
+"""robots.txt: fetched once per host, parsed with Protego, cached in the hosts table.
+
+RFC 9309 decides what a missing or failing robots.txt means: a 4xx response
+allows everything, a 5xx or no answer at all disallows everything (the site
+may be down or overloaded; crawling it anyway is what gets crawlers banned).
+429 Too Many Requests counts as a server error here, as Google treats it.
+Such hosts are retried after ``UNAVAILABLE_TTL`` rather than a day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from functools import cached_property
+
+import aiohttp
+from protego import Protego
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.crawler.fetch import FetchResult, fetch
+from services.storage.models import Host
+
+ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
+ROBOTS_TTL = 24 * 3600.0  # RFC 9309: do not use a cached copy for more than 24 hours
+UNAVAILABLE_TTL = 600.0  # a failing robots.txt is asked again after 10 minutes
+
+
+@dataclass
+class RobotsRules:
+    """The robots policy of one host. ``status`` 0 means robots.txt was unreachable."""
+
+    status: int
+    text: str = ""
+    fetched_at: float = 0.0
+
+    @property
+    def unavailable(self) -> bool:
+        return self.status in (0, 429) or self.status >= 500
+
+    @property
+    def ttl(self) -> float:
+        return UNAVAILABLE_TTL if self.unavailable else ROBOTS_TTL
+
+    @cached_property
+    def parser(self) -> Protego | None:
+        if 200 <= self.status < 300:
+            return Protego.parse(self.text)
+        return None
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        if self.unavailable:
+            return False
+        parser = self.parser
+        return True if parser is None else parser.can_fetch(url, user_agent)
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        parser = self.parser
+        return None if parser is None else parser.crawl_delay(user_agent)
+
+
+def rules_from_fetch(result: FetchResult, now: float) -> RobotsRules:
+    """Pure: turn the robots.txt fetch into rules (RFC 9309's status table)."""
+    if result.status is None:
+        return RobotsRules(status=0, fetched_at=now)
+    status = result.status
+    if 200 <= status < 300:
+        # A too-large file is cut at the cap, which RFC 9309 explicitly allows.
+        text = result.body.decode("utf-8", "replace") if result.error in (None, "too_large") else ""
+        return RobotsRules(status=status, text=text, fetched_at=now)
+    if 300 <= status < 400:  # more than MAX_REDIRECTS redirects: treat as missing
+        return RobotsRules(status=404, fetched_at=now)
+    return RobotsRules(status=status, fetched_at=now)
+
+
+def effective_delay(rules: RobotsRules, user_agent: str, base: float, cap: float) -> tuple[float, bool]:
+    """Seconds between requests to a host, and whether robots.txt asked for more than ``cap``.
+
+    The larger of our own delay and the site's Crawl-delay, which is capped so
+    that one site cannot stall a crawl (a delay of a day is not unheard of).
+    """
+    asked = rules.crawl_delay(user_agent) or 0.0
+    return max(base, min(asked, cap)), asked > cap
+
+
+def robots_url(host: str) -> str:
+    return f"{host}/robots.txt"
+
+
+class RobotsCache:
+    """Rules per host: memory first, then the hosts table, then the network.
+
+    The crawler calls ``rules_for`` from inside the host's politeness slot, so
+    two fetches of one robots.txt never race within a process.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], user_agent: str) -> None:
+        self.sessions = sessions
+        self.user_agent = user_agent
+        self._memory: dict[str, RobotsRules] = {}
+
+    def cached(self, host: str, now: float) -> RobotsRules | None:
+        """Rules still fresh in memory or in the database, without any request."""
+        rules = self._memory.get(host)
+        if rules is None:
+            rules = self._load(host)
+        if rules is None or now - rules.fetched_at > rules.ttl:
+            return None
+        self._memory[host] = rules
+        return rules
+
+    async def fetch(self, http: aiohttp.ClientSession, host: str) -> RobotsRules:
+        """Download, parse and store robots.txt for ``host`` (one request)."""
+        result = await fetch(http, robots_url(host), max_bytes=ROBOTS_MAX_BYTES)
+        rules = rules_from_fetch(result, time.time())
+        await asyncio.to_thread(self._store, host, rules)
+        self._memory[host] = rules
+        return rules
+
+    def _load(self, host: str) -> RobotsRules | None:
+        with self.sessions() as session:
+            row = session.get(Host, host)
+            if row is None or row.robots_fetched_at is None or row.robots_status is None:
+                return None
+            return RobotsRules(row.robots_status, row.robots_txt or "", row.robots_fetched_at)
+
+    def _store(self, host: str, rules: RobotsRules) -> None:
+        with self.sessions.begin() as session:
+            row = session.get(Host, host, with_for_update=True)
+            if row is None:
+                row = Host(host=host, next_fetch_at=0.0, pages=0)
+                session.add(row)
+            row.robots_txt = rules.text
+            row.robots_status = rules.status
+            row.robots_fetched_at = rules.fetched_at
+            row.crawl_delay = rules.crawl_delay(self.user_agent)

@@ -1,0 +1,168 @@
+"""The database frontier and the committer on SQLite: leases, the ledger, dense doc numbers."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from sqlalchemy import select
+
+from services.config import Settings
+from services.crawler import frontier
+from services.crawler.committer import Committer, FetchedDoc, UrlResult
+from services.crawler.frontier import NewUrl, Outcome
+from services.crawler.parse import ParsedDoc
+from services.crawler.urls import url_id
+from services.storage.blobstore import open_blobstore
+from services.storage.blocks import ContentType, read_block
+from services.storage.db import init_db, make_engine, read_counters, session_factory
+from services.storage.models import Document, FetchBatch, FrontierEntry
+from services.storage.records import Link, iter_records
+
+
+@pytest.fixture
+def sessions(settings: Settings):
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    yield session_factory(engine)
+    engine.dispose()
+
+
+def _lease(sessions, now: float = 10.0, limit: int = 10, max_depth: int = 5):
+    with sessions.begin() as session:
+        return frontier.lease_batch(session, limit=limit, now=now, lease_seconds=60.0,
+                                    max_depth=max_depth)
+
+
+def test_add_urls_deduplicates_in_memory_and_against_the_table(sessions) -> None:
+    with sessions.begin() as session:
+        assert frontier.add_urls(session, [NewUrl("http://a.test/", 0), NewUrl("http://a.test/", 1)]) == 1
+    with sessions.begin() as session:
+        assert frontier.add_urls(session, [NewUrl("http://a.test/", 2), NewUrl("http://b.test/x", 1)]) == 1
+        row = session.get(FrontierEntry, url_id("http://b.test/x"))
+        assert (row.host, row.depth, row.state) == ("http://b.test", 1, "new")
+
+
+def test_lease_order_depth_filter_and_sequence_numbers(sessions) -> None:
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl("http://a.test/deep", 3), NewUrl("http://a.test/one", 1),
+                                    NewUrl("http://a.test/seed", 0, priority=1.0),
+                                    NewUrl("http://a.test/two", 2)])
+    first = _lease(sessions, limit=2, max_depth=2)
+    assert [e.url for e in first.entries] == ["http://a.test/seed", "http://a.test/one"]
+    second = _lease(sessions, limit=5, max_depth=2)
+    assert second.seq > first.seq
+    assert [e.url for e in second.entries] == ["http://a.test/two"]  # depth 3 is past the limit
+    assert _lease(sessions, max_depth=2) is None
+
+
+def test_expired_batch_is_handed_out_again_under_its_sequence_number(sessions) -> None:
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
+    lease = _lease(sessions, now=10.0)
+    assert _lease(sessions, now=20.0) is None  # still leased (expires at 70)
+    again = _lease(sessions, now=71.0)
+    assert again.seq == lease.seq
+    assert sorted(e.url for e in again.entries) == ["http://a.test/1", "http://a.test/2"]
+    with sessions.begin() as session:
+        frontier.renew_leases(session, [lease.seq], until=0.0)  # what a stopping crawler does
+    assert _lease(sessions, now=72.0).seq == lease.seq
+
+
+def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(3)])
+    lease = _lease(sessions)
+    ids = [e.url_id for e in lease.entries]
+    with sessions.begin() as session:
+        frontier.finish(session, [Outcome(ids[0], "done", 200), Outcome(ids[1], "failed", 503, "http 503"),
+                                  Outcome(ids[2], "new")], now=11.0)
+        frontier.commit_batches(session, [lease.seq], now=11.0)
+        rows = {r.url_id: r for r in session.scalars(select(FrontierEntry))}
+        assert (rows[ids[0]].state, rows[ids[0]].last_status, rows[ids[0]].attempts) == ("done", 200, 1)
+        assert (rows[ids[1]].state, rows[ids[1]].last_error) == ("failed", "http 503")
+        assert (rows[ids[2]].state, rows[ids[2]].attempts) == ("new", 0)
+        assert session.get(FetchBatch, lease.seq).state == "committed"
+    assert [e.url_id for e in _lease(sessions, now=12.0).entries] == [ids[2]]
+
+
+def _doc_result(url: str, body: bytes, *, final: str | None = None, links=()) -> UrlResult:
+    parsed = ParsedDoc(ContentType.HTML, title=f"title of {url}", text="some text",
+                       links=[Link(u, "anchor") for u in links])
+    doc = FetchedDoc(final or url, body, parsed, fetched_at=5.0)
+    return UrlResult(url_id(url), url, 0, "done", 200, doc=doc, links=list(parsed.links),
+                     counters=Counter(status_200=1))
+
+
+def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
+        settings: Settings, sessions) -> None:
+    urls = [f"http://a.test/{i}" for i in range(5)]
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl(u, 0) for u in urls])
+    lease = _lease(sessions)
+    blobs = open_blobstore(settings.blob_url)
+    committer = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=2)
+    results = [_doc_result(u, f"<p>{u}</p>".encode(), links=["http://a.test/new"]) for u in urls[:4]]
+    # The fifth URL redirects to the first: one document, not two.
+    results.append(_doc_result(urls[4], b"<p>same</p>", final=urls[0]))
+    committer.add_batch(lease.seq, results)
+    flushed = committer.flush()
+    assert flushed.documents == 4 and len(flushed.blocks) == 4  # 2 docs per block: 2 block pairs
+    assert flushed.counters["duplicate_url"] == 1 and flushed.new_urls == 1
+    assert not committer.pending
+
+    with sessions() as session:
+        docs = list(session.scalars(select(Document).order_by(Document.doc_num)))
+        assert [d.doc_num for d in docs] == [0, 1, 2, 3]
+        assert [d.url for d in docs] == urls[:4]
+        assert session.get(FetchBatch, lease.seq).state == "committed"
+        assert session.get(FrontierEntry, url_id("http://a.test/new")).depth == 1
+        assert read_counters(session)["documents"] == 4
+    for doc in docs:
+        entry, body = read_block(blobs.get(doc.content_block))[doc.content_index]
+        assert body == f"<p>{doc.url}</p>".encode() and entry.offset == doc.content_offset
+    numbers = [r.doc_num for name in sorted({d.record_block for d in docs})
+               for r in iter_records(blobs.get(name))]
+    assert numbers == [0, 1, 2, 3]
+
+    # A later flush continues the numbering.
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl("http://a.test/later", 0)])
+    later = _lease(sessions, now=20.0)
+    committer.add_batch(later.seq, [_doc_result(e.url, b"later") for e in later.entries])
+    assert committer.flush().documents == 1
+    with sessions() as session:
+        assert session.get(Document, url_id("http://a.test/later")).doc_num == 4
+
+
+def test_a_committer_that_lost_a_race_renumbers_and_leaves_no_orphan_blobs(
+        settings: Settings, sessions) -> None:
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl("http://a.test/mine", 0), NewUrl("http://a.test/theirs", 0)])
+    mine, theirs = _lease(sessions, limit=1), _lease(sessions, limit=1)
+    blobs = open_blobstore(settings.blob_url)
+
+    class RacedCommitter(Committer):
+        """Another committer commits while this one is uploading its blocks."""
+
+        raced = False
+
+        def _write_blocks(self, docs, base):  # noqa: ANN001, ANN202 - test seam
+            if not self.raced:
+                self.raced = True
+                other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+                other.add_batch(theirs.seq, [_doc_result(e.url, b"theirs") for e in theirs.entries])
+                assert other.flush().documents == 1
+            return super()._write_blocks(docs, base)
+
+    committer = RacedCommitter(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    committer.add_batch(mine.seq, [_doc_result(e.url, b"mine") for e in mine.entries])
+    assert committer.flush().documents == 1
+    with sessions() as session:
+        docs = {d.url: d for d in session.scalars(select(Document))}
+    assert sorted(d.doc_num for d in docs.values()) == [0, 1]
+    mine_doc, theirs_doc = docs[mine.entries[0].url], docs[theirs.entries[0].url]
+    assert (theirs_doc.doc_num, mine_doc.doc_num) == (0, 1)  # the winner kept its numbers
+    assert blobs.get(mine_doc.content_block).endswith(b"mine")
+    referenced = {n for d in docs.values() for n in (d.content_block, d.record_block)}
+    assert set(blobs.list()) == referenced  # the first attempt's blocks were deleted

@@ -1,0 +1,117 @@
+"""Fetched bytes to record fields, without any network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.crawler.fetch import FetchResult
+from services.crawler.parse import (
+    ParseError,
+    accept_content_type,
+    classify,
+    header_charset,
+    normalize_links,
+    parse_document,
+)
+from services.crawler.urls import normalize_url
+from services.storage.blocks import ContentType
+
+PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>
+<meta name="description" content="A page about a garden."></head><body>
+<p>Roses and tulips grow in the garden behind the old stone house.</p>
+<a href="flowers.html">Flowers</a>
+<a href="/flowers.html#roses">   </a>
+<a href="HTTP://Example.COM:80/flowers.html?utm_source=mail">the flowers again</a>
+<a href="./trees/../trees/oak.html">Oak</a>
+<a href="https://other.example.org/">Other site</a>
+<a href="page.html">this very page</a>
+<a href="mailto:gardener@example.com">mail</a>
+<a href="javascript:void(0)">js</a>
+<a href="ftp://example.com/file">ftp</a>
+<a href="/skip" rel="nofollow">skipped</a>
+<script>var hidden = "not text";</script>
+</body></html>"""
+
+
+def _fetched(body: bytes, content_type: str, url: str = "http://example.com/page.html",
+             final_url: str | None = None) -> FetchResult:
+    return FetchResult(url=url, final_url=final_url or url, status=200,
+                       content_type=content_type, body=body)
+
+
+def test_html_fields_and_normalized_deduplicated_links() -> None:
+    doc = parse_document(_fetched(PAGE.encode(), "text/html; charset=utf-8"),
+                         "http://example.com/page.html")
+    assert doc.content_type == ContentType.HTML
+    assert doc.title == "The Garden"
+    assert doc.description == "A page about a garden."
+    assert "Roses and tulips" in doc.text and "not text" not in doc.text
+    assert doc.lang == "en"
+    assert [(link.url, link.anchor) for link in doc.links] == [
+        ("http://example.com/flowers.html", "Flowers"),
+        ("http://example.com/trees/oak.html", "Oak"),
+        ("https://other.example.org/", "Other site"),
+    ]
+
+
+def test_empty_anchor_is_replaced_by_a_later_one() -> None:
+    links = normalize_links([("http://a.example/x", ""), ("http://A.example/x#frag", "Label"),
+                             ("http://a.example/x", "Later")], "http://a.example/")
+    assert [(link.url, link.anchor) for link in links] == [("http://a.example/x", "Label")]
+
+
+def test_links_resolve_against_the_final_url_after_a_redirect() -> None:
+    body = b'<html><body><a href="next.html">Next</a></body></html>'
+    fetched = _fetched(body, "text/html", url="http://example.com/old",
+                       final_url="http://example.com/new/index.html")
+    doc = parse_document(fetched, normalize_url(fetched.final_url))
+    assert [link.url for link in doc.links] == ["http://example.com/new/next.html"]
+
+
+def test_charset_from_the_header_decodes_the_body() -> None:
+    body = "<html><head><title>Café crème</title></head><body>x</body></html>".encode("latin-1")
+    doc = parse_document(_fetched(body, "text/html; charset=ISO-8859-1"), "http://example.com/")
+    assert doc.title == "Café crème"
+    assert header_charset('text/html; charset="utf-8"') == "utf-8"
+    assert header_charset("text/html") is None
+
+
+def test_noindex_is_reported_and_nofollow_drops_links() -> None:
+    body = (b'<html><head><meta name="robots" content="noindex, nofollow"></head>'
+            b'<body><a href="/x">x</a></body></html>')
+    doc = parse_document(_fetched(body, "text/html"), "http://example.com/page.html")
+    assert doc.noindex and doc.links == []
+
+
+def test_pdf_text_and_type(shared_data: Path) -> None:
+    body = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    doc = parse_document(_fetched(body, "application/pdf", url="http://example.com/zen.pdf"),
+                         "http://example.com/zen.pdf")
+    assert doc.content_type == ContentType.PDF
+    assert "Beautiful is better than ugly" in doc.text
+    assert doc.lang == "en" and doc.links == []
+
+
+def test_pdf_sent_as_octet_stream_is_sniffed(shared_data: Path) -> None:
+    body = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    assert classify("application/octet-stream", body) == ContentType.PDF
+    assert classify("", b"<!DOCTYPE html><html></html>") == ContentType.HTML
+    assert classify("image/png", b"\x89PNG") == ContentType.OTHER
+
+
+def test_broken_pdf_and_other_types_raise_parse_error() -> None:
+    with pytest.raises(ParseError, match="broken.pdf"):
+        parse_document(_fetched(b"%PDF-1.4 garbage", "application/pdf"), "http://example.com/broken.pdf")
+    with pytest.raises(ParseError, match="neither HTML nor PDF"):
+        parse_document(_fetched(b"GIF89a", "image/gif"), "http://example.com/a.gif")
+
+
+def test_accept_content_type_only_downloads_what_can_be_indexed() -> None:
+    assert accept_content_type("text/html; charset=utf-8")
+    assert accept_content_type("application/xhtml+xml")
+    assert accept_content_type("application/pdf")
+    assert accept_content_type("")  # sniffed after reading
+    assert not accept_content_type("image/jpeg")
+    assert not accept_content_type("text/css")

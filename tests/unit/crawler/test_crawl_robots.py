@@ -1,0 +1,58 @@
+"""robots.txt policy: RFC 9309's status table, Protego rules, capped Crawl-delay."""
+
+from __future__ import annotations
+
+from services.crawler.fetch import FetchResult
+from services.crawler.robots import ROBOTS_TTL, UNAVAILABLE_TTL, effective_delay, rules_from_fetch
+
+UA = "NimbusBot/0.1 (+https://example.invalid)"
+ROBOTS = b"""User-agent: *
+Disallow: /private/
+Crawl-delay: 2
+
+User-agent: NimbusBot
+Disallow: /no-nimbus/
+Crawl-delay: 120
+"""
+
+
+def _robots(status: int | None, body: bytes = b"", error: str | None = None) -> FetchResult:
+    return FetchResult(url="http://h.test/robots.txt", final_url="http://h.test/robots.txt",
+                       status=status, body=body, error=error)
+
+
+def test_rules_for_our_user_agent_group_win() -> None:
+    rules = rules_from_fetch(_robots(200, ROBOTS), now=100.0)
+    assert not rules.allowed("http://h.test/no-nimbus/page", UA)
+    assert rules.allowed("http://h.test/private/page", UA)  # only the generic group forbids it
+    assert not rules.allowed("http://h.test/private/page", "OtherBot/1.0")
+    assert rules.crawl_delay(UA) == 120.0
+    assert rules.fetched_at == 100.0 and rules.ttl == ROBOTS_TTL
+
+
+def test_missing_robots_allows_everything() -> None:
+    for status in (401, 403, 404, 410):
+        rules = rules_from_fetch(_robots(status), now=0.0)
+        assert rules.allowed("http://h.test/anything", UA) and not rules.unavailable
+
+
+def test_server_error_or_no_answer_disallows_and_is_retried_sooner() -> None:
+    for fetched in (_robots(503), _robots(429), _robots(None, error="connect")):
+        rules = rules_from_fetch(fetched, now=0.0)
+        assert rules.unavailable
+        assert not rules.allowed("http://h.test/", UA)
+        assert rules.ttl == UNAVAILABLE_TTL < ROBOTS_TTL
+
+
+def test_oversized_robots_is_parsed_up_to_the_cap() -> None:
+    rules = rules_from_fetch(_robots(200, b"User-agent: *\nDisallow: /a\n", error="too_large"), 0.0)
+    assert not rules.allowed("http://h.test/a", UA)
+
+
+def test_crawl_delay_is_the_larger_of_ours_and_the_sites_capped() -> None:
+    rules = rules_from_fetch(_robots(200, ROBOTS), now=0.0)
+    assert effective_delay(rules, UA, base=1.0, cap=30.0) == (30.0, True)
+    assert effective_delay(rules, "OtherBot", base=1.0, cap=30.0) == (2.0, False)
+    assert effective_delay(rules, "OtherBot", base=5.0, cap=30.0) == (5.0, False)
+    no_robots = rules_from_fetch(_robots(404), now=0.0)
+    assert effective_delay(no_robots, UA, base=1.0, cap=30.0) == (1.0, False)
