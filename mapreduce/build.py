@@ -1,0 +1,121 @@
+"""Build and publish an index from everything crawled so far.
+
+Stages: manifest (the distinct record blocks of committed documents) ->
+MRIndex (postings, lengths) -> MRLinkGraph (adjacency) -> PageRank
+iterations -> publish (segment to the blob store, PageRank rows and the
+active version to the database). Each job runs on ``settings.mr_runner``;
+intermediate files live in a scratch directory under ``settings.var_dir``,
+removed after a successful build and kept after a failure for inspection.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from mapreduce.mr_index import MRIndex
+from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.mr_pagerank import run_pagerank
+from mapreduce.publish import collect_index_rows, publish_segment, segment_arrays, segment_meta
+from mapreduce.runner import run_job
+from services.config import Settings
+from services.storage.blobstore import open_blobstore
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.models import Document
+
+
+class BuildError(RuntimeError):
+    """The index cannot be built from the current crawl; the message says what to do."""
+
+
+@dataclass
+class BuildResult:
+    version_id: int
+    segment: str  # blob name of the published segment
+    num_docs: int
+    num_terms: int
+    num_postings: int
+    pagerank_iterations: int
+    pagerank_delta: float
+    seconds: float
+
+
+def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
+    """Run the MapReduce jobs over the crawl and publish the result as the active index."""
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        if progress:
+            print(f"build: {message}", file=sys.stderr, flush=True)
+
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        sessions = session_factory(engine)
+        with sessions() as session:
+            blocks = list(session.scalars(
+                select(Document.record_block).distinct().order_by(Document.record_block)))
+            count, max_doc = session.execute(
+                select(func.count(), func.max(Document.doc_num))).one()
+        if not count:
+            raise BuildError(f"no documents in {settings.database_url}: "
+                             "crawl first: nimbus crawl URL")
+        num_docs = int(max_doc) + 1  # doc_nums are dense from 0
+        if count != num_docs:
+            say(f"warning: {count} documents but doc_nums reach {max_doc}; gaps index as empty")
+
+        build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
+        scratch.mkdir(parents=True, exist_ok=True)
+        manifest = scratch / "manifest.txt"
+        manifest.write_text("".join(f"{name}\n" for name in blocks), encoding="utf-8")
+        say(f"{count} documents in {len(blocks)} record blocks; "
+            f"runner {settings.mr_runner}, scratch {scratch}")
+
+        say("1/4 index: terms and postings")
+        index = run_job(MRIndex, [manifest], settings, output=scratch / "index.jsonl",
+                        scratch=scratch)
+        records = index.counter("blocks", "records")
+        say(f"    {records} records, {index.counter('index', 'terms')} terms, "
+            f"{index.counter('index', 'postings')} postings ({index.seconds:.1f} s)")
+        if records != count:
+            say(f"warning: {count} documents but {records} records in their blocks")
+
+        say("2/4 link graph")
+        links = run_job(MRLinkGraph, [manifest], settings, output=scratch / "links.jsonl",
+                        scratch=scratch)
+        say(f"    {links.counter('linkgraph', 'edges')} edges, "
+            f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
+            f"dropped ({links.seconds:.1f} s)")
+
+        say(f"3/4 pagerank (d={settings.pagerank_damping}, tolerance "
+            f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
+        ranks = run_pagerank(links.path, num_docs, settings, scratch,
+                             progress=(lambda line: say("    " + line)) if progress else None)
+
+        say("4/4 publish")
+        arrays = segment_arrays(collect_index_rows(index.rows()), ranks.ranks, num_docs)
+        meta = segment_meta(arrays, pagerank_iterations=ranks.iterations,
+                            pagerank_damping=settings.pagerank_damping, created_at=time.time())
+        store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        published = publish_segment(arrays, meta, store, sessions)
+        shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        engine.dispose()
+
+    result = BuildResult(
+        version_id=published.version_id, segment=published.segment, num_docs=num_docs,
+        num_terms=meta["num_terms"], num_postings=meta["num_postings"],
+        pagerank_iterations=ranks.iterations, pagerank_delta=ranks.delta,
+        seconds=time.monotonic() - started,
+    )
+    say(f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
+        f"{result.num_docs} docs, {result.num_terms} terms, {result.num_postings} postings, "
+        f"pagerank {result.pagerank_iterations} iterations (L1 change "
+        f"{result.pagerank_delta:.3g}) in {result.seconds:.1f} s")
+    return result

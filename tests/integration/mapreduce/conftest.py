@@ -1,0 +1,70 @@
+"""Hand-made crawls for the MapReduce tests: record blocks in a blob store and the
+matching document rows, written the way the committer writes them (blocks
+first, then rows), with no crawler involved."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from services.crawler.urls import normalize_url, url_id
+from services.storage.blobstore import BlobStore
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.models import Document
+from services.storage.records import Link, Record, RecordBlockWriter
+
+
+@dataclass
+class Page:
+    url: str
+    title: str = ""
+    text: str = ""
+    description: str = ""
+    links: Sequence[str] = field(default_factory=tuple)
+
+
+def write_corpus(store: BlobStore, database_url: str,
+                 blocks: Sequence[Sequence[Page | dict]]) -> list[Record]:
+    """One record block per inner list of pages (``Page`` or its fields as a dict);
+    doc_nums dense in order. Returns the records."""
+    engine = make_engine(database_url)
+    init_db(engine)
+    records: list[Record] = []
+    rows: list[Document] = []
+    for b, pages in enumerate(blocks):
+        name = f"records/test-{b:03d}.rec.gz"
+        writer = RecordBlockWriter()
+        for i, spec in enumerate(pages):
+            page = spec if isinstance(spec, Page) else Page(**spec)
+            url = normalize_url(page.url)
+            body = f"{page.title}|{page.text}".encode()
+            record = Record(
+                doc_num=len(records), url=url, url_id=url_id(url),
+                doc_id=hashlib.sha1(body).hexdigest(), content_type="text/html",
+                title=page.title, text=page.text, description=page.description, lang="en",
+                links=[Link(normalize_url(link), "anchor") for link in page.links],
+                fetched_at=1_700_000_000.0, content_block=f"content/test-{b:03d}.ncb",
+                content_index=i,
+            )
+            offset, length = writer.add(record)
+            records.append(record)
+            rows.append(Document(
+                url_id=record.url_id, doc_num=record.doc_num, url=url, doc_id=record.doc_id,
+                content_type="text/html", title=page.title, lang="en", length=len(body),
+                status=200, depth=0, last_crawled=record.fetched_at,
+                content_block=record.content_block, content_index=i, content_offset=0,
+                record_block=name, record_offset=offset, record_length=length,
+            ))
+        store.put(name, writer.to_bytes())
+    with session_factory(engine).begin() as session:
+        session.add_all(rows)
+    engine.dispose()
+    return records
+
+
+@pytest.fixture
+def corpus_writer() -> Callable[..., list[Record]]:
+    return write_corpus

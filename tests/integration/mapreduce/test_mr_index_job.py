@@ -1,0 +1,152 @@
+"""The MapReduce jobs on tiny crawls with known answers (inline), plus one
+local-runner smoke test that proves the shipped package zip is enough."""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from mapreduce.mr_index import MRIndex
+from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.mr_pagerank import run_pagerank
+from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
+from mapreduce.runner import JobError, JobOutput, run_job, write_rows
+from services.config import Settings
+from services.storage.blobstore import open_blobstore
+
+FRUIT = [
+    [{"url": "http://fruit.test/apples", "title": "Red apples", "text": "apples and pears"},
+     {"url": "http://fruit.test/pears", "title": "Pears", "text": "green pears, red pears"}],
+    [{"url": "http://sky.test/", "description": "Sky blue", "text": "The sky"}],
+]
+# Stems by hand: apples -> appl, pears -> pear; "and", "the" are stop words.
+FRUIT_POSTINGS = {
+    "appl": [[0, 2]],
+    "pear": [[0, 1], [1, 3]],
+    "red": [[0, 1], [1, 1]],
+    "green": [[1, 1]],
+    "sky": [[2, 2]],
+    "blue": [[2, 1]],
+}
+FRUIT_LENGTHS = {0: 4, 1: 5, 2: 3}
+CorpusWriter = Callable[..., list]
+
+
+def manifest(tmp_path: Path, num_blocks: int = 2) -> Path:
+    """The job input: the names of the blocks the corpus writer stored."""
+    path = tmp_path / "manifest.txt"
+    path.write_text("".join(f"records/test-{b:03d}.rec.gz\n" for b in range(num_blocks)))
+    return path
+
+
+def index_output(output: JobOutput) -> tuple[dict, dict]:
+    postings, lengths = {}, {}
+    for (kind, name), value in output.rows():
+        (postings if kind == "term" else lengths)[name] = value
+    return postings, lengths
+
+
+def test_mr_index_inline_postings_and_lengths(settings: Settings, tmp_path: Path,
+                                              corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, FRUIT)
+    out = run_job(MRIndex, [manifest(tmp_path)], settings,
+                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
+    postings, lengths = index_output(out)
+    assert postings == FRUIT_POSTINGS
+    assert {term: len(p) for term, p in postings.items()} == {
+        "appl": 1, "pear": 2, "red": 2, "green": 1, "sky": 1, "blue": 1}  # df
+    assert lengths == FRUIT_LENGTHS
+    assert out.counter("blocks", "records") == 3
+    assert out.counter("index", "postings") == 8
+
+
+def test_mr_index_names_a_missing_block(settings: Settings, tmp_path: Path) -> None:
+    path = tmp_path / "manifest.txt"
+    path.write_text("records/missing.rec.gz\n")
+    with pytest.raises(JobError, match="records/missing.rec.gz"):
+        run_job(MRIndex, [path], settings, output=tmp_path / "o", scratch=tmp_path / "s")
+
+
+def test_mr_linkgraph_inline_adjacency(settings: Settings, tmp_path: Path,
+                                       corpus_writer: CorpusWriter) -> None:
+    blocks = [
+        [{"url": "http://a.test/", "links": [
+            "http://b.test/", "http://B.test:80/",  # the same page twice: one edge
+            "http://c.test/", "http://a.test/",      # a self-link: dropped
+            "http://nowhere.test/x"]},               # never crawled: dropped
+         {"url": "http://b.test/", "links": ["http://c.test/"]}],
+        [{"url": "http://c.test/"},                  # dangling
+         {"url": "http://d.test/", "links": ["http://a.test/", "http://gone.test/"]}],
+    ]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
+    out = run_job(MRLinkGraph, [manifest(tmp_path)], settings,
+                  output=tmp_path / "links.jsonl", scratch=tmp_path / "scratch")
+    assert dict(out.rows()) == {0: [1, 2], 1: [2], 2: [], 3: [0]}
+    assert out.counters["linkgraph"] == {
+        "links_to_uncrawled": 2, "self_links_dropped": 1, "duplicate_edges_dropped": 1,
+        "edges": 4}
+
+
+def networkx_ranks(adjacency: list[list[int]], damping: float) -> np.ndarray:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(adjacency)))
+    graph.add_edges_from((s, t) for s, ts in enumerate(adjacency) for t in ts)
+    ranks = nx.pagerank(graph, alpha=damping, tol=1e-13, max_iter=10_000)
+    return np.array([ranks[i] for i in range(len(adjacency))])
+
+
+def test_pagerank_driver_inline_matches_networkx(settings: Settings, tmp_path: Path) -> None:
+    # Docs 3, 7 are dangling; 9 and 10 are absent from the link graph (no record
+    # was read for them) and must still be pages, dangling ones.
+    graph = {0: [1, 2, 3], 1: [2], 2: [0, 4], 3: [], 4: [5, 6], 5: [0, 7], 6: [4, 8],
+             7: [], 8: [9]}
+    adjacency_path = tmp_path / "adjacency.jsonl"
+    write_rows(adjacency_path, iter(sorted(graph.items())))
+    tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=300)
+    lines: list[str] = []
+    result = run_pagerank(adjacency_path, 11, tuned, tmp_path / "pr", progress=lines.append)
+
+    adjacency = adjacency_from_mapping(graph, 11)
+    assert np.abs(result.ranks - networkx_ranks(adjacency, tuned.pagerank_damping)).max() < 1e-6
+    assert result.ranks.sum() == pytest.approx(1.0, abs=1e-9)
+    assert result.delta < 1e-10
+    reference = pagerank_sparse(adjacency, tuned.pagerank_damping, 1e-10, 300)
+    assert abs(result.iterations - reference.iterations) <= 1  # same stopping rule
+    assert len(lines) == result.iterations
+
+
+def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: Path) -> None:
+    adjacency_path = tmp_path / "adjacency.jsonl"
+    write_rows(adjacency_path, iter([(0, [1]), (1, [0, 2]), (2, [])]))
+    capped = settings.with_overrides(pagerank_tolerance=1e-30, pagerank_max_iterations=4)
+    result = run_pagerank(adjacency_path, 3, capped, tmp_path / "pr")
+    reference = pagerank_sparse([[1], [0, 2], []], capped.pagerank_damping, 1e-30, 4)
+    assert result.iterations == 4
+    assert result.ranks == pytest.approx(reference.ranks, abs=1e-15)
+    assert result.delta == pytest.approx(reference.delta, rel=1e-9)
+
+
+def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, tmp_path: Path,
+                                                            corpus_writer: CorpusWriter) -> None:
+    """The local runner's tasks are separate processes. This venv has the project
+    installed in editable mode, which would hide a broken zip, so the tasks run
+    with ``python -S`` (no site hooks: no editable finder) and only the
+    third-party packages on PYTHONPATH: ``services``/``mapreduce`` must come
+    from the zip the runner ships, as on EMR."""
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, FRUIT)
+    site_packages = sysconfig.get_paths()["purelib"]
+    hermetic = ["--task-python-bin", f"{sys.executable} -S",
+                "--cmdenv", f"PYTHONPATH={site_packages}"]
+    out = run_job(MRIndex, [manifest(tmp_path)],
+                  settings.with_overrides(mr_runner="local"),
+                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch",
+                  extra_args=hermetic)
+    postings, lengths = index_output(out)
+    assert postings == FRUIT_POSTINGS
+    assert lengths == FRUIT_LENGTHS

@@ -1,0 +1,67 @@
+"""How jobs are launched: runner switches, the shipped package zip, output files."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mapreduce.runner import (
+    JobError,
+    absolute_blob_url,
+    package_zip,
+    read_rows,
+    runner_args,
+    store_args,
+    write_rows,
+)
+from services.config import Settings
+
+
+def test_relative_file_urls_become_absolute_and_s3_urls_stay(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert absolute_blob_url("file://var/blobs") == f"file://{tmp_path}/var/blobs"
+    assert absolute_blob_url(f"file://{tmp_path}/b") == f"file://{tmp_path}/b"
+    assert absolute_blob_url("s3://bucket/prefix") == "s3://bucket/prefix"
+
+
+def test_store_args_pass_the_endpoint_only_when_set(tmp_path: Path) -> None:
+    plain = Settings(blob_url=f"file://{tmp_path}")
+    assert store_args(plain) == ["--blob-url", f"file://{tmp_path}"]
+    moto = Settings(blob_url="s3://b/p", aws_endpoint_url="http://127.0.0.1:5000")
+    assert store_args(moto) == ["--blob-url", "s3://b/p", "--aws-endpoint-url",
+                                "http://127.0.0.1:5000"]
+
+
+def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
+    inline = runner_args(Settings(mr_runner="inline"), tmp_path)
+    assert inline[:2] == ["-r", "inline"] and "--py-files" not in inline
+    local = runner_args(Settings(mr_runner="local"), tmp_path)
+    assert local[:2] == ["-r", "local"]
+    shipped = Path(local[local.index("--py-files") + 1])
+    assert shipped.is_file() and "--no-bootstrap-mrjob" in local
+
+
+def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
+    with pytest.raises(JobError, match="s3://bucket/prefix"):
+        runner_args(Settings(mr_runner="emr", blob_url="file://var/blobs"), tmp_path)
+    emr = runner_args(Settings(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
+    assert "--py-files" in emr and "--no-bootstrap-mrjob" not in emr
+
+
+def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:
+    names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
+    for needed in ("services/__init__.py", "services/text/analyze.py",
+                   "services/text/stopwords_en.txt", "mapreduce/__init__.py",
+                   "mapreduce/mr_index.py", "mapreduce/pagerank.py"):
+        assert needed in names
+    assert not any("__pycache__" in name for name in names)
+
+
+def test_rows_round_trip_through_the_job_format(tmp_path: Path) -> None:
+    rows = [(["term", "tab\there"], [[0, 1]]), (3, [0.1 + 0.2, [1, 2]]), ("é", None)]
+    assert write_rows(tmp_path / "out", iter(rows)) == 3
+    assert list(read_rows(tmp_path / "out")) == rows
+    assert (tmp_path / "out").read_text().count("\n") == 3
