@@ -44,9 +44,13 @@ class Settings:
     block_max_bytes: int = 200 * 1024 * 1024  # 200 MB: the report's content-block cap
     block_max_docs: int = 10_000
     batch_size: int = 32
+    # Crawl scope: comma-separated host names (a name admits its subdomains);
+    # empty admits every host. Tests and the demo set "127.0.0.1" so that
+    # links to the outside web are never followed.
+    allowed_hosts: str = ""
 
     # Ranking.
-    pagerank_weight: float = 0.2
+    pagerank_weight: float = 1.0  # BM25 points a top-linked page can gain (docs/ranking.md)
     pagerank_damping: float = 0.85
     pagerank_tolerance: float = 1e-8
     pagerank_max_iterations: int = 100
@@ -77,6 +81,10 @@ class Settings:
         settings = replace(self, **clean)
         settings.validate()
         return settings
+
+    @property
+    def allowed_host_set(self) -> frozenset[str]:
+        return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
     def validate(self) -> None:
         if self.mr_runner not in {"inline", "local", "emr"}:

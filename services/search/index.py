@@ -1,0 +1,255 @@
+"""The search side of an index segment: download once, memory-map, look terms up.
+
+The publish step (``mapreduce.publish``) writes the arrays named in
+``SEGMENT_ARRAYS``; this module is their only reader. A loaded
+``SegmentIndex`` is never mutated: a new index version is opened as a new
+object and swapped in by ``IndexHolder``, so a request that already holds the
+old object finishes on it (the old memory map lives until its last user drops
+it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.storage.blobstore import BlobStore
+from services.storage.db import active_index
+from services.storage.errors import StorageError
+from services.storage.segment import open_segment
+
+log = logging.getLogger(__name__)
+
+# The segment contract (see the brief / README "Index segment"): name -> dtype.
+SEGMENT_ARRAYS: dict[str, np.dtype] = {
+    "term_bytes": np.dtype(np.uint8),
+    "term_offsets": np.dtype(np.uint64),
+    "df": np.dtype(np.uint32),
+    "idf": np.dtype(np.float32),
+    "post_offsets": np.dtype(np.uint64),
+    "post_docs": np.dtype(np.uint32),
+    "post_tfs": np.dtype(np.uint32),
+    "doc_lengths": np.dtype(np.uint32),
+    "doc_norms": np.dtype(np.float32),
+    "pagerank": np.dtype(np.float64),
+}
+
+
+class SearchIndexError(Exception):
+    """An index segment is missing, unreadable or breaks the array contract."""
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentIndex:
+    """One published index version, memory-mapped and read-only."""
+
+    version_id: int
+    segment: str  # blob name, e.g. index/segment-<version>.nseg
+    path: Path
+    meta: Mapping[str, Any]
+    arrays: Mapping[str, np.ndarray]
+
+    @classmethod
+    def open(cls, path: Path, version_id: int = 0, segment: str = "") -> SegmentIndex:
+        """Memory-map ``path`` and check every array against the contract."""
+        try:
+            arrays, meta = open_segment(path)
+        except (StorageError, OSError, ValueError, KeyError) as exc:
+            raise SearchIndexError(
+                f"cannot open index segment {path}: {exc}; re-run `nimbus index` to publish a new one"
+            ) from exc
+        _check_contract(path, arrays, meta)
+        return cls(version_id, segment or path.name, Path(path), dict(meta), arrays)
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.arrays["doc_norms"].shape[0])
+
+    @property
+    def num_terms(self) -> int:
+        return int(self.arrays["df"].shape[0])
+
+    @property
+    def idf(self) -> np.ndarray:
+        return self.arrays["idf"]
+
+    @property
+    def doc_norms(self) -> np.ndarray:
+        return self.arrays["doc_norms"]
+
+    @property
+    def doc_lengths(self) -> np.ndarray:
+        return self.arrays["doc_lengths"]
+
+    @cached_property
+    def avg_length(self) -> float:
+        """Mean document length in terms (BM25's pivot), computed once per loaded segment."""
+        lengths = self.arrays["doc_lengths"]
+        return float(lengths.mean()) if lengths.shape[0] else 0.0
+
+    @property
+    def pagerank(self) -> np.ndarray:
+        return self.arrays["pagerank"]
+
+    def term(self, term_id: int) -> str:
+        offsets = self.arrays["term_offsets"]
+        start, end = int(offsets[term_id]), int(offsets[term_id + 1])
+        return self.arrays["term_bytes"][start:end].tobytes().decode("utf-8")
+
+    def term_id(self, term: str) -> int | None:
+        """Binary search over the byte-sorted dictionary (no per-load dict to build)."""
+        key = term.encode("utf-8")
+        offsets, blob = self.arrays["term_offsets"], self.arrays["term_bytes"]
+        lo, hi = 0, self.num_terms
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = blob[int(offsets[mid]) : int(offsets[mid + 1])].tobytes()
+            if probe < key:
+                lo = mid + 1
+            elif probe > key:
+                hi = mid
+            else:
+                return mid
+        return None
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(doc numbers ascending, term frequencies): views into the memory map."""
+        offsets = self.arrays["post_offsets"]
+        start, end = int(offsets[term_id]), int(offsets[term_id + 1])
+        return self.arrays["post_docs"][start:end], self.arrays["post_tfs"][start:end]
+
+
+def _check_contract(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+    """Cheap O(1) checks (names, dtypes, lengths) so a bad segment fails at load, not per query."""
+
+    def bad(why: str) -> SearchIndexError:
+        return SearchIndexError(
+            f"index segment {path} breaks the segment contract: {why}; "
+            "re-publish it with `nimbus index`"
+        )
+
+    for name, dtype in SEGMENT_ARRAYS.items():
+        if name not in arrays:
+            raise bad(f"array {name!r} is missing")
+        if arrays[name].dtype != dtype:
+            raise bad(f"array {name!r} has dtype {arrays[name].dtype}, expected {dtype}")
+    n, t = arrays["doc_norms"].shape[0], arrays["df"].shape[0]
+    p = arrays["post_docs"].shape[0]
+    expected = {"term_offsets": t + 1, "idf": t, "post_offsets": t + 1, "post_tfs": p,
+                "doc_lengths": n, "pagerank": n}
+    for name, length in expected.items():
+        if arrays[name].shape[0] != length:
+            raise bad(f"array {name!r} has {arrays[name].shape[0]} entries, expected {length}")
+    if int(arrays["term_offsets"][-1]) != arrays["term_bytes"].shape[0]:
+        raise bad("term_offsets does not end at the end of term_bytes")
+    if int(arrays["post_offsets"][-1]) != p:
+        raise bad("post_offsets does not end at the number of postings")
+    if "num_docs" in meta and int(meta["num_docs"]) != n:
+        raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {n}")
+
+
+def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
+    """Copy segment blob ``name`` into ``cache_dir`` once; atomic, so readers never map half a file.
+
+    Segments are immutable (a new version gets a new name), so a local file of
+    the blob's size is the blob.
+    """
+    path = Path(cache_dir) / name.replace("/", "__")
+    try:
+        size = blobs.size(name)
+        if path.is_file() and path.stat().st_size == size:
+            return path
+        data = blobs.get(name)
+    except StorageError as exc:
+        raise SearchIndexError(
+            f"cannot fetch index segment {name!r} from {blobs.url}: {exc}; "
+            "check NIMBUS_BLOB_URL or re-run `nimbus index`"
+        ) from exc
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-", suffix=".nseg")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+class IndexHolder:
+    """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
+
+    The database is asked for the active version at most every
+    ``recheck_seconds``; one thread loads a new version while the others keep
+    answering from the old object. A version that fails to load is logged and
+    the old one stays in service.
+    """
+
+    def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, cache_dir: Path,
+                 recheck_seconds: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._sessions = sessions
+        self._blobs = blobs
+        self._cache_dir = Path(cache_dir)
+        self.recheck_seconds = recheck_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._index: SegmentIndex | None = None
+        self._checked_at: float | None = None
+        self.last_error: str | None = None
+
+    def current(self) -> SegmentIndex | None:
+        """The index to answer one request with (None while nothing is published)."""
+        now = self._clock()
+        if self._checked_at is not None and now - self._checked_at < self.recheck_seconds:
+            return self._index
+        # Until something is loaded every caller waits for the first load;
+        # afterwards a caller never waits behind a reload.
+        if not self._lock.acquire(blocking=self._index is None):
+            return self._index
+        try:
+            if self._checked_at is None or self._checked_at <= now:
+                self._refresh()
+                self._checked_at = self._clock()
+            return self._index
+        finally:
+            self._lock.release()
+
+    def _refresh(self) -> None:
+        try:
+            with self._sessions() as session:
+                version = active_index(session)
+                wanted = None if version is None else (version.id, version.segment)
+        except SQLAlchemyError as exc:
+            self.last_error = f"cannot read the active index version from the database: {exc}"
+            log.warning("%s", self.last_error)
+            return
+        if wanted is None:
+            self._index = None
+            return
+        if self._index is not None and self._index.version_id == wanted[0]:
+            return
+        try:
+            path = fetch_segment(self._blobs, wanted[1], self._cache_dir)
+            index = SegmentIndex.open(path, version_id=wanted[0], segment=wanted[1])
+        except SearchIndexError as exc:
+            self.last_error = str(exc)
+            log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
+            return
+        self.last_error = None
+        log.info("serving index version %s (%s, %d docs, %d terms)",
+                 index.version_id, index.segment, index.num_docs, index.num_terms)
+        self._index = index  # one reference assignment: requests see old or new, never half

@@ -1,0 +1,68 @@
+"""The JSON API's models: the same data the HTML page shows, typed for clients."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from services.search.service import SearchHit as Hit
+from services.search.service import SearchResults
+
+
+class Highlight(BaseModel):
+    """A matching word: ``snippet[start:end]`` (character offsets)."""
+
+    start: int
+    end: int
+
+
+class SearchHit(BaseModel):
+    doc_num: int
+    url: str
+    title: str
+    score: float = Field(description="final score: text_score * (N * pagerank) ** weight")
+    text_score: float = Field(description="TF-IDF cosine part of the score")
+    pagerank: float
+    snippet: str = Field(description="plain text; never HTML")
+    highlights: list[Highlight] = Field(description="spans of snippet that match the query")
+    cached_url: str
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> SearchHit:
+        text, spans, pos = [], [], 0
+        for fragment in hit.snippet:
+            if fragment.match:
+                spans.append(Highlight(start=pos, end=pos + len(fragment.text)))
+            text.append(fragment.text)
+            pos += len(fragment.text)
+        return cls(doc_num=hit.doc_num, url=hit.url, title=hit.title, score=hit.score,
+                   text_score=hit.text_score, pagerank=hit.pagerank, snippet="".join(text),
+                   highlights=spans, cached_url=hit.cached_url)
+
+
+class SearchResponse(BaseModel):
+    query: str
+    terms: list[str] = Field(description="analyzed query terms found in the index")
+    total: int = Field(description="number of matching documents")
+    page: int
+    per_page: int
+    pages: int = Field(description="pages reachable by paging")
+    took_ms: float
+    message: str = Field(description="why there are no results, if not just 'nothing matched'")
+    index_version: int | None
+    hits: list[SearchHit]
+
+    @classmethod
+    def from_results(cls, results: SearchResults) -> SearchResponse:
+        return cls(query=results.query, terms=results.terms, total=results.total,
+                   page=results.page, per_page=results.per_page, pages=results.pages,
+                   took_ms=round(results.took_ms, 3), message=results.message,
+                   index_version=results.index_version,
+                   hits=[SearchHit.from_hit(hit) for hit in results.hits])
+
+
+class Health(BaseModel):
+    status: str = Field(description="'ok', or 'no-index' while nothing is published")
+    index_version: int | None = None
+    segment: str | None = None
+    num_docs: int = 0
+    num_terms: int = 0

@@ -1,0 +1,214 @@
+"""The search use case: query in, ranked hits with titles and snippets out.
+
+It wires the pure parts (analyzer, ``rank``, ``snippets``) to the stores: the
+index segment through ``IndexHolder``, titles and URLs from the documents
+table (one ``IN`` query per page), snippet text from the record block and
+cached copies from the content block (one ranged read each).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
+from services.config import Settings
+from services.search.index import IndexHolder, SegmentIndex
+from services.search.rank import Scored, TermPostings, score, top_k
+from services.search.snippets import Fragment, make_snippet
+from services.storage.blobstore import BlobStore, open_blobstore
+from services.storage.blocks import ContentType, sha1
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.errors import StorageError
+from services.storage.models import Document
+from services.storage.records import decode_record
+from services.text.analyze import analyze
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
+MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
+NO_INDEX_MESSAGE = (
+    "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
+    "this page picks the index up without a restart."
+)
+STOP_WORDS_MESSAGE = (
+    "Your query holds only very common words (like “the” or “of”), which are not indexed. "
+    "Add a more specific word."
+)
+
+
+class NotFoundError(LookupError):
+    """No such document (or its stored copy is gone)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc_num: int
+    url: str
+    title: str
+    score: float
+    text_score: float
+    pagerank: float
+    snippet: list[Fragment]
+    cached_url: str
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    query: str
+    total: int  # matching documents
+    page: int
+    per_page: int
+    hits: list[SearchHit] = field(default_factory=list)
+    took_ms: float = 0.0
+    terms: list[str] = field(default_factory=list)  # analyzed query terms found in the index
+    message: str = ""  # why there are no results, when the reason is not "nothing matched"
+    index_version: int | None = None
+
+    @property
+    def pages(self) -> int:
+        """Pages a user can reach (at most MAX_RESULTS results deep)."""
+        return math.ceil(min(self.total, MAX_RESULTS) / self.per_page) if self.per_page else 0
+
+
+@dataclass(frozen=True)
+class CachedCopy:
+    doc_num: int
+    url: str
+    body: bytes
+    media_type: str
+
+
+class SearchService:
+    """Built from settings; one per process, shared by all requests (thread-safe)."""
+
+    def __init__(self, settings: Settings, recheck_seconds: float = 2.0,
+                 blobs: BlobStore | None = None) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.database_url)
+        init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
+        self.sessions = session_factory(self.engine)
+        self.blobs = blobs or open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        self.holder = IndexHolder(self.sessions, self.blobs, Path(settings.var_dir) / "segments",
+                                  recheck_seconds=recheck_seconds)
+        # Snippet records are fetched in parallel: on S3 each is a ranged GET
+        # whose latency, not its few kilobytes, is the cost.
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.engine.dispose()
+
+    def index(self) -> SegmentIndex | None:
+        return self.holder.current()
+
+    def search(self, q: str, page: int = 1) -> SearchResults:
+        started = time.perf_counter()
+        q = " ".join(q.split())[:MAX_QUERY_CHARS]
+        per_page = max(1, self.settings.results_per_page)
+        page = max(1, page)
+
+        def done(**kwargs: object) -> SearchResults:
+            took = (time.perf_counter() - started) * 1000.0
+            return SearchResults(query=q, page=page, per_page=per_page, took_ms=took, **kwargs)
+
+        index = self.holder.current()
+        if index is None:
+            return done(total=0, message=NO_INDEX_MESSAGE)
+        if not q:
+            return done(total=0, index_version=index.version_id)
+        counts = Counter(analyze(q))
+        if not counts:
+            return done(total=0, message=STOP_WORDS_MESSAGE, index_version=index.version_id)
+        terms, found = [], []
+        for term, qtf in counts.items():
+            term_id = index.term_id(term)
+            if term_id is None:
+                continue
+            docs, tfs = index.postings(term_id)
+            terms.append(TermPostings(qtf, float(index.idf[term_id]), docs, tfs))
+            found.append(term)
+        scored = score(terms, index.doc_lengths, index.avg_length, index.pagerank,
+                       self.settings.pagerank_weight)
+        first = (page - 1) * per_page
+        if first >= MAX_RESULTS:
+            return done(total=len(scored), terms=found, index_version=index.version_id)
+        best = top_k(scored.docs, scored.final, min(first + per_page, MAX_RESULTS))[first:]
+        hits = self._hits(scored, best, set(counts))
+        return done(total=len(scored), hits=hits, terms=found, index_version=index.version_id)
+
+    def _hits(self, scored: Scored, positions: np.ndarray,
+              query_terms: set[str]) -> list[SearchHit]:
+        nums = [int(scored.docs[i]) for i in positions]
+        if not nums:
+            return []
+        with self.sessions() as session:
+            rows = session.scalars(select(Document).where(Document.doc_num.in_(nums))).all()
+        docs = {row.doc_num: row for row in rows}
+        missing = [num for num in nums if num not in docs]
+        if missing:
+            # The segment and the table disagree (e.g. a database reset); skip, never show a blank.
+            log.warning("doc_nums %s are in the index but not in the documents table", missing)
+        found = [(i, docs[int(scored.docs[i])]) for i in positions if int(scored.docs[i]) in docs]
+        snippets = self._pool.map(lambda item: self._snippet(item[1], query_terms), found)
+        hits = []
+        for (i, doc), snippet in zip(found, snippets, strict=True):
+            num = doc.doc_num
+            hits.append(SearchHit(
+                doc_num=num, url=doc.url, title=doc.title or doc.url,
+                score=float(scored.final[i]), text_score=float(scored.text[i]),
+                pagerank=float(scored.pagerank[i]), snippet=snippet,
+                cached_url=f"/cached/{num}",
+            ))
+        return hits
+
+    def _snippet(self, doc: Document, query_terms: set[str]) -> list[Fragment]:
+        end = doc.record_offset + doc.record_length
+        try:
+            member = self.blobs.get(doc.record_block, doc.record_offset, end)
+            record = decode_record(member, doc.record_block)
+        except StorageError as exc:
+            log.warning("no snippet for doc %d: %s", doc.doc_num, exc)
+            return []
+        return make_snippet(record.text, query_terms, record.description)
+
+    def cached(self, doc_num: int) -> CachedCopy:
+        """The stored bytes of one document, read with one ranged read and checked by SHA-1."""
+        try:
+            with self.sessions() as session:
+                doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot look up document {doc_num}: {exc}") from exc
+        if doc is None:
+            raise NotFoundError(f"no document number {doc_num}")
+        start = doc.content_offset
+        try:
+            body = self.blobs.get(doc.content_block, start, start + doc.length)
+        except StorageError as exc:
+            raise NotFoundError(f"stored copy of document {doc_num} is unavailable: {exc}") from exc
+        if sha1(body).hex() != doc.doc_id.lower():
+            raise StorageError(
+                f"stored copy of document {doc_num} in {doc.content_block} does not match its "
+                "docId (corrupt block or wrong offset in the documents table)"
+            )
+        return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type))
+
+
+def _media_type(content_type: str) -> str:
+    """The stored MIME type, or the block type's if only a type name was stored."""
+    value = (content_type or "").strip()
+    if "/" in value:
+        return value
+    try:
+        return ContentType[value.upper()].mime
+    except KeyError:
+        return ContentType.OTHER.mime

@@ -1,0 +1,119 @@
+"""Test helper: commit a few documents and publish an index segment for them.
+
+It follows the contracts of the brief independently of ``mapreduce.publish``:
+content and record blocks in the blob store, Document rows, a segment packed
+with the exact array names and dtypes, and an active IndexVersion. Term
+statistics are computed here in plain Python from ``analyze()``, so the
+search service is checked against a second implementation of the contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.config import Settings
+from services.storage.blobstore import open_blobstore
+from services.storage.blocks import ContentBlockWriter, ContentType
+from services.storage.db import activate_index, init_db, make_engine, session_factory
+from services.storage.models import Document
+from services.storage.records import Record, RecordBlockWriter
+from services.storage.segment import pack_segment
+from services.text.analyze import analyze
+
+
+@dataclass
+class Doc:
+    url: str
+    title: str
+    text: str
+    description: str = ""
+    content_type: str = "text/html"
+    body: bytes = b""  # the "fetched" bytes; made up from the text when empty
+
+    def raw(self) -> bytes:
+        return self.body or f"<html><title>{self.title}</title><p>{self.text}</p>".encode()
+
+    def terms(self) -> list[str]:
+        return analyze(f"{self.title} {self.description} {self.text}")
+
+
+def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, stem: str) -> None:
+    """Write one content block and one record block, then the Document rows."""
+    blobs = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+    content, records = ContentBlockWriter(), RecordBlockWriter()
+    content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
+    rows = []
+    for i, doc in enumerate(docs):
+        num = first_doc_num + i
+        url_id = hashlib.sha1(doc.url.encode()).hexdigest()
+        body = doc.raw()
+        index = content.add(body, ContentType.from_mime(doc.content_type), bytes.fromhex(url_id))
+        record = Record(doc_num=num, url=doc.url, url_id=url_id,
+                        doc_id=hashlib.sha1(body).hexdigest(), content_type=doc.content_type,
+                        title=doc.title, text=doc.text, description=doc.description, lang="en",
+                        content_block=content_name, content_index=index)
+        offset, length = records.add(record)
+        rows.append(dict(url_id=url_id, doc_num=num, url=doc.url, doc_id=record.doc_id,
+                         content_type=doc.content_type, title=doc.title, lang="en",
+                         length=len(body), last_crawled=1_700_000_000.0,
+                         content_block=content_name, content_index=index,
+                         record_block=record_name, record_offset=offset, record_length=length))
+    offsets = [entry.offset for entry in content.entries()]
+    blobs.put(content_name, content.to_bytes())
+    blobs.put(record_name, records.to_bytes())
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    try:
+        with session_factory(engine).begin() as session:
+            for row, offset in zip(rows, offsets, strict=True):
+                session.add(Document(**row, content_offset=offset))
+    finally:
+        engine.dispose()
+
+
+def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict[str, np.ndarray]:
+    """The contract's arrays for ``docs`` (doc_num = position in the list)."""
+    n = len(docs)
+    counts = [Counter(doc.terms()) for doc in docs]
+    vocab = sorted({t for c in counts for t in c}, key=lambda t: t.encode("utf-8"))
+    postings = {t: [(d, c[t]) for d, c in enumerate(counts) if t in c] for t in vocab}
+    idf = {t: math.log(1 + n / len(postings[t])) for t in vocab}
+    encoded = [t.encode("utf-8") for t in vocab]
+    norms = [math.sqrt(sum(((1 + math.log(tf)) * idf[t]) ** 2 for t, tf in c.items()))
+             for c in counts]
+    post_offsets = np.cumsum([0] + [len(postings[t]) for t in vocab])
+    return {
+        "term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(),
+        "term_offsets": np.cumsum([0] + [len(e) for e in encoded]).astype(np.uint64),
+        "df": np.array([len(postings[t]) for t in vocab], dtype=np.uint32),
+        "idf": np.array([idf[t] for t in vocab], dtype=np.float32),
+        "post_offsets": post_offsets.astype(np.uint64),
+        "post_docs": np.array([d for t in vocab for d, _ in postings[t]], dtype=np.uint32),
+        "post_tfs": np.array([tf for t in vocab for _, tf in postings[t]], dtype=np.uint32),
+        "doc_lengths": np.array([sum(c.values()) for c in counts], dtype=np.uint32),
+        "doc_norms": np.array(norms, dtype=np.float32),
+        "pagerank": np.array(pagerank or [1.0 / n] * n, dtype=np.float64),
+    }
+
+
+def publish_index(settings: Settings, docs: list[Doc], version: str,
+                  pagerank: list[float] | None = None) -> int:
+    """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id."""
+    arrays = segment_arrays(docs, pagerank)
+    meta = {"format": 1, "num_docs": len(docs), "num_terms": int(arrays["df"].shape[0]),
+            "num_postings": int(arrays["post_docs"].shape[0]), "created_at": 1_700_000_000,
+            "pagerank_iterations": 1, "pagerank_damping": 0.85}
+    name = f"index/segment-{version}.nseg"
+    open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(arrays, meta))
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    try:
+        with session_factory(engine).begin() as session:
+            return activate_index(session, name, meta["num_docs"], meta["num_terms"]).id
+    finally:
+        engine.dispose()

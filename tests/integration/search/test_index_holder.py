@@ -1,0 +1,96 @@
+"""IndexHolder: how often it asks for the active version, and what it does on failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from search_corpus import Doc, commit_documents, publish_index, segment_arrays
+
+from services.search.index import IndexHolder, SearchIndexError, SegmentIndex, fetch_segment
+from services.storage.blobstore import open_blobstore
+from services.storage.db import activate_index, make_engine, session_factory
+from services.storage.segment import pack_segment
+
+DOCS = [Doc("http://a.test/1", "Albedo", "Albedo measures reflected light."),
+        Doc("http://a.test/2", "Autism", "Autism is a developmental condition.")]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def parts(settings):
+    commit_documents(settings, DOCS, 0, "c1")
+    engine = make_engine(settings.database_url)
+    blobs = open_blobstore(settings.blob_url)
+    yield settings, session_factory(engine), blobs
+    engine.dispose()
+
+
+def test_rechecks_at_most_every_interval_then_swaps(parts):
+    settings, sessions, blobs = parts
+    clock = FakeClock()
+    holder = IndexHolder(sessions, blobs, settings.var_dir / "segments", 2.0, clock)
+    assert holder.current() is None  # nothing published yet
+    clock.now += 2.0
+    v1 = publish_index(settings, DOCS, "v1")
+    first = holder.current()
+    assert first is not None and first.version_id == v1
+    v2 = publish_index(settings, DOCS, "v2")
+    clock.now += 1.5
+    assert holder.current() is first  # within the interval: no database query, same object
+    clock.now += 0.5
+    second = holder.current()
+    assert second.version_id == v2 and second is not first
+    assert first.term_id("albedo") is not None  # the old object still answers
+
+
+def test_a_version_that_fails_to_load_keeps_the_old_one(parts):
+    settings, sessions, blobs = parts
+    v1 = publish_index(settings, DOCS, "v1")
+    holder = IndexHolder(sessions, blobs, settings.var_dir / "segments", 0.0)
+    assert holder.current().version_id == v1
+    with sessions.begin() as s:
+        activate_index(s, "index/segment-missing.nseg", 2, 5)
+    assert holder.current().version_id == v1
+    assert "segment-missing" in holder.last_error and "nimbus index" in holder.last_error
+    blobs.put("index/segment-garbage.nseg", b"not a segment at all")
+    with sessions.begin() as s:
+        activate_index(s, "index/segment-garbage.nseg", 2, 5)
+    assert holder.current().version_id == v1
+    assert "segment-garbage" in holder.last_error
+
+
+def test_segment_is_downloaded_once_and_checked_against_the_contract(parts, tmp_path):
+    settings, _, blobs = parts
+    publish_index(settings, DOCS, "v1")
+    cache = tmp_path / "cache"
+    path = fetch_segment(blobs, "index/segment-v1.nseg", cache)
+    mtime = path.stat().st_mtime_ns
+    assert fetch_segment(blobs, "index/segment-v1.nseg", cache) == path
+    assert path.stat().st_mtime_ns == mtime
+    assert [p.name for p in cache.iterdir()] == [path.name]  # no partial files left
+    index = SegmentIndex.open(path)
+    assert (index.num_docs, index.term(index.term_id("albedo"))) == (2, "albedo")
+    assert index.term_id("zzz") is None and index.term_id("") is None
+    with pytest.raises(SearchIndexError, match="not found"):
+        fetch_segment(blobs, "index/segment-nope.nseg", cache)
+
+
+def test_a_segment_breaking_the_contract_is_refused_by_name(tmp_path):
+    arrays = segment_arrays(DOCS)
+    arrays["idf"] = arrays["idf"].astype(np.float64)
+    bad = tmp_path / "bad.nseg"
+    bad.write_bytes(pack_segment(arrays, {"num_docs": 2}))
+    with pytest.raises(SearchIndexError, match="'idf' has dtype float64"):
+        SegmentIndex.open(bad)
+    arrays = segment_arrays(DOCS)
+    del arrays["pagerank"]
+    bad.write_bytes(pack_segment(arrays, {"num_docs": 2}))
+    with pytest.raises(SearchIndexError, match="'pagerank' is missing"):
+        SegmentIndex.open(bad)

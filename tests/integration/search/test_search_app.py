@@ -1,0 +1,206 @@
+"""The search app end to end over a real (small) published index.
+
+Each test commits documents to blocks and the database, publishes a segment
+(tests/integration/search/search_corpus.py) and talks HTTP to the FastAPI
+app through TestClient. The main test runs on both backends: SQLite + files
+and MariaDB + S3 (moto).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+
+import pytest
+from fastapi.testclient import TestClient
+from search_corpus import Doc, commit_documents, publish_index
+from sqlalchemy import update
+
+from services.config import Settings
+from services.search.app import create_app
+from services.storage.db import make_engine, session_factory
+from services.storage.models import Document
+from services.text.analyze import analyze
+
+XSS_BODY = b"<html><script>alert('stored')</script>\xff\xfe<p>Hypersonic flow</p></html>"
+CORPUS = [
+    Doc("http://a.test/wing", "Wing design",
+        "The wing of an aircraft produces lift. Wing shape matters: wing twist, wing sweep."),
+    Doc("http://a.test/lift", "Lift", "Lift is produced by air flowing over the wing surface."),
+    Doc("http://a.test/xss", "<script>alert('x')</script> Hypersonic flow",
+        "Hypersonic flow over a blunt body heats the nose.", body=XSS_BODY),
+    Doc("http://a.test/notes.txt", "Notes", "Plain notes about drag, thrust and the wing.",
+        content_type="text/plain"),
+    Doc("http://a.test/report.pdf", "Report", "A report on boundary layers and drag.",
+        content_type="application/pdf", body=b"%PDF-1.4 not really a pdf"),
+    Doc("http://a.test/drag", "Drag", "Drag slows the aircraft down; drag grows with speed."),
+]
+PAGERANK = [0.10, 0.30, 0.10, 0.25, 0.15, 0.10]
+WEIGHT = 2.0  # PageRank prior weight for these tests: large enough to reorder this corpus
+
+
+def expected_ranking(docs: list[Doc], query: str, pagerank: list[float],
+                     weight: float) -> list[tuple[int, float]]:
+    """Brute-force reference of the documented formula, in plain Python."""
+    n = len(docs)
+    counts = [Counter(d.terms()) for d in docs]
+    df = Counter(t for c in counts for t in c)
+    idf = {t: math.log(1 + n / df[t]) for t in df}
+    lengths = [sum(c.values()) for c in counts]
+    avg = sum(lengths) / n
+    k1, b = 1.2, 0.75
+    scores = []
+    for d, c in enumerate(counts):
+        q = [(t, qtf) for t, qtf in Counter(analyze(query)).items() if t in c]
+        if q:
+            norm = k1 * (1 - b + b * lengths[d] / avg)
+            text = sum(qtf * idf[t] * c[t] * (k1 + 1) / (c[t] + norm) for t, qtf in q)
+            s = n * pagerank[d]
+            scores.append((d, text + weight * s / (s + 1)))
+    return sorted(scores, key=lambda s: (-s[1], s[0]))
+
+
+def make_settings(request, tmp_path, backend: str) -> Settings:
+    base = request.getfixturevalue("settings")
+    if backend == "aws":
+        bucket = request.getfixturevalue("s3_bucket")
+        base = base.with_overrides(database_url=request.getfixturevalue("mysql_url"),
+                                   blob_url=f"s3://{bucket}/nimbus",
+                                   aws_endpoint_url=request.getfixturevalue("moto_server"))
+    return base.with_overrides(results_per_page=2, pagerank_weight=WEIGHT)
+
+
+@pytest.fixture
+def published(request, tmp_path):
+    backend = getattr(request, "param", "local")
+    settings = make_settings(request, tmp_path, backend)
+    commit_documents(settings, CORPUS, 0, "crawl-0001")
+    publish_index(settings, CORPUS, "v1", PAGERANK)
+    return settings
+
+
+@pytest.fixture
+def client(published):
+    with TestClient(create_app(published, recheck_seconds=0)) as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
+def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):
+    expected = expected_ranking(CORPUS, "wing wing lift", PAGERANK, WEIGHT)
+    assert {d for d, _ in expected} == {0, 1, 3}  # hold "wing" or "lift"
+    first = client.get("/api/search", params={"q": "wing wing lift"}).json()
+    second = client.get("/api/search", params={"q": "wing wing lift", "page": 2}).json()
+    assert (first["total"], first["pages"], first["page"], first["per_page"]) == (3, 2, 1, 2)
+    hits = first["hits"] + second["hits"]
+    assert [h["doc_num"] for h in hits] == [d for d, _ in expected]
+    assert [h["score"] for h in hits] == pytest.approx([s for _, s in expected], rel=1e-5)
+    top = hits[0]
+    doc = CORPUS[top["doc_num"]]
+    assert (top["url"], top["title"]) == (doc.url, doc.title)
+    assert top["cached_url"] == f"/cached/{top['doc_num']}"
+    assert top["pagerank"] == PAGERANK[top["doc_num"]]
+    prior = len(CORPUS) * top["pagerank"] / (len(CORPUS) * top["pagerank"] + 1)
+    assert top["score"] == pytest.approx(top["text_score"] + WEIGHT * prior, rel=1e-9)
+    marked = [top["snippet"][s["start"]:s["end"]].lower() for s in top["highlights"]]
+    assert marked and set(marked) <= {"wing", "lift"}
+    assert first["terms"] == ["wing", "lift"]
+    beyond = client.get("/api/search", params={"q": "wing", "page": 9}).json()
+    assert (beyond["total"], beyond["hits"]) == (3, [])
+
+
+def test_expected_ranking_reference_is_sensitive_to_pagerank():
+    """Guards the test above: with these numbers PageRank really changes the order."""
+    by_text = [d for d, _ in expected_ranking(CORPUS, "wing wing lift", PAGERANK, 0.0)]
+    merged = [d for d, _ in expected_ranking(CORPUS, "wing wing lift", PAGERANK, WEIGHT)]
+    assert by_text != merged
+
+
+def test_empty_and_stop_word_queries_return_nothing_with_a_reason(client):
+    empty = client.get("/api/search", params={"q": "  "}).json()
+    assert (empty["total"], empty["hits"], empty["message"]) == (0, [], "")
+    stop = client.get("/api/search", params={"q": "the of and"}).json()
+    assert stop["total"] == 0 and "common words" in stop["message"]
+    unknown = client.get("/api/search", params={"q": "zeppelin"}).json()
+    assert (unknown["total"], unknown["terms"]) == (0, [])
+    assert client.get("/api/search", params={"q": "x", "page": 0}).status_code == 422
+
+
+def test_search_page_renders_escaped_results_with_marks_and_pagination(client):
+    page = client.get("/", params={"q": "hypersonic"})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert "<script>alert('x')</script>" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Hypersonic flow" in html
+    assert "<mark>Hypersonic</mark>" in html
+    assert 'href="http://a.test/xss"' in html and 'href="/cached/2"' in html
+    assert "1 result" in html and " ms" in html
+    paged = client.get("/", params={"q": "wing", "page": "2"}).text
+    assert "3 results" in paged and 'aria-current="page">2<' in paged
+    assert 'href="/?q=wing&amp;page=1"' in paged
+    assert "No results for <strong>zeppelin</strong>" in client.get("/?q=zeppelin").text
+    home = client.get("/")
+    assert home.status_code == 200 and "autofocus" in home.text
+    assert client.get("/static/style.css").status_code == 200
+
+
+def test_cached_copy_is_byte_identical_and_sandboxed(client):
+    resp = client.get("/cached/2")
+    assert resp.status_code == 200
+    assert resp.content == XSS_BODY
+    assert hashlib.sha1(resp.content).hexdigest() == hashlib.sha1(XSS_BODY).hexdigest()
+    assert resp.headers["content-security-policy"] == "sandbox"
+    assert "allow-scripts" not in resp.headers["content-security-policy"]
+    assert resp.headers["x-content-type-options"] == "nosniff"
+    assert resp.headers["content-type"] == "text/html"  # no invented charset
+    pdf = client.get("/cached/4")
+    assert (pdf.content, pdf.headers["content-type"]) == (CORPUS[4].body, "application/pdf")
+    assert client.get("/cached/3").headers["content-type"] == "text/plain"
+
+
+def test_cached_copy_404s_and_refuses_a_mismatched_copy(published, client):
+    assert client.get("/cached/999").status_code == 404
+    assert client.get("/cached/-1").status_code == 404
+    engine = make_engine(published.database_url)
+    with session_factory(engine).begin() as s:
+        s.execute(update(Document).where(Document.doc_num == 0).values(doc_id="0" * 40))
+    engine.dispose()
+    resp = client.get("/cached/0")
+    assert resp.status_code == 503 and "unavailable" in resp.json()["detail"]
+
+
+def test_healthz_reports_the_active_index(client):
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok"
+    assert (health["num_docs"], health["segment"]) == (6, "index/segment-v1.nseg")
+    assert health["num_terms"] > 10
+
+
+def test_without_an_index_every_route_says_how_to_build_one(settings):
+    with TestClient(create_app(settings, recheck_seconds=0)) as client:
+        page = client.get("/", params={"q": "wing"})
+        assert page.status_code == 200 and "nimbus crawl" in page.text
+        api = client.get("/api/search", params={"q": "wing"})
+        assert api.status_code == 503 and "nimbus index" in api.json()["message"]
+        assert client.get("/healthz").json()["status"] == "no-index"
+        assert client.get("/cached/0").status_code == 404
+
+
+def test_a_new_index_version_is_picked_up_without_restart(published, client):
+    assert client.get("/api/search", params={"q": "supersonic"}).json()["total"] == 0
+    service = client.app.state.service
+    old = service.index()
+    new_docs = [Doc("http://b.test/mach", "Supersonic flight", "Supersonic aircraft break Mach 1."),
+                Doc("http://b.test/boom", "Sonic boom", "A supersonic body makes a sonic boom.")]
+    commit_documents(published, new_docs, len(CORPUS), "crawl-0002")
+    version = publish_index(published, CORPUS + new_docs, "v2", PAGERANK[:4] + [0.1] * 4)
+    found = client.get("/api/search", params={"q": "supersonic"}).json()
+    assert found["index_version"] == version and found["total"] == 2
+    assert {h["url"] for h in found["hits"]} == {"http://b.test/mach", "http://b.test/boom"}
+    assert client.get("/healthz").json()["num_docs"] == 8
+    # A request that still holds the old index finishes on it, unchanged.
+    assert old.version_id != version and old.num_docs == 6
+    assert old.postings(old.term_id("wing"))[0].tolist() == [0, 1, 3]
+    assert old.term_id("supersonic") is None

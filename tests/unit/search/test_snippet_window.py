@@ -1,0 +1,74 @@
+"""Snippet windows: where the matches are, what is marked, and the fallbacks."""
+
+from __future__ import annotations
+
+from services.search.snippets import ELLIPSIS, Fragment, make_snippet, snippet_text
+from services.text.analyze import analyze
+
+
+def terms(query: str) -> set[str]:
+    return set(analyze(query))
+
+
+def marked(fragments: list[Fragment]) -> list[str]:
+    return [f.text for f in fragments if f.match]
+
+
+def filler(n: int, word: str = "lorem") -> str:
+    return " ".join(f"{word}{i}" for i in range(n))
+
+
+def test_window_moves_to_the_densest_stretch_of_matches():
+    text = (f"{filler(40)} the wing carries lift {filler(40, 'ipsum')} "
+            f"wing lift and wing drag near the wing root {filler(40, 'dolor')}")
+    fragments = make_snippet(text, terms("wing lift"), window=12)
+    assert marked(fragments) == ["wing", "lift", "wing", "wing"]
+    shown = snippet_text(fragments)
+    assert shown.startswith(ELLIPSIS) and shown.endswith(ELLIPSIS)
+    assert "carries" not in shown  # the sparser first mention lost
+
+
+def test_distinct_terms_beat_a_repeated_single_term():
+    text = (f"flow flow flow flow {filler(30)} boundary layer flow {filler(30, 'x')}")
+    fragments = make_snippet(text, terms("boundary flow"), window=6)
+    assert "boundary" in marked(fragments)
+
+
+def test_words_match_by_analyzed_form_and_keep_original_spelling():
+    text = "Engineers were Running tests; the runner runs daily."
+    fragments = make_snippet(text, terms("run"))
+    assert marked(fragments) == ["Running", "runs"]  # "runner" stems to "runner"
+    assert snippet_text(fragments) == text
+
+
+def test_matches_are_centred_in_the_window():
+    text = f"{filler(50)} turbulent {filler(50, 'z')}"
+    shown = snippet_text(make_snippet(text, terms("turbulent"), window=11))
+    before, after = shown.split("turbulent")
+    assert len(before.split()) == 6 and len(after.split()) == 6  # 5 words + the ellipsis
+
+
+def test_fragments_carry_markup_as_text_never_as_html():
+    text = "<b>bold</b> claims & <script>alert('wing')</script>"
+    fragments = make_snippet(text, terms("wing"))
+    assert snippet_text(fragments) == text  # the template escapes; the snippet keeps text
+    assert marked(fragments) == ["wing"]
+
+
+def test_no_match_in_text_falls_back_to_a_matching_description():
+    fragments = make_snippet("nothing relevant here", terms("albedo"),
+                             description="Albedo is the fraction of light reflected.")
+    assert marked(fragments) == ["Albedo"]
+
+
+def test_no_match_anywhere_shows_description_then_start_of_text():
+    description = "A page about " + filler(50)
+    shown = snippet_text(make_snippet("body text", terms("zebra"), description, window=5))
+    assert shown == f"A page about lorem0 lorem1 {ELLIPSIS}"
+    shown = snippet_text(make_snippet(f"  Start\n of   {filler(40)}", terms("zebra"), window=4))
+    assert shown == f"Start of lorem0 lorem1 {ELLIPSIS}"
+
+
+def test_empty_inputs_give_no_fragments():
+    assert make_snippet("", terms("wing")) == []
+    assert make_snippet("wing", set()) == [Fragment("wing", False)]
