@@ -33,6 +33,7 @@ def settings(tmp_path: Path) -> Settings:
         mr_runner="inline",
         var_dir=tmp_path / "var",
         crawl_delay=0.0,
+        allowed_hosts="127.0.0.1",  # never follow a link off this machine
     )
 
 

@@ -23,6 +23,7 @@ def demo_settings(base: Settings, var_dir: Path) -> Settings:
         blob_url=f"file://{var_dir / 'blobs'}",
         var_dir=var_dir,
         crawl_delay=0.0,
+        allowed_hosts="127.0.0.1",  # the IANA pages link the real web; stay offline
     )
 
 

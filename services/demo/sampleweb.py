@@ -21,6 +21,7 @@ from __future__ import annotations
 import bz2
 import html
 import re
+import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
@@ -149,6 +150,16 @@ def _hub_html(titles: list[str], papers: list[str]) -> str:
             f"<h2>Articles</h2><ul>\n{items}\n</ul><h2>Papers</h2><ul>\n{pdfs}\n</ul></body></html>")
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 - stdlib signature
+        """Clients closing kept-alive connections are normal; anything else is printed."""
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class SiteServer:
     """One site on an ephemeral 127.0.0.1 port, served from a daemon thread.
 
@@ -189,8 +200,7 @@ class SiteServer:
                 if not head:
                     self.wfile.write(res.body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

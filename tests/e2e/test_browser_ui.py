@@ -59,15 +59,15 @@ def test_query_shows_ranked_results_with_snippets(page, server_url, tmp_path):
     page.fill("input[name=q]", "anarchism")
     page.keyboard.press("Enter")
     page.wait_for_url("**q=anarchism**")
-    first = page.locator(".result").first
-    assert "Anarchism" in first.locator("a").first.inner_text()
+    first = page.locator("li.hit").first
+    assert "Anarchism" in first.locator("h2 a").inner_text()
     assert first.locator("mark").count() >= 1  # highlighted query word in the snippet
     page.screenshot(path=str(tmp_path / "results.png"))
 
 
 def test_cached_link_opens_the_stored_copy(page, server_url):
     page.goto(server_url + "/?q=anarchism")
-    cached = page.locator(".result").first.locator("a", has_text="cached")
+    cached = page.locator("li.hit").first.locator("a", has_text="cached")
     href = cached.get_attribute("href")
     response = page.goto(server_url + href if href.startswith("/") else href)
     assert response.status == 200

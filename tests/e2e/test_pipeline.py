@@ -30,7 +30,8 @@ def test_crawl_reached_both_hosts_and_respected_robots(pipeline):
     with sessions() as s:
         urls = s.scalars(select(Document.url)).all()
         ranks = s.scalar(select(func.count()).select_from(PageRankScore))
-    assert pipeline.pages == len(urls) > 100
+    assert pipeline.documents == len(urls) > 100
+    assert pipeline.pages < 5000  # the frontier ran dry before the page limit
     assert any(u.startswith(pipeline.iana.origin) for u in urls)
     assert any(u.endswith("/papers/tracemonkey.pdf") for u in urls)
     # robots.txt of the IANA site disallows /_css/ and /_js/: never requested.
