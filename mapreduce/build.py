@@ -2,7 +2,8 @@
 
 Stages: manifest (the distinct record blocks of committed documents) ->
 MRIndex (postings, lengths) -> MRLinkGraph (adjacency) -> PageRank
-iterations -> publish (segment to the blob store, PageRank rows and the
+iterations (in memory, or one MRPageRankStep job per iteration when
+``settings.pagerank_engine`` is "mapreduce") -> publish (segment to the blob store, PageRank rows and the
 active version to the database). Each job runs on ``settings.mr_runner``;
 intermediate files live in a scratch directory under ``settings.var_dir``,
 removed after a successful build and kept after a failure for inspection.
@@ -21,6 +22,7 @@ from sqlalchemy import func, select
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
+from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
 from mapreduce.publish import collect_index_rows, publish_segment, segment_arrays, segment_meta
 from mapreduce.runner import run_job
 from services.config import Settings
@@ -93,10 +95,17 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
             f"dropped ({links.seconds:.1f} s)")
 
-        say(f"3/4 pagerank (d={settings.pagerank_damping}, tolerance "
+        say(f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
             f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
-        ranks = run_pagerank(links.path, num_docs, settings, scratch,
-                             progress=(lambda line: say("    " + line)) if progress else None)
+        if settings.pagerank_engine == "memory":
+            graph = {int(doc): targets for doc, targets in links.rows()}
+            ranks = pagerank_sparse(adjacency_from_mapping(graph, num_docs),
+                                    settings.pagerank_damping, settings.pagerank_tolerance,
+                                    settings.pagerank_max_iterations)
+        else:
+            ranks = run_pagerank(links.path, num_docs, settings, scratch,
+                                 progress=(lambda line: say("    " + line)) if progress else None)
+        say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
 
         say("4/4 publish")
         arrays = segment_arrays(collect_index_rows(index.rows()), ranks.ranks, num_docs)

@@ -54,6 +54,9 @@ class Settings:
     pagerank_damping: float = 0.85
     pagerank_tolerance: float = 1e-8
     pagerank_max_iterations: int = 100
+    # memory: sparse power iteration in the build process (graphs that fit in
+    # RAM: ~16 bytes per edge); mapreduce: one mrjob step per iteration.
+    pagerank_engine: str = "memory"
 
     # Search service.
     host: str = "127.0.0.1"
@@ -99,6 +102,10 @@ class Settings:
         if not (self.blob_url.startswith("file://") or self.blob_url.startswith("s3://")):
             raise SettingsError(
                 f"NIMBUS_BLOB_URL={self.blob_url!r}: use file://path or s3://bucket/prefix"
+            )
+        if self.pagerank_engine not in {"memory", "mapreduce"}:
+            raise SettingsError(
+                f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce"
             )
         if not 0.0 < self.pagerank_damping < 1.0:
             raise SettingsError("NIMBUS_PAGERANK_DAMPING must lie strictly between 0 and 1")

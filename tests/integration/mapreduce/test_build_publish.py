@@ -136,10 +136,12 @@ def build_twice_and_check(settings: Settings, tmp_path: Path, corpus_writer: Cor
     assert not any((settings.var_dir / "mr").iterdir())  # scratch removed after success
 
 
+@pytest.mark.parametrize("engine", ["memory", "mapreduce"])
 def test_build_index_on_file_store_and_sqlite(settings: Settings, tmp_path: Path,
                                               corpus_writer: CorpusWriter,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=200)
+                                              capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=200,
+                                    pagerank_engine=engine)
     build_twice_and_check(tuned, tmp_path, corpus_writer)
     assert capsys.readouterr().err == ""  # progress=False prints nothing
 
