@@ -27,7 +27,7 @@ def demo_settings(base: Settings, var_dir: Path) -> Settings:
     )
 
 
-def prepare(settings: Settings, data_dir: Path, *, max_pages: int = 1000,
+def prepare(settings: Settings, data_dir: Path, *, max_pages: int = 5000,
             wiki_limit: int | None = None, progress: bool = True) -> dict[str, float]:
     """Crawl the sample web into ``settings``' stores and build the index; returns stage timings."""
     from mapreduce.build import build_index

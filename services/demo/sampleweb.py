@@ -36,6 +36,7 @@ PDFS = ("pdf/pypdf-example.pdf", "pdf/tracemonkey.pdf", "pdf/federal-register-20
 
 _REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+_CATEGORY = re.compile(r"\[\[(?:Category|[a-z]{2,3}(?:-[a-z]+)?):[^\]]*\]\]")  # and interlanguage links
 
 
 @dataclass
@@ -88,7 +89,7 @@ def wiki_site(dump_path: Path, pdf_paths: Iterable[Path] = (), limit: int | None
             site.resources[_wiki_path(title)] = Resource(
                 "text/html", b"", status=301, location=_wiki_path(target))
     for title, wikitext in articles.items():
-        parsed = wtp.parse(_COMMENT.sub("", _REF.sub("", wikitext)))
+        parsed = wtp.parse(_CATEGORY.sub("", _COMMENT.sub("", _REF.sub("", wikitext))))
         links: dict[str, str] = {}
         for link in parsed.wikilinks:
             target = link.title.strip().replace("_", " ")
@@ -130,9 +131,50 @@ def _wiki_path(title: str) -> str:
     return "/wiki/" + quote(title.replace(" ", "_"), safe="_(),'-.")
 
 
+_HEADING = re.compile(r"^(={2,6})\s*(.*?)\s*=+\s*$")
+_LIST_ITEM = re.compile(r"^[*#:;]+\s*(.*)$")
+
+
+def _body_html(text: str) -> str:
+    """Plain text from wikitext to HTML: == headings ==, * list items, paragraphs."""
+    out: list[str] = []
+    paragraph: list[str] = []
+
+    def end_paragraph() -> None:
+        if paragraph:
+            out.append(f"<p>{html.escape(' '.join(paragraph))}</p>")
+            paragraph.clear()
+
+    in_list = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        heading, item = _HEADING.match(line), _LIST_ITEM.match(line)
+        if in_list and not item:
+            out.append("</ul>")
+            in_list = False
+        if not line:
+            end_paragraph()
+        elif heading:
+            end_paragraph()
+            level = min(len(heading.group(1)), 4)
+            out.append(f"<h{level}>{html.escape(heading.group(2))}</h{level}>")
+        elif item:
+            end_paragraph()
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            if item.group(1).strip():
+                out.append(f"<li>{html.escape(item.group(1).strip())}</li>")
+        else:
+            paragraph.append(line)
+    end_paragraph()
+    if in_list:
+        out.append("</ul>")
+    return "\n".join(out)
+
+
 def _article_html(title: str, text: str, links: dict[str, str]) -> str:
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if len(p.strip()) > 1]
-    body = "\n".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    body = _body_html(text)
     see_also = "\n".join(
         f'<li><a href="{_wiki_path(t)}">{html.escape(anchor or t)}</a></li>'
         for t, anchor in links.items())

@@ -59,63 +59,105 @@ def make_snippet(text: str, query_terms: Iterable[str], description: str = "",
     return _best_window(description or text, terms, window, require_match=False)
 
 
+CHARS_PER_WORD = 8  # a word and its space, on average in English text
+
+
 def _best_window(text: str, terms: frozenset[str], window: int,
                  require_match: bool) -> list[Fragment]:
     text = text[:MAX_SCAN_CHARS]
-    spans = [m.span() for m in _WORD.finditer(text)]
+    matches = _matches(text, terms)
+    if require_match and not matches:
+        return []
+    # Locate the best stretch by characters over the matches alone, then cut
+    # words only in its neighbourhood: the cost follows the matches, not the
+    # length of the document (a 100,000-character article stays cheap).
+    first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
+    margin = window * CHARS_PER_WORD * 2
+    lo = max(0, first - margin)
+    spans = [(a + lo, b + lo) for a, b in (m.span() for m in _WORD.finditer(text[lo:last + margin]))]
+    if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1:lo + 1] or ""):
+        spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
         return [] if require_match else _plain(text)
-    hits = [_word_terms(text[a:b]) & terms for a, b in spans]
-    if require_match and not any(hits):
-        return []
-    start = _window_start(hits, window)
+    marks = {start for start, _end, _terms in matches if lo <= start <= last + margin}
+    hit_words = [i for i, (a, _b) in enumerate(spans) if a in marks and first <= a <= last]
+    start = _centre(hit_words, len(spans), window)
     end = min(len(spans), start + window)
+    at_start = lo == 0 and start == 0
+    at_end = end == len(spans) and spans[-1][1] >= len(text.rstrip()) - 1
     # Whole text at either end: keep its leading and trailing punctuation.
-    first = 0 if start == 0 else spans[start][0]
-    last = len(text) if end == len(spans) else spans[end - 1][1]
+    first_char = 0 if at_start else spans[start][0]
+    last_char = len(text) if at_end else spans[end - 1][1]
     out: list[Fragment] = []
-    if start > 0:
+    if not at_start:
         out.append(Fragment(ELLIPSIS + " ", False))
-    pos = first
-    for i in range(start, end):
-        a, b = spans[i]
-        if hits[i]:
+    pos = first_char
+    for a, b in spans[start:end]:
+        if a in marks:
             _append(out, _squash(text[pos:a]), False)
             _append(out, text[a:b], True)
             pos = b
-    _append(out, _squash(text[pos:last]), False)
-    if end < len(spans):
+    _append(out, _squash(text[pos:last_char]), False)
+    if not at_end:
         _append(out, " " + ELLIPSIS, False)
     return _trim(out)
 
 
-def _window_start(hits: list[frozenset[str]], window: int) -> int:
-    """First word of the best window, then centred on the matches it holds."""
-    n = len(hits)
-    if n <= window:
-        return 0
+def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
+    """(start, end, query terms) of every matching word, in text order.
+
+    A Snowball stem starts with its word's first letters, so a regex over
+    two-letter prefixes (run in C) finds the candidates and only those go
+    through the analyzer.
+    """
+    prefixes = sorted({t[:2] for t in terms if t})
+    if not prefixes:
+        return []
+    pattern = _candidate_pattern(tuple(prefixes))
+    out = []
+    for m in pattern.finditer(text):
+        found = _word_terms(m.group()) & terms
+        if found:
+            out.append((m.start(), m.end(), found))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _candidate_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(p) for p in prefixes)
+    return re.compile(rf"(?<!\w)(?<!\w['’.])(?:{alternatives})\w*(?:['’.]\w+)*", re.IGNORECASE)
+
+
+def _densest(matches: list[tuple[int, int, frozenset[str]]], width: int) -> tuple[int, int]:
+    """Character span (first match start, last match start) of the best stretch ``width`` wide:
+    most distinct query terms, then most matching words; the earliest wins a tie."""
     distinct: Counter[str] = Counter()
-    matched = 0
-    best_key, best_start = (-1, -1), 0
-    for i in range(n):
-        distinct.update(hits[i])
-        matched += bool(hits[i])
-        if i >= window:
-            old = hits[i - window]
+    best_key, best = (-1, -1), (matches[0][0], matches[0][0])
+    left = 0
+    for right, (start, _end, found) in enumerate(matches):
+        distinct.update(found)
+        while matches[left][0] <= start - width:
+            old = matches[left][2]
             distinct.subtract(old)
-            matched -= bool(old)
             for term in old:
                 if distinct[term] <= 0:
                     del distinct[term]
-        if i >= window - 1:
-            key = (len(distinct), matched)
-            if key > best_key:
-                best_key, best_start = key, i - window + 1
-    inside = [i for i in range(best_start, best_start + window) if hits[i]]
-    if not inside:
-        return best_start
-    slack = window - (inside[-1] - inside[0] + 1)
-    return max(0, min(inside[0] - slack // 2, n - window))
+            left += 1
+        key = (len(distinct), right - left + 1)
+        if key > best_key:  # strict: the earliest window wins a tie
+            best_key, best = key, (matches[left][0], start)
+    return best
+
+
+def _centre(hit_words: list[int], n: int, window: int) -> int:
+    """First word of a ``window``-word stretch centred on the matching words."""
+    if not hit_words:
+        return 0
+    first = hit_words[0]
+    # Only the matches of the chosen stretch count (others may lie in the margin).
+    last = max(i for i in hit_words if i - first < window)
+    slack = window - (last - first + 1)
+    return max(0, min(first - slack // 2, n - window))
 
 
 def _trim(out: list[Fragment]) -> list[Fragment]:

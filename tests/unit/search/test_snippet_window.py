@@ -72,3 +72,17 @@ def test_no_match_anywhere_shows_description_then_start_of_text():
 def test_empty_inputs_give_no_fragments():
     assert make_snippet("", terms("wing")) == []
     assert make_snippet("wing", set()) == [Fragment("wing", False)]
+
+
+def test_long_documents_find_the_best_stretch_far_from_the_start():
+    text = f"wing {filler(5000)} wing lift drag wing lift {filler(5000, 'b')} lift"
+    fragments = make_snippet(text, terms("wing lift drag"), window=10)
+    assert marked(fragments) == ["wing", "lift", "drag", "wing", "lift"]
+    shown = snippet_text(fragments)
+    assert shown.startswith(ELLIPSIS) and shown.endswith(ELLIPSIS)
+    assert len(shown.split()) == 12  # ten words and two ellipses
+
+
+def test_apostrophes_and_case_still_match():
+    fragments = make_snippet("The AIRCRAFT's wings (see 'Wing design').", terms("wing aircraft"))
+    assert marked(fragments) == ["AIRCRAFT's", "wings", "Wing"]
