@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
         stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
                           max_depth=args.max_depth, progress=not args.quiet)
+        if args.quiet:  # the live line is off; the summary is always printed
+            print(stats.summary(), file=sys.stderr)
         return 0 if stats.pages or not stats.errors else 1
     if args.command == "index":
         from mapreduce.build import build_index
