@@ -58,17 +58,27 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "crawl":
         from services.crawler.crawl import run_crawl
+        from services.crawler.urls import BadUrlError
 
         settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
-        stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
-                          max_depth=args.max_depth, progress=not args.quiet)
+        try:
+            stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
+                              max_depth=args.max_depth, progress=not args.quiet)
+        except BadUrlError as exc:
+            print(f"nimbus crawl: bad seed: {exc}; give absolute http(s) URLs", file=sys.stderr)
+            return 2
         if args.quiet:  # the live line is off; the summary is always printed
             print(stats.summary(), file=sys.stderr)
         return 0 if stats.pages or not stats.errors else 1
     if args.command == "index":
-        from mapreduce.build import build_index
+        from mapreduce.build import BuildError, build_index
 
-        result = build_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
+        try:
+            result = build_index(settings.with_overrides(mr_runner=args.runner),
+                                 progress=not args.quiet)
+        except BuildError as exc:
+            print(f"nimbus index: {exc}", file=sys.stderr)
+            return 1
         print(f"published {result.segment}: {result.num_docs} documents, {result.num_terms} terms, "
               f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s")
         return 0
