@@ -44,6 +44,26 @@ class Document(Base):
     record_block: Mapped[str] = mapped_column(String(255))
     record_offset: Mapped[int] = mapped_column(Integer)
     record_length: Mapped[int] = mapped_column(Integer)
+    # Recrawls: the row always points at the latest version's content and record.
+    versions: Mapped[int] = mapped_column(Integer, default=1)  # fetches that changed the content
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)  # recrawls that found it unchanged
+
+
+class DuplicateUrl(Base):
+    """A URL whose bytes equal an already stored document's (same docId).
+
+    The content is stored once; this row says "also at this URL", so search can
+    list other URLs with the same content.
+    """
+
+    __tablename__ = "duplicate_urls"
+
+    url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    doc_num: Mapped[int] = mapped_column(Integer, index=True)  # the document holding the content
+    doc_id: Mapped[str] = mapped_column(String(40))
+    first_seen: Mapped[float] = mapped_column(Double)
+    last_seen: Mapped[float] = mapped_column(Double)
 
 
 class FrontierEntry(Base):
