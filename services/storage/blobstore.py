@@ -48,12 +48,29 @@ class BlobStore(ABC):
         return True
 
     def download(self, name: str, path: Path) -> Path:
-        """Copy a blob to a local file (for memory-mapping index segments)."""
+        """Copy a blob to a local file atomically, in chunks (index segments for memory-mapping).
+
+        Readers of ``path`` see the old file or the complete new one, never a
+        partial copy; memory stays flat however large the blob is.
+        """
+        path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".part")
-        tmp.write_bytes(self.get(name))
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                for chunk in self.iter_chunks(name):
+                    fh.write(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path
+
+    def iter_chunks(self, name: str, chunk_size: int = 8 * 1024 * 1024) -> Iterator[bytes]:
+        """The blob's bytes in ranged pieces (backends may stream more cleverly)."""
+        size = self.size(name)
+        for start in range(0, size, chunk_size):
+            yield self.get(name, start, min(size, start + chunk_size))
 
 
 def _check_name(name: str) -> str:
@@ -177,6 +194,16 @@ class S3BlobStore(BlobStore):
 
     def delete(self, name: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+
+    def iter_chunks(self, name: str, chunk_size: int = 8 * 1024 * 1024) -> Iterator[bytes]:
+        """One GET, read as a stream: no per-chunk request round trips."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(name))["Body"]
+            yield from body.iter_chunks(chunk_size)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, name) from exc
 
 
 def open_blobstore(url: str, endpoint_url: str | None = None) -> BlobStore:

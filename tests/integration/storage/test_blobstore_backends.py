@@ -30,6 +30,19 @@ def test_put_get_ranges_and_list(store):
     assert not store.exists("records/a.rec.gz")
 
 
+def test_download_copies_in_chunks_atomically(store, tmp_path):
+    data = bytes(range(256)) * 1000
+    store.put("index/segment-1.nseg", data)
+    target = tmp_path / "cache" / "segment-1.nseg"
+    assert store.download("index/segment-1.nseg", target) == target
+    assert target.read_bytes() == data
+    assert b"".join(store.iter_chunks("index/segment-1.nseg", chunk_size=1000)) == data
+    assert [p.name for p in target.parent.iterdir()] == ["segment-1.nseg"]  # no temp file left
+    with pytest.raises(BlobNotFoundError):
+        store.download("index/missing.nseg", tmp_path / "cache" / "missing.nseg")
+    assert not (tmp_path / "cache" / "missing.nseg").exists()
+
+
 def test_missing_blob_is_a_named_error(store):
     with pytest.raises(BlobNotFoundError, match="nope"):
         store.get("content/nope.ncb")
