@@ -1,6 +1,7 @@
 """Build and publish an index from everything crawled so far.
 
-Stages: manifest (the distinct record blocks of committed documents) ->
+Stages: manifest (per record block, the documents whose current record it
+holds, so stale versions left by recrawls are skipped) ->
 MRIndex (postings, lengths) -> MRLinkGraph (adjacency) -> PageRank
 iterations (in memory, or one MRPageRankStep job per iteration when
 ``settings.pagerank_engine`` is "mapreduce") -> publish (segment to the blob store, PageRank rows and the
@@ -16,6 +17,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
@@ -24,15 +26,38 @@ from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
 from mapreduce.publish import collect_index_rows, publish_segment, segment_arrays, segment_meta
+from mapreduce.record_job import manifest_lines
 from mapreduce.runner import run_job
 from services.config import Settings
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sqlalchemy.orm import Session
+
 
 class BuildError(RuntimeError):
     """The index cannot be built from the current crawl; the message says what to do."""
+
+
+def write_manifest(session: Session, path: Path) -> int:
+    """Write the job input from the documents table; returns the number of blocks listed.
+
+    One line per record block: ``<block>\\t<doc_nums whose current record is there>``
+    (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
+    table is never held as ORM objects.
+    """
+    rows = session.execute(select(Document.record_block, Document.doc_num)
+                           .order_by(Document.record_block, Document.doc_num))
+    count = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for line in manifest_lines((block, num) for block, num in rows):
+            fh.write(line)
+            count += 1
+    return count
 
 
 @dataclass
@@ -60,8 +85,6 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         init_db(engine)
         sessions = session_factory(engine)
         with sessions() as session:
-            blocks = list(session.scalars(
-                select(Document.record_block).distinct().order_by(Document.record_block)))
             count, max_doc = session.execute(
                 select(func.count(), func.max(Document.doc_num))).one()
         if not count:
@@ -75,8 +98,9 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
         scratch.mkdir(parents=True, exist_ok=True)
         manifest = scratch / "manifest.txt"
-        manifest.write_text("".join(f"{name}\n" for name in blocks), encoding="utf-8")
-        say(f"{count} documents in {len(blocks)} record blocks; "
+        with sessions() as session:
+            blocks = write_manifest(session, manifest)
+        say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")
 
         say("1/4 index: terms and postings")
@@ -84,9 +108,12 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
                         scratch=scratch)
         records = index.counter("blocks", "records")
         say(f"    {records} records, {index.counter('index', 'terms')} terms, "
-            f"{index.counter('index', 'postings')} postings ({index.seconds:.1f} s)")
+            f"{index.counter('index', 'postings')} postings, "
+            f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
+            f"({index.seconds:.1f} s)")
         if records != count:
-            say(f"warning: {count} documents but {records} records in their blocks")
+            say(f"warning: {count} documents but {records} current records in their blocks "
+                f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
 
         say("2/4 link graph")
         links = run_job(MRLinkGraph, [manifest], settings, output=scratch / "links.jsonl",

@@ -5,11 +5,21 @@ Each input line names one record block in the blob store (the report's
 GET each and the number of map tasks scales with the number of blocks. The
 store is named by passthrough options, never by environment variables: the
 task sees exactly what the driver (``mapreduce.runner``) decided.
+
+A recrawl that changed a page appends its new record to the current block
+and repoints the document row, so old blocks keep stale versions. A
+manifest line therefore also says which documents' CURRENT record each block
+holds: ``<block>\t<doc_num>,<doc_num>,...`` (from the documents table), and
+the mapper skips every other record (counter ``blocks/stale_records_skipped``).
+A document recrawled twice within one block's lifetime has two records there;
+records are only appended, so the later one is the current one. A line with a
+bare block name (hand-made inputs) reads every record of the block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import groupby
 
 from mrjob.job import MRJob
 from mrjob.protocol import StandardJSONProtocol
@@ -20,6 +30,66 @@ from services.storage.records import Record, iter_records
 
 class DuplicateDocumentError(ValueError):
     """One document occurs in two records: the manifest lists a stale or duplicated block."""
+
+
+class ManifestError(ValueError):
+    """A manifest line cannot be read; the message names it and how to rebuild it."""
+
+
+def manifest_lines(current: Iterable[tuple[str, int]]) -> Iterator[str]:
+    """Manifest lines (with newline) from (record_block, doc_num) pairs of the documents table.
+
+    The pairs must come ordered by block (``ORDER BY record_block, doc_num``), so one
+    block's doc_nums are in memory at a time, never the whole table. A block
+    holding no current record has no pair, so it is not listed and never read.
+    """
+    done: set[str] = set()
+    for block, group in groupby(current, key=lambda pair: pair[0]):
+        if block in done:
+            raise ManifestError(f"record block {block!r} came twice: pass the documents "
+                                "ordered by record_block")
+        done.add(block)
+        if "\t" in block or "\n" in block:
+            raise ManifestError(f"record block name {block!r} contains a tab or newline; "
+                                "rename the block (the manifest is tab-separated)")
+        nums = ",".join(str(num) for num in sorted(int(n) for _b, n in group))
+        yield f"{block}\t{nums}\n"
+
+
+def parse_manifest_line(line: str) -> tuple[str, frozenset[int] | None]:
+    """(block name, doc_nums whose current record it holds, or None for "every record")."""
+    name, tab, nums = line.strip("\r\n").partition("\t")
+    name = name.strip()
+    if not tab:
+        return name, None
+    try:
+        return name, frozenset(int(n) for n in nums.split(",") if n.strip())
+    except ValueError as exc:
+        raise ManifestError(
+            f"manifest line for {name!r} has a bad doc_num list ({exc}): expected "
+            "'<block>\\t<doc_num>,<doc_num>,...'; rebuild it with `nimbus index`"
+        ) from exc
+
+
+def current_records(records: Iterable[Record], wanted: frozenset[int] | None
+                    ) -> tuple[list[Record], int]:
+    """(records to index, stale records skipped) of one block, in block order.
+
+    With ``wanted`` None every record counts. Otherwise only doc_nums in
+    ``wanted``, and of a doc_num that occurs twice only its last record (appended
+    later, so newer); everything else is a stale version.
+    """
+    if wanted is None:
+        kept = list(records)
+        return kept, 0
+    latest: dict[int, Record] = {}
+    seen = 0
+    for record in records:
+        seen += 1
+        if record.doc_num in wanted:
+            latest.pop(record.doc_num, None)  # re-insert: block order of the latest version
+            latest[record.doc_num] = record
+    return list(latest.values()), seen - len(latest)
 
 
 class RecordBlockJob(MRJob):
@@ -43,12 +113,24 @@ class RecordBlockJob(MRJob):
         return self._store
 
     def block_records(self, line: str) -> Iterator[Record]:
-        """Every record of the block an input line names (blank lines are skipped)."""
-        name = line.strip()
+        """The current records of the block a manifest line names (blank lines are skipped)."""
+        name, wanted = parse_manifest_line(line)
         if not name:
             return
         self.increment_counter("blocks", "read")
         data = self.store().get(name)
-        for record in iter_records(data, name=name):
+        if wanted is None:  # stream: nothing to compare
+            for record in iter_records(data, name=name):
+                self.increment_counter("blocks", "records")
+                yield record
+            return
+        kept, stale = current_records(iter_records(data, name=name), wanted)
+        if stale:
+            self.increment_counter("blocks", "stale_records_skipped", stale)
+        missing = len(wanted) - len(kept)
+        if missing:
+            # The documents table names a record the block lacks: a stale manifest.
+            self.increment_counter("blocks", "listed_records_missing", missing)
+        for record in kept:
             self.increment_counter("blocks", "records")
             yield record

@@ -15,7 +15,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -189,13 +189,52 @@ def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
     return path
 
 
+STALE_PART_SECONDS = 3600.0  # a download unfinished for an hour was abandoned by a dead process
+
+
+def prune_segments(cache_dir: Path, keep: Iterable[Path],
+                   now: float | None = None) -> list[Path]:
+    """Delete cached segments other than ``keep``; returns the paths removed.
+
+    Every published version leaves a local copy, so without this the cache
+    grows by one segment per ``nimbus index`` for as long as the service runs.
+    The holder keeps the active and the previous copy (requests may still be
+    on it). Deleting a file another process still has memory-mapped is safe on
+    POSIX: the mapping keeps the data until it is dropped, and a process that
+    needs a pruned version downloads it again. Partial downloads (``.part-``)
+    are only removed once abandoned, since another process may be writing one.
+    """
+    kept = {Path(p).resolve() for p in keep}
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        candidates = sorted(Path(cache_dir).glob("*.nseg"))
+    except OSError as exc:
+        log.warning("cannot list segment cache %s for cleanup: %s", cache_dir, exc)
+        return []
+    for path in candidates:
+        try:
+            if path.resolve() in kept or not path.is_file():
+                continue
+            if path.name.startswith(".part-") and now - path.stat().st_mtime < STALE_PART_SECONDS:
+                continue
+            path.unlink()
+            removed.append(path)
+        except OSError as exc:  # gone already (another process pruned it), or no permission
+            log.warning("cannot remove old segment %s: %s", path, exc)
+    if removed:
+        log.info("removed %d old index segment file(s) from %s", len(removed), cache_dir)
+    return removed
+
+
 class IndexHolder:
     """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
 
     The database is asked for the active version at most every
     ``recheck_seconds``; one thread loads a new version while the others keep
     answering from the old object. A version that fails to load is logged and
-    the old one stays in service.
+    the old one stays in service. After a swap, cached segment files other than
+    the new and the previous version are deleted (``prune_segments``).
     """
 
     def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, cache_dir: Path,
@@ -252,4 +291,5 @@ class IndexHolder:
         self.last_error = None
         log.info("serving index version %s (%s, %d docs, %d terms)",
                  index.version_id, index.segment, index.num_docs, index.num_terms)
-        self._index = index  # one reference assignment: requests see old or new, never half
+        previous, self._index = self._index, index  # requests see old or new, never half
+        prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))

@@ -25,6 +25,8 @@ class SearchHit(BaseModel):
     snippet: str = Field(description="plain text; never HTML")
     highlights: list[Highlight] = Field(description="spans of snippet that match the query")
     cached_url: str
+    also_at: list[str] = Field(default_factory=list,
+                               description="up to 5 other URLs serving the same content")
 
     @classmethod
     def from_hit(cls, hit: Hit) -> SearchHit:
@@ -36,7 +38,7 @@ class SearchHit(BaseModel):
             pos += len(fragment.text)
         return cls(doc_num=hit.doc_num, url=hit.url, title=hit.title, score=hit.score,
                    text_score=hit.text_score, pagerank=hit.pagerank, snippet="".join(text),
-                   highlights=spans, cached_url=hit.cached_url)
+                   highlights=spans, cached_url=hit.cached_url, also_at=list(hit.also_at))
 
 
 class SearchResponse(BaseModel):

@@ -2,8 +2,14 @@
 
 It wires the pure parts (analyzer, ``rank``, ``snippets``) to the stores: the
 index segment through ``IndexHolder``, titles and URLs from the documents
-table (one ``IN`` query per page), snippet text from the record block and
-cached copies from the content block (one ranged read each).
+table and other URLs with the same content from the duplicates table (one
+``IN`` query each per page), snippet text from the record block and cached
+copies from the content block (one ranged read each).
+
+A recrawl may change a document after the index was built: the row then
+points to the new record and content, so titles, snippets and cached copies
+show the latest version, while ranking follows the index until the next
+``nimbus index``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
+from services.search.duplicates import other_urls
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.rank import Scored, TermPostings, score, top_k
 from services.search.snippets import Fragment, make_snippet
@@ -60,6 +67,7 @@ class SearchHit:
     pagerank: float
     snippet: list[Fragment]
     cached_url: str
+    also_at: list[str] = field(default_factory=list)  # other URLs serving the same bytes
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,7 @@ class SearchService:
             return []
         with self.sessions() as session:
             rows = session.scalars(select(Document).where(Document.doc_num.in_(nums))).all()
+            duplicates = other_urls(session, nums)
         docs = {row.doc_num: row for row in rows}
         missing = [num for num in nums if num not in docs]
         if missing:
@@ -168,6 +177,7 @@ class SearchService:
                 score=float(scored.final[i]), text_score=float(scored.text[i]),
                 pagerank=float(scored.pagerank[i]), snippet=snippet,
                 cached_url=f"/cached/{num}",
+                also_at=[url for url in duplicates.get(num, []) if url != doc.url],
             ))
         return hits
 
@@ -178,6 +188,11 @@ class SearchService:
             record = decode_record(member, doc.record_block)
         except StorageError as exc:
             log.warning("no snippet for doc %d: %s", doc.doc_num, exc)
+            return []
+        if record.doc_num != doc.doc_num:
+            # The row's offset points at another document's record: say so, show no wrong text.
+            log.warning("no snippet for doc %d: its record at %s:%d is doc %d's",
+                        doc.doc_num, doc.record_block, doc.record_offset, record.doc_num)
             return []
         return make_snippet(record.text, query_terms, record.description)
 

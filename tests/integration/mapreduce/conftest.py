@@ -24,16 +24,19 @@ class Page:
     text: str = ""
     description: str = ""
     links: Sequence[str] = field(default_factory=tuple)
+    recrawl_of: int | None = None  # a newer version of this doc_num: the row moves to it
 
 
 def write_corpus(store: BlobStore, database_url: str,
                  blocks: Sequence[Sequence[Page | dict]]) -> list[Record]:
     """One record block per inner list of pages (``Page`` or its fields as a dict);
-    doc_nums dense in order. Returns the records."""
+    doc_nums dense in order, except that a page with ``recrawl_of`` is a later
+    version of that document: its record keeps the doc_num and the Document row
+    points to it, as after a recrawl that changed the page. Returns the records."""
     engine = make_engine(database_url)
     init_db(engine)
     records: list[Record] = []
-    rows: list[Document] = []
+    rows: dict[int, Document] = {}
     for b, pages in enumerate(blocks):
         name = f"records/test-{b:03d}.rec.gz"
         writer = RecordBlockWriter()
@@ -41,8 +44,9 @@ def write_corpus(store: BlobStore, database_url: str,
             page = spec if isinstance(spec, Page) else Page(**spec)
             url = normalize_url(page.url)
             body = f"{page.title}|{page.text}".encode()
+            num = len(rows) if page.recrawl_of is None else page.recrawl_of
             record = Record(
-                doc_num=len(records), url=url, url_id=url_id(url),
+                doc_num=num, url=url, url_id=url_id(url),
                 doc_id=hashlib.sha1(body).hexdigest(), content_type="text/html",
                 title=page.title, text=page.text, description=page.description, lang="en",
                 links=[Link(normalize_url(link), "anchor") for link in page.links],
@@ -51,16 +55,16 @@ def write_corpus(store: BlobStore, database_url: str,
             )
             offset, length = writer.add(record)
             records.append(record)
-            rows.append(Document(
+            rows[num] = Document(
                 url_id=record.url_id, doc_num=record.doc_num, url=url, doc_id=record.doc_id,
                 content_type="text/html", title=page.title, lang="en", length=len(body),
                 status=200, depth=0, last_crawled=record.fetched_at,
                 content_block=record.content_block, content_index=i, content_offset=0,
                 record_block=name, record_offset=offset, record_length=length,
-            ))
+            )
         store.put(name, writer.to_bytes())
     with session_factory(engine).begin() as session:
-        session.add_all(rows)
+        session.add_all(rows.values())
     engine.dispose()
     return records
 

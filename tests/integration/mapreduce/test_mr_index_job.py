@@ -12,6 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from mapreduce.build import write_manifest
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
@@ -19,6 +20,7 @@ from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
 from mapreduce.runner import JobError, JobOutput, run_job, write_rows
 from services.config import Settings
 from services.storage.blobstore import open_blobstore
+from services.storage.db import make_engine, session_factory
 
 FRUIT = [
     [{"url": "http://fruit.test/apples", "title": "Red apples", "text": "apples and pears"},
@@ -138,15 +140,26 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     installed in editable mode, which would hide a broken zip, so the tasks run
     with ``python -S`` (no site hooks: no editable finder) and only the
     third-party packages on PYTHONPATH: ``services``/``mapreduce`` must come
-    from the zip the runner ships, as on EMR."""
-    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, FRUIT)
+    from the zip the runner ships, as on EMR. The crawl holds a superseded
+    version of doc 0 and the manifest comes from the documents table (tab-separated
+    lines), so the tasks' skipping of stale records is exercised too."""
+    recrawled = [[{"url": "http://fruit.test/apples", "title": "Old", "text": "quinces"},
+                  FRUIT[0][1]],
+                 [{**FRUIT[0][0], "recrawl_of": 0}],
+                 FRUIT[1]]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, recrawled)
+    engine = make_engine(settings.database_url)
+    with session_factory(engine)() as session:
+        assert write_manifest(session, tmp_path / "manifest.txt") == 3
+    engine.dispose()
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S",
                 "--cmdenv", f"PYTHONPATH={site_packages}"]
-    out = run_job(MRIndex, [manifest(tmp_path)],
+    out = run_job(MRIndex, [tmp_path / "manifest.txt"],
                   settings.with_overrides(mr_runner="local"),
                   output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch",
                   extra_args=hermetic)
     postings, lengths = index_output(out)
-    assert postings == FRUIT_POSTINGS
+    assert postings == FRUIT_POSTINGS  # no "quinc", no "old"
     assert lengths == FRUIT_LENGTHS
+    assert out.counter("blocks", "stale_records_skipped") == 1

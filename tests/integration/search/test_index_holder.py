@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 import pytest
 from search_corpus import Doc, commit_documents, publish_index, segment_arrays
 
-from services.search.index import IndexHolder, SearchIndexError, SegmentIndex, fetch_segment
+from services.search.index import (
+    IndexHolder,
+    SearchIndexError,
+    SegmentIndex,
+    fetch_segment,
+    prune_segments,
+)
 from services.storage.blobstore import open_blobstore
 from services.storage.db import activate_index, make_engine, session_factory
 from services.storage.segment import pack_segment
@@ -94,3 +103,25 @@ def test_a_segment_breaking_the_contract_is_refused_by_name(tmp_path):
     bad.write_bytes(pack_segment(arrays, {"num_docs": 2}))
     with pytest.raises(SearchIndexError, match="'pagerank' is missing"):
         SegmentIndex.open(bad)
+
+
+def test_old_segment_files_are_pruned_keeping_the_active_and_previous(parts):
+    settings, sessions, blobs = parts
+    cache = settings.var_dir / "segments"
+    holder = IndexHolder(sessions, blobs, cache, 0.0)
+    versions = []
+    for name in ("v1", "v2"):
+        publish_index(settings, DOCS, name)
+        versions.append(holder.current())
+    cache.joinpath("notes.txt").write_text("not a segment")
+    abandoned, fresh = cache / ".part-dead.nseg", cache / ".part-live.nseg"
+    abandoned.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    os.utime(abandoned, (time.time() - 2 * 3600,) * 2)
+    publish_index(settings, DOCS, "v3")
+    assert holder.current().segment == "index/segment-v3.nseg"
+    assert sorted(p.name for p in cache.iterdir()) == [
+        ".part-live.nseg", "index__segment-v2.nseg", "index__segment-v3.nseg", "notes.txt"]
+    assert versions[0].term_id("albedo") is not None  # a mapped, pruned file still answers
+    assert not prune_segments(cache, [cache / "index__segment-v3.nseg",
+                                      cache / "index__segment-v2.nseg"])  # nothing more to do

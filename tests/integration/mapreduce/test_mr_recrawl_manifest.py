@@ -1,0 +1,108 @@
+"""Recrawls leave stale record versions in old blocks: the manifest built from the
+documents table makes MRIndex, MRLinkGraph and the whole build read only each
+document's current record (inline runner; the local runner is covered in
+test_mr_index_job.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from mapreduce.build import build_index, write_manifest
+from mapreduce.mr_index import MRIndex
+from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.runner import run_job
+from services.config import Settings
+from services.storage.blobstore import open_blobstore
+from services.storage.db import make_engine, session_factory
+from services.storage.segment import open_segment
+from services.text.analyze import analyze
+
+APPLES, PEARS = "http://fruit.test/apples", "http://fruit.test/pears"
+PLUMS, FIGS = "http://fruit.test/plums", "http://fruit.test/figs"
+RECRAWLED = [
+    [  # block 0: first versions
+        {"url": APPLES, "title": "Apples", "text": "Quinces and medlars", "links": [PEARS]},
+        {"url": PEARS, "title": "Pears", "text": "Pears ripen late"},
+        {"url": PLUMS, "title": "Plums", "text": "Gooseberries", "links": [FIGS]},
+    ],
+    [  # block 1: doc 0 changed once, doc 2 changed twice while this block was open
+        {"url": APPLES, "title": "Apples", "text": "Cherries now", "links": [PLUMS],
+         "recrawl_of": 0},
+        {"url": FIGS, "title": "Figs", "text": "Figs and dates", "links": [APPLES]},
+        {"url": PLUMS, "title": "Plums", "text": "Damsons", "recrawl_of": 2},
+        {"url": PLUMS, "title": "Plums", "text": "Sloes", "links": [PEARS], "recrawl_of": 2},
+    ],
+]
+# The current version of each doc_num, by hand.
+CURRENT = {0: RECRAWLED[1][0], 1: RECRAWLED[0][1], 2: RECRAWLED[1][3], 3: RECRAWLED[1][1]}
+STALE_WORDS = ["quinces", "medlars", "gooseberries", "damsons"]
+CorpusWriter = Callable[..., list]
+
+
+def expected_postings() -> dict[str, list[list[int]]]:
+    postings: dict[str, list[list[int]]] = {}
+    for doc in sorted(CURRENT):
+        page = CURRENT[doc]
+        text = f"{page.get('title', '')} {page.get('description', '')} {page.get('text', '')}"
+        for term, tf in Counter(analyze(text)).items():
+            postings.setdefault(term, []).append([doc, tf])
+    return postings
+
+
+def db_manifest(settings: Settings, path: Path) -> Path:
+    engine = make_engine(settings.database_url)
+    try:
+        with session_factory(engine)() as session:
+            write_manifest(session, path)
+    finally:
+        engine.dispose()
+    return path
+
+
+def test_manifest_lists_where_each_current_record_lives(settings: Settings, tmp_path: Path,
+                                                        corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
+    text = db_manifest(settings, tmp_path / "manifest.txt").read_text()
+    assert text == "records/test-000.rec.gz\t1\nrecords/test-001.rec.gz\t0,2,3\n"
+
+
+def test_mr_index_reads_only_current_records(settings: Settings, tmp_path: Path,
+                                             corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
+    manifest = db_manifest(settings, tmp_path / "manifest.txt")
+    out = run_job(MRIndex, [manifest], settings, output=tmp_path / "index.jsonl",
+                  scratch=tmp_path / "scratch")
+    postings = {name: value for (kind, name), value in out.rows() if kind == "term"}
+    lengths = {name: value for (kind, name), value in out.rows() if kind == "len"}
+    assert postings == expected_postings()
+    assert not {term for word in STALE_WORDS for term in analyze(word)} & set(postings)
+    assert lengths == {doc: len(analyze(f"{p['title']}  {p['text']}"))
+                       for doc, p in CURRENT.items()}
+    assert out.counter("blocks", "records") == 4
+    assert out.counter("blocks", "stale_records_skipped") == 3  # 2 in block 0, 1 in block 1
+    assert out.counter("blocks", "listed_records_missing") == 0
+
+
+def test_mr_linkgraph_follows_only_current_links(settings: Settings, tmp_path: Path,
+                                                 corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
+    manifest = db_manifest(settings, tmp_path / "manifest.txt")
+    out = run_job(MRLinkGraph, [manifest], settings, output=tmp_path / "links.jsonl",
+                  scratch=tmp_path / "scratch")
+    # Stale links (apples -> pears, plums -> figs) are gone; each doc is one node.
+    assert dict(out.rows()) == {0: [2], 1: [], 2: [1], 3: [0]}
+    assert out.counter("blocks", "stale_records_skipped") == 3
+
+
+def test_build_publishes_only_the_latest_text(settings: Settings, tmp_path: Path,
+                                              corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
+    result = build_index(settings, progress=False)
+    store = open_blobstore(settings.blob_url)
+    arrays, meta = open_segment(store.download(result.segment, tmp_path / "seg.nseg"))
+    blob, offsets = arrays["term_bytes"].tobytes(), arrays["term_offsets"]
+    terms = {blob[offsets[i]:offsets[i + 1]].decode() for i in range(meta["num_terms"])}
+    assert terms == set(expected_postings())
+    assert meta["num_docs"] == 4 and arrays["pagerank"].sum() > 0.999

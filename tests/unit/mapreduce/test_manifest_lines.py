@@ -1,0 +1,46 @@
+"""The manifest format: block -> doc_nums whose current record it holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from mapreduce.record_job import (
+    ManifestError,
+    current_records,
+    manifest_lines,
+    parse_manifest_line,
+)
+from services.storage.records import Record
+
+
+def rec(doc_num: int, text: str) -> Record:
+    return Record(doc_num=doc_num, url=f"http://x.test/{doc_num}", url_id="0" * 40,
+                  doc_id="1" * 40, content_type="text/html", text=text)
+
+
+def test_lines_group_sorted_pairs_per_block_and_round_trip() -> None:
+    pairs = [("records/a.rec.gz", 3), ("records/a.rec.gz", 1), ("records/b.rec.gz", 2)]
+    lines = list(manifest_lines(pairs))
+    assert lines == ["records/a.rec.gz\t1,3\n", "records/b.rec.gz\t2\n"]
+    assert parse_manifest_line(lines[0]) == ("records/a.rec.gz", frozenset({1, 3}))
+    assert parse_manifest_line("records/old.rec.gz\n") == ("records/old.rec.gz", None)
+    assert parse_manifest_line("records/none.rec.gz\t\n") == ("records/none.rec.gz", frozenset())
+
+
+def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
+    with pytest.raises(ManifestError, match="records/a.rec.gz.*ordered by record_block"):
+        list(manifest_lines([("records/a.rec.gz", 1), ("records/b.rec.gz", 2),
+                             ("records/a.rec.gz", 3)]))
+    with pytest.raises(ManifestError, match="tab"):
+        list(manifest_lines([("records/a\tb", 1)]))
+    with pytest.raises(ManifestError, match="records/a.rec.gz.*nimbus index"):
+        parse_manifest_line("records/a.rec.gz\t1,x\n")
+
+
+def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:
+    block = [rec(0, "old"), rec(1, "one"), rec(0, "mid"), rec(2, "two"), rec(0, "new")]
+    kept, stale = current_records(iter(block), frozenset({0, 2}))
+    assert [(r.doc_num, r.text) for r in kept] == [(2, "two"), (0, "new")]
+    assert stale == 3
+    everything, none = current_records(iter(block), None)
+    assert len(everything) == 5 and none == 0
