@@ -11,8 +11,6 @@ it).
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -171,22 +169,12 @@ def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
         size = blobs.size(name)
         if path.is_file() and path.stat().st_size == size:
             return path
-        data = blobs.get(name)
+        return blobs.download(name, path)  # chunked and atomic (temp file ".part-*")
     except StorageError as exc:
         raise SearchIndexError(
             f"cannot fetch index segment {name!r} from {blobs.url}: {exc}; "
             "check NIMBUS_BLOB_URL or re-run `nimbus index`"
         ) from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-", suffix=".nseg")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 STALE_PART_SECONDS = 3600.0  # a download unfinished for an hour was abandoned by a dead process
