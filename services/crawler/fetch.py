@@ -1,31 +1,55 @@
-"""One HTTP GET with aiohttp, bounded in time and size, never raising.
+"""One HTTP request with aiohttp, bounded in time and size, never raising.
 
 Every failure becomes a ``FetchResult`` with a short ``error`` kind that the
 crawler turns into a counter (``fetch_error_timeout``, ``too_large``, ...), so
-one bad host can never stop a crawl. The body cap is enforced while streaming
-(after decompression, so a gzip bomb is cut off too), not after the fact.
+one bad host can never stop a crawl. Redirects are not followed here: a 3xx
+yields ``redirect_to`` (normalized), and the crawler makes the target its own
+frontier entry, so robots.txt, politeness and URL dedup apply to it too (and
+a redirect loop ends at the first URL seen twice).
+
+Bodies are decompressed here, not by aiohttp, with zlib's ``max_length`` so
+that a gzip bomb never grows past ``max_bytes`` in memory: the cap counts
+decoded bytes, because that is what a parser would have to hold.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
 import aiohttp
 
-MAX_REDIRECTS = 5  # Scrapy's and browsers' limits are higher; five covers http->https->www->/
+from services.crawler.urls import BadUrlError, normalize_url
+
+if TYPE_CHECKING:
+    from services.config import Settings
+
 _CHUNK = 64 * 1024
+# Only encodings zlib can stream with an output cap (brotli's API cannot bound one call's output).
+ACCEPT_ENCODING = "gzip, deflate"
+# Errors worth trying again later: the server or the path to it may recover.
+RETRYABLE_ERRORS = frozenset({"timeout", "connect", "closed"})
 
 
 @dataclass
 class FetchResult:
-    """What one GET produced.
+    """What one request produced.
 
-    ``final_url`` differs from ``url`` after redirects. ``error`` is ``None`` on
-    success (any HTTP status) or one of: ``timeout``, ``connect``, ``redirects``,
-    ``bad_url``, ``http`` (protocol trouble), ``too_large`` (``body`` then holds
-    the first ``max_bytes`` bytes), ``wrong_type`` (body not read).
+    ``error`` is ``None`` on success (any HTTP status) or one of: ``timeout``
+    (connect, read or total), ``connect`` (refused, reset, DNS), ``closed``
+    (connection lost mid-body or shorter than Content-Length), ``http``
+    (protocol garbage), ``decode`` (a corrupt gzip/deflate body), ``bad_url``,
+    ``bad_redirect`` (a 3xx without a usable Location), ``too_large`` (``body``
+    then holds the first ``max_bytes`` bytes, or nothing when HEAD or the
+    Content-Length told), ``wrong_type`` (body not read).
+    ``final_url`` is always ``url`` now that redirects are not followed; it is
+    kept for the parser, which resolves relative links against it.
     """
 
     url: str
@@ -35,6 +59,11 @@ class FetchResult:
     body: bytes = b""
     error: str | None = None
     detail: str = ""
+    redirect_to: str | None = None  # normalized absolute target of a 3xx
+    retry_after: float | None = None  # seconds asked by Retry-After on 429/503
+    retryable: bool = False  # 5xx, 429, timeouts, network trouble: worth another attempt later
+    charset: str | None = None  # charset declared by the Content-Type header
+    head_status: int | None = None  # status of the HEAD pre-check, when one ran
 
     @property
     def ok(self) -> bool:
@@ -42,13 +71,134 @@ class FetchResult:
         return self.error is None and self.status is not None and 200 <= self.status < 300
 
 
-def make_session(user_agent: str, timeout: float, concurrency: int) -> aiohttp.ClientSession:
-    """The one client session a crawl shares (connection pool, User-Agent, timeouts)."""
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: to connect, between two reads (a stalled server), and for the whole fetch (a slow drip)."""
+
+    connect: float = 10.0
+    read: float = 20.0
+    total: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Timeouts:
+        """From ``Settings.connect_timeout``, ``read_timeout`` and ``fetch_timeout``."""
+        return cls(connect=settings.connect_timeout, read=settings.read_timeout, total=settings.fetch_timeout)
+
+    def client_timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
+
+
+def make_session(user_agent: str, timeout: float, concurrency: int, *,
+                 connect_timeout: float | None = None, read_timeout: float | None = None,
+                 limit_per_host: int = 0) -> aiohttp.ClientSession:
+    """The one client session a crawl shares (connection pool, User-Agent, timeouts).
+
+    ``timeout`` is the total per fetch; ``fetch`` re-applies the same bounds
+    itself, so a session built elsewhere is still safe.
+    """
+    timeouts = Timeouts(connect=connect_timeout if connect_timeout is not None else min(timeout, 10.0),
+                        read=read_timeout if read_timeout is not None else timeout, total=timeout)
     return aiohttp.ClientSession(
-        headers={"User-Agent": user_agent},
-        timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=min(timeout, 10.0)),
-        connector=aiohttp.TCPConnector(limit=max(1, concurrency), ttl_dns_cache=300),
+        headers={"User-Agent": user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+        timeout=timeouts.client_timeout(),
+        auto_decompress=False,
+        connector=aiohttp.TCPConnector(limit=max(1, concurrency), limit_per_host=limit_per_host,
+                                       ttl_dns_cache=300),
     )
+
+
+def header_charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, unquoted."""
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip("\"'").strip() or None
+    return None
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Retry-After as seconds from ``now``: delta-seconds or an HTTP-date (RFC 9110 10.2.3).
+
+    A date in the past means "now" (0); anything unreadable is ``None``, so the
+    crawler falls back to its own backoff.
+    """
+    if not value or not value.strip():
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; a zone-less parse means the same
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def redirect_target(url: str, location: str | None) -> tuple[str | None, str]:
+    """(normalized absolute target, "") or (None, why it is unusable)."""
+    if not location or not location.strip():
+        return None, f"redirect from {url} has no Location header"
+    try:
+        return normalize_url(urljoin(url, location.strip())), ""
+    except (BadUrlError, ValueError) as exc:
+        return None, f"redirect from {url} to {location!r} is not crawlable: {exc}"
+
+
+class _Decoder:
+    """Content-Encoding decoding with an output cap per call (gzip bombs stay bounded).
+
+    A gzip bomb inflates about 1000:1, so one 64 KiB network chunk may hold
+    64 MB of output: zlib's ``max_length`` stops each call at the cap and
+    keeps the rest of the input in ``unconsumed_tail``.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        encoding = encoding.strip().lower()
+        self._raw_retry = encoding == "deflate"  # some servers send raw deflate, no zlib header
+        self._fed = False
+        if encoding in ("", "identity"):
+            self._z = None
+        elif encoding in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._z = zlib.decompressobj()
+        else:
+            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Decode ``data``; at most ``room`` + 1 bytes come out (enough to see the cap passed)."""
+        if self._z is None:
+            return data
+        self._fed = self._fed or bool(data)
+        try:
+            out = self._z.decompress(data, room + 1)
+        except zlib.error:
+            if not self._raw_retry:
+                raise
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._z.decompress(data, room + 1)
+        self._raw_retry = False
+        return out
+
+    def more(self, room: int) -> bytes:
+        """Output still held back from earlier input (empty when all input is decoded)."""
+        z = self._z
+        if z is None:
+            return b""
+        if z.unconsumed_tail:
+            return z.decompress(z.unconsumed_tail, room + 1)
+        if z.eof and z.unused_data.startswith(b"\x1f\x8b"):  # the next member of a multi-member gzip
+            tail = z.unused_data
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            return self._z.decompress(tail, room + 1)
+        return b""
+
+    @property
+    def complete(self) -> bool:
+        """False when a compressed stream stopped before its end marker (a truncated body)."""
+        return self._z is None or self._z.eof or not self._fed
 
 
 async def fetch(
@@ -57,45 +207,154 @@ async def fetch(
     *,
     max_bytes: int,
     accept: Callable[[str], bool] | None = None,
+    head_first: bool = False,
+    timeouts: Timeouts | None = None,
 ) -> FetchResult:
-    """GET ``url``; read the body only for 2xx responses whose Content-Type ``accept`` allows.
+    """GET ``url`` (after a HEAD when ``head_first``); never follows redirects, never raises.
 
-    Non-2xx bodies are never read: the crawler only needs their status.
+    The body is read only for 2xx responses whose Content-Type ``accept``
+    allows: the crawler needs only the status of the others. With
+    ``head_first``, a HEAD answering with a Content-Length over ``max_bytes``
+    or an unwanted type saves the GET; servers that refuse HEAD (405, 501) or
+    answer it with another error are asked with GET.
     """
     result = FetchResult(url=url, final_url=url)
+    bounds = timeouts or _session_timeouts(session)
     try:
-        async with session.get(url, max_redirects=MAX_REDIRECTS) as resp:
-            result.final_url = str(resp.url)
-            result.status = resp.status
-            result.content_type = resp.headers.get("Content-Type", "")
-            if not 200 <= resp.status < 300:
+        async with asyncio.timeout(bounds.total):
+            if head_first and not await _head(session, url, result, max_bytes, accept, bounds):
                 return result
-            if accept is not None and not accept(result.content_type):
-                result.error = "wrong_type"
-                return result
-            if resp.content_length is not None and resp.content_length > max_bytes:
-                result.error = "too_large"
-                result.detail = f"Content-Length {resp.content_length} > {max_bytes}"
-                return result
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.content.iter_chunked(_CHUNK):
-                chunks.append(chunk)
-                size += len(chunk)
+            await _get(session, url, result, max_bytes, accept, bounds)
+    except TimeoutError:
+        _fail(result, "timeout", f"no complete response from {url} within the time limits "
+                                 f"(connect {bounds.connect:g} s, read {bounds.read:g} s, "
+                                 f"total {bounds.total:g} s)")
+    except aiohttp.InvalidURL as exc:
+        _fail(result, "bad_url", f"{url}: {exc}")
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, asyncio.IncompleteReadError) as exc:
+        _fail(result, "closed",
+              f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})")
+    except aiohttp.ClientResponseError as exc:  # malformed status line or headers
+        _fail(result, "http", f"{url}: bad HTTP response ({exc.status} {exc.message})")
+    except (aiohttp.ClientConnectionError, OSError) as exc:
+        _fail(result, "connect", f"{url}: {type(exc).__name__}: {exc}")
+    except (aiohttp.ClientError, ValueError) as exc:
+        _fail(result, "http", f"{url}: {type(exc).__name__}: {exc}")
+    return result
+
+
+def _fail(result: FetchResult, kind: str, detail: str) -> None:
+    result.error, result.detail = kind, detail
+    result.retryable = kind in RETRYABLE_ERRORS
+    if kind in RETRYABLE_ERRORS:
+        result.body = b""  # a partial body must never be stored as the page
+
+
+def _session_timeouts(session: aiohttp.ClientSession) -> Timeouts:
+    t = session.timeout
+    total = t.total or 30.0
+    return Timeouts(connect=t.sock_connect or t.connect or total, read=t.sock_read or total, total=total)
+
+
+def _read_status(resp: aiohttp.ClientResponse, result: FetchResult) -> None:
+    """Status-level facts shared by HEAD and GET: redirect target, retry advice."""
+    result.status = resp.status
+    result.content_type = resp.headers.get("Content-Type", "")
+    result.charset = header_charset(result.content_type)
+    if 300 <= resp.status < 400 and resp.status != 304:
+        result.redirect_to, why = redirect_target(result.url, resp.headers.get("Location"))
+        if result.redirect_to is None:
+            result.error, result.detail = "bad_redirect", why
+    if resp.status == 429 or resp.status >= 500:
+        result.retryable = True
+        if resp.status in (429, 503):
+            result.retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+
+
+def _too_large_or_wrong_type(result: FetchResult, length: int | None, max_bytes: int,
+                             accept: Callable[[str], bool] | None) -> bool:
+    if accept is not None and not accept(result.content_type):
+        result.error, result.detail = "wrong_type", f"{result.url}: Content-Type {result.content_type!r}"
+        return True
+    if length is not None and length > max_bytes:
+        result.error = "too_large"
+        result.detail = f"{result.url}: Content-Length {length} > {max_bytes}"
+        return True
+    return False
+
+
+async def _head(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
+                accept: Callable[[str], bool] | None, bounds: Timeouts) -> bool:
+    """The HEAD pre-check; True when a GET should follow."""
+    try:
+        return await _head_response(session, url, result, max_bytes, accept, bounds)
+    except aiohttp.ClientResponseError:  # a garbled HEAD answer: some servers botch HEAD only
+        return True
+
+
+async def _head_response(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
+                         accept: Callable[[str], bool] | None, bounds: Timeouts) -> bool:
+    async with session.head(url, allow_redirects=False, timeout=bounds.client_timeout()) as resp:
+        result.head_status = resp.status
+        if 200 <= resp.status < 300:
+            _read_status(resp, result)
+            length = _content_length(resp)
+            # Compressed bodies declare their compressed length: only a declared
+            # identity length is a reliable lower bound of what we would hold.
+            if resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity"):
+                length = None
+            return not _too_large_or_wrong_type(result, length, max_bytes, accept)
+        if 300 <= resp.status < 400 or resp.status == 429 or (resp.status >= 500 and resp.status != 501):
+            _read_status(resp, result)  # the GET would say the same; spare the server
+            return False
+        return True  # 405, 501 and other 4xx: some servers mishandle HEAD; GET decides
+
+
+def _content_length(resp: aiohttp.ClientResponse) -> int | None:
+    raw = resp.headers.get("Content-Length", "")
+    return int(raw) if raw.strip().isdigit() else None
+
+
+async def _get(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
+               accept: Callable[[str], bool] | None, bounds: Timeouts) -> None:
+    async with session.get(url, allow_redirects=False, timeout=bounds.client_timeout(),
+                           auto_decompress=False, headers={"Accept-Encoding": ACCEPT_ENCODING}) as resp:
+        _read_status(resp, result)
+        if not 200 <= resp.status < 300:
+            return
+        encoding = resp.headers.get("Content-Encoding", "")
+        identity = encoding.strip().lower() in ("", "identity")
+        if _too_large_or_wrong_type(result, _content_length(resp) if identity else None, max_bytes, accept):
+            return
+        try:
+            decoder = _Decoder(encoding)
+        except ValueError as exc:
+            result.error, result.detail = "decode", f"{url}: {exc}"
+            return
+        await _read_body(resp, result, decoder, max_bytes)
+
+
+async def _read_body(resp: aiohttp.ClientResponse, result: FetchResult, decoder: _Decoder,
+                     max_bytes: int) -> None:
+    """Stream the body, decoded, into memory; stop one byte past ``max_bytes``."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in resp.content.iter_chunked(_CHUNK):
+            data = decoder.feed(chunk, max_bytes - size)
+            while data:
+                chunks.append(data)
+                size += len(data)
                 if size > max_bytes:
                     result.error = "too_large"
-                    result.detail = f"body exceeds {max_bytes} bytes"
+                    result.detail = f"{result.url}: body exceeds {max_bytes} bytes (decoded)"
                     result.body = b"".join(chunks)[:max_bytes]
-                    return result
-            result.body = b"".join(chunks)
-    except TimeoutError:
-        result.error, result.detail = "timeout", f"no complete response from {url}"
-    except aiohttp.TooManyRedirects as exc:
-        result.error, result.detail = "redirects", f"more than {MAX_REDIRECTS} redirects ({exc})"
-    except aiohttp.InvalidURL as exc:
-        result.error, result.detail = "bad_url", str(exc)
-    except (aiohttp.ClientConnectionError, OSError) as exc:
-        result.error, result.detail = "connect", f"{type(exc).__name__}: {exc}"
-    except (aiohttp.ClientError, asyncio.IncompleteReadError, ValueError) as exc:
-        result.error, result.detail = "http", f"{type(exc).__name__}: {exc}"
-    return result
+                    return
+                data = decoder.more(max_bytes - size)
+    except zlib.error as exc:
+        result.error, result.detail = "decode", f"{result.url}: corrupt compressed body ({exc})"
+        return
+    if not decoder.complete:
+        _fail(result, "closed", f"{result.url}: compressed body ends before its end marker")
+        return
+    result.body = b"".join(chunks)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from services.crawler.fetch import FetchResult
+from services.crawler.fetch import FetchResult, header_charset
 from services.crawler.urls import BadUrlError, normalize_url
 from services.storage.blocks import ContentType
 from services.storage.records import Link
@@ -24,7 +24,15 @@ MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>,
 
 
 class ParseError(ValueError):
-    """A body claimed to be HTML or PDF but could not be read as one."""
+    """A body claimed to be HTML or PDF but could not be read as one.
+
+    ``kind`` names the trouble for the crawler's counter (``parse_error_<kind>``):
+    ``empty`` (no bytes at all), ``pdf`` (a corrupt PDF), ``type`` (neither HTML nor PDF).
+    """
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
@@ -36,6 +44,7 @@ class ParsedDoc:
     lang: str = ""
     links: list[Link] = field(default_factory=list)
     noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
+    charset: str = ""  # the charset an HTML body was decoded with
 
 
 def accept_content_type(header: str) -> bool:
@@ -49,26 +58,29 @@ def accept_content_type(header: str) -> bool:
 
 
 def classify(content_type: str, body: bytes) -> ContentType:
-    """The body's type: the header's, or sniffed when the header says nothing useful."""
-    ctype = ContentType.from_mime(content_type)
-    if ctype in INDEXABLE:
-        return ctype
-    head = body[:1024].lstrip()
+    """The body's type: magic bytes first, then the header, then sniffing a generic header.
+
+    Servers mislabel: a PDF sent as text/html is still a PDF (its first bytes
+    say so), and an HTML error page sent as application/pdf is HTML. A type
+    that is neither (text/plain, images) is trusted, as browsers do.
+    """
+    head = body[:1024].lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
     if head.startswith(b"%PDF-"):
         return ContentType.PDF
-    if content_type.split(";", 1)[0].strip() in ("", "application/octet-stream") and (
-        head[:15].lower().startswith((b"<!doctype html", b"<html"))
+    ctype = ContentType.from_mime(content_type)
+    if ctype == ContentType.PDF and _looks_like_html(head):
+        return ContentType.HTML
+    if ctype in INDEXABLE:
+        return ctype
+    if content_type.split(";", 1)[0].strip().lower() in ("", "application/octet-stream") and (
+        _looks_like_html(head)
     ):
         return ContentType.HTML
     return ctype
 
 
-def header_charset(content_type: str) -> str | None:
-    for param in content_type.split(";")[1:]:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'")
-    return None
+def _looks_like_html(head: bytes) -> bool:
+    return head[:15].lower().startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<!--"))
 
 
 def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> list[Link]:
@@ -98,8 +110,11 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     """Parse a successful fetch whose document URL (normalized final URL) is ``page_url``.
 
     Relative links resolve against the final URL, as a browser would after a
-    redirect. Raises ``ParseError`` for a type we do not index or an unreadable body.
+    redirect. Raises ``ParseError`` for an empty body, a type we do not index or
+    an unreadable PDF.
     """
+    if not result.body.strip():
+        raise ParseError(f"{page_url}: empty body (status {result.status})", "empty")
     ctype = classify(result.content_type, result.body)
     if ctype == ContentType.HTML:
         page = parse_html(result.body, result.final_url, header_charset(result.content_type))
@@ -111,13 +126,14 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
             links=normalize_links(page.links, page_url),
             noindex=page.noindex,
+            charset=page.charset,
         )
     if ctype == ContentType.PDF:
         try:
             pdf = parse_pdf(result.body, name=page_url)
         except PdfError as exc:
-            raise ParseError(str(exc)) from exc
+            raise ParseError(str(exc), "pdf") from exc
         return ParsedDoc(content_type=ctype, title=pdf.title, text=pdf.text, lang=identify(pdf.text))
     raise ParseError(
-        f"{page_url}: content type {result.content_type or 'unknown'!r} is neither HTML nor PDF"
+        f"{page_url}: content type {result.content_type or 'unknown'!r} is neither HTML nor PDF", "type"
     )

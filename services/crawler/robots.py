@@ -5,11 +5,17 @@ allows everything, a 5xx or no answer at all disallows everything (the site
 may be down or overloaded; crawling it anyway is what gets crawlers banned).
 429 Too Many Requests counts as a server error here, as Google treats it.
 Such hosts are retried after ``UNAVAILABLE_TTL`` rather than a day.
+
+Redirects of robots.txt are followed here (up to five hops, RFC 9309
+2.3.1.2), since ``fetch`` itself never follows them. A 2xx body that is not
+robots.txt at all (an HTML error page, binary noise) parses to no rules, so
+everything is allowed, and ``garbage`` says so for the crawler's counter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,12 +24,17 @@ import aiohttp
 from protego import Protego
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.crawler.fetch import FetchResult, fetch
+from services.crawler.fetch import RETRYABLE_ERRORS, FetchResult, fetch
 from services.storage.models import Host
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 ROBOTS_TTL = 24 * 3600.0  # RFC 9309: do not use a cached copy for more than 24 hours
 UNAVAILABLE_TTL = 600.0  # a failing robots.txt is asked again after 10 minutes
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects
+# A line any robots.txt parser would recognise (RFC 9309 plus the common extensions).
+_DIRECTIVE = re.compile(
+    r"^[ \t]*(user-agent|allow|disallow|crawl-delay|sitemap|request-rate|visit-time|host)[ \t]*[: \t]",
+    re.I | re.M)
 
 
 @dataclass
@@ -41,6 +52,17 @@ class RobotsRules:
     @property
     def ttl(self) -> float:
         return UNAVAILABLE_TTL if self.unavailable else ROBOTS_TTL
+
+    @cached_property
+    def garbage(self) -> bool:
+        """A 2xx body with text but not one robots.txt directive (an HTML page, binary noise)."""
+        return 200 <= self.status < 300 and bool(self.text.strip()) and not _DIRECTIVE.search(self.text)
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """Sitemap URLs named by robots.txt (absolute as written; relative ones are left to the caller)."""
+        parser = self.parser
+        return [] if parser is None else [url.strip() for url in parser.sitemaps if url.strip()]
 
     @cached_property
     def parser(self) -> Protego | None:
@@ -61,14 +83,14 @@ class RobotsRules:
 
 def rules_from_fetch(result: FetchResult, now: float) -> RobotsRules:
     """Pure: turn the robots.txt fetch into rules (RFC 9309's status table)."""
-    if result.status is None:
-        return RobotsRules(status=0, fetched_at=now)
+    if result.status is None or result.error in RETRYABLE_ERRORS or result.error in ("http", "decode"):
+        return RobotsRules(status=0, fetched_at=now)  # unreachable, or cut off mid-body
     status = result.status
     if 200 <= status < 300:
         # A too-large file is cut at the cap, which RFC 9309 explicitly allows.
-        text = result.body.decode("utf-8", "replace") if result.error in (None, "too_large") else ""
+        text = result.body.decode("utf-8", "replace").removeprefix("\ufeff")
         return RobotsRules(status=status, text=text, fetched_at=now)
-    if 300 <= status < 400:  # more than MAX_REDIRECTS redirects: treat as missing
+    if 300 <= status < 400:  # more than ROBOTS_MAX_REDIRECTS redirects, or a broken one: missing
         return RobotsRules(status=404, fetched_at=now)
     return RobotsRules(status=status, fetched_at=now)
 
@@ -85,6 +107,20 @@ def effective_delay(rules: RobotsRules, user_agent: str, base: float, cap: float
 
 def robots_url(host: str) -> str:
     return f"{host}/robots.txt"
+
+
+async def fetch_robots(http: aiohttp.ClientSession, host: str) -> FetchResult:
+    """GET ``host``'s robots.txt, following up to ``ROBOTS_MAX_REDIRECTS`` redirects (to any host)."""
+    url = robots_url(host)
+    seen = {url}
+    result = await fetch(http, url, max_bytes=ROBOTS_MAX_BYTES)
+    for _ in range(ROBOTS_MAX_REDIRECTS):
+        target = result.redirect_to
+        if target is None or target in seen:
+            break
+        seen.add(target)
+        result = await fetch(http, target, max_bytes=ROBOTS_MAX_BYTES)
+    return result
 
 
 class RobotsCache:
@@ -110,8 +146,8 @@ class RobotsCache:
         return rules
 
     async def fetch(self, http: aiohttp.ClientSession, host: str) -> RobotsRules:
-        """Download, parse and store robots.txt for ``host`` (one request)."""
-        result = await fetch(http, robots_url(host), max_bytes=ROBOTS_MAX_BYTES)
+        """Download, parse and store robots.txt for ``host`` (one request, more after redirects)."""
+        result = await fetch_robots(http, host)
         rules = rules_from_fetch(result, time.time())
         await asyncio.to_thread(self._store, host, rules)
         self._memory[host] = rules

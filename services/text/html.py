@@ -30,17 +30,110 @@ class ParsedPage:
     links: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL, anchor text)
     noindex: bool = False
     nofollow: bool = False
+    charset: str = ""  # the charset the text was decoded with ("" when given text)
+
+
+@dataclass(frozen=True)
+class DecodedHtml:
+    """Text of an HTML body, the charset that produced it, and where that charset came from."""
+
+    text: str
+    charset: str
+    source: str  # bom | header | meta | utf-8 (valid UTF-8 beats a legacy label) | detected | default
 
 
 def detect_charset(body: bytes, header_charset: str | None = None) -> str:
-    """The declared charset if Python knows it (header first, then <meta>), else utf-8."""
-    for candidate in (header_charset, _meta_charset(body)):
-        if candidate:
-            try:
-                return codecs.lookup(candidate.strip().strip("\"'")).name
-            except LookupError:
-                continue
-    return "utf-8"
+    """The charset ``decode_body`` would use for ``body`` (a codec name Python knows)."""
+    return decode_body(body, header_charset).charset
+
+
+def decode_html(body: bytes, header_charset: str | None = None) -> str:
+    """Decode an HTML body to text; undecodable bytes never abort a page."""
+    return decode_body(body, header_charset).text
+
+
+def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
+    """Decode as a browser would, then do better where browsers guess.
+
+    Order (the HTML standard's): a byte-order mark, the Content-Type header,
+    a ``<meta charset>`` in the first 4 KiB, then a real detector
+    (charset-normalizer) when nothing usable is declared or the declared
+    charset cannot decode the bytes. Two departures, both because a search
+    engine would rather index words than mojibake: a body that is valid UTF-8
+    and not plain ASCII is UTF-8 whatever a legacy label says (valid UTF-8
+    multi-byte sequences almost never occur by chance in legacy text, while
+    "labelled latin-1, really UTF-8" is a common server default); and an
+    undeclared body that is valid UTF-8 skips the detector (the fast path
+    for most of the web).
+    """
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return DecodedHtml(body[len(bom):].decode(codec, "replace"), codec, "bom")
+    utf8 = _strict(body, "utf-8")
+    for source, label in (("header", header_charset), ("meta", _meta_charset(body))):
+        declared = _codec(label)
+        if declared is None:
+            continue
+        if source == "meta" and declared.startswith(("utf-16", "utf-32")):
+            declared = "utf-8"  # bytes on the wire cannot be UTF-16 because a <meta> says so (WHATWG)
+        if utf8 is not None and declared != "utf-8" and not body.isascii():
+            return DecodedHtml(utf8, "utf-8", "utf-8")
+        text = utf8 if declared == "utf-8" else _strict(body, declared)
+        if text is not None:
+            return DecodedHtml(text, declared, source)
+        # Declared but wrong (a mislabelled page): the <meta> may be right, else the detector decides.
+    if utf8 is not None:
+        return DecodedHtml(utf8, "utf-8", "utf-8")
+    detected = _detect(body)
+    if detected is not None:
+        return DecodedHtml(body.decode(detected, "replace"), detected, "detected")
+    return DecodedHtml(body.decode("cp1252", "replace"), "cp1252", "default")
+
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+# The WHATWG Encoding Standard maps these labels to windows-1252, as every browser does.
+_WINDOWS_1252_LABELS = {"latin-1", "iso8859-1", "ascii", "iso-8859-1", "us-ascii", "latin1"}
+_DETECT_SAMPLE = 64 * 1024  # enough text to tell; the detector's cost grows with the sample
+_TAGS = re.compile(rb"<[^>]*>")
+
+
+def _codec(label: str | None) -> str | None:
+    """Python's codec name for a charset label, or ``None`` when unknown."""
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    if label in _WINDOWS_1252_LABELS:
+        return "cp1252"
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        return None
+
+
+def _strict(body: bytes, codec: str) -> str | None:
+    try:
+        return body.decode(codec)
+    except UnicodeDecodeError:
+        return None
+
+
+def _detect(body: bytes) -> str | None:
+    """charset-normalizer's best guess for the page's text (markup removed: it is all ASCII).
+
+    On a near tie windows-1252 wins: it is the web's most common legacy
+    charset, and short Western text decodes identically in several code pages.
+    """
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(_TAGS.sub(b" ", body[:_DETECT_SAMPLE])))
+    if not matches:
+        return None
+    best = matches[0]
+    for match in matches:
+        if (match.chaos <= best.chaos + 0.01 and match.coherence >= best.coherence - 0.1
+                and "cp1252" in match.could_be_from_charset):
+            return "cp1252"
+    return _codec(best.encoding)
 
 
 def _meta_charset(body: bytes) -> str | None:
@@ -48,31 +141,18 @@ def _meta_charset(body: bytes) -> str | None:
     return match.group(1).decode("ascii", "replace") if match else None
 
 
-def decode_html(body: bytes, header_charset: str | None = None) -> str:
-    """Decode with the declared charset; undecodable bytes never abort a page.
-
-    A page labelled utf-8 that is not valid utf-8 is almost always windows-1252
-    in practice, so that is the fallback before replacement characters.
-    """
-    if body.startswith(codecs.BOM_UTF8):
-        return body[len(codecs.BOM_UTF8):].decode("utf-8", "replace")
-    charset = detect_charset(body, header_charset)
-    try:
-        return body.decode(charset)
-    except UnicodeDecodeError:
-        if charset == "utf-8":
-            return body.decode("cp1252", "replace")
-        return body.decode(charset, "replace")
-
-
 def clean_text(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
 def parse_html(body: bytes | str, base_url: str, header_charset: str | None = None) -> ParsedPage:
-    html = body if isinstance(body, str) else decode_html(body, header_charset)
+    if isinstance(body, str):
+        html, charset = body, ""
+    else:
+        decoded = decode_body(body, header_charset)
+        html, charset = decoded.text, decoded.charset
     tree = LexborHTMLParser(html)
-    page = ParsedPage()
+    page = ParsedPage(charset=charset)
 
     base = base_url
     base_node = tree.css_first("base[href]")

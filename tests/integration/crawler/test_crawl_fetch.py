@@ -1,20 +1,27 @@
-"""Fetching against a real loopback server: caps, types, failures, one request per host."""
+"""Fetching against real loopback servers: caps, types, redirects, retries, timeouts, sitemaps."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import threading
 import time
+import zlib
 from collections.abc import Iterator
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import badweb
 import pytest
+from badweb import BadWeb
 from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.fetch import FetchResult, fetch, make_session
+from services.crawler.fetch import FetchResult, Timeouts, fetch, make_session
 from services.crawler.parse import accept_content_type
+from services.crawler.robots import fetch_robots, rules_from_fetch
+from services.crawler.sitemaps import SitemapResult, discover_sitemap_urls
 from services.storage.db import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 
@@ -67,7 +74,8 @@ class _Server:
             time.sleep(0.05)
             links = "".join(f'<a href="/page{n * 3 + i}">p</a>' for i in (1, 2, 3) if n * 3 + i < 12)
             extra = '<a href="/big-chunked">big</a><a href="/image.png">img</a>' if n == 0 else ""
-            return _send(h, 200, "text/html", f"<html><body>{links}{extra}</body></html>".encode())
+            body = f"<html><body><p>page {n}</p>{links}{extra}</body></html>"  # distinct: no duplicates
+            return _send(h, 200, "text/html", body.encode())
         if path == "/big-chunked":  # no Content-Length: the cap must bite while streaming
             h.send_response(200)
             h.send_header("Content-Type", "text/html")
@@ -130,12 +138,15 @@ def test_unwanted_types_and_error_statuses_are_not_read(server: _Server) -> None
 
 
 def test_failures_become_error_kinds(server: _Server) -> None:
-    assert _get(server.base + "/slow", timeout=0.3).error == "timeout"
-    assert _get(server.base + "/loop").error == "redirects"
+    slow = _get(server.base + "/slow", timeout=0.3)
+    assert (slow.error, slow.retryable) == ("timeout", True)
+    loop = _get(server.base + "/loop")  # not followed: the crawler schedules the target itself
+    assert (loop.status, loop.error, loop.redirect_to) == (302, None, server.base + "/loop")
     with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
         port = closed.server_address[1]
     refused = _get(f"http://127.0.0.1:{port}/")
     assert refused.error == "connect" and refused.status is None and "127.0.0.1" in refused.detail
+    assert refused.retryable
 
 
 def test_crawl_sends_one_request_per_host_at_a_time(server: _Server, settings: Settings) -> None:
@@ -162,3 +173,193 @@ def test_failing_robots_txt_means_no_page_is_requested(settings: Settings) -> No
         entry = session.scalars(select(FrontierEntry)).one()
     engine.dispose()
     assert (entry.state, entry.last_error) == ("failed", "robots_unavailable")
+
+
+# --- Against the hostile server: redirects, retry advice, HEAD, timeouts, broken bodies ---
+
+def _fetch(url: str, *, max_bytes: int = 1_000_000, head_first: bool = False,
+           timeouts: Timeouts | None = None) -> FetchResult:
+    async def go() -> FetchResult:
+        async with make_session("TestBot/1.0", 5.0, 4) as session:
+            return await fetch(session, url, max_bytes=max_bytes, accept=accept_content_type,
+                               head_first=head_first, timeouts=timeouts)
+    return asyncio.run(go())
+
+
+def test_redirects_are_reported_normalized_not_followed() -> None:
+    with BadWeb({
+        "/moved": badweb.redirect("../b/./c.html?utm_source=x&b=2&a=1#frag", status=301),
+        "/nowhere": badweb.page(b"", status=302),
+        "/broken": badweb.redirect("http://[::1/oops"),
+        "/other": badweb.redirect("HTTP://Example.ORG:80/x"),
+    }) as web:
+        moved = _fetch(web.url("/moved"))
+        assert (moved.status, moved.error, moved.ok) == (301, None, False)
+        assert moved.redirect_to == web.url("/b/c.html?a=1&b=2")
+        assert _fetch(web.url("/other")).redirect_to == "http://example.org/x"
+        for path in ("/nowhere", "/broken"):
+            bad = _fetch(web.url(path))
+            assert (bad.error, bad.redirect_to, bad.retryable) == ("bad_redirect", None, False), path
+        assert web.paths() == ["/moved", "/other", "/nowhere", "/broken"]  # one request each
+
+
+def test_retry_advice_from_status_and_retry_after() -> None:
+    future = formatdate(time.time() + 3600, usegmt=True)
+    with BadWeb({
+        "/busy": badweb.page("slow down", status=429, headers={"Retry-After": "7"}),
+        "/down": badweb.page("later", status=503, headers={"Retry-After": future}),
+        "/past": badweb.page("later", status=503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        "/junk": badweb.page("later", status=503, headers={"Retry-After": "soon-ish"}),
+        "/broken": badweb.page("oops", status=500),
+    }) as web:
+        busy = _fetch(web.url("/busy"))
+        assert (busy.status, busy.retryable, busy.retry_after) == (429, True, 7.0)
+        down = _fetch(web.url("/down"))
+        assert down.retryable and down.retry_after is not None and 3500 < down.retry_after <= 3600
+        assert _fetch(web.url("/past")).retry_after == 0.0
+        assert _fetch(web.url("/junk")).retry_after is None
+        broken = _fetch(web.url("/broken"))
+        assert (broken.retryable, broken.retry_after, broken.body) == (True, None, b"")
+        missing = _fetch(web.url("/missing"))
+        assert (missing.status, missing.retryable) == (404, False)
+
+
+def test_head_first_skips_large_and_unwanted_bodies() -> None:
+    page = b"<html><body>" + b"p" * 500 + b"</body></html>"
+    with BadWeb({
+        "/large": badweb.page(b"L" * 5000),
+        "/image": badweb.page(b"\x89PNG" + b"\0" * 100, ctype="image/png"),
+        "/ok": badweb.page(page, ctype="text/html; charset=ISO-8859-1"),
+        "/no-head": badweb.head_refused(badweb.page(page)),
+        "/no-head-501": badweb.head_refused(badweb.page(page), status=501),
+        "/moved": badweb.redirect("/ok"),
+    }) as web:
+        large = _fetch(web.url("/large"), max_bytes=1000, head_first=True)
+        assert (large.error, large.head_status, large.body) == ("too_large", 200, b"")
+        assert _fetch(web.url("/image"), head_first=True).error == "wrong_type"
+        ok = _fetch(web.url("/ok"), head_first=True)
+        assert (ok.ok, ok.body, ok.charset) == (True, page, "ISO-8859-1")
+        for path, status in (("/no-head", 405), ("/no-head-501", 501)):
+            fallback = _fetch(web.url(path), head_first=True)
+            assert (fallback.ok, fallback.head_status, fallback.body) == (True, status, page)
+        assert _fetch(web.url("/moved"), head_first=True).redirect_to == web.url("/ok")
+        assert web.paths("GET") == ["/ok", "/no-head", "/no-head-501"]  # the rest ended at HEAD
+        assert web.paths("HEAD") == ["/large", "/image", "/ok", "/no-head", "/no-head-501", "/moved"]
+
+
+def test_total_and_read_timeouts() -> None:
+    with BadWeb({"/drip": badweb.slow_drip(interval=0.05), "/stall": badweb.slow_drip(interval=5.0)}) as web:
+        drip = _fetch(web.url("/drip"), timeouts=Timeouts(connect=2.0, read=1.0, total=0.5))
+        assert (drip.error, drip.retryable, drip.body) == ("timeout", True, b"")
+        assert "total 0.5 s" in drip.detail
+        stall = _fetch(web.url("/stall"), timeouts=Timeouts(connect=2.0, read=0.3, total=30.0))
+        assert stall.error == "timeout"
+
+
+def test_bodies_cut_short_are_errors_not_pages() -> None:
+    with BadWeb({
+        "/liar": badweb.close_mid_body(declared=5000, sent=1000),
+        "/chunks": badweb.close_mid_body(declared=5000, sent=1000, chunked=True),
+        "/garbage": badweb.raw(b"SPAM SPAM SPAM\r\n\r\n"),
+    }) as web:
+        for path in ("/liar", "/chunks"):
+            cut = _fetch(web.url(path))
+            assert (cut.error, cut.retryable, cut.body) == ("closed", True, b""), path
+        garbage = _fetch(web.url("/garbage"))
+        assert garbage.error in ("http", "closed") and not garbage.ok
+
+
+def _encoded(body: bytes, encoding: str, data: bytes) -> badweb.Handler:
+    return badweb.raw(badweb.head(200, {"Content-Type": "text/html", "Content-Encoding": encoding,
+                                        "Content-Length": str(len(data))}) + data)
+
+
+def test_compressed_bodies_decoded_and_bombs_capped() -> None:
+    body = b"<html><body>" + b"compressible text " * 2000 + b"</body></html>"
+    deflater = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    raw_deflate = deflater.compress(body) + deflater.flush()
+    with BadWeb({
+        "/gzip": _encoded(body, "gzip", gzip.compress(body)),
+        "/deflate": _encoded(body, "deflate", zlib.compress(body)),
+        "/raw-deflate": _encoded(body, "deflate", raw_deflate),
+        "/corrupt": _encoded(body, "gzip", gzip.compress(body)[:20] + b"\xff" * 200),
+        "/truncated": _encoded(body, "gzip", gzip.compress(body)[:-30]),
+        "/bomb": badweb.gzip_bomb(50_000_000),
+    }) as web:
+        for path in ("/gzip", "/deflate", "/raw-deflate"):
+            assert _fetch(web.url(path)).body == body, path
+        assert _fetch(web.url("/corrupt")).error == "decode"
+        assert _fetch(web.url("/truncated")).error == "closed"
+        bomb = _fetch(web.url("/bomb"), max_bytes=1_000_000)
+        assert bomb.error == "too_large" and len(bomb.body) == 1_000_000
+        assert bomb.body.startswith(b"<html><body>000")
+
+
+def test_robots_redirects_are_followed_and_sitemaps_listed() -> None:
+    robots = b"User-agent: *\nDisallow: /private\nSitemap: /maps/a.xml\nSitemap: http://elsewhere.test/b.xml\n"
+    with BadWeb({
+        "/robots.txt": badweb.redirect("/r1", status=301),
+        "/r1": badweb.redirect("/real-robots.txt"),
+        "/real-robots.txt": badweb.page(robots, ctype="text/plain"),
+    }) as web:
+        async def go() -> FetchResult:
+            async with make_session("TestBot/1.0", 5.0, 4) as session:
+                return await fetch_robots(session, web.base)
+        rules = rules_from_fetch(asyncio.run(go()), now=0.0)
+    assert not rules.allowed(web.url("/private/x"), "TestBot") and rules.allowed(web.url("/a"), "TestBot")
+    assert rules.sitemaps == ["/maps/a.xml", "http://elsewhere.test/b.xml"]
+    assert not rules.garbage
+
+
+def _gz(text: str) -> bytes:
+    return gzip.compress(text.encode())
+
+
+def _urlset(*paths: str) -> str:
+    locs = "".join(f"<url><loc>{p}</loc></url>" for p in paths)
+    return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'
+
+
+def test_sitemap_discovery_walks_indexes_gzip_and_garbage() -> None:
+    index = ('<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+             "<sitemap><loc>/s1.xml.gz</loc></sitemap><sitemap><loc>/s2.xml</loc></sitemap>"
+             "<sitemap><loc>/index.xml</loc></sitemap><sitemap><loc>/gone.xml</loc></sitemap>"
+             "<sitemap><loc>http://elsewhere.test/s.xml</loc></sitemap></sitemapindex>")
+    with BadWeb({
+        "/index.xml": badweb.page(index, ctype="application/xml"),
+        "/s1.xml.gz": badweb.page(_gz(_urlset("/a", "/b?utm_source=x", "http://elsewhere.test/c")),
+                                  ctype="application/gzip"),
+        "/s2.xml": badweb.page(_urlset("/c", "/a")[:-30], ctype="application/xml"),  # cut short
+    }) as web:
+        web.routes["/sitemap.xml"] = badweb.page(f"{web.url('/d')}\n{web.url('/e')}\n", ctype="text/plain")
+
+        def discover(**caps: int) -> SitemapResult:
+            async def go() -> SitemapResult:
+                async with make_session("TestBot/1.0", 5.0, 4) as session:
+                    return await discover_sitemap_urls(session, web.base, ["/index.xml"],
+                                                       max_bytes=100_000, **caps)
+            return asyncio.run(go())
+
+        found = discover()  # breadth first: robots.txt's sitemaps and /sitemap.xml, then the index's
+        assert found.urls == [web.url(p) for p in ("/d", "/e", "/a", "/b", "/c")]
+        # index, s1, s2, gone (404: named, so an error), sitemap.xml; the cycle is not refetched
+        assert (found.sitemaps_fetched, found.errors) == (5, 2)
+        assert web.paths().count("/index.xml") == 1
+        assert discover(max_sitemaps=2).urls == [web.url("/d"), web.url("/e")]
+        assert discover(max_sitemaps=3).urls == [web.url(p) for p in ("/d", "/e", "/a", "/b")]
+        assert discover(max_urls=1).urls == [web.url("/d")]
+
+
+def test_garbled_head_answer_falls_back_to_get() -> None:
+    page = badweb.page(b"<html><body>fine over GET</body></html>")
+
+    async def botched_head(req: badweb.Request, w: asyncio.StreamWriter) -> None:
+        if req.method == "HEAD":
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: nonsense\r\n\r\n")
+        else:
+            await page(req, w)
+
+    with BadWeb({"/botched": botched_head}) as web:
+        result = _fetch(web.url("/botched"), head_first=True)
+        assert (result.ok, result.body) == (True, b"<html><body>fine over GET</body></html>")
+        assert web.paths("HEAD") == ["/botched"] and web.paths("GET") == ["/botched"]

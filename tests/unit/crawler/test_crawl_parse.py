@@ -8,6 +8,7 @@ import pytest
 
 from services.crawler.fetch import FetchResult
 from services.crawler.parse import (
+    INDEXABLE,
     ParseError,
     accept_content_type,
     classify,
@@ -102,10 +103,36 @@ def test_pdf_sent_as_octet_stream_is_sniffed(shared_data: Path) -> None:
 
 
 def test_broken_pdf_and_other_types_raise_parse_error() -> None:
-    with pytest.raises(ParseError, match="broken.pdf"):
+    with pytest.raises(ParseError, match="broken.pdf") as broken:
         parse_document(_fetched(b"%PDF-1.4 garbage", "application/pdf"), "http://example.com/broken.pdf")
-    with pytest.raises(ParseError, match="neither HTML nor PDF"):
+    assert broken.value.kind == "pdf"
+    with pytest.raises(ParseError, match="neither HTML nor PDF") as other:
         parse_document(_fetched(b"GIF89a", "image/gif"), "http://example.com/a.gif")
+    assert other.value.kind == "type"
+
+
+def test_empty_body_is_a_parse_error_not_an_empty_document() -> None:
+    for body in (b"", b"  \r\n\t "):
+        with pytest.raises(ParseError, match="empty body") as empty:
+            parse_document(_fetched(body, "text/html"), "http://example.com/empty")
+        assert empty.value.kind == "empty"
+
+
+def test_mislabelled_types_are_sniffed_from_the_bytes(shared_data: Path) -> None:
+    pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    assert classify("text/html; charset=utf-8", pdf) == ContentType.PDF  # magic bytes win
+    error_page = b"\xef\xbb\xbf  <!DOCTYPE html><html><body>Not found</body></html>"
+    assert classify("application/pdf", error_page) == ContentType.HTML
+    assert classify("", b"<html><p>no type at all") == ContentType.HTML
+    assert classify("text/plain", b"<html><p>labelled text") not in INDEXABLE  # trusted, as browsers do
+    doc = parse_document(_fetched(pdf, "text/html"), "http://example.com/zen")
+    assert doc.content_type == ContentType.PDF and "Beautiful is better than ugly" in doc.text
+
+
+def test_charset_used_is_recorded() -> None:
+    body = "<html><body><p>Привет, как дела? Это страница на русском.</p></body></html>".encode("cp1251")
+    doc = parse_document(_fetched(body, "text/html; charset=windows-1251"), "http://example.com/ru")
+    assert doc.charset == "cp1251" and "Привет" in doc.text
 
 
 def test_accept_content_type_only_downloads_what_can_be_indexed() -> None:

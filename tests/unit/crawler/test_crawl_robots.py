@@ -56,3 +56,28 @@ def test_crawl_delay_is_the_larger_of_ours_and_the_sites_capped() -> None:
     assert effective_delay(rules, "OtherBot", base=5.0, cap=30.0) == (5.0, False)
     no_robots = rules_from_fetch(_robots(404), now=0.0)
     assert effective_delay(no_robots, UA, base=1.0, cap=30.0) == (1.0, False)
+
+
+def test_sitemap_lines_are_exposed() -> None:
+    rules = rules_from_fetch(_robots(200, ROBOTS + b"Sitemap: http://h.test/s.xml\nsitemap: /rel.xml\n"), 0.0)
+    assert rules.sitemaps == ["http://h.test/s.xml", "/rel.xml"]
+    assert rules_from_fetch(_robots(404), 0.0).sitemaps == []
+
+
+def test_garbage_robots_txt_allows_everything_and_says_so() -> None:
+    for junk in (b"\x00\xff\xfe\x80 binary noise \x01" * 40, b"<html><body><h1>Welcome!</h1></body></html>",
+                 "\ufeffno directives at all".encode()):
+        rules = rules_from_fetch(_robots(200, junk), 0.0)
+        assert rules.garbage and not rules.unavailable
+        assert rules.allowed("http://h.test/anything", UA) and rules.crawl_delay(UA) is None
+    assert not rules_from_fetch(_robots(200, ROBOTS), 0.0).garbage
+    assert not rules_from_fetch(_robots(200, b""), 0.0).garbage  # empty: a plain "allow all"
+    # Directives without their colons are not garbage: Protego reads them as intended.
+    lax = rules_from_fetch(_robots(200, b"User-agent *\nDisallow /\n"), 0.0)
+    assert not lax.allowed("http://h.test/x", UA) and not lax.garbage
+
+
+def test_robots_cut_off_mid_body_counts_as_unreachable() -> None:
+    for error in ("closed", "timeout", "http", "decode"):
+        rules = rules_from_fetch(_robots(200, b"User-agent: *\nDisallow: /a", error=error), 0.0)
+        assert rules.unavailable and not rules.allowed("http://h.test/b", UA), error

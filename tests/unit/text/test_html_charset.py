@@ -1,0 +1,66 @@
+"""Charset detection: BOM, header, <meta>, valid UTF-8, then charset-normalizer."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.text.html import DecodedHtml, decode_body, parse_html
+
+FRENCH = "<html><body><p>Le café est très bon à Paris, où les élèves étudient le soir.</p></body></html>"
+RUSSIAN = "<html><body><p>Привет, как дела? Это тестовая страница на русском языке.</p></body></html>"
+JAPANESE = "<html><body><p>日本語のテキストです。これはテストページです。</p></body></html>"
+GREEK = "<html><body><p>Ελληνικά κείμενα για δοκιμή της ανίχνευσης.</p></body></html>"
+# Detection is statistical: a sentence or two is enough for these, but very short
+# legacy-encoded text can still be misread (one Greek sentence came out as mac-cyrillic).
+
+
+def _how(decoded: DecodedHtml) -> tuple[str, str]:
+    return decoded.charset, decoded.source
+
+
+def test_bom_beats_every_label() -> None:
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        decoded = decode_body(bom + FRENCH.encode(codec), "iso-8859-1")
+        assert (decoded.text, decoded.charset, decoded.source) == (FRENCH, codec, "bom")
+
+
+def test_header_then_meta() -> None:
+    assert _how(decode_body(RUSSIAN.encode("koi8-r"), "KOI8-R")) == ("koi8-r", "header")
+    meta = ('<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">' + RUSSIAN)
+    decoded = decode_body(meta.encode("cp1251"))
+    assert (decoded.charset, decoded.source) == ("cp1251", "meta") and "Привет" in decoded.text
+    # An unknown header label falls through to the <meta>.
+    assert decode_body(meta.encode("cp1251"), "x-no-such-charset").source == "meta"
+    # latin-1 labels mean windows-1252, as in browsers: curly quotes survive.
+    assert decode_body("“quoted” café".encode("cp1252"), "ISO-8859-1").text == "“quoted” café"
+
+
+@pytest.mark.parametrize(("text", "codec"), [(FRENCH, "cp1252"), (RUSSIAN, "cp1251"),
+                                             (JAPANESE, "shift_jis"), (GREEK, "cp1253")])
+def test_undeclared_legacy_charsets_are_detected(text: str, codec: str) -> None:
+    decoded = decode_body(text.encode(codec))
+    assert decoded.source == "detected" and decoded.text == text
+
+
+def test_mislabelled_pages_are_read_correctly() -> None:
+    # Labelled UTF-8, really windows-1252: the label fails, the detector decides.
+    wrong_utf8 = decode_body(FRENCH.encode("cp1252"), "utf-8")
+    assert (wrong_utf8.text, wrong_utf8.source) == (FRENCH, "detected")
+    # Labelled latin-1 (a common server default), really UTF-8: valid UTF-8 wins.
+    wrong_latin = decode_body(RUSSIAN.encode("utf-8"), "iso-8859-1")
+    assert (wrong_latin.text, wrong_latin.charset, wrong_latin.source) == (RUSSIAN, "utf-8", "utf-8")
+    # Header wrong, <meta> right: the <meta> is tried before guessing.
+    meta = '<meta charset="shift_jis">' + JAPANESE
+    assert decode_body(meta.encode("shift_jis"), "utf-8").text == meta
+
+
+def test_plain_ascii_and_utf8_take_the_fast_path() -> None:
+    assert _how(decode_body(b"<p>plain</p>")) == ("utf-8", "utf-8")
+    assert _how(decode_body(RUSSIAN.encode())) == ("utf-8", "utf-8")
+    page = parse_html(FRENCH.encode("cp1252"), "http://a.test/")
+    assert "très bon" in page.text and page.charset == "cp1252"
+
+
+def test_undecodable_noise_never_raises() -> None:
+    decoded = decode_body(bytes(range(256)) * 4, "utf-8")
+    assert decoded.charset and isinstance(decoded.text, str)
