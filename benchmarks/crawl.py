@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=20_000, help="pages in the synthetic web")
     p.add_argument("--crawl-pages", type=int, default=None, help="pages each crawler fetches")
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--per-host", type=int, default=8, help="Nimbus requests in flight per host")
     p.add_argument("--port", type=int, default=8480)
     p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus"])
     args = p.parse_args(argv)
@@ -66,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.only:
             if name == "nimbus":
                 with tempfile.TemporaryDirectory() as tmp:
+                    # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
                     env = {**os.environ, "NIMBUS_DATABASE_URL": f"sqlite:///{tmp}/nimbus.db",
-                           "NIMBUS_BLOB_URL": f"file://{tmp}/blobs", "NIMBUS_VAR_DIR": tmp}
+                           "NIMBUS_BLOB_URL": f"file://{tmp}/blobs", "NIMBUS_VAR_DIR": tmp,
+                           "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host)}
                     cmd = [str(ROOT / ".venv/bin/nimbus"), "crawl", *seeds, "--max-pages",
                            str(crawl_pages), "--max-depth", "100", "--delay", "0",
                            "--concurrency", str(args.concurrency), "--quiet"]

@@ -1,12 +1,27 @@
 """The committer: fetched batches in, blocks and database rows out, all or nothing.
 
-Batches arrive in sequence order. ``flush`` first writes the content and
+Batches arrive in sequence order. A flush first writes the content and
 record blocks to the blob store, then records everything in ONE database
 transaction: document rows (dense ``doc_num``), the batches' frontier rows,
-the newly discovered URLs, the counters and the ledger. A crash before the
-transaction leaves only orphan blobs (harmless: nothing names them), and the
-batches' leases expire and are fetched again; a crash after it loses nothing.
-So "a document row exists" always means "its bytes are readable".
+the newly discovered URLs, duplicate URLs, host page counts, the counters and
+the ledger. A crash before the transaction leaves only orphan blobs
+(harmless: nothing names them), and the batches' leases are handed out again;
+a crash after it loses nothing. So "a document row exists" always means "its
+bytes are readable".
+
+The crawler hands a flush to a background thread (``take`` on the event
+loop, ``commit`` in the thread), so fetching goes on while blocks are
+serialized, uploaded and committed. All documents of one flush share one
+content block and one record block (split only at the size caps): the
+crawl's workers share the block writer.
+
+Duplicates and recrawls (by docId, the SHA-1 of the bytes):
+* a body equal to another URL's document is stored once: the URL gets a
+  ``DuplicateUrl`` row pointing at that document (counter ``duplicate_content``);
+* a recrawl that finds the same bytes stores nothing (``unchanged`` += 1,
+  the recrawl interval doubles); changed bytes are appended to the current
+  blocks and the document row (same ``doc_num``) points at them
+  (``versions`` += 1, the interval halves).
 
 Archive imports will feed the same committer with results that were read
 from WARC files instead of fetched.
@@ -15,28 +30,32 @@ from WARC files instead of fetched.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler import frontier
-from services.crawler.frontier import NewUrl, Outcome
-from services.crawler.parse import ParsedDoc
-from services.crawler.urls import url_id
+from services.crawler.frontier import NewUrl, Outcome, hub_priority
+from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
+from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter, sha1
+from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter
 from services.storage.db import bump_counters, chunked
-from services.storage.models import Document
-from services.storage.records import Link, Record, RecordBlockWriter
+from services.storage.models import Document, DuplicateUrl, Host
+from services.storage.records import Record, RecordBlockWriter
+
+__all__ = ["Committer", "CommitConflictError", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
 
 log = logging.getLogger(__name__)
 
 _ATTEMPTS = 3  # another committer took our doc numbers: rebuild the blocks and try again
+DAY = 86_400.0
 
 
 class CommitConflictError(RuntimeError):
@@ -44,61 +63,40 @@ class CommitConflictError(RuntimeError):
 
 
 @dataclass
-class FetchedDoc:
-    """A page that becomes a document: its final URL, raw bytes and parsed fields."""
-
-    url: str  # normalized final URL: the document's URL (differs from the entry's after a redirect)
-    body: bytes
-    parsed: ParsedDoc
-    fetched_at: float
-    status: int = 200
-
-
-@dataclass
-class UrlResult:
-    """How one leased frontier URL ended, and what it produced."""
-
-    url_id: str
-    url: str
-    depth: int
-    state: str  # done | failed | new (released unfetched)
-    status: int | None = None
-    error: str | None = None
-    doc: FetchedDoc | None = None
-    links: list[Link] = field(default_factory=list)  # to enqueue at depth + 1
-    counters: Counter[str] = field(default_factory=Counter)
-
-
-@dataclass
-class FlushResult:
-    documents: int = 0
-    blocks: list[str] = field(default_factory=list)
-    new_urls: int = 0
-    counters: Counter[str] = field(default_factory=Counter)
+class _Doc:
+    result: UrlResult
+    doc: FetchedDoc
+    existing: Document | None = None  # the URL's document (a recrawl)
 
 
 class Committer:
-    """Buffers results of completed batches until ``flush``."""
+    """Buffers results of completed batches until they are committed."""
 
     def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, *,
-                 max_block_bytes: int, max_block_docs: int) -> None:
+                 max_block_bytes: int, max_block_docs: int, partitions: int = 1,
+                 recrawl_min: float = DAY, recrawl_max: float = 30 * DAY) -> None:
         self.sessions = sessions
         self.blobs = blobs
         self.max_block_bytes = max_block_bytes
         self.max_block_docs = max_block_docs
-        self._seqs: list[int] = []
-        self._results: list[UrlResult] = []
+        self.partitions = partitions
+        self.recrawl_min, self.recrawl_max = recrawl_min, recrawl_max
+        self._pending = Pending()
         self._doc_bytes = 0
         self._docs = 0
 
     @property
     def pending(self) -> bool:
-        return bool(self._seqs)
+        return bool(self._pending.seqs)
 
     @property
     def seqs(self) -> list[int]:
         """Sequence numbers of the buffered (completed, not yet committed) batches."""
-        return list(self._seqs)
+        return list(self._pending.seqs)
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._doc_bytes
 
     @property
     def full(self) -> bool:
@@ -107,140 +105,247 @@ class Committer:
 
     def add_batch(self, seq: int, results: list[UrlResult]) -> None:
         """Buffer a completed batch; the caller adds batches in sequence order."""
-        self._seqs.append(seq)
-        self._results.extend(results)
+        self._pending.seqs.append(seq)
+        self._pending.results.extend(results)
         for result in results:
             if result.doc is not None:
                 self._docs += 1
                 self._doc_bytes += len(result.doc.body)
 
+    def take(self) -> Pending:
+        """Hand the buffered batches to a flush (``commit``); the buffer starts empty."""
+        pending, self._pending = self._pending, Pending()
+        self._doc_bytes = self._docs = 0
+        return pending
+
     def flush(self) -> FlushResult:
         """Write blocks, then commit every buffered batch in one transaction."""
-        if not self._seqs:
+        return self.commit(self.take())
+
+    def commit(self, pending: Pending) -> FlushResult:
+        """Write ``pending``'s blocks and commit it; safe to run in another thread."""
+        if not pending.seqs:
             return FlushResult()
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                result = self._flush_once()
-                break
+                return self._commit_once(pending)
             except (CommitConflictError, IntegrityError) as exc:
                 if attempt == _ATTEMPTS:
                     raise
                 log.warning("commit conflict (%s); rebuilding blocks, attempt %d", exc, attempt + 1)
-        self._seqs, self._results, self._doc_bytes, self._docs = [], [], 0, 0
-        return result
+        raise AssertionError("unreachable")
 
-    def _flush_once(self) -> FlushResult:
+    def _commit_once(self, pending: Pending) -> FlushResult:
         now = time.time()
         counts: Counter[str] = Counter()
-        for result in self._results:
+        for result in pending.results:
             counts.update(result.counters)
         with self.sessions() as session:
-            docs = self._unique_docs(session, counts)
+            docs, duplicates = self._sort_docs(session, pending.results, counts, now)
             base = _next_doc_num(session)
-        rows, blocks = self._write_blocks(docs, base)
+        stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
+        rows, blocks = self._write_blocks(stored, base)
         try:
             with self.sessions.begin() as session:
                 if _next_doc_num(session, lock=True) != base:
                     raise CommitConflictError(f"doc numbers from {base} were taken meanwhile")
-                session.add_all(rows)
-                new_urls = self._record_frontier(session, docs, now)
-                counts["documents"] += len(rows)
+                fresh = [r for r in rows if r["_new"]]
+                if fresh:
+                    session.execute(insert(Document), [_row(r) for r in fresh])
+                self._update_recrawled(session, docs, rows, now, counts)
+                self._record_duplicates(session, duplicates, now)
+                new_urls = self._record_frontier(session, pending.results, docs, now)
+                self._count_host_pages(session, pending.results)
+                counts["documents"] += len(fresh)
                 counts["frontier_added"] += new_urls
                 bump_counters(session, dict(counts))
-                frontier.commit_batches(session, self._seqs, now)
+                frontier.commit_batches(session, pending.seqs, now)
         except BaseException:
             for name in blocks:
                 self.blobs.delete(name)
             raise
-        return FlushResult(documents=len(rows), blocks=blocks, new_urls=new_urls, counters=counts)
+        return FlushResult(documents=len(fresh), blocks=blocks, new_urls=new_urls, counters=counts)
 
-    def _unique_docs(self, session: Session, counts: Counter[str]) -> list[tuple[UrlResult, FetchedDoc]]:
-        """Documents in batch order, one per URL; a URL already stored is skipped.
+    def _sort_docs(self, session: Session, results: list[UrlResult], counts: Counter[str],
+                   now: float) -> tuple[list[_Doc], list[tuple[UrlResult, Document | _Doc]]]:
+        """Split fetched documents into new/recrawled ones and content duplicates of others.
 
-        Duplicates come from redirects: two URLs redirecting to one target, or a
-        redirect to a page that was crawled under its own name.
+        One document per URL per flush (two URLs redirecting to one target
+        count ``duplicate_url``); a URL that is a document already is a recrawl;
+        a body whose docId another URL's document has is a duplicate.
         """
-        candidates: dict[str, tuple[UrlResult, FetchedDoc]] = {}
-        for result in self._results:
+        candidates: dict[str, _Doc] = {}
+        for result in results:
             if result.doc is None:
                 continue
             key = url_id(result.doc.url)
             if key in candidates:
                 counts["duplicate_url"] += 1
             else:
-                candidates[key] = (result, result.doc)
+                candidates[key] = _Doc(result, result.doc)
         for ids in chunked(list(candidates), 500):
-            for key in session.scalars(select(Document.url_id).where(Document.url_id.in_(ids))):
-                del candidates[key]
-                counts["duplicate_url"] += 1
-        return list(candidates.values())
+            for row in session.scalars(select(Document).where(Document.url_id.in_(ids))):
+                candidates[row.url_id].existing = row
+        by_doc_id: dict[str, Document | _Doc] = {}
+        new_ids = [d.doc.doc_id for d in candidates.values() if d.existing is None]
+        for ids in chunked(new_ids, 500):
+            for row in session.scalars(select(Document).where(Document.doc_id.in_(ids))):
+                by_doc_id.setdefault(row.doc_id, row)
+        docs: list[_Doc] = []
+        duplicates: list[tuple[UrlResult, Document | _Doc]] = []
+        for d in candidates.values():
+            original = by_doc_id.get(d.doc.doc_id) if d.existing is None else None
+            if original is not None:
+                duplicates.append((d.result, original))
+                counts["duplicate_content"] += 1
+                continue
+            if d.existing is None:
+                by_doc_id[d.doc.doc_id] = d
+            docs.append(d)
+        return docs, duplicates
 
-    def _write_blocks(self, docs: list[tuple[UrlResult, FetchedDoc]],
-                      base: int) -> tuple[list[Document], list[str]]:
+    def _write_blocks(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str]]:
         """Cut the documents into blocks under the caps and put each block pair."""
-        rows: list[Document] = []
+        rows: list[dict] = []
         names: list[str] = []
-        start = 0
+        start, number = 0, base
         while start < len(docs):
             size, end = PREAMBLE_SIZE, start
             while end < len(docs) and end - start < self.max_block_docs:
-                size += ENTRY_SIZE + len(docs[end][1].body)
+                size += ENTRY_SIZE + len(docs[end].doc.body)
                 if end > start and size > self.max_block_bytes:
                     break
                 end += 1
-            group_rows, group_names = self._write_block(docs[start:end], base + start)
+            group_rows, group_names, number = self._write_block(docs[start:end], number)
             rows += group_rows
             names += group_names
             start = end
         return rows, names
 
-    def _write_block(self, docs: list[tuple[UrlResult, FetchedDoc]],
-                     base: int) -> tuple[list[Document], list[str]]:
+    def _write_block(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str], int]:
         stem = f"{base:010d}-{uuid.uuid4().hex[:8]}"
         content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
         content = ContentBlockWriter(max_bytes=self.max_block_bytes)
         records = RecordBlockWriter()
-        rows: list[Document] = []
-        for i, (result, doc) in enumerate(docs):
+        rows: list[dict] = []
+        number = base
+        for d in docs:
+            doc, p = d.doc, d.doc.parsed
             uid = url_id(doc.url)
-            index = content.add(doc.body, doc.parsed.content_type, bytes.fromhex(uid))
-            p = doc.parsed
+            doc_num = d.existing.doc_num if d.existing is not None else number
+            if d.existing is None:
+                number += 1
+            index = content.add(doc.body, p.content_type, bytes.fromhex(uid))
             record = Record(
-                doc_num=base + i, url=doc.url, url_id=uid, doc_id=sha1(doc.body).hex(),
+                doc_num=doc_num, url=doc.url, url_id=uid, doc_id=doc.doc_id,
                 content_type=p.content_type.mime, title=p.title, text=p.text,
                 description=p.description, lang=p.lang, links=p.links, fetched_at=doc.fetched_at,
                 content_block=content_name, content_index=index,
             )
             offset, length = records.add(record)
-            rows.append(Document(
-                url_id=uid, doc_num=base + i, url=doc.url, doc_id=record.doc_id,
-                content_type=record.content_type, title=p.title[:2000], lang=p.lang[:16],
-                length=len(doc.body), status=doc.status, depth=result.depth,
-                last_crawled=doc.fetched_at, content_block=content_name, content_index=index,
-                content_offset=0, record_block=record_name, record_offset=offset,
-                record_length=length,
-            ))
+            rows.append({
+                "_new": d.existing is None, "url_id": uid, "doc_num": doc_num, "url": doc.url,
+                "doc_id": doc.doc_id, "content_type": record.content_type, "title": p.title[:2000],
+                "lang": p.lang[:16], "length": len(doc.body), "status": doc.status,
+                "depth": d.result.depth, "last_crawled": doc.fetched_at,
+                "content_block": content_name, "content_index": index, "content_offset": 0,
+                "record_block": record_name, "record_offset": offset, "record_length": length,
+            })
         for row, entry in zip(rows, content.entries(), strict=True):
-            row.content_offset = entry.offset
+            row["content_offset"] = entry.offset
         self.blobs.put(content_name, content.to_bytes())
         self.blobs.put(record_name, records.to_bytes())
-        return rows, [content_name, record_name]
+        return rows, [content_name, record_name], number
 
-    def _record_frontier(self, session: Session, docs: list[tuple[UrlResult, FetchedDoc]],
+    def _update_recrawled(self, session: Session, docs: list[_Doc], rows: list[dict], now: float,
+                          counts: Counter[str]) -> None:
+        """Point recrawled documents at their new version, or note that nothing changed."""
+        by_url = {r["url_id"]: r for r in rows if not r["_new"]}
+        for d in docs:
+            row = d.existing
+            if row is None:
+                continue
+            live = session.get(Document, row.url_id)
+            if live is None:  # cannot happen: documents are never deleted
+                continue
+            new = by_url.get(row.url_id)
+            if new is None:
+                live.unchanged = (live.unchanged or 0) + 1
+                live.last_crawled = d.doc.fetched_at
+                counts["recrawl_unchanged"] += 1
+                continue
+            for key in ("doc_id", "content_type", "title", "lang", "length", "status", "last_crawled",
+                        "content_block", "content_index", "content_offset", "record_block",
+                        "record_offset", "record_length"):
+                setattr(live, key, new[key])
+            live.versions = (live.versions or 1) + 1
+            counts["recrawl_changed"] += 1
+
+    def _record_duplicates(self, session: Session, duplicates: list[tuple[UrlResult, Document | _Doc]],
+                           now: float) -> None:
+        for result, original in duplicates:
+            doc = result.doc
+            if doc is None:
+                continue
+            if isinstance(original, _Doc):  # same flush: its doc number is fixed by now
+                number = session.scalar(select(Document.doc_num).where(
+                    Document.url_id == url_id(original.doc.url)))
+            else:
+                number = original.doc_num
+            uid = url_id(doc.url)
+            row = session.get(DuplicateUrl, uid)
+            if row is None:
+                session.add(DuplicateUrl(url_id=uid, url=doc.url, doc_num=number, doc_id=doc.doc_id,
+                                         first_seen=now, last_seen=now))
+            else:
+                row.doc_num, row.doc_id, row.last_seen = number, doc.doc_id, now
+
+    def _record_frontier(self, session: Session, results: list[UrlResult], docs: list[_Doc],
                          now: float) -> int:
-        """Finish the batches' frontier rows and add what they discovered."""
-        outcomes = [Outcome(r.url_id, r.state, r.status, r.error) for r in self._results]
-        # A redirect target becomes a done frontier row, so it is never fetched under its own name.
-        targets = [(NewUrl(doc.url, r.depth, discovered_from=r.url_id), url_id(doc.url))
-                   for r, doc in docs if doc.url != r.url]
-        frontier.add_urls(session, [t for t, _ in targets], now)
+        """Finish the batches' frontier rows (next recrawl included) and add what they found."""
+        intervals = {d.result.url_id: self._next_interval(d) for d in docs}
+        outcomes = []
+        for r in results:
+            if r.state == "new":
+                outcomes.append(Outcome(r.url_id, "new", r.status, r.error, r.retry_at))
+            elif r.url_id in intervals:
+                interval = intervals[r.url_id]
+                outcomes.append(Outcome(r.url_id, r.state, r.status, r.error, now + interval, interval))
+            else:
+                outcomes.append(Outcome(r.url_id, r.state, r.status, r.error))
+        # A redirect followed inside fetch: the target is a done row, never fetched under its own name.
+        targets = [(NewUrl(d.doc.url, d.result.depth, discovered_from=d.result.url_id), url_id(d.doc.url))
+                   for d in docs if d.doc.url != d.result.url]
+        frontier.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
         outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
-        frontier.finish(session, outcomes, now)
-        discovered = [
-            NewUrl(link.url, r.depth + 1, discovered_from=r.url_id)
-            for r in self._results for link in r.links
-        ]
-        return frontier.add_urls(session, discovered, now)
+        frontier.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
+        discovered = [t for r in results for t in r.found]
+        for r in results:
+            if r.links:
+                hub = hub_priority(len(r.links))
+                discovered += [NewUrl(link.url, r.depth + 1, hub, r.url_id) for link in r.links]
+        return frontier.add_urls(session, discovered, now, partitions=self.partitions)
+
+    def _next_interval(self, d: _Doc) -> float:
+        """Adaptive recrawl: halve when the content changed, double when not, within the bounds."""
+        previous = d.result.interval
+        if d.existing is None or previous is None:
+            return math.sqrt(self.recrawl_min * self.recrawl_max)  # first visit: the geometric middle
+        changed = d.existing.doc_id != d.doc.doc_id
+        return min(self.recrawl_max, max(self.recrawl_min, previous / 2 if changed else previous * 2))
+
+    def _count_host_pages(self, session: Session, results: list[UrlResult]) -> None:
+        """Pages requested per host, for the per-host page cap across runs."""
+        per_host = Counter(host_key(r.url) for r in results if r.counters.get("pages"))
+        if per_host:
+            table = Host.__table__
+            session.execute(table.update().where(table.c.host == bindparam("h"))
+                            .values(pages=table.c.pages + bindparam("n")),
+                            [{"h": h, "n": n} for h, n in per_host.items()])
+
+
+def _row(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.startswith("_")}
 
 
 def _next_doc_num(session: Session, lock: bool = False) -> int:

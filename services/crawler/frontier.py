@@ -2,32 +2,52 @@
 
 A row is ``new`` until a fetch batch leases it (``leased``, with the batch's
 sequence number), then ``done`` (fetched, denied, or not worth retrying) or
-``failed`` (network trouble, 5xx: a later retry policy may pick it up). Rows
-are never deleted, so the table doubles as the "seen" set: a URL is added
-once, however many pages link to it, and a finished crawl resumed with the
-same seeds fetches nothing again.
+``failed`` (gave up after ``max_attempts``). A retry goes back to ``new``
+with a later ``available_at``; a ``done`` row's ``available_at`` is its next
+recrawl, and a lease takes it again once that time has come. Rows are never
+deleted, so the table doubles as the "seen" set: a URL is added once, however
+many pages link to it.
+
+Priority (higher first): a link found on a page with many out-links (a hub
+or list page) starts higher, ``log2(1 + out-links of the discoverer)``, and
+every further link to a URL still waiting adds one (in-link counting, an
+online importance estimate). Seeds outrank everything.
+
+Hosts hash into virtual partitions (``partition_of``); a crawler leases only
+from its own partitions, so two crawlers never share a host.
 
 Batches are the unit of the ordered-commit ledger (``fetch_batches``): a
 lease that expires (its process died) is handed out again under the same
 sequence number, so its results are committed exactly once. All functions
-run inside the caller's transaction.
+run inside the caller's transaction; the hot ones (adding links, finishing
+URLs) are single ``executemany`` statements, not row-at-a-time ORM work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
-from sqlalchemy.dialects.mysql import insert as mysql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from services.crawler.urls import host_key, url_id
-from services.storage.db import chunked
 from services.storage.models import FetchBatch, FrontierEntry
 
-_IN_CHUNK = 500  # bound on IN (...) lists: well under SQLite's and MySQL's limits
+SEED_PRIORITY = 1e9  # seeds go first, even when resuming a large frontier
+SITEMAP_PRIORITY = -1.0  # sitemap URLs wait behind anything a page linked to
+
+
+def partition_of(host: str, partitions: int) -> int:
+    """Stable partition of a ``scheme://host:port`` key (CRC-32: same in every process)."""
+    return zlib.crc32(host.encode("utf-8")) % partitions
+
+
+def hub_priority(out_links: int) -> float:
+    """Starting priority of a URL found on a page with ``out_links`` links."""
+    return math.log2(1 + out_links)
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,8 @@ class NewUrl:
     depth: int
     priority: float = 0.0
     discovered_from: str | None = None  # url_id of the linking page
+    hops: int = 0  # redirect hops that led here
+    inlinks: int = 1  # links to it in this flush (each adds one to a waiting URL's priority)
 
 
 @dataclass(frozen=True)
@@ -46,6 +68,11 @@ class LeasedUrl:
     url: str
     host: str
     depth: int
+    priority: float = 0.0
+    attempts: int = 0
+    hops: int = 0
+    recrawl: bool = False  # leased from ``done``: its recrawl is due
+    interval: float | None = None  # the current recrawl interval
 
 
 @dataclass(frozen=True)
@@ -56,118 +83,175 @@ class Lease:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a leased URL ended: ``done``, ``failed``, or ``new`` (released unfetched)."""
+    """How a leased URL ended.
+
+    ``done``/``failed`` count an attempt; ``new`` with ``available_at`` is a
+    retry (counts an attempt, waits until then); ``new`` without it is a
+    release (never fetched, leasable again at once). ``available_at`` of a
+    ``done`` row is its next recrawl.
+    """
 
     url_id: str
     state: str
     status: int | None = None
     error: str | None = None
+    available_at: float | None = None
+    interval: float | None = None
 
 
-def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0) -> int:
-    """Insert the URLs not seen before; returns how many were new.
+def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, partitions: int = 1) -> int:
+    """Insert URLs not seen before and raise the priority of waiting ones; returns how many were new.
 
-    Deduplicated by ``url_id`` first in memory, then against the table; the
-    insert itself ignores conflicts, so a concurrent crawler adding the same
-    URL is harmless.
+    One ``INSERT ... ON CONFLICT`` (SQLite) / ``ON DUPLICATE KEY`` (MySQL)
+    statement per call, executed for all rows at once; a concurrent crawler
+    adding the same URL is harmless.
     """
     fresh: dict[str, NewUrl] = {}
     for new in urls:
-        fresh.setdefault(url_id(new.url), new)
-    for ids in chunked(list(fresh), _IN_CHUNK):
-        seen = session.scalars(select(FrontierEntry.url_id).where(FrontierEntry.url_id.in_(ids)))
-        for uid in seen:
-            fresh.pop(uid, None)
+        uid = url_id(new.url)
+        old = fresh.get(uid)
+        if old is None:
+            fresh[uid] = new
+        else:  # the first discovery wins; later ones count as in-links
+            fresh[uid] = NewUrl(old.url, min(old.depth, new.depth), max(old.priority, new.priority),
+                                old.discovered_from, old.hops, old.inlinks + new.inlinks)
     if not fresh:
         return 0
-    rows = [
-        {
-            "url_id": uid, "url": new.url, "host": host_key(new.url), "priority": new.priority,
-            "state": "new", "available_at": now, "attempts": 0, "depth": new.depth,
-            "discovered_from": new.discovered_from,
-        }
-        for uid, new in fresh.items()
-    ]
-    session.execute(_insert_ignore(session), rows)
-    return len(rows)
+    rows = []
+    for uid, new in fresh.items():
+        host = host_key(new.url)
+        rows.append((uid, new.url, host, partition_of(host, partitions), new.priority + new.inlinks - 1,
+                     now, new.depth, new.discovered_from, new.hops, new.inlinks - 1, "new", 0))
+    before = _count(session)
+    session.connection().exec_driver_sql(_upsert_sql(session), rows)
+    return _count(session) - before
 
 
-def _insert_ignore(session: Session):  # noqa: ANN202 - a dialect-specific Insert
+def _count(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(FrontierEntry)) or 0
+
+
+_COLUMNS = ("url_id, url, host, host_partition, priority, available_at, depth, discovered_from, "
+            "hops, inlinks, state, attempts")
+
+
+def _upsert_sql(session: Session) -> str:
     dialect = session.get_bind().dialect.name
     if dialect == "sqlite":
-        return sqlite_insert(FrontierEntry).on_conflict_do_nothing()
+        return (f"INSERT INTO frontier ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (url_id) DO UPDATE SET inlinks = frontier.inlinks + excluded.inlinks + 1, "
+                "priority = frontier.priority + excluded.inlinks + 1 WHERE frontier.state = 'new'")
     if dialect in ("mysql", "mariadb"):
-        return mysql_insert(FrontierEntry).prefix_with("IGNORE")
-    raise NotImplementedError(f"frontier inserts support SQLite and MySQL/MariaDB, not {dialect}")
+        # pymysql batches an executemany into multi-row INSERTs only when VALUES holds
+        # nothing but placeholders; VALUES(col) (not MySQL 8's alias) also runs on MariaDB.
+        return (f"INSERT INTO frontier ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s) ON DUPLICATE KEY UPDATE "
+                "priority = IF(state = 'new', priority + VALUES(inlinks) + 1, priority), "
+                "inlinks = IF(state = 'new', inlinks + VALUES(inlinks) + 1, inlinks)")
+    raise NotImplementedError(f"the frontier supports SQLite and MySQL/MariaDB, not {dialect}")
 
 
 def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: float,
-                max_depth: int, worker: str = "") -> Lease | None:
-    """Lease the next batch: an expired batch first (same seq), else up to ``limit`` new URLs.
+                max_depth: int, worker: str = "", partitions: Sequence[int] | None = None) -> Lease | None:
+    """Lease the next batch: an expired batch first (same seq), else up to ``limit`` URLs.
 
-    New URLs come by priority, then depth (breadth first), then ``url_id``,
-    which mixes hosts pseudo-randomly so one batch rarely belongs to one host.
-    Returns ``None`` when nothing is ready.
+    Due recrawls come first, then new URLs by priority, then depth (breadth
+    first), then ``url_id``, which mixes hosts pseudo-randomly. Only rows of
+    ``partitions`` (``None``: all) are leased. Returns ``None`` when nothing is ready.
     """
     expires = now + lease_seconds
-    expired = session.scalars(
-        select(FetchBatch)
-        .where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
-        .order_by(FetchBatch.seq).limit(1).with_for_update(skip_locked=True)
-    ).first()
-    if expired is not None:
-        rows = session.scalars(
-            select(FrontierEntry).where(FrontierEntry.batch_seq == expired.seq,
-                                        FrontierEntry.state == "leased")
-        ).all()
-        expired.leased_by, expired.lease_expires = worker, expires
-        if rows:
-            for row in rows:
-                row.available_at = expires
-            return Lease(expired.seq, [_leased(r) for r in rows])
-        expired.state, expired.committed_at = "committed", now  # nothing left in it
+    again = _lease_expired(session, now, expires, worker, partitions)
+    if again is not None:
+        return again
     if limit <= 0:
         return None
-    rows = session.scalars(
-        select(FrontierEntry)
-        .where(FrontierEntry.state == "new", FrontierEntry.available_at <= now,
-               FrontierEntry.depth <= max_depth)
-        .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
-        .limit(limit).with_for_update(skip_locked=True)
-    ).all()
+    rows = list(session.scalars(
+        _ready(partitions).where(FrontierEntry.state == "done", FrontierEntry.available_at <= now)
+        .order_by(FrontierEntry.available_at).limit(limit).with_for_update(skip_locked=True)))
+    recrawls = {row.url_id for row in rows}
+    if len(rows) < limit:
+        rows += session.scalars(
+            _ready(partitions).where(FrontierEntry.state == "new", FrontierEntry.available_at <= now,
+                                     FrontierEntry.depth <= max_depth)
+            .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
+            .limit(limit - len(rows)).with_for_update(skip_locked=True)
+        ).all()
     if not rows:
         return None
     batch = FetchBatch(state="leased", leased_by=worker, lease_expires=expires, created_at=now,
                        num_urls=len(rows))
     session.add(batch)
     session.flush()  # assigns batch.seq
-    for row in rows:
-        row.state, row.batch_seq, row.available_at = "leased", batch.seq, expires
-    return Lease(batch.seq, [_leased(r) for r in rows])
+    session.execute(update(FrontierEntry).where(FrontierEntry.url_id.in_([r.url_id for r in rows]))
+                    .values(state="leased", batch_seq=batch.seq, available_at=expires))
+    return Lease(batch.seq, [_leased(r, r.url_id in recrawls) for r in rows])
 
 
-def _leased(row: FrontierEntry) -> LeasedUrl:
-    return LeasedUrl(url_id=row.url_id, url=row.url, host=row.host, depth=row.depth)
+def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
+    query = select(FrontierEntry)
+    if partitions is not None:
+        query = query.where(FrontierEntry.partition.in_(list(partitions)))
+    return query
 
 
-def finish(session: Session, outcomes: Iterable[Outcome], now: float = 0.0) -> None:
-    """Record how leased URLs ended; released ones (state ``new``) become leasable again."""
-    by_id = {o.url_id: o for o in outcomes}
-    for ids in chunked(list(by_id), _IN_CHUNK):
-        for row in session.scalars(select(FrontierEntry).where(FrontierEntry.url_id.in_(ids))):
-            outcome = by_id[row.url_id]
-            row.state = outcome.state
-            row.batch_seq = None
-            if outcome.state == "new":
-                row.available_at = now
-                continue
-            row.attempts += 1
-            row.last_status = outcome.status
-            row.last_error = outcome.error
+def _lease_expired(session: Session, now: float, expires: float, worker: str,
+                   partitions: Sequence[int] | None) -> Lease | None:
+    """Take over the oldest expired batch whose URLs all lie in our partitions."""
+    expired = session.scalars(
+        select(FetchBatch).where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
+        .order_by(FetchBatch.seq).limit(20).with_for_update(skip_locked=True)
+    ).all()
+    mine = None if partitions is None else set(partitions)
+    for batch in expired:
+        rows = session.scalars(select(FrontierEntry).where(FrontierEntry.batch_seq == batch.seq,
+                                                           FrontierEntry.state == "leased")).all()
+        if mine is not None and any(r.partition not in mine for r in rows):
+            continue  # another crawler's hosts: it takes this batch over
+        batch.leased_by, batch.lease_expires = worker, expires
+        if rows:
+            for row in rows:
+                row.available_at = expires
+            return Lease(batch.seq, [_leased(r, False) for r in rows])
+        batch.state, batch.committed_at = "committed", now  # nothing left in it
+    return None
+
+
+def _leased(row: FrontierEntry, recrawl: bool) -> LeasedUrl:
+    return LeasedUrl(url_id=row.url_id, url=row.url, host=row.host, depth=row.depth,
+                     priority=row.priority, attempts=row.attempts, hops=row.hops or 0,
+                     recrawl=recrawl, interval=row.recrawl_interval)
+
+
+def finish(session: Session, outcomes: Iterable[Outcome], now: float = 0.0, *,
+           recrawl_after: float = 30 * 86_400.0) -> None:
+    """Record how leased URLs ended, in one ``executemany`` per kind of outcome.
+
+    Finished rows without their own ``available_at`` come back after ``recrawl_after`` seconds.
+    """
+    released, ended = [], []
+    for o in outcomes:
+        if o.state == "new" and o.available_at is None:
+            released.append({"uid": o.url_id, "at": now})
+        else:
+            ended.append({"uid": o.url_id, "state": o.state, "status": o.status, "error": o.error,
+                          "at": now + recrawl_after if o.available_at is None else o.available_at,
+                          "interval": o.interval})
+    table = FrontierEntry.__table__
+    if released:
+        session.execute(table.update().where(table.c.url_id == bindparam("uid"))
+                        .values(state="new", batch_seq=None, available_at=bindparam("at")), released)
+    if ended:
+        session.execute(
+            table.update().where(table.c.url_id == bindparam("uid")).values(
+                state=bindparam("state"), batch_seq=None, attempts=table.c.attempts + 1,
+                last_status=bindparam("status"), last_error=bindparam("error"),
+                available_at=bindparam("at"),
+                recrawl_interval=func.coalesce(bindparam("interval"), table.c.recrawl_interval)),
+            ended)
 
 
 def renew_leases(session: Session, seqs: Iterable[int], until: float) -> None:
-    """Extend the leases of batches still being worked on."""
+    """Extend the leases of batches still being worked on (``until=0``: give them up)."""
     seqs = list(seqs)
     if seqs:
         session.execute(update(FetchBatch).where(FetchBatch.seq.in_(seqs), FetchBatch.state == "leased")
@@ -177,12 +261,30 @@ def renew_leases(session: Session, seqs: Iterable[int], until: float) -> None:
                         .values(available_at=until))
 
 
+def release_worker(session: Session, worker: str) -> int:
+    """Expire every lease held under ``worker`` (a dead predecessor with our identity)."""
+    seqs = list(session.scalars(select(FetchBatch.seq).where(FetchBatch.state == "leased",
+                                                            FetchBatch.leased_by == worker)))
+    renew_leases(session, seqs, 0.0)
+    return len(seqs)
+
+
 def commit_batches(session: Session, seqs: Iterable[int], now: float) -> None:
     """Mark batches committed in the ledger (inside the committer's transaction)."""
     seqs = list(seqs)
     if seqs:
         session.execute(update(FetchBatch).where(FetchBatch.seq.in_(seqs))
                         .values(state="committed", committed_at=now))
+
+
+def next_available(session: Session, *, max_depth: int,
+                   partitions: Sequence[int] | None = None) -> float | None:
+    """When the next waiting URL (a retry in backoff) becomes leasable; None when none waits."""
+    query = select(func.min(FrontierEntry.available_at)).where(FrontierEntry.state == "new",
+                                                               FrontierEntry.depth <= max_depth)
+    if partitions is not None:
+        query = query.where(FrontierEntry.partition.in_(list(partitions)))
+    return session.scalar(query)
 
 
 def count_by_state(session: Session) -> dict[str, int]:

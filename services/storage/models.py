@@ -14,6 +14,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -70,7 +71,10 @@ class FrontierEntry(Base):
     """A URL waiting to be fetched: the crawl scheduler's task row."""
 
     __tablename__ = "frontier"
-    __table_args__ = (Index("ix_frontier_ready", "state", "available_at", "priority"),)
+    __table_args__ = (
+        Index("ix_frontier_ready", "state", "available_at", "priority"),  # due recrawls
+        Index("ix_frontier_next", "state", text("priority DESC"), "depth", "url_id"),  # lease order
+    )
 
     url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     url: Mapped[str] = mapped_column(Text)
@@ -84,6 +88,11 @@ class FrontierEntry(Base):
     batch_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # hash(host) % partitions; the column name avoids MySQL's reserved word PARTITION
+    partition: Mapped[int] = mapped_column("host_partition", Integer, default=0, index=True)
+    hops: Mapped[int] = mapped_column(Integer, default=0)  # redirects that led here
+    inlinks: Mapped[int] = mapped_column(Integer, default=0)  # links seen while it waited
+    recrawl_interval: Mapped[float | None] = mapped_column(Double, nullable=True)  # adaptive
 
 
 class Host(Base):
@@ -97,7 +106,10 @@ class Host(Base):
     robots_fetched_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     crawl_delay: Mapped[float | None] = mapped_column(Double, nullable=True)
     next_fetch_at: Mapped[float] = mapped_column(Double, default=0.0)
-    pages: Mapped[int] = mapped_column(Integer, default=0)
+    pages: Mapped[int] = mapped_column(Integer, default=0)  # pages requested: the per-host cap
+    partition: Mapped[int] = mapped_column("host_partition", Integer, default=0)
+    errors: Mapped[int] = mapped_column(Integer, default=0)  # retryable failures seen
+    sitemaps_fetched_at: Mapped[float | None] = mapped_column(Double, nullable=True)
 
 
 class FetchBatch(Base):

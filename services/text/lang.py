@@ -1,16 +1,41 @@
-"""Language identification with py3langid (langid.py's model, numpy-backed, offline)."""
+"""Language identification with pycld2 (Google's CLD2, as Common Crawl uses it).
+
+CLD2 takes ~0.07 ms on a page's first 2,000 characters, where py3langid took
+~3.7 ms: at a thousand pages a second that is the difference between a few
+percent of one core and most of it. CLD2 says "unknown" when the text is too
+short or too mixed to tell; we then fall back to the page's own declaration
+(``<html lang>``), and return "" when there is none, which callers keep.
+"""
 
 from __future__ import annotations
 
-_SAMPLE_CHARS = 2000  # enough for a confident guess; keeps the cost flat per page
+import pycld2
+
+_SAMPLE_CHARS = 1000  # plenty for CLD2 (it needs a few hundred); keeps the cost flat per page
+UNKNOWN = ""
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
 
 
 def identify(text: str, hint: str = "") -> str:
-    """ISO 639-1 code of the text's language, or ``hint``'s primary tag when the text is too short."""
+    """ISO 639-1 code of the text's language; ``hint``'s primary tag (or "") when CLD2 cannot tell."""
+    fallback = hint.split("-")[0].lower() if hint else UNKNOWN
     sample = text[:_SAMPLE_CHARS]
     if len(sample.split()) < 5:
-        return hint.split("-")[0].lower() if hint else ""
-    import py3langid  # loads its model on first use; keeps import of this module cheap
+        return fallback
+    data = sample.encode("utf-8", "replace")  # lone surrogates from a bad decode: CLD2 wants UTF-8
+    try:
+        reliable, _bytes, details = pycld2.detect(data)
+    except pycld2.error:  # CLD2 rejects control characters: drop them and ask once more
+        try:
+            reliable, _bytes, details = pycld2.detect(data.translate(None, _CONTROL_BYTES))
+        except pycld2.error:
+            return fallback
+    code = details[0][1]
+    if not reliable or code in ("un", "xxx"):
+        return fallback
+    return code.split("-")[0].lower()
 
-    lang, _score = py3langid.classify(sample)
-    return lang
+
+def keep_language(lang: str, kept: frozenset[str]) -> bool:
+    """Whether a page in ``lang`` is stored: all when ``kept`` is empty; unknown is always kept."""
+    return not kept or not lang or lang in kept

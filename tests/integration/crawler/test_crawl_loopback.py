@@ -144,11 +144,13 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> None:
     assert stats.counters["robots_denied"] == 1
     assert stats.counters["status_404"] == 1
     assert stats.counters["redirect"] == 1
-    assert stats.pages == 10  # A: 8 page URLs (old.html counts once), B: 2; robots.txt excluded
-    assert sorted(site.paths()) == sorted(["/robots.txt", "/", "/a.html", "/b.html", "/c.html",
-                                          "/d.html", "/missing.html", "/doc.pdf", "/old.html",
-                                          "/e.html"])
-    assert sorted(other.paths()) == ["/", "/robots.txt", "/x.html"]
+    # A: 9 page URLs (the redirect /old.html and its target /e.html are two), B: 2;
+    # robots.txt and the sitemap probe are not pages.
+    assert stats.pages == 11
+    assert sorted(site.paths()) == sorted(["/robots.txt", "/sitemap.xml", "/", "/a.html", "/b.html",
+                                          "/c.html", "/d.html", "/missing.html", "/doc.pdf",
+                                          "/old.html", "/e.html"])
+    assert sorted(other.paths()) == ["/", "/robots.txt", "/sitemap.xml", "/x.html"]
 
     docs = _documents(settings)
     served = _served(sites)
@@ -228,13 +230,12 @@ def test_page_limit_then_resume(settings: Settings, sites) -> None:
     site, other = sites
     first = run_crawl(settings, [site.url("/")], max_pages=3, progress=False)
     assert first.pages == 3
-    page_requests = [p for s in sites for p in s.paths() if p != "/robots.txt"]
-    redirected = 1 if "/e.html" in page_requests else 0  # /old.html is one page, two requests
-    assert len(page_requests) - redirected == 3
+    page_requests = [p for s in sites for p in s.paths() if p not in ("/robots.txt", "/sitemap.xml")]
+    assert len(page_requests) == 3
     assert 1 <= len(_documents(settings)) <= 3
 
     rest = run_crawl(settings, [site.url("/")], progress=False)
-    assert first.pages + rest.pages == 10
+    assert first.pages + rest.pages == 11
     requested = Counter((s.port, p) for s in sites for p in s.paths())
     assert max(requested.values()) == 1, requested  # nothing fetched twice, robots.txt included
     docs = _documents(settings)
@@ -244,4 +245,4 @@ def test_page_limit_then_resume(settings: Settings, sites) -> None:
     with session_factory(engine)() as session:
         states = Counter(session.scalars(select(FrontierEntry.state)))
     engine.dispose()
-    assert states == {"done": 12}  # 10 fetched, 1 denied by robots.txt, 1 redirect target
+    assert states == {"done": 12}  # 11 fetched (the redirect and its target), 1 denied by robots.txt

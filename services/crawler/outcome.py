@@ -1,0 +1,89 @@
+"""What a fetch means for the frontier: pure decisions, no I/O.
+
+Redirects become their own frontier entries (the hop count travels with
+them, so a chain ends at ``max_redirects``; a loop ends sooner, because a URL
+is only ever added once). Retryable failures (5xx, 429, timeouts, refused
+or cut connections) go back to ``new`` with an exponential backoff that
+honours Retry-After, until ``max_attempts``; then the URL is given up.
+"""
+
+from __future__ import annotations
+
+from services.config import Settings
+from services.crawler.committer import UrlResult
+from services.crawler.fetch import FetchResult
+from services.crawler.frontier import LeasedUrl, NewUrl
+
+_NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")
+
+
+def is_retryable(fetched: FetchResult) -> bool:
+    """FETCH's ``retryable`` flag; derived from the status and error kind if a fetch lacks it."""
+    flag = getattr(fetched, "retryable", None)
+    if flag is not None:
+        return bool(flag)
+    if fetched.error is not None:
+        return fetched.error in _NETWORK_ERRORS
+    return fetched.status is not None and (fetched.status >= 500 or fetched.status == 429)
+
+
+def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
+    """Seconds before the next attempt: ``retry_backoff * 2**attempts`` (+ up to 25 % jitter),
+    or the server's Retry-After when that is longer."""
+    wait = settings.retry_backoff * 2**attempts * (1.0 + 0.25 * jitter)
+    return max(wait, retry_after or 0.0)
+
+
+def schedule_retry(result: UrlResult, entry: LeasedUrl, settings: Settings, *, now: float,
+                   reason: str, retry_after: float | None, jitter: float) -> None:
+    """Put the URL back with a backoff, or give it up after ``max_attempts`` fetches."""
+    attempts = entry.attempts + 1
+    if attempts >= settings.max_attempts:
+        result.state, result.error = "failed", f"gave up after {attempts} attempts: {reason}"
+        result.counters["gave_up"] += 1
+        return
+    result.state, result.error = "new", reason
+    result.retry_at = now + backoff(settings, entry.attempts, retry_after, jitter)
+    result.counters["retry"] += 1
+
+
+def judge_fetch(result: UrlResult, entry: LeasedUrl, fetched: FetchResult, settings: Settings, *,
+                now: float, jitter: float) -> bool:
+    """Record what ``fetched`` means in ``result``; True when its body should be parsed."""
+    counters = result.counters
+    result.status = fetched.status
+    if fetched.status is not None:
+        counters[f"status_{fetched.status}"] += 1
+    redirect_to = getattr(fetched, "redirect_to", None)
+    if redirect_to:
+        counters["redirect"] += 1
+        if entry.hops + 1 > settings.max_redirects:
+            result.error = f"redirect chain longer than {settings.max_redirects} hops"
+            counters["redirect_limit"] += 1
+        else:
+            result.error = f"redirect to {redirect_to}"
+            result.found.append(NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id,
+                                       hops=entry.hops + 1))
+        return False
+    if fetched.error in ("too_large", "wrong_type", "bad_redirect"):
+        result.error = fetched.error
+        counters[fetched.error] += 1
+        return False
+    retry_after = getattr(fetched, "retry_after", None)
+    if fetched.error is not None:
+        counters["fetch_error"] += 1
+        counters[f"fetch_error_{fetched.error}"] += 1
+        reason = f"{fetched.error}: {fetched.detail}"
+        if is_retryable(fetched):
+            schedule_retry(result, entry, settings, now=now, reason=reason, retry_after=retry_after,
+                           jitter=jitter)
+        else:
+            result.state, result.error = "failed", reason
+        return False
+    if not fetched.ok:
+        result.error = f"http {fetched.status}"
+        if is_retryable(fetched):
+            schedule_retry(result, entry, settings, now=now, reason=result.error,
+                           retry_after=retry_after, jitter=jitter)
+        return False
+    return True

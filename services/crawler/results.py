@@ -1,0 +1,61 @@
+"""What flows from the fetchers to the committer: one result per leased URL."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from services.crawler.frontier import NewUrl
+from services.crawler.parse import ParsedDoc
+from services.storage.blocks import sha1
+from services.storage.records import Link
+
+
+@dataclass
+class FetchedDoc:
+    """A page that becomes a document: its final URL, raw bytes and parsed fields."""
+
+    url: str  # normalized final URL: the document's URL
+    body: bytes
+    parsed: ParsedDoc
+    fetched_at: float
+    status: int = 200
+    doc_id: str = ""  # hex SHA-1 of body; computed when empty
+
+    def __post_init__(self) -> None:
+        if not self.doc_id:
+            self.doc_id = sha1(self.body).hex()
+
+
+@dataclass
+class UrlResult:
+    """How one leased frontier URL ended, and what it produced."""
+
+    url_id: str
+    url: str
+    depth: int
+    state: str  # done | failed | new (released unfetched, or a retry when retry_at is set)
+    status: int | None = None
+    error: str | None = None
+    doc: FetchedDoc | None = None
+    links: list[Link] = field(default_factory=list)  # to enqueue at depth + 1
+    counters: Counter[str] = field(default_factory=Counter)
+    retry_at: float | None = None  # state new: fetch again then
+    interval: float | None = None  # the frontier row's recrawl interval when leased
+    found: list[NewUrl] = field(default_factory=list)  # redirect targets, sitemap URLs: as they are
+
+
+@dataclass
+class FlushResult:
+    documents: int = 0
+    blocks: list[str] = field(default_factory=list)
+    new_urls: int = 0
+    counters: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Pending:
+    """Completed batches taken from the committer's buffer, for one flush."""
+
+    seqs: list[int] = field(default_factory=list)
+    results: list[UrlResult] = field(default_factory=list)

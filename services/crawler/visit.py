@@ -1,0 +1,229 @@
+"""One URL's visit: robots, per-host cap, politeness, fetch, parse, language, links.
+
+The ``Visitor`` fills a ``UrlResult``; the committer turns results into
+documents and frontier rows. Every policy decision becomes a counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from services.crawler.committer import FetchedDoc, UrlResult
+from services.crawler.fetch import Timeouts, fetch
+from services.crawler.frontier import SITEMAP_PRIORITY, LeasedUrl, NewUrl
+from services.crawler.outcome import is_retryable, judge_fetch
+from services.crawler.parse import INDEXABLE, ParseError, accept_content_type, classify, parse_document
+from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
+from services.crawler.scheduler import HostQueue
+from services.crawler.sitemaps import discover_sitemap_urls
+from services.crawler.urls import BadUrlError, in_scope, normalize_url
+from services.storage.blocks import ContentType
+from services.storage.models import Host
+from services.text.lang import keep_language
+
+if TYPE_CHECKING:
+    from services.crawler.crawl import Crawler
+
+log = logging.getLogger(__name__)
+
+# HEAD before GET (settings.head_first) costs a round trip per page. It pays on
+# hosts that serve large or non-HTML files, so it stops once a host has served
+# this many acceptable pages in a row, and comes back after a refused one (a
+# GET is cut off after its headers anyway; HEAD only spares the server the body).
+HEAD_TRUST = 8
+_BINARY_EXTENSIONS = frozenset({
+    "7z", "apk", "avi", "bin", "bmp", "bz2", "deb", "dmg", "exe", "flac", "gif", "gz", "ico", "iso",
+    "jar", "jpeg", "jpg", "m4a", "mkv", "mov", "mp3", "mp4", "mpeg", "msi", "ogg", "png", "rar",
+    "rpm", "svg", "tar", "tgz", "tif", "tiff", "wav", "webm", "webp", "wmv", "xz", "zip", "zst",
+})
+
+
+class Visitor:
+    """Visits URLs for one ``Crawler`` (its settings, host queues, HTTP session and limits)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.settings = crawler.settings
+        self.robots = RobotsCache(crawler.sessions, self.settings.user_agent)
+        self.scope = self.settings.allowed_host_set
+        self.languages = self.settings.language_set
+        self.pages = 0  # page requests this run (the max_pages budget)
+        self.bytes = 0
+        self.live_counters: Counter[str] = Counter()  # not yet committed, for the progress line
+        self.rng = random.Random()
+        self.timeouts = Timeouts.from_settings(self.settings)
+        self.rules: dict[str, RobotsRules] = {}  # fresh rules by host (bounded like the host queues)
+
+    async def visit(self, host: str, entry: LeasedUrl, result: UrlResult) -> None:
+        """Fill ``result`` for ``entry``."""
+        crawler, settings = self.crawler, self.settings
+        if self.pages >= crawler.max_pages:
+            result.state = "new"  # released: the next run fetches it
+            return
+        queue = crawler.hosts.queue(host)
+        if queue.pages is None:
+            queue.pages = await crawler.in_db(_host_pages, host)
+        if queue.pages >= settings.max_pages_per_host:
+            result.error = "host_page_cap"
+            result.counters["host_page_cap"] += 1
+            return
+        rules = await self._rules(host, queue, result)
+        if not rules.allowed(entry.url, settings.user_agent):
+            if rules.unavailable:
+                result.state, result.error = "failed", "robots_unavailable"
+            else:
+                result.error = "robots_denied"
+            result.counters[result.error] += 1
+            return
+        if self.pages >= crawler.max_pages:  # again: other workers ran while robots.txt loaded
+            result.state = "new"
+            return
+        self.pages += 1
+        queue.pages += 1
+        result.counters["pages"] += 1
+        await self._polite_wait(queue)
+        head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
+        async with crawler.slots:
+            fetched = await fetch(crawler.http, entry.url, max_bytes=settings.max_body_bytes,
+                                  accept=accept_content_type, head_first=head, timeouts=self.timeouts)
+        self.bytes += len(fetched.body)
+        if fetched.error in ("too_large", "wrong_type"):
+            queue.trusted = 0
+        elif fetched.ok:
+            queue.trusted += 1
+        if is_retryable(fetched):
+            queue.failed(settings.max_crawl_delay)
+        else:
+            queue.succeeded()
+        if not judge_fetch(result, entry, fetched, settings, now=time.time(), jitter=self.rng.random()):
+            self._live(result)
+            return
+        await self._parse(entry, fetched, result)
+        self._live(result)
+
+    def forget(self, hosts: set[str]) -> None:
+        """Keep robots rules only for ``hosts`` (the others reload from the hosts table)."""
+        self.rules = {h: r for h, r in self.rules.items() if h in hosts}
+
+    def _live(self, result: UrlResult) -> None:
+        for key, value in result.counters.items():
+            if key.startswith("status_"):
+                self.live_counters[key] += value
+
+    async def _parse(self, entry: LeasedUrl, fetched, result: UrlResult) -> None:  # noqa: ANN001
+        counters = result.counters
+        try:
+            final = normalize_url(fetched.final_url)
+        except BadUrlError:
+            result.error = f"redirected to an uncrawlable URL {fetched.final_url}"
+            counters["bad_redirect"] += 1
+            return
+        if final != entry.url:
+            counters["redirect"] += 1
+        ctype = classify(fetched.content_type, fetched.body)
+        if ctype not in INDEXABLE:
+            result.error = "wrong_type"
+            counters["wrong_type"] += 1
+            return
+        try:
+            if ctype == ContentType.HTML:  # inline: cheaper than a thread hop per page
+                parsed = parse_document(fetched, final)
+            else:
+                parsed = await asyncio.to_thread(parse_document, fetched, final)
+        except ParseError as exc:
+            result.error = f"parse: {exc}"
+            counters["parse_error"] += 1
+            return
+        links = self._admissible(parsed.links, counters)
+        if entry.depth + 1 <= self.crawler.max_depth:
+            result.links = links
+        elif links:
+            counters["depth_limit"] += len(links)
+        if parsed.noindex:
+            counters["noindex"] += 1
+            return
+        if not keep_language(parsed.lang, self.languages):
+            result.error = f"language {parsed.lang}"
+            counters["language_skipped"] += 1
+            return
+        result.doc = FetchedDoc(final, fetched.body, parsed, time.time(), fetched.status or 200)
+
+    def _admissible(self, links: list, counters: Counter[str]) -> list:
+        """Links in scope whose host is not at its page cap."""
+        kept = [link for link in links if in_scope(link.url, self.scope)] if self.scope else list(links)
+        if len(kept) < len(links):
+            counters["out_of_scope"] += len(links) - len(kept)
+        hosts = self.crawler.hosts.hosts
+        cap = self.settings.max_pages_per_host
+        capped = [link for link in kept if _at_cap(hosts, link.url, cap)]
+        if capped:
+            counters["host_page_cap_links"] += len(capped)
+            kept = [link for link in kept if not _at_cap(hosts, link.url, cap)]
+        return kept
+
+    async def _rules(self, host: str, queue: HostQueue, result: UrlResult) -> RobotsRules:
+        """The host's robots rules; the first visit fetches robots.txt (one polite request)."""
+        crawler, now = self.crawler, time.time()
+        rules = self.rules.get(host)
+        if rules is None or now - rules.fetched_at > rules.ttl:
+            rules = await crawler.in_db(lambda _session: self.robots.cached(host, now))
+        fetched_now = rules is None
+        if rules is None:
+            await self._polite_wait(queue)
+            async with crawler.slots:
+                rules = await self.robots.fetch(crawler.http, host)
+            result.counters["robots_fetched"] += 1
+        self.rules[host] = rules
+        if fetched_now or queue.delay is None:
+            delay, clamped = effective_delay(rules, self.settings.user_agent,
+                                             self.settings.crawl_delay, self.settings.max_crawl_delay)
+            queue.delay = delay
+            if clamped:
+                log.info("%s asks for a Crawl-delay over the %.0f s cap; using %.0f s", host,
+                         self.settings.max_crawl_delay, delay)
+                result.counters["crawl_delay_clamped"] += 1
+        if fetched_now and self.settings.sitemaps and not rules.unavailable:
+            await self._sitemaps(host, queue, rules, result)
+        return rules
+
+    async def _sitemaps(self, host: str, queue: HostQueue, rules: RobotsRules, result: UrlResult) -> None:
+        """Seed the frontier from the host's sitemaps, once per robots.txt fetch, politely."""
+        await self._polite_wait(queue)
+        async with self.crawler.slots:
+            found = await discover_sitemap_urls(self.crawler.http, host, rules.sitemaps,
+                                                max_bytes=self.settings.max_body_bytes,
+                                                delay=queue.spacing, timeouts=self.timeouts)
+        urls = [u for u in found.urls if in_scope(u, self.scope)] if self.scope else found.urls
+        result.found += [NewUrl(u, 1, SITEMAP_PRIORITY, result.url_id) for u in urls]
+        result.counters["sitemap_urls"] += len(urls)
+        result.counters["sitemaps_fetched"] += found.sitemaps_fetched
+        result.counters["sitemap_errors"] += found.errors
+
+    async def _polite_wait(self, queue: HostQueue) -> None:
+        wait = queue.reserve(asyncio.get_running_loop().time())
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+def _looks_binary(url: str) -> bool:
+    """A path ending in an extension of media, archives or programs: HEAD first, however trusted."""
+    path = url.split("?", 1)[0]
+    dot = path.rfind(".")
+    return dot > path.rfind("/") and path[dot + 1:].lower() in _BINARY_EXTENSIONS
+
+
+def _at_cap(hosts: dict[str, HostQueue], url: str, cap: int) -> bool:
+    scheme_end = url.find("://") + 3
+    slash = url.find("/", scheme_end)
+    queue = hosts.get(url if slash < 0 else url[:slash])
+    return queue is not None and queue.pages is not None and queue.pages >= cap
+
+
+def _host_pages(session, host: str) -> int:  # noqa: ANN001 - a Session
+    row = session.get(Host, host)
+    return 0 if row is None else row.pages or 0

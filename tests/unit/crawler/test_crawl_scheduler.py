@@ -1,0 +1,85 @@
+"""Pure scheduling logic: host spacing and slow-down, retry backoff, partitions, the URL fast path."""
+
+from __future__ import annotations
+
+import random
+
+from services.config import Settings
+from services.crawler.frontier import partition_of
+from services.crawler.outcome import backoff
+from services.crawler.progress import progress_line
+from services.crawler.scheduler import MIN_ERROR_DELAY, HostQueue, HostScheduler
+from services.crawler.urls import BadUrlError, _normalize_slow, host_key, normalize_url
+
+
+def test_requests_to_a_host_are_spaced_by_its_delay() -> None:
+    queue: HostQueue[str] = HostQueue(delay=2.0)
+    assert [queue.reserve(10.0), queue.reserve(10.0), queue.reserve(13.0)] == [0.0, 2.0, 1.0]
+
+
+def test_errors_double_the_spacing_up_to_the_cap_and_successes_restore_it() -> None:
+    queue: HostQueue[str] = HostQueue(delay=0.0)
+    queue.failed(cap=3.0)
+    assert queue.spacing == MIN_ERROR_DELAY
+    for _ in range(5):
+        queue.failed(cap=3.0)
+    assert queue.spacing == 3.0
+    steps = []
+    while queue.penalty:
+        queue.succeeded()
+        steps.append(queue.spacing)
+    assert steps == [1.5, 0.75, 0.375, 0.0]  # halved until below the first slow-down
+
+
+def test_a_host_gets_at_most_per_host_workers() -> None:
+    hosts: HostScheduler[int] = HostScheduler(per_host=2, max_delay=30.0)
+    assert [hosts.push("h", i) for i in range(4)] == [True, True, False, False]
+    assert [hosts.pop("h") for _ in range(5)] == [0, 1, 2, 3, None]
+    assert hosts.queue("h").workers == 1
+
+
+def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
+    settings = Settings(retry_backoff=2.0)
+    assert [backoff(settings, n, None, 0.0) for n in range(3)] == [2.0, 4.0, 8.0]
+    assert backoff(settings, 0, None, 1.0) == 2.5  # at most 25 % jitter
+    assert backoff(settings, 0, 120.0, 0.5) == 120.0
+
+
+def test_partitions_are_stable_and_spread_hosts() -> None:
+    hosts = [f"http://host{i}.test" for i in range(640)]
+    parts = [partition_of(h, 64) for h in hosts]
+    assert parts == [partition_of(h, 64) for h in hosts]
+    assert len(set(parts)) > 48
+    assert partition_of("http://a.test", 64) == 26  # CRC-32: pinned, stored rows depend on it
+
+
+def test_the_fast_path_of_normalize_url_agrees_with_w3lib() -> None:
+    rng = random.Random(4)
+    samples = ["http://127.0.0.1:8480/p/1", "http://a.test:80/x", "https://a.test:443/", "http://a.test/a/../b",
+               "http://A.test/x", "http://a.test:99999/", "http://a..test/", "http://a.test/x?b=1&a=2"]
+    for _ in range(20_000):
+        samples.append(rng.choice(["http://", "https://", "HTTP://"])
+                       + "".join(rng.choice("ab.-0:9") for _ in range(rng.randint(1, 8)))
+                       + "".join(rng.choice("/ab._~-%.?#") for _ in range(rng.randint(0, 10))))
+    for url in samples:
+        try:
+            slow = _normalize_slow(url)
+        except (BadUrlError, ValueError):
+            slow = "error"
+        try:
+            fast = normalize_url(url)
+        except (BadUrlError, ValueError):
+            fast = "error"
+        assert fast == slow, url
+        if fast != "error":
+            assert host_key(fast) == f"{fast.split('://')[0]}://{fast.split('/')[2]}"
+
+
+def test_progress_line_names_rate_queue_statuses_errors_and_bytes() -> None:
+    from collections import Counter
+
+    line = progress_line(pages=1200, elapsed=2.0, recent_rate=650.0, queued=3400,
+                         counters=Counter(status_200=1100, status_404=3, documents=900), errors=7,
+                         nbytes=12_500_000)
+    assert line == ("1200 pages  650 pages/s (avg 600)  queued 3400  status 200:1100 404:3  "
+                    "errors 7  12.5 MB  documents 900")
