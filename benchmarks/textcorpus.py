@@ -1,0 +1,95 @@
+"""A large real-text corpus for index and query benchmarks, rebuilt from ../shared/data.
+
+No collection of 100,000 real documents ships with the sample data, and
+nothing can be downloaded, so the benchmark documents are assembled from
+real sentences: the Wikipedia articles of the MediaWiki dump, the Cranfield
+abstracts and the text of the sample PDFs (~50,000 distinct sentences). Each
+document is 3 to 40 consecutive sentences from one source text, started at a
+random place, so term statistics, document lengths and co-occurrence follow
+real prose (Zipfian vocabulary, topical coherence), not a random word
+generator. Queries are 2 to 4 content words taken from one document, as a user
+who has seen a page would type them.
+
+    python -m benchmarks.textcorpus --docs 100000 --queries 500 --out var/bench/corpus
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+from services.demo.sampleweb import PDFS, WIKI_DUMP, _read_dump
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def source_texts(data: Path) -> list[list[str]]:
+    """Each source text as its list of sentences."""
+    import wikitextparser as wtp
+
+    from services.text.pdf import parse_pdf
+
+    texts: list[str] = []
+    articles, _redirects = _read_dump(data / WIKI_DUMP, None)
+    for wikitext in articles.values():
+        plain = wtp.parse(re.sub(r"<ref[^>]*>.*?</ref>|<ref[^>]*/>", "", wikitext, flags=re.S))
+        texts.append(plain.plain_text(replace_templates=True, replace_tables=True))
+    with (data / "ir/cranfield/docs.jsonl").open(encoding="utf-8") as fh:
+        texts += [json.loads(line)["text"] for line in fh]
+    texts += [parse_pdf((data / p).read_bytes(), p).text for p in PDFS]
+    out = []
+    for text in texts:
+        sentences = [" ".join(s.split()) for s in _SENTENCE.split(text)]
+        sentences = [s for s in sentences if 20 <= len(s) <= 600 and not s.startswith(("=", "|", "{"))]
+        if sentences:
+            out.append(sentences)
+    return out
+
+
+def build(data: Path, docs: int, queries: int, out: Path, seed: int = 42) -> tuple[int, int]:
+    from services.text.analyze import stopwords
+
+    rng = random.Random(seed)
+    sources = source_texts(data)
+    weights = [len(s) for s in sources]
+    out.mkdir(parents=True, exist_ok=True)
+    stop = stopwords()
+    written_queries = 0
+    with (out / "docs.jsonl").open("w", encoding="utf-8") as dfh, \
+            (out / "queries.jsonl").open("w", encoding="utf-8") as qfh:
+        query_every = max(1, docs // queries)
+        for i in range(docs):
+            sentences = rng.choices(sources, weights)[0]
+            n = min(len(sentences), rng.randint(3, 40))
+            start = rng.randrange(0, len(sentences) - n + 1)
+            body = " ".join(sentences[start : start + n])
+            title = " ".join(sentences[start].split()[:8])
+            dfh.write(json.dumps({"id": str(i), "title": title, "text": body}) + "\n")
+            if i % query_every == 0 and written_queries < queries:
+                words = sorted({w.lower() for w in re.findall(r"[A-Za-z]{4,}", body)} - stop)
+                if len(words) >= 4:
+                    picked = rng.sample(words, rng.randint(2, 4))
+                    qfh.write(json.dumps({"id": str(written_queries), "text": " ".join(picked)}) + "\n")
+                    written_queries += 1
+    return docs, written_queries
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="build the benchmark text corpus")
+    p.add_argument("--docs", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--out", type=Path, default=Path("var/bench/corpus"))
+    p.add_argument("--data", type=Path, default=DATA)
+    args = p.parse_args(argv)
+    docs, queries = build(args.data, args.docs, args.queries, args.out)
+    print(f"wrote {docs} documents and {queries} queries to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

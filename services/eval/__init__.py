@@ -1,0 +1,1 @@
+"""Measured ranking quality: judged collections in, TREC runs and standard metrics out."""

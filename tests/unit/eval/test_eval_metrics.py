@@ -1,0 +1,60 @@
+"""Collections load with clear errors; metrics come from ir-measures on known cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.eval.collection import CollectionError, load_collection
+from services.eval.metrics import evaluate, format_metrics, write_trec_run
+
+
+def _write(root, docs, queries, qrels_lines):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels.tsv").write_text("query_id\tdoc_id\trelevance\n" + "".join(qrels_lines))
+
+
+def test_hand_checked_measures():
+    qrels = {"1": {"a": 2, "b": 1, "c": 0}, "2": {"d": 1}}
+    run = {"1": [("c", 3.0), ("a", 2.0), ("x", 1.5), ("b", 1.0)], "2": []}
+    m = evaluate(run, qrels)
+    # q1: relevant a (rank 2), b (rank 4): AP = (1/2 + 2/4) / 2 = 0.5; q2 has no results: 0.
+    assert m["MAP"] == pytest.approx(0.25)
+    assert m["MRR"] == pytest.approx(0.25)  # (1/2 + 0) / 2
+    assert m["P@10"] == pytest.approx(0.1)  # (2/10 + 0) / 2
+    assert m["Recall@100"] == pytest.approx(0.5)
+    assert 0 < m["nDCG@10"] < 0.5
+    assert list(format_metrics(m))[0] == "MAP 0.2500"
+
+
+def test_trec_run_format(tmp_path):
+    path = write_trec_run({"10": [("d2", 1.5)], "2": [("d1", 2.0), ("d3", 1.0)]}, tmp_path / "run.txt")
+    assert path.read_text().splitlines() == [
+        "2 Q0 d1 1 2.000000 nimbus", "2 Q0 d3 2 1.000000 nimbus", "10 Q0 d2 1 1.500000 nimbus"]
+
+
+def test_cranfield_loads(shared_data):
+    c = load_collection(shared_data / "ir" / "cranfield")
+    assert len(c.queries) == 225 and len(c.doc_ids) == 1400
+    assert len(c.judged_queries) == 225
+    assert sum(len(v) for v in c.qrels.values()) == 1837
+
+
+def test_bad_collections_name_file_and_line(tmp_path):
+    docs = [{"id": "1", "title": "t", "text": "x"}]
+    queries = [{"id": "1", "text": "q"}]
+    _write(tmp_path / "a", docs, queries, ["1\t9\t1\n"])
+    with pytest.raises(CollectionError, match=r"qrels.tsv:2: unknown document id '9'"):
+        load_collection(tmp_path / "a")
+    _write(tmp_path / "b", docs * 2, queries, [])
+    with pytest.raises(CollectionError, match="duplicate document id"):
+        load_collection(tmp_path / "b")
+    _write(tmp_path / "c", docs, queries, [])
+    (tmp_path / "c" / "qrels.tsv").write_text("1 0 1 1\n")
+    with pytest.raises(CollectionError, match="expected the header"):
+        load_collection(tmp_path / "c")
+    with pytest.raises(CollectionError, match="not found"):
+        load_collection(tmp_path / "missing")
