@@ -22,6 +22,7 @@ from functools import cached_property
 
 import aiohttp
 from protego import Protego
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler.fetch import RETRYABLE_ERRORS, FetchResult, fetch
@@ -161,12 +162,21 @@ class RobotsCache:
             return RobotsRules(row.robots_status, row.robots_txt or "", row.robots_fetched_at)
 
     def _store(self, host: str, rules: RobotsRules) -> None:
-        with self.sessions.begin() as session:
-            row = session.get(Host, host, with_for_update=True)
-            if row is None:
-                row = Host(host=host, next_fetch_at=0.0, pages=0)
-                session.add(row)
-            row.robots_txt = rules.text
-            row.robots_status = rules.status
-            row.robots_fetched_at = rules.fetched_at
-            row.crawl_delay = rules.crawl_delay(self.user_agent)
+        # Two crawler processes may store one host's robots.txt at once (a
+        # batch taken over after a lease expired): the loser of the insert
+        # race updates the winner's row instead of failing the crawl.
+        for attempt in range(2):
+            try:
+                with self.sessions.begin() as session:
+                    row = session.get(Host, host, with_for_update=True)
+                    if row is None:
+                        row = Host(host=host, next_fetch_at=0.0, pages=0)
+                        session.add(row)
+                    row.robots_txt = rules.text
+                    row.robots_status = rules.status
+                    row.robots_fetched_at = rules.fetched_at
+                    row.crawl_delay = rules.crawl_delay(self.user_agent)
+                return
+            except IntegrityError:
+                if attempt:
+                    raise

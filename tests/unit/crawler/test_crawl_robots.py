@@ -81,3 +81,39 @@ def test_robots_cut_off_mid_body_counts_as_unreachable() -> None:
     for error in ("closed", "timeout", "http", "decode"):
         rules = rules_from_fetch(_robots(200, b"User-agent: *\nDisallow: /a", error=error), 0.0)
         assert rules.unavailable and not rules.allowed("http://h.test/b", UA), error
+
+
+def test_two_processes_storing_one_hosts_robots_do_not_fail(tmp_path) -> None:
+    """The loser of the insert race updates the winner's row (seen with two crawler processes)."""
+    from sqlalchemy.orm import Session
+
+    from services.crawler.robots import RobotsCache
+    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.models import Host
+
+    engine = make_engine(f"sqlite:///{tmp_path}/race.db")
+    init_db(engine)
+    sessions = session_factory(engine)
+    cache = RobotsCache(sessions, "NimbusBot")
+    host = "http://a.test"
+    rules = rules_from_fetch(FetchResult(url=f"{host}/robots.txt", final_url=f"{host}/robots.txt",
+                                         status=200, body=b"User-agent: *\nDisallow: /x\n"), 1000.0)
+    real_get, calls = Session.get, []
+
+    def racing_get(self, entity, ident, **kwargs):  # noqa: ANN001, ANN202 - Session.get's shape
+        if entity is Host and not calls:  # first look: the other process inserts meanwhile
+            calls.append(ident)
+            with sessions.begin() as other:
+                other.add(Host(host=host, next_fetch_at=0.0, pages=0))
+            return None
+        return real_get(self, entity, ident, **kwargs)
+
+    Session.get = racing_get
+    try:
+        cache._store(host, rules)
+    finally:
+        Session.get = real_get
+    with sessions() as session:
+        row = session.get(Host, host)
+        assert row.robots_status == 200 and "Disallow: /x" in row.robots_txt
+    assert calls == [host]
