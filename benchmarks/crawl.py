@@ -7,7 +7,9 @@ Starts benchmarks.synthweb in its own process (>= 20,000 pages of real text,
 the same run with each contender in its own process:
 
 * nimbus: `nimbus crawl` storing content + record blocks (file://) and metadata (SQLite),
-  robots obeyed, politeness delay 0;
+  robots obeyed, politeness delay 0, one process;
+* nimbus-2p: the same with `--processes 2` (one per core; hosts split by partition,
+  the same total concurrency);
 * scrapy: robots obeyed, storing nothing, same concurrency;
 * bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit).
 
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--per-host", type=int, default=8, help="Nimbus requests in flight per host")
     p.add_argument("--port", type=int, default=8480)
-    p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus"])
+    p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus", "nimbus-2p"])
     args = p.parse_args(argv)
     crawl_pages = args.crawl_pages or args.pages
 
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{crawl_pages} pages at concurrency {args.concurrency}", flush=True)
         results: dict[str, dict[str, float]] = {}
         for name in args.only:
-            if name == "nimbus":
+            if name.startswith("nimbus"):
+                processes = 2 if name == "nimbus-2p" else 1
                 with tempfile.TemporaryDirectory() as tmp:
                     # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
                     env = {**os.environ, "NIMBUS_DATABASE_URL": f"sqlite:///{tmp}/nimbus.db",
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                            "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host)}
                     cmd = [str(ROOT / ".venv/bin/nimbus"), "crawl", *seeds, "--max-pages",
                            str(crawl_pages), "--max-depth", "100", "--delay", "0",
-                           "--concurrency", str(args.concurrency), "--quiet"]
+                           "--concurrency", str(args.concurrency), "--processes", str(processes),
+                           "--quiet"]
                     text, wall, cpu = run_measured(cmd, env)
                 m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
                 if not m:
@@ -88,18 +92,20 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = {"pages": pages, "seconds": seconds, "pages_per_s": pages / seconds,
                              "cpu_ms_per_page": 1000 * cpu / max(pages, 1), "wall": wall}
             r = results[name]
-            print(f"{name:7s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
+            print(f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
                   f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)", flush=True)
     finally:
         web.terminate()
         web.wait(timeout=10)
 
-    if "nimbus" in results:
-        n = results["nimbus"]
+    for ours in ("nimbus", "nimbus-2p"):
+        if ours not in results:
+            continue
+        n = results[ours]
         for peer in ("scrapy", "bare"):
             if peer in results:
                 q = results[peer]
-                print(f"nimbus/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
+                print(f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
                       f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page")
     return 0
 

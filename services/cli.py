@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     crawl.add_argument("--max-pages", type=int)
     crawl.add_argument("--max-depth", type=int)
     crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
-    crawl.add_argument("--concurrency", type=int)
+    crawl.add_argument("--concurrency", type=int, help="requests in flight, all processes together")
+    crawl.add_argument("--processes", type=int,
+                       help="crawler processes sharing the host partitions (one per core)")
     crawl.add_argument("--quiet", action="store_true", help="no live progress line")
 
     index = sub.add_parser("index", help="build the index and PageRank with MapReduce and publish")
@@ -60,10 +62,18 @@ def main(argv: list[str] | None = None) -> int:
         from services.crawler.crawl import run_crawl
         from services.crawler.urls import BadUrlError
 
-        settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
+        settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency,
+                                           crawl_processes=args.processes)
         try:
-            stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
-                              max_depth=args.max_depth, progress=not args.quiet)
+            if settings.crawl_processes > 1:
+                from services.crawler.processes import run_crawl_processes
+
+                stats = run_crawl_processes(settings, args.seeds, settings.crawl_processes,
+                                            max_pages=args.max_pages, max_depth=args.max_depth,
+                                            progress=not args.quiet)
+            else:
+                stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
+                                  max_depth=args.max_depth, progress=not args.quiet)
         except BadUrlError as exc:
             print(f"nimbus crawl: bad seed: {exc}; give absolute http(s) URLs", file=sys.stderr)
             return 2

@@ -59,6 +59,7 @@ class Settings:
     # leases only URLs of ``partition_ids`` (comma list or ranges "0-31";
     # empty: all), so processes given disjoint ids never share a host.
     partitions: int = 64
+    crawl_processes: int = 1  # `nimbus crawl` splits the partitions among this many processes
     partition_ids: str = ""
     max_body_bytes: int = 10 * 1024 * 1024  # 10 MB
     block_max_bytes: int = 200 * 1024 * 1024  # 200 MB: the report's content-block cap
@@ -152,6 +153,11 @@ class Settings:
             )
         if self.per_host_concurrency < 1 or self.concurrency < 1:
             raise SettingsError("NIMBUS_CONCURRENCY and NIMBUS_PER_HOST_CONCURRENCY must be at least 1")
+        if not 1 <= self.crawl_processes <= max(1, self.partitions):
+            raise SettingsError(
+                f"NIMBUS_CRAWL_PROCESSES={self.crawl_processes}: "
+                f"use 1 to NIMBUS_PARTITIONS ({self.partitions})"
+            )
         if self.partitions < 1:
             raise SettingsError("NIMBUS_PARTITIONS must be at least 1")
         bad = [p for p in self.partition_list or [] if not 0 <= p < self.partitions]

@@ -135,34 +135,42 @@ def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
         assert session.get(Document, url_id("http://a.test/later")).doc_num == 4
 
 
-def test_a_committer_that_lost_a_race_renumbers_and_leaves_no_orphan_blobs(
+def test_concurrent_committers_take_turns_and_keep_doc_numbers_dense(
         settings: Settings, sessions) -> None:
+    """Two committers (two crawler processes) on one database: the second waits for the
+    first's commit lock instead of racing it, so nobody renumbers or rewrites blocks."""
+    import threading
+    import time as _time
+
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl("http://a.test/mine", 0), NewUrl("http://a.test/theirs", 0)])
     mine, theirs = _lease(sessions, limit=1), _lease(sessions, limit=1)
     blobs = open_blobstore(settings.blob_url)
+    other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    other.add_batch(theirs.seq, [_doc_result(e.url, b"theirs") for e in theirs.entries])
+    results: list = []
+    waiting = threading.Thread(target=lambda: results.append(other.flush()))
 
-    class RacedCommitter(Committer):
-        """Another committer commits while this one is uploading its blocks."""
-
-        raced = False
+    class FirstCommitter(Committer):
+        """Starts the other committer while it holds the lock and writes its blocks."""
 
         def _write_blocks(self, docs, base):  # noqa: ANN001, ANN202 - test seam
-            if not self.raced:
-                self.raced = True
-                other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
-                other.add_batch(theirs.seq, [_doc_result(e.url, b"theirs") for e in theirs.entries])
-                assert other.flush().documents == 1
+            if not waiting.is_alive() and not results:
+                waiting.start()
+                _time.sleep(0.5)
+                assert waiting.is_alive(), "the second committer did not wait for the lock"
             return super()._write_blocks(docs, base)
 
-    committer = RacedCommitter(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    committer = FirstCommitter(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
     committer.add_batch(mine.seq, [_doc_result(e.url, b"mine") for e in mine.entries])
     assert committer.flush().documents == 1
+    waiting.join(timeout=30)
+    assert [r.documents for r in results] == [1]
     with sessions() as session:
         docs = {d.url: d for d in session.scalars(select(Document))}
-    assert sorted(d.doc_num for d in docs.values()) == [0, 1]
     mine_doc, theirs_doc = docs[mine.entries[0].url], docs[theirs.entries[0].url]
-    assert (theirs_doc.doc_num, mine_doc.doc_num) == (0, 1)  # the winner kept its numbers
+    assert (mine_doc.doc_num, theirs_doc.doc_num) == (0, 1)  # the lock holder first, then the other
     assert blobs.get(mine_doc.content_block).endswith(b"mine")
+    assert blobs.get(theirs_doc.content_block).endswith(b"theirs")
     referenced = {n for d in docs.values() for n in (d.content_block, d.record_block)}
-    assert set(blobs.list()) == referenced  # the first attempt's blocks were deleted
+    assert set(blobs.list()) == referenced  # no block written twice or left behind
