@@ -13,9 +13,11 @@ takes the next: flushes grow with the crawl rate instead of stalling it.
 Resuming: a crawler's identity is its host name and partitions; a new
 process with the same identity (after Ctrl-C or kill -9) first takes back
 the batches its predecessor held, so nothing it leased waits for a lease to
-expire. What the predecessor fetched but had not committed is fetched again
-(at most ``settings.flush_interval`` seconds of work, plus requests in flight); what
-it committed is never fetched again until its recrawl is due.
+expire. Every answered URL is in the write-ahead spool (``spool``) until its
+batch is committed, so what the predecessor fetched but had not committed
+is taken from the spool, not fetched again; only requests that were in
+flight at the kill are repeated. What was committed is never fetched again
+until its recrawl is due.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
 from services.crawler.progress import CrawlStats, progress_line
 from services.crawler.scheduler import HostScheduler
+from services.crawler.spool import Spool, spool_dir
 from services.crawler.urls import normalize_url
 from services.crawler.visit import Visitor
 from services.storage.blobstore import open_blobstore
@@ -120,6 +123,8 @@ class Crawler:
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.visitor = Visitor(self)
+        self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
+        self.recovered: dict[str, UrlResult] = {}  # answered before a kill, not yet committed
 
     @property
     def pages(self) -> int:
@@ -131,6 +136,7 @@ class Crawler:
             released = await self.in_db(frontier.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
+            self.recovered = self.spool.recover()
             seed_urls = [NewUrl(url, 0, SEED_PRIORITY) for url in seeds]
             await self.in_db(frontier.add_urls, seed_urls, time.time(), partitions=self.settings.partitions)
             self.wake = asyncio.Event()
@@ -198,8 +204,7 @@ class Crawler:
             due = now - last_flush > self.settings.flush_interval
             if self.flushing is None and committer.pending and (
                     committer.full or dry or self._budget() <= 0 or due):
-                self.flushing = asyncio.get_running_loop().run_in_executor(
-                    self.db, committer.commit, committer.take())
+                self.flushing = self._start_flush()
                 self.flushing.add_done_callback(lambda _f: self.wake.set())
                 last_flush = now
                 continue
@@ -256,6 +261,12 @@ class Crawler:
         batch = _Batch(lease)
         self.batches.append(batch)
         for entry in lease.entries:
+            spooled = self.recovered.pop(entry.url_id, None)
+            if spooled is not None:  # answered before a kill: no second request
+                spooled.counters["recovered_from_spool"] += 1  # committed with the result
+                batch.results[entry.url_id] = spooled
+                self.wake.set()
+                continue
             self.waiting += 1
             if self.hosts.push(entry.host, (batch, entry)):
                 task = asyncio.create_task(self._host_worker(entry.host))
@@ -289,6 +300,8 @@ class Crawler:
                     result.counters["internal_error"] += 1
                 if result.state == "failed" or result.retry_at is not None:
                     self.errors += 1
+                if _spooled(result):
+                    self.spool.append(result)
                 batch.results[entry.url_id] = result
                 self.wake.set()
         except asyncio.CancelledError:
@@ -310,8 +323,7 @@ class Crawler:
                 self.flushing = None
             self._drain()
             if self.committer.pending and self.fatal is None:
-                flushed = await asyncio.get_running_loop().run_in_executor(
-                    self.db, self.committer.commit, self.committer.take())
+                flushed = await self._start_flush()
                 self.counters.update(flushed.counters)
             seqs = [b.lease.seq for b in self.batches] + self.committer.seqs
             if seqs:
@@ -322,6 +334,22 @@ class Crawler:
         await self.http.close()
         self.db.shutdown(wait=True)
         self.engine.dispose()
+        self.spool.close()
+
+    def _start_flush(self) -> asyncio.Future[FlushResult]:
+        """Hand the complete batches to the committer's thread; once the commit succeeded,
+        the spool forgets their results (and deletes segments left with none)."""
+        pending = self.committer.take()
+        self.spool.rotate()
+        future = asyncio.get_running_loop().run_in_executor(self.db, self.committer.commit, pending)
+        committed = [r.url_id for r in pending.results]
+
+        def forget(done: asyncio.Future[FlushResult]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.spool.committed(committed)
+
+        future.add_done_callback(forget)
+        return future
 
     async def _report(self, started: float) -> None:
         """The live progress line on stderr (rewritten in place on a terminal)."""
@@ -344,6 +372,12 @@ class Crawler:
                                  counters=counters, errors=self.errors, nbytes=self.visitor.bytes)
             print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n",
                   file=sys.stderr, flush=True)
+
+
+def _spooled(result: UrlResult) -> bool:
+    """Whether a result is worth keeping across a kill: it came from a request (not a
+    URL released unfetched because the page budget ran out)."""
+    return not (result.state == "new" and result.retry_at is None)
 
 
 def jitter() -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.storage.models import Base, CrawlCounter, IndexVersion
@@ -34,8 +35,19 @@ def make_engine(url: str) -> Engine:
 
 
 def init_db(engine: Engine) -> None:
-    """Create missing tables (idempotent)."""
-    Base.metadata.create_all(engine)
+    """Create missing tables (idempotent, and safe when several processes start at once).
+
+    ``create_all`` checks, then creates: two crawler processes starting
+    together can both see a table missing. The loser's "already exists" is
+    harmless; it checks again.
+    """
+    for attempt in range(5):
+        try:
+            Base.metadata.create_all(engine)
+            return
+        except (OperationalError, ProgrammingError) as exc:
+            if "already exists" not in str(exc) or attempt == 4:
+                raise
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -176,3 +176,36 @@ def test_blind_kill_never_refetches_committed_pages(settings: Settings, site: Sl
     again = Counter(site.requests[before:])
     assert not committed & set(again), committed & set(again)
     assert Counter(site.requests)["/robots.txt"] == 1  # cached in the hosts table
+
+
+def _counter(settings: Settings, name: str) -> int:
+    from services.storage.db import read_counters
+
+    engine = make_engine(settings.database_url)
+    try:
+        with session_factory(engine)() as session:
+            return read_counters(session).get(name, 0)
+    finally:
+        engine.dispose()
+
+
+def test_answered_but_uncommitted_pages_come_back_from_the_spool(settings: Settings, site: SlowSite,
+                                                                 tmp_path: Path) -> None:
+    """With commits far apart, a kill -9 finds most answered pages uncommitted; the
+    restarted crawler takes them from its write-ahead spool instead of the network."""
+    slow_commits = {"NIMBUS_FLUSH_INTERVAL": "600"}
+    crawler = _start(settings, site, tmp_path, **slow_commits)
+    try:
+        _wait_for(lambda: "/hang" in site.requests)  # one request per host: the rest wait behind it
+        time.sleep(0.5)  # the answered pages are parsed and spooled
+    finally:
+        crawler.send_signal(signal.SIGKILL)
+        crawler.wait(timeout=30)
+    answered_before = [p for p in site.answered if p != "/robots.txt"]
+    uncommitted = {site.base + p for p in answered_before} - _committed(settings)
+    assert len(answered_before) >= 5 and uncommitted  # work the kill would have cost
+    _finish(settings, site, tmp_path, **slow_commits)
+    requested = Counter(site.requests)
+    assert requested["/hang"] == 2  # in flight at the kill: asked again
+    assert all(count == 1 for path, count in requested.items() if path != "/hang"), requested
+    assert _counter(settings, "recovered_from_spool") >= len(uncommitted)

@@ -84,3 +84,17 @@ def test_exactly_one_active_index_version(sessions):
         assert version is not None and version.segment == "index/segment-2.nseg"
         actives = s.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))).all()
         assert [v.segment for v in actives] == ["index/segment-2.nseg"]
+
+
+def test_schema_creation_tolerates_processes_starting_together(tmp_path):
+    """Several crawler processes create the schema at once; none of them fails."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path}/race.db"
+    code = ("import sys; from services.storage.db import init_db, make_engine; "
+            "init_db(make_engine(sys.argv[1]))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
+             for _ in range(6)]
+    errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors

@@ -1,0 +1,55 @@
+"""The write-ahead spool: results survive a kill until their commit, torn tails are ignored."""
+
+from __future__ import annotations
+
+from services.crawler.results import UrlResult
+from services.crawler.spool import Spool, spool_dir
+
+
+def _result(n: int) -> UrlResult:
+    return UrlResult(f"{n:040x}", f"http://a.test/{n}", 1, state="done", status=200)
+
+
+def test_recover_returns_what_a_killed_process_spooled(tmp_path):
+    first = Spool(tmp_path)
+    first.recover()
+    first.append(_result(1))
+    first.append(_result(2))
+    # killed here: no close, no commit
+    second = Spool(tmp_path)
+    found = second.recover()
+    assert sorted(r.url for r in found.values()) == ["http://a.test/1", "http://a.test/2"]
+    assert found[_result(1).url_id].status == 200
+    # They moved into the new process's own segment: a second kill keeps them.
+    assert len(Spool(tmp_path).recover()) == 2
+
+
+def test_segments_go_once_all_their_results_are_committed(tmp_path):
+    spool = Spool(tmp_path)
+    spool.recover()
+    spool.append(_result(1))  # handed to the committer at the next flush
+    spool.append(_result(2))  # its batch is still being fetched
+    spool.rotate()
+    spool.append(_result(3))
+    spool.committed([_result(1).url_id])  # the flush committed 1 only
+    assert len(list(tmp_path.glob("segment-*.spool"))) == 2  # 2 still waits in the first
+    assert sorted(Spool(tmp_path).recover()) == sorted([_result(1).url_id, _result(2).url_id,
+                                                        _result(3).url_id])
+    spool.committed([_result(2).url_id])
+    assert len(list(tmp_path.glob("segment-*.spool"))) == 1  # only the current one is left
+
+
+def test_a_torn_last_record_is_ignored(tmp_path):
+    spool = Spool(tmp_path)
+    spool.recover()
+    spool.append(_result(1))
+    spool.append(_result(2))
+    spool.close()
+    segment = next(tmp_path.glob("segment-*.spool"))
+    segment.write_bytes(segment.read_bytes()[:-5])  # killed in the middle of a write
+    assert list(Spool(tmp_path).recover()) == [_result(1).url_id]
+
+
+def test_one_spool_per_crawler_identity(tmp_path):
+    assert spool_dir(tmp_path, "host/0-31,40") != spool_dir(tmp_path, "host/all")
+    assert spool_dir(tmp_path, "host/all").parent == tmp_path / "spool"
