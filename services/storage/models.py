@@ -107,7 +107,6 @@ class Host(Base):
     crawl_delay: Mapped[float | None] = mapped_column(Double, nullable=True)
     next_fetch_at: Mapped[float] = mapped_column(Double, default=0.0)
     pages: Mapped[int] = mapped_column(Integer, default=0)  # pages requested: the per-host cap
-    partition: Mapped[int] = mapped_column("host_partition", Integer, default=0)
     errors: Mapped[int] = mapped_column(Integer, default=0)  # retryable failures seen
     sitemaps_fetched_at: Mapped[float | None] = mapped_column(Double, nullable=True)
 
