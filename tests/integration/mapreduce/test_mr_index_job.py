@@ -163,3 +163,28 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     assert postings == FRUIT_POSTINGS  # no "quinc", no "old"
     assert lengths == FRUIT_LENGTHS
     assert out.counter("blocks", "stale_records_skipped") == 1
+
+
+def test_linkgraph_and_pagerank_iterations_on_the_local_runner(settings: Settings, tmp_path: Path,
+                                                               corpus_writer: CorpusWriter) -> None:
+    """MRLinkGraph and MRPageRankStep in separate task processes (``-r local``); the link
+    graph's tasks import the project only from the shipped zip, as the index job above.
+    Three PageRank iterations equal three in-memory power iterations on the same graph."""
+    blocks = [
+        [{"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
+         {"url": "http://b.test/", "links": ["http://c.test/"]}],
+        [{"url": "http://c.test/", "links": ["http://a.test/"]},
+         {"url": "http://d.test/"}],  # dangling, and nobody links to it: the 4-node graph
+    ]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
+    site_packages = sysconfig.get_paths()["purelib"]
+    hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
+    local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30,
+                                    pagerank_max_iterations=3)
+    links = run_job(MRLinkGraph, [manifest(tmp_path)], local, output=tmp_path / "links.jsonl",
+                    scratch=tmp_path / "scratch", extra_args=hermetic)
+    assert dict(links.rows()) == {0: [1, 2], 1: [2], 2: [0], 3: []}
+    result = run_pagerank(links.path, 4, local, tmp_path / "pr")
+    reference = pagerank_sparse([[1, 2], [2], [0], []], local.pagerank_damping, 1e-30, 3)
+    assert result.iterations == 3
+    assert result.ranks == pytest.approx(reference.ranks, abs=1e-12)
