@@ -102,7 +102,7 @@ class Crawler:
         self.max_depth = max_depth
         self.progress = progress
         self.partitions = settings.partition_list
-        self.engine = make_engine(settings.database_url)
+        self.engine = make_engine(settings.database_url, immediate=True)  # several crawlers may share it
         init_db(self.engine)
         self.sessions = session_factory(self.engine)
         self.committer = Committer(

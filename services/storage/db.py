@@ -14,8 +14,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.storage.models import Base, CrawlCounter, IndexVersion
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL and a busy timeout, MySQL a pinged pool."""
+def make_engine(url: str, *, immediate: bool = False) -> Engine:
+    """An engine for ``url``; SQLite gets WAL and a busy timeout, MySQL a pinged pool.
+
+    ``immediate`` (SQLite only) starts every transaction with ``BEGIN
+    IMMEDIATE``, taking the write lock at once. Processes that write in most
+    transactions (crawlers sharing one database file) need it: a deferred
+    transaction that read first and writes after another process committed
+    fails at once with "database is locked" (a stale WAL snapshot cannot wait
+    for the busy timeout), while an immediate one simply waits its turn.
+    Readers (search) keep deferred transactions and never block writers.
+    """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -29,6 +38,13 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
+            if immediate:
+                dbapi_conn.isolation_level = None  # the driver's own BEGIN is off: ours below
+
+        if immediate:
+            @event.listens_for(engine, "begin")
+            def _begin_immediate(conn):  # noqa: ANN001 - a SQLAlchemy Connection
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_recycle=3600)

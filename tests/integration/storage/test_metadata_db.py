@@ -98,3 +98,39 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
              for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
+
+
+def test_immediate_transactions_serialize_read_then_write(tmp_path):
+    """Two crawler processes on one SQLite file both read, then write (a lease: pick
+    rows, mark them). pysqlite would run the read outside any transaction, so both
+    could pick the same rows; with ``immediate=True`` the second transaction waits
+    for the first to commit and reads what it wrote."""
+    import threading
+
+    from sqlalchemy import insert, text
+
+    from services.storage.models import CrawlCounter
+
+    url = f"sqlite:///{tmp_path}/two.db"
+    first, second = make_engine(url, immediate=True), make_engine(url, immediate=True)
+    init_db(first)
+    holding, seen = threading.Event(), []
+
+    def late_writer() -> None:
+        holding.wait(timeout=10)
+        with second.begin() as conn:  # BEGIN IMMEDIATE: waits for `first` to commit
+            seen.append(set(conn.execute(text("SELECT name FROM crawl_counters")).scalars()))
+            conn.execute(insert(CrawlCounter).values(name="second", value=1))
+
+    thread = threading.Thread(target=late_writer)
+    thread.start()
+    with first.begin() as conn:
+        assert conn.execute(text("SELECT count(*) FROM crawl_counters")).scalar() == 0
+        holding.set()
+        thread.join(timeout=0.5)
+        assert thread.is_alive()  # queued behind our transaction, neither failed nor reading
+        conn.execute(insert(CrawlCounter).values(name="first", value=1))
+    thread.join(timeout=30)
+    assert seen == [{"first"}]  # the second read after the first committed
+    with first.connect() as conn:
+        assert set(conn.execute(text("SELECT name FROM crawl_counters")).scalars()) == {"first", "second"}
