@@ -148,7 +148,9 @@ def _upsert_sql(session: Session) -> str:
                 "%s, %s) ON DUPLICATE KEY UPDATE "
                 "priority = IF(state = 'new', priority + VALUES(inlinks) + 1, priority), "
                 "inlinks = IF(state = 'new', inlinks + VALUES(inlinks) + 1, inlinks)")
-    raise NotImplementedError(f"the frontier supports SQLite and MySQL/MariaDB, not {dialect}")
+    # Settings.validate admits only these two URL schemes, so this names a programming error.
+    raise ValueError(f"the frontier runs on SQLite and MySQL/MariaDB, not {dialect}: "
+                     "set NIMBUS_DATABASE_URL to sqlite:///path or mysql+pymysql://...")
 
 
 def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: float,
