@@ -80,12 +80,6 @@ def published(request, tmp_path):
     return settings
 
 
-@pytest.fixture
-def client(published):
-    with TestClient(create_app(published, recheck_seconds=0)) as c:
-        yield c
-
-
 @pytest.mark.parametrize(
     "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
 def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):

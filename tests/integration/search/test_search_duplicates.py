@@ -8,11 +8,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from fastapi.testclient import TestClient
 from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import event
 
-from services.search.app import create_app
 from services.storage.db import make_engine, session_factory
 from services.storage.models import DuplicateUrl
 
@@ -48,12 +46,6 @@ def published(request, tmp_path):
                 first_seen=seen, last_seen=seen + 50))
     engine.dispose()
     return settings
-
-
-@pytest.fixture
-def client(published):
-    with TestClient(create_app(published, recheck_seconds=0)) as c:
-        yield c
 
 
 @pytest.mark.parametrize(
