@@ -136,7 +136,8 @@ def _served(sites: tuple[Site, Site]) -> dict[str, bytes]:
             for path, (status, _, body, _) in site.pages.items() if status == 200}
 
 
-def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> None:
+def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Document]:
+    """Crawl both sites, check everything stored against what was served; returns the documents."""
     site, other = sites
     stats = run_crawl(settings, [site.url("/")], progress=False)
 
@@ -195,15 +196,22 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> None:
     assert again.pages == 0
     assert (site.paths(), other.paths()) == before
     assert len(_documents(settings)) == len(docs)
+    return docs
+
+
+# Site A: 7 documents (/, a-e, the PDF; /old.html redirects, /missing.html is a 404);
+# site B: 2 (/, /x.html). Robots-denied /private/secret.html is none of them.
+DOCUMENTS = 9
 
 
 def test_crawl_loopback_sqlite_and_files(settings: Settings, sites) -> None:
-    _check_full_crawl(settings, sites)
+    assert len(_check_full_crawl(settings, sites)) == DOCUMENTS
 
 
 @pytest.mark.mariadb
 def test_crawl_loopback_mariadb(settings: Settings, sites, mysql_url: str) -> None:
-    _check_full_crawl(settings.with_overrides(database_url=mysql_url), sites)
+    docs = _check_full_crawl(settings.with_overrides(database_url=mysql_url), sites)
+    assert len(docs) == DOCUMENTS
 
 
 def test_crawl_loopback_s3(settings: Settings, sites, moto_server: str, s3_bucket: str) -> None:

@@ -16,10 +16,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loopback_http import QuietHandler
+from loopback_http import serve as serve_http
 from sqlalchemy import func, select
 
 from services.config import Settings
@@ -41,7 +42,7 @@ class SlowSite:
         self.lock = threading.Lock()
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 with site.lock:
                     site.requests.append(self.path)
@@ -72,18 +73,7 @@ class SlowSite:
                 with site.lock:
                     site.answered.append(self.path)
 
-            def do_HEAD(self) -> None:  # noqa: N802
-                self.send_response(405)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.base = serve_http(Handler)
 
     def pages(self) -> set[str]:
         return {f"{self.base}/p/{n}" for n in range(PAGES)} | {f"{self.base}/hang"}

@@ -9,10 +9,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loopback_http import QuietHandler
+from loopback_http import serve as serve_http
 from sqlalchemy import select
 
 from services.config import Settings
@@ -47,7 +48,7 @@ class Server:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 with server.lock:
                     seen = sum(1 for p, _ in server.log if p == self.path)
@@ -62,18 +63,7 @@ class Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def do_HEAD(self) -> None:  # noqa: N802
-                self.send_response(405)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.base = serve_http(Handler)
 
     def pages(self) -> list[str]:
         with self.lock:

@@ -119,7 +119,9 @@ def check_database(settings: Settings, result: BuildResult, pagerank: np.ndarray
         engine.dispose()
 
 
-def build_twice_and_check(settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> None:
+def build_twice_and_check(settings: Settings, tmp_path: Path,
+                          corpus_writer: CorpusWriter) -> BuildResult:
+    """Build, check segment and database, build again; returns the second build."""
     store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
     corpus_writer(store, settings.database_url, CORPUS)
     first = build_index(settings, progress=False)
@@ -134,6 +136,7 @@ def build_twice_and_check(settings: Settings, tmp_path: Path, corpus_writer: Cor
     check_database(settings, second, np.asarray(arrays["pagerank"]))
     assert store.exists(first.segment) and store.exists(second.segment)
     assert not any((settings.var_dir / "mr").iterdir())  # scratch removed after success
+    return second
 
 
 @pytest.mark.parametrize("engine", ["memory", "mapreduce"])
@@ -142,7 +145,8 @@ def test_build_index_on_file_store_and_sqlite(settings: Settings, tmp_path: Path
                                               capsys: pytest.CaptureFixture[str], engine: str) -> None:
     tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=200,
                                     pagerank_engine=engine)
-    build_twice_and_check(tuned, tmp_path, corpus_writer)
+    second = build_twice_and_check(tuned, tmp_path, corpus_writer)
+    assert second.pagerank_delta < tuned.pagerank_tolerance
     assert capsys.readouterr().err == ""  # progress=False prints nothing
 
 
@@ -152,7 +156,8 @@ def test_build_index_on_moto_s3_and_mariadb(moto_server: str, s3_bucket: str, my
                         aws_endpoint_url=moto_server, mr_runner="inline",
                         var_dir=tmp_path / "var", pagerank_tolerance=1e-10,
                         pagerank_max_iterations=200)
-    build_twice_and_check(settings, tmp_path, corpus_writer)
+    second = build_twice_and_check(settings, tmp_path, corpus_writer)
+    assert second.segment.startswith("index/segment-") and second.num_docs == N
 
 
 def test_build_reports_stages_on_stderr(settings: Settings, corpus_writer: CorpusWriter,
