@@ -171,7 +171,10 @@ class Visitor:
         crawler, now = self.crawler, time.time()
         rules = self.rules.get(host)
         if rules is None or now - rules.fetched_at > rules.ttl:
-            rules = await crawler.in_db(lambda _session: self.robots.cached(host, now))
+            # On the database thread, but not in_db: cached() opens its own read-only
+            # session, and an empty (IMMEDIATE) transaction around it would take the write lock.
+            rules = await asyncio.get_running_loop().run_in_executor(
+                crawler.db, self.robots.cached, host, now)
         fetched_now = rules is None
         if rules is None:
             await self._polite_wait(queue)
