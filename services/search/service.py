@@ -137,6 +137,26 @@ class SearchService:
         counts = Counter(analyze(q))
         if not counts:
             return done(total=0, message=STOP_WORDS_MESSAGE, index_version=index.version_id)
+        scored, found = self._score(index, counts)
+        first = (page - 1) * per_page
+        if first >= MAX_RESULTS:
+            return done(total=len(scored), terms=found, index_version=index.version_id)
+        best = top_k(scored.docs, scored.final, min(first + per_page, MAX_RESULTS))[first:]
+        hits = self._hits(scored, best, set(counts))
+        return done(total=len(scored), hits=hits, terms=found, index_version=index.version_id)
+
+    def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best (doc_num, score) for ``q``, best first: the ranking ``search`` pages
+        through, without titles or snippets (``nimbus eval`` and benchmarks use it)."""
+        index = self.holder.current()
+        counts = Counter(analyze(" ".join(q.split())[:MAX_QUERY_CHARS]))
+        if index is None or not counts or k <= 0:
+            return []
+        scored, _found = self._score(index, counts)
+        best = top_k(scored.docs, scored.final, k)
+        return [(int(scored.docs[i]), float(scored.final[i])) for i in best]
+
+    def _score(self, index: SegmentIndex, counts: Counter[str]) -> tuple[Scored, list[str]]:
         terms, found = [], []
         for term, qtf in counts.items():
             term_id = index.term_id(term)
@@ -147,12 +167,7 @@ class SearchService:
             found.append(term)
         scored = score(terms, index.doc_lengths, index.avg_length, index.pagerank,
                        self.settings.pagerank_weight)
-        first = (page - 1) * per_page
-        if first >= MAX_RESULTS:
-            return done(total=len(scored), terms=found, index_version=index.version_id)
-        best = top_k(scored.docs, scored.final, min(first + per_page, MAX_RESULTS))[first:]
-        hits = self._hits(scored, best, set(counts))
-        return done(total=len(scored), hits=hits, terms=found, index_version=index.version_id)
+        return scored, found
 
     def _hits(self, scored: Scored, positions: np.ndarray,
               query_terms: set[str]) -> list[SearchHit]:

@@ -65,7 +65,7 @@ class RecordBlockWriter:
 
     def add(self, record: Record) -> tuple[int, int]:
         """Append a record; returns (offset, length) of its gzip member."""
-        member = gzip.compress(record.to_json().encode("utf-8"), compresslevel=6, mtime=0)
+        member = gzip.compress(record.to_json().encode("utf-8"), compresslevel=1, mtime=0)
         offset = self._buf.tell()
         self._buf.write(member)
         self.count += 1
