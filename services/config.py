@@ -81,6 +81,16 @@ class Settings:
     # memory: sparse power iteration in the build process (graphs that fit in
     # RAM: ~16 bytes per edge); mapreduce: one mrjob step per iteration.
     pagerank_engine: str = "memory"
+    # page: PageRank over documents; host: over the host graph (links between
+    # hosts), each document taking its host's score shared among the host's pages.
+    pagerank_level: str = "page"
+    # Query semantics: AND of the words unless AND finds fewer than this many
+    # documents (then OR, ranked by score alone).
+    and_min_results: int = 10
+    # RM3 pseudo-relevance feedback (docs/ranking.md): 0 switches it off.
+    feedback_docs: int = 10
+    feedback_terms: int = 10
+    feedback_weight: float = 0.5  # weight of the original query in the expanded one
 
     # Search service.
     host: str = "127.0.0.1"
@@ -151,6 +161,10 @@ class Settings:
             raise SettingsError(
                 f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce"
             )
+        if self.pagerank_level not in {"page", "host"}:
+            raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")
+        if not 0.0 <= self.feedback_weight <= 1.0:
+            raise SettingsError(f"NIMBUS_FEEDBACK_WEIGHT={self.feedback_weight}: use 0.0 to 1.0")
         if self.per_host_concurrency < 1 or self.concurrency < 1:
             raise SettingsError("NIMBUS_CONCURRENCY and NIMBUS_PER_HOST_CONCURRENCY must be at least 1")
         if not 1 <= self.crawl_processes <= max(1, self.partitions):
