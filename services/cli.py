@@ -1,4 +1,4 @@
-"""The `nimbus` command: crawl, index, serve, demo.
+"""The `nimbus` command: crawl, index, serve, demo, eval.
 
 Settings come from the environment (services.config.Settings.from_env);
 flags override them for one run.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -42,6 +43,15 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
     demo.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
     demo.add_argument("--port", type=int)
+
+    ev = sub.add_parser("eval", help="measure ranking quality on a judged collection (MAP, nDCG@10, ...)")
+    ev.add_argument("collection", type=Path, metavar="DIR",
+                    help="docs.jsonl, queries.jsonl and qrels.tsv (as ../shared/data/ir/cranfield)")
+    ev.add_argument("--run", type=Path, help="TREC run file to write (default: STATE/run.trec)")
+    ev.add_argument("--depth", type=int, default=1000, help="results per query in the run")
+    ev.add_argument("--state", type=Path,
+                    help="database, blobs and caches of the eval (default: var/eval/<DIR name>)")
+    ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
     web.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -105,6 +115,37 @@ def main(argv: list[str] | None = None) -> int:
         from services.demo.run import run_demo
 
         run_demo(settings.with_overrides(port=args.port), args.data)
+        return 0
+    if args.command == "eval":
+        from mapreduce.build import BuildError
+        from services.eval.collection import CollectionError
+        from services.eval.metrics import format_metrics
+        from services.eval.run import default_state, run_eval, state_settings
+        from services.ingest.collection import IngestError
+
+        if args.depth < 1:
+            print("nimbus eval: --depth must be at least 1", file=sys.stderr)
+            return 2
+        state = args.state or default_state(args.collection, settings)
+        if not os.environ.get("NIMBUS_MR_RUNNER"):  # a few thousand documents: no subprocesses
+            settings = settings.with_overrides(mr_runner="inline")
+        settings = state_settings(settings, state)
+        run_path = args.run or state / "run.trec"
+        if not args.quiet:
+            print(f"eval: state in {state}, MapReduce runner {settings.mr_runner} "
+                  "(set NIMBUS_MR_RUNNER to choose another)", file=sys.stderr)
+        try:
+            metrics = run_eval(args.collection, settings, run_path=run_path, depth=args.depth,
+                               progress=not args.quiet)
+        except CollectionError as exc:
+            print(f"nimbus eval: {exc}", file=sys.stderr)
+            return 2
+        except (IngestError, BuildError) as exc:
+            print(f"nimbus eval: {exc}", file=sys.stderr)
+            return 1
+        for line in format_metrics(metrics):
+            print(line)
+        print(f"run file {run_path}")
         return 0
     if args.command == "sampleweb":
         import time

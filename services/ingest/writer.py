@@ -1,0 +1,183 @@
+"""Write collection documents to the blob store and the documents table, as the
+crawler's committer does: content block + record block per group of documents,
+dense doc numbers from the current maximum + 1, under the committers' lock.
+
+All of one ingest is one database transaction: the lock is its first
+statement, each block pair is put in the blob store before its rows are
+inserted, and the rows become visible only at the commit. A failure deletes
+the blocks already written and rolls the rows back, so nothing is left half
+visible (as in the committer, a crash can leave only orphan blobs that no row
+names).
+
+Unlike the crawler, equal bodies are not stored once: every collection
+document is judged on its own and keeps its own doc number (Cranfield has
+two empty documents). Ingesting the same collection again stores nothing new:
+a document whose URL is already stored with the same bytes keeps its doc
+number; one stored with other bytes is an error (another version of the
+collection is in this database: use a fresh state directory).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.config import Settings
+from services.crawler.committer import _lock_commits, _next_doc_num
+from services.eval.collection import Collection, EvalDoc
+from services.ingest.collection import (
+    CONTENT_TYPE,
+    LANG,
+    IngestDoc,
+    IngestError,
+    collection_host,
+    cut_blocks,
+    prepare,
+    to_record,
+)
+from services.storage.blobstore import BlobStore, open_blobstore
+from services.storage.blocks import ContentBlockWriter
+from services.storage.db import bump_counters, init_db, make_engine, session_factory
+from services.storage.models import Document
+from services.storage.records import RecordBlockWriter
+
+PROGRESS_EVERY = 2.0  # seconds between progress lines on stderr
+
+
+@dataclass
+class IngestResult:
+    doc_nums: dict[int, str] = field(default_factory=dict)  # doc_num -> collection document id
+    added: int = 0
+    already_stored: int = 0
+    blocks: list[str] = field(default_factory=list)  # blob names written (content and record)
+    seconds: float = 0.0
+
+    @property
+    def docs_per_second(self) -> float:
+        return (self.added + self.already_stored) / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        return (f"ingested {self.added + self.already_stored} documents ({self.added} new, "
+                f"{self.already_stored} already stored) in {self.seconds:.1f} s "
+                f"({self.docs_per_second:.0f} docs/s), {len(self.blocks) // 2} block pairs")
+
+
+def ingest_collection(collection: Collection, settings: Settings, *,
+                      progress: bool = True) -> IngestResult:
+    """Ingest every document of ``collection`` into the database and blob store ``settings`` name,
+    in blocks of at most ``block_max_docs`` documents and ``block_max_bytes`` bytes."""
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        blobs = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        host = collection_host(collection.root.resolve().name)
+        return write_docs(collection.docs(), host, session_factory(engine), blobs,
+                          max_block_docs=settings.block_max_docs,
+                          max_block_bytes=settings.block_max_bytes, progress=progress)
+    finally:
+        engine.dispose()
+
+
+def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Session], blobs: BlobStore,
+               *, max_block_docs: int, max_block_bytes: int, progress: bool = True) -> IngestResult:
+    """Store ``docs`` (streamed) under ``https://<host>/doc/<id>`` in one transaction."""
+    started = time.monotonic()
+    now = time.time()
+    result = IngestResult()
+    seen: set[str] = set()
+    last_report = started
+    try:
+        with sessions.begin() as session:
+            # The committer's own lock and numbering: an ingest into a database that a
+            # crawler writes too keeps doc numbers dense and never interleaves with a flush.
+            _lock_commits(session)
+            number = _next_doc_num(session)
+            prepared = (prepare(doc, host) for doc in docs)
+            for block in cut_blocks(prepared, max_block_docs, max_block_bytes):
+                fresh = _new_docs(session, block, seen, result)
+                if fresh:
+                    rows, names = _write_block(blobs, fresh, number, now, max_block_bytes)
+                    result.blocks += names
+                    session.execute(insert(Document), rows)
+                    for row, doc in zip(rows, fresh, strict=True):
+                        result.doc_nums[row["doc_num"]] = doc.source_id
+                    number += len(fresh)
+                    result.added += len(fresh)
+                if progress and time.monotonic() - last_report >= PROGRESS_EVERY:
+                    last_report = time.monotonic()
+                    done = result.added + result.already_stored
+                    print(f"ingest: {done} documents ({done / (last_report - started):.0f} docs/s)",
+                          file=sys.stderr, flush=True)
+            bump_counters(session, {"documents": result.added, "ingested_documents": result.added})
+    except BaseException:
+        for name in result.blocks:
+            blobs.delete(name)
+        raise
+    result.seconds = time.monotonic() - started
+    if progress:
+        print(f"ingest: {result.summary()}", file=sys.stderr, flush=True)
+    return result
+
+
+def _new_docs(session: Session, block: list[IngestDoc], seen: set[str],
+              result: IngestResult) -> list[IngestDoc]:
+    """The block's documents not stored yet; already stored ones keep their doc number."""
+    stored = {row.url_id: row for row in session.execute(
+        select(Document.url_id, Document.doc_num, Document.doc_id)
+        .where(Document.url_id.in_([d.url_id for d in block])))}
+    fresh = []
+    for doc in block:
+        if doc.url_id in seen:
+            raise IngestError(f"two documents of the collection get the URL {doc.url} "
+                              f"(one is {doc.source_id!r}): their ids differ only in ways a URL "
+                              "cannot keep; make the ids distinct")
+        seen.add(doc.url_id)
+        old = stored.get(doc.url_id)
+        if old is None:
+            fresh.append(doc)
+        elif old.doc_id != doc.doc_id:
+            raise IngestError(f"document {doc.source_id!r} ({doc.url}) is already stored with other "
+                              "content: this database holds another version of the collection; "
+                              "ingest into a fresh state directory (nimbus eval --state DIR)")
+        else:
+            result.doc_nums[old.doc_num] = doc.source_id
+            result.already_stored += 1
+    return fresh
+
+
+def _write_block(blobs: BlobStore, docs: list[IngestDoc], base: int, now: float,
+                 max_block_bytes: int) -> tuple[list[dict], list[str]]:
+    """Put one content block and its record block; the documents' rows, numbered from ``base``."""
+    stem = f"{base:010d}-{uuid.uuid4().hex[:8]}"
+    content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
+    # cut_blocks kept the block under the cap (a larger document alone, which the writer allows).
+    content = ContentBlockWriter(max_bytes=max_block_bytes)
+    records = RecordBlockWriter()
+    rows = []
+    for doc_num, doc in enumerate(docs, base):
+        index = content.add(doc.body, CONTENT_TYPE, bytes.fromhex(doc.url_id))
+        record = to_record(doc, doc_num, content_block=content_name, content_index=index,
+                           fetched_at=now)
+        offset, length = records.add(record)
+        rows.append({
+            "url_id": doc.url_id, "doc_num": doc_num, "url": doc.url, "doc_id": doc.doc_id,
+            "content_type": CONTENT_TYPE.mime, "title": doc.title[:2000], "lang": LANG,
+            "length": len(doc.body), "status": 200, "depth": 0, "last_crawled": now,
+            "content_block": content_name, "content_index": index, "content_offset": 0,
+            "record_block": record_name, "record_offset": offset, "record_length": length,
+        })
+    for row, entry in zip(rows, content.entries(), strict=True):
+        row["content_offset"] = entry.offset
+    blobs.put(content_name, content.to_bytes())
+    try:
+        blobs.put(record_name, records.to_bytes())
+    except BaseException:
+        blobs.delete(content_name)
+        raise
+    return rows, [content_name, record_name]

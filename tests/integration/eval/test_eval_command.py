@@ -1,0 +1,146 @@
+"""`nimbus eval DIR`: a tiny judged collection through ingest, the MapReduce build and the
+search code, scored by ir-measures; and bad collections refused with a clear message."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import ir_measures
+import pytest
+from ir_measures import AP, RR, P, R, nDCG
+from sqlalchemy import func, select
+
+from services.cli import main
+from services.storage.db import make_engine, session_factory
+from services.storage.models import Document
+
+REPO = Path(__file__).resolve().parents[3]
+
+# Five topics with words of their own; six documents each, the first three the most relevant.
+TOPICS = {
+    "1": ("propeller slipstream", "propeller blades in the slipstream behind a wing"),
+    "2": ("hypersonic heating", "hypersonic flight and aerodynamic heating of the nose"),
+    "3": ("boundary layer transition", "boundary layer transition from laminar flow"),
+    "4": ("panel flutter", "flutter of thin panels in supersonic flow"),
+    "5": ("shock tube", "shock tube experiments on ionized gas"),
+}
+FILLER = ["measurements", "theory", "results", "analysis", "method", "data"]
+METRIC_LINE = re.compile(r"^(MAP|nDCG@10|P@10|Recall@100|MRR) (\d\.\d{4})$")
+
+
+def write_collection(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    docs, queries, qrels = [], [], ["query_id\tdoc_id\trelevance"]
+    for t, (query, sentence) in TOPICS.items():
+        queries.append({"id": t, "text": f"{query}?"})
+        for i in range(6):
+            doc_id = f"{t}{i:02d}"
+            docs.append({"id": doc_id, "title": f"{FILLER[i]} {i}", "text": f"{sentence}. {FILLER[i]}."})
+            qrels.append(f"{t}\t{doc_id}\t{2 if i < 3 else 1}")
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels.tsv").write_text("\n".join(qrels) + "\n")
+    return root
+
+
+@pytest.fixture
+def eval_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("NIMBUS_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.delenv("NIMBUS_MR_RUNNER", raising=False)
+    return tmp_path
+
+
+def _metrics(out: str) -> dict[str, float]:
+    found = [METRIC_LINE.match(line) for line in out.splitlines()]
+    return {m.group(1): float(m.group(2)) for m in found if m}
+
+
+def _qrels(path: Path) -> list[ir_measures.Qrel]:
+    lines = path.read_text().splitlines()[1:]
+    return [ir_measures.Qrel(*line.split("\t")[:2], int(line.split("\t")[2])) for line in lines]
+
+
+def test_eval_prints_the_five_measures_of_its_trec_run(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    state, run = eval_env / "state", eval_env / "runs" / "tiny.trec"
+    assert main(["eval", str(root), "--state", str(state), "--run", str(run)]) == 0
+    out, err = capsys.readouterr()
+
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[:5]] == ["MAP", "nDCG@10", "P@10", "Recall@100", "MRR"]
+    assert all(METRIC_LINE.match(line) for line in lines[:5])
+    assert lines[5] == f"run file {run}"
+    metrics = _metrics(out)
+    assert all(0.0 <= v <= 1.0 for v in metrics.values())
+    # The ranking is obvious: each query's words occur in its six documents only.
+    assert metrics["MAP"] >= 0.9 and metrics["Recall@100"] == 1.0 and metrics["MRR"] == 1.0
+    assert metrics["P@10"] == pytest.approx(0.6)
+    assert "runner inline" in err and "docs/s" in err and "searched 5 queries" in err
+
+    # The run file: six columns, ranks from 1, scores not increasing, only collection ids.
+    rows = [line.split() for line in run.read_text().splitlines()]
+    assert rows and all(len(r) == 6 and r[1] == "Q0" and r[5] == "nimbus" for r in rows)
+    doc_ids = {f"{t}{i:02d}" for t in TOPICS for i in range(6)}
+    for qid in TOPICS:
+        mine = [r for r in rows if r[0] == qid]
+        assert [int(r[3]) for r in mine] == list(range(1, len(mine) + 1))
+        scores = [float(r[4]) for r in mine]
+        assert scores == sorted(scores, reverse=True)
+        assert {r[2] for r in mine} <= doc_ids
+
+    # ir-measures on the written file gives the printed figures.
+    measures = {"MAP": AP, "nDCG@10": nDCG @ 10, "P@10": P @ 10, "Recall@100": R @ 100, "MRR": RR}
+    expected = ir_measures.calc_aggregate(list(measures.values()), _qrels(root / "qrels.tsv"),
+                                          list(ir_measures.read_trec_run(str(run))))
+    for name, measure in measures.items():
+        assert metrics[name] == pytest.approx(expected[measure], abs=5e-5), name
+
+
+def test_eval_again_on_the_same_state_adds_no_documents(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    assert main(["eval", str(root), "--quiet"]) == 0
+    first = capsys.readouterr()
+    assert first.err == ""
+    assert main(["eval", str(root), "--quiet"]) == 0
+    second = capsys.readouterr().out
+    assert _metrics(second) == _metrics(first.out)
+
+    state = eval_env / "var" / "eval" / "tiny"  # the default state: <var_dir>/eval/<name>
+    assert f"run file {state / 'run.trec'}" in second
+    engine = make_engine(f"sqlite:///{state / 'nimbus.db'}")
+    with session_factory(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(Document)) == 30
+    engine.dispose()
+
+
+def test_missing_qrels_is_an_error_that_says_what_is_needed(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    (root / "qrels.tsv").unlink()
+    assert main(["eval", str(root), "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "qrels.tsv not found" in err and "docs.jsonl, queries.jsonl and qrels.tsv" in err
+
+
+def test_qrels_naming_an_unknown_document_is_refused_before_anything_is_stored(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    with (root / "qrels.tsv").open("a") as fh:
+        fh.write("1\tnope\t1\n")
+    assert main(["eval", str(root), "--quiet", "--state", str(eval_env / "state")]) == 2
+    err = capsys.readouterr().err
+    assert "qrels.tsv:32: unknown document id 'nope'" in err
+    assert not (eval_env / "state" / "nimbus.db").exists()
+
+
+def test_bad_collection_from_the_shell_exits_nonzero_without_a_traceback(eval_env):
+    root = write_collection(eval_env / "tiny")
+    (root / "qrels.tsv").write_text("query_id\tdoc_id\trelevance\n9\t100\t1\n")
+    done = subprocess.run([sys.executable, "-m", "services.cli", "eval", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "nimbus eval:" in done.stderr and "unknown query id '9'" in done.stderr
+    assert "Traceback" not in done.stderr
