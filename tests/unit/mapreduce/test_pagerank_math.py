@@ -14,8 +14,12 @@ from mapreduce.pagerank import (
     PageRankResult,
     adjacency_from_mapping,
     contributions,
+    edge_arrays,
     google_matrix,
+    host_pagerank,
+    host_pagerank_edges,
     pagerank_dense,
+    pagerank_edges,
     pagerank_sparse,
     uniform_ranks,
     updated_rank,
@@ -111,3 +115,71 @@ def test_dangling_page_shares_nothing_and_graph_helpers_validate() -> None:
     assert adjacency_from_mapping({1: [2, 2, 0]}, 3) == [[], [0, 2], []]
     with pytest.raises(ValueError, match="at least one document"):
         uniform_ranks(0)
+
+
+def test_edges_take_the_job_arithmetic_for_repeated_edges_and_self_links() -> None:
+    # The link graph never emits these, but if a list held them the job would send one
+    # share per listed edge; the edge engine must do the same, not silently dedup.
+    adjacency = [[1, 1, 2], [1, 0], [], [0, 2, 3]]
+    x = uniform_ranks(4)
+    for _ in range(5):
+        x = one_step(adjacency, x)
+    sources, targets = edge_arrays(adjacency)
+    assert sources.tolist() == [0, 0, 0, 1, 1, 3, 3, 3]
+    assert targets.tolist() == [1, 1, 2, 1, 0, 0, 2, 3]
+    result = pagerank_edges(sources.astype(np.int32), targets.astype(np.int32), 4, D, 0.0, 5)
+    assert result.ranks == pytest.approx(x, abs=1e-15)
+    assert result.iterations == 5
+
+
+def test_edges_validate_their_input() -> None:
+    with pytest.raises(ValueError, match="outside 0..2"):
+        pagerank_edges(np.array([0, 1]), np.array([1, 3]), 3, D, 1e-8, 10)
+    with pytest.raises(ValueError, match="one length"):
+        pagerank_edges(np.array([0, 1]), np.array([1]), 3, D, 1e-8, 10)
+    with pytest.raises(ValueError, match="at least one document"):
+        pagerank_edges(np.array([], dtype=int), np.array([], dtype=int), 0, D, 1e-8, 10)
+    no_edges = pagerank_edges(np.array([], dtype=int), np.array([], dtype=int), 3, D, 1e-12, 10)
+    assert no_edges.ranks == pytest.approx([1 / 3] * 3) and no_edges.iterations == 1
+
+
+# Nine pages on four hosts. Host 0 (pages 0-2) links around inside itself; its three
+# links to host 1 are one host edge. Host 3 (pages 7, 8) links only inside itself: a
+# dangling host. Host edges: 0->1, 1->0, 1->2, 2->0, 2->3.
+HOST_OF = np.array([0, 0, 0, 1, 1, 2, 2, 3, 3])
+HOSTED = {0: [1, 3], 1: [2, 3], 2: [0, 4], 3: [5], 4: [0], 5: [6], 6: [0, 7], 7: [8]}
+
+
+def test_host_pagerank_is_networkx_on_the_host_graph_shared_over_pages() -> None:
+    hosts = nx.DiGraph()
+    hosts.add_nodes_from(range(4))
+    hosts.add_edges_from((HOST_OF[s], HOST_OF[t]) for s, ts in HOSTED.items() for t in ts
+                         if HOST_OF[s] != HOST_OF[t])
+    assert sorted(hosts.edges) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 3)]
+    host_ranks = nx.pagerank(hosts, alpha=D, tol=1e-13, max_iter=10_000)
+    pages = np.bincount(HOST_OF)
+    expected = np.array([host_ranks[h] / pages[h] for h in HOST_OF])
+
+    adjacency = adjacency_from_mapping(HOSTED, 9)
+    result = host_pagerank(adjacency, HOST_OF, 4, D, 1e-12, 1000)
+    assert np.abs(result.ranks - expected).max() < 1e-9
+    assert result.ranks.sum() == pytest.approx(1.0, abs=1e-12)
+    assert result.delta < 1e-12 and 1 < result.iterations < 1000
+    # The same from edge arrays, in any order, with repeats and same-host links added.
+    sources, targets = edge_arrays(adjacency)
+    order = np.random.default_rng(1).permutation(sources.size)
+    sources = np.concatenate([sources[order], [0, 0, 8]])
+    targets = np.concatenate([targets[order], [3, 2, 7]])
+    again = host_pagerank_edges(sources, targets, HOST_OF, 4, D, 1e-12, 1000)
+    assert again.ranks == pytest.approx(result.ranks, abs=1e-15)
+    assert again.iterations == result.iterations
+
+
+def test_host_pagerank_needs_dense_host_ids() -> None:
+    adjacency = adjacency_from_mapping(HOSTED, 9)
+    with pytest.raises(ValueError, match="at least one page"):
+        host_pagerank(adjacency, HOST_OF, 5, D, 1e-8, 100)
+    with pytest.raises(ValueError, match="outside 0..2"):
+        host_pagerank(adjacency, HOST_OF, 3, D, 1e-8, 100)
+    with pytest.raises(ValueError, match="edges and doc_hosts disagree"):
+        host_pagerank(adjacency, HOST_OF[:8], 4, D, 1e-8, 100)
