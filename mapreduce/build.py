@@ -19,24 +19,32 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
+from mapreduce.mr_anchors import MRAnchors
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
-from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
-from mapreduce.publish import collect_index_rows, publish_segment, segment_arrays, segment_meta
+from mapreduce.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
+from mapreduce.publish import (
+    collect_index_rows,
+    publish_segment,
+    read_index_rows,
+    segment_arrays,
+    segment_meta,
+)
 from mapreduce.record_job import manifest_lines
 from mapreduce.runner import run_job
 from services.config import Settings
+from services.crawler.urls import host_key
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from sqlalchemy.orm import Session
 
 
 class BuildError(RuntimeError):
@@ -58,6 +66,20 @@ def write_manifest(session: Session, path: Path) -> int:
             fh.write(line)
             count += 1
     return count
+
+
+def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
+    """(host id of each doc_num, number of hosts), ids dense from 0 in order of first doc.
+
+    A doc_num missing from the table (a gap) gets a host of its own.
+    """
+    ids: dict[str, int] = {}
+    hosts = np.full(num_docs, -1, dtype=np.int64)
+    for num, url in session.execute(select(Document.doc_num, Document.url).order_by(Document.doc_num)):
+        hosts[num] = ids.setdefault(host_key(url), len(ids))
+    gaps = np.flatnonzero(hosts < 0)
+    hosts[gaps] = len(ids) + np.arange(gaps.shape[0])
+    return hosts, len(ids) + int(gaps.shape[0])
 
 
 @dataclass
@@ -103,14 +125,17 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")
 
-        say("1/4 index: terms and postings")
-        index = run_job(MRIndex, [manifest], settings, output=scratch / "index.jsonl",
+        say("1/4 index: anchor text, then terms, fields and positions")
+        anchors = run_job(MRAnchors, [manifest], settings, output=scratch / "anchors.txt",
+                          scratch=scratch)
+        index = run_job(MRIndex, [manifest, anchors.path], settings, output=scratch / "index.jsonl",
                         scratch=scratch)
         records = index.counter("blocks", "records")
-        say(f"    {records} records, {index.counter('index', 'terms')} terms, "
+        say(f"    {records} records ({anchors.counter('anchors', 'documents')} with in-link anchor "
+            f"text), {index.counter('index', 'terms')} terms, "
             f"{index.counter('index', 'postings')} postings, "
             f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
-            f"({index.seconds:.1f} s)")
+            f"({anchors.seconds + index.seconds:.1f} s)")
         if records != count:
             say(f"warning: {count} documents but {records} current records in their blocks "
                 f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
@@ -124,7 +149,16 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
 
         say(f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
             f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
-        if settings.pagerank_engine == "memory":
+        if settings.pagerank_level == "host":
+            # The host graph is small (hosts, not pages): it always runs in memory.
+            graph = {int(doc): targets for doc, targets in links.rows()}
+            with sessions() as session:
+                doc_hosts, num_hosts = host_ids(session, num_docs)
+            ranks = host_pagerank(adjacency_from_mapping(graph, num_docs), doc_hosts, num_hosts,
+                                  settings.pagerank_damping, settings.pagerank_tolerance,
+                                  settings.pagerank_max_iterations)
+            say(f"    host level: {num_hosts} hosts")
+        elif settings.pagerank_engine == "memory":
             graph = {int(doc): targets for doc, targets in links.rows()}
             ranks = pagerank_sparse(adjacency_from_mapping(graph, num_docs),
                                     settings.pagerank_damping, settings.pagerank_tolerance,
@@ -135,7 +169,8 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
 
         say("4/4 publish")
-        arrays = segment_arrays(collect_index_rows(index.rows()), ranks.ranks, num_docs)
+        arrays = segment_arrays(collect_index_rows(read_index_rows(index.path)), ranks.ranks,
+                                num_docs)
         meta = segment_meta(arrays, pagerank_iterations=ranks.iterations,
                             pagerank_damping=settings.pagerank_damping, created_at=time.time())
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)

@@ -1,80 +1,103 @@
-"""MRIndex: record blocks -> postings (term -> [(doc_num, tf), ...]) and doc lengths.
+"""MRIndex: record blocks (+ in-link anchor text) -> field postings with positions.
 
-The mapper counts terms per document in memory (in-mapper combining: one
-pair per distinct term per document, not one per occurrence), so the
-shuffle carries the size of the postings, not the size of the text. The
-reducer sorts each term's postings by doc_num; its length is the term's df.
+Input: the manifest (one record block a line, ``mapreduce.record_job``) and,
+optionally, MRAnchors' output (``@anchor`` lines) as a second input file.
 
-Output (JSON key, JSON value), one job, two kinds of row told apart by a tag:
+The mapper analyses each document with ``services.text.analyze`` (the
+analyzer queries use) into its four fields (``mapreduce.postings``) and
+combines in memory across all the documents its task reads: one row per
+distinct term per task, holding that term's postings in column form, never
+a row per token or per (term, document). The buffer is flushed when it holds
+``FLUSH_POSTINGS`` postings, so a task's memory stays bounded. The reducer
+merges a term's chunks into one posting list, ascending by document; its
+length is the term's document frequency.
 
-    ["term", "cat"]  ->  [[0, 2], [7, 1]]      postings, ascending doc_num
-    ["len", 7]       ->  12                    number of terms in doc 7
+Rows are ujson (mrjob's UltraJSONProtocol: only ints and strings travel, so
+nothing is lost), two kinds told apart by a tag::
 
-The text indexed per document is ``title + " " + description + " " + text``
-through ``services.text.analyze.analyze``, the same analyzer queries use.
+    ["t", "flow"]  ->  [docs, tf_title, tf_body, tf_anchor, tf_url, pos_counts, positions]
+    ["l", 7]       ->  [len_title, len_body, len_anchor, len_url]
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator
 
+from mrjob.protocol import UltraJSONProtocol
 from mrjob.step import MRStep
 
+from mapreduce.mr_anchors import ANCHOR_LINE, parse_anchor_line
+from mapreduce.postings import PostingBuffer, anchor_postings, document_postings, merge_chunks
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
-from services.storage.records import Record
-from services.text.analyze import analyze
 
-TERM = "term"
-LENGTH = "len"
-
-
-def indexed_text(record: Record) -> str:
-    return f"{record.title} {record.description} {record.text}"
+TERM = "t"
+LENGTH = "l"
+PAGE, ANCHORS = "m", "a"
+FLUSH_POSTINGS = 2_000_000  # ~ a few hundred MB of Python lists in one map task
 
 
-def document_terms(record: Record) -> tuple[int, Counter[str]]:
-    """(number of terms, term -> tf) of one record."""
-    terms = analyze(indexed_text(record))
-    return len(terms), Counter(terms)
-
-
-def sorted_postings(postings: Iterable[tuple[int, int]]) -> list[list[int]]:
-    """Postings of one term, ascending doc_num (a doc appears once: checked by the length rows)."""
-    return sorted([int(doc), int(tf)] for doc, tf in postings)
-
-
-def single_length(doc_num: int, lengths: Iterable[int]) -> int:
-    values = list(lengths)
-    if len(values) != 1:
-        raise DuplicateDocumentError(
-            f"doc_num {doc_num} occurs in {len(values)} records: the manifest must list each "
-            "record block once, and each document must live in exactly one block"
-        )
-    return values[0]
+def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
+    """One document's field lengths from its page row and (optionally) its anchor row."""
+    page: list[int] | None = None
+    anchor = 0
+    for value in values:
+        if value[0] == PAGE:
+            if page is not None:
+                raise DuplicateDocumentError(
+                    f"doc_num {doc} occurs in two records: the manifest must list each record "
+                    "block once, and each document must live in exactly one block")
+            page = value[1:]
+        else:
+            anchor += value[1]
+    if page is None:  # anchors of a document whose record the manifest does not list
+        return [0, 0, anchor, 0]
+    title, body, url = page
+    return [title, body, anchor, url]
 
 
 class MRIndex(RecordBlockJob):
-    """Term statistics and postings from record blocks (input: block names, one a line)."""
+    """Field postings with positions (input: manifest, plus MRAnchors output when given)."""
+
+    INTERNAL_PROTOCOL = UltraJSONProtocol
+    OUTPUT_PROTOCOL = UltraJSONProtocol
 
     def steps(self) -> list[MRStep]:
-        return [MRStep(mapper=self.mapper_terms, reducer=self.reducer_postings)]
+        return [MRStep(mapper_init=self.mapper_init, mapper=self.mapper_terms,
+                       mapper_final=self.mapper_final, reducer=self.reducer_postings)]
+
+    def mapper_init(self) -> None:
+        self.buffer = PostingBuffer()
 
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
-        for record in self.block_records(line):
-            length, counts = document_terms(record)
-            yield [LENGTH, record.doc_num], length
-            for term, tf in counts.items():
-                yield [TERM, term], [record.doc_num, tf]
-            self.increment_counter("index", "postings", len(counts))
+        if line.startswith(ANCHOR_LINE):
+            doc, text = parse_anchor_line(line)
+            postings = anchor_postings(doc, text)
+            yield [LENGTH, doc], [ANCHORS, postings.lengths[2]]
+            self.buffer.add(postings)
+        else:
+            for record in self.block_records(line):
+                postings = document_postings(record)
+                title, body, _anchor, url = postings.lengths
+                yield [LENGTH, record.doc_num], [PAGE, title, body, url]
+                self.buffer.add(postings)
+        if self.buffer.postings >= FLUSH_POSTINGS:
+            yield from self._drain()
+
+    def mapper_final(self) -> Iterator[tuple[list, object]]:
+        yield from self._drain()
+
+    def _drain(self) -> Iterator[tuple[list, object]]:
+        self.increment_counter("index", "postings", self.buffer.postings)
+        for term, chunk in self.buffer.drain():
+            yield [TERM, term], chunk
 
     def reducer_postings(self, key: list, values: Iterable) -> Iterator[tuple[list, object]]:
         kind, name = key
         if kind == TERM:
             self.increment_counter("index", "terms")
-            yield key, sorted_postings(values)
+            yield key, merge_chunks(values)
         else:
-            yield key, single_length(name, values)
+            yield key, merge_lengths(name, values)
 
 
 if __name__ == "__main__":

@@ -7,18 +7,28 @@ PageRank table and activates the new version. A reader therefore never sees
 an active version whose segment is missing, and a failed transaction leaves
 the previous version active (the orphan blob is deleted).
 
-Arrays (N documents, T terms, P postings)::
+Arrays (N documents, T terms, P postings, Q positions), format 2::
 
-    term_bytes   uint8   terms' UTF-8 bytes concatenated, sorted by those bytes
-    term_offsets uint64  [T+1]
-    df           uint32  [T]
-    idf          float32 [T]   ln(1 + N / df)
-    post_offsets uint64  [T+1]
-    post_docs    uint32  [P]   ascending within a term
-    post_tfs     uint32  [P]
-    doc_lengths  uint32  [N]
-    doc_norms    float32 [N]   sqrt(sum_t ((1 + ln tf) * idf_t)^2), 0 for empty docs
-    pagerank     float64 [N]   sums to 1
+    term_bytes    uint8   terms' UTF-8 bytes concatenated, sorted by those bytes
+    term_offsets  uint64  [T+1]
+    df            uint32  [T]
+    idf           float32 [T]    BM25 idf, ln(1 + (N - df + 0.5) / (df + 0.5))
+    max_impact    float32 [T]    the largest impact in the term's postings (pruning bound)
+    post_offsets  uint64  [T+1]
+    post_docs     uint32  [P]    ascending within a term
+    post_impacts  float32 [P]    BM25F weight of the term in the document (services.search.bm25f)
+    tf_title, tf_body, tf_anchor, tf_url   uint16 [P]   field term frequencies (clipped)
+    pos_offsets   uint64  [P+1]  positions of posting p: positions[pos_offsets[p]:pos_offsets[p+1]]
+    positions     uint32  [Q]    ascending term positions in title + body
+    len_title, len_body, len_anchor, len_url   uint32 [N]   field lengths in terms
+    doc_lengths   uint32  [N]    title + body terms (the document's language model, for feedback)
+    fwd_offsets   uint64  [N+1]  forward index: the terms of document d are
+    fwd_terms     uint32  [P]    fwd_terms[fwd_offsets[d]:fwd_offsets[d+1]], with their
+    fwd_tfs       uint16  [P]    title + body frequencies (pseudo-relevance feedback)
+    pagerank      float64 [N]    sums to 1
+
+The BM25F parameters the impacts were computed with are in the meta
+(``bm25f``), so a reader can tell which ranking a segment carries.
 """
 
 from __future__ import annotations
@@ -28,19 +38,23 @@ import uuid
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import ujson
 from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, TERM
+from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
 from services.storage.models import PageRankScore
 from services.storage.segment import pack_segment
 
-SEGMENT_FORMAT = 1
+SEGMENT_FORMAT = 2
+TF_MAX = np.iinfo(np.uint16).max
 
 
 class PublishError(ValueError):
@@ -54,8 +68,10 @@ class IndexColumns:
     terms: list[bytes] = field(default_factory=list)
     df: array = field(default_factory=lambda: array("I"))
     docs: array = field(default_factory=lambda: array("I"))
-    tfs: array = field(default_factory=lambda: array("I"))
-    lengths: dict[int, int] = field(default_factory=dict)
+    tfs: list[array] = field(default_factory=lambda: [array("I") for _ in range(4)])
+    pos_counts: array = field(default_factory=lambda: array("I"))
+    positions: array = field(default_factory=lambda: array("I"))
+    lengths: dict[int, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,23 +82,36 @@ class PublishedIndex:
 
 
 def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
-    """Gather MRIndex rows (``["term", t] -> postings``, ``["len", doc] -> n``)."""
+    """Gather MRIndex rows (``["t", term] -> chunk``, ``["l", doc] -> field lengths``)."""
     cols = IndexColumns()
     for (kind, name), value in rows:
         if kind == TERM:
+            docs, tt, tb, ta, tu, counts, positions = value
             cols.terms.append(name.encode("utf-8"))
-            cols.df.append(len(value))
-            for doc, tf in value:
-                cols.docs.append(doc)
-                cols.tfs.append(tf)
+            cols.df.append(len(docs))
+            cols.docs.extend(docs)
+            for column, values in zip(cols.tfs, (tt, tb, ta, tu), strict=True):
+                column.extend(values)
+            cols.pos_counts.extend(counts)
+            cols.positions.extend(positions)
         elif kind == LENGTH:
-            cols.lengths[int(name)] = int(value)
+            cols.lengths[int(name)] = value
         else:
             raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
     return cols
 
 
-def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
+def read_index_rows(path: Path) -> Iterable[tuple[Any, Any]]:
+    """MRIndex's output file (ujson ``key \t value`` lines), decoded with ujson."""
+    with Path(path).open("rb") as fh:
+        for line in fh:
+            key, _, value = line.rstrip(b"\r\n").partition(b"\t")
+            if key:
+                yield ujson.loads(key), ujson.loads(value)
+
+
+def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
+                   params: BM25FParams = DEFAULT_PARAMS) -> dict[str, np.ndarray]:
     """The segment's arrays (contract above) from the index columns and the PageRank vector."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
@@ -91,30 +120,50 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int) -> d
     starts_job = _offsets(df_job)[:-1].astype(np.int64)
     df = df_job[order]
     post_offsets = _offsets(df)
+    num_postings = int(post_offsets[-1])
     # Gather each term's postings from its position in the job output into
     # sorted-term order: posting k of sorted term i sits at starts_job[order[i]] + k.
     shift = starts_job[order] - post_offsets[:-1].astype(np.int64)
-    gather = np.repeat(shift, df.astype(np.int64)) + np.arange(int(post_offsets[-1]))
+    gather = np.repeat(shift, df.astype(np.int64)) + np.arange(num_postings)
     post_docs = np.asarray(cols.docs, dtype=np.uint32)[gather]
-    post_tfs = np.asarray(cols.tfs, dtype=np.uint32)[gather]
     _check_postings(post_docs, post_offsets, num_docs)
+    tfs = [np.minimum(np.asarray(c, dtype=np.uint32)[gather], TF_MAX).astype(np.uint16)
+           for c in cols.tfs]
+
+    # Positions move with their postings: runs of pos_counts, gathered in the new order.
+    counts_job = np.asarray(cols.pos_counts, dtype=np.int64)
+    pos_starts_job = _offsets(counts_job)[:-1].astype(np.int64)
+    counts = counts_job[gather]
+    pos_offsets = _offsets(counts)
+    pos_gather = (np.repeat(pos_starts_job[gather] - pos_offsets[:-1].astype(np.int64), counts)
+                  + np.arange(int(pos_offsets[-1])))
+    positions = np.asarray(cols.positions, dtype=np.uint32)[pos_gather]
 
     sorted_terms = [cols.terms[i] for i in order]
     term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
     term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
 
-    idf64 = np.log1p(num_docs / df.astype(np.float64))
-    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
-    weights = (1.0 + np.log(post_tfs.astype(np.float64))) * idf64[term_of_posting]
-    norms = np.sqrt(np.bincount(post_docs.astype(np.int64), weights=weights ** 2,
-                                minlength=num_docs))
-
-    doc_lengths = np.zeros(num_docs, dtype=np.uint32)
-    for doc, length in cols.lengths.items():
+    lengths = np.zeros((4, num_docs), dtype=np.uint32)
+    for doc, values in cols.lengths.items():
         if not 0 <= doc < num_docs:
             raise PublishError(f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
                                "documents (0..N-1): rebuild from a consistent crawl")
-        doc_lengths[doc] = length
+        lengths[:, doc] = values
+
+    idf = bm25_idf(df, num_docs)
+    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
+    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params)
+    max_impact = np.zeros(len(df), dtype=np.float32)
+    if num_postings:
+        nonempty = df > 0
+        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty]
+                                                   .astype(np.int64))
+
+    # Forward index: postings regrouped by document (a stable sort keeps term order).
+    by_doc = np.argsort(post_docs, kind="stable")
+    fwd_offsets = _offsets(np.bincount(post_docs, minlength=num_docs).astype(np.uint64))
+    fwd_terms = term_of_posting[by_doc].astype(np.uint32)
+    fwd_tfs = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)[by_doc]
 
     total = float(pagerank.sum())
     if not total > 0:
@@ -123,12 +172,20 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int) -> d
         "term_bytes": term_bytes,
         "term_offsets": term_offsets,
         "df": df.astype(np.uint32),
-        "idf": idf64.astype(np.float32),
+        "idf": idf.astype(np.float32),
+        "max_impact": max_impact,
         "post_offsets": post_offsets,
         "post_docs": post_docs,
-        "post_tfs": post_tfs,
-        "doc_lengths": doc_lengths,
-        "doc_norms": norms.astype(np.float32),
+        "post_impacts": post_impacts,
+        "tf_title": tfs[0], "tf_body": tfs[1], "tf_anchor": tfs[2], "tf_url": tfs[3],
+        "pos_offsets": pos_offsets,
+        "positions": positions,
+        "len_title": lengths[0], "len_body": lengths[1], "len_anchor": lengths[2],
+        "len_url": lengths[3],
+        "doc_lengths": (lengths[0] + lengths[1]).astype(np.uint32),
+        "fwd_offsets": fwd_offsets,
+        "fwd_terms": fwd_terms,
+        "fwd_tfs": fwd_tfs,
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
 
@@ -153,9 +210,11 @@ def _check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: i
 
 
 def segment_meta(arrays: dict[str, np.ndarray], *, pagerank_iterations: int,
-                 pagerank_damping: float, created_at: float) -> dict[str, Any]:
+                 pagerank_damping: float, created_at: float,
+                 params: BM25FParams = DEFAULT_PARAMS) -> dict[str, Any]:
     return {
         "format": SEGMENT_FORMAT,
+        "bm25f": params.to_meta(),
         "num_docs": int(len(arrays["doc_lengths"])),
         "num_terms": int(len(arrays["df"])),
         "num_postings": int(len(arrays["post_docs"])),

@@ -62,14 +62,15 @@ def run_eval(root: Path, settings: Settings, *, run_path: Path, depth: int = DEF
     try:
         for query in collection.queries:
             hits = []
-            for doc_num, score in service.ranked(query.text, depth):
+            for rank, (doc_num, _score) in enumerate(service.ranked(query.text, depth)):
                 source_id = ingested.doc_nums.get(doc_num)
                 if source_id is None:  # a document that is not the collection's (shared state)
                     foreign += 1
                     continue
-                # Scores as the run file has them, so ties (and so the figures) match a
-                # trec_eval of the file.
-                hits.append((source_id, float(f"{score:.6f}")))
+                # trec_eval orders a run by score, not by rank: the run's score is the
+                # result order (AND matches listed before better-scoring partial matches
+                # must stay before them), depth minus rank, exact in the file.
+                hits.append((source_id, float(depth - rank)))
             run[query.id] = hits
     finally:
         service.close()

@@ -23,6 +23,7 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.search.rank import pagerank_prior
 from services.storage.blobstore import BlobStore
 from services.storage.db import active_index
 from services.storage.errors import StorageError
@@ -30,19 +31,36 @@ from services.storage.segment import open_segment
 
 log = logging.getLogger(__name__)
 
-# The segment contract (see the brief / README "Index segment"): name -> dtype.
+# The segment contract (mapreduce.publish, format 2): name -> dtype.
 SEGMENT_ARRAYS: dict[str, np.dtype] = {
     "term_bytes": np.dtype(np.uint8),
     "term_offsets": np.dtype(np.uint64),
     "df": np.dtype(np.uint32),
     "idf": np.dtype(np.float32),
+    "max_impact": np.dtype(np.float32),
     "post_offsets": np.dtype(np.uint64),
     "post_docs": np.dtype(np.uint32),
-    "post_tfs": np.dtype(np.uint32),
+    "post_impacts": np.dtype(np.float32),
+    "tf_title": np.dtype(np.uint16),
+    "tf_body": np.dtype(np.uint16),
+    "tf_anchor": np.dtype(np.uint16),
+    "tf_url": np.dtype(np.uint16),
+    "pos_offsets": np.dtype(np.uint64),
+    "positions": np.dtype(np.uint32),
+    "len_title": np.dtype(np.uint32),
+    "len_body": np.dtype(np.uint32),
+    "len_anchor": np.dtype(np.uint32),
+    "len_url": np.dtype(np.uint32),
     "doc_lengths": np.dtype(np.uint32),
-    "doc_norms": np.dtype(np.float32),
+    "fwd_offsets": np.dtype(np.uint64),
+    "fwd_terms": np.dtype(np.uint32),
+    "fwd_tfs": np.dtype(np.uint16),
     "pagerank": np.dtype(np.float64),
 }
+PER_DOC = ("len_title", "len_body", "len_anchor", "len_url", "doc_lengths", "pagerank")
+PER_POSTING = ("post_impacts", "tf_title", "tf_body", "tf_anchor", "tf_url", "fwd_terms",
+               "fwd_tfs")
+PER_TERM = ("df", "idf", "max_impact")
 
 
 class SearchIndexError(Exception):
@@ -73,7 +91,7 @@ class SegmentIndex:
 
     @property
     def num_docs(self) -> int:
-        return int(self.arrays["doc_norms"].shape[0])
+        return int(self.arrays["doc_lengths"].shape[0])
 
     @property
     def num_terms(self) -> int:
@@ -82,10 +100,6 @@ class SegmentIndex:
     @property
     def idf(self) -> np.ndarray:
         return self.arrays["idf"]
-
-    @property
-    def doc_norms(self) -> np.ndarray:
-        return self.arrays["doc_norms"]
 
     @property
     def doc_lengths(self) -> np.ndarray:
@@ -123,10 +137,27 @@ class SegmentIndex:
         return None
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(doc numbers ascending, term frequencies): views into the memory map."""
+        """(doc numbers ascending, impacts): views into the memory map."""
+        start, end = self.posting_range(term_id)
+        return self.arrays["post_docs"][start:end], self.arrays["post_impacts"][start:end]
+
+    def posting_range(self, term_id: int) -> tuple[int, int]:
         offsets = self.arrays["post_offsets"]
-        start, end = int(offsets[term_id]), int(offsets[term_id + 1])
-        return self.arrays["post_docs"][start:end], self.arrays["post_tfs"][start:end]
+        return int(offsets[term_id]), int(offsets[term_id + 1])
+
+    def max_impact(self, term_id: int) -> float:
+        return float(self.arrays["max_impact"][term_id])
+
+    def prior(self, weight: float) -> np.ndarray:
+        """``weight * s / (s + 1)`` per document (``services.search.rank``), cached per weight."""
+        cached = self._priors.get(weight)
+        if cached is None:
+            cached = self._priors[weight] = pagerank_prior(self.pagerank, self.num_docs) * weight
+        return cached
+
+    @cached_property
+    def _priors(self) -> dict[float, np.ndarray]:
+        return {}
 
 
 def _check_contract(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
@@ -143,10 +174,13 @@ def _check_contract(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[
             raise bad(f"array {name!r} is missing")
         if arrays[name].dtype != dtype:
             raise bad(f"array {name!r} has dtype {arrays[name].dtype}, expected {dtype}")
-    n, t = arrays["doc_norms"].shape[0], arrays["df"].shape[0]
+    n, t = arrays["doc_lengths"].shape[0], arrays["df"].shape[0]
     p = arrays["post_docs"].shape[0]
-    expected = {"term_offsets": t + 1, "idf": t, "post_offsets": t + 1, "post_tfs": p,
-                "doc_lengths": n, "pagerank": n}
+    expected = {"term_offsets": t + 1, "post_offsets": t + 1, "pos_offsets": p + 1,
+                "fwd_offsets": n + 1}
+    expected.update({name: n for name in PER_DOC})
+    expected.update({name: p for name in PER_POSTING})
+    expected.update({name: t for name in PER_TERM})
     for name, length in expected.items():
         if arrays[name].shape[0] != length:
             raise bad(f"array {name!r} has {arrays[name].shape[0]} entries, expected {length}")

@@ -1,31 +1,32 @@
-"""Scoring: BM25 text relevance plus a bounded PageRank prior. Pure numpy over postings.
+"""Scoring: BM25F impacts plus a bounded PageRank prior, with exact top-k. Pure numpy.
 
-The formula (also in docs/ranking.md)::
+The formula (docs/ranking.md)::
 
-    text(q, d)  = sum over distinct query terms t in d of
-                  qtf_t * idf_t * tf_td * (k1 + 1) / (tf_td + k1 * (1 - b + b * len_d / avglen))
+    text(q, d)  = sum over query terms t of  w_t * impact_td       (impact: services.search.bm25f)
     prior(d)    = s_d / (s_d + 1)   with   s_d = N * pagerank_d
-    final(q, d) = text(q, d) + w * prior(d)
+    final(q, d) = text(q, d) + W * prior(d)
 
-``idf_t = ln(1 + N / df_t)`` comes precomputed in the segment; ``qtf_t``
-counts how often ``t`` occurs in the analyzed query, because repeated words
-carry weight in long queries (NOTES.md). BM25 is a TF-IDF weighting whose
-term frequency saturates (the 200th "anarchism" adds little) and whose
-length normalisation is pivoted on the average length, so neither a long
-article nor a short list page wins by length alone (cosine normalisation
-favours short pages too strongly; see docs/ranking.md for the case that
-showed it).
+``w_t`` is how often ``t`` occurs in the analyzed query (repeated words
+count: NOTES.md), or the term's weight in a feedback-expanded query. ``W`` is
+``Settings.pagerank_weight``.
 
 PageRank is query-independent evidence, added as a saturating prior
 (Craswell et al., "Relevance weighting for query independent evidence",
 SIGIR 2005): ``N * pagerank_d`` is 1 for an average page, whose prior is
-w/2; no page, however linked, gains more than ``w`` over an unlinked one. It
+W/2; no page, however linked, gains more than ``W`` over an unlinked one. It
 reorders documents of similar relevance but cannot lift a page that barely
-matches above one that matches well. ``w`` is ``Settings.pagerank_weight``;
-0 ranks by text alone.
+matches above one that matches well.
 
-A query is a disjunction: every document holding at least one query term
-is a candidate; documents holding no query term are never results.
+Top-k: ``top_k_maxscore`` returns exactly the documents and scores of
+``top_k_exhaustive`` (a test compares them on random queries). It is
+MaxScore (Turtle & Flood 1995) done a term at a time over numpy arrays:
+terms sorted by their bound ``w_t * max_impact_t``; documents that contain
+only the weakest terms cannot reach the k-th best score once that score
+exceeds the sum of those terms' bounds plus the largest prior, so only the
+postings of the strong ("essential") terms are enumerated, and the others
+are probed for those candidates by binary search. Both paths score a
+candidate with the same function, term by term in query order, so equal
+documents get bit-identical scores.
 """
 
 from __future__ import annotations
@@ -37,51 +38,23 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class TermPostings:
+class QueryTerm:
     """One distinct query term as the scorer needs it."""
 
-    qtf: int  # occurrences of the term in the analyzed query
-    idf: float
+    weight: float  # query-term frequency, or the feedback model's weight
     docs: np.ndarray  # doc numbers, ascending
-    tfs: np.ndarray  # term frequency of the term in each of those docs
+    impacts: np.ndarray  # impact of the term in each of those docs
+    max_impact: float
 
 
 @dataclass(frozen=True)
-class Scored:
-    """Candidate documents with their scores, aligned arrays (doc numbers ascending)."""
+class Ranked:
+    """The best documents, best first, with their score parts."""
 
     docs: np.ndarray  # int64
-    text: np.ndarray  # float64 text(q, d)
-    pagerank: np.ndarray  # float64 pagerank_d
-    final: np.ndarray  # float64 final(q, d)
-
-    def __len__(self) -> int:
-        return int(self.docs.shape[0])
-
-
-K1 = 1.2  # BM25's usual defaults (Robertson & Zaragoza 2009), not fitted to any collection
-B = 0.75
-
-
-def text_scores(terms: Sequence[TermPostings], doc_lengths: np.ndarray, avg_length: float,
-                k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
-    """(candidate docs ascending, BM25 score of each): the first line of the formula."""
-    if not terms or all(t.docs.shape[0] == 0 for t in terms):
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    avg = avg_length if avg_length > 0 else 1.0
-    parts_docs, parts_weights = [], []
-    for t in terms:
-        docs = t.docs.astype(np.int64, copy=False)
-        tf = t.tfs.astype(np.float64)
-        norm = k1 * (1.0 - b + b * doc_lengths[docs].astype(np.float64) / avg)
-        parts_docs.append(docs)
-        parts_weights.append(t.qtf * float(t.idf) * tf * (k1 + 1.0) / (tf + norm))
-    docs = np.concatenate(parts_docs)
-    weights = np.concatenate(parts_weights)
-    # Accumulate per document in time proportional to the postings touched,
-    # not to N: a rare-word query in a big index stays cheap.
-    unique, inverse = np.unique(docs, return_inverse=True)
-    return unique, np.bincount(inverse, weights=weights, minlength=unique.shape[0])
+    final: np.ndarray  # float64
+    text: np.ndarray  # float64
+    total: int  # documents that matched (before the cut to k); a lower bound when pruned
 
 
 def pagerank_prior(pagerank: np.ndarray, num_docs: int) -> np.ndarray:
@@ -90,21 +63,98 @@ def pagerank_prior(pagerank: np.ndarray, num_docs: int) -> np.ndarray:
     return s / (s + 1.0)
 
 
-def merge_pagerank(text: np.ndarray, pagerank: np.ndarray, num_docs: int,
-                   weight: float) -> np.ndarray:
-    """The last line of the formula: ``text + weight * prior``."""
-    if weight == 0:
-        return text.astype(np.float64, copy=True)
-    return text + weight * pagerank_prior(pagerank, num_docs)
+def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
+    """``text(q, d)`` of each doc in ``docs`` (ascending): term by term, in query order."""
+    total = np.zeros(docs.shape[0], dtype=np.float64)
+    for t in terms:
+        if t.docs.shape[0] == 0 or docs.shape[0] == 0:
+            continue
+        at = np.searchsorted(t.docs, docs)
+        at_clipped = np.minimum(at, t.docs.shape[0] - 1)
+        hit = t.docs[at_clipped] == docs
+        total += np.where(hit, t.impacts[at_clipped].astype(np.float64) * t.weight, 0.0)
+    return total
 
 
-def score(terms: Sequence[TermPostings], doc_lengths: np.ndarray, avg_length: float,
-          pagerank: np.ndarray, weight: float) -> Scored:
-    """Every candidate's text score, PageRank and final score."""
-    docs, text = text_scores(terms, doc_lengths, avg_length)
-    pr = pagerank[docs].astype(np.float64)
-    final = merge_pagerank(text, pr, int(doc_lengths.shape[0]), weight)
-    return Scored(docs, text, pr, final)
+def union_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
+    parts = [t.docs for t in terms if t.docs.shape[0]]
+    if not parts:
+        return np.zeros(0, np.int64)
+    return np.unique(np.concatenate(parts).astype(np.int64))
+
+
+def intersect_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
+    """Documents holding every term: shortest list first, then binary-search filters."""
+    if not terms:
+        return np.zeros(0, np.int64)
+    ordered = sorted(terms, key=lambda t: t.docs.shape[0])
+    docs = ordered[0].docs.astype(np.int64)
+    for t in ordered[1:]:
+        if docs.shape[0] == 0:
+            break
+        at = np.minimum(np.searchsorted(t.docs, docs), max(t.docs.shape[0] - 1, 0))
+        docs = docs[t.docs[at] == docs] if t.docs.shape[0] else docs[:0]
+    return docs
+
+
+def best_of(docs: np.ndarray, final: np.ndarray, text: np.ndarray, k: int, total: int) -> Ranked:
+    pos = top_k(docs, final, k)
+    return Ranked(docs[pos], final[pos], text[pos], total)
+
+
+def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.ndarray,
+                     k: int) -> Ranked:
+    """Exact top-k of a given candidate set (AND results, phrase matches)."""
+    text = text_scores(terms, docs)
+    return best_of(docs, text + prior[docs], text, k, int(docs.shape[0]))
+
+
+def top_k_exhaustive(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
+                     excluded: np.ndarray | None = None) -> Ranked:
+    """Every document holding any term, scored; the reference for ``top_k_maxscore``."""
+    docs = union_docs(terms)
+    if excluded is not None and excluded.shape[0]:
+        docs = docs[~np.isin(docs, excluded)]
+    return score_candidates(terms, docs, prior, k)
+
+
+SAFETY = 1e-9  # relative slack for float rounding when comparing a score with a sum of bounds
+
+
+def top_k_maxscore(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
+                   excluded: np.ndarray | None = None, max_prior: float | None = None) -> Ranked:
+    """The same top-k as ``top_k_exhaustive``, enumerating only the essential terms' postings.
+
+    ``total`` is the number of documents scored, a lower bound of the matches
+    when the pruning stopped early.
+    """
+    live = [t for t in terms if t.docs.shape[0]]
+    if k <= 0 or not live:
+        return Ranked(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0)
+    max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
+    by_bound = sorted(live, key=lambda t: -t.weight * t.max_impact)
+    bounds = np.array([t.weight * t.max_impact for t in by_bound], dtype=np.float64)
+    # rest[m]: the best a document can score holding none of the first m terms.
+    rest = np.concatenate([np.cumsum(bounds[::-1])[::-1], [0.0]]) + max_prior
+    scored = np.zeros(0, np.int64)
+    final = text = np.zeros(0, np.float64)
+    for m in range(1, len(by_bound) + 1):
+        new = by_bound[m - 1].docs.astype(np.int64)
+        new = new[~np.isin(new, scored, assume_unique=True)] if scored.shape[0] else new
+        if excluded is not None and excluded.shape[0]:
+            new = new[~np.isin(new, excluded)]
+        if new.shape[0]:
+            new_text = text_scores(terms, new)
+            scored = np.concatenate([scored, new])
+            text = np.concatenate([text, new_text])
+            final = np.concatenate([final, new_text + prior[new]])
+        if m < len(by_bound) and scored.shape[0] >= k:
+            kth = np.partition(final, final.shape[0] - k)[final.shape[0] - k]
+            if kth > rest[m] * (1.0 + SAFETY) + SAFETY:
+                break  # nobody outside ``scored`` can reach the k-th score
+    order = np.argsort(scored, kind="stable")  # ascending docs, as the exhaustive path has them
+    scored, final, text = scored[order], final[order], text[order]
+    return best_of(scored, final, text, k, int(scored.shape[0]))
 
 
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from services.config import Settings
 from services.search.duplicates import other_urls
 from services.search.index import IndexHolder, SegmentIndex
-from services.search.rank import Scored, TermPostings, score, top_k
+from services.search.query import parse_query
+from services.search.rank import Ranked
+from services.search.retrieve import RetrievalSettings, retrieve
 from services.search.snippets import Fragment, make_snippet
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.blocks import ContentType, sha1
@@ -37,7 +39,6 @@ from services.storage.db import init_db, make_engine, session_factory
 from services.storage.errors import StorageError
 from services.storage.models import Document
 from services.storage.records import decode_record
-from services.text.analyze import analyze
 
 log = logging.getLogger(__name__)
 
@@ -134,43 +135,43 @@ class SearchService:
             return done(total=0, message=NO_INDEX_MESSAGE)
         if not q:
             return done(total=0, index_version=index.version_id)
-        counts = Counter(analyze(q))
-        if not counts:
+        query = parse_query(q)
+        if query.empty:
             return done(total=0, message=STOP_WORDS_MESSAGE, index_version=index.version_id)
-        scored, found = self._score(index, counts)
         first = (page - 1) * per_page
+        depth = min(first + per_page, MAX_RESULTS)
+        result = retrieve(index, query, depth, self.retrieval)
+        ranked = result.ranked
+        total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
-            return done(total=len(scored), terms=found, index_version=index.version_id)
-        best = top_k(scored.docs, scored.final, min(first + per_page, MAX_RESULTS))[first:]
-        hits = self._hits(scored, best, set(counts))
-        return done(total=len(scored), hits=hits, terms=found, index_version=index.version_id)
+            return done(total=total, terms=result.found, index_version=index.version_id)
+        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms),
+                          index.pagerank)
+        return done(total=total, hits=hits, terms=result.found, index_version=index.version_id)
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best (doc_num, score) for ``q``, best first: the ranking ``search`` pages
-        through, without titles or snippets (``nimbus eval`` and benchmarks use it)."""
+        """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``
+        pages through, without titles or snippets (``nimbus eval`` and benchmarks use it).
+
+        In "AND first" results a partial match may score above a full match
+        listed before it: the order, not the score, is the ranking.
+        """
         index = self.holder.current()
-        counts = Counter(analyze(" ".join(q.split())[:MAX_QUERY_CHARS]))
-        if index is None or not counts or k <= 0:
+        query = parse_query(" ".join(q.split())[:MAX_QUERY_CHARS])
+        if index is None or query.empty or k <= 0:
             return []
-        scored, _found = self._score(index, counts)
-        best = top_k(scored.docs, scored.final, k)
-        return [(int(scored.docs[i]), float(scored.final[i])) for i in best]
+        ranked = retrieve(index, query, k, self.retrieval).ranked
+        return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
-    def _score(self, index: SegmentIndex, counts: Counter[str]) -> tuple[Scored, list[str]]:
-        terms, found = [], []
-        for term, qtf in counts.items():
-            term_id = index.term_id(term)
-            if term_id is None:
-                continue
-            docs, tfs = index.postings(term_id)
-            terms.append(TermPostings(qtf, float(index.idf[term_id]), docs, tfs))
-            found.append(term)
-        scored = score(terms, index.doc_lengths, index.avg_length, index.pagerank,
-                       self.settings.pagerank_weight)
-        return scored, found
+    @property
+    def retrieval(self) -> RetrievalSettings:
+        s = self.settings
+        return RetrievalSettings(pagerank_weight=s.pagerank_weight, and_min_results=s.and_min_results,
+                                 feedback_docs=s.feedback_docs, feedback_terms=s.feedback_terms,
+                                 feedback_weight=s.feedback_weight)
 
-    def _hits(self, scored: Scored, positions: np.ndarray,
-              query_terms: set[str]) -> list[SearchHit]:
+    def _hits(self, scored: Ranked, positions: Iterable[int], query_terms: set[str],
+              pagerank: np.ndarray) -> list[SearchHit]:
         nums = [int(scored.docs[i]) for i in positions]
         if not nums:
             return []
@@ -190,7 +191,7 @@ class SearchService:
             hits.append(SearchHit(
                 doc_num=num, url=doc.url, title=doc.title or doc.url,
                 score=float(scored.final[i]), text_score=float(scored.text[i]),
-                pagerank=float(scored.pagerank[i]), snippet=snippet,
+                pagerank=float(pagerank[num]), snippet=snippet,
                 cached_url=f"/cached/{num}",
                 also_at=[url for url in duplicates.get(num, []) if url != doc.url],
             ))

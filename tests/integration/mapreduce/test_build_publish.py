@@ -14,7 +14,11 @@ import pytest
 from sqlalchemy import func, select
 
 from mapreduce.build import BuildError, BuildResult, build_index
+from mapreduce.postings import url_words
 from services.config import Settings
+from services.crawler.urls import normalize_url
+from services.search.bm25f import BM25FParams
+from services.search.index import SEGMENT_ARRAYS
 from services.storage.blobstore import open_blobstore
 from services.storage.db import active_index, make_engine, session_factory
 from services.storage.models import IndexVersion, PageRankScore
@@ -54,50 +58,79 @@ def networkx_ranks(damping: float) -> np.ndarray:
     return np.array([ranks[i] for i in range(N)])
 
 
-def expected_postings() -> dict[str, dict[int, int]]:
-    """term -> {doc: tf}, straight from the analyzer (no MapReduce)."""
-    postings: dict[str, dict[int, int]] = {}
+IN_LINK_ANCHORS = {0: 3, 1: 2, 2: 1, 4: 1}  # crawled in-links, self-links not counted;
+# the corpus writer gives every link the anchor text "anchor".
+
+
+def expected_postings() -> dict[str, dict[int, list[int]]]:
+    """term -> {doc: [tf title, tf body, tf anchor, tf url]}, straight from the analyzer."""
+    postings: dict[str, dict[int, list[int]]] = {}
     pages = [page for block in CORPUS for page in block]
     for doc, page in enumerate(pages):
-        text = f"{page.get('title', '')} {page.get('description', '')} {page.get('text', '')}"
-        for term, tf in Counter(analyze(text)).items():
-            postings.setdefault(term, {})[doc] = tf
+        fields = [analyze(page.get("title", "")),
+                  analyze(f"{page.get('description', '')} {page.get('text', '')}"),
+                  ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
+                  analyze(url_words(normalize_url(page["url"])))]
+        for f, words in enumerate(fields):
+            for term, tf in Counter(words).items():
+                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0])[f] = tf
     return postings
+
+
+def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str, int], float]:
+    """The documented impact formula (docs/ranking.md) in plain Python."""
+    params = BM25FParams()
+    names = ("title", "body", "anchor", "url")
+    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(4)]
+               for doc in range(N)]
+    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(4)]
+    out = {}
+    for term, docs in expected.items():
+        idf = math.log(1 + (N - len(docs) + 0.5) / (len(docs) + 0.5))
+        for doc, tfs in docs.items():
+            pseudo = sum(params.fields[name].weight * tfs[f]
+                         / (1 - params.fields[name].b + params.fields[name].b * lengths[doc][f] / avg[f])
+                         for f, name in enumerate(names))
+            out[term, doc] = idf * pseudo * (params.k1 + 1) / (pseudo + params.k1)
+    return out
 
 
 def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str, np.ndarray]:
     store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
     arrays, meta = open_segment(store.download(segment, tmp_path / "dl" / "segment.nseg"))
-    assert {name: arr.dtype.str for name, arr in arrays.items()} == {
-        "term_bytes": "|u1", "term_offsets": "<u8", "df": "<u4", "idf": "<f4",
-        "post_offsets": "<u8", "post_docs": "<u4", "post_tfs": "<u4", "doc_lengths": "<u4",
-        "doc_norms": "<f4", "pagerank": "<f8"}
+    assert {name: arr.dtype for name, arr in arrays.items()} == SEGMENT_ARRAYS
 
     expected = expected_postings()
+    impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 1 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 2 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.pagerank_damping
+    assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
 
     offsets = arrays["term_offsets"]
     terms = [bytes(arrays["term_bytes"][offsets[i]:offsets[i + 1]]) for i in range(t)]
     assert terms == sorted(term.encode() for term in expected)
+    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url")]
     for i, raw in enumerate(terms):
+        term = raw.decode()
         lo, hi = arrays["post_offsets"][i], arrays["post_offsets"][i + 1]
         docs = arrays["post_docs"][lo:hi].tolist()
         assert docs == sorted(docs)
-        assert dict(zip(docs, arrays["post_tfs"][lo:hi].tolist(), strict=True)) == \
-            expected[raw.decode()]
-        assert arrays["df"][i] == len(expected[raw.decode()])
-        assert arrays["idf"][i] == pytest.approx(math.log(1 + N / arrays["df"][i]), rel=1e-6)
-
-    idf = {raw.decode(): float(arrays["idf"][i]) for i, raw in enumerate(terms)}
+        got = {d: [int(f[lo + j]) for f in fields] for j, d in enumerate(docs)}
+        assert got == expected[term]
+        assert arrays["df"][i] == len(expected[term])
+        want = [impacts[term, d] for d in docs]
+        assert arrays["post_impacts"][lo:hi].tolist() == pytest.approx(want, rel=1e-5)
+        assert arrays["max_impact"][i] == pytest.approx(max(want), rel=1e-5)
     for doc in range(N):
-        weights = [(1 + math.log(p[doc])) * idf[term] for term, p in expected.items() if doc in p]
-        assert arrays["doc_norms"][doc] == pytest.approx(math.sqrt(sum(w * w for w in weights)),
-                                                         rel=1e-5)
-        assert arrays["doc_lengths"][doc] == sum(p.get(doc, 0) for p in expected.values())
-    assert arrays["doc_lengths"][5] == 0 and arrays["doc_norms"][5] == 0
+        title_body = sum(p[doc][0] + p[doc][1] for p in expected.values() if doc in p)
+        assert arrays["doc_lengths"][doc] == title_body
+        lo, hi = arrays["fwd_offsets"][doc], arrays["fwd_offsets"][doc + 1]
+        forward = {terms[k].decode(): int(tf) for k, tf in
+                   zip(arrays["fwd_terms"][lo:hi], arrays["fwd_tfs"][lo:hi], strict=True)}
+        assert forward == {term: p[doc][0] + p[doc][1] for term, p in expected.items() if doc in p}
+    assert arrays["doc_lengths"][5] == 0
 
     pagerank = np.asarray(arrays["pagerank"])
     assert pagerank.sum() == pytest.approx(1.0, abs=1e-12)
@@ -173,3 +206,19 @@ def test_build_reports_stages_on_stderr(settings: Settings, corpus_writer: Corpu
 def test_build_without_documents_says_crawl_first(settings: Settings) -> None:
     with pytest.raises(BuildError, match="crawl first: nimbus crawl URL"):
         build_index(settings, progress=False)
+
+
+def test_host_level_pagerank_shares_each_hosts_rank_over_its_pages(
+        settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> None:
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, CORPUS)
+    result = build_index(settings.with_overrides(pagerank_level="host",
+                                                 pagerank_tolerance=1e-12), progress=False)
+    store = open_blobstore(settings.blob_url)
+    arrays, _meta = open_segment(store.download(result.segment, tmp_path / "host.nseg"))
+    pr = arrays["pagerank"]
+    # Hosts: news.test (docs 0-2) and wiki.test (3-5); the only link between hosts is
+    # wiki -> news (3 -> 0). Two-node PageRank: news = (1 + d) / (2 + d) with the
+    # dangling news host's mass spread evenly, wiki = 1 / (2 + d); shared over 3 pages.
+    d = settings.pagerank_damping
+    assert pr[:3].tolist() == pytest.approx([(1 + d) / (2 + d) / 3] * 3, rel=1e-9)
+    assert pr[3:].tolist() == pytest.approx([1 / (2 + d) / 3] * 3, rel=1e-9)

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from mapreduce.build import write_manifest
+from mapreduce.mr_anchors import MRAnchors
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
+from mapreduce.publish import read_index_rows
 from mapreduce.runner import JobError, JobOutput, run_job, write_rows
 from services.config import Settings
 from services.storage.blobstore import open_blobstore
@@ -27,16 +29,20 @@ FRUIT = [
      {"url": "http://fruit.test/pears", "title": "Pears", "text": "green pears, red pears"}],
     [{"url": "http://sky.test/", "description": "Sky blue", "text": "The sky"}],
 ]
-# Stems by hand: apples -> appl, pears -> pear; "and", "the" are stop words.
+# By hand: term -> doc -> [tf title, tf body, tf anchor, tf url, positions]. Stems:
+# apples -> appl, pears -> pear; "and", "the" are stop words. Positions count
+# title terms, skip one, then body terms; URL words ("fruit test apples") have none.
 FRUIT_POSTINGS = {
-    "appl": [[0, 2]],
-    "pear": [[0, 1], [1, 3]],
-    "red": [[0, 1], [1, 1]],
-    "green": [[1, 1]],
-    "sky": [[2, 2]],
-    "blue": [[2, 1]],
+    "red": {0: [1, 0, 0, 0, [0]], 1: [0, 1, 0, 0, [4]]},
+    "appl": {0: [1, 1, 0, 1, [1, 3]]},
+    "pear": {0: [0, 1, 0, 0, [4]], 1: [1, 2, 0, 1, [0, 3, 5]]},
+    "green": {1: [0, 1, 0, 0, [2]]},
+    "fruit": {0: [0, 0, 0, 1, []], 1: [0, 0, 0, 1, []]},
+    "test": {0: [0, 0, 0, 1, []], 1: [0, 0, 0, 1, []], 2: [0, 0, 0, 1, []]},
+    "sky": {2: [0, 2, 0, 1, [1, 3]]},
+    "blue": {2: [0, 1, 0, 0, [2]]},
 }
-FRUIT_LENGTHS = {0: 4, 1: 5, 2: 3}
+FRUIT_LENGTHS = {0: [2, 2, 0, 3], 1: [1, 4, 0, 3], 2: [0, 3, 0, 2]}  # title, body, anchor, url
 CorpusWriter = Callable[..., list]
 
 
@@ -48,9 +54,17 @@ def manifest(tmp_path: Path, num_blocks: int = 2) -> Path:
 
 
 def index_output(output: JobOutput) -> tuple[dict, dict]:
+    """{term: {doc: [tf fields..., positions]}} and {doc: field lengths} from MRIndex rows."""
     postings, lengths = {}, {}
-    for (kind, name), value in output.rows():
-        (postings if kind == "term" else lengths)[name] = value
+    for (kind, name), value in read_index_rows(output.path):
+        if kind == "t":
+            docs, tt, tb, ta, tu, counts, positions = value
+            assert docs == sorted(docs)  # ascending doc numbers
+            starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+            postings[name] = {d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i]:starts[i + 1]]]
+                              for i, d in enumerate(docs)}
+        else:
+            lengths[name] = value
     return postings, lengths
 
 
@@ -61,11 +75,30 @@ def test_mr_index_inline_postings_and_lengths(settings: Settings, tmp_path: Path
                   output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
     postings, lengths = index_output(out)
     assert postings == FRUIT_POSTINGS
-    assert {term: len(p) for term, p in postings.items()} == {
-        "appl": 1, "pear": 2, "red": 2, "green": 1, "sky": 1, "blue": 1}  # df
     assert lengths == FRUIT_LENGTHS
     assert out.counter("blocks", "records") == 3
-    assert out.counter("index", "postings") == 8
+    assert out.counter("index", "postings") == 13
+    assert out.counter("index", "terms") == len(FRUIT_POSTINGS)  # one row per term: df = its length
+
+
+def test_anchor_text_of_in_links_becomes_the_targets_anchor_field(
+        settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> None:
+    pages = [[{"url": "http://a.test/", "title": "Home", "text": "welcome",
+               "links": ["http://a.test/wing", "http://a.test/"]},
+              {"url": "http://a.test/wing", "title": "W", "text": "lift",
+               "links": ["http://a.test/nowhere"]}]]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, pages)
+    anchors = run_job(MRAnchors, [manifest(tmp_path, 1)], settings,
+                      output=tmp_path / "anchors.txt", scratch=tmp_path / "scratch")
+    # corpus_writer gives every link the anchor text "anchor"; the home page's self-link
+    # is skipped and the link to an uncrawled page goes nowhere.
+    assert anchors.path.read_text().splitlines() == ['@anchor\t1\t"anchor"']
+    out = run_job(MRIndex, [manifest(tmp_path, 1), anchors.path], settings,
+                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
+    postings, lengths = index_output(out)
+    assert postings["anchor"] == {1: [0, 0, 1, 0, []]}
+    assert postings["lift"] == {1: [0, 1, 0, 0, [2]]}  # title "w" at 0, gap, body
+    assert lengths[1] == [1, 1, 1, 2] and lengths[0] == [1, 1, 0, 1]  # "a" is a stop word
 
 
 def test_mr_index_names_a_missing_block(settings: Settings, tmp_path: Path) -> None:

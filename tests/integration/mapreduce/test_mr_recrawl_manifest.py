@@ -12,8 +12,11 @@ from pathlib import Path
 from mapreduce.build import build_index, write_manifest
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.postings import url_words
+from mapreduce.publish import read_index_rows
 from mapreduce.runner import run_job
 from services.config import Settings
+from services.crawler.urls import normalize_url
 from services.storage.blobstore import open_blobstore
 from services.storage.db import make_engine, session_factory
 from services.storage.segment import open_segment
@@ -46,7 +49,8 @@ def expected_postings() -> dict[str, list[list[int]]]:
     for doc in sorted(CURRENT):
         page = CURRENT[doc]
         text = f"{page.get('title', '')} {page.get('description', '')} {page.get('text', '')}"
-        for term, tf in Counter(analyze(text)).items():
+        words = analyze(text) + analyze(url_words(normalize_url(page["url"])))
+        for term, tf in Counter(words).items():
             postings.setdefault(term, []).append([doc, tf])
     return postings
 
@@ -74,8 +78,11 @@ def test_mr_index_reads_only_current_records(settings: Settings, tmp_path: Path,
     manifest = db_manifest(settings, tmp_path / "manifest.txt")
     out = run_job(MRIndex, [manifest], settings, output=tmp_path / "index.jsonl",
                   scratch=tmp_path / "scratch")
-    postings = {name: value for (kind, name), value in out.rows() if kind == "term"}
-    lengths = {name: value for (kind, name), value in out.rows() if kind == "len"}
+    rows = list(read_index_rows(out.path))
+    # Each posting's frequency over all fields, to compare with a plain count of the words.
+    postings = {name: [[d, tt + tb + ta + tu] for d, tt, tb, ta, tu in zip(*value[:5], strict=True)]
+                for (kind, name), value in rows if kind == "t"}
+    lengths = {name: value[0] + value[1] for (kind, name), value in rows if kind == "l"}
     assert postings == expected_postings()
     assert not {term for word in STALE_WORDS for term in analyze(word)} & set(postings)
     assert lengths == {doc: len(analyze(f"{p['title']}  {p['text']}"))
@@ -104,5 +111,6 @@ def test_build_publishes_only_the_latest_text(settings: Settings, tmp_path: Path
     arrays, meta = open_segment(store.download(result.segment, tmp_path / "seg.nseg"))
     blob, offsets = arrays["term_bytes"].tobytes(), arrays["term_offsets"]
     terms = {blob[offsets[i]:offsets[i + 1]].decode() for i in range(meta["num_terms"])}
-    assert terms == set(expected_postings())
+    # The corpus writer's links all carry the anchor text "anchor": their targets' anchor field.
+    assert terms == set(expected_postings()) | {"anchor"}
     assert meta["num_docs"] == 4 and arrays["pagerank"].sum() > 0.999

@@ -1,21 +1,22 @@
 """Test helper: commit a few documents and publish an index segment for them.
 
-It follows the contracts of the brief independently of ``mapreduce.publish``:
+It follows the contracts of the brief:
 content and record blocks in the blob store, Document rows, a segment packed
-with the exact array names and dtypes, and an active IndexVersion. Term
-statistics are computed here in plain Python from ``analyze()``, so the
-search service is checked against a second implementation of the contract.
+by the publisher's own ``segment_arrays`` (the MapReduce tests check the
+job's postings against hand-computed ones), and an active IndexVersion.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.postings import PostingBuffer, document_postings, merge_chunks
+from mapreduce.publish import collect_index_rows
+from mapreduce.publish import segment_arrays as publish_arrays
 from services.config import Settings
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentBlockWriter, ContentType
@@ -77,35 +78,27 @@ def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, st
 
 
 def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict[str, np.ndarray]:
-    """The contract's arrays for ``docs`` (doc_num = position in the list)."""
-    n = len(docs)
-    counts = [Counter(doc.terms()) for doc in docs]
-    vocab = sorted({t for c in counts for t in c}, key=lambda t: t.encode("utf-8"))
-    postings = {t: [(d, c[t]) for d, c in enumerate(counts) if t in c] for t in vocab}
-    idf = {t: math.log(1 + n / len(postings[t])) for t in vocab}
-    encoded = [t.encode("utf-8") for t in vocab]
-    norms = [math.sqrt(sum(((1 + math.log(tf)) * idf[t]) ** 2 for t, tf in c.items()))
-             for c in counts]
-    post_offsets = np.cumsum([0] + [len(postings[t]) for t in vocab])
-    return {
-        "term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(),
-        "term_offsets": np.cumsum([0] + [len(e) for e in encoded]).astype(np.uint64),
-        "df": np.array([len(postings[t]) for t in vocab], dtype=np.uint32),
-        "idf": np.array([idf[t] for t in vocab], dtype=np.float32),
-        "post_offsets": post_offsets.astype(np.uint64),
-        "post_docs": np.array([d for t in vocab for d, _ in postings[t]], dtype=np.uint32),
-        "post_tfs": np.array([tf for t in vocab for _, tf in postings[t]], dtype=np.uint32),
-        "doc_lengths": np.array([sum(c.values()) for c in counts], dtype=np.uint32),
-        "doc_norms": np.array(norms, dtype=np.float32),
-        "pagerank": np.array(pagerank or [1.0 / n] * n, dtype=np.float64),
-    }
+    """The contract's arrays for ``docs`` (doc_num = position in the list), through the
+    index job's pure functions and the publisher, without running mrjob."""
+    buffer = PostingBuffer()
+    rows: list = []
+    for num, doc in enumerate(docs):
+        postings = document_postings(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
+                                            content_type=doc.content_type, title=doc.title,
+                                            text=doc.text, description=doc.description))
+        buffer.add(postings)
+        title, body, anchor, url = postings.lengths
+        rows.append(([LENGTH, num], [title, body, anchor, url]))
+    rows += [([TERM, term], merge_chunks([chunk])) for term, chunk in buffer.drain()]
+    ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
+    return publish_arrays(collect_index_rows(rows), ranks, len(docs))
 
 
 def publish_index(settings: Settings, docs: list[Doc], version: str,
                   pagerank: list[float] | None = None) -> int:
     """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id."""
     arrays = segment_arrays(docs, pagerank)
-    meta = {"format": 1, "num_docs": len(docs), "num_terms": int(arrays["df"].shape[0]),
+    meta = {"format": 2, "num_docs": len(docs), "num_terms": int(arrays["df"].shape[0]),
             "num_postings": int(arrays["post_docs"].shape[0]), "created_at": 1_700_000_000,
             "pagerank_iterations": 1, "pagerank_damping": 0.85}
     name = f"index/segment-{version}.nseg"

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import update
 
+from mapreduce.postings import url_words
 from services.config import Settings
 from services.search.app import create_app
 from services.storage.db import make_engine, session_factory
@@ -42,20 +43,27 @@ WEIGHT = 2.0  # PageRank prior weight for these tests: large enough to reorder t
 
 def expected_ranking(docs: list[Doc], query: str, pagerank: list[float],
                      weight: float) -> list[tuple[int, float]]:
-    """Brute-force reference of the documented formula, in plain Python."""
+    """Brute-force reference of the documented BM25F formula (docs/ranking.md), in plain Python."""
     n = len(docs)
-    counts = [Counter(d.terms()) for d in docs]
-    df = Counter(t for c in counts for t in c)
-    idf = {t: math.log(1 + n / df[t]) for t in df}
-    lengths = [sum(c.values()) for c in counts]
-    avg = sum(lengths) / n
-    k1, b = 1.2, 0.75
+    params = {"title": (1.5, 0.5), "body": (1.0, 0.75), "url": (0.5, 0.5)}
+    fields = [{"title": Counter(analyze(d.title)),
+               "body": Counter(analyze(f"{d.description} {d.text}")),
+               "url": Counter(analyze(url_words(d.url)))} for d in docs]
+    length = [{f: sum(c.values()) for f, c in doc.items()} for doc in fields]
+    avg = {f: (sum(x[f] for x in length) / n) or 1.0 for f in params}
+    df = Counter(t for doc in fields for t in set().union(*doc.values()))
+    k1 = 1.2
     scores = []
-    for d, c in enumerate(counts):
-        q = [(t, qtf) for t, qtf in Counter(analyze(query)).items() if t in c]
-        if q:
-            norm = k1 * (1 - b + b * lengths[d] / avg)
-            text = sum(qtf * idf[t] * c[t] * (k1 + 1) / (c[t] + norm) for t, qtf in q)
+    for d, doc in enumerate(fields):
+        text, matched = 0.0, False
+        for t, qtf in Counter(analyze(query)).items():
+            pseudo = sum(w * doc[f][t] / (1 - b + b * length[d][f] / avg[f])
+                         for f, (w, b) in params.items())
+            if pseudo:
+                matched = True
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                text += qtf * idf * pseudo * (k1 + 1) / (pseudo + k1)
+        if matched:
             s = n * pagerank[d]
             scores.append((d, text + weight * s / (s + 1)))
     return sorted(scores, key=lambda s: (-s[1], s[0]))
@@ -68,7 +76,8 @@ def make_settings(request, tmp_path, backend: str) -> Settings:
         base = base.with_overrides(database_url=request.getfixturevalue("mysql_url"),
                                    blob_url=f"s3://{bucket}/nimbus",
                                    aws_endpoint_url=request.getfixturevalue("moto_server"))
-    return base.with_overrides(results_per_page=2, pagerank_weight=WEIGHT)
+    # Feedback off: these tests check the formula on the user's words.
+    return base.with_overrides(results_per_page=2, pagerank_weight=WEIGHT, feedback_docs=0)
 
 
 @pytest.fixture

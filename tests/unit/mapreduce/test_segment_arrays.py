@@ -8,16 +8,28 @@ import numpy as np
 import pytest
 
 from mapreduce.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
+from services.search.index import SEGMENT_ARRAYS
+
+
+def chunk(*postings: tuple[int, int, list[int]]) -> list[list[int]]:
+    """A term's row from (doc, body tf, positions) triples (title/anchor/url tf 0, url 1)."""
+    cols: list[list[int]] = [[], [], [], [], [], [], []]
+    for doc, tf, positions in postings:
+        for col, value in zip(cols, (doc, 0, tf, 0, 1, len(positions)), strict=False):
+            col.append(value)
+        cols[6].extend(positions)
+    return cols
+
 
 # Job output in reducer order, which is not term order. "école" sorts after
 # "zoo" by UTF-8 bytes (0xC3 > 'z'), though before it by Unicode collation.
 ROWS = [
-    (["term", "zoo"], [[1, 2]]),
-    (["len", 1], 3),
-    (["term", "école"], [[0, 1], [2, 4]]),
-    (["term", "apple"], [[0, 3], [1, 1], [2, 1]]),
-    (["len", 0], 4),
-    (["len", 2], 5),
+    (["t", "zoo"], chunk((1, 2, [0, 2]))),
+    (["l", 1], [0, 3, 0, 1]),
+    (["t", "école"], chunk((0, 1, [3]), (2, 4, [0, 1, 2, 3]))),
+    (["t", "apple"], chunk((0, 3, [0, 1, 2]), (1, 1, [1]), (2, 1, [4]))),
+    (["l", 0], [0, 4, 0, 1]),
+    (["l", 2], [0, 5, 0, 1]),
 ]
 
 
@@ -26,7 +38,7 @@ def arrays_for(rows: list, pagerank: list[float] | None = None) -> dict[str, np.
     return segment_arrays(collect_index_rows(rows), ranks, 3)
 
 
-def test_terms_sorted_by_utf8_bytes_with_their_postings() -> None:
+def test_terms_sorted_by_utf8_bytes_with_their_postings_and_positions() -> None:
     a = arrays_for(ROWS)
     terms = [bytes(a["term_bytes"][a["term_offsets"][i]:a["term_offsets"][i + 1]]).decode()
              for i in range(len(a["df"]))]
@@ -34,42 +46,44 @@ def test_terms_sorted_by_utf8_bytes_with_their_postings() -> None:
     assert a["df"].tolist() == [3, 1, 2]
     assert a["post_offsets"].tolist() == [0, 3, 4, 6]
     assert a["post_docs"].tolist() == [0, 1, 2, 1, 0, 2]
-    assert a["post_tfs"].tolist() == [3, 1, 1, 2, 1, 4]
-    assert a["doc_lengths"].tolist() == [4, 3, 5]
+    assert a["tf_body"].tolist() == [3, 1, 1, 2, 1, 4]
+    assert a["tf_url"].tolist() == [1] * 6
+    runs = [a["positions"][a["pos_offsets"][p]:a["pos_offsets"][p + 1]].tolist() for p in range(6)]
+    assert runs == [[0, 1, 2], [1], [4], [0, 2], [3], [0, 1, 2, 3]]
+    assert a["len_body"].tolist() == [4, 3, 5] and a["doc_lengths"].tolist() == [4, 3, 5]
 
 
-def test_dtypes_idf_norms_and_pagerank_follow_the_contract() -> None:
+def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> None:
     a = arrays_for(ROWS, [2.0, 3.0, 5.0])  # not normalised: publish divides by the sum
-    dtypes = {name: arr.dtype for name, arr in a.items()}
-    assert dtypes == {
-        "term_bytes": np.uint8, "term_offsets": np.uint64, "df": np.uint32, "idf": np.float32,
-        "post_offsets": np.uint64, "post_docs": np.uint32, "post_tfs": np.uint32,
-        "doc_lengths": np.uint32, "doc_norms": np.float32, "pagerank": np.float64,
-    }
-    idf_apple, idf_zoo, idf_ecole = math.log(1 + 3 / 3), math.log(1 + 3 / 1), math.log(1 + 3 / 2)
-    assert a["idf"].tolist() == pytest.approx([idf_apple, idf_zoo, idf_ecole], rel=1e-6)
-    # doc 0: apple tf 3, école tf 1; doc 1: apple 1, zoo 2; doc 2: apple 1, école 4.
-    norm0 = math.hypot((1 + math.log(3)) * idf_apple, idf_ecole)
-    norm1 = math.hypot(idf_apple, (1 + math.log(2)) * idf_zoo)
-    norm2 = math.hypot(idf_apple, (1 + math.log(4)) * idf_ecole)
-    assert a["doc_norms"].tolist() == pytest.approx([norm0, norm1, norm2], rel=1e-6)
+    assert {name: arr.dtype for name, arr in a.items()} == SEGMENT_ARRAYS
+    idf = [math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (3, 1, 2)]
+    assert a["idf"].tolist() == pytest.approx(idf, rel=1e-6)
+    assert (a["post_impacts"] > 0).all()
+    for t in range(3):
+        lo, hi = a["post_offsets"][t], a["post_offsets"][t + 1]
+        assert a["max_impact"][t] == a["post_impacts"][lo:hi].max()
+    # Forward index: doc 0 holds apple (3) and école (1), doc 2 apple (1) and école (4).
+    fwd = [dict(zip(a["fwd_terms"][a["fwd_offsets"][d]:a["fwd_offsets"][d + 1]].tolist(),
+                    a["fwd_tfs"][a["fwd_offsets"][d]:a["fwd_offsets"][d + 1]].tolist(),
+                    strict=True)) for d in range(3)]
+    assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta == {"format": 1, "num_docs": 3, "num_terms": 3, "num_postings": 6,
-                    "created_at": 12.5, "pagerank_iterations": 7, "pagerank_damping": 0.85}
+    assert meta["format"] == 2 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["bm25f"]["k1"] == 1.2
 
 
-def test_empty_documents_get_zero_norm_and_length() -> None:
-    a = segment_arrays(collect_index_rows([(["term", "x"], [[0, 1]]), (["len", 0], 1)]),
+def test_empty_documents_get_zero_length() -> None:
+    a = segment_arrays(collect_index_rows([(["t", "x"], chunk((0, 1, [0]))), (["l", 0], [0, 1, 0, 0])]),
                        np.array([0.5, 0.5]), 2)
     assert a["doc_lengths"].tolist() == [1, 0]
-    assert a["doc_norms"][1] == 0.0
+    assert a["fwd_offsets"].tolist() == [0, 1, 1]
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    ([(["term", "x"], [[5, 1]])], "doc_num 5"),
-    ([(["len", 9], 1)], "doc_num 9"),
-    ([(["term", "x"], [[1, 1], [1, 2]])], "indexed twice"),
+    ([(["t", "x"], chunk((5, 1, [0])))], "doc_num 5"),
+    ([(["l", 9], [0, 1, 0, 0])], "doc_num 9"),
+    ([(["t", "x"], chunk((1, 1, [0]), (1, 2, [1])))], "indexed twice"),
     ([(["what", "x"], 1)], "unexpected MRIndex row kind"),
 ])
 def test_inconsistent_job_output_is_refused(rows: list, message: str) -> None:

@@ -1,0 +1,100 @@
+"""BM25F term weights ("impacts"), computed once at publish time. Pure numpy.
+
+The text score of a document for a query is a sum over query terms of
+``query_weight_t * impact_td`` (docs/ranking.md), where
+
+    tf~_td    = sum over fields f of  w_f * tf_tdf / (1 - b_f + b_f * len_df / avglen_f)
+    impact_td = idf_t * tf~_td * (k1 + 1) / (tf~_td + k1)
+    idf_t     = ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
+
+This is the "simple BM25F" of Robertson, Zaragoza & Taylor (CIKM 2004):
+field frequencies are length-normalised per field and added with weights
+*before* the saturation, so a word in title and body is not counted as
+two independent pieces of evidence, which BM25 over separate fields would
+do. ``idf`` is Lucene's BM25 idf (always positive).
+
+Nothing here depends on the query, so the impacts are stored in the index
+segment and a query only adds them up; the largest impact of each term
+bounds what it can add, which dynamic pruning (``services.search.topk``)
+uses.
+
+Parameters are literature defaults, not fitted to an evaluation collection:
+k1 = 1.2 and body b = 0.75 (Robertson & Zaragoza 2009). Short fields are
+normalised less (title b = 0.5, url b = 0.5), because their lengths vary
+little; anchor text b = 0.75 (Zaragoza et al.'s TREC web runs used high b
+for anchors: a page linked from everywhere should not win by the sheer
+amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5.
+NOTES.md records that a title boost of 2 hurt on Cranfield, whose body
+repeats the title; with BM25F the boost enters before saturation, so a
+modest 1.5 keeps the title's value on the web without letting a title
+match outweigh the body (docs/ranking.md shows the measurements).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+FIELD_NAMES = ("title", "body", "anchor", "url")
+
+
+@dataclass(frozen=True)
+class FieldParams:
+    weight: float
+    b: float
+
+
+@dataclass(frozen=True)
+class BM25FParams:
+    k1: float = 1.2
+    fields: dict[str, FieldParams] = field(default_factory=lambda: {
+        "title": FieldParams(1.5, 0.5),
+        "body": FieldParams(1.0, 0.75),
+        "anchor": FieldParams(1.0, 0.75),
+        "url": FieldParams(0.5, 0.5),
+    })
+
+    def to_meta(self) -> dict:
+        return {"k1": self.k1, "fields": {name: asdict(p) for name, p in self.fields.items()}}
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> BM25FParams:
+        return cls(float(meta["k1"]), {name: FieldParams(**p) for name, p in meta["fields"].items()})
+
+
+DEFAULT_PARAMS = BM25FParams()
+
+
+def bm25_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
+    """Lucene's BM25 idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``: positive even for df > N/2."""
+    df = df.astype(np.float64)
+    return np.log1p((num_docs - df + 0.5) / (df + 0.5))
+
+
+def average_lengths(lengths: Sequence[np.ndarray]) -> list[float]:
+    """Mean length of each field over all documents (1.0 where a field is always empty)."""
+    return [float(x.mean()) if x.shape[0] and x.mean() > 0 else 1.0 for x in lengths]
+
+
+def impacts(post_docs: np.ndarray, post_tfs: Sequence[np.ndarray], term_of_posting: np.ndarray,
+            idf: np.ndarray, field_lengths: Sequence[np.ndarray],
+            params: BM25FParams = DEFAULT_PARAMS) -> np.ndarray:
+    """The impact of every posting (float32), in posting order.
+
+    ``post_tfs`` and ``field_lengths`` are in ``FIELD_NAMES`` order: one array
+    per field, the former aligned with ``post_docs``, the latter indexed by doc.
+    """
+    docs = post_docs.astype(np.int64, copy=False)
+    pseudo = np.zeros(docs.shape[0], dtype=np.float64)
+    for name, tfs, lengths, avg in zip(FIELD_NAMES, post_tfs, field_lengths,
+                                       average_lengths(field_lengths), strict=True):
+        p = params.fields[name]
+        if p.weight == 0:
+            continue
+        norm = 1.0 - p.b + p.b * lengths.astype(np.float64)[docs] / avg
+        pseudo += p.weight * tfs.astype(np.float64) / norm
+    k1 = params.k1
+    weight = idf.astype(np.float64)[term_of_posting] * pseudo * (k1 + 1.0) / (pseudo + k1)
+    return weight.astype(np.float32)

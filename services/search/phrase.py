@@ -1,0 +1,45 @@
+"""Phrase matching over the positions stored with each posting. Pure numpy.
+
+A document matches the phrase t0 t1 ... tn when some position p has t0 at p,
+t1 at p + 1, ... tn at p + n. For all candidate documents at once: for term
+i, the keys ``doc << 32 | (p - i)`` of its positions; a document matches when
+one key is in every term's set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _keys(docs: np.ndarray, post_docs: np.ndarray, start: int, pos_offsets: np.ndarray,
+          positions: np.ndarray, shift: int) -> np.ndarray:
+    """Keys of one term's positions in ``docs`` (ascending, all holding the term)."""
+    postings = start + np.searchsorted(post_docs, docs)
+    begin = pos_offsets[postings].astype(np.int64)
+    counts = pos_offsets[postings + 1].astype(np.int64) - begin
+    idx = np.repeat(begin - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
+        int(counts.sum()))
+    pos = positions[idx].astype(np.int64) - shift
+    owner = np.repeat(docs.astype(np.int64), counts)
+    keep = pos >= 0
+    return np.unique((owner[keep] << 32) | pos[keep])
+
+
+def phrase_matches(candidates: np.ndarray, term_ranges: Sequence[tuple[int, int]],
+                   post_docs: np.ndarray, pos_offsets: np.ndarray,
+                   positions: np.ndarray) -> np.ndarray:
+    """The candidates (ascending; each holds every phrase term) where the phrase occurs.
+
+    ``term_ranges[i]`` is the posting range of the phrase's i-th term.
+    """
+    if candidates.shape[0] == 0 or not term_ranges:
+        return candidates
+    common: np.ndarray | None = None
+    for shift, (start, end) in enumerate(term_ranges):
+        keys = _keys(candidates, post_docs[start:end], start, pos_offsets, positions, shift)
+        common = keys if common is None else np.intersect1d(common, keys, assume_unique=True)
+        if common.shape[0] == 0:
+            return candidates[:0]
+    return np.unique(common >> 32)

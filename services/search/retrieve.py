@@ -1,0 +1,121 @@
+"""A parsed query against one index segment: which documents, in which order.
+
+The rules (README, "Query language"):
+
+1. Excluded words remove documents; phrases are required in every mode.
+2. Without ``OR``: the documents holding every word (AND), ranked by score,
+   when there are at least ``and_min_results`` of them; documents matching
+   only some words follow, ranked by score, for whoever reads that far.
+3. Otherwise (explicit ``OR``, or AND found too few): every document holding
+   any word, ranked by score (exact top-k with MaxScore pruning). With RM3
+   pseudo-relevance feedback switched on (and no phrase in the query: an
+   expanded query is no longer the user's phrase), the expanded query
+   re-ranks those same documents: feedback reorders, it never adds a result
+   that holds none of the user's words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.search.feedback import rm3_weights
+from services.search.index import SegmentIndex
+from services.search.phrase import phrase_matches
+from services.search.query import ParsedQuery
+from services.search.rank import (
+    QueryTerm,
+    Ranked,
+    intersect_docs,
+    score_candidates,
+    top_k_maxscore,
+    union_docs,
+)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    pagerank_weight: float = 1.0
+    and_min_results: int = 10
+    feedback_docs: int = 10
+    feedback_terms: int = 10
+    feedback_weight: float = 0.5
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    ranked: Ranked
+    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "none"
+    found: list[str]  # query terms present in the index
+
+
+def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
+    docs, impacts = index.postings(term_id)
+    return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id))
+
+
+def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
+             settings: RetrievalSettings = RetrievalSettings()) -> Retrieval:  # noqa: B008 - frozen
+    prior = index.prior(settings.pagerank_weight)
+    ids = {term: index.term_id(term) for term in query.terms}
+    found = [t for t, i in ids.items() if i is not None]
+    weights = {ids[t]: float(query.terms[t]) for t in found}
+    terms = [query_term(index, i, w) for i, w in weights.items()]
+    excluded = union_docs([query_term(index, i, 1.0) for t in query.excluded
+                           if (i := index.term_id(t)) is not None])
+    empty = Ranked(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0)
+    if not terms or k <= 0:
+        return Retrieval(empty, "none", found)
+
+    if query.phrases:
+        if any(ids[t] is None for phrase in query.phrases for t in phrase):
+            return Retrieval(empty, "phrase", found)
+        required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
+        candidates = _without(intersect_docs(required), excluded)
+        for phrase in query.phrases:
+            ranges = [index.posting_range(ids[t]) for t in phrase]
+            candidates = phrase_matches(candidates, ranges, index.arrays["post_docs"],
+                                        index.arrays["pos_offsets"], index.arrays["positions"])
+        if not query.any_word and len(found) == len(query.terms):
+            both = _without(intersect_docs(terms), excluded)
+            narrowed = np.intersect1d(candidates, both, assume_unique=True)
+            if narrowed.shape[0] >= settings.and_min_results:
+                candidates = narrowed
+        return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
+
+    if not query.any_word and len(found) == len(query.terms) and len(terms) > 1:
+        conjunctive = _without(intersect_docs(terms), excluded)
+        if conjunctive.shape[0] >= settings.and_min_results:
+            ranked = score_candidates(terms, conjunctive, prior, k)
+            if ranked.docs.shape[0] >= k:
+                return Retrieval(ranked, "and", found)
+            # Fewer AND matches than asked for: partial matches follow them.
+            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, conjunctive))
+            return Retrieval(_concat(ranked, rest, k), "and+or", found)
+
+    ranked = top_k_maxscore(terms, prior, k, excluded=excluded)
+    if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0]:
+        fb = min(settings.feedback_docs, ranked.docs.shape[0])
+        expanded = rm3_weights(weights, ranked.docs[:fb], ranked.text[:fb],
+                               index.arrays["fwd_offsets"], index.arrays["fwd_terms"],
+                               index.arrays["fwd_tfs"], index.doc_lengths,
+                               settings.feedback_terms, settings.feedback_weight)
+        # The expanded query reranks the documents holding a word of the user's query;
+        # it does not bring in documents that hold none of them.
+        candidates = _without(union_docs(terms), excluded)
+        expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
+        ranked = score_candidates(expanded_terms, candidates, prior, k)
+        return Retrieval(ranked, "or+feedback", found)
+    return Retrieval(ranked, "or", found)
+
+
+def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    return docs[~np.isin(docs, excluded)] if excluded.shape[0] else docs
+
+
+def _concat(first: Ranked, rest: Ranked, k: int) -> Ranked:
+    return Ranked(np.concatenate([first.docs, rest.docs])[:k],
+                  np.concatenate([first.final, rest.final])[:k],
+                  np.concatenate([first.text, rest.text])[:k],
+                  first.total + rest.total)

@@ -1,0 +1,40 @@
+"""The query language: words, phrases, exclusions, OR."""
+
+from __future__ import annotations
+
+from services.search.query import parse_query
+
+
+def test_plain_words_are_analyzed_and_counted():
+    q = parse_query("Wing wings the LIFT")
+    assert dict(q.terms) == {"wing": 2, "lift": 1}
+    assert (q.phrases, q.excluded, q.any_word) == ([], [], False)
+
+
+def test_phrases_keep_order_and_score_their_words():
+    q = parse_query('"speed of sound" aircraft')
+    assert q.phrases == [["speed", "sound"]]
+    assert dict(q.terms) == {"speed": 1, "sound": 1, "aircraft": 1}
+
+
+def test_exclusions_by_minus_and_not():
+    assert parse_query("flow -turbulent").excluded == ["turbul"]
+    assert parse_query("flow NOT turbulent").excluded == ["turbul"]
+    assert dict(parse_query("flow NOT turbulent").terms) == {"flow": 1}
+    assert parse_query('flow -"turbulent"').excluded == ["turbul"]
+
+
+def test_explicit_or_and_lowercase_or_is_a_word():
+    assert parse_query("wing OR lift").any_word
+    assert not parse_query("wing or lift").any_word
+
+
+def test_unclosed_quote_runs_to_the_end_and_one_word_phrase_is_a_word():
+    q = parse_query('drag "boundary layer')
+    assert q.phrases == [["boundari", "layer"]]
+    assert parse_query('"wing"').phrases == []
+
+
+def test_stop_words_only_is_empty_and_a_word_cannot_be_both_wanted_and_excluded():
+    assert parse_query("the of and").empty
+    assert parse_query("wing -wing").excluded == []
