@@ -12,6 +12,8 @@ removed after a successful build and kept after a failure for inspection.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import shutil
 import sys
 import time
@@ -51,21 +53,44 @@ class BuildError(RuntimeError):
     """The index cannot be built from the current crawl; the message says what to do."""
 
 
+MANIFEST_PARTS = 64  # map tasks per job at most; beyond that a task reads several blocks
+
+
 def write_manifest(session: Session, path: Path) -> int:
     """Write the job input from the documents table; returns the number of blocks listed.
 
-    One line per record block: ``<block>\\t<doc_nums whose current record is there>``
+    One line per record block: ``<block>\t<doc_nums whose current record is there>``
     (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
     table is never held as ORM objects.
     """
+    return len(write_manifest_parts(session, path.parent, parts=1, name=path.name)[1])
+
+
+def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFEST_PARTS,
+                         name: str = "manifest") -> tuple[list[Path], list[str]]:
+    """The manifest split over up to ``parts`` gzip files: (files, blocks listed).
+
+    Hadoop and mrjob's runners give each gzip file to one map task whole, so
+    one block per file (up to ``parts`` files, then blocks dealt round-robin)
+    lets the runner balance tasks by block. A single uncompressed manifest is
+    split by bytes instead, and its last, lone task kept one core idle for a
+    third of the index job.
+    """
+    num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
+    count = max(1, min(parts, num_blocks))
+    single = parts == 1
+    paths = [directory / name] if single else [directory / f"{name}-{i:05d}.txt.gz"
+                                                for i in range(count)]
     rows = session.execute(select(Document.record_block, Document.doc_num)
                            .order_by(Document.record_block, Document.doc_num))
-    count = 0
-    with path.open("w", encoding="utf-8") as fh:
-        for line in manifest_lines((block, num) for block, num in rows):
-            fh.write(line)
-            count += 1
-    return count
+    blocks = []
+    with contextlib.ExitStack() as stack:
+        opener = open if single else gzip.open
+        files = [stack.enter_context(opener(path, "wt", encoding="utf-8")) for path in paths]
+        for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
+            files[i % count].write(line)
+            blocks.append(line.split("\t", 1)[0])
+    return paths, blocks
 
 
 def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
@@ -119,16 +144,16 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
         scratch.mkdir(parents=True, exist_ok=True)
-        manifest = scratch / "manifest.txt"
         with sessions() as session:
-            blocks = write_manifest(session, manifest)
+            manifest, listed = write_manifest_parts(session, scratch)
+        blocks = len(listed)
         say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")
 
         say("1/4 index: anchor text, then terms, fields and positions")
-        anchors = run_job(MRAnchors, [manifest], settings, output=scratch / "anchors.txt",
+        anchors = run_job(MRAnchors, manifest, settings, output=scratch / "anchors.txt",
                           scratch=scratch)
-        index = run_job(MRIndex, [manifest, anchors.path], settings, output=scratch / "index.jsonl",
+        index = run_job(MRIndex, [*manifest, anchors.path], settings, output=scratch / "index.jsonl",
                         scratch=scratch)
         records = index.counter("blocks", "records")
         say(f"    {records} records ({anchors.counter('anchors', 'documents')} with in-link anchor "
@@ -141,7 +166,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
                 f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
 
         say("2/4 link graph")
-        links = run_job(MRLinkGraph, [manifest], settings, output=scratch / "links.jsonl",
+        links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl",
                         scratch=scratch)
         say(f"    {links.counter('linkgraph', 'edges')} edges, "
             f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
@@ -169,12 +194,18 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
 
         say("4/4 publish")
-        arrays = segment_arrays(collect_index_rows(read_index_rows(index.path)), ranks.ranks,
-                                num_docs)
+        stage = time.monotonic()
+        columns = collect_index_rows(read_index_rows(index.path))
+        read_s, stage = time.monotonic() - stage, time.monotonic()
+        arrays = segment_arrays(columns, ranks.ranks, num_docs)
+        del columns
+        arrays_s, stage = time.monotonic() - stage, time.monotonic()
         meta = segment_meta(arrays, pagerank_iterations=ranks.iterations,
                             pagerank_damping=settings.pagerank_damping, created_at=time.time())
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         published = publish_segment(arrays, meta, store, sessions)
+        say(f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
+            f"store and activate {time.monotonic() - stage:.1f} s")
         shutil.rmtree(scratch, ignore_errors=True)
     finally:
         engine.dispose()

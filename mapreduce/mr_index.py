@@ -5,17 +5,18 @@ optionally, MRAnchors' output (``@anchor`` lines) as a second input file.
 
 The mapper analyses each document with ``services.text.analyze`` (the
 analyzer queries use) into its four fields (``mapreduce.postings``) and
-combines in memory across all the documents its task reads: one row per
-distinct term per task, holding that term's postings in column form, never
+combines in memory across the documents its task reads: one row per
+distinct term per flush, holding that term's postings in column form, never
 a row per token or per (term, document). The buffer is flushed when it holds
-``FLUSH_POSTINGS`` postings, so a task's memory stays bounded. The reducer
+``FLUSH_TOKENS`` tokens (checked after each block), so a task's memory stays
+bounded. The reducer
 merges a term's chunks into one posting list, ascending by document; its
 length is the term's document frequency.
 
 Rows are ujson (mrjob's UltraJSONProtocol: only ints and strings travel, so
 nothing is lost), two kinds told apart by a tag::
 
-    ["t", "flow"]  ->  [docs, tf_title, tf_body, tf_anchor, tf_url, pos_counts, positions]
+    ["t", "flow"]  ->  "<base64 of the term's posting columns>"   (mapreduce.postings.Chunk)
     ["l", 7]       ->  [len_title, len_body, len_anchor, len_url]
 """
 
@@ -27,13 +28,13 @@ from mrjob.protocol import UltraJSONProtocol
 from mrjob.step import MRStep
 
 from mapreduce.mr_anchors import ANCHOR_LINE, parse_anchor_line
-from mapreduce.postings import PostingBuffer, anchor_postings, document_postings, merge_chunks
+from mapreduce.postings import Chunk, PostingBuffer, merge_chunks
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 
 TERM = "t"
 LENGTH = "l"
 PAGE, ANCHORS = "m", "a"
-FLUSH_POSTINGS = 2_000_000  # ~ a few hundred MB of Python lists in one map task
+FLUSH_TOKENS = 5_000_000  # ~ 10,000 web pages; ~ 400 MB of Python lists at the peak
 
 
 def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
@@ -71,31 +72,29 @@ class MRIndex(RecordBlockJob):
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
         if line.startswith(ANCHOR_LINE):
             doc, text = parse_anchor_line(line)
-            postings = anchor_postings(doc, text)
-            yield [LENGTH, doc], [ANCHORS, postings.lengths[2]]
-            self.buffer.add(postings)
+            yield [LENGTH, doc], [ANCHORS, self.buffer.add_anchor(doc, text)]
         else:
             for record in self.block_records(line):
-                postings = document_postings(record)
-                title, body, _anchor, url = postings.lengths
+                title, body, url = self.buffer.add(record)
                 yield [LENGTH, record.doc_num], [PAGE, title, body, url]
-                self.buffer.add(postings)
-        if self.buffer.postings >= FLUSH_POSTINGS:
+        if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()
 
     def mapper_final(self) -> Iterator[tuple[list, object]]:
         yield from self._drain()
 
     def _drain(self) -> Iterator[tuple[list, object]]:
-        self.increment_counter("index", "postings", self.buffer.postings)
+        postings = 0
         for term, chunk in self.buffer.drain():
-            yield [TERM, term], chunk
+            postings += chunk.docs.shape[0]
+            yield [TERM, term], chunk.encode()
+        self.increment_counter("index", "postings", postings)
 
     def reducer_postings(self, key: list, values: Iterable) -> Iterator[tuple[list, object]]:
         kind, name = key
         if kind == TERM:
             self.increment_counter("index", "terms")
-            yield key, merge_chunks(values)
+            yield key, merge_chunks(Chunk.decode(value) for value in values).encode()
         else:
             yield key, merge_lengths(name, values)
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.postings import Chunk
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
@@ -63,14 +63,9 @@ class PublishError(ValueError):
 
 @dataclass
 class IndexColumns:
-    """MRIndex output gathered into flat columns (postings in job order, terms unsorted)."""
+    """MRIndex output: each term's posting columns, and each document's field lengths."""
 
-    terms: list[bytes] = field(default_factory=list)
-    df: array = field(default_factory=lambda: array("I"))
-    docs: array = field(default_factory=lambda: array("I"))
-    tfs: list[array] = field(default_factory=lambda: [array("I") for _ in range(4)])
-    pos_counts: array = field(default_factory=lambda: array("I"))
-    positions: array = field(default_factory=lambda: array("I"))
+    chunks: dict[bytes, Chunk] = field(default_factory=dict)  # UTF-8 term -> postings
     lengths: dict[int, list[int]] = field(default_factory=dict)
 
 
@@ -86,14 +81,11 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
     cols = IndexColumns()
     for (kind, name), value in rows:
         if kind == TERM:
-            docs, tt, tb, ta, tu, counts, positions = value
-            cols.terms.append(name.encode("utf-8"))
-            cols.df.append(len(docs))
-            cols.docs.extend(docs)
-            for column, values in zip(cols.tfs, (tt, tb, ta, tu), strict=True):
-                column.extend(values)
-            cols.pos_counts.extend(counts)
-            cols.positions.extend(positions)
+            key = name.encode("utf-8")
+            if key in cols.chunks:
+                raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher "
+                                   "disagree")
+            cols.chunks[key] = value if isinstance(value, Chunk) else Chunk.decode(value)
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
         else:
@@ -115,31 +107,19 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
     """The segment's arrays (contract above) from the index columns and the PageRank vector."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
-    order = np.array(sorted(range(len(cols.terms)), key=cols.terms.__getitem__), dtype=np.int64)
-    df_job = np.asarray(cols.df, dtype=np.uint32)
-    starts_job = _offsets(df_job)[:-1].astype(np.int64)
-    df = df_job[order]
+    sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
+    chunks = [cols.chunks[t] for t in sorted_terms]
+    df = np.array([c.docs.shape[0] for c in chunks], dtype=np.uint32)
     post_offsets = _offsets(df)
     num_postings = int(post_offsets[-1])
-    # Gather each term's postings from its position in the job output into
-    # sorted-term order: posting k of sorted term i sits at starts_job[order[i]] + k.
-    shift = starts_job[order] - post_offsets[:-1].astype(np.int64)
-    gather = np.repeat(shift, df.astype(np.int64)) + np.arange(num_postings)
-    post_docs = np.asarray(cols.docs, dtype=np.uint32)[gather]
+    post_docs = _concat([c.docs for c in chunks], np.uint32)
     _check_postings(post_docs, post_offsets, num_docs)
-    tfs = [np.minimum(np.asarray(c, dtype=np.uint32)[gather], TF_MAX).astype(np.uint16)
-           for c in cols.tfs]
+    field_tfs = _concat([c.tfs for c in chunks], np.uint16).reshape(-1, 4)
+    tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(4)]
+    pos_offsets = _offsets(_concat([c.counts for c in chunks], np.uint32))
+    positions = _concat([c.positions for c in chunks], np.uint32)
+    del chunks
 
-    # Positions move with their postings: runs of pos_counts, gathered in the new order.
-    counts_job = np.asarray(cols.pos_counts, dtype=np.int64)
-    pos_starts_job = _offsets(counts_job)[:-1].astype(np.int64)
-    counts = counts_job[gather]
-    pos_offsets = _offsets(counts)
-    pos_gather = (np.repeat(pos_starts_job[gather] - pos_offsets[:-1].astype(np.int64), counts)
-                  + np.arange(int(pos_offsets[-1])))
-    positions = np.asarray(cols.positions, dtype=np.uint32)[pos_gather]
-
-    sorted_terms = [cols.terms[i] for i in order]
     term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
     term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
 
@@ -188,6 +168,10 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         "fwd_tfs": fwd_tfs,
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
+
+
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:

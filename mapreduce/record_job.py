@@ -120,10 +120,12 @@ class RecordBlockJob(MRJob):
         self.increment_counter("blocks", "read")
         data = self.store().get(name)
         if wanted is None:  # stream: nothing to compare
+            count = 0
             for record in iter_records(data, name=name):
-                self.increment_counter("blocks", "records")
+                count += 1
                 yield record
-            return
+            self.increment_counter("blocks", "records", count)  # once a block: each is a line
+            return                                             # the runner parses
         kept, stale = current_records(iter_records(data, name=name), wanted)
         if stale:
             self.increment_counter("blocks", "stale_records_skipped", stale)
@@ -131,6 +133,5 @@ class RecordBlockJob(MRJob):
         if missing:
             # The documents table names a record the block lacks: a stale manifest.
             self.increment_counter("blocks", "listed_records_missing", missing)
-        for record in kept:
-            self.increment_counter("blocks", "records")
-            yield record
+        self.increment_counter("blocks", "records", len(kept))
+        yield from kept

@@ -86,15 +86,16 @@ def impacts(post_docs: np.ndarray, post_tfs: Sequence[np.ndarray], term_of_posti
     ``post_tfs`` and ``field_lengths`` are in ``FIELD_NAMES`` order: one array
     per field, the former aligned with ``post_docs``, the latter indexed by doc.
     """
-    docs = post_docs.astype(np.int64, copy=False)
-    pseudo = np.zeros(docs.shape[0], dtype=np.float64)
+    docs = post_docs.astype(np.intp, copy=False)
+    pseudo = np.zeros(docs.shape[0], dtype=np.float32)  # float32: the impacts are stored so
     for name, tfs, lengths, avg in zip(FIELD_NAMES, post_tfs, field_lengths,
                                        average_lengths(field_lengths), strict=True):
         p = params.fields[name]
-        if p.weight == 0:
+        if p.weight == 0 or not tfs.any():
             continue
-        norm = 1.0 - p.b + p.b * lengths.astype(np.float64)[docs] / avg
-        pseudo += p.weight * tfs.astype(np.float64) / norm
-    k1 = params.k1
-    weight = idf.astype(np.float64)[term_of_posting] * pseudo * (k1 + 1.0) / (pseudo + k1)
-    return weight.astype(np.float32)
+        # The field's normaliser per document, then looked up per posting.
+        norm = (1.0 - p.b + p.b * lengths.astype(np.float64) / avg).astype(np.float32)
+        pseudo += np.float32(p.weight) * tfs.astype(np.float32) / norm[docs]
+    k1 = np.float32(params.k1)
+    weight = idf.astype(np.float32)[term_of_posting] * pseudo * (k1 + np.float32(1.0)) / (pseudo + k1)
+    return weight.astype(np.float32, copy=False)

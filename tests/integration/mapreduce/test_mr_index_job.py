@@ -18,6 +18,7 @@ from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
+from mapreduce.postings import Chunk
 from mapreduce.publish import read_index_rows
 from mapreduce.runner import JobError, JobOutput, run_job, write_rows
 from services.config import Settings
@@ -58,7 +59,7 @@ def index_output(output: JobOutput) -> tuple[dict, dict]:
     postings, lengths = {}, {}
     for (kind, name), value in read_index_rows(output.path):
         if kind == "t":
-            docs, tt, tb, ta, tu, counts, positions = value
+            docs, tt, tb, ta, tu, counts, positions = Chunk.decode(value).as_lists()
             assert docs == sorted(docs)  # ascending doc numbers
             starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
             postings[name] = {d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i]:starts[i + 1]]]

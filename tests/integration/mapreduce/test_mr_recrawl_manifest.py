@@ -12,7 +12,7 @@ from pathlib import Path
 from mapreduce.build import build_index, write_manifest
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
-from mapreduce.postings import url_words
+from mapreduce.postings import Chunk, url_words
 from mapreduce.publish import read_index_rows
 from mapreduce.runner import run_job
 from services.config import Settings
@@ -80,7 +80,8 @@ def test_mr_index_reads_only_current_records(settings: Settings, tmp_path: Path,
                   scratch=tmp_path / "scratch")
     rows = list(read_index_rows(out.path))
     # Each posting's frequency over all fields, to compare with a plain count of the words.
-    postings = {name: [[d, tt + tb + ta + tu] for d, tt, tb, ta, tu in zip(*value[:5], strict=True)]
+    postings = {name: [[d, tt + tb + ta + tu] for d, tt, tb, ta, tu in
+                       zip(*Chunk.decode(value).as_lists()[:5], strict=True)]
                 for (kind, name), value in rows if kind == "t"}
     lengths = {name: value[0] + value[1] for (kind, name), value in rows if kind == "l"}
     assert postings == expected_postings()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import PostingBuffer, document_postings, merge_chunks
+from mapreduce.postings import PostingBuffer, merge_chunks
 from mapreduce.publish import collect_index_rows
 from mapreduce.publish import segment_arrays as publish_arrays
 from services.config import Settings
@@ -83,12 +83,10 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     buffer = PostingBuffer()
     rows: list = []
     for num, doc in enumerate(docs):
-        postings = document_postings(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
-                                            content_type=doc.content_type, title=doc.title,
-                                            text=doc.text, description=doc.description))
-        buffer.add(postings)
-        title, body, anchor, url = postings.lengths
-        rows.append(([LENGTH, num], [title, body, anchor, url]))
+        title, body, url = buffer.add(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
+                                             content_type=doc.content_type, title=doc.title,
+                                             text=doc.text, description=doc.description))
+        rows.append(([LENGTH, num], [title, body, 0, url]))
     rows += [([TERM, term], merge_chunks([chunk])) for term, chunk in buffer.drain()]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
     return publish_arrays(collect_index_rows(rows), ranks, len(docs))

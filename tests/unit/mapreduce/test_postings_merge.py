@@ -1,8 +1,11 @@
-"""The index job's pure parts: fields, positions, in-mapper combining, merging chunks."""
+"""The index job's pure parts: fields, positions, block-at-a-time combining, merging chunks."""
 
 from __future__ import annotations
 
+import random
+
 from mapreduce.postings import (
+    Chunk,
     PostingBuffer,
     anchor_postings,
     document_postings,
@@ -10,6 +13,9 @@ from mapreduce.postings import (
     url_words,
 )
 from services.storage.records import Record
+
+WORDS = ["wing", "lift", "drag", "flow", "boundary", "layer", "shock", "wave", "the", "of",
+         "supersonic", "nozzle", "heat"]
 
 
 def test_url_words_split_host_and_path():
@@ -26,14 +32,59 @@ def test_document_fields_and_positions():
     assert p.terms["lift"] == [1, 1, 0, 0, [1, 3]]
 
 
-def test_buffer_combines_documents_and_merge_joins_anchor_and_page_postings():
+def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[int, list]]:
+    """Per-document postings (document_postings / anchor_postings), merged by hand."""
+    out: dict[str, dict[int, list]] = {}
+    docs = [document_postings(r) for r in records]
+    docs += [anchor_postings(doc, text) for doc, text in anchors.items()]
+    for d in docs:
+        for term, (tt, tb, ta, tu, positions) in d.terms.items():
+            entry = out.setdefault(term, {}).setdefault(d.doc, [0, 0, 0, 0, []])
+            for i, v in enumerate((tt, tb, ta, tu)):
+                entry[i] += v
+            entry[4] = sorted(entry[4] + positions)
+    return out
+
+
+def as_dict(chunks) -> dict[str, dict[int, list]]:
+    out = {}
+    for term, chunk in chunks:
+        docs, tt, tb, ta, tu, counts, positions = chunk.as_lists()
+        assert docs == sorted(set(docs))  # ascending, one posting per document
+        at, entries = 0, {}
+        for i, d in enumerate(docs):
+            entries[d] = [tt[i], tb[i], ta[i], tu[i], positions[at:at + counts[i]]]
+            at += counts[i]
+        out[term] = entries
+    return out
+
+
+def test_block_buffer_gives_the_per_document_postings():
+    rng = random.Random(7)
+    records = [Record(num, f"http://h{num % 3}.test/{rng.choice(WORDS)}", "", "", "text/html",
+                      title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
+                      text=" ".join(rng.choices(WORDS, k=rng.randint(0, 60))))
+               for num in rng.sample(range(100), 40)]  # doc_nums out of order, as after recrawls
+    anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(range(100), 10)}
     buffer = PostingBuffer()
-    buffer.add(document_postings(Record(7, "http://a.test/", "", "", "text/html", text="wing wing")))
-    buffer.add(document_postings(Record(2, "http://b.test/", "", "", "text/html", text="wing")))
-    assert buffer.postings == 5  # doc 7: wing, test ("a" is a stop word); doc 2: wing, b, test
-    page = dict(buffer.drain())
-    anchors = PostingBuffer()
-    anchors.add(anchor_postings(7, "Wing page | wings"))
-    merged = merge_chunks([page["wing"], dict(anchors.drain())["wing"]])
-    assert merged == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [1, 2], [1, 1, 2]]
-    assert buffer.chunks == {} and buffer.postings == 0
+    for r in records:
+        assert buffer.add(r) == document_postings(r).lengths[:2] + document_postings(r).lengths[3:]
+    for doc, text in anchors.items():
+        buffer.add_anchor(doc, text)
+    assert as_dict(buffer.drain()) == reference(records, anchors)
+    assert buffer.tokens == 0 and list(buffer.drain()) == []
+
+
+def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
+    a = PostingBuffer()
+    a.add(Record(7, "http://a.test/", "", "", "text/html", text="wing wing"))
+    b = PostingBuffer()
+    b.add(Record(2, "http://b.test/", "", "", "text/html", text="wing"))
+    c = PostingBuffer()
+    c.add_anchor(7, "Wing page | wings")
+    wing = [dict(x.drain())["wing"] for x in (a, b, c)]
+    assert merge_chunks(wing[:2]).as_lists() == \
+        [[2, 7], [0, 0], [1, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
+    merged = merge_chunks(wing)
+    assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [1, 2], [1, 1, 2]]
+    assert Chunk.decode(merged.encode()).as_lists() == merged.as_lists()  # the wire format

@@ -7,18 +7,18 @@ import math
 import numpy as np
 import pytest
 
+from mapreduce.postings import Chunk
 from mapreduce.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
 from services.search.index import SEGMENT_ARRAYS
 
 
-def chunk(*postings: tuple[int, int, list[int]]) -> list[list[int]]:
-    """A term's row from (doc, body tf, positions) triples (title/anchor/url tf 0, url 1)."""
-    cols: list[list[int]] = [[], [], [], [], [], [], []]
-    for doc, tf, positions in postings:
-        for col, value in zip(cols, (doc, 0, tf, 0, 1, len(positions)), strict=False):
-            col.append(value)
-        cols[6].extend(positions)
-    return cols
+def chunk(*postings: tuple[int, int, list[int]]) -> str:
+    """A term's row (as the job writes it) from (doc, body tf, positions) triples
+    (title and anchor tf 0, url tf 1)."""
+    return Chunk(np.array([p[0] for p in postings], np.uint32),
+                 np.array([[0, p[1], 0, 1] for p in postings], np.uint16).reshape(-1, 4),
+                 np.array([len(p[2]) for p in postings], np.uint32),
+                 np.array([x for p in postings for x in p[2]], np.uint32)).encode()
 
 
 # Job output in reducer order, which is not term order. "école" sorts after

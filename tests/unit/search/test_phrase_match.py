@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import PostingBuffer, document_postings, merge_chunks
+from mapreduce.postings import PostingBuffer, merge_chunks
 from mapreduce.publish import collect_index_rows, segment_arrays
 from services.search.index import SegmentIndex
 from services.search.phrase import phrase_matches
@@ -24,10 +24,9 @@ TEXTS = [
 def index_of(texts: list[tuple[str, str]]) -> SegmentIndex:
     buffer, rows = PostingBuffer(), []
     for num, (title, text) in enumerate(texts):
-        p = document_postings(Record(num, f"http://t.test/{num}", "", "", "text/html",
-                                     title=title, text=text))
-        buffer.add(p)
-        rows.append(([LENGTH, num], list(p.lengths)))
+        t, b, u = buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html",
+                                    title=title, text=text))
+        rows.append(([LENGTH, num], [t, b, 0, u]))
     rows += [([TERM, t], merge_chunks([c])) for t, c in buffer.drain()]
     n = len(texts)
     return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows),

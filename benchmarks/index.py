@@ -1,0 +1,185 @@
+"""Index build and query latency: Nimbus against bm25s and tantivy on the same texts.
+
+    .venv/bin/python -m benchmarks.index [--docs 100000] [--queries 500] [--runner local]
+
+The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
+rebuilt under var/bench when missing). In one run:
+
+* **build**: Nimbus from record blocks to a published segment (``build_index``:
+  MRAnchors, MRIndex, MRLinkGraph, PageRank, publish) on the mrjob runner
+  given (``local``: separate task processes, as the issue asks); the ingest
+  that writes the record blocks is timed and shown apart. bm25s (tokenize
+  with the same Snowball stemmer and English stop words, then index) and
+  tantivy (title + body with its ``en_stem`` analyzer, commit) index the same
+  title + text strings. Figure: documents per second.
+* **query**: every query once to warm up, then each timed alone, top 10:
+  Nimbus through ``SearchService.ranked`` (the code the API runs: parse, AND
+  with OR fallback, MaxScore, PageRank prior, feedback when it falls back to
+  OR), tantivy ``searcher.search`` of ``index.parse_query`` over title and
+  body (OR of the words, its default), bm25s ``retrieve``. Figures: p50 and
+  p95 in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.textcorpus import DATA, build
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed_queries(run: Callable[[str], object], queries: list[str]) -> dict[str, float]:
+    for q in queries:  # warm caches (memory maps, tantivy's and bm25s's lazy structures)
+        run(q)
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        run(q)
+        times.append((time.perf_counter() - start) * 1000.0)
+    return {"p50": percentile(times, 0.5), "p95": percentile(times, 0.95),
+            "mean": statistics.fmean(times)}
+
+
+def load(corpus: Path) -> tuple[list[dict], list[str]]:
+    with (corpus / "docs.jsonl").open(encoding="utf-8") as fh:
+        docs = [json.loads(line) for line in fh]
+    with (corpus / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = [json.loads(line)["text"] for line in fh]
+    return docs, queries
+
+
+def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> dict[str, float]:
+    from mapreduce.build import build_index
+    from services.config import Settings
+    from services.eval.collection import EvalDoc
+    from services.ingest.writer import write_docs
+    from services.search.service import SearchService
+    from services.storage.blobstore import open_blobstore
+    from services.storage.db import init_db, make_engine, session_factory
+
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True)
+    settings = Settings.from_env({}).with_overrides(
+        database_url=f"sqlite:///{state / 'nimbus.db'}", blob_url=f"file://{state / 'blobs'}",
+        var_dir=state / "var", mr_runner=runner)
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    ingest = write_docs((EvalDoc(d["id"], d["title"], d["text"]) for d in docs), "bench.invalid",
+                        session_factory(engine), open_blobstore(settings.blob_url),
+                        max_block_docs=settings.block_max_docs,
+                        max_block_bytes=settings.block_max_bytes, progress=False)
+    engine.dispose()
+    print(f"nimbus ingest (not in the build figure): {ingest.summary()}", flush=True)
+    start = time.perf_counter()
+    result = build_index(settings, progress=True)
+    build_s = time.perf_counter() - start
+    service = SearchService(settings)
+    try:
+        latency = timed_queries(lambda q: service.ranked(q, 10), queries)
+        latency_or = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
+    finally:
+        service.close()
+    return {"build_s": build_s, "docs": result.num_docs, **latency,
+            **{f"or_{k}": v for k, v in latency_or.items()}}
+
+
+def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    texts = [f"{d['title']} {d['text']}" for d in docs]
+    start = time.perf_counter()
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever = bm25s.BM25()
+    retriever.index(tokens, show_progress=False)
+    build_s = time.perf_counter() - start
+
+    def run(q: str) -> object:
+        return retriever.retrieve(bm25s.tokenize([q], stopwords="en", stemmer=stemmer,
+                                                 show_progress=False), k=10, show_progress=False)
+
+    return {"build_s": build_s, "docs": len(texts), **timed_queries(run, queries)}
+
+
+def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, float]:
+    import tantivy
+
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("title", stored=False, tokenizer_name="en_stem")
+    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    builder.add_integer_field("id", stored=True, indexed=False)
+    schema = builder.build()
+    index = tantivy.Index(schema, path=str(path))
+    start = time.perf_counter()
+    writer = index.writer(heap_size=512_000_000)
+    for d in docs:
+        writer.add_document(tantivy.Document(title=d["title"], body=d["text"], id=int(d["id"])))
+    writer.commit()
+    writer.wait_merging_threads()
+    build_s = time.perf_counter() - start
+    index.reload()
+    searcher = index.searcher()
+
+    def run(q: str) -> object:
+        return searcher.search(index.parse_query(q, ["title", "body"]), 10).hits
+
+    return {"build_s": build_s, "docs": len(docs), **timed_queries(run, queries)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="index build and query latency benchmark")
+    p.add_argument("--docs", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--runner", default="local", choices=["inline", "local"])
+    p.add_argument("--work", type=Path, default=ROOT / "var" / "bench")
+    p.add_argument("--only", nargs="*", default=["bm25s", "tantivy", "nimbus"])
+    args = p.parse_args(argv)
+    corpus = args.work / f"corpus-{args.docs}"
+    if not (corpus / "docs.jsonl").is_file():
+        build(DATA, args.docs, args.queries, corpus)
+    docs, queries = load(corpus)
+    words = [len(q.split()) for q in queries]
+    print(f"corpus {corpus}: {len(docs)} documents, {len(queries)} queries of "
+          f"{min(words)}-{max(words)} words", flush=True)
+    results: dict[str, dict[str, float]] = {}
+    for name in args.only:
+        if name == "bm25s":
+            results[name] = bm25s_peer(docs, queries)
+        elif name == "tantivy":
+            results[name] = tantivy_peer(docs, queries, args.work / "tantivy-index")
+        elif name == "nimbus":
+            results[name] = nimbus(docs, queries, args.runner, args.work / "nimbus-state")
+        r = results[name]
+        line = (f"{name:8s} build {r['build_s']:7.1f} s = {r['docs'] / r['build_s']:7.0f} docs/s;"
+                f"  query p50 {r['p50']:6.2f} ms  p95 {r['p95']:6.2f} ms  mean {r['mean']:6.2f} ms")
+        if "or_p50" in r:
+            line += f"  (OR queries: p50 {r['or_p50']:.2f} ms, p95 {r['or_p95']:.2f} ms)"
+        print(line, flush=True)
+    if "nimbus" in results:
+        n = results["nimbus"]
+        for peer in ("bm25s", "tantivy"):
+            if peer in results:
+                q = results[peer]
+                print(f"nimbus/{peer}: build {q['build_s'] / n['build_s']:.2f}x docs/s; "
+                      f"p50 {n['p50'] / q['p50']:.2f}x, p95 {n['p95'] / q['p95']:.2f}x latency")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
