@@ -71,12 +71,10 @@ class MRIndex(RecordBlockJob):
 
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
         if line.startswith(ANCHOR_LINE):
-            doc, text = parse_anchor_line(line)
-            yield [LENGTH, doc], [ANCHORS, self.buffer.add_anchor(doc, text)]
+            self.buffer.add_anchor(*parse_anchor_line(line))
         else:
             for record in self.block_records(line):
-                title, body, url = self.buffer.add(record)
-                yield [LENGTH, record.doc_num], [PAGE, title, body, url]
+                self.buffer.add(record)
         if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()
 
@@ -84,8 +82,14 @@ class MRIndex(RecordBlockJob):
         yield from self._drain()
 
     def _drain(self) -> Iterator[tuple[list, object]]:
+        chunks, lengths = self.buffer.drain()
+        for doc, (title, body, anchor, url) in lengths.items():
+            if title is not None:
+                yield [LENGTH, doc], [PAGE, title, body, url]
+            if anchor is not None:
+                yield [LENGTH, doc], [ANCHORS, anchor]
         postings = 0
-        for term, chunk in self.buffer.drain():
+        for term, chunk in chunks:
             postings += chunk.docs.shape[0]
             yield [TERM, term], chunk.encode()
         self.increment_counter("index", "postings", postings)

@@ -42,4 +42,4 @@ def phrase_matches(candidates: np.ndarray, term_ranges: Sequence[tuple[int, int]
         common = keys if common is None else np.intersect1d(common, keys, assume_unique=True)
         if common.shape[0] == 0:
             return candidates[:0]
-    return np.unique(common >> 32)
+    return np.unique(common >> 32).astype(candidates.dtype)

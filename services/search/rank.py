@@ -51,7 +51,7 @@ class QueryTerm:
 class Ranked:
     """The best documents, best first, with their score parts."""
 
-    docs: np.ndarray  # int64
+    docs: np.ndarray  # uint32
     final: np.ndarray  # float64
     text: np.ndarray  # float64
     total: int  # documents that matched (before the cut to k); a lower bound when pruned
@@ -76,25 +76,57 @@ def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
     return total
 
 
+DOC = np.uint32  # document numbers, as the segment stores them: searchsorted never converts
+
+
 def union_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
     parts = [t.docs for t in terms if t.docs.shape[0]]
     if not parts:
-        return np.zeros(0, np.int64)
-    return np.unique(np.concatenate(parts).astype(np.int64))
+        return np.zeros(0, DOC)
+    return np.unique(np.concatenate(parts).astype(DOC, copy=False))
 
 
 def intersect_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
     """Documents holding every term: shortest list first, then binary-search filters."""
     if not terms:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, DOC)
     ordered = sorted(terms, key=lambda t: t.docs.shape[0])
-    docs = ordered[0].docs.astype(np.int64)
+    docs = ordered[0].docs.astype(DOC, copy=False)
     for t in ordered[1:]:
         if docs.shape[0] == 0:
             break
         at = np.minimum(np.searchsorted(t.docs, docs), max(t.docs.shape[0] - 1, 0))
         docs = docs[t.docs[at] == docs] if t.docs.shape[0] else docs[:0]
     return docs
+
+
+def conjunctive(terms: Sequence[QueryTerm]) -> tuple[np.ndarray, np.ndarray]:
+    """(documents holding every term, their text scores) in one pass over the lists.
+
+    The shortest list gives the candidates; each other list is probed by
+    binary search, and the impacts found on the way are kept, so scoring
+    costs no second search. Scores are summed in query order, as
+    ``text_scores`` sums them (the same float result).
+    """
+    if not terms:
+        return np.zeros(0, DOC), np.zeros(0, np.float64)
+    by_length = sorted(range(len(terms)), key=lambda i: terms[i].docs.shape[0])
+    first = terms[by_length[0]]
+    docs = first.docs.astype(DOC, copy=False)
+    found = {by_length[0]: first.impacts}
+    for i in by_length[1:]:
+        t = terms[i]
+        if docs.shape[0] == 0 or t.docs.shape[0] == 0:
+            return np.zeros(0, DOC), np.zeros(0, np.float64)
+        at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
+        hit = t.docs[at] == docs
+        docs = docs[hit]
+        found = {j: impacts[hit] for j, impacts in found.items()}
+        found[i] = t.impacts[at[hit]]
+    text = np.zeros(docs.shape[0], dtype=np.float64)
+    for i, t in enumerate(terms):
+        text += found[i].astype(np.float64) * t.weight
+    return docs, text
 
 
 def best_of(docs: np.ndarray, final: np.ndarray, text: np.ndarray, k: int, total: int) -> Ranked:
@@ -110,11 +142,14 @@ def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.nda
 
 
 def top_k_exhaustive(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
-                     excluded: np.ndarray | None = None) -> Ranked:
+                     excluded: np.ndarray | None = None,
+                     allowed: np.ndarray | None = None) -> Ranked:
     """Every document holding any term, scored; the reference for ``top_k_maxscore``."""
     docs = union_docs(terms)
     if excluded is not None and excluded.shape[0]:
         docs = docs[~np.isin(docs, excluded)]
+    if allowed is not None:
+        docs = docs[allowed[docs]]
     return score_candidates(terms, docs, prior, k)
 
 
@@ -122,27 +157,32 @@ SAFETY = 1e-9  # relative slack for float rounding when comparing a score with a
 
 
 def top_k_maxscore(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
-                   excluded: np.ndarray | None = None, max_prior: float | None = None) -> Ranked:
+                   excluded: np.ndarray | None = None, max_prior: float | None = None,
+                   allowed: np.ndarray | None = None) -> Ranked:
     """The same top-k as ``top_k_exhaustive``, enumerating only the essential terms' postings.
 
-    ``total`` is the number of documents scored, a lower bound of the matches
-    when the pruning stopped early.
+    ``allowed`` (a boolean per document) restricts the candidates further, as
+    ``excluded`` does; restricting only lowers what outsiders could score, so
+    the bound stays valid. ``total`` is the number of documents scored, a
+    lower bound of the matches when the pruning stopped early.
     """
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
-        return Ranked(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0)
+        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
     max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
     by_bound = sorted(live, key=lambda t: -t.weight * t.max_impact)
     bounds = np.array([t.weight * t.max_impact for t in by_bound], dtype=np.float64)
     # rest[m]: the best a document can score holding none of the first m terms.
     rest = np.concatenate([np.cumsum(bounds[::-1])[::-1], [0.0]]) + max_prior
-    scored = np.zeros(0, np.int64)
+    scored = np.zeros(0, DOC)
     final = text = np.zeros(0, np.float64)
     for m in range(1, len(by_bound) + 1):
-        new = by_bound[m - 1].docs.astype(np.int64)
+        new = by_bound[m - 1].docs.astype(DOC, copy=False)
         new = new[~np.isin(new, scored, assume_unique=True)] if scored.shape[0] else new
         if excluded is not None and excluded.shape[0]:
             new = new[~np.isin(new, excluded)]
+        if allowed is not None:
+            new = new[allowed[new]]
         if new.shape[0]:
             new_text = text_scores(terms, new)
             scored = np.concatenate([scored, new])
@@ -166,7 +206,7 @@ def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     """
     n = int(scores.shape[0])
     if k <= 0 or n == 0:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, np.intp)
     if k < n:
         kth = np.argpartition(-scores, k - 1)[k - 1]
         pool = np.flatnonzero(scores >= scores[kth])

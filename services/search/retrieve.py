@@ -27,6 +27,8 @@ from services.search.query import ParsedQuery
 from services.search.rank import (
     QueryTerm,
     Ranked,
+    best_of,
+    conjunctive,
     intersect_docs,
     score_candidates,
     top_k_maxscore,
@@ -64,7 +66,7 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
     terms = [query_term(index, i, w) for i, w in weights.items()]
     excluded = union_docs([query_term(index, i, 1.0) for t in query.excluded
                            if (i := index.term_id(t)) is not None])
-    empty = Ranked(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0)
+    empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
     if not terms or k <= 0:
         return Retrieval(empty, "none", found)
 
@@ -85,13 +87,16 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
 
     if not query.any_word and len(found) == len(query.terms) and len(terms) > 1:
-        conjunctive = _without(intersect_docs(terms), excluded)
-        if conjunctive.shape[0] >= settings.and_min_results:
-            ranked = score_candidates(terms, conjunctive, prior, k)
+        docs, text = conjunctive(terms)
+        if excluded.shape[0]:
+            keep = ~np.isin(docs, excluded)
+            docs, text = docs[keep], text[keep]
+        if docs.shape[0] >= settings.and_min_results:
+            ranked = best_of(docs, text + prior[docs], text, k, int(docs.shape[0]))
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for: partial matches follow them.
-            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, conjunctive))
+            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, docs))
             return Retrieval(_concat(ranked, rest, k), "and+or", found)
 
     ranked = top_k_maxscore(terms, prior, k, excluded=excluded)
@@ -103,9 +108,11 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
                                settings.feedback_terms, settings.feedback_weight)
         # The expanded query reranks the documents holding a word of the user's query;
         # it does not bring in documents that hold none of them.
-        candidates = _without(union_docs(terms), excluded)
+        allowed = np.zeros(index.num_docs, dtype=bool)
+        for t in terms:
+            allowed[t.docs] = True
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
-        ranked = score_candidates(expanded_terms, candidates, prior, k)
+        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed)
         return Retrieval(ranked, "or+feedback", found)
     return Retrieval(ranked, "or", found)
 

@@ -37,15 +37,41 @@ def _stemmer() -> Stemmer.Stemmer:
 
 def tokenize(text: str) -> list[str]:
     """Case-folded, NFKC-normalised word tokens (stop words kept)."""
+    return [t for t in surface_tokens(text) if len(t) <= MAX_TOKEN_LENGTH]
+
+
+def surface_tokens(text: str) -> list[str]:
+    """Case-folded, NFKC-normalised word tokens as they stand: before the stop list,
+    the length cap and stemming (``terms_of`` finishes them)."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    return [t for t in _TOKEN.findall(text) if len(t) <= MAX_TOKEN_LENGTH]
+    return _TOKEN.findall(text)
+
+
+def terms_of(surfaces: list[str]) -> list[str]:
+    """The index term of each surface token, "" for a token that is dropped (a stop word,
+    or longer than ``MAX_TOKEN_LENGTH``).
+
+    The index job calls this once per distinct token of a whole block, not
+    once per occurrence: stemming a block's vocabulary is a small fraction of
+    stemming its text.
+    """
+    stop = stopwords()
+    kept = [i for i, t in enumerate(surfaces) if t not in stop and len(t) <= MAX_TOKEN_LENGTH]
+    out = [""] * len(surfaces)
+    if not kept:
+        return out
+    # "don't" -> "dont", "u.s" -> "us": after the stop list, before stemming.
+    joined = "\n".join(surfaces[i] for i in kept).replace("'", "").replace(".", "")
+    for i, term in zip(kept, _stemmer().stemWords(joined.split("\n")), strict=True):
+        out[i] = term
+    return out
 
 
 def analyze(text: str) -> list[str]:
     """Index terms of ``text``, in order (repeats kept: query-term frequency counts).
 
-    Written for speed (it runs on every token the index job sees): one pass
-    in Python for the stop list, the rest as whole-string or C-level calls.
+    Equal to ``terms_of`` applied token by token, empty terms left out (the
+    index job's block-at-a-time analysis relies on it; a test compares them).
     """
     stop = stopwords()
     text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")

@@ -83,11 +83,12 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     buffer = PostingBuffer()
     rows: list = []
     for num, doc in enumerate(docs):
-        title, body, url = buffer.add(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
-                                             content_type=doc.content_type, title=doc.title,
-                                             text=doc.text, description=doc.description))
-        rows.append(([LENGTH, num], [title, body, 0, url]))
-    rows += [([TERM, term], merge_chunks([chunk])) for term, chunk in buffer.drain()]
+        buffer.add(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
+                          content_type=doc.content_type, title=doc.title, text=doc.text,
+                          description=doc.description))
+    chunks, lengths = buffer.drain()
+    rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
+    rows += [([TERM, term], merge_chunks([chunk])) for term, chunk in chunks]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
     return publish_arrays(collect_index_rows(rows), ranks, len(docs))
 

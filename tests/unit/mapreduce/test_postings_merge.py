@@ -68,11 +68,18 @@ def test_block_buffer_gives_the_per_document_postings():
     anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(range(100), 10)}
     buffer = PostingBuffer()
     for r in records:
-        assert buffer.add(r) == document_postings(r).lengths[:2] + document_postings(r).lengths[3:]
+        buffer.add(r)
     for doc, text in anchors.items():
         buffer.add_anchor(doc, text)
-    assert as_dict(buffer.drain()) == reference(records, anchors)
-    assert buffer.tokens == 0 and list(buffer.drain()) == []
+    chunks, lengths = buffer.drain()
+    assert as_dict(chunks) == reference(records, anchors)
+    for r in records:
+        title, body, _anchor, url = document_postings(r).lengths
+        anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] \
+            if r.doc_num in anchors else None
+        assert lengths[r.doc_num] == [title, body, anchor, url]
+    assert all(lengths[doc][2] is not None for doc in anchors)
+    assert buffer.tokens == 0 and buffer.drain() == ([], {})
 
 
 def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
@@ -82,7 +89,7 @@ def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     b.add(Record(2, "http://b.test/", "", "", "text/html", text="wing"))
     c = PostingBuffer()
     c.add_anchor(7, "Wing page | wings")
-    wing = [dict(x.drain())["wing"] for x in (a, b, c)]
+    wing = [dict(x.drain()[0])["wing"] for x in (a, b, c)]
     assert merge_chunks(wing[:2]).as_lists() == \
         [[2, 7], [0, 0], [1, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
     merged = merge_chunks(wing)

@@ -24,10 +24,10 @@ TEXTS = [
 def index_of(texts: list[tuple[str, str]]) -> SegmentIndex:
     buffer, rows = PostingBuffer(), []
     for num, (title, text) in enumerate(texts):
-        t, b, u = buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html",
-                                    title=title, text=text))
-        rows.append(([LENGTH, num], [t, b, 0, u]))
-    rows += [([TERM, t], merge_chunks([c])) for t, c in buffer.drain()]
+        buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html", title=title, text=text))
+    chunks, lengths = buffer.drain()
+    rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
+    rows += [([TERM, t], merge_chunks([c])) for t, c in chunks]
     n = len(texts)
     return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows),
                                                           np.full(n, 1 / n), n))

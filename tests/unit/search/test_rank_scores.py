@@ -7,6 +7,7 @@ import pytest
 
 from services.search.rank import (
     QueryTerm,
+    conjunctive,
     intersect_docs,
     pagerank_prior,
     score_candidates,
@@ -71,13 +72,16 @@ def test_maxscore_returns_exactly_the_exhaustive_top_k(seed):
     prior = pagerank_prior(rng.dirichlet(np.ones(num_docs)), num_docs) * float(rng.choice([0, 1, 3]))
     excluded = (np.sort(rng.choice(num_docs, size=200, replace=False)).astype(np.int64)
                 if seed % 3 == 0 else None)
+    allowed = rng.random(num_docs) < 0.5 if seed % 4 == 1 else None  # feedback's restriction
     for k in (1, 10, 100):
-        exact = top_k_exhaustive(terms, prior, k, excluded)
-        pruned = top_k_maxscore(terms, prior, k, excluded)
+        exact = top_k_exhaustive(terms, prior, k, excluded, allowed=allowed)
+        pruned = top_k_maxscore(terms, prior, k, excluded, allowed=allowed)
         assert pruned.docs.tolist() == exact.docs.tolist()
         assert pruned.final.tolist() == exact.final.tolist()  # bit-identical, not approximately
         if excluded is not None:
             assert not np.isin(pruned.docs, excluded).any()
+        if allowed is not None:
+            assert allowed[pruned.docs].all()
 
 
 def test_maxscore_skips_documents_holding_only_weak_terms():
@@ -97,3 +101,13 @@ def test_top_k_equals_a_full_sort_with_doc_number_tie_break(seed):
     expected = sorted(range(500), key=lambda i: (-scores[i], docs[i]))
     for k in (0, 1, 7, 50, 499, 500, 800):
         assert top_k(docs, scores, k).tolist() == expected[:k]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_conjunctive_scores_equal_intersection_then_scoring(seed):
+    rng = np.random.default_rng(100 + seed)
+    terms = random_terms(rng, 2_000, int(rng.integers(2, 5)))
+    docs, text = conjunctive(terms)
+    expected_docs = intersect_docs(terms)
+    assert docs.tolist() == expected_docs.tolist()
+    assert text.tolist() == text_scores(terms, expected_docs).tolist()
