@@ -100,13 +100,19 @@ def intersect_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
     return docs
 
 
-def conjunctive(terms: Sequence[QueryTerm]) -> tuple[np.ndarray, np.ndarray]:
+DENSE_PROBE = 64  # probe through a per-document table when the candidates are > N / 64
+
+
+def conjunctive(terms: Sequence[QueryTerm],
+                num_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(documents holding every term, their text scores) in one pass over the lists.
 
-    The shortest list gives the candidates; each other list is probed by
-    binary search, and the impacts found on the way are kept, so scoring
-    costs no second search. Scores are summed in query order, as
-    ``text_scores`` sums them (the same float result).
+    The shortest list gives the candidates; each other list is probed, and
+    the impacts found on the way are kept, so scoring costs no second search.
+    A probe is a binary search per candidate, or, when the candidates are
+    many (over ``num_docs / DENSE_PROBE``), one scatter of the probed list into
+    a table by document and one gather: linear instead of n log m. Scores are
+    summed in query order, as ``text_scores`` sums them (the same float result).
     """
     if not terms:
         return np.zeros(0, DOC), np.zeros(0, np.float64)
@@ -118,8 +124,14 @@ def conjunctive(terms: Sequence[QueryTerm]) -> tuple[np.ndarray, np.ndarray]:
         t = terms[i]
         if docs.shape[0] == 0 or t.docs.shape[0] == 0:
             return np.zeros(0, DOC), np.zeros(0, np.float64)
-        at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
-        hit = t.docs[at] == docs
+        if num_docs is not None and docs.shape[0] * DENSE_PROBE > num_docs:
+            table = np.full(num_docs, -1, dtype=np.int32)
+            table[t.docs] = np.arange(t.docs.shape[0], dtype=np.int32)
+            at = table[docs]
+            hit = at >= 0
+        else:
+            at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
+            hit = t.docs[at] == docs
         docs = docs[hit]
         found = {j: impacts[hit] for j, impacts in found.items()}
         found[i] = t.impacts[at[hit]]

@@ -87,7 +87,7 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
 
     if not query.any_word and len(found) == len(query.terms) and len(terms) > 1:
-        docs, text = conjunctive(terms)
+        docs, text = conjunctive(terms, index.num_docs)
         if excluded.shape[0]:
             keep = ~np.isin(docs, excluded)
             docs, text = docs[keep], text[keep]
