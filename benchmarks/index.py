@@ -23,6 +23,7 @@ rebuilt under var/bench when missing). In one run:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import statistics
@@ -44,6 +45,9 @@ def percentile(values: list[float], q: float) -> float:
 def timed_queries(run: Callable[[str], object], queries: list[str]) -> dict[str, float]:
     for q in queries:  # warm caches (memory maps, tantivy's and bm25s's lazy structures)
         run(q)
+    # The same for every contender: no garbage left by the build (or the last contender)
+    # for the collector to walk during the timed loop, as in a serving process.
+    gc.collect()
     times = []
     for q in queries:
         start = time.perf_counter()
