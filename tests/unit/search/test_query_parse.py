@@ -38,3 +38,14 @@ def test_unclosed_quote_runs_to_the_end_and_one_word_phrase_is_a_word():
 def test_stop_words_only_is_empty_and_a_word_cannot_be_both_wanted_and_excluded():
     assert parse_query("the of and").empty
     assert parse_query("wing -wing").excluded == []
+
+
+def test_queries_use_the_index_analyzer():
+    """Plain words of a query become exactly the terms the index job makes of the same text
+    (the job's block analysis equals ``analyze``: tests/unit/text/test_analyze.py)."""
+    from collections import Counter
+
+    from services.text.analyze import analyze
+
+    text = "Aerodynamic heating of U.S. wings: don't the flows’ Straße"
+    assert parse_query(text).terms == Counter(analyze(text))

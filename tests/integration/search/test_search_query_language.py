@@ -1,0 +1,56 @@
+"""The query language through the JSON API: AND with OR fallback, OR, -word/NOT, phrases."""
+
+from __future__ import annotations
+
+import pytest
+from search_corpus import Doc, commit_documents, publish_index
+
+DOCS = [
+    Doc("http://q.test/0", "Boundary layer", "The boundary layer of a wing in supersonic flow."),
+    Doc("http://q.test/1", "Layers", "A layer near the boundary; boundary conditions of flow."),
+    Doc("http://q.test/2", "Shock", "Shock waves in supersonic flow over a wedge."),
+    Doc("http://q.test/3", "Heat", "Heat transfer in the boundary layer at hypersonic speed."),
+    Doc("http://q.test/4", "Nozzle", "Nozzle flow and shock position."),
+]
+
+
+@pytest.fixture
+def published(settings):
+    settings = settings.with_overrides(results_per_page=10, and_min_results=2, feedback_docs=0)
+    commit_documents(settings, DOCS, 0, "crawl-q")
+    publish_index(settings, DOCS, "v1")
+    return settings
+
+
+def hits(client, q: str) -> list[int]:
+    return [h["doc_num"] for h in client.get("/api/search", params={"q": q}).json()["hits"]]
+
+
+def docs(client, q: str) -> list[int]:
+    return sorted(hits(client, q))
+
+
+def test_words_are_anded_when_enough_documents_hold_them_all(client):
+    assert docs(client, "boundary layer") == [0, 1, 3]  # all hold both words
+    # Documents holding every word come first; partial matches follow them on the page.
+    ranked = hits(client, "supersonic flow")
+    assert sorted(ranked[:2]) == [0, 2] and sorted(ranked[2:]) == [1, 4]
+
+
+def test_and_falls_back_to_or_when_too_few_documents_hold_every_word(client):
+    # Only doc 3 holds both "heat" and "shock": fewer than and_min_results (2).
+    assert docs(client, "heat shock") == [2, 3, 4]
+
+
+def test_explicit_or_and_exclusions(client):
+    assert docs(client, "wedge OR nozzle") == [2, 4]
+    assert docs(client, "boundary layer -heat") == [0, 1]
+    assert docs(client, "boundary layer NOT heat") == [0, 1]
+
+
+def test_phrases_need_the_words_adjacent_and_in_order(client):
+    assert docs(client, '"boundary layer"') == [0, 3]  # doc 1 has "layer near the boundary"
+    assert docs(client, '"layer boundary"') == []
+    # Only doc 0 holds the phrase and "wing": too few for AND, so every phrase match
+    # is a result, the one with "wing" first.
+    assert hits(client, '"supersonic flow" wing') == [0, 2]
