@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m benchmarks.crawl
 	$(BIN)/python -m benchmarks.pagerank
+	$(BIN)/python -m benchmarks.index
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache
