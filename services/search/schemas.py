@@ -19,8 +19,9 @@ class SearchHit(BaseModel):
     doc_num: int
     url: str
     title: str
-    score: float = Field(description="final score: text_score * (N * pagerank) ** weight")
-    text_score: float = Field(description="TF-IDF cosine part of the score")
+    score: float = Field(description="final score: text_score + weight * s / (s + 1), "
+                                     "s = N * pagerank (docs/ranking.md)")
+    text_score: float = Field(description="BM25F part of the score (with feedback terms, if any)")
     pagerank: float
     snippet: str = Field(description="plain text; never HTML")
     highlights: list[Highlight] = Field(description="spans of snippet that match the query")
@@ -51,6 +52,9 @@ class SearchResponse(BaseModel):
     took_ms: float
     message: str = Field(description="why there are no results, if not just 'nothing matched'")
     index_version: int | None
+    mode: str = Field(description="how the query ran: 'and' (every word), 'and+or' (documents "
+                                  "with every word, then some), 'or', 'or+feedback' (RM3), "
+                                  "'phrase'")
     hits: list[SearchHit]
 
     @classmethod
@@ -58,7 +62,7 @@ class SearchResponse(BaseModel):
         return cls(query=results.query, terms=results.terms, total=results.total,
                    page=results.page, per_page=results.per_page, pages=results.pages,
                    took_ms=round(results.took_ms, 3), message=results.message,
-                   index_version=results.index_version,
+                   index_version=results.index_version, mode=results.mode,
                    hits=[SearchHit.from_hit(hit) for hit in results.hits])
 
 

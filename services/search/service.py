@@ -82,6 +82,13 @@ class SearchResults:
     terms: list[str] = field(default_factory=list)  # analyzed query terms found in the index
     message: str = ""  # why there are no results, when the reason is not "nothing matched"
     index_version: int | None = None
+    mode: str = ""  # how the query ran: and, and+or, or, or+feedback, phrase (services.search.retrieve)
+
+    @property
+    def some_words_only(self) -> bool:
+        """No document held every word, so the results hold some of them (tell the user)."""
+        return self.mode in {"or", "or+feedback"} and len(self.query.split()) > 1 \
+            and " OR " not in f" {self.query} "
 
     @property
     def pages(self) -> int:
@@ -144,10 +151,12 @@ class SearchService:
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
-            return done(total=total, terms=result.found, index_version=index.version_id)
+            return done(total=total, terms=result.found, index_version=index.version_id,
+                        mode=result.mode)
         hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms),
                           index.pagerank)
-        return done(total=total, hits=hits, terms=result.found, index_version=index.version_id)
+        return done(total=total, hits=hits, terms=result.found, index_version=index.version_id,
+                    mode=result.mode)
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``

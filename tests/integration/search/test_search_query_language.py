@@ -54,3 +54,14 @@ def test_phrases_need_the_words_adjacent_and_in_order(client):
     # Only doc 0 holds the phrase and "wing": too few for AND, so every phrase match
     # is a result, the one with "wing" first.
     assert hits(client, '"supersonic flow" wing') == [0, 2]
+
+
+def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
+    body = client.get("/api/search", params={"q": "heat shock"}).json()
+    assert body["mode"] == "or"
+    page = client.get("/", params={"q": "heat shock"}).text
+    assert "No page holds all of your words" in page
+    assert client.get("/api/search", params={"q": "boundary layer"}).json()["mode"] in {
+        "and", "and+or"}
+    assert "No page holds all" not in client.get("/", params={"q": "boundary layer"}).text
+    assert "No page holds all" not in client.get("/", params={"q": "wedge OR nozzle"}).text
