@@ -31,15 +31,14 @@ def test_stop_list_loaded_from_package_data():
     assert "aircraft" not in words
 
 
-def test_block_analysis_by_distinct_token_equals_analyze():
+def test_block_analysis_by_distinct_token_equals_analyze(shared_data):
     """The index job stems each distinct token of a block once (``terms_of``); that must
     give ``analyze``'s terms, in order, on real text."""
     import json
-    from pathlib import Path
 
     from services.text.analyze import surface_tokens, terms_of
 
-    path = Path(__file__).resolve().parents[3].parent / "shared/data/ir/cranfield/docs.jsonl"
+    path = shared_data / "ir/cranfield/docs.jsonl"
     texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:300]
     texts += ["Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70, "", "the of"]
     for text in texts:
