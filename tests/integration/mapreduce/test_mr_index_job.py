@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mapreduce.build import write_manifest
+from mapreduce.build import write_manifest_parts
 from mapreduce.mr_anchors import MRAnchors
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph
@@ -184,13 +184,18 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, recrawled)
     engine = make_engine(settings.database_url)
     with session_factory(engine)() as session:
-        assert write_manifest(session, tmp_path / "manifest.txt") == 3
+        # As the build writes it: gzip parts, one block each (one map task per part).
+        parts, blocks = write_manifest_parts(session, tmp_path)
     engine.dispose()
+    assert len(parts) == len(blocks) == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S",
                 "--cmdenv", f"PYTHONPATH={site_packages}"]
-    out = run_job(MRIndex, [tmp_path / "manifest.txt"],
-                  settings.with_overrides(mr_runner="local"),
+    local = settings.with_overrides(mr_runner="local")
+    anchors = run_job(MRAnchors, parts, local, output=tmp_path / "anchors.txt",
+                      scratch=tmp_path / "scratch", extra_args=hermetic)
+    assert anchors.counter("blocks", "read") == 3 and anchors.path.read_text() == ""  # no links
+    out = run_job(MRIndex, [*parts, anchors.path], local,
                   output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch",
                   extra_args=hermetic)
     postings, lengths = index_output(out)
