@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
@@ -121,15 +122,6 @@ def sites(serve, shared_data: Path) -> tuple[Site, Site]:
     return site, other
 
 
-def _documents(settings: Settings) -> list[Document]:
-    engine = make_engine(settings.database_url)
-    try:
-        with session_factory(engine)() as session:
-            return list(session.scalars(select(Document).order_by(Document.doc_num)))
-    finally:
-        engine.dispose()
-
-
 def _served(sites: tuple[Site, Site]) -> dict[str, bytes]:
     """Normalized URL -> body, for every 200 page of both hosts."""
     return {normalize_url(site.url(path)): body for site in sites
@@ -153,7 +145,7 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Docu
                                           "/old.html", "/e.html"])
     assert sorted(other.paths()) == ["/", "/robots.txt", "/sitemap.xml", "/x.html"]
 
-    docs = _documents(settings)
+    docs = stored_documents(settings)
     served = _served(sites)
     expected = {u for u in served if not u.endswith(("/robots.txt", "/secret.html"))}
     assert {d.url for d in docs} == expected
@@ -195,7 +187,7 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Docu
     again = run_crawl(settings, [site.url("/")], progress=False)
     assert again.pages == 0
     assert (site.paths(), other.paths()) == before
-    assert len(_documents(settings)) == len(docs)
+    assert len(stored_documents(settings)) == len(docs)
     return docs
 
 
@@ -227,7 +219,7 @@ def test_depth_limit(settings: Settings, sites) -> None:
     assert not {"/c.html", "/d.html"} & set(site.paths())
     assert "/x.html" not in other.paths()
     assert stats.counters["depth_limit"] > 0
-    docs = _documents(settings)
+    docs = stored_documents(settings)
     assert docs and max(d.depth for d in docs) == 1
     assert {d.url for d in docs} == {normalize_url(u) for u in (
         site.url("/"), site.url("/a.html"), site.url("/b.html"), site.url("/doc.pdf"),
@@ -240,13 +232,13 @@ def test_page_limit_then_resume(settings: Settings, sites) -> None:
     assert first.pages == 3
     page_requests = [p for s in sites for p in s.paths() if p not in ("/robots.txt", "/sitemap.xml")]
     assert len(page_requests) == 3
-    assert 1 <= len(_documents(settings)) <= 3
+    assert 1 <= len(stored_documents(settings)) <= 3
 
     rest = run_crawl(settings, [site.url("/")], progress=False)
     assert first.pages + rest.pages == 11
     requested = Counter((s.port, p) for s in sites for p in s.paths())
     assert max(requested.values()) == 1, requested  # nothing fetched twice, robots.txt included
-    docs = _documents(settings)
+    docs = stored_documents(settings)
     assert [d.doc_num for d in docs] == list(range(9))
 
     engine = make_engine(settings.database_url)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from stored_rows import stored_documents
 
 from services.eval.collection import load_collection
 from services.ingest.collection import IngestError
@@ -44,15 +45,6 @@ def ingest_settings(request, settings):
     return settings.with_overrides(block_max_docs=2)
 
 
-def _rows(settings) -> list[Document]:
-    engine = make_engine(settings.database_url)
-    try:
-        with session_factory(engine)() as session:
-            return list(session.scalars(select(Document).order_by(Document.doc_num)))
-    finally:
-        engine.dispose()
-
-
 def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path):
     collection = load_collection(write_collection(tmp_path / "tiny", DOCS))
     result = ingest_collection(collection, ingest_settings, progress=False)
@@ -60,7 +52,7 @@ def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path)
     assert (result.added, result.already_stored) == (5, 0)
     assert result.doc_nums == {0: "d1", 1: "d2", 2: "d/3", 3: "d4", 4: "d5"}
     assert len(result.blocks) == 6  # three blocks of at most block_max_docs=2, each a pair
-    rows = _rows(ingest_settings)
+    rows = stored_documents(ingest_settings)
     assert [r.doc_num for r in rows] == [0, 1, 2, 3, 4]
     assert rows[2].url == "https://tiny.collection.invalid/doc/d%2F3"
     assert {r.lang for r in rows} == {"en"} and {r.content_type for r in rows} == {"text/plain"}
@@ -97,12 +89,12 @@ def test_ingesting_again_stores_nothing_twice_and_numbers_continue(settings, tmp
     again = ingest_collection(tiny, settings, progress=False)
     assert (again.added, again.already_stored, again.blocks) == (0, 5, [])
     assert again.doc_nums == first.doc_nums
-    assert len(_rows(settings)) == 5
+    assert len(stored_documents(settings)) == 5
 
     other = load_collection(write_collection(tmp_path / "other", DOCS[:2]))
     added = ingest_collection(other, settings, progress=False)
     assert added.doc_nums == {5: "d1", 6: "d2"}  # its own URLs, numbered from the maximum + 1
-    assert {r.url for r in _rows(settings)[5:]} == {"https://other.collection.invalid/doc/d1",
+    assert {r.url for r in stored_documents(settings)[5:]} == {"https://other.collection.invalid/doc/d1",
                                                       "https://other.collection.invalid/doc/d2"}
 
 
@@ -116,7 +108,7 @@ def test_another_version_of_the_collection_is_refused_and_leaves_nothing(setting
         # One document a block: d/3's block is written before the changed d2 is found.
         ingest_collection(load_collection(write_collection(tmp_path / "tiny", changed)),
                           settings.with_overrides(block_max_docs=1), progress=False)
-    assert [r.doc_num for r in _rows(settings)] == [0, 1]  # d/3 of the failed ingest rolled back
+    assert [r.doc_num for r in stored_documents(settings)] == [0, 1]  # d/3 of the failed ingest rolled back
     assert list(store.list()) == blobs_before  # and its block deleted
 
 
