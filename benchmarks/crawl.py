@@ -11,7 +11,9 @@ the same run with each contender in its own process:
 * nimbus-2p: the same with `--processes 2` (one per core; hosts split by partition,
   the same total concurrency);
 * scrapy: robots obeyed, storing nothing, same concurrency;
-* bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit).
+* bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit);
+* nimbus-mariadb, nimbus-2p-mariadb (not in the default set): metadata on the
+  local MariaDB (a fresh database per run; NIMBUS_BENCH_MYSQL_URL).
 
 Prints pages/s and CPU ms per page (user + system of the crawler process,
 from wait4) for each, and the ratios.
@@ -20,6 +22,7 @@ from wait4) for each, and the ratios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -27,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +51,30 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[str
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} failed ({proc.returncode}):\n{text[-2000:]}")
     return text, wall, usage.ru_utime + usage.ru_stime
+
+
+MARIADB = os.environ.get("NIMBUS_BENCH_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
+
+
+@contextlib.contextmanager
+def database(name: str, tmp: str) -> Iterator[str]:
+    """SQLite in ``tmp``, or for the ``-mariadb`` contenders a fresh MariaDB database
+    (dropped afterwards). The database server's CPU is not counted, like the web's."""
+    if not name.endswith("-mariadb"):
+        yield f"sqlite:///{tmp}/nimbus.db"
+        return
+    import sqlalchemy
+
+    db = f"nimbus_bench_{uuid.uuid4().hex[:8]}"
+    admin = sqlalchemy.create_engine(MARIADB + "/")
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {db}")
+    try:
+        yield f"{MARIADB}/{db}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {db}")
+        admin.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, dict[str, float]] = {}
         for name in args.only:
             if name.startswith("nimbus"):
-                processes = 2 if name == "nimbus-2p" else 1
-                with tempfile.TemporaryDirectory() as tmp:
+                processes = 2 if "-2p" in name else 1
+                with tempfile.TemporaryDirectory() as tmp, database(name, tmp) as db_url:
                     # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
-                    env = {**os.environ, "NIMBUS_DATABASE_URL": f"sqlite:///{tmp}/nimbus.db",
+                    env = {**os.environ, "NIMBUS_DATABASE_URL": db_url,
                            "NIMBUS_BLOB_URL": f"file://{tmp}/blobs", "NIMBUS_VAR_DIR": tmp,
                            "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host)}
                     cmd = [str(ROOT / ".venv/bin/nimbus"), "crawl", *seeds, "--max-pages",
@@ -98,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         web.terminate()
         web.wait(timeout=10)
 
-    for ours in ("nimbus", "nimbus-2p"):
+    for ours in ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb"):
         if ours not in results:
             continue
         n = results[ours]

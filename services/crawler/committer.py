@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler import frontier
@@ -48,7 +48,7 @@ from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
 from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter
-from services.storage.db import bump_counters, chunked
+from services.storage.db import bump_counters, chunked, is_retryable
 from services.storage.models import CrawlCounter, Document, DuplicateUrl, Host
 from services.storage.records import Record, RecordBlockWriter
 
@@ -129,8 +129,11 @@ class Committer:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 return self._commit_once(pending)
-            except IntegrityError as exc:
-                if attempt == _ATTEMPTS:
+            except (IntegrityError, OperationalError) as exc:
+                # A unique-key race with another process, or a deadlock the database
+                # rolled back: the transaction (and its blocks, deleted) starts over.
+                if attempt == _ATTEMPTS or not (isinstance(exc, IntegrityError)
+                                                or is_retryable(exc)):
                     raise
                 log.warning("commit conflict (%s); trying again, attempt %d", exc, attempt + 1)
         raise AssertionError("unreachable")

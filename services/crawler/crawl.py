@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
+
 from services.config import Settings
 from services.crawler import frontier
 from services.crawler.committer import Committer, FlushResult, UrlResult
@@ -47,7 +49,7 @@ from services.crawler.spool import Spool, spool_dir
 from services.crawler.urls import normalize_url
 from services.crawler.visit import Visitor
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.db import init_db, is_retryable, make_engine, session_factory
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
 
@@ -55,6 +57,7 @@ log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 600.0  # a crashed crawler's batches are handed out again after 10 minutes
 RENEW_EVERY = 60.0  # ... so a live one renews its leases well before that
+DB_ATTEMPTS = 5  # tries of a frontier transaction that lost a lock conflict
 MAX_BATCHES = 64  # batches held in memory (fetched or being fetched) before leasing waits
 LEASE_AHEAD = 1024  # leased URLs waiting for their host: ~1 s of work at full speed
 MAX_HELD_BYTES = 256 * 1024 * 1024  # fetched bodies held for the committer before leasing waits
@@ -183,8 +186,17 @@ class Crawler:
         return await loop.run_in_executor(self.db, partial(self._in_tx, func, *args, **kwargs))
 
     def _in_tx(self, func, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin transaction wrapper
-        with self.sessions.begin() as session:
-            return func(session, *args, **kwargs)
+        for attempt in range(1, DB_ATTEMPTS + 1):
+            try:
+                with self.sessions.begin() as session:
+                    return func(session, *args, **kwargs)
+            except OperationalError as exc:
+                # Another crawler process's transaction won a lock conflict (MySQL
+                # rolled this one back whole): run it again.
+                if attempt == DB_ATTEMPTS or not is_retryable(exc):
+                    raise
+                log.warning("%s: lock conflict (%s); trying again", func.__name__, exc.orig)
+        raise AssertionError("unreachable")
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs

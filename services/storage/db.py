@@ -47,7 +47,23 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_recycle=3600)
+    # READ COMMITTED, not InnoDB's REPEATABLE READ: with the latter, the crawler's
+    # "SELECT ... FOR UPDATE SKIP LOCKED" of expired batches takes gap locks up to
+    # the end of the index, so two crawler processes inserting their new batches
+    # deadlocked each other (found by the two-process MariaDB benchmark).
+    return create_engine(url, pool_pre_ping=True, pool_recycle=3600,
+                         isolation_level="READ COMMITTED")
+
+
+RETRYABLE_MYSQL_ERRORS = {1205, 1213}  # lock wait timeout; deadlock (InnoDB rolled it back)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """A transaction the database aborted for a lock conflict: running it again is right."""
+    if not isinstance(exc, OperationalError):
+        return False
+    args = getattr(getattr(exc, "orig", None), "args", ())
+    return bool(args) and args[0] in RETRYABLE_MYSQL_ERRORS
 
 
 def init_db(engine: Engine) -> None:

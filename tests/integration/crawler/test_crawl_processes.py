@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+
+import pytest
 from sqlalchemy import select
 
+from services.crawler import frontier
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import partition_of
 from services.crawler.processes import child_settings, run_crawl_processes, split_partitions
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import read_block
-from services.storage.db import make_engine, session_factory
-from services.storage.models import Document
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.models import Document, FetchBatch
 
 
 def test_partitions_split_evenly_and_completely():
@@ -35,7 +39,10 @@ def _site(name: str, pages: int) -> SiteServer:
     return SiteServer(Site(name, resources)).start()
 
 
-def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings):
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
+def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, backend, request):
+    if backend == "mariadb":
+        settings = settings.with_overrides(database_url=request.getfixturevalue("mysql_url"))
     sites = [_site(f"site{i}", 6) for i in range(4)]
     try:
         seeds = [s.origin + "/" for s in sites]
@@ -62,3 +69,39 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings):
     finally:
         for site in sites:
             site.stop()
+
+
+@pytest.mark.mariadb
+def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
+    """Both look for expired batches (SELECT ... FOR UPDATE SKIP LOCKED), then both insert
+    their new batch. Under InnoDB's default REPEATABLE READ the first step takes gap locks
+    that block the other's insert, both ways: a deadlock, which the two-process benchmark
+    hit. The crawler's engines run READ COMMITTED, where both commit."""
+    engine = make_engine(mysql_url, immediate=True)
+    init_db(engine)
+    sessions = session_factory(engine)
+    with sessions.begin() as session:  # an old batch, so the first step scans some rows
+        session.add(FetchBatch(state="done", leased_by="x", lease_expires=0.0, created_at=0.0,
+                               num_urls=0))
+    both_looked = threading.Barrier(2, timeout=10)
+    errors: list[BaseException] = []
+
+    def lease(worker: str) -> None:
+        try:
+            with sessions.begin() as session:
+                assert frontier.lease_batch(session, limit=0, now=1e9, lease_seconds=60,
+                                            max_depth=5, worker=worker) is None
+                both_looked.wait()
+                session.add(FetchBatch(state="leased", leased_by=worker, lease_expires=1e9 + 60,
+                                       created_at=1e9, num_urls=1))
+                session.flush()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=lease, args=(f"w{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    engine.dispose()
+    assert not errors, errors[0]
