@@ -139,11 +139,17 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty]
                                                    .astype(np.int64))
 
-    # Forward index: postings regrouped by document (a stable sort keeps term order).
-    by_doc = np.argsort(post_docs, kind="stable")
-    fwd_offsets = _offsets(np.bincount(post_docs, minlength=num_docs).astype(np.uint64))
-    fwd_terms = term_of_posting[by_doc].astype(np.uint32)
-    fwd_tfs = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)[by_doc]
+    # Forward index: the postings regrouped by document, terms ascending: the CSC form
+    # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
+    from scipy.sparse import csr_matrix
+
+    title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)
+    by_doc = csr_matrix((title_body, post_docs, post_offsets.astype(np.int64)),
+                        shape=(len(df), num_docs)).tocsc()
+    by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
+    fwd_offsets = by_doc.indptr.astype(np.uint64)
+    fwd_terms = by_doc.indices.astype(np.uint32)
+    fwd_tfs = by_doc.data.astype(np.uint16)
 
     total = float(pagerank.sum())
     if not total > 0:
