@@ -38,7 +38,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -48,8 +48,8 @@ from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
 from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter
-from services.storage.db import bump_counters, chunked, is_retryable
-from services.storage.models import CrawlCounter, Document, DuplicateUrl, Host
+from services.storage.db import bump_counters, chunked, is_retryable, lock_commits, next_doc_num
+from services.storage.models import Document, DuplicateUrl, Host
 from services.storage.records import Record, RecordBlockWriter
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
@@ -153,8 +153,8 @@ class Committer:
                 # several crawler processes take doc numbers one after another, so
                 # numbers stay dense and blocks are never rebuilt. It is held while
                 # this flush's blocks are written (a fraction of a flush interval).
-                _lock_commits(session)
-                base = _next_doc_num(session)
+                lock_commits(session)
+                base = next_doc_num(session)
                 rows, blocks = self._write_blocks(stored, base)
                 fresh = [r for r in rows if r["_new"]]
                 if fresh:
@@ -353,27 +353,3 @@ class Committer:
 
 def _row(row: dict) -> dict:
     return {k: v for k, v in row.items() if not k.startswith("_")}
-
-
-COMMITS_COUNTER = "commits"
-
-
-def _lock_commits(session: Session) -> None:
-    """Take the committers' lock: an UPDATE of the ``commits`` counter row.
-
-    On SQLite the first write of a transaction takes the database's write
-    lock (others wait, busy timeout); on MySQL the row lock serializes. The
-    very first commit inserts the row (a racing second one gets an
-    IntegrityError and retries).
-    """
-    counters = CrawlCounter.__table__
-    done = session.execute(update(counters).where(counters.c.name == COMMITS_COUNTER)
-                           .values(value=counters.c.value + 1))
-    if done.rowcount == 0:
-        session.execute(insert(counters).values(name=COMMITS_COUNTER, value=1))
-
-
-def _next_doc_num(session: Session) -> int:
-    """One past the highest doc_num (0 for an empty table); call under the commit lock."""
-    highest = session.scalar(select(func.max(Document.doc_num)))
-    return 0 if highest is None else highest + 1

@@ -29,7 +29,6 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
-from services.crawler.committer import _lock_commits, _next_doc_num
 from services.eval.collection import Collection, EvalDoc
 from services.ingest.collection import (
     CONTENT_TYPE,
@@ -43,7 +42,14 @@ from services.ingest.collection import (
 )
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.blocks import ContentBlockWriter
-from services.storage.db import bump_counters, init_db, make_engine, session_factory
+from services.storage.db import (
+    bump_counters,
+    init_db,
+    lock_commits,
+    make_engine,
+    next_doc_num,
+    session_factory,
+)
 from services.storage.models import Document
 from services.storage.records import RecordBlockWriter
 
@@ -96,8 +102,8 @@ def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Sessio
         with sessions.begin() as session:
             # The committer's own lock and numbering: an ingest into a database that a
             # crawler writes too keeps doc numbers dense and never interleaves with a flush.
-            _lock_commits(session)
-            number = _next_doc_num(session)
+            lock_commits(session)
+            number = next_doc_num(session)
             prepared = (prepare(doc, host) for doc in docs)
             for block in cut_blocks(prepared, max_block_docs, max_block_bytes):
                 fresh = _new_docs(session, block, seen, result)

@@ -6,12 +6,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.storage.models import Base, CrawlCounter, IndexVersion
+from services.storage.models import Base, CrawlCounter, Document, IndexVersion
 
 
 def make_engine(url: str, *, immediate: bool = False) -> Engine:
@@ -124,3 +124,31 @@ def activate_index(session: Session, segment: str, num_docs: int, num_terms: int
 def chunked(items: list, size: int) -> Iterable[list]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+COMMITS_COUNTER = "commits"
+
+
+def lock_commits(session: Session) -> None:
+    """Take the committers' lock: an UPDATE of the ``commits`` counter row.
+
+    Whoever adds documents (the crawler's committer, ``nimbus eval``'s ingest)
+    takes it as the first statement of its transaction, so doc numbers stay
+    dense and two writers never interleave.
+
+    On SQLite the first write of a transaction takes the database's write
+    lock (others wait, busy timeout); on MySQL the row lock serializes. The
+    very first commit inserts the row (a racing second one gets an
+    IntegrityError and retries).
+    """
+    counters = CrawlCounter.__table__
+    done = session.execute(update(counters).where(counters.c.name == COMMITS_COUNTER)
+                           .values(value=counters.c.value + 1))
+    if done.rowcount == 0:
+        session.execute(insert(counters).values(name=COMMITS_COUNTER, value=1))
+
+
+def next_doc_num(session: Session) -> int:
+    """One past the highest doc_num (0 for an empty table); call under the commit lock."""
+    highest = session.scalar(select(func.max(Document.doc_num)))
+    return 0 if highest is None else highest + 1
