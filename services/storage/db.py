@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,7 +35,7 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API objects
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            _set_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
@@ -64,6 +65,27 @@ def is_retryable(exc: BaseException) -> bool:
         return False
     args = getattr(getattr(exc, "orig", None), "args", ())
     return bool(args) and args[0] in RETRYABLE_MYSQL_ERRORS
+
+
+WAL_ATTEMPTS = 200  # x 50 ms: two processes opening a new database file at once
+
+
+def _set_wal(cur: sqlite3.Cursor) -> None:
+    """Switch the file to WAL (a lasting property of the file, set by whoever comes first).
+
+    The switch needs the file to itself and SQLite answers "database is
+    locked" at once, without waiting for the busy timeout, when another
+    process is just creating its tables: two crawler processes starting
+    together on a new file failed this way. Wait and try again.
+    """
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
 
 
 def init_db(engine: Engine) -> None:
