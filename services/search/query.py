@@ -6,6 +6,7 @@
     "solar wind" speed     the phrase (adjacent, in order) and the word
     solar -wind            solar, never a document with "wind"
     solar NOT wind         the same
+    solar -"solar wind"    solar, never a document with the phrase
 
 Words go through the index analyzer, so a stop word inside a phrase is
 skipped just as it was at index time, and a phrase of one term is a word.
@@ -29,7 +30,13 @@ class ParsedQuery:
     terms: Counter[str]  # every scoring term (words and phrase words) -> occurrences
     phrases: list[list[str]] = field(default_factory=list)  # analyzed, two or more terms each
     excluded: list[str] = field(default_factory=list)
+    excluded_phrases: list[list[str]] = field(default_factory=list)
     any_word: bool = False  # explicit OR
+
+    @property
+    def only_exclusions(self) -> bool:
+        """Nothing to search for, only things to leave out ("-wind")."""
+        return not self.terms and bool(self.excluded or self.excluded_phrases)
 
     @property
     def empty(self) -> bool:
@@ -40,6 +47,7 @@ def parse_query(text: str) -> ParsedQuery:
     terms: Counter[str] = Counter()
     phrases: list[list[str]] = []
     excluded: list[str] = []
+    excluded_phrases: list[list[str]] = []
     any_word = False
     negate_next = False
     for match in _PIECE.finditer(text):
@@ -63,10 +71,13 @@ def parse_query(text: str) -> ParsedQuery:
         negate = bool(minus) or negate_next
         negate_next = False
         if negate:
-            if len(analyzed) == 1:  # -"word" is -word; a negated phrase excludes nothing here
+            if len(analyzed) == 1:  # -"word" is -word
                 excluded.extend(analyzed)
+            elif analyzed:
+                excluded_phrases.append(analyzed)
             continue
         terms.update(analyzed)
         if len(analyzed) > 1:
             phrases.append(analyzed)
-    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), any_word)
+    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases,
+                       any_word)

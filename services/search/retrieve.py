@@ -66,6 +66,8 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
     terms = [query_term(index, i, w) for i, w in weights.items()]
     excluded = union_docs([query_term(index, i, 1.0) for t in query.excluded
                            if (i := index.term_id(t)) is not None])
+    for phrase in query.excluded_phrases:
+        excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
     if not terms or k <= 0:
         return Retrieval(empty, "none", found)
@@ -115,6 +117,17 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed)
         return Retrieval(ranked, "or+feedback", found)
     return Retrieval(ranked, "or", found)
+
+
+def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
+    """Every document holding ``phrase`` (analyzed terms)."""
+    ids = [index.term_id(t) for t in phrase]
+    if any(i is None for i in ids):
+        return np.zeros(0, np.uint32)
+    holding = intersect_docs([query_term(index, i, 1.0) for i in ids])
+    return phrase_matches(holding, [index.posting_range(i) for i in ids],
+                          index.arrays["post_docs"], index.arrays["pos_offsets"],
+                          index.arrays["positions"])
 
 
 def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:

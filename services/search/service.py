@@ -48,6 +48,9 @@ NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
 )
+EXCLUSIONS_ONLY_MESSAGE = (
+    "Your query only leaves words out (“-word”, “NOT word”). Add a word to search for."
+)
 STOP_WORDS_MESSAGE = (
     "Your query holds only very common words (like “the” or “of”), which are not indexed. "
     "Add a more specific word."
@@ -143,6 +146,8 @@ class SearchService:
         if not q:
             return done(total=0, index_version=index.version_id)
         query = parse_query(q)
+        if query.only_exclusions:
+            return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
         if query.empty:
             return done(total=0, message=STOP_WORDS_MESSAGE, index_version=index.version_id)
         first = (page - 1) * per_page

@@ -65,3 +65,13 @@ def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
         "and", "and+or"}
     assert "No page holds all" not in client.get("/", params={"q": "boundary layer"}).text
     assert "No page holds all" not in client.get("/", params={"q": "wedge OR nozzle"}).text
+
+
+def test_a_negated_phrase_removes_only_documents_holding_the_phrase(client):
+    # Docs 0 and 3 hold the phrase "boundary layer"; doc 1 holds both words apart.
+    assert docs(client, 'boundary -"boundary layer"') == [1]
+
+
+def test_a_query_that_only_excludes_says_what_is_missing(client):
+    body = client.get("/api/search", params={"q": "-wing"}).json()
+    assert body["total"] == 0 and "only leaves words out" in body["message"]

@@ -49,3 +49,10 @@ def test_queries_use_the_index_analyzer():
 
     text = "Aerodynamic heating of U.S. wings: don't the flows’ Straße"
     assert parse_query(text).terms == Counter(analyze(text))
+
+
+def test_a_negated_phrase_is_excluded_as_a_phrase_and_exclusions_alone_say_so():
+    q = parse_query('wing -"boundary layer"')
+    assert dict(q.terms) == {"wing": 1} and q.excluded_phrases == [["boundari", "layer"]]
+    assert parse_query("-wing").only_exclusions and parse_query("NOT wing").only_exclusions
+    assert not parse_query("the").only_exclusions  # stop words only: another message
