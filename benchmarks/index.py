@@ -6,7 +6,7 @@ The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
 rebuilt under var/bench when missing). In one run:
 
 * **build**: Nimbus from record blocks to a published segment (``build_index``:
-  MRAnchors, MRIndex, MRLinkGraph, PageRank, publish) on the mrjob runner
+  MRLinkGraph with the anchor-text join, MRIndex, PageRank, publish) on the mrjob runner
   given (``local``: separate task processes, as the issue asks); the ingest
   that writes the record blocks is timed and shown apart. bm25s (tokenize
   with the same Snowball stemmer and English stop words, then index) and

@@ -2,7 +2,8 @@
 
 Stages: manifest (per record block, the documents whose current record it
 holds, so stale versions left by recrawls are skipped) ->
-MRIndex (postings, lengths) -> MRLinkGraph (adjacency) -> PageRank
+MRLinkGraph (adjacency, in-link anchor text) -> MRIndex (postings with
+fields and positions, lengths) -> PageRank
 iterations (in memory, or one MRPageRankStep job per iteration when
 ``settings.pagerank_engine`` is "mapreduce") -> publish (segment to the blob store, PageRank rows and the
 active version to the database). Each job runs on ``settings.mr_runner``;
@@ -25,9 +26,8 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mapreduce.mr_anchors import MRAnchors
 from mapreduce.mr_index import MRIndex
-from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from mapreduce.publish import (
@@ -150,33 +150,31 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")
 
-        say("1/4 index: anchor text, then terms, fields and positions")
-        anchors = run_job(MRAnchors, manifest, settings, output=scratch / "anchors.txt",
-                          scratch=scratch)
-        index = run_job(MRIndex, [*manifest, anchors.path], settings, output=scratch / "index.jsonl",
-                        scratch=scratch)
-        records = index.counter("blocks", "records")
-        say(f"    {records} records ({anchors.counter('anchors', 'documents')} with in-link anchor "
-            f"text), {index.counter('index', 'terms')} terms, "
-            f"{index.counter('index', 'postings')} postings, "
-            f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
-            f"({anchors.seconds + index.seconds:.1f} s)")
-        if records != count:
-            say(f"warning: {count} documents but {records} current records in their blocks "
-                f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
-
-        say("2/4 link graph")
+        say("1/4 link graph and in-link anchor text")
         links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl",
                         scratch=scratch)
         say(f"    {links.counter('linkgraph', 'edges')} edges, "
             f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
-            f"dropped ({links.seconds:.1f} s)")
+            f"dropped, {links.counter('linkgraph', 'documents_with_anchor_text')} documents "
+            f"with anchor text ({links.seconds:.1f} s)")
+
+        say("2/4 index: terms, fields and positions")
+        index = run_job(MRIndex, [*manifest, links.path], settings, output=scratch / "index.jsonl",
+                        scratch=scratch)
+        records = index.counter("blocks", "records")
+        say(f"    {records} records, {index.counter('index', 'terms')} terms, "
+            f"{index.counter('index', 'postings')} postings, "
+            f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
+            f"({index.seconds:.1f} s)")
+        if records != count:
+            say(f"warning: {count} documents but {records} current records in their blocks "
+                f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
 
         say(f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
             f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
         if settings.pagerank_level == "host":
             # The host graph is small (hosts, not pages): it always runs in memory.
-            graph = {int(doc): targets for doc, targets in links.rows()}
+            graph = dict(adjacency_rows(links.path))
             with sessions() as session:
                 doc_hosts, num_hosts = host_ids(session, num_docs)
             ranks = host_pagerank(adjacency_from_mapping(graph, num_docs), doc_hosts, num_hosts,
@@ -184,7 +182,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
                                   settings.pagerank_max_iterations)
             say(f"    host level: {num_hosts} hosts")
         elif settings.pagerank_engine == "memory":
-            graph = {int(doc): targets for doc, targets in links.rows()}
+            graph = dict(adjacency_rows(links.path))
             ranks = pagerank_sparse(adjacency_from_mapping(graph, num_docs),
                                     settings.pagerank_damping, settings.pagerank_tolerance,
                                     settings.pagerank_max_iterations)

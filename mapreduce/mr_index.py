@@ -1,7 +1,8 @@
 """MRIndex: record blocks (+ in-link anchor text) -> field postings with positions.
 
 Input: the manifest (one record block a line, ``mapreduce.record_job``) and,
-optionally, MRAnchors' output (``@anchor`` lines) as a second input file.
+optionally, MRLinkGraph's output as a second input file, of which it reads
+the ``@anchor`` lines (in-link anchor text) and skips the adjacency rows.
 
 The mapper analyses each document with ``services.text.analyze`` (the
 analyzer queries use) into its four fields (``mapreduce.postings``) and
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from mrjob.protocol import UltraJSONProtocol
 from mrjob.step import MRStep
 
-from mapreduce.mr_anchors import ANCHOR_LINE, parse_anchor_line
+from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
 from mapreduce.postings import Chunk, PostingBuffer, merge_chunks
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 
@@ -57,7 +58,7 @@ def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
 
 
 class MRIndex(RecordBlockJob):
-    """Field postings with positions (input: manifest, plus MRAnchors output when given)."""
+    """Field postings with positions (input: manifest, plus MRLinkGraph output when given)."""
 
     INTERNAL_PROTOCOL = UltraJSONProtocol
     OUTPUT_PROTOCOL = UltraJSONProtocol
@@ -72,6 +73,8 @@ class MRIndex(RecordBlockJob):
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
         if line.startswith(ANCHOR_LINE):
             self.buffer.add_anchor(*parse_anchor_line(line))
+        elif line.partition("\t")[2].startswith("["):
+            pass  # an adjacency row of the link graph's output (a manifest line has doc_nums)
         else:
             for record in self.block_records(line):
                 self.buffer.add(record)

@@ -1,18 +1,21 @@
-"""MRLinkGraph: record blocks -> adjacency list over doc_nums.
+"""MRLinkGraph: record blocks -> adjacency list over doc_nums, and each page's anchor text.
 
 Links in records are URLs; PageRank needs doc_nums. A reduce-side join on
 ``url_id`` connects them: every record announces its own ``url_id -> doc``,
-every out-link announces ``url_id(target) -> source``; a reducer that sees
-both emits the edge ``source -> target doc``. A link whose target was never
-crawled (no record announces it) is dropped and counted: PageRank runs over
-the documents we have.
+every out-link announces ``url_id(target) -> (source, anchor text)``; a
+reducer that sees both emits the edge ``source -> target doc``, and the
+anchor texts of the target's in-links (which MRIndex indexes as the target's
+anchor field: how other pages describe a page is often better than how it
+describes itself). A link whose target was never crawled is dropped and
+counted: PageRank runs over the documents we have. One join, one pass over
+the blocks, serves both.
 
 Decisions (PageRank semantics, kept identical in ``mapreduce.pagerank``):
 - Edges are deduplicated: ten links from A to B are one vote, as in the
   original formulation and networkx's DiGraph; repeated links cannot pump rank.
-- Self-links are dropped: a page linking to itself (logo -> home on the
-  home page) is navigation, not an endorsement, and would let a page keep
-  rank for itself.
+- Self-links are dropped, for edges and anchor text: a page linking to itself
+  (logo -> home on the home page) is navigation, not an endorsement or a
+  description.
 - Every document is a node, with or without out-links: dangling pages keep
   an empty list so the PageRank step can redistribute their mass.
 
@@ -20,52 +23,106 @@ Records hold normalized link URLs (the crawler's contract), so
 ``url_id(link.url)`` is the target's ``Document.url_id`` without normalizing
 again here.
 
-Output: ``doc_num -> [target doc_nums, ascending]`` for every document.
+Output, two kinds of line (``LinkGraphOutput``):
+
+    7<TAB>[2, 9]                      doc_num -> target doc_nums, ascending (every document)
+    @anchor<TAB>7<TAB>"home | About"  a document's in-link anchor text (when it has any)
+
+``adjacency_rows`` reads the first kind; MRIndex reads the second.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
+from mrjob.protocol import StandardJSONProtocol
 from mrjob.step import MRStep
 
+from mapreduce.postings import MAX_ANCHOR_CHARS
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 from services.crawler.urls import url_id
 from services.storage.records import Record
 
 DOC = "doc"
 SOURCE = "src"
+ANCHOR = "anchor"
+ANCHOR_LINE = "@anchor"
 
 
 def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
-    """(url_id, tagged value) pairs of one record: itself, then each out-link."""
+    """(url_id, tagged value) pairs of one record: itself, then each out-link and its anchor."""
     yield record.url_id, [DOC, record.doc_num]
     for link in record.links:
-        yield url_id(link.url), [SOURCE, record.doc_num]
+        yield url_id(link.url), [SOURCE, record.doc_num, link.anchor]
 
 
-def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[int], int]:
-    """(target doc or None if uncrawled, sources linking to it except itself, self-links)."""
+def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple[int, str]], int]:
+    """(target doc or None if uncrawled, (source, anchor) of the links to it except its own,
+    self-links)."""
     target: int | None = None
-    sources: list[int] = []
-    for kind, doc in values:
-        if kind == DOC:
+    sources: list[tuple[int, str]] = []
+    for value in values:
+        if value[0] == DOC:
             if target is not None:
                 raise DuplicateDocumentError(
-                    f"url_id {key} belongs to doc_nums {target} and {doc}: each URL must be "
+                    f"url_id {key} belongs to doc_nums {target} and {value[1]}: each URL must be "
                     "one document; rebuild the manifest from the documents table"
                 )
-            target = doc
+            target = value[1]
         else:
-            sources.append(doc)
+            sources.append((value[1], value[2] if len(value) > 2 else ""))
     if target is None:
         return None, sources, 0
-    kept = [s for s in sources if s != target]
+    kept = [(s, anchor) for s, anchor in sources if s != target]
     return target, kept, len(sources) - len(kept)
 
 
+def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
+    """The in-link anchors joined with " | ", in source order (the same text whatever the
+    shuffle order), capped at ``MAX_ANCHOR_CHARS``."""
+    text, size = [], 0
+    for _source, anchor in sorted(sources):
+        anchor = anchor.strip()
+        if not anchor:
+            continue
+        if size + len(anchor) > MAX_ANCHOR_CHARS:
+            break
+        text.append(anchor)
+        size += len(anchor) + 3
+    return " | ".join(text)
+
+
+def parse_anchor_line(line: str) -> tuple[int, str]:
+    _tag, doc, text = line.rstrip("\r\n").split("\t", 2)
+    return int(doc), json.loads(text)
+
+
+class LinkGraphOutput(StandardJSONProtocol):
+    """Adjacency rows as JSON ``key<TAB>value``; anchor rows (key ``["anchor", doc]``) as
+    ``@anchor<TAB>doc<TAB>"text"``, a line no manifest line and no adjacency row starts with."""
+
+    def write(self, key: object, value: object) -> bytes:
+        if isinstance(key, list | tuple) and key and key[0] == ANCHOR:
+            return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}".encode()
+        return super().write(key, value)
+
+
+def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
+    """The ``doc -> targets`` rows of MRLinkGraph's output (anchor lines skipped)."""
+    with Path(path).open("rb") as fh:
+        for line in fh:
+            if not line.strip() or line.startswith(ANCHOR_LINE.encode()):
+                continue
+            key, _, value = line.rstrip(b"\r\n").partition(b"\t")
+            yield json.loads(key), json.loads(value)
+
+
 class MRLinkGraph(RecordBlockJob):
-    """The link graph of the crawled documents (input: record-block names, one a line)."""
+    """The link graph and in-link anchor text of the crawled documents (input: manifest)."""
+
+    OUTPUT_PROTOCOL = LinkGraphOutput
 
     def steps(self) -> list[MRStep]:
         return [
@@ -77,23 +134,35 @@ class MRLinkGraph(RecordBlockJob):
         for record in self.block_records(line):
             yield from record_announcements(record)
 
-    def reducer_join(self, key: str, values: Iterable[list]) -> Iterator[tuple[int, int | None]]:
+    def reducer_join(self, key: str, values: Iterable[list]) -> Iterator[tuple[int, object]]:
         target, sources, self_links = join_edges(key, values)
         if target is None:
             self.increment_counter("linkgraph", "links_to_uncrawled", len(sources))
             return
         self.increment_counter("linkgraph", "self_links_dropped", self_links)
         yield target, None  # the node itself, so pages without out-links survive
-        for source in sources:
+        for source, _anchor in sources:
             yield source, target
+        text = anchor_text(sources)
+        if text:
+            yield target, [ANCHOR, text]
 
-    def reducer_adjacency(self, doc: int, values: Iterable[int | None]) -> Iterator[
-            tuple[int, list[int]]]:
-        edges = [v for v in values if v is not None]
+    def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[
+            tuple[object, object]]:
+        edges: list[int] = []
+        anchors: list[str] = []
+        for value in values:
+            if isinstance(value, int):
+                edges.append(value)
+            elif isinstance(value, list):
+                anchors.append(value[1])
         targets = sorted(set(edges))
         self.increment_counter("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
         self.increment_counter("linkgraph", "edges", len(targets))
         yield doc, targets
+        if anchors:  # one join reducer per URL of the document: its crawled URL only
+            self.increment_counter("linkgraph", "documents_with_anchor_text")
+            yield [ANCHOR, doc], " | ".join(anchors)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from mrjob.job import MRJob
 from mrjob.protocol import StandardJSONProtocol
 from mrjob.step import MRStep
 
+from mapreduce.mr_linkgraph import adjacency_rows
 from mapreduce.pagerank import PageRankResult, contributions, updated_rank
 from mapreduce.runner import JobError, read_rows, run_job, write_rows
 from services.config import Settings
@@ -83,7 +84,7 @@ def initial_vector(adjacency: Path, num_docs: int, dest: Path) -> float:
 
     def rows() -> Iterator[tuple[int, list]]:
         nonlocal dangling
-        for doc, targets in read_rows(adjacency):
+        for doc, targets in adjacency_rows(adjacency):
             if not 0 <= doc < num_docs or any(not 0 <= t < num_docs for t in targets):
                 raise JobError(f"link graph {adjacency} names a doc_num outside 0..{num_docs - 1} "
                                f"(row {doc}): the record blocks and the documents table disagree")

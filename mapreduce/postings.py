@@ -4,7 +4,7 @@ A document is indexed in four fields (the BM25F fields of docs/ranking.md):
 
     title   the record's title
     body    description + text
-    anchor  the anchor text of links pointing at the document (from MRAnchors)
+    anchor  the anchor text of links pointing at the document (from MRLinkGraph)
     url     words of the URL's host and path
 
 Positions, for phrase queries, count analyzed terms of ``title`` then

@@ -194,7 +194,7 @@ def test_build_reports_stages_on_stderr(settings: Settings, corpus_writer: Corpu
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, CORPUS[:1])
     result = build_index(settings.with_overrides(pagerank_max_iterations=3))
     err = capsys.readouterr().err
-    for stage in ("1/4 index", "2/4 link graph", "3/4 pagerank", "4/4 publish", result.segment):
+    for stage in ("1/4 link graph", "2/4 index", "3/4 pagerank", "4/4 publish", result.segment):
         assert stage in err
     assert result.pagerank_iterations == 3 and result.num_docs == 3
 

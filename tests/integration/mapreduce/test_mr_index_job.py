@@ -13,9 +13,8 @@ import pytest
 from networkx_reference import networkx_pagerank
 
 from mapreduce.build import write_manifest_parts
-from mapreduce.mr_anchors import MRAnchors
 from mapreduce.mr_index import MRIndex
-from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
 from mapreduce.postings import Chunk
@@ -89,12 +88,14 @@ def test_anchor_text_of_in_links_becomes_the_targets_anchor_field(
               {"url": "http://a.test/wing", "title": "W", "text": "lift",
                "links": ["http://a.test/nowhere"]}]]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, pages)
-    anchors = run_job(MRAnchors, [manifest(tmp_path, 1)], settings,
-                      output=tmp_path / "anchors.txt", scratch=tmp_path / "scratch")
+    links = run_job(MRLinkGraph, [manifest(tmp_path, 1)], settings,
+                    output=tmp_path / "links.jsonl", scratch=tmp_path / "scratch")
     # corpus_writer gives every link the anchor text "anchor"; the home page's self-link
     # is skipped and the link to an uncrawled page goes nowhere.
-    assert anchors.path.read_text().splitlines() == ['@anchor\t1\t"anchor"']
-    out = run_job(MRIndex, [manifest(tmp_path, 1), anchors.path], settings,
+    assert [line for line in links.path.read_text().splitlines() if line.startswith("@")] == \
+        ['@anchor\t1\t"anchor"']
+    assert dict(adjacency_rows(links.path)) == {0: [1], 1: []}
+    out = run_job(MRIndex, [manifest(tmp_path, 1), links.path], settings,
                   output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
     postings, lengths = index_output(out)
     assert postings["anchor"] == {1: [0, 0, 1, 0, []]}
@@ -123,10 +124,10 @@ def test_mr_linkgraph_inline_adjacency(settings: Settings, tmp_path: Path,
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
     out = run_job(MRLinkGraph, [manifest(tmp_path)], settings,
                   output=tmp_path / "links.jsonl", scratch=tmp_path / "scratch")
-    assert dict(out.rows()) == {0: [1, 2], 1: [2], 2: [], 3: [0]}
+    assert dict(adjacency_rows(out.path)) == {0: [1, 2], 1: [2], 2: [], 3: [0]}
     assert out.counters["linkgraph"] == {
         "links_to_uncrawled": 2, "self_links_dropped": 1, "duplicate_edges_dropped": 1,
-        "edges": 4}
+        "edges": 4, "documents_with_anchor_text": 3}
 
 
 def test_pagerank_driver_inline_matches_networkx(settings: Settings, tmp_path: Path) -> None:
@@ -184,10 +185,10 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     hermetic = ["--task-python-bin", f"{sys.executable} -S",
                 "--cmdenv", f"PYTHONPATH={site_packages}"]
     local = settings.with_overrides(mr_runner="local")
-    anchors = run_job(MRAnchors, parts, local, output=tmp_path / "anchors.txt",
-                      scratch=tmp_path / "scratch", extra_args=hermetic)
-    assert anchors.counter("blocks", "read") == 3 and anchors.path.read_text() == ""  # no links
-    out = run_job(MRIndex, [*parts, anchors.path], local,
+    links = run_job(MRLinkGraph, parts, local, output=tmp_path / "links.jsonl",
+                    scratch=tmp_path / "scratch", extra_args=hermetic)
+    assert links.counter("blocks", "read") == 3 and "@anchor" not in links.path.read_text()
+    out = run_job(MRIndex, [*parts, links.path], local,
                   output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch",
                   extra_args=hermetic)
     postings, lengths = index_output(out)
@@ -214,7 +215,7 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(settings: Setting
                                     pagerank_max_iterations=3)
     links = run_job(MRLinkGraph, [manifest(tmp_path)], local, output=tmp_path / "links.jsonl",
                     scratch=tmp_path / "scratch", extra_args=hermetic)
-    assert dict(links.rows()) == {0: [1, 2], 1: [2], 2: [0], 3: []}
+    assert dict(adjacency_rows(links.path)) == {0: [1, 2], 1: [2], 2: [0], 3: []}
     result = run_pagerank(links.path, 4, local, tmp_path / "pr")
     reference = pagerank_sparse([[1, 2], [2], [0], []], local.pagerank_damping, 1e-30, 3)
     assert result.iterations == 3

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mapreduce.build import build_index, write_manifest
 from mapreduce.mr_index import MRIndex
-from mapreduce.mr_linkgraph import MRLinkGraph
+from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.postings import Chunk, url_words
 from mapreduce.publish import read_index_rows
 from mapreduce.runner import run_job
@@ -100,7 +100,7 @@ def test_mr_linkgraph_follows_only_current_links(settings: Settings, tmp_path: P
     out = run_job(MRLinkGraph, [manifest], settings, output=tmp_path / "links.jsonl",
                   scratch=tmp_path / "scratch")
     # Stale links (apples -> pears, plums -> figs) are gone; each doc is one node.
-    assert dict(out.rows()) == {0: [2], 1: [], 2: [1], 3: [0]}
+    assert dict(adjacency_rows(out.path)) == {0: [2], 1: [], 2: [1], 3: [0]}
     assert out.counter("blocks", "stale_records_skipped") == 3
 
 
