@@ -65,7 +65,8 @@ class MRIndex(RecordBlockJob):
 
     def steps(self) -> list[MRStep]:
         return [MRStep(mapper_init=self.mapper_init, mapper=self.mapper_terms,
-                       mapper_final=self.mapper_final, reducer=self.reducer_postings)]
+                       mapper_final=self.mapper_final, reducer=self.reducer_postings,
+                       reducer_final=self.flush_counts)]
 
     def mapper_init(self) -> None:
         self.buffer = PostingBuffer()
@@ -100,8 +101,12 @@ class MRIndex(RecordBlockJob):
     def reducer_postings(self, key: list, values: Iterable) -> Iterator[tuple[list, object]]:
         kind, name = key
         if kind == TERM:
-            self.increment_counter("index", "terms")
-            yield key, merge_chunks(Chunk.decode(value) for value in values).encode()
+            self.count("index", "terms")
+            chunks = list(values)
+            if len(chunks) == 1:  # the term occurs in one map task's output: nothing to merge
+                yield key, chunks[0]
+            else:
+                yield key, merge_chunks(Chunk.decode(value) for value in chunks).encode()
         else:
             yield key, merge_lengths(name, values)
 

@@ -126,8 +126,9 @@ class MRLinkGraph(RecordBlockJob):
 
     def steps(self) -> list[MRStep]:
         return [
-            MRStep(mapper=self.mapper_announce, reducer=self.reducer_join),
-            MRStep(reducer=self.reducer_adjacency),
+            MRStep(mapper=self.mapper_announce, reducer=self.reducer_join,
+                   reducer_final=self.flush_counts),
+            MRStep(reducer=self.reducer_adjacency, reducer_final=self.flush_counts),
         ]
 
     def mapper_announce(self, _key: None, line: str) -> Iterator[tuple[str, list]]:
@@ -137,9 +138,9 @@ class MRLinkGraph(RecordBlockJob):
     def reducer_join(self, key: str, values: Iterable[list]) -> Iterator[tuple[int, object]]:
         target, sources, self_links = join_edges(key, values)
         if target is None:
-            self.increment_counter("linkgraph", "links_to_uncrawled", len(sources))
+            self.count("linkgraph", "links_to_uncrawled", len(sources))
             return
-        self.increment_counter("linkgraph", "self_links_dropped", self_links)
+        self.count("linkgraph", "self_links_dropped", self_links)
         yield target, None  # the node itself, so pages without out-links survive
         for source, _anchor in sources:
             yield source, target
@@ -157,11 +158,11 @@ class MRLinkGraph(RecordBlockJob):
             elif isinstance(value, list):
                 anchors.append(value[1])
         targets = sorted(set(edges))
-        self.increment_counter("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
-        self.increment_counter("linkgraph", "edges", len(targets))
+        self.count("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
+        self.count("linkgraph", "edges", len(targets))
         yield doc, targets
         if anchors:  # one join reducer per URL of the document: its crawled URL only
-            self.increment_counter("linkgraph", "documents_with_anchor_text")
+            self.count("linkgraph", "documents_with_anchor_text")
             yield [ANCHOR, doc], " | ".join(anchors)
 
 
