@@ -39,3 +39,18 @@ def test_corrupt_member_is_a_clear_error():
         decode_record(writer.to_bytes()[offset : offset + length - 4], "records/x.rec.gz")
     with pytest.raises(BlockFormatError, match="corrupt or truncated"):
         list(iter_records(b"not gzip at all"))
+
+
+def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
+    import json
+    import random
+
+    from services.storage.records import Link, Record
+
+    rng = random.Random(5)
+    for _ in range(200):
+        fetched = rng.random() * 2e9
+        record = Record(3, "http://h.test/a/b?x=1", "u" * 40, "d" * 40, "text/html",
+                        title="Straße “quotes” \u2028 line", text="x/y \\ \" \t é 中文",
+                        links=[Link("http://h.test/c", "a/b")], fetched_at=fetched)
+        assert Record.from_dict(json.loads(record.to_json())) == record
