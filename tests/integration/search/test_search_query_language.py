@@ -75,3 +75,8 @@ def test_a_negated_phrase_removes_only_documents_holding_the_phrase(client):
 def test_a_query_that_only_excludes_says_what_is_missing(client):
     body = client.get("/api/search", params={"q": "-wing"}).json()
     assert body["total"] == 0 and "only leaves words out" in body["message"]
+
+
+def test_the_home_page_and_empty_results_show_the_query_syntax(client):
+    assert "exact phrase" in client.get("/").text
+    assert "wing OR lift" in client.get("/", params={"q": "zzzqqq"}).text
