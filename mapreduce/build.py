@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import os
 import shutil
 import sys
 import time
@@ -53,7 +54,7 @@ class BuildError(RuntimeError):
     """The index cannot be built from the current crawl; the message says what to do."""
 
 
-MANIFEST_PARTS = 64  # map tasks per job at most; beyond that a task reads several blocks
+MANIFEST_PARTS = 64  # map tasks per job on EMR at most; beyond that a task reads several blocks
 
 
 def write_manifest(session: Session, path: Path) -> int:
@@ -63,22 +64,31 @@ def write_manifest(session: Session, path: Path) -> int:
     (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
     table is never held as ORM objects.
     """
-    return len(write_manifest_parts(session, path.parent, parts=1, name=path.name)[1])
+    return len(write_manifest_parts(session, path.parent, parts=1, name=path.name, plain=True)[1])
+
+
+def manifest_parts(settings: Settings) -> int:
+    """Map tasks per job: ``NIMBUS_MR_MAP_TASKS``, or one per core on one machine (each
+    task costs a process start and imports; more tasks than cores only queue),
+    ``MANIFEST_PARTS`` on EMR."""
+    if settings.mr_map_tasks > 0:
+        return settings.mr_map_tasks
+    return MANIFEST_PARTS if settings.mr_runner == "emr" else max(1, os.cpu_count() or 1)
 
 
 def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFEST_PARTS,
-                         name: str = "manifest") -> tuple[list[Path], list[str]]:
-    """The manifest split over up to ``parts`` gzip files: (files, blocks listed).
+                         name: str = "manifest", plain: bool = False) -> tuple[list[Path], list[str]]:
+    """The manifest dealt round-robin over up to ``parts`` gzip files: (files, blocks listed).
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
-    one block per file (up to ``parts`` files, then blocks dealt round-robin)
-    lets the runner balance tasks by block. A single uncompressed manifest is
-    split by bytes instead, and its last, lone task kept one core idle for a
-    third of the index job.
+    the job runs exactly that many map tasks, balanced by block. (A single
+    uncompressed manifest is split by bytes instead: its last, lone task kept
+    one core idle for a third of the index job; and one task per block paid a
+    process start and imports per block.) ``plain``: one uncompressed file.
     """
     num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
     count = max(1, min(parts, num_blocks))
-    single = parts == 1
+    single = plain
     paths = [directory / name] if single else [directory / f"{name}-{i:05d}.txt.gz"
                                                 for i in range(count)]
     rows = session.execute(select(Document.record_block, Document.doc_num)
@@ -145,7 +155,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
-            manifest, listed = write_manifest_parts(session, scratch)
+            manifest, listed = write_manifest_parts(session, scratch, manifest_parts(settings))
         blocks = len(listed)
         say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")

@@ -26,6 +26,7 @@ class Settings:
     database_url: str = "sqlite:///var/nimbus.db"
     blob_url: str = "file://var/blobs"
     mr_runner: str = "local"  # inline | local | emr
+    mr_map_tasks: int = 0  # map tasks per job; 0: one per core (local), 64 (emr)
     aws_endpoint_url: str | None = None  # moto or another S3-compatible endpoint
 
     # Local working directory for caches (downloaded index segments, job scratch).

@@ -44,3 +44,14 @@ def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:
     assert stale == 3
     everything, none = current_records(iter(block), None)
     assert len(everything) == 5 and none == 0
+
+
+def test_map_tasks_one_per_core_locally_many_on_emr_or_as_set():
+    import os
+
+    from mapreduce.build import MANIFEST_PARTS, manifest_parts
+    from services.config import Settings
+
+    assert manifest_parts(Settings(mr_runner="local")) == (os.cpu_count() or 1)
+    assert manifest_parts(Settings(mr_runner="emr")) == MANIFEST_PARTS
+    assert manifest_parts(Settings(mr_runner="local", mr_map_tasks=5)) == 5
