@@ -88,14 +88,13 @@ def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFES
     """
     num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
     count = max(1, min(parts, num_blocks))
-    single = plain
-    paths = [directory / name] if single else [directory / f"{name}-{i:05d}.txt.gz"
-                                                for i in range(count)]
+    paths = [directory / name] if plain else [directory / f"{name}-{i:05d}.txt.gz"
+                                               for i in range(count)]
     rows = session.execute(select(Document.record_block, Document.doc_num)
                            .order_by(Document.record_block, Document.doc_num))
     blocks = []
     with contextlib.ExitStack() as stack:
-        opener = open if single else gzip.open
+        opener = open if plain else gzip.open
         files = [stack.enter_context(opener(path, "wt", encoding="utf-8")) for path in paths]
         for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
             files[i % count].write(line)

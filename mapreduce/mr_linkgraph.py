@@ -40,7 +40,6 @@ from pathlib import Path
 from mrjob.protocol import StandardJSONProtocol
 from mrjob.step import MRStep
 
-from mapreduce.postings import MAX_ANCHOR_CHARS
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 from services.crawler.urls import url_id
 from services.storage.records import Record
@@ -49,6 +48,7 @@ DOC = "doc"
 SOURCE = "src"
 ANCHOR = "anchor"
 ANCHOR_LINE = "@anchor"
+MAX_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu link adds little more
 
 
 def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
@@ -72,7 +72,7 @@ def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple
                 )
             target = value[1]
         else:
-            sources.append((value[1], value[2] if len(value) > 2 else ""))
+            sources.append((value[1], value[2]))
     if target is None:
         return None, sources, 0
     kept = [(s, anchor) for s, anchor in sources if s != target]

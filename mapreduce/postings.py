@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import base64
 import re
-from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from services.storage.records import Record
-from services.text.analyze import analyze, surface_tokens, terms_of
+from services.text.analyze import surface_tokens, terms_of
 
-FIELDS = ("title", "body", "anchor", "url")
-TITLE, BODY, ANCHOR, URL = range(4)
+TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.search.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
-MAX_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu link adds little more
+TF_MAX = np.iinfo(np.uint16).max  # field frequencies are stored as uint16, clipped
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
 
@@ -44,47 +42,6 @@ def url_words(url: str) -> str:
     Flow Models"): separators become spaces, the scheme is dropped."""
     rest = url.split("://", 1)[-1]
     return _URL_WORDS.sub(" ", rest)
-
-
-@dataclass
-class DocPostings:
-    """One document's contribution: per-field lengths and, per term, field tfs and positions."""
-
-    doc: int
-    lengths: tuple[int, int, int, int]  # title, body, anchor, url
-    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, [positions]]
-
-
-def document_postings(record: Record) -> DocPostings:
-    """Title, body and URL fields of a record (anchors come separately, from in-links)."""
-    title = analyze(record.title)
-    body = analyze(f"{record.description} {record.text}")
-    url = analyze(url_words(record.url))
-    title_pos: dict[str, list[int]] = defaultdict(list)
-    body_pos: dict[str, list[int]] = defaultdict(list)
-    for pos, term in enumerate(title):
-        title_pos[term].append(pos)
-    for pos, term in enumerate(body, len(title) + FIELD_GAP):
-        body_pos[term].append(pos)
-    url_tf = Counter(url)
-    terms: dict[str, list] = {}
-    for term in title_pos.keys() | body_pos.keys() | url_tf.keys():
-        in_title, in_body = title_pos.get(term, ()), body_pos.get(term, ())
-        terms[term] = [len(in_title), len(in_body), 0, url_tf.get(term, 0),
-                       [*in_title, *in_body]]
-    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url)), terms)
-
-
-def anchor_postings(doc: int, anchor_text: str) -> DocPostings:
-    """The anchor field of one document (no positions: anchors are not one running text)."""
-    words = analyze(anchor_text[:MAX_ANCHOR_CHARS])
-    terms: dict[str, list] = {}
-    for term in words:
-        entry = terms.get(term)
-        if entry is None:
-            terms[term] = entry = [0, 0, 0, 0, []]
-        entry[ANCHOR] += 1
-    return DocPostings(doc, (0, 0, len(words), 0), terms)
 
 
 class PostingBuffer:
@@ -97,8 +54,8 @@ class PostingBuffer:
     (``services.text.analyze.terms_of``), then numpy for the positions (counted
     after stop words are dropped, as ``analyze`` does), the grouping into
     postings by (term, document), field frequencies and field lengths. The
-    result equals ``document_postings`` / ``anchor_postings`` of each document
-    (a test compares them), at a fraction of the per-token Python work.
+    result equals ``analyze`` applied document by document (a test compares
+    them), at a fraction of the per-token Python work.
     """
 
     def __init__(self) -> None:
@@ -126,8 +83,8 @@ class PostingBuffer:
         self._append(record.doc_num, URL, surface_tokens(url_words(record.url)))
 
     def add_anchor(self, doc: int, anchor_text: str) -> None:
-        """Buffer one document's in-link anchor text."""
-        self._append(doc, ANCHOR, surface_tokens(anchor_text[:MAX_ANCHOR_CHARS]))
+        """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``)."""
+        self._append(doc, ANCHOR, surface_tokens(anchor_text))
 
     def drain(self) -> tuple[list[tuple[str, Chunk]], dict[int, list[int | None]]]:
         """(every buffered (term, chunk), field lengths by document), emptying the buffer.
@@ -199,9 +156,6 @@ class PostingBuffer:
                       pos_values[int(pos_offsets[t0]):int(pos_offsets[t1])]))
                   for t0, t1 in zip(term_starts.tolist(), term_ends.tolist(), strict=True)]
         return chunks, lengths
-
-
-TF_MAX = np.iinfo(np.uint16).max
 
 
 @dataclass

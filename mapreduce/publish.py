@@ -46,7 +46,7 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import Chunk
+from mapreduce.postings import TF_MAX, Chunk
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
@@ -54,7 +54,6 @@ from services.storage.models import PageRankScore
 from services.storage.segment import pack_segment
 
 SEGMENT_FORMAT = 2
-TF_MAX = np.iinfo(np.uint16).max
 
 
 class PublishError(ValueError):

@@ -101,18 +101,8 @@ class SegmentIndex:
         return int(self.arrays["df"].shape[0])
 
     @property
-    def idf(self) -> np.ndarray:
-        return self.arrays["idf"]
-
-    @property
     def doc_lengths(self) -> np.ndarray:
         return self.arrays["doc_lengths"]
-
-    @cached_property
-    def avg_length(self) -> float:
-        """Mean document length in terms (BM25's pivot), computed once per loaded segment."""
-        lengths = self.arrays["doc_lengths"]
-        return float(lengths.mean()) if lengths.shape[0] else 0.0
 
     @property
     def pagerank(self) -> np.ndarray:

@@ -3,19 +3,52 @@
 from __future__ import annotations
 
 import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 
-from mapreduce.postings import (
-    Chunk,
-    PostingBuffer,
-    anchor_postings,
-    document_postings,
-    merge_chunks,
-    url_words,
-)
+from mapreduce.postings import ANCHOR, FIELD_GAP, Chunk, PostingBuffer, merge_chunks, url_words
 from services.storage.records import Record
+from services.text.analyze import analyze
 
 WORDS = ["wing", "lift", "drag", "flow", "boundary", "layer", "shock", "wave", "the", "of",
          "supersonic", "nozzle", "heat"]
+
+
+@dataclass
+class DocPostings:
+    """The reference: one document's per-field lengths and, per term, field tfs and positions,
+    made with ``analyze`` document by document, the plain way."""
+
+    doc: int
+    lengths: tuple[int, int, int, int]  # title, body, anchor, url
+    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, [positions]]
+
+
+def document_postings(record: Record) -> DocPostings:
+    title = analyze(record.title)
+    body = analyze(f"{record.description} {record.text}")
+    url = analyze(url_words(record.url))
+    title_pos: dict[str, list[int]] = defaultdict(list)
+    body_pos: dict[str, list[int]] = defaultdict(list)
+    for pos, term in enumerate(title):
+        title_pos[term].append(pos)
+    for pos, term in enumerate(body, len(title) + FIELD_GAP):
+        body_pos[term].append(pos)
+    url_tf = Counter(url)
+    terms: dict[str, list] = {}
+    for term in title_pos.keys() | body_pos.keys() | url_tf.keys():
+        in_title, in_body = title_pos.get(term, ()), body_pos.get(term, ())
+        terms[term] = [len(in_title), len(in_body), 0, url_tf.get(term, 0),
+                       [*in_title, *in_body]]
+    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url)), terms)
+
+
+def anchor_postings(doc: int, anchor_text: str) -> DocPostings:
+    words = analyze(anchor_text)
+    terms: dict[str, list] = {}
+    for term in words:
+        terms.setdefault(term, [0, 0, 0, 0, []])[ANCHOR] += 1
+    return DocPostings(doc, (0, 0, len(words), 0), terms)
 
 
 def test_url_words_split_host_and_path():
@@ -26,10 +59,13 @@ def test_url_words_split_host_and_path():
 def test_document_fields_and_positions():
     rec = Record(4, "http://w.test/wing", "", "", "text/html", title="Wing lift",
                  description="Lift!", text="the wing")
-    p = document_postings(rec)
-    assert p.lengths == (2, 2, 0, 3)  # url: w, test, wing
-    assert p.terms["wing"] == [1, 1, 0, 1, [0, 4]]  # title pos 0; body after title + gap
-    assert p.terms["lift"] == [1, 1, 0, 0, [1, 3]]
+    buffer = PostingBuffer()
+    buffer.add(rec)
+    chunks, lengths = buffer.drain()
+    postings = as_dict(chunks)
+    assert lengths[4] == [2, 2, None, 3]  # url: w, test, wing; no anchors seen
+    assert postings["wing"] == {4: [1, 1, 0, 1, [0, 4]]}  # title pos 0; body after title + gap
+    assert postings["lift"] == {4: [1, 1, 0, 0, [1, 3]]}
 
 
 def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[int, list]]:
