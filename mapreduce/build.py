@@ -64,7 +64,7 @@ def write_manifest(session: Session, path: Path) -> int:
     (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
     table is never held as ORM objects.
     """
-    return len(write_manifest_parts(session, path.parent, parts=1, name=path.name, plain=True)[1])
+    return write_manifest_parts(session, path.parent, parts=1, name=path.name, plain=True)[1]
 
 
 def manifest_parts(settings: Settings) -> int:
@@ -77,7 +77,7 @@ def manifest_parts(settings: Settings) -> int:
 
 
 def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFEST_PARTS,
-                         name: str = "manifest", plain: bool = False) -> tuple[list[Path], list[str]]:
+                         name: str = "manifest", plain: bool = False) -> tuple[list[Path], int]:
     """The manifest dealt round-robin over up to ``parts`` gzip files: (files, blocks listed).
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
@@ -92,13 +92,13 @@ def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFES
                                                for i in range(count)]
     rows = session.execute(select(Document.record_block, Document.doc_num)
                            .order_by(Document.record_block, Document.doc_num))
-    blocks = []
+    blocks = 0
     with contextlib.ExitStack() as stack:
         opener = open if plain else gzip.open
         files = [stack.enter_context(opener(path, "wt", encoding="utf-8")) for path in paths]
         for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
             files[i % count].write(line)
-            blocks.append(line.split("\t", 1)[0])
+            blocks += 1
     return paths, blocks
 
 
@@ -154,8 +154,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
-            manifest, listed = write_manifest_parts(session, scratch, manifest_parts(settings))
-        blocks = len(listed)
+            manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
         say(f"{count} documents in {blocks} record blocks; "
             f"runner {settings.mr_runner}, scratch {scratch}")
 
@@ -181,20 +180,18 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
 
         say(f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
             f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
-        if settings.pagerank_level == "host":
+        if settings.pagerank_level == "host" or settings.pagerank_engine == "memory":
             # The host graph is small (hosts, not pages): it always runs in memory.
-            graph = dict(adjacency_rows(links.path))
-            with sessions() as session:
-                doc_hosts, num_hosts = host_ids(session, num_docs)
-            ranks = host_pagerank(adjacency_from_mapping(graph, num_docs), doc_hosts, num_hosts,
-                                  settings.pagerank_damping, settings.pagerank_tolerance,
-                                  settings.pagerank_max_iterations)
-            say(f"    host level: {num_hosts} hosts")
-        elif settings.pagerank_engine == "memory":
-            graph = dict(adjacency_rows(links.path))
-            ranks = pagerank_sparse(adjacency_from_mapping(graph, num_docs),
-                                    settings.pagerank_damping, settings.pagerank_tolerance,
-                                    settings.pagerank_max_iterations)
+            adjacency = adjacency_from_mapping(dict(adjacency_rows(links.path)), num_docs)
+            iteration = (settings.pagerank_damping, settings.pagerank_tolerance,
+                         settings.pagerank_max_iterations)
+            if settings.pagerank_level == "host":
+                with sessions() as session:
+                    doc_hosts, num_hosts = host_ids(session, num_docs)
+                ranks = host_pagerank(adjacency, doc_hosts, num_hosts, *iteration)
+                say(f"    host level: {num_hosts} hosts")
+            else:
+                ranks = pagerank_sparse(adjacency, *iteration)
         else:
             ranks = run_pagerank(links.path, num_docs, settings, scratch,
                                  progress=(lambda line: say("    " + line)) if progress else None)

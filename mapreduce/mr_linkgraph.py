@@ -48,7 +48,8 @@ DOC = "doc"
 SOURCE = "src"
 ANCHOR = "anchor"
 ANCHOR_LINE = "@anchor"
-MAX_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu link adds little more
+ANCHOR_BYTES = ANCHOR_LINE.encode()
+MAX_DOC_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu link adds little more
 
 
 def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
@@ -81,13 +82,13 @@ def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple
 
 def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
     """The in-link anchors joined with " | ", in source order (the same text whatever the
-    shuffle order), capped at ``MAX_ANCHOR_CHARS``."""
+    shuffle order), capped at ``MAX_DOC_ANCHOR_CHARS``."""
     text, size = [], 0
     for _source, anchor in sorted(sources):
         anchor = anchor.strip()
         if not anchor:
             continue
-        if size + len(anchor) > MAX_ANCHOR_CHARS:
+        if size + len(anchor) > MAX_DOC_ANCHOR_CHARS:
             break
         text.append(anchor)
         size += len(anchor) + 3
@@ -108,15 +109,23 @@ class LinkGraphOutput(StandardJSONProtocol):
             return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}".encode()
         return super().write(key, value)
 
+    def read(self, line: bytes) -> tuple[object, object]:
+        if line.startswith(ANCHOR_BYTES):
+            doc, text = parse_anchor_line(line.decode("utf-8"))
+            return [ANCHOR, doc], text
+        return super().read(line)
+
 
 def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
-    """The ``doc -> targets`` rows of MRLinkGraph's output (anchor lines skipped)."""
+    """The ``doc -> targets`` rows of MRLinkGraph's output (its anchor rows skipped)."""
+    protocol = LinkGraphOutput()
     with Path(path).open("rb") as fh:
         for line in fh:
-            if not line.strip() or line.startswith(ANCHOR_LINE.encode()):
-                continue
-            key, _, value = line.rstrip(b"\r\n").partition(b"\t")
-            yield json.loads(key), json.loads(value)
+            line = line.rstrip(b"\r\n")
+            if line:
+                key, value = protocol.read(line)
+                if isinstance(key, int):
+                    yield key, value
 
 
 class MRLinkGraph(RecordBlockJob):

@@ -47,6 +47,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import TF_MAX, Chunk
+from mapreduce.runner import read_rows
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
@@ -84,7 +85,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             if key in cols.chunks:
                 raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher "
                                    "disagree")
-            cols.chunks[key] = value if isinstance(value, Chunk) else Chunk.decode(value)
+            cols.chunks[key] = Chunk.decode(value)
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
         else:
@@ -93,12 +94,8 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
 
 
 def read_index_rows(path: Path) -> Iterable[tuple[Any, Any]]:
-    """MRIndex's output file (ujson ``key \t value`` lines), decoded with ujson."""
-    with Path(path).open("rb") as fh:
-        for line in fh:
-            key, _, value = line.rstrip(b"\r\n").partition(b"\t")
-            if key:
-                yield ujson.loads(key), ujson.loads(value)
+    """MRIndex's output file, decoded with ujson (the job writes UltraJSONProtocol)."""
+    return read_rows(path, loads=ujson.loads)
 
 
 def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,

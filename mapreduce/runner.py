@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,15 +63,16 @@ class JobOutput:
         return self.counters.get(group, {}).get(name, 0)
 
 
-def read_rows(path: Path) -> Iterator[tuple[Any, Any]]:
-    """Decode a job output file (JSONProtocol: ``key \\t value`` per line)."""
+def read_rows(path: Path, loads: Callable[[bytes], Any] = json.loads) -> Iterator[tuple[Any, Any]]:
+    """Decode a job output file (JSONProtocol: ``key \\t value`` per line); ``loads``:
+    ``ujson.loads`` for a job that wrote with UltraJSONProtocol."""
     with Path(path).open("rb") as fh:
         for line in fh:
             line = line.rstrip(b"\r\n")
             if not line:
                 continue
             key, _, value = line.partition(b"\t")
-            yield json.loads(key), json.loads(value)
+            yield loads(key), loads(value)
 
 
 def write_rows(path: Path, rows: Iterator[tuple[Any, Any]]) -> int:

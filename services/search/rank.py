@@ -86,20 +86,6 @@ def union_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
     return np.unique(np.concatenate(parts).astype(DOC, copy=False))
 
 
-def intersect_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
-    """Documents holding every term: shortest list first, then binary-search filters."""
-    if not terms:
-        return np.zeros(0, DOC)
-    ordered = sorted(terms, key=lambda t: t.docs.shape[0])
-    docs = ordered[0].docs.astype(DOC, copy=False)
-    for t in ordered[1:]:
-        if docs.shape[0] == 0:
-            break
-        at = np.minimum(np.searchsorted(t.docs, docs), max(t.docs.shape[0] - 1, 0))
-        docs = docs[t.docs[at] == docs] if t.docs.shape[0] else docs[:0]
-    return docs
-
-
 DENSE_PROBE = 64  # probe through a per-document table when the candidates are > N / 64
 
 
@@ -139,6 +125,11 @@ def conjunctive(terms: Sequence[QueryTerm],
     for i, t in enumerate(terms):
         text += found[i].astype(np.float64) * t.weight
     return docs, text
+
+
+def intersect_docs(terms: Sequence[QueryTerm], num_docs: int | None = None) -> np.ndarray:
+    """Documents holding every term (``conjunctive``'s documents)."""
+    return conjunctive(terms, num_docs)[0]
 
 
 def best_of(docs: np.ndarray, final: np.ndarray, text: np.ndarray, k: int, total: int) -> Ranked:

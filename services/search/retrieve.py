@@ -76,13 +76,11 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         if any(ids[t] is None for phrase in query.phrases for t in phrase):
             return Retrieval(empty, "phrase", found)
         required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
-        candidates = _without(intersect_docs(required), excluded)
+        candidates = _without(intersect_docs(required, index.num_docs), excluded)
         for phrase in query.phrases:
-            ranges = [index.posting_range(ids[t]) for t in phrase]
-            candidates = phrase_matches(candidates, ranges, index.arrays["post_docs"],
-                                        index.arrays["pos_offsets"], index.arrays["positions"])
+            candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
         if not query.any_word and len(found) == len(query.terms):
-            both = _without(intersect_docs(terms), excluded)
+            both = _without(intersect_docs(terms, index.num_docs), excluded)
             narrowed = np.intersect1d(candidates, both, assume_unique=True)
             if narrowed.shape[0] >= settings.and_min_results:
                 candidates = narrowed
@@ -124,8 +122,13 @@ def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
     ids = [index.term_id(t) for t in phrase]
     if any(i is None for i in ids):
         return np.zeros(0, np.uint32)
-    holding = intersect_docs([query_term(index, i, 1.0) for i in ids])
-    return phrase_matches(holding, [index.posting_range(i) for i in ids],
+    holding = intersect_docs([query_term(index, i, 1.0) for i in ids], index.num_docs)
+    return _holding_phrase(index, holding, ids)
+
+
+def _holding_phrase(index: SegmentIndex, candidates: np.ndarray, ids: list[int]) -> np.ndarray:
+    """The ``candidates`` (each holding every term of the phrase) where the phrase occurs."""
+    return phrase_matches(candidates, [index.posting_range(i) for i in ids],
                           index.arrays["post_docs"], index.arrays["pos_offsets"],
                           index.arrays["positions"])
 

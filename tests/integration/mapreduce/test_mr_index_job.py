@@ -180,7 +180,7 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
         # As the build writes it: gzip parts, one block each (one map task per part).
         parts, blocks = write_manifest_parts(session, tmp_path)
     engine.dispose()
-    assert len(parts) == len(blocks) == 3 and all(p.name.endswith(".gz") for p in parts)
+    assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S",
                 "--cmdenv", f"PYTHONPATH={site_packages}"]

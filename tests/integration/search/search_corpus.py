@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import PostingBuffer, merge_chunks
+from mapreduce.postings import PostingBuffer
 from mapreduce.publish import collect_index_rows
 from mapreduce.publish import segment_arrays as publish_arrays
 from services.config import Settings
@@ -88,7 +88,7 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
                           description=doc.description))
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
-    rows += [([TERM, term], merge_chunks([chunk])) for term, chunk in chunks]
+    rows += [([TERM, term], chunk.encode()) for term, chunk in chunks]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
     return publish_arrays(collect_index_rows(rows), ranks, len(docs))
 

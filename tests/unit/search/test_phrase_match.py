@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import PostingBuffer, merge_chunks
+from mapreduce.postings import PostingBuffer
 from mapreduce.publish import collect_index_rows, segment_arrays
 from services.search.index import SegmentIndex
 from services.search.phrase import phrase_matches
@@ -27,7 +27,7 @@ def index_of(texts: list[tuple[str, str]]) -> SegmentIndex:
         buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html", title=title, text=text))
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
-    rows += [([TERM, t], merge_chunks([c])) for t, c in chunks]
+    rows += [([TERM, t], c.encode()) for t, c in chunks]
     n = len(texts)
     return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows),
                                                           np.full(n, 1 / n), n))
