@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler import frontier
@@ -48,7 +48,14 @@ from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
 from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter
-from services.storage.db import bump_counters, chunked, is_retryable, lock_commits, next_doc_num
+from services.storage.db import (
+    bump_counters,
+    chunked,
+    is_retryable,
+    lock_commits,
+    next_doc_num,
+    retry_transaction,
+)
 from services.storage.models import Document, DuplicateUrl, Host
 from services.storage.records import Record, RecordBlockWriter
 
@@ -126,17 +133,11 @@ class Committer:
         """Write ``pending``'s blocks and commit it; safe to run in another thread."""
         if not pending.seqs:
             return FlushResult()
-        for attempt in range(1, _ATTEMPTS + 1):
-            try:
-                return self._commit_once(pending)
-            except (IntegrityError, OperationalError) as exc:
-                # A unique-key race with another process, or a deadlock the database
-                # rolled back: the transaction (and its blocks, deleted) starts over.
-                if attempt == _ATTEMPTS or not (isinstance(exc, IntegrityError)
-                                                or is_retryable(exc)):
-                    raise
-                log.warning("commit conflict (%s); trying again, attempt %d", exc, attempt + 1)
-        raise AssertionError("unreachable")
+        # A unique-key race with another process, or a deadlock the database rolled
+        # back: the transaction (and its blocks, deleted) starts over.
+        return retry_transaction(lambda: self._commit_once(pending), attempts=_ATTEMPTS,
+                                 what="commit conflict",
+                                 retry_on=lambda e: isinstance(e, IntegrityError) or is_retryable(e))
 
     def _commit_once(self, pending: Pending) -> FlushResult:
         now = time.time()

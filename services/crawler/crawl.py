@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from sqlalchemy.exc import OperationalError
-
 from services.config import Settings
 from services.crawler import frontier
 from services.crawler.committer import Committer, FlushResult, UrlResult
@@ -49,7 +47,7 @@ from services.crawler.spool import Spool, spool_dir
 from services.crawler.urls import normalize_url
 from services.crawler.visit import Visitor
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, is_retryable, make_engine, session_factory
+from services.storage.db import init_db, make_engine, retry_transaction, session_factory
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
 
@@ -186,17 +184,13 @@ class Crawler:
         return await loop.run_in_executor(self.db, partial(self._in_tx, func, *args, **kwargs))
 
     def _in_tx(self, func, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin transaction wrapper
-        for attempt in range(1, DB_ATTEMPTS + 1):
-            try:
-                with self.sessions.begin() as session:
-                    return func(session, *args, **kwargs)
-            except OperationalError as exc:
-                # Another crawler process's transaction won a lock conflict (MySQL
-                # rolled this one back whole): run it again.
-                if attempt == DB_ATTEMPTS or not is_retryable(exc):
-                    raise
-                log.warning("%s: lock conflict (%s); trying again", func.__name__, exc.orig)
-        raise AssertionError("unreachable")
+        def once():  # noqa: ANN202 - whatever func returns
+            with self.sessions.begin() as session:
+                return func(session, *args, **kwargs)
+
+        # Another crawler process's transaction may win a lock conflict (MySQL rolls
+        # this one back whole): then it runs again.
+        return retry_transaction(once, attempts=DB_ATTEMPTS, what=func.__name__)
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import Engine, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.storage.models import Base, CrawlCounter, Document, IndexVersion
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def make_engine(url: str, *, immediate: bool = False) -> Engine:
@@ -65,6 +70,22 @@ def is_retryable(exc: BaseException) -> bool:
         return False
     args = getattr(getattr(exc, "orig", None), "args", ())
     return bool(args) and args[0] in RETRYABLE_MYSQL_ERRORS
+
+
+def retry_transaction(work: Callable[[], T], *, attempts: int, what: str,
+                      retry_on: Callable[[BaseException], bool] = is_retryable) -> T:
+    """Run ``work`` (which opens and commits its own transaction) again when it fails with
+    an error ``retry_on`` accepts (by default: the database rolled it back for a lock
+    conflict), at most ``attempts`` times in all."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except SQLAlchemyError as exc:
+            if attempt == attempts or not retry_on(exc):
+                raise
+            log.warning("%s: %s; trying again (attempt %d of %d)", what, exc, attempt + 1,
+                        attempts)
+    raise AssertionError("unreachable")
 
 
 WAL_ATTEMPTS = 200  # x 50 ms: two processes opening a new database file at once
