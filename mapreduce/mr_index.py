@@ -38,16 +38,20 @@ PAGE, ANCHORS = "m", "a"
 FLUSH_TOKENS = 5_000_000  # ~ 10,000 web pages; ~ 400 MB of Python lists at the peak
 
 
+def duplicate_document(doc: int) -> DuplicateDocumentError:
+    return DuplicateDocumentError(
+        f"doc_num {doc} occurs in two records: the manifest must list each record block "
+        "once, and each document must live in exactly one block")
+
+
 def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
     """One document's field lengths from its page row and (optionally) its anchor row."""
     page: list[int] | None = None
     anchor = 0
     for value in values:
         if value[0] == PAGE:
-            if page is not None:
-                raise DuplicateDocumentError(
-                    f"doc_num {doc} occurs in two records: the manifest must list each record "
-                    "block once, and each document must live in exactly one block")
+            if page is not None:  # two map tasks read it
+                raise duplicate_document(doc)
             page = value[1:]
         else:
             anchor += value[1]
@@ -70,6 +74,7 @@ class MRIndex(RecordBlockJob):
 
     def mapper_init(self) -> None:
         self.buffer = PostingBuffer()
+        self.pages: set[int] = set()  # doc_nums this task indexed (a duplicate is an error)
 
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
         if line.startswith(ANCHOR_LINE):
@@ -78,6 +83,9 @@ class MRIndex(RecordBlockJob):
             pass  # an adjacency row of the link graph's output (a manifest line has doc_nums)
         else:
             for record in self.block_records(line):
+                if record.doc_num in self.pages:  # the buffer would merge the two silently
+                    raise duplicate_document(record.doc_num)
+                self.pages.add(record.doc_num)
                 self.buffer.add(record)
         if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()

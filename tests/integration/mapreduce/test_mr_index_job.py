@@ -110,6 +110,17 @@ def test_mr_index_names_a_missing_block(settings: Settings, tmp_path: Path) -> N
         run_job(MRIndex, [path], settings, output=tmp_path / "o", scratch=tmp_path / "s")
 
 
+def test_mr_index_refuses_a_document_twice_in_one_task(settings: Settings, tmp_path: Path,
+                                                        corpus_writer: CorpusWriter) -> None:
+    """Two versions of doc 0 in one block, and a bare manifest line (every record): the
+    map task sees the document twice and says so, instead of merging the versions."""
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url,
+                  [[FRUIT[0][0], {**FRUIT[0][1], "recrawl_of": 0}]])
+    with pytest.raises(JobError, match="doc_num 0 occurs in two records"):
+        run_job(MRIndex, [manifest(tmp_path, 1)], settings, output=tmp_path / "o",
+                scratch=tmp_path / "s")
+
+
 def test_mr_linkgraph_inline_adjacency(settings: Settings, tmp_path: Path,
                                        corpus_writer: CorpusWriter) -> None:
     blocks = [
