@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 
@@ -47,7 +46,8 @@ from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter
+from services.storage.block_pair import write_block_pair
+from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE
 from services.storage.db import (
     bump_counters,
     chunked,
@@ -57,7 +57,7 @@ from services.storage.db import (
     retry_transaction,
 )
 from services.storage.models import Document, DuplicateUrl, Host
-from services.storage.records import Record, RecordBlockWriter
+from services.storage.records import Record
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
 
@@ -231,39 +231,29 @@ class Committer:
         return rows, names
 
     def _write_block(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str], int]:
-        stem = f"{base:010d}-{uuid.uuid4().hex[:8]}"
-        content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
-        content = ContentBlockWriter(max_bytes=self.max_block_bytes)
-        records = RecordBlockWriter()
-        rows: list[dict] = []
         number = base
+        nums, stored = [], []
         for d in docs:
             doc, p = d.doc, d.doc.parsed
-            uid = url_id(doc.url)
             doc_num = d.existing.doc_num if d.existing is not None else number
             if d.existing is None:
                 number += 1
-            index = content.add(doc.body, p.content_type, bytes.fromhex(uid))
-            record = Record(
-                doc_num=doc_num, url=doc.url, url_id=uid, doc_id=doc.doc_id,
+            nums.append(doc_num)
+            stored.append((doc.body, p.content_type, Record(
+                doc_num=doc_num, url=doc.url, url_id=url_id(doc.url), doc_id=doc.doc_id,
                 content_type=p.content_type.mime, title=p.title, text=p.text,
                 description=p.description, lang=p.lang, links=p.links, fetched_at=doc.fetched_at,
-                content_block=content_name, content_index=index,
-            )
-            offset, length = records.add(record)
-            rows.append({
-                "_new": d.existing is None, "url_id": uid, "doc_num": doc_num, "url": doc.url,
-                "doc_id": doc.doc_id, "content_type": record.content_type, "title": p.title[:2000],
-                "lang": p.lang[:16], "length": len(doc.body), "status": doc.status,
-                "depth": d.result.depth, "last_crawled": doc.fetched_at,
-                "content_block": content_name, "content_index": index, "content_offset": 0,
-                "record_block": record_name, "record_offset": offset, "record_length": length,
-            })
-        for row, entry in zip(rows, content.entries(), strict=True):
-            row["content_offset"] = entry.offset
-        self.blobs.put(content_name, content.to_bytes())
-        self.blobs.put(record_name, records.to_bytes())
-        return rows, [content_name, record_name], number
+            )))
+        placements, names = write_block_pair(self.blobs, stored, base, self.max_block_bytes)
+        rows = [{
+            "_new": d.existing is None, "url_id": record.url_id, "doc_num": doc_num,
+            "url": d.doc.url, "doc_id": d.doc.doc_id, "content_type": record.content_type,
+            "title": record.title[:2000], "lang": record.lang[:16], "length": len(d.doc.body),
+            "status": d.doc.status, "depth": d.result.depth, "last_crawled": d.doc.fetched_at,
+            **placement.columns(),
+        } for d, doc_num, (_body, _type, record), placement in zip(docs, nums, stored, placements,
+                                                                  strict=True)]
+        return rows, names, number
 
     def _update_recrawled(self, session: Session, docs: list[_Doc], rows: list[dict], now: float,
                           counts: Counter[str]) -> None:

@@ -81,8 +81,8 @@ def cut_blocks(docs: Iterable[IngestDoc], max_docs: int, max_bytes: int) -> Iter
         yield block
 
 
-def to_record(doc: IngestDoc, doc_num: int, *, content_block: str, content_index: int,
-              fetched_at: float) -> Record:
+def to_record(doc: IngestDoc, doc_num: int, *, fetched_at: float) -> Record:
+    """The document's record (``write_block_pair`` fills in where its bytes are stored)."""
     return Record(doc_num=doc_num, url=doc.url, url_id=doc.url_id, doc_id=doc.doc_id,
                   content_type=CONTENT_TYPE.mime, title=doc.title, text=doc.text, lang=LANG,
-                  fetched_at=fetched_at, content_block=content_block, content_index=content_index)
+                  fetched_at=fetched_at)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -41,7 +40,7 @@ from services.ingest.collection import (
     to_record,
 )
 from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.blocks import ContentBlockWriter
+from services.storage.block_pair import write_block_pair
 from services.storage.db import (
     bump_counters,
     init_db,
@@ -51,7 +50,6 @@ from services.storage.db import (
     session_factory,
 )
 from services.storage.models import Document
-from services.storage.records import RecordBlockWriter
 
 PROGRESS_EVERY = 2.0  # seconds between progress lines on stderr
 
@@ -160,30 +158,14 @@ def _new_docs(session: Session, block: list[IngestDoc], seen: set[str],
 def _write_block(blobs: BlobStore, docs: list[IngestDoc], base: int, now: float,
                  max_block_bytes: int) -> tuple[list[dict], list[str]]:
     """Put one content block and its record block; the documents' rows, numbered from ``base``."""
-    stem = f"{base:010d}-{uuid.uuid4().hex[:8]}"
-    content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
     # cut_blocks kept the block under the cap (a larger document alone, which the writer allows).
-    content = ContentBlockWriter(max_bytes=max_block_bytes)
-    records = RecordBlockWriter()
-    rows = []
-    for doc_num, doc in enumerate(docs, base):
-        index = content.add(doc.body, CONTENT_TYPE, bytes.fromhex(doc.url_id))
-        record = to_record(doc, doc_num, content_block=content_name, content_index=index,
-                           fetched_at=now)
-        offset, length = records.add(record)
-        rows.append({
-            "url_id": doc.url_id, "doc_num": doc_num, "url": doc.url, "doc_id": doc.doc_id,
-            "content_type": CONTENT_TYPE.mime, "title": doc.title[:2000], "lang": LANG,
-            "length": len(doc.body), "status": 200, "depth": 0, "last_crawled": now,
-            "content_block": content_name, "content_index": index, "content_offset": 0,
-            "record_block": record_name, "record_offset": offset, "record_length": length,
-        })
-    for row, entry in zip(rows, content.entries(), strict=True):
-        row["content_offset"] = entry.offset
-    blobs.put(content_name, content.to_bytes())
-    try:
-        blobs.put(record_name, records.to_bytes())
-    except BaseException:
-        blobs.delete(content_name)
-        raise
-    return rows, [content_name, record_name]
+    stored = [(doc.body, CONTENT_TYPE, to_record(doc, doc_num, fetched_at=now))
+              for doc_num, doc in enumerate(docs, base)]
+    placements, names = write_block_pair(blobs, stored, base, max_block_bytes)
+    rows = [{
+        "url_id": doc.url_id, "doc_num": record.doc_num, "url": doc.url, "doc_id": doc.doc_id,
+        "content_type": CONTENT_TYPE.mime, "title": doc.title[:2000], "lang": LANG,
+        "length": len(doc.body), "status": 200, "depth": 0, "last_crawled": now,
+        **placement.columns(),
+    } for doc, (_body, _type, record), placement in zip(docs, stored, placements, strict=True)]
+    return rows, names

@@ -81,10 +81,11 @@ def test_cut_blocks_of_nothing_is_no_block():
 
 def test_record_carries_the_document_as_text_plain_english():
     doc = prepare(EvalDoc("9", "Shock waves", "Oblique shocks."), "c.collection.invalid")
-    record = to_record(doc, 41, content_block="content/b.ncb", content_index=3, fetched_at=12.5)
+    record = to_record(doc, 41, fetched_at=12.5)
     assert (record.doc_num, record.url, record.url_id, record.doc_id) == (41, doc.url, doc.url_id,
                                                                           doc.doc_id)
     assert (record.title, record.text, record.lang) == ("Shock waves", "Oblique shocks.", "en")
     assert record.content_type == "text/plain"
-    assert (record.content_block, record.content_index, record.fetched_at) == ("content/b.ncb", 3, 12.5)
+    # Where its bytes go is filled in when the block pair is written (storage.block_pair).
+    assert (record.content_block, record.content_index, record.fetched_at) == ("", -1, 12.5)
     assert record.links == []

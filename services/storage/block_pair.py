@@ -1,0 +1,62 @@
+"""Writing one content block and its record block: the unit every writer of documents stores.
+
+The crawler's committer and the collection ingest both store documents this
+way (DESIGN.md: content blocks and record blocks, blocks before rows). This
+module does the part they share: name the pair, add each body to the content
+block and each record, which names its content block and index, to the record
+block, put both blobs, and say where each document landed so the caller can
+write its rows. A failure leaves no half pair behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from services.storage.blobstore import BlobStore
+from services.storage.blocks import ContentBlockWriter, ContentType
+from services.storage.records import Record, RecordBlockWriter
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one document's bytes and record are: the columns of its documents row."""
+
+    content_block: str
+    content_index: int
+    content_offset: int
+    record_block: str
+    record_offset: int
+    record_length: int
+
+    def columns(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def write_block_pair(blobs: BlobStore, docs: Sequence[tuple[bytes, ContentType, Record]],
+                     first_doc_num: int, max_block_bytes: int) -> tuple[list[Placement], list[str]]:
+    """Store ``(body, type, record)`` documents as one content block and one record block.
+
+    Sets each record's ``content_block`` and ``content_index`` before storing
+    it. Returns the documents' placements, in order, and the two blob names.
+    """
+    stem = f"{first_doc_num:010d}-{uuid.uuid4().hex[:8]}"
+    content_name, record_name = f"content/{stem}.ncb", f"records/{stem}.rec.gz"
+    content = ContentBlockWriter(max_bytes=max_block_bytes)
+    records = RecordBlockWriter()
+    spots: list[tuple[int, int, int]] = []
+    for body, content_type, record in docs:
+        index = content.add(body, content_type, bytes.fromhex(record.url_id))
+        record.content_block, record.content_index = content_name, index
+        offset, length = records.add(record)
+        spots.append((index, offset, length))
+    placements = [Placement(content_name, index, entry.offset, record_name, offset, length)
+                  for (index, offset, length), entry in zip(spots, content.entries(), strict=True)]
+    blobs.put(content_name, content.to_bytes())
+    try:
+        blobs.put(record_name, records.to_bytes())
+    except BaseException:
+        blobs.delete(content_name)
+        raise
+    return placements, [content_name, record_name]
