@@ -59,6 +59,9 @@ class PostingBuffer:
     """
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._tokens: list[str] = []
         self._seg_doc: list[int] = []  # one "segment" per (document, field) run of tokens
         self._seg_field: list[int] = []
@@ -97,7 +100,7 @@ class PostingBuffer:
         seg_doc = np.asarray(self._seg_doc, dtype=np.int64)
         seg_field = np.asarray(self._seg_field, dtype=np.int64)
         seg_len = np.asarray(self._seg_len, dtype=np.int64)
-        self.__init__()
+        self._reset()
         if not seg_doc.shape[0]:
             return [], {}
         surfaces = list(set(tokens))
