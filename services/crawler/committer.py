@@ -53,7 +53,7 @@ from services.storage.db import (
     chunked,
     is_retryable,
     lock_commits,
-    next_doc_num,
+    reserve_doc_nums,
     retry_transaction,
 )
 from services.storage.models import Document, DuplicateUrl, Host
@@ -147,16 +147,16 @@ class Committer:
         with self.sessions() as session:
             docs, duplicates = self._sort_docs(session, pending.results, counts, now)
         stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
+        with self.sessions.begin() as session:
+            # Doc numbers first, in a short transaction under the commit lock; the
+            # blocks (which hold them) are written with no lock held, so another
+            # crawler process's leases and commits never wait for our gzip.
+            lock_commits(session)
+            base = reserve_doc_nums(session, sum(d.existing is None for d in stored))
         blocks: list[str] = []
         try:
+            rows = self._write_blocks(stored, base, blocks)
             with self.sessions.begin() as session:
-                # The commit lock is the transaction's first statement: committers of
-                # several crawler processes take doc numbers one after another, so
-                # numbers stay dense and blocks are never rebuilt. It is held while
-                # this flush's blocks are written (a fraction of a flush interval).
-                lock_commits(session)
-                base = next_doc_num(session)
-                rows, blocks = self._write_blocks(stored, base)
                 fresh = [r for r in rows if r["_new"]]
                 if fresh:
                     session.execute(insert(Document), [_row(r) for r in fresh])
@@ -212,10 +212,13 @@ class Committer:
             docs.append(d)
         return docs, duplicates
 
-    def _write_blocks(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str]]:
-        """Cut the documents into blocks under the caps and put each block pair."""
+    def _write_blocks(self, docs: list[_Doc], base: int, names: list[str]) -> list[dict]:
+        """Cut the documents into blocks under the caps and put each block pair.
+
+        ``names`` gets each block as soon as it is stored, so that a failure
+        half-way deletes the blocks already written.
+        """
         rows: list[dict] = []
-        names: list[str] = []
         start, number = 0, base
         while start < len(docs):
             size, end = PREAMBLE_SIZE, start
@@ -228,7 +231,7 @@ class Committer:
             rows += group_rows
             names += group_names
             start = end
-        return rows, names
+        return rows
 
     def _write_block(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str], int]:
         number = base
