@@ -56,8 +56,8 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = 600.0  # a crashed crawler's batches are handed out again after 10 minutes
 RENEW_EVERY = 60.0  # ... so a live one renews its leases well before that
 DB_ATTEMPTS = 5  # tries of a frontier transaction that lost a lock conflict
-MAX_BATCHES = 64  # batches held in memory (fetched or being fetched) before leasing waits
-LEASE_AHEAD = 1024  # leased URLs waiting for their host: ~1 s of work at full speed
+MAX_BATCHES = 256  # batches held in memory (fetched or being fetched) before leasing waits
+LEASE_AHEAD = 4096  # leased URLs waiting for their host: ~1 s of work at full speed
 MAX_HELD_BYTES = 256 * 1024 * 1024  # fetched bodies held for the committer before leasing waits
 
 
@@ -113,6 +113,9 @@ class Crawler:
             recrawl_max=settings.recrawl_max_interval,
         )
         self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-db")  # DB work, in order
+        # Flushes on their own thread: a flush writes blocks for a while, and leases
+        # queued behind it left the fetchers without work (one flush runs at a time).
+        self.commits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-commit")
         self.batches: deque[_Batch] = deque()
         self.hosts: HostScheduler[tuple[_Batch, LeasedUrl]] = HostScheduler(
             settings.per_host_concurrency, settings.max_crawl_delay)
@@ -252,15 +255,19 @@ class Crawler:
     async def _fill(self) -> bool:
         """Lease batches while memory allows; True when the frontier had nothing ready."""
         window = max(self.settings.batch_size, LEASE_AHEAD, 4 * self.settings.concurrency)
+        size = self.settings.batch_size
         while (len(self.batches) < MAX_BATCHES and self.waiting < window
                and self.committer.buffered_bytes < MAX_HELD_BYTES):
-            limit = min(self.settings.batch_size, self._budget())
-            lease = await self.in_db(frontier.lease_batch, limit=limit, now=time.time(),
-                                     lease_seconds=LEASE_SECONDS, max_depth=self.max_depth,
-                                     worker=self.worker_name, partitions=self.partitions)
-            if lease is None:
-                return limit > 0
-            self._dispatch(lease)
+            budget = self._budget()
+            wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.waiting) // size))
+            leases = await self.in_db(frontier.lease_batches, batches=wanted, limit=size,
+                                      budget=budget, now=time.time(), lease_seconds=LEASE_SECONDS,
+                                      max_depth=self.max_depth, worker=self.worker_name,
+                                      partitions=self.partitions)
+            for lease in leases:
+                self._dispatch(lease)
+            if not leases:
+                return budget > 0
         return False
 
     def _dispatch(self, lease: Lease) -> None:
@@ -338,6 +345,7 @@ class Crawler:
             log.warning("could not commit or release on stop; a restart takes the batches back",
                         exc_info=True)
         await self.http.close()
+        self.commits.shutdown(wait=True)
         self.db.shutdown(wait=True)
         self.engine.dispose()
         self.spool.close()
@@ -347,7 +355,7 @@ class Crawler:
         the spool forgets their results (and deletes segments left with none)."""
         pending = self.committer.take()
         self.spool.rotate()
-        future = asyncio.get_running_loop().run_in_executor(self.db, self.committer.commit, pending)
+        future = asyncio.get_running_loop().run_in_executor(self.commits, self.committer.commit, pending)
         committed = [r.url_id for r in pending.results]
 
         def forget(done: asyncio.Future[FlushResult]) -> None:

@@ -200,6 +200,27 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
     return Lease(batch.seq, [_leased(r, r.url_id in recrawls) for r in rows])
 
 
+def lease_batches(session: Session, *, batches: int, limit: int, budget: int, now: float,
+                  lease_seconds: float, max_depth: int, worker: str = "",
+                  partitions: Sequence[int] | None = None) -> list[Lease]:
+    """Up to ``batches`` leases of up to ``limit`` URLs each, ``budget`` URLs in all, in one transaction.
+
+    A crawler that needs several batches takes them in one transaction: every
+    transaction waits for the database's write lock, and two crawler processes
+    on SQLite paid ~50 ms of busy-timeout sleeps per transaction, so one lease
+    per transaction capped each process near 640 pages/s.
+    """
+    leases: list[Lease] = []
+    while len(leases) < batches:
+        lease = lease_batch(session, limit=min(limit, budget), now=now, lease_seconds=lease_seconds,
+                            max_depth=max_depth, worker=worker, partitions=partitions)
+        if lease is None:
+            break
+        leases.append(lease)
+        budget -= len(lease.entries)
+    return leases
+
+
 def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
     query = select(FrontierEntry)
     if partitions is not None:
