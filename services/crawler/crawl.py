@@ -57,7 +57,7 @@ LEASE_SECONDS = 600.0  # a crashed crawler's batches are handed out again after 
 RENEW_EVERY = 60.0  # ... so a live one renews its leases well before that
 DB_ATTEMPTS = 5  # tries of a frontier transaction that lost a lock conflict
 MAX_BATCHES = 256  # batches held in memory (fetched or being fetched) before leasing waits
-LEASE_AHEAD = 4096  # leased URLs waiting for their host: ~1 s of work at full speed
+LEASE_AHEAD = 4096  # leased URLs waiting for their host: a few seconds of work, to ride out a flush
 MAX_HELD_BYTES = 256 * 1024 * 1024  # fetched bodies held for the committer before leasing waits
 
 
