@@ -176,14 +176,14 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
         .order_by(FrontierEntry.available_at).limit(limit).with_for_update(skip_locked=True)))
     recrawls = {row.url_id for row in rows}
     if len(rows) < limit:
-        # Walk ix_frontier_next in lease order and stop after `limit` rows. The
+        # Walk ix_frontier_lease in lease order and stop after `limit` rows. The
         # "+ 0" keeps planners from choosing ix_frontier_ready for the
         # available_at range instead, which sorts every ready row per lease
         # (15 ms at 10,000 rows on SQLite, growing with the frontier; 0.2 ms this way).
         rows += session.scalars(
             _ready(partitions)
-            .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_next)", "mysql")
-            .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_next)", "mariadb")
+            .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mysql")
+            .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mariadb")
             .where(FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= now,
                    FrontierEntry.depth <= max_depth)
             .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
@@ -195,8 +195,11 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
                        num_urls=len(rows))
     session.add(batch)
     session.flush()  # assigns batch.seq
+    # The loaded rows are read below only for columns this leaves alone: no need for the
+    # ORM to re-evaluate the statement against them (a third of a lease's Python time).
     session.execute(update(FrontierEntry).where(FrontierEntry.url_id.in_([r.url_id for r in rows]))
-                    .values(state="leased", batch_seq=batch.seq, available_at=expires))
+                    .values(state="leased", batch_seq=batch.seq, available_at=expires)
+                    .execution_options(synchronize_session=False))
     return Lease(batch.seq, [_leased(r, r.url_id in recrawls) for r in rows])
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from sqlalchemy import Engine, create_engine, event, func, insert, select, update
+from sqlalchemy import Engine, create_engine, event, func, insert, inspect, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -170,10 +170,26 @@ def init_db(engine: Engine) -> None:
     for attempt in range(5):
         try:
             Base.metadata.create_all(engine)
-            return
+            break
         except (OperationalError, ProgrammingError) as exc:
             if "already exists" not in str(exc) or attempt == 4:
                 raise
+    _drop_obsolete_indexes(engine)
+
+
+# Indexes earlier versions created that nothing uses now: each costs every frontier insert.
+_OBSOLETE_INDEXES = {"frontier": ("ix_frontier_next",)}  # replaced by ix_frontier_lease
+
+
+def _drop_obsolete_indexes(engine: Engine) -> None:
+    inspector = inspect(engine)
+    for table, names in _OBSOLETE_INDEXES.items():
+        present = {ix["name"] for ix in inspector.get_indexes(table)}
+        for name in names:
+            if name in present:
+                on = "" if engine.dialect.name == "sqlite" else f" ON {table}"
+                with engine.begin() as conn:
+                    conn.exec_driver_sql(f"DROP INDEX {name}{on}")
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

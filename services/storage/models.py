@@ -73,7 +73,11 @@ class FrontierEntry(Base):
     __tablename__ = "frontier"
     __table_args__ = (
         Index("ix_frontier_ready", "state", "available_at", "priority"),  # due recrawls
-        Index("ix_frontier_next", "state", text("priority DESC"), "depth", "url_id"),  # lease order
+        # Lease order, then what a lease filters on: a crawler process owning half the
+        # partitions walks past the other half's rows in the index alone (one table
+        # lookup per skipped row made a lease of 32 URLs cost 4 ms at 10k rows, growing).
+        Index("ix_frontier_lease", "state", text("priority DESC"), "depth", "url_id", "host_partition",
+              "available_at"),
     )
 
     url_id: Mapped[str] = mapped_column(String(40), primary_key=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
 from services.storage.db import (
@@ -134,3 +134,13 @@ def test_immediate_transactions_serialize_read_then_write(tmp_path):
     assert seen == [{"first"}]  # the second read after the first committed
     with first.connect() as conn:
         assert set(conn.execute(text("SELECT name FROM crawl_counters")).scalars()) == {"first", "second"}
+
+
+def test_init_db_drops_the_lease_index_earlier_versions_created(sessions):
+    engine = sessions.kw["bind"]
+    with engine.begin() as conn:
+        conn.execute(text("CREATE INDEX ix_frontier_next ON frontier (state, priority DESC, depth, url_id)"))
+    assert "ix_frontier_next" in {ix["name"] for ix in inspect(engine).get_indexes("frontier")}
+    init_db(engine)
+    names = {ix["name"] for ix in inspect(engine).get_indexes("frontier")}
+    assert "ix_frontier_next" not in names and "ix_frontier_lease" in names

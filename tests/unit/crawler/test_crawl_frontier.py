@@ -211,3 +211,17 @@ def test_reserved_doc_numbers_are_never_handed_out_again(sessions) -> None:
         assert reserve_doc_nums(session, 2) == 3
     with sessions.begin() as session:
         assert next_doc_num(session) == 5
+
+
+def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> None:
+    """The partition and availability filters are answered from the index, in lease order."""
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
+        query = (frontier._ready([0, 1])
+                 .where(FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= 1.0,
+                        FrontierEntry.depth <= 5)
+                 .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
+                 .limit(10))
+        sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
+        plan = " ".join(row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+    assert "ix_frontier_lease" in plan and "TEMP B-TREE" not in plan, plan
