@@ -52,7 +52,7 @@ from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
 from services.storage.models import PageRankScore
-from services.storage.segment import pack_segment
+from services.storage.segment import write_segment
 
 SEGMENT_FORMAT = 2
 
@@ -220,8 +220,8 @@ def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: 
                     sessions: sessionmaker[Session]) -> PublishedIndex:
     """Store the segment, then replace PageRank rows and activate it in one transaction."""
     name = segment_name(meta["created_at"])
-    blob = pack_segment(dict(arrays), meta)
-    store.put(name, blob)
+    with store.writer(name) as fh:
+        size = write_segment(fh, arrays, meta)
     try:
         with sessions.begin() as session:
             session.execute(delete(PageRankScore))
@@ -234,4 +234,4 @@ def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: 
     except Exception:
         store.delete(name)  # the previous version stays active; leave no orphan behind
         raise
-    return PublishedIndex(version_id=version_id, segment=name, size=len(blob))
+    return PublishedIndex(version_id=version_id, segment=name, size=size)

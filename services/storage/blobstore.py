@@ -9,11 +9,13 @@ another S3-compatible service.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlparse
 
 from services.storage.errors import BlobNotFoundError, StorageError
@@ -39,6 +41,15 @@ class BlobStore(ABC):
 
     @abstractmethod
     def delete(self, name: str) -> None: ...
+
+    @abstractmethod
+    def writer(self, name: str) -> contextlib.AbstractContextManager[BinaryIO]:
+        """A file to write a large blob into, stored under ``name`` when the block ends
+        without an error (atomically, as ``put``); nothing is stored after an error.
+
+        An index segment is written array by array into it instead of being
+        assembled in memory first (a 100k-document segment is 700 MB).
+        """
 
     def exists(self, name: str) -> bool:
         try:
@@ -95,6 +106,20 @@ class FileBlobStore(BlobStore):
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @contextlib.contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        """Written in place beside its final name, then renamed: no copy."""
+        path = self._path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -161,6 +186,20 @@ class S3BlobStore(BlobStore):
             self.client.put_object(Bucket=self.bucket, Key=self._key(name), Body=data)
         except (ClientError, BotoCoreError) as exc:
             raise self._translate(exc, name) from exc
+
+    @contextlib.contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        """Spooled to a local temporary file, then uploaded in parts (boto3's managed
+        transfer): a single PUT stops at 5 GB, a segment of millions of documents does not."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        with tempfile.TemporaryFile() as fh:
+            yield fh
+            fh.seek(0)
+            try:
+                self.client.upload_fileobj(fh, self.bucket, self._key(name))
+            except (ClientError, BotoCoreError) as exc:
+                raise self._translate(exc, name) from exc
 
     def get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -15,10 +15,11 @@ and the reader (services.search.index); this module only packs and unpacks.
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -30,32 +31,42 @@ ALIGN = 64
 
 
 def pack_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:
-    """Serialise arrays (any 1-D numeric dtype) and a JSON-able meta dict."""
+    """Serialise arrays (any 1-D numeric dtype) and a JSON-able meta dict, in memory."""
+    out = io.BytesIO()
+    write_segment(out, arrays, meta)
+    return out.getvalue()
+
+
+def write_segment(fh: BinaryIO, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> int:
+    """Write a segment to ``fh`` (positioned at its start) array by array; returns its size.
+
+    Nothing is assembled in memory: each array's own buffer is written where
+    it belongs, so publishing needs no memory beyond the arrays themselves.
+    """
     specs: dict[str, dict[str, Any]] = {}
+    contiguous: dict[str, np.ndarray] = {}
     # Offsets depend on the header length, which depends on the offsets:
     # reserve room by formatting with a generous fixed width first.
-    names = list(arrays)
-    for name in names:
-        arr = np.ascontiguousarray(arrays[name])
+    for name, value in arrays.items():
+        arr = np.ascontiguousarray(value)
         if arr.ndim != 1:
             raise ValueError(f"segment array {name!r} must be one-dimensional")
-        arrays[name] = arr
-    header_room = 256 + 128 * len(names) + len(json.dumps(meta))
+        contiguous[name] = arr
+    header_room = 256 + 128 * len(contiguous) + len(json.dumps(meta))
     offset = _align(_PRE.size + header_room)
-    for name in names:
-        arr = arrays[name]
+    for name, arr in contiguous.items():
         specs[name] = {"dtype": arr.dtype.str, "offset": offset, "length": int(arr.shape[0])}
         offset = _align(offset + arr.nbytes)
     header = json.dumps({"meta": meta, "arrays": specs}).encode("utf-8")
     if len(header) > header_room:
         raise ValueError("segment header larger than reserved room")  # cannot happen: see sizing
-    out = bytearray(offset)
-    _PRE.pack_into(out, 0, MAGIC, len(header))
-    out[_PRE.size : _PRE.size + len(header)] = header
-    for name in names:
-        spec, arr = specs[name], arrays[name]
-        out[spec["offset"] : spec["offset"] + arr.nbytes] = arr.tobytes()
-    return bytes(out)
+    written = fh.write(_PRE.pack(MAGIC, len(header)) + header)
+    for name, arr in contiguous.items():
+        written += fh.write(b"\0" * (specs[name]["offset"] - written))
+        if arr.nbytes:
+            written += fh.write(memoryview(arr).cast("B"))
+    written += fh.write(b"\0" * (offset - written))  # the last array's padding, as before
+    return written
 
 
 def _align(n: int) -> int:

@@ -76,3 +76,19 @@ def test_names_cannot_escape_the_store(tmp_path):
     store = FileBlobStore(tmp_path / "blobs")
     with pytest.raises(StorageError, match="invalid blob name"):
         store.put("../outside", b"x")
+
+
+def test_writer_stores_a_large_blob_whole_and_nothing_after_an_error(store):
+    # 20 MB: above boto3's 8 MB threshold, so S3 gets a multipart upload (a single
+    # PUT stops at 5 GB, which the segment of a large crawl passes).
+    piece = bytes(range(256)) * 4096
+    with store.writer("index/segment-big.nseg") as fh:
+        for _ in range(20):
+            fh.write(piece)
+    assert store.size("index/segment-big.nseg") == 20 * len(piece)
+    assert store.get("index/segment-big.nseg", 5 * len(piece), 5 * len(piece) + 300) == piece[:300]
+    with pytest.raises(RuntimeError, match="half-way"), store.writer("index/segment-bad.nseg") as fh:
+        fh.write(piece)
+        raise RuntimeError("failed half-way")
+    assert not store.exists("index/segment-bad.nseg")
+    assert list(store.list("index/")) == ["index/segment-big.nseg"]  # no temporary left behind
