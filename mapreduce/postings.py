@@ -22,6 +22,7 @@ posting and a page posting of the same document become one posting.
 from __future__ import annotations
 
 import base64
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -103,9 +104,12 @@ class PostingBuffer:
         self._reset()
         if not seg_doc.shape[0]:
             return [], {}
-        surfaces = list(set(tokens))
+        # Distinct tokens and each token's id, with the loops in C (dict.fromkeys, and
+        # itemgetter's lookups of all tokens at once): 0.71 s instead of 0.92 s for a
+        # 10,000-page block's 5.3M tokens with a set and map(__getitem__).
+        surfaces = list(dict.fromkeys(tokens))
         surface_ids = dict(zip(surfaces, range(len(surfaces)), strict=True))
-        sid = np.fromiter(map(surface_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        sid = _lookup_all(surface_ids, tokens)
         del tokens, surface_ids
         terms = terms_of(surfaces)
         vocab = sorted(set(terms) - {""})
@@ -159,6 +163,15 @@ class PostingBuffer:
                       pos_values[int(pos_offsets[t0]):int(pos_offsets[t1])]))
                   for t0, t1 in zip(term_starts.tolist(), term_ends.tolist(), strict=True)]
         return chunks, lengths
+
+
+def _lookup_all(ids: dict[str, int], tokens: list[str]) -> np.ndarray:
+    """``[ids[t] for t in tokens]`` as int64 (itemgetter of one key returns a scalar)."""
+    if len(tokens) == 1:
+        return np.array([ids[tokens[0]]], dtype=np.int64)
+    if not tokens:
+        return np.zeros(0, dtype=np.int64)
+    return np.array(operator.itemgetter(*tokens)(ids), dtype=np.int64)
 
 
 @dataclass
