@@ -34,6 +34,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from services.crawler.urls import host_key, url_id
+from services.storage.db import chunked
 from services.storage.models import FetchBatch, FrontierEntry
 
 SEED_PRIORITY = 1e9  # seeds go first, even when resuming a large frontier
@@ -126,13 +127,31 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
         host = host_key(new.url)
         rows.append((uid, new.url, host, partition_of(host, partitions), new.priority + new.inlinks - 1,
                      now, new.depth, new.discovered_from, new.hops, new.inlinks - 1, "new", 0))
-    before = _count(session)
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    before = _last_rowid(session) if sqlite else _known(session, list(fresh))
     session.connection().exec_driver_sql(_upsert_sql(session), rows)
-    return _count(session) - before
+    return _last_rowid(session) - before if sqlite else len(fresh) - before
 
 
-def _count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(FrontierEntry)) or 0
+def _last_rowid(session: Session) -> int:
+    """SQLite numbers new rows past the largest rowid, and our transaction holds the
+    write lock: the difference before and after the insert is what it added (O(log n))."""
+    return session.connection().exec_driver_sql("SELECT max(rowid) FROM frontier").scalar() or 0
+
+
+def _known(session: Session, url_ids: list[str]) -> int:
+    """How many of ``url_ids`` the frontier holds (MySQL): primary-key lookups, O(batch).
+
+    Not a count of the table before and after the insert: InnoDB counts rows
+    one by one (0.3 s at a million frontier rows on MariaDB, twice per flush,
+    growing with the crawl). Two crawlers adding one URL in the same instant
+    may both count it as new; the frontier still holds it once.
+    """
+    known = 0
+    for ids in chunked(url_ids, 500):
+        known += session.scalar(select(func.count()).select_from(FrontierEntry)
+                                .where(FrontierEntry.url_id.in_(ids))) or 0
+    return known
 
 
 _COLUMNS = ("url_id, url, host, host_partition, priority, available_at, depth, discovered_from, "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import inspect, select, text
+from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
+from services.crawler.urls import url_id
 from services.storage.db import (
     activate_index,
     active_index,
@@ -144,3 +145,18 @@ def test_init_db_drops_the_lease_index_earlier_versions_created(sessions):
     init_db(engine)
     names = {ix["name"] for ix in inspect(engine).get_indexes("frontier")}
     assert "ix_frontier_next" not in names and "ix_frontier_lease" in names
+
+
+def test_add_urls_counts_only_urls_the_frontier_did_not_hold(sessions):
+    from services.crawler import frontier
+    from services.crawler.frontier import NewUrl
+
+    first = [NewUrl(f"http://h{i}.test/p", 0) for i in range(700)]  # more than one lookup chunk
+    with sessions.begin() as session:
+        assert frontier.add_urls(session, first, partitions=4) == 700
+    again = [*first[:300], *(NewUrl(f"http://new{i}.test/", 1) for i in range(5)), first[0]]
+    with sessions.begin() as session:
+        assert frontier.add_urls(session, again, partitions=4) == 5
+        assert session.scalar(select(func.count()).select_from(FrontierEntry)) == 705
+        # the known URLs still waiting gained an in-link each (the first one two)
+        assert session.get(FrontierEntry, url_id("http://h0.test/p")).inlinks == 2
