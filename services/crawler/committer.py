@@ -1,15 +1,15 @@
 """The committer: fetched batches in, blocks and database rows out, all or nothing.
 
-Batches arrive in sequence order. A flush takes the committers' lock (the
-first statement of its transaction, so crawler processes sharing a database
-commit one after another and doc numbers stay dense), writes the content and
-record blocks to the blob store, then records everything in the same
-transaction: document rows (dense ``doc_num``), the batches' frontier rows,
-the newly discovered URLs, duplicate URLs, host page counts, the counters and
-the ledger. A crash before the transaction leaves only orphan blobs
-(harmless: nothing names them), and the batches' leases are handed out again;
-a crash after it loses nothing. So "a document row exists" always means "its
-bytes are readable".
+Batches arrive in sequence order. A flush reserves its doc numbers in a
+short transaction under the committers' lock (so crawler processes sharing a
+database never take the same numbers), writes the content and record blocks
+to the blob store with no lock held, then records everything in one
+transaction: document rows, the batches' frontier rows, the newly discovered
+URLs, duplicate URLs, host page counts, the counters and the ledger. A crash
+before that transaction leaves only orphan blobs (harmless: nothing names
+them) and unused doc numbers (indexed as empty documents), and the batches'
+leases are handed out again; a crash after it loses nothing. So "a document
+row exists" always means "its bytes are readable".
 
 The crawler hands a flush to a background thread (``take`` on the event
 loop, ``commit`` in the thread), so fetching goes on while blocks are

@@ -4,8 +4,8 @@ One Python process saturates one core (fetching, parsing and the event loop
 share the GIL), so a machine with more cores runs more processes. They share
 the database and the blob store exactly as crawlers on several machines do:
 hosts hash into partitions, each process leases only its own (so politeness
-state never has to be shared), and committers take turns on the commit lock
-(so doc numbers stay dense). Children are spawned fresh (no forked event
+state never has to be shared), and committers reserve their doc numbers under
+the commit lock (so no number is taken twice). Children are spawned fresh (no forked event
 loops or database connections).
 """
 

@@ -242,9 +242,9 @@ COMMITS_COUNTER = "commits"
 def lock_commits(session: Session) -> None:
     """Take the committers' lock: an UPDATE of the ``commits`` counter row.
 
-    Whoever adds documents (the crawler's committer, ``nimbus eval``'s ingest)
-    takes it as the first statement of its transaction, so doc numbers stay
-    dense and two writers never interleave.
+    Whoever hands out doc numbers (the crawler's committer reserving them,
+    ``nimbus eval``'s ingest for its whole transaction) takes it as the first
+    statement of its transaction, so no number is handed out twice.
 
     On SQLite the first write of a transaction takes the database's write
     lock (others wait, busy timeout); on MySQL the row lock serializes. The

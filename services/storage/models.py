@@ -29,7 +29,8 @@ class Document(Base):
     __tablename__ = "documents"
 
     url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    doc_num: Mapped[int] = mapped_column(Integer, unique=True)  # dense, from 0: the index's number
+    # The index's number for the document, from 0; a gap only where a committer died.
+    doc_num: Mapped[int] = mapped_column(Integer, unique=True)
     url: Mapped[str] = mapped_column(Text)
     doc_id: Mapped[str] = mapped_column(String(40), index=True)  # SHA-1 of the bytes
     content_type: Mapped[str] = mapped_column(String(100))
