@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 
 # An insert race with another process (the first ``commits`` row, one URL's
 # duplicate row) rolls the flush back; it is simply tried again.
-_ATTEMPTS = 3
+_ATTEMPTS = 5
 DAY = 86_400.0
 
 
@@ -81,8 +82,13 @@ class Committer:
 
     def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, *,
                  max_block_bytes: int, max_block_docs: int, partitions: int = 1,
-                 recrawl_min: float = DAY, recrawl_max: float = 30 * DAY) -> None:
+                 recrawl_min: float = DAY, recrawl_max: float = 30 * DAY,
+                 transactions: threading.Lock | None = None) -> None:
         self.sessions = sessions
+        # Held around each of our transactions (not around block writing): the crawler
+        # passes the lock its leases take, so one process's transactions never
+        # interleave; on MySQL they deadlocked each other when they did.
+        self.transactions = transactions or threading.Lock()
         self.blobs = blobs
         self.max_block_bytes = max_block_bytes
         self.max_block_docs = max_block_docs
@@ -144,10 +150,10 @@ class Committer:
         counts: Counter[str] = Counter()
         for result in pending.results:
             counts.update(result.counters)
-        with self.sessions() as session:
+        with self.transactions, self.sessions() as session:
             docs, duplicates = self._sort_docs(session, pending.results, counts, now)
         stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
-        with self.sessions.begin() as session:
+        with self.transactions, self.sessions.begin() as session:
             # Doc numbers first, in a short transaction under the commit lock; the
             # blocks (which hold them) are written with no lock held, so another
             # crawler process's leases and commits never wait for our gzip.
@@ -156,7 +162,10 @@ class Committer:
         blocks: list[str] = []
         try:
             rows = self._write_blocks(stored, base, blocks)
-            with self.sessions.begin() as session:
+            with self.transactions, self.sessions.begin() as session:
+                # Committers take turns again for the rows (short: the blocks are written).
+                # Two flushes interleaving on MySQL deadlocked on counters and host rows.
+                lock_commits(session)
                 fresh = [r for r in rows if r["_new"]]
                 if fresh:
                     session.execute(insert(Document), [_row(r) for r in fresh])

@@ -29,6 +29,7 @@ import logging
 import random
 import socket
 import sys
+import threading
 import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -106,11 +107,12 @@ class Crawler:
         self.engine = make_engine(settings.database_url, immediate=True)  # several crawlers may share it
         init_db(self.engine)
         self.sessions = session_factory(self.engine)
+        self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.committer = Committer(
             self.sessions, open_blobstore(settings.blob_url, settings.aws_endpoint_url),
             max_block_bytes=settings.block_max_bytes, max_block_docs=settings.block_max_docs,
             partitions=settings.partitions, recrawl_min=settings.recrawl_min_interval,
-            recrawl_max=settings.recrawl_max_interval,
+            recrawl_max=settings.recrawl_max_interval, transactions=self.transactions,
         )
         self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-db")  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
@@ -188,7 +190,7 @@ class Crawler:
 
     def _in_tx(self, func, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin transaction wrapper
         def once():  # noqa: ANN202 - whatever func returns
-            with self.sessions.begin() as session:
+            with self.transactions, self.sessions.begin() as session:
                 return func(session, *args, **kwargs)
 
         # Another crawler process's transaction may win a lock conflict (MySQL rolls

@@ -123,7 +123,7 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
     if not fresh:
         return 0
     rows = []
-    for uid, new in fresh.items():
+    for uid, new in sorted(fresh.items()):  # primary-key order: see ``finish``
         host = host_key(new.url)
         rows.append((uid, new.url, host, partition_of(host, partitions), new.priority + new.inlinks - 1,
                      now, new.depth, new.discovered_from, new.hops, new.inlinks - 1, "new", 0))
@@ -292,6 +292,10 @@ def finish(session: Session, outcomes: Iterable[Outcome], now: float = 0.0, *,
             ended.append({"uid": o.url_id, "state": o.state, "status": o.status, "error": o.error,
                           "at": now + recrawl_after if o.available_at is None else o.available_at,
                           "interval": o.interval})
+    # In primary-key order, as add_urls and the lease's UPDATE take their row locks:
+    # transactions that lock rows in one order cannot deadlock on them (InnoDB).
+    released.sort(key=lambda row: row["uid"])
+    ended.sort(key=lambda row: row["uid"])
     table = FrontierEntry.__table__
     if released:
         session.execute(table.update().where(table.c.url_id == bindparam("uid"))
