@@ -153,12 +153,16 @@ class Committer:
         with self.transactions, self.sessions() as session:
             docs, duplicates = self._sort_docs(session, pending.results, counts, now)
         stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
-        with self.transactions, self.sessions.begin() as session:
-            # Doc numbers first, in a short transaction under the commit lock; the
-            # blocks (which hold them) are written with no lock held, so another
-            # crawler process's leases and commits never wait for our gzip.
-            lock_commits(session)
-            base = reserve_doc_nums(session, sum(d.existing is None for d in stored))
+        needed = sum(d.existing is None for d in stored)
+        if pending.reserved is None or pending.reserved[1] < needed:
+            with self.transactions, self.sessions.begin() as session:
+                # Doc numbers first, in a short transaction under the commit lock; the
+                # blocks (which hold them) are written with no lock held, so another
+                # crawler process's leases and commits never wait for our gzip. A retry
+                # of this flush keeps them: only a crash leaves unused numbers.
+                lock_commits(session)
+                pending.reserved = (reserve_doc_nums(session, needed), needed)
+        base = pending.reserved[0]
         blocks: list[str] = []
         try:
             rows = self._write_blocks(stored, base, blocks)

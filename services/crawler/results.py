@@ -59,3 +59,4 @@ class Pending:
 
     seqs: list[int] = field(default_factory=list)
     results: list[UrlResult] = field(default_factory=list)
+    reserved: tuple[int, int] | None = None  # (first doc number, count) reserved for this flush

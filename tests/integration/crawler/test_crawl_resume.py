@@ -125,7 +125,9 @@ def _finish(settings: Settings, site: SlowSite, tmp_path: Path, **env: str) -> l
         docs = list(session.scalars(select(Document).order_by(Document.doc_num)))
         assert session.scalar(select(func.count()).select_from(FrontierEntry)) == PAGES + 1
     engine.dispose()
-    assert [d.doc_num for d in docs] == list(range(len(docs)))  # dense: nothing doubled or lost
+    # Each page once, under its own number. Not necessarily dense: a kill between a
+    # flush's reservation of doc numbers and its commit leaves a gap (an empty document).
+    assert len({d.doc_num for d in docs}) == len(docs) == len({d.url for d in docs})
     assert {d.url for d in docs} == site.pages()  # every served page is a document
     return docs
 

@@ -225,3 +225,33 @@ def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> 
         sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         plan = " ".join(row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
     assert "ix_frontier_lease" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sessions) -> None:
+    """A flush rolled back by a conflict runs again with the numbers it reserved: no gap,
+    and the blocks of the failed attempt are gone."""
+    from sqlalchemy.exc import IntegrityError
+
+    with sessions.begin() as session:
+        frontier.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
+    lease = _lease(sessions)
+    blobs = open_blobstore(settings.blob_url)
+
+    class ConflictOnce(Committer):
+        attempts = 0
+
+        def _count_host_pages(self, session, results):  # noqa: ANN001, ANN202 - test seam
+            ConflictOnce.attempts += 1
+            if ConflictOnce.attempts == 1:
+                raise IntegrityError("INSERT ...", {}, Exception("another process inserted it"))
+            return super()._count_host_pages(session, results)
+
+    committer = ConflictOnce(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    committer.add_batch(lease.seq, [_doc_result(e.url, e.url.encode()) for e in lease.entries])
+    assert committer.flush().documents == 2
+    assert ConflictOnce.attempts == 2
+    with sessions() as session:
+        docs = list(session.scalars(select(Document)))
+        assert sorted(d.doc_num for d in docs) == [0, 1]
+        assert next_doc_num(session) == 2  # the retry reserved nothing more
+    assert set(blobs.list()) == {n for d in docs for n in (d.content_block, d.record_block)}
