@@ -277,9 +277,9 @@ def reserve_doc_nums(session: Session, count: int) -> int:
     The crawler's committer reserves its numbers in a short transaction, then
     writes its blocks (the records hold the numbers) with no lock held, then
     inserts the rows: two crawler processes on one SQLite file waited on each
-    other's block writing before. A committer that dies or retries after
-    reserving leaves unused numbers, which the index build treats as empty
-    documents; numbers stay unique and increasing.
+    other's block writing before. A committer that dies after reserving
+    leaves unused numbers (a retried flush keeps its own), which the index
+    build treats as empty documents; numbers stay unique and increasing.
     """
     base = next_doc_num(session)
     counters = CrawlCounter.__table__
