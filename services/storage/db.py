@@ -188,8 +188,13 @@ def _drop_obsolete_indexes(engine: Engine) -> None:
         for name in names:
             if name in present:
                 on = "" if engine.dialect.name == "sqlite" else f" ON {table}"
-                with engine.begin() as conn:
-                    conn.exec_driver_sql(f"DROP INDEX {name}{on}")
+                try:
+                    with engine.begin() as conn:
+                        conn.exec_driver_sql(f"DROP INDEX {name}{on}")
+                except (OperationalError, ProgrammingError):
+                    # Two processes starting together: the other one dropped it first.
+                    if name in {ix["name"] for ix in inspect(engine).get_indexes(table)}:
+                        raise
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
