@@ -99,6 +99,17 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
              for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
+    # Again on that database holding the index earlier versions made: all of them
+    # try to drop it, one does, and the others carry on.
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE INDEX ix_frontier_next ON frontier (state, priority DESC, depth, url_id)"))
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
+             for _ in range(6)]
+    errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    assert "ix_frontier_next" not in {ix["name"] for ix in inspect(engine).get_indexes("frontier")}
+    engine.dispose()
 
 
 def test_immediate_transactions_serialize_read_then_write(tmp_path):
