@@ -181,10 +181,13 @@ def init_db(engine: Engine) -> None:
 _OBSOLETE_INDEXES = {"frontier": ("ix_frontier_next",)}  # replaced by ix_frontier_lease
 
 
+def _index_names(engine: Engine, table: str) -> set[str]:
+    return {ix["name"] for ix in inspect(engine).get_indexes(table)}
+
+
 def _drop_obsolete_indexes(engine: Engine) -> None:
-    inspector = inspect(engine)
     for table, names in _OBSOLETE_INDEXES.items():
-        present = {ix["name"] for ix in inspector.get_indexes(table)}
+        present = _index_names(engine, table)
         for name in names:
             if name in present:
                 on = "" if engine.dialect.name == "sqlite" else f" ON {table}"
@@ -193,7 +196,7 @@ def _drop_obsolete_indexes(engine: Engine) -> None:
                         conn.exec_driver_sql(f"DROP INDEX {name}{on}")
                 except (OperationalError, ProgrammingError):
                     # Two processes starting together: the other one dropped it first.
-                    if name in {ix["name"] for ix in inspect(engine).get_indexes(table)}:
+                    if name in _index_names(engine, table):
                         raise
 
 
@@ -202,16 +205,11 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 def bump_counters(session: Session, counts: dict[str, int]) -> None:
-    """Add to policy counters inside the caller's transaction."""
-    for name, delta in counts.items():
-        if not delta:
-            continue
-        row = session.get(CrawlCounter, name, with_for_update=True)
-        if row is None:
-            session.add(CrawlCounter(name=name, value=delta))
-            session.flush()
-        else:
-            row.value += delta
+    """Add to policy counters inside the caller's transaction (rows locked in name order)."""
+    value = CrawlCounter.__table__.c.value
+    for name, delta in sorted(counts.items()):
+        if delta:
+            _set_counter(session, name, value + delta, first=delta)
 
 
 def read_counters(session: Session) -> dict[str, int]:
@@ -256,11 +254,7 @@ def lock_commits(session: Session) -> None:
     very first commit inserts the row (a racing second one gets an
     IntegrityError and retries).
     """
-    counters = CrawlCounter.__table__
-    done = session.execute(update(counters).where(counters.c.name == COMMITS_COUNTER)
-                           .values(value=counters.c.value + 1))
-    if done.rowcount == 0:
-        session.execute(insert(counters).values(name=COMMITS_COUNTER, value=1))
+    _set_counter(session, COMMITS_COUNTER, CrawlCounter.__table__.c.value + 1, first=1)
 
 
 RESERVED_COUNTER = "doc_nums_reserved"  # one past the highest doc_num handed out
@@ -287,9 +281,14 @@ def reserve_doc_nums(session: Session, count: int) -> int:
     build treats as empty documents; numbers stay unique and increasing.
     """
     base = next_doc_num(session)
-    counters = CrawlCounter.__table__
-    done = session.execute(update(counters).where(counters.c.name == RESERVED_COUNTER)
-                           .values(value=base + count))
-    if done.rowcount == 0:
-        session.execute(insert(counters).values(name=RESERVED_COUNTER, value=base + count))
+    _set_counter(session, RESERVED_COUNTER, base + count, first=base + count)
     return base
+
+
+def _set_counter(session: Session, name: str, value: object, *, first: int) -> None:
+    """UPDATE the counter row to ``value`` (a number or an expression); the very first
+    time, INSERT it with ``first`` (a racing second insert gets an IntegrityError)."""
+    counters = CrawlCounter.__table__
+    done = session.execute(update(counters).where(counters.c.name == name).values(value=value))
+    if done.rowcount == 0:
+        session.execute(insert(counters).values(name=name, value=first))
