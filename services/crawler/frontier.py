@@ -186,13 +186,17 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
     """
     expires = now + lease_seconds
     again = _lease_expired(session, now, expires, worker, partitions)
-    if again is not None:
+    if again is not None or limit <= 0:
         return again
-    if limit <= 0:
-        return None
+    return _lease_new(session, limit, now, expires, max_depth, worker, partitions)
+
+
+def _lease_new(session: Session, limit: int, now: float, expires: float, max_depth: int,
+               worker: str, partitions: Sequence[int] | None) -> Lease | None:
+    """A new batch of up to ``limit`` ready URLs (due recrawls first), or None."""
     # Plain rows of the columns a lease needs, not ORM entities: a third of a lease's time.
     rows = list(session.execute(
-        _ready(partitions, *_LEASED_COLUMNS)
+        _ready(partitions)
         .where(FrontierEntry.state == "done", FrontierEntry.available_at <= now)
         .order_by(FrontierEntry.available_at).limit(limit).with_for_update(skip_locked=True)))
     recrawls = {row.url_id for row in rows}
@@ -202,7 +206,7 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
         # available_at range instead, which sorts every ready row per lease
         # (15 ms at 10,000 rows on SQLite, growing with the frontier; 0.2 ms this way).
         rows += session.execute(
-            _ready(partitions, *_LEASED_COLUMNS)
+            _ready(partitions)
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mysql")
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mariadb")
             .where(FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= now,
@@ -233,10 +237,16 @@ def lease_batches(session: Session, *, batches: int, limit: int, budget: int, no
     lock for all crawler processes), and one per 32-URL batch meant ~30 a
     second per process at full speed.
     """
+    expires = now + lease_seconds
     leases: list[Lease] = []
-    while len(leases) < batches:
-        lease = lease_batch(session, limit=min(limit, budget), now=now, lease_seconds=lease_seconds,
-                            max_depth=max_depth, worker=worker, partitions=partitions)
+    while len(leases) < batches:  # expired batches first, as lease_batch takes them
+        lease = _lease_expired(session, now, expires, worker, partitions)
+        if lease is None:
+            break
+        leases.append(lease)
+        budget -= len(lease.entries)
+    while len(leases) < batches and budget > 0:  # then new ones: none of these has expired
+        lease = _lease_new(session, min(limit, budget), now, expires, max_depth, worker, partitions)
         if lease is None:
             break
         leases.append(lease)
@@ -249,8 +259,9 @@ _LEASED_COLUMNS = (FrontierEntry.url_id, FrontierEntry.url, FrontierEntry.host, 
                    FrontierEntry.recrawl_interval)
 
 
-def _ready(partitions: Sequence[int] | None, *columns):  # noqa: ANN002, ANN202 - a Select
-    query = select(*columns) if columns else select(FrontierEntry)
+def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
+    """The columns a lease needs, of ``partitions``' rows (``None``: all)."""
+    query = select(*_LEASED_COLUMNS)
     if partitions is not None:
         query = query.where(FrontierEntry.partition.in_(list(partitions)))
     return query
