@@ -57,16 +57,6 @@ class BuildError(RuntimeError):
 MANIFEST_PARTS = 64  # map tasks per job on EMR at most; beyond that a task reads several blocks
 
 
-def write_manifest(session: Session, path: Path) -> int:
-    """Write the job input from the documents table; returns the number of blocks listed.
-
-    One line per record block: ``<block>\t<doc_nums whose current record is there>``
-    (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
-    table is never held as ORM objects.
-    """
-    return write_manifest_parts(session, path.parent, parts=1, name=path.name, plain=True)[1]
-
-
 def manifest_parts(settings: Settings) -> int:
     """Map tasks per job: ``NIMBUS_MR_MAP_TASKS``, or one per core on one machine (each
     task costs a process start and imports; more tasks than cores only queue),
@@ -76,26 +66,29 @@ def manifest_parts(settings: Settings) -> int:
     return MANIFEST_PARTS if settings.mr_runner == "emr" else max(1, os.cpu_count() or 1)
 
 
-def write_manifest_parts(session: Session, directory: Path, parts: int = MANIFEST_PARTS,
-                         name: str = "manifest", plain: bool = False) -> tuple[list[Path], int]:
-    """The manifest dealt round-robin over up to ``parts`` gzip files: (files, blocks listed).
+def write_manifest_parts(session: Session, directory: Path,
+                         parts: int = MANIFEST_PARTS) -> tuple[list[Path], int]:
+    """The job input from the documents table, dealt round-robin over up to ``parts`` gzip
+    files: (files, blocks listed).
+
+    One line per record block: ``<block>\t<doc_nums whose current record is there>``
+    (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
+    table is never held as ORM objects.
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
     the job runs exactly that many map tasks, balanced by block. (A single
     uncompressed manifest is split by bytes instead: its last, lone task kept
     one core idle for a third of the index job; and one task per block paid a
-    process start and imports per block.) ``plain``: one uncompressed file.
+    process start and imports per block.)
     """
     num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
     count = max(1, min(parts, num_blocks))
-    paths = [directory / name] if plain else [directory / f"{name}-{i:05d}.txt.gz"
-                                               for i in range(count)]
+    paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
     rows = session.execute(select(Document.record_block, Document.doc_num)
                            .order_by(Document.record_block, Document.doc_num))
     blocks = 0
     with contextlib.ExitStack() as stack:
-        opener = open if plain else gzip.open
-        files = [stack.enter_context(opener(path, "wt", encoding="utf-8")) for path in paths]
+        files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
         for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
             files[i % count].write(line)
             blocks += 1

@@ -122,10 +122,8 @@ def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
     with Path(path).open("rb") as fh:
         for line in fh:
             line = line.rstrip(b"\r\n")
-            if line:
-                key, value = protocol.read(line)
-                if isinstance(key, int):
-                    yield key, value
+            if line and not line.startswith(ANCHOR_BYTES):  # anchor text: not decoded for nothing
+                yield protocol.read(line)
 
 
 class MRLinkGraph(RecordBlockJob):
@@ -160,19 +158,19 @@ class MRLinkGraph(RecordBlockJob):
     def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[
             tuple[object, object]]:
         edges: list[int] = []
-        anchors: list[str] = []
+        anchor: str | None = None  # one join reducer per URL of the document: its crawled URL only
         for value in values:
             if isinstance(value, int):
                 edges.append(value)
             elif isinstance(value, list):
-                anchors.append(value[1])
+                anchor = value[1]
         targets = sorted(set(edges))
         self.count("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
         self.count("linkgraph", "edges", len(targets))
         yield doc, targets
-        if anchors:  # one join reducer per URL of the document: its crawled URL only
+        if anchor is not None:
             self.count("linkgraph", "documents_with_anchor_text")
-            yield [ANCHOR, doc], " | ".join(anchors)
+            yield [ANCHOR, doc], anchor
 
 
 if __name__ == "__main__":

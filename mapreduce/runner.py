@@ -56,9 +56,6 @@ class JobOutput:
     counters: Counters = field(default_factory=dict)  # summed over the job's steps
     seconds: float = 0.0
 
-    def rows(self) -> Iterator[tuple[Any, Any]]:
-        return read_rows(self.path)
-
     def counter(self, group: str, name: str) -> int:
         return self.counters.get(group, {}).get(name, 0)
 

@@ -100,16 +100,8 @@ class FileBlobStore(BlobStore):
         return self.root / _check_name(name)
 
     def put(self, name: str, data: bytes) -> None:
-        path = self._path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with self.writer(name) as fh:
+            fh.write(data)
 
     @contextlib.contextmanager
     def writer(self, name: str) -> Iterator[BinaryIO]:

@@ -5,11 +5,12 @@ test_mr_index_job.py)."""
 
 from __future__ import annotations
 
+import gzip
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from mapreduce.build import build_index, write_manifest
+from mapreduce.build import build_index, write_manifest_parts
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.postings import Chunk, url_words
@@ -55,11 +56,12 @@ def expected_postings() -> dict[str, list[list[int]]]:
     return postings
 
 
-def db_manifest(settings: Settings, path: Path) -> Path:
+def db_manifest(settings: Settings, directory: Path) -> Path:
+    """The build's manifest, in one gzip part."""
     engine = make_engine(settings.database_url)
     try:
         with session_factory(engine)() as session:
-            write_manifest(session, path)
+            [path], _blocks = write_manifest_parts(session, directory, parts=1)
     finally:
         engine.dispose()
     return path
@@ -68,14 +70,15 @@ def db_manifest(settings: Settings, path: Path) -> Path:
 def test_manifest_lists_where_each_current_record_lives(settings: Settings, tmp_path: Path,
                                                         corpus_writer: CorpusWriter) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
-    text = db_manifest(settings, tmp_path / "manifest.txt").read_text()
+    with gzip.open(db_manifest(settings, tmp_path), "rt") as fh:
+        text = fh.read()
     assert text == "records/test-000.rec.gz\t1\nrecords/test-001.rec.gz\t0,2,3\n"
 
 
 def test_mr_index_reads_only_current_records(settings: Settings, tmp_path: Path,
                                              corpus_writer: CorpusWriter) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
-    manifest = db_manifest(settings, tmp_path / "manifest.txt")
+    manifest = db_manifest(settings, tmp_path)
     out = run_job(MRIndex, [manifest], settings, output=tmp_path / "index.jsonl",
                   scratch=tmp_path / "scratch")
     rows = list(read_index_rows(out.path))
@@ -96,7 +99,7 @@ def test_mr_index_reads_only_current_records(settings: Settings, tmp_path: Path,
 def test_mr_linkgraph_follows_only_current_links(settings: Settings, tmp_path: Path,
                                                  corpus_writer: CorpusWriter) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
-    manifest = db_manifest(settings, tmp_path / "manifest.txt")
+    manifest = db_manifest(settings, tmp_path)
     out = run_job(MRLinkGraph, [manifest], settings, output=tmp_path / "links.jsonl",
                   scratch=tmp_path / "scratch")
     # Stale links (apples -> pears, plums -> figs) are gone; each doc is one node.
