@@ -68,7 +68,7 @@ def database(name: str, tmp: str) -> Iterator[str]:
     db = f"nimbus_bench_{uuid.uuid4().hex[:8]}"
     admin = sqlalchemy.create_engine(MARIADB + "/")
     with admin.begin() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {db}")
+        conn.exec_driver_sql(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
     try:
         yield f"{MARIADB}/{db}"
     finally:

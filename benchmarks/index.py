@@ -69,6 +69,7 @@ def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> di
     from mapreduce.build import build_index
     from services.config import Settings
     from services.eval.collection import EvalDoc
+    from services.eval.run import state_settings
     from services.ingest.writer import write_docs
     from services.search.service import SearchService
     from services.storage.blobstore import open_blobstore
@@ -76,9 +77,7 @@ def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> di
 
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
-    settings = Settings.from_env({}).with_overrides(
-        database_url=f"sqlite:///{state / 'nimbus.db'}", blob_url=f"file://{state / 'blobs'}",
-        var_dir=state / "var", mr_runner=runner)
+    settings = state_settings(Settings.from_env({}), state).with_overrides(mr_runner=runner)
     engine = make_engine(settings.database_url)
     init_db(engine)
     ingest = write_docs((EvalDoc(d["id"], d["title"], d["text"]) for d in docs), "bench.invalid",
