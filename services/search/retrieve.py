@@ -51,6 +51,10 @@ class Retrieval:
     mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "none"
     found: list[str]  # query terms present in the index
 
+    def some_words_only(self, query: ParsedQuery) -> bool:
+        """The user asked for several words (not with OR), and no document held them all."""
+        return self.mode in {"or", "or+feedback"} and len(query.terms) > 1 and not query.any_word
+
 
 def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
     docs, impacts = index.postings(term_id)

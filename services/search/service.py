@@ -86,12 +86,7 @@ class SearchResults:
     message: str = ""  # why there are no results, when the reason is not "nothing matched"
     index_version: int | None = None
     mode: str = ""  # how the query ran: and, and+or, or, or+feedback, phrase (services.search.retrieve)
-
-    @property
-    def some_words_only(self) -> bool:
-        """No document held every word, so the results hold some of them (tell the user)."""
-        return self.mode in {"or", "or+feedback"} and len(self.query.split()) > 1 \
-            and " OR " not in f" {self.query} "
+    some_words_only: bool = False  # no document held every word: the page says so
 
     @property
     def pages(self) -> int:
@@ -161,7 +156,7 @@ class SearchService:
         hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms),
                           index.pagerank)
         return done(total=total, hits=hits, terms=result.found, index_version=index.version_id,
-                    mode=result.mode)
+                    mode=result.mode, some_words_only=result.some_words_only(query))
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``

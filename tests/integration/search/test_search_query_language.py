@@ -65,6 +65,11 @@ def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
         "and", "and+or"}
     assert "No page holds all" not in client.get("/", params={"q": "boundary layer"}).text
     assert "No page holds all" not in client.get("/", params={"q": "wedge OR nozzle"}).text
+    # One word after the stop list, an exclusion or a repeat: there was no AND to fail.
+    for one_word in ("shock the", "shock -heat", "shock shock"):
+        assert client.get("/api/search", params={"q": one_word}).json()["mode"] in {
+            "or", "or+feedback"}
+        assert "No page holds all" not in client.get("/", params={"q": one_word}).text, one_word
 
 
 def test_a_negated_phrase_removes_only_documents_holding_the_phrase(client):
