@@ -143,13 +143,21 @@ class SegmentIndex:
 
     def prior(self, weight: float) -> np.ndarray:
         """``weight * s / (s + 1)`` per document (``services.search.rank``), cached per weight."""
+        return self._prior(weight)[0]
+
+    def max_prior(self, weight: float) -> float:
+        """The largest ``prior(weight)``: MaxScore's bound, not recomputed over N per query."""
+        return self._prior(weight)[1]
+
+    def _prior(self, weight: float) -> tuple[np.ndarray, float]:
         cached = self._priors.get(weight)
         if cached is None:
-            cached = self._priors[weight] = pagerank_prior(self.pagerank, self.num_docs) * weight
+            prior = pagerank_prior(self.pagerank, self.num_docs) * weight
+            cached = self._priors[weight] = (prior, float(prior.max()) if prior.shape[0] else 0.0)
         return cached
 
     @cached_property
-    def _priors(self) -> dict[float, np.ndarray]:
+    def _priors(self) -> dict[float, tuple[np.ndarray, float]]:
         return {}
 
 

@@ -64,6 +64,7 @@ def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
 def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
              settings: RetrievalSettings = RetrievalSettings()) -> Retrieval:  # noqa: B008 - frozen
     prior = index.prior(settings.pagerank_weight)
+    top = index.max_prior(settings.pagerank_weight)
     ids = {term: index.term_id(term) for term in query.terms}
     found = [t for t, i in ids.items() if i is not None]
     weights = {ids[t]: float(query.terms[t]) for t in found}
@@ -100,10 +101,10 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for: partial matches follow them.
-            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, docs))
+            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, docs), max_prior=top)
             return Retrieval(_concat(ranked, rest, k), "and+or", found)
 
-    ranked = top_k_maxscore(terms, prior, k, excluded=excluded)
+    ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top)
     if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0]:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
         expanded = rm3_weights(weights, ranked.docs[:fb], ranked.text[:fb],
@@ -116,7 +117,8 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         for t in terms:
             allowed[t.docs] = True
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
-        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed)
+        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed,
+                                max_prior=top)
         return Retrieval(ranked, "or+feedback", found)
     return Retrieval(ranked, "or", found)
 
