@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from functools import lru_cache
 from importlib import resources
 
@@ -33,11 +32,6 @@ def _stemmer() -> Stemmer.Stemmer:
     stemmer = Stemmer.Stemmer("english")
     stemmer.maxCacheSize = 100_000
     return stemmer
-
-
-def tokenize(text: str) -> list[str]:
-    """Case-folded, NFKC-normalised word tokens (stop words kept)."""
-    return [t for t in surface_tokens(text) if len(t) <= MAX_TOKEN_LENGTH]
 
 
 def surface_tokens(text: str) -> list[str]:
@@ -70,19 +64,7 @@ def terms_of(surfaces: list[str]) -> list[str]:
 def analyze(text: str) -> list[str]:
     """Index terms of ``text``, in order (repeats kept: query-term frequency counts).
 
-    Equal to ``terms_of`` applied token by token, empty terms left out (the
-    index job's block-at-a-time analysis relies on it; a test compares them).
+    The index job's block-at-a-time analysis is ``terms_of`` over a block's
+    distinct tokens; this is the same per text, so queries meet the index.
     """
-    stop = stopwords()
-    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    words = [t for t in _TOKEN.findall(text) if t not in stop and len(t) <= MAX_TOKEN_LENGTH]
-    if not words:
-        return []
-    joined = "\n".join(words)
-    if "'" in joined or "." in joined:  # "don't" -> "dont", "u.s" -> "us", after the stop list
-        words = joined.replace("'", "").replace(".", "").split("\n")
-    return list(filter(None, _stemmer().stemWords(words)))
-
-
-def term_counts(text: str) -> Counter[str]:
-    return Counter(analyze(text))
+    return [term for term in terms_of(surface_tokens(text)) if term]
