@@ -108,6 +108,10 @@ class SearchService:
     def __init__(self, settings: Settings, recheck_seconds: float = 2.0,
                  blobs: BlobStore | None = None) -> None:
         self.settings = settings
+        self.retrieval = RetrievalSettings(
+            pagerank_weight=settings.pagerank_weight, and_min_results=settings.and_min_results,
+            feedback_docs=settings.feedback_docs, feedback_terms=settings.feedback_terms,
+            feedback_weight=settings.feedback_weight)
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
         self.sessions = session_factory(self.engine)
@@ -127,7 +131,7 @@ class SearchService:
 
     def search(self, q: str, page: int = 1) -> SearchResults:
         started = time.perf_counter()
-        q = " ".join(q.split())[:MAX_QUERY_CHARS]
+        q = _clean(q)
         per_page = max(1, self.settings.results_per_page)
         page = max(1, page)
 
@@ -166,18 +170,11 @@ class SearchService:
         listed before it: the order, not the score, is the ranking.
         """
         index = self.holder.current()
-        query = parse_query(" ".join(q.split())[:MAX_QUERY_CHARS])
+        query = parse_query(_clean(q))
         if index is None or query.empty or k <= 0:
             return []
         ranked = retrieve(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
-
-    @property
-    def retrieval(self) -> RetrievalSettings:
-        s = self.settings
-        return RetrievalSettings(pagerank_weight=s.pagerank_weight, and_min_results=s.and_min_results,
-                                 feedback_docs=s.feedback_docs, feedback_terms=s.feedback_terms,
-                                 feedback_weight=s.feedback_weight)
 
     def _hits(self, scored: Ranked, positions: Iterable[int], query_terms: set[str],
               pagerank: np.ndarray) -> list[SearchHit]:
@@ -252,3 +249,8 @@ def _media_type(content_type: str) -> str:
         return ContentType[value.upper()].mime
     except KeyError:
         return ContentType.OTHER.mime
+
+
+def _clean(q: str) -> str:
+    """The query as searched: whitespace runs collapsed, at most MAX_QUERY_CHARS."""
+    return " ".join(q.split())[:MAX_QUERY_CHARS]
