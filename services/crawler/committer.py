@@ -47,8 +47,7 @@ from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
-from services.storage.block_pair import write_block_pair
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE
+from services.storage.block_pair import cut_blocks, write_block_pair
 from services.storage.db import (
     bump_counters,
     chunked,
@@ -232,18 +231,12 @@ class Committer:
         half-way deletes the blocks already written.
         """
         rows: list[dict] = []
-        start, number = 0, base
-        while start < len(docs):
-            size, end = PREAMBLE_SIZE, start
-            while end < len(docs) and end - start < self.max_block_docs:
-                size += ENTRY_SIZE + len(docs[end].doc.body)
-                if end > start and size > self.max_block_bytes:
-                    break
-                end += 1
-            group_rows, group_names, number = self._write_block(docs[start:end], number)
+        number = base
+        for group in cut_blocks(docs, lambda d: len(d.doc.body), self.max_block_docs,
+                                self.max_block_bytes):
+            group_rows, group_names, number = self._write_block(group, number)
             rows += group_rows
             names += group_names
-            start = end
         return rows
 
     def _write_block(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str], int]:

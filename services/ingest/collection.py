@@ -9,13 +9,12 @@ it can never collide with a crawled page or be fetched by mistake.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from services.crawler.urls import BadUrlError, normalize_url, url_id
 from services.eval.collection import EvalDoc
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentType, sha1
+from services.storage.blocks import ContentType, sha1
 from services.storage.records import Record
 
 CONTENT_TYPE = ContentType.TEXT  # stored as text/plain: "title\n\ntext"
@@ -63,22 +62,6 @@ def prepare(doc: EvalDoc, host: str) -> IngestDoc:
     body = doc_body(doc)
     return IngestDoc(source_id=doc.id, url=url, url_id=url_id(url), doc_id=sha1(body).hex(),
                      body=body, title=doc.title, text=doc.text)
-
-
-def cut_blocks(docs: Iterable[IngestDoc], max_docs: int, max_bytes: int) -> Iterator[list[IngestDoc]]:
-    """Group documents into blocks of at most ``max_docs`` documents and ``max_bytes`` bytes
-    of content block (a single larger document gets a block of its own), streaming."""
-    block: list[IngestDoc] = []
-    size = PREAMBLE_SIZE
-    for doc in docs:
-        grown = size + ENTRY_SIZE + len(doc.body)
-        if block and (len(block) >= max_docs or grown > max_bytes):
-            yield block
-            block, grown = [], PREAMBLE_SIZE + ENTRY_SIZE + len(doc.body)
-        block.append(doc)
-        size = grown
-    if block:
-        yield block
 
 
 def to_record(doc: IngestDoc, doc_num: int, *, fetched_at: float) -> Record:

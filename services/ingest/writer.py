@@ -35,12 +35,11 @@ from services.ingest.collection import (
     IngestDoc,
     IngestError,
     collection_host,
-    cut_blocks,
     prepare,
     to_record,
 )
 from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.block_pair import write_block_pair
+from services.storage.block_pair import cut_blocks, write_block_pair
 from services.storage.db import (
     bump_counters,
     init_db,
@@ -103,7 +102,7 @@ def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Sessio
             lock_commits(session)
             number = next_doc_num(session)
             prepared = (prepare(doc, host) for doc in docs)
-            for block in cut_blocks(prepared, max_block_docs, max_block_bytes):
+            for block in cut_blocks(prepared, _body_size, max_block_docs, max_block_bytes):
                 fresh = _new_docs(session, block, seen, result)
                 if fresh:
                     rows, names = _write_block(blobs, fresh, number, now, max_block_bytes)
@@ -169,3 +168,7 @@ def _write_block(blobs: BlobStore, docs: list[IngestDoc], base: int, now: float,
         **placement.columns(),
     } for doc, (_body, _type, record), placement in zip(docs, stored, placements, strict=True)]
     return rows, names
+
+
+def _body_size(doc: IngestDoc) -> int:
+    return len(doc.body)

@@ -11,12 +11,32 @@ write its rows. A failure leaves no half pair behind.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 from services.storage.blobstore import BlobStore
-from services.storage.blocks import ContentBlockWriter, ContentType
+from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter, ContentType
 from services.storage.records import Record, RecordBlockWriter
+
+T = TypeVar("T")
+
+
+def cut_blocks(docs: Iterable[T], body_size: Callable[[T], int], max_docs: int,
+               max_bytes: int) -> Iterator[list[T]]:
+    """Group documents into blocks of at most ``max_docs`` documents and ``max_bytes`` bytes
+    of content block (a single larger document gets a block of its own), streaming."""
+    block: list[T] = []
+    size = PREAMBLE_SIZE
+    for doc in docs:
+        grown = size + ENTRY_SIZE + body_size(doc)
+        if block and (len(block) >= max_docs or grown > max_bytes):
+            yield block
+            block, grown = [], PREAMBLE_SIZE + ENTRY_SIZE + body_size(doc)
+        block.append(doc)
+        size = grown
+    if block:
+        yield block
 
 
 @dataclass(frozen=True)

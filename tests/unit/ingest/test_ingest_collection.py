@@ -11,12 +11,12 @@ from services.eval.collection import EvalDoc
 from services.ingest.collection import (
     IngestDoc,
     collection_host,
-    cut_blocks,
     doc_body,
     doc_url,
     prepare,
     to_record,
 )
+from services.storage.block_pair import cut_blocks
 from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE
 
 
@@ -60,15 +60,19 @@ def _doc(n: int, size: int) -> IngestDoc:
                      b"x" * size, "", "")
 
 
+def _size(doc: IngestDoc) -> int:
+    return len(doc.body)
+
+
 def test_cut_blocks_caps_documents_per_block():
-    blocks = list(cut_blocks((_doc(n, 10) for n in range(7)), max_docs=3, max_bytes=10**6))
+    blocks = list(cut_blocks((_doc(n, 10) for n in range(7)), _size, max_docs=3, max_bytes=10**6))
     assert [[d.source_id for d in b] for b in blocks] == [["0", "1", "2"], ["3", "4", "5"], ["6"]]
 
 
 def test_cut_blocks_caps_bytes_and_gives_a_large_document_its_own_block():
     cap = PREAMBLE_SIZE + 2 * (ENTRY_SIZE + 100)  # exactly two 100-byte documents
     sizes = [100, 100, 100, 5000, 100]
-    blocks = list(cut_blocks((_doc(n, s) for n, s in enumerate(sizes)), max_docs=100, max_bytes=cap))
+    blocks = list(cut_blocks((_doc(n, s) for n, s in enumerate(sizes)), _size, max_docs=100, max_bytes=cap))
     assert [[d.source_id for d in b] for b in blocks] == [["0", "1"], ["2"], ["3"], ["4"]]
     for block in blocks:
         size = PREAMBLE_SIZE + sum(ENTRY_SIZE + len(d.body) for d in block)
@@ -76,7 +80,7 @@ def test_cut_blocks_caps_bytes_and_gives_a_large_document_its_own_block():
 
 
 def test_cut_blocks_of_nothing_is_no_block():
-    assert list(cut_blocks(iter(()), max_docs=10, max_bytes=10**6)) == []
+    assert list(cut_blocks(iter(()), _size, max_docs=10, max_bytes=10**6)) == []
 
 
 def test_record_carries_the_document_as_text_plain_english():
