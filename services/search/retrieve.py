@@ -85,8 +85,11 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         for phrase in query.phrases:
             candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
         if not query.any_word and len(found) == len(query.terms):
-            both = _without(intersect_docs(terms, index.num_docs), excluded)
-            narrowed = np.intersect1d(candidates, both, assume_unique=True)
+            # The candidates hold the phrases' words already: intersect with the others only.
+            in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
+            others = [t for i, t in zip(weights, terms, strict=True) if i not in in_phrases]
+            narrowed = (np.intersect1d(candidates, intersect_docs(others, index.num_docs),
+                                       assume_unique=True) if others else candidates)
             if narrowed.shape[0] >= settings.and_min_results:
                 candidates = narrowed
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
