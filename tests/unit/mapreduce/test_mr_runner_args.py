@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,10 @@ def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
     assert local[:2] == ["-r", "local"]
     shipped = Path(local[local.index("--py-files") + 1])
     assert shipped.is_file() and "--no-bootstrap-mrjob" in local
+    env = [local[i + 1] for i, arg in enumerate(local) if arg == "--cmdenv"]
+    assert ("SETUPTOOLS_USE_DISTUTILS=stdlib" in env) == (sys.version_info < (3, 12))
+    assert any(item.startswith("MALLOC_MMAP_THRESHOLD_=") for item in env)
+    assert "--cmdenv" not in inline  # the inline runner's tasks share this process
 
 
 def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
@@ -49,6 +54,7 @@ def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
         runner_args(Settings(mr_runner="emr", blob_url="file://var/blobs"), tmp_path)
     emr = runner_args(Settings(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
     assert "--py-files" in emr and "--no-bootstrap-mrjob" not in emr
+    assert "SETUPTOOLS_USE_DISTUTILS=stdlib" not in emr  # its interpreter may lack distutils
 
 
 def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:
