@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.storage.records import Record
-from services.text.analyze import surface_tokens, terms_of
+from services.text.analyze import content_tokens, terms_of
 
 TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.search.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -48,8 +48,8 @@ def url_words(url: str) -> str:
 class PostingBuffer:
     """In-mapper combining: the postings of many documents, built a block at a time.
 
-    ``add`` and ``add_anchor`` only tokenize (a regular expression, in C) and
-    append the tokens to one list, remembering which document and field each
+    ``add`` and ``add_anchor`` only tokenize (a regular expression, in C), drop
+    stop words and append the tokens to one list, remembering which document and field each
     run of tokens belongs to. ``drain`` does the rest for the whole buffer at
     once: the stop list and stemming once per distinct token
     (``services.text.analyze.terms_of``), then numpy for the positions (counted
@@ -82,13 +82,13 @@ class PostingBuffer:
     def add(self, record: Record) -> None:
         """Buffer a record's title, body and URL (in this order: the body's positions
         continue after the title's)."""
-        self._append(record.doc_num, TITLE, surface_tokens(record.title))
-        self._append(record.doc_num, BODY, surface_tokens(f"{record.description} {record.text}"))
-        self._append(record.doc_num, URL, surface_tokens(url_words(record.url)))
+        self._append(record.doc_num, TITLE, content_tokens(record.title))
+        self._append(record.doc_num, BODY, content_tokens(f"{record.description} {record.text}"))
+        self._append(record.doc_num, URL, content_tokens(url_words(record.url)))
 
     def add_anchor(self, doc: int, anchor_text: str) -> None:
         """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``)."""
-        self._append(doc, ANCHOR, surface_tokens(anchor_text))
+        self._append(doc, ANCHOR, content_tokens(anchor_text))
 
     def drain(self) -> tuple[list[tuple[str, Chunk]], dict[int, list[int | None]]]:
         """(every buffered (term, chunk), field lengths by document), emptying the buffer.

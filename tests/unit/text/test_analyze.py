@@ -34,16 +34,18 @@ def test_stop_list_loaded_from_package_data():
 
 
 def test_block_analysis_by_distinct_token_equals_analyze(shared_data):
-    """The index job stems each distinct token of a block once (``terms_of``); that must
-    give ``analyze``'s terms, in order, on real text."""
+    """The index job drops stop words as it tokenizes (``content_tokens``) and stems each
+    distinct token of a block once (``terms_of``); that must give ``analyze``'s terms, in
+    order, on real text."""
     import json
 
-    from services.text.analyze import surface_tokens, terms_of
+    from services.text.analyze import content_tokens, terms_of
 
     path = shared_data / "ir/cranfield/docs.jsonl"
     texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:300]
     texts += ["Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70, "", "the of"]
     for text in texts:
-        surfaces = surface_tokens(text)
+        surfaces = content_tokens(text)
         terms = dict(zip(set(surfaces), terms_of(list(set(surfaces))), strict=True))
         assert [terms[s] for s in surfaces if terms[s]] == analyze(text)
+    assert content_tokens("The wing of the plane") == ["wing", "plane"]
