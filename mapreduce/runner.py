@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from mrjob.job import MRJob
@@ -173,8 +174,7 @@ def run_job(job_class: type[MRJob], inputs: Sequence[Path | str], settings: Sett
         with job.make_runner() as runner:
             runner.run()
             with output.open("wb") as fh:
-                for chunk in runner.cat_output():
-                    fh.write(chunk)
+                _copy_output(runner, settings.mr_runner, fh)
             counters = _sum_counters(runner.counters())
     except Exception as exc:
         raise JobError(
@@ -182,6 +182,27 @@ def run_job(job_class: type[MRJob], inputs: Sequence[Path | str], settings: Sett
             f"{', '.join(map(str, inputs))}: {exc} (the task's traceback is logged above)"
         ) from exc
     return JobOutput(path=output, counters=counters, seconds=time.monotonic() - started)
+
+
+def _copy_output(runner: Any, runner_name: str, dest: BinaryIO) -> None:
+    """The job's output parts, in order, into ``dest``.
+
+    On this machine's runners the parts are local files, copied in 16 MB
+    pieces: mrjob's ``cat_output`` yields them line by line, which took 2.2 s
+    for the index job's 600 MB output instead of 0.3 s. Elsewhere (EMR's S3)
+    it is the way to read them.
+    """
+    if runner_name not in ("inline", "local"):
+        for chunk in runner.cat_output():
+            dest.write(chunk)
+        return
+    root = Path(runner.get_output_dir())
+    # Like mrjob and Hadoop: names starting with "_" or "." (_SUCCESS, .crc) are not output.
+    parts = sorted(path for path in root.rglob("*") if path.is_file() and not any(
+        name[0] in "_." for name in path.relative_to(root).parts))
+    for part in parts:
+        with part.open("rb") as src:
+            shutil.copyfileobj(src, dest, 16 << 20)
 
 
 def _sum_counters(per_step: list[Counters]) -> Counters:
