@@ -14,27 +14,32 @@ bounded. The reducer
 merges a term's chunks into one posting list, ascending by document; its
 length is the term's document frequency.
 
-Rows are ujson (mrjob's UltraJSONProtocol: only ints and strings travel, so
-nothing is lost), two kinds told apart by a tag::
+Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
+kinds told apart by the key's tag::
 
-    ["t", "flow"]  ->  "<base64 of the term's posting columns>"   (mapreduce.postings.Chunk)
-    ["l", 7]       ->  [len_title, len_body, len_anchor, len_url]
+    t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings wire format)
+    l:7     ->  m,<title>,<body>,<url> | a,<anchor>          (map output: page or anchor lengths)
+    l:7     ->  <title>,<body>,<anchor>,<url>                 (job output)
+
+Terms are runs of word characters, so no key holds a tab; keys sort as bytes
+(the shuffle's sort), which puts terms in the segment's UTF-8 order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from mrjob.protocol import UltraJSONProtocol
+from mrjob.protocol import BytesProtocol
 from mrjob.step import MRStep
 
 from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
-from mapreduce.postings import Chunk, PostingBuffer, merge_chunks
+from mapreduce.postings import PostingBuffer, join_pieces
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 
 TERM = "t"
 LENGTH = "l"
-PAGE, ANCHORS = "m", "a"
+TERM_KEY, LENGTH_KEY = b"t:", b"l:"
+PAGE, ANCHORS = b"m", b"a"
 FLUSH_TOKENS = 5_000_000  # ~ 10,000 web pages; ~ 400 MB of Python lists at the peak
 
 
@@ -44,17 +49,18 @@ def duplicate_document(doc: int) -> DuplicateDocumentError:
         "once, and each document must live in exactly one block")
 
 
-def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
-    """One document's field lengths from its page row and (optionally) its anchor row."""
+def merge_lengths(doc: int, values: Iterable[bytes]) -> list[int]:
+    """One document's field lengths from its page row and (optionally) its anchor rows."""
     page: list[int] | None = None
     anchor = 0
     for value in values:
-        if value[0] == PAGE:
+        tag, *numbers = value.split(b",")
+        if tag == PAGE:
             if page is not None:  # two map tasks read it
                 raise duplicate_document(doc)
-            page = value[1:]
+            page = [int(x) for x in numbers]
         else:
-            anchor += value[1]
+            anchor += int(numbers[0])
     if page is None:  # anchors of a document whose record the manifest does not list
         return [0, 0, anchor, 0]
     title, body, url = page
@@ -64,8 +70,8 @@ def merge_lengths(doc: int, values: Iterable[list]) -> list[int]:
 class MRIndex(RecordBlockJob):
     """Field postings with positions (input: manifest, plus MRLinkGraph output when given)."""
 
-    INTERNAL_PROTOCOL = UltraJSONProtocol
-    OUTPUT_PROTOCOL = UltraJSONProtocol
+    INTERNAL_PROTOCOL = BytesProtocol
+    OUTPUT_PROTOCOL = BytesProtocol
 
     def steps(self) -> list[MRStep]:
         return [MRStep(mapper_init=self.mapper_init, mapper=self.mapper_terms,
@@ -76,7 +82,7 @@ class MRIndex(RecordBlockJob):
         self.buffer = PostingBuffer()
         self.pages: set[int] = set()  # doc_nums this task indexed (a duplicate is an error)
 
-    def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[list, object]]:
+    def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[bytes, bytes]]:
         if line.startswith(ANCHOR_LINE):
             self.buffer.add_anchor(*parse_anchor_line(line))
         elif line.partition("\t")[2].startswith("["):
@@ -90,34 +96,28 @@ class MRIndex(RecordBlockJob):
         if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()
 
-    def mapper_final(self) -> Iterator[tuple[list, object]]:
+    def mapper_final(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._drain()
 
-    def _drain(self) -> Iterator[tuple[list, object]]:
-        chunks, lengths = self.buffer.drain()
+    def _drain(self) -> Iterator[tuple[bytes, bytes]]:
+        postings, lengths = self.buffer.drain()
         for doc, (title, body, anchor, url) in lengths.items():
+            key = b"%s%d" % (LENGTH_KEY, doc)
             if title is not None:
-                yield [LENGTH, doc], [PAGE, title, body, url]
+                yield key, b"%s,%d,%d,%d" % (PAGE, title, body, url)
             if anchor is not None:
-                yield [LENGTH, doc], [ANCHORS, anchor]
-        postings = 0
-        for term, chunk in chunks:
-            postings += chunk.docs.shape[0]
-            yield [TERM, term], chunk.encode()
-        self.increment_counter("index", "postings", postings)
+                yield key, b"%s,%d" % (ANCHORS, anchor)
+        for term, text in postings.encoded():
+            yield TERM_KEY + term.encode("utf-8"), text
+        self.increment_counter("index", "postings", int(postings.docs.shape[0]))
 
-    def reducer_postings(self, key: list, values: Iterable) -> Iterator[tuple[list, object]]:
-        kind, name = key
-        if kind == TERM:
+    def reducer_postings(self, key: bytes, values: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        if key.startswith(TERM_KEY):
             self.count("index", "terms")
-            chunks = list(values)
-            if len(chunks) == 1:  # the term occurs in one map task's output: nothing to merge
-                yield key, chunks[0]
-            else:
-                yield key, merge_chunks(Chunk.decode(value) for value in chunks).encode()
+            yield key, join_pieces(list(values))
         else:
-            yield key, merge_lengths(name, values)
-
+            lengths = merge_lengths(int(key[len(LENGTH_KEY):]), values)
+            yield key, b"%d,%d,%d,%d" % tuple(lengths)
 
 if __name__ == "__main__":
     MRIndex.run()

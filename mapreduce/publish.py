@@ -35,19 +35,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import ujson
 from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import TF_MAX, Chunk
-from mapreduce.runner import read_rows
+from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
+from mapreduce.postings import TF_MAX, decode_terms
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
@@ -63,9 +61,9 @@ class PublishError(ValueError):
 
 @dataclass
 class IndexColumns:
-    """MRIndex output: each term's posting columns, and each document's field lengths."""
+    """MRIndex output: each term's postings on the wire, and each document's field lengths."""
 
-    chunks: dict[bytes, Chunk] = field(default_factory=dict)  # UTF-8 term -> postings
+    chunks: dict[bytes, bytes] = field(default_factory=dict)  # UTF-8 term -> wire text
     lengths: dict[int, list[int]] = field(default_factory=dict)
 
 
@@ -77,7 +75,9 @@ class PublishedIndex:
 
 
 def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
-    """Gather MRIndex rows (``["t", term] -> chunk``, ``["l", doc] -> field lengths``)."""
+    """Gather MRIndex rows (``("t", term) -> wire text``, ``("l", doc) -> field lengths``),
+    as ``read_index_rows`` gives them; the texts are decoded all at once by
+    ``segment_arrays``."""
     cols = IndexColumns()
     for (kind, name), value in rows:
         if kind == TERM:
@@ -85,7 +85,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             if key in cols.chunks:
                 raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher "
                                    "disagree")
-            cols.chunks[key] = Chunk.decode(value)
+            cols.chunks[key] = value.encode("ascii") if isinstance(value, str) else value
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
         else:
@@ -93,9 +93,20 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
     return cols
 
 
-def read_index_rows(path: Path) -> Iterable[tuple[Any, Any]]:
-    """MRIndex's output file, decoded with ujson (the job writes UltraJSONProtocol)."""
-    return read_rows(path, loads=ujson.loads)
+def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
+    """MRIndex's output file as ``((kind, name), value)``: ``(("t", term), wire text)`` and
+    ``(("l", doc), [title, body, anchor, url])``."""
+    term_key, length_key = TERM_KEY, LENGTH_KEY
+    with Path(path).open("rb") as fh:
+        for line in fh:
+            key, _, value = line.rstrip(b"\r\n").partition(b"\t")
+            if key.startswith(term_key):
+                yield (TERM, key[len(term_key):].decode("utf-8")), value
+            elif key.startswith(length_key):
+                yield (LENGTH, int(key[len(length_key):])), [int(x) for x in value.split(b",")]
+            elif key:
+                raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and "
+                                   "publisher disagree")
 
 
 def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
@@ -104,17 +115,19 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
-    chunks = [cols.chunks[t] for t in sorted_terms]
-    df = np.array([c.docs.shape[0] for c in chunks], dtype=np.uint32)
+    try:
+        per_term, post_docs, field_tfs, counts, positions = decode_terms(
+            [cols.chunks[t] for t in sorted_terms])
+    except ValueError as exc:  # also binascii.Error
+        raise PublishError(f"MRIndex postings cannot be read ({exc}): job and publisher "
+                           "disagree, or the job output is truncated") from exc
+    df = per_term.astype(np.uint32)
     post_offsets = _offsets(df)
     num_postings = int(post_offsets[-1])
-    post_docs = _concat([c.docs for c in chunks], np.uint32)
     _check_postings(post_docs, post_offsets, num_docs)
-    field_tfs = _concat([c.tfs for c in chunks], np.uint16).reshape(-1, 4)
     tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(4)]
-    pos_offsets = _offsets(_concat([c.counts for c in chunks], np.uint32))
-    positions = _concat([c.positions for c in chunks], np.uint32)
-    del chunks
+    pos_offsets = _offsets(counts)
+    del field_tfs, counts
 
     term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
     term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
@@ -170,10 +183,6 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         "fwd_tfs": fwd_tfs,
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
-
-
-def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:

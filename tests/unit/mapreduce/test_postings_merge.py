@@ -115,7 +115,9 @@ def test_block_buffer_gives_the_per_document_postings():
             if r.doc_num in anchors else None
         assert lengths[r.doc_num] == [title, body, anchor, url]
     assert all(lengths[doc][2] is not None for doc in anchors)
-    assert buffer.tokens == 0 and buffer.drain() == ([], {})
+    assert buffer.tokens == 0
+    postings, lengths = buffer.drain()
+    assert len(postings) == 0 and lengths == {}
 
 
 def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():

@@ -12,7 +12,7 @@ from mapreduce.publish import PublishError, collect_index_rows, segment_arrays, 
 from services.search.index import SEGMENT_ARRAYS
 
 
-def chunk(*postings: tuple[int, int, list[int]]) -> str:
+def chunk(*postings: tuple[int, int, list[int]]) -> bytes:
     """A term's row (as the job writes it) from (doc, body tf, positions) triples
     (title and anchor tf 0, url tf 1)."""
     return Chunk(np.array([p[0] for p in postings], np.uint32),

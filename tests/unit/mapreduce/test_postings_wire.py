@@ -1,0 +1,65 @@
+"""The postings wire format: regions that join as text, and bulk decoding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mapreduce.postings import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
+from mapreduce.publish import PublishError, collect_index_rows, segment_arrays
+
+
+def random_chunk(rng: np.random.Generator, docs: range, size: int) -> Chunk:
+    picked = np.sort(rng.choice(np.array(docs), size=size, replace=False)).astype(np.uint32)
+    counts = rng.integers(0, 5, size=size).astype(np.uint32)
+    return Chunk(picked, rng.integers(0, 65536, size=(size, 4)).astype(np.uint16), counts,
+                 rng.integers(0, 2**32, size=int(counts.sum()), dtype=np.uint64).astype(np.uint32))
+
+
+def test_runs_round_trip_through_one_base64_text() -> None:
+    rng = np.random.default_rng(3)
+    chunks = [random_chunk(rng, range(500), int(rng.integers(1, 40))) for _ in range(60)]
+    starts = np.cumsum([0] + [c.docs.shape[0] for c in chunks[:-1]])
+    texts = encode_runs(np.concatenate([c.docs for c in chunks]),
+                        np.concatenate([c.tfs for c in chunks]),
+                        np.concatenate([c.counts for c in chunks]),
+                        np.concatenate([c.positions for c in chunks]), starts)
+    assert len(texts) == len(chunks)
+    for chunk, text in zip(chunks, texts, strict=True):
+        assert b"=" not in text  # whole base64 quanta: texts join
+        assert Chunk.decode(text).as_lists() == chunk.as_lists()
+        assert text == chunk.encode()
+    per_text, docs, tfs, counts, positions = decode_terms(texts)
+    assert per_text.tolist() == [c.docs.shape[0] for c in chunks]
+    assert docs.tolist() == np.concatenate([c.docs for c in chunks]).tolist()
+    assert tfs.tolist() == np.concatenate([c.tfs for c in chunks]).tolist()
+    assert positions.tolist() == np.concatenate([c.positions for c in chunks]).tolist()
+    assert counts.tolist() == np.concatenate([c.counts for c in chunks]).tolist()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 6, 7, 11, 12, 13])
+def test_disjoint_pieces_are_joined_unread_in_document_order(size: int) -> None:
+    """Each size puts the last document at another place in a base64 quantum."""
+    rng = np.random.default_rng(size)
+    pieces = [random_chunk(rng, range(lo, lo + 100), size) for lo in (300, 0, 100)]
+    joined = join_pieces([p.encode() for p in pieces])
+    assert joined == b"".join(pieces[i].encode() for i in (1, 2, 0))
+    assert Chunk.decode(joined).as_lists() == merge_chunks(pieces).as_lists()
+
+
+def test_pieces_of_the_same_document_are_merged() -> None:
+    page = Chunk(np.array([2, 7], np.uint32), np.array([[1, 2, 0, 0], [0, 1, 0, 1]], np.uint16),
+                 np.array([3, 1], np.uint32), np.array([0, 4, 9, 5], np.uint32))
+    anchors = Chunk(np.array([7, 8], np.uint32), np.array([[0, 0, 2, 0], [0, 0, 1, 0]], np.uint16),
+                    np.array([0, 0], np.uint32), np.array([], np.uint32))
+    merged = Chunk.decode(join_pieces([anchors.encode(), page.encode()]))
+    assert merged.as_lists() == [[2, 7, 8], [1, 0, 0], [2, 1, 0], [0, 2, 1], [0, 1, 0],
+                                 [3, 1, 0], [0, 4, 9, 5]]
+
+
+def test_truncated_postings_are_refused_by_the_publisher() -> None:
+    text = Chunk(np.array([0, 1], np.uint32), np.ones((2, 4), np.uint16),
+                 np.array([1, 1], np.uint32), np.array([0, 0], np.uint32)).encode()
+    rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0]), (["l", 1], [1, 1, 0, 0])]
+    with pytest.raises(PublishError, match="truncated"):
+        segment_arrays(collect_index_rows(rows), np.array([0.5, 0.5]), 2)
