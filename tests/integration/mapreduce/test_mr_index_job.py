@@ -3,6 +3,7 @@ local-runner smoke test that proves the shipped package zip is enough."""
 
 from __future__ import annotations
 
+import gzip
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -190,7 +191,12 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     with session_factory(engine)() as session:
         # As the build writes it: gzip parts, one block each (one map task per part).
         parts, blocks = write_manifest_parts(session, tmp_path)
+        # Fewer parts than blocks: contiguous runs of blocks, in name (= doc_num) order.
+        (tmp_path / "halves").mkdir()
+        halves, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
     engine.dispose()
+    named = [[line.split("\t")[0] for line in gzip.open(h, "rt")] for h in halves]
+    assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S",
