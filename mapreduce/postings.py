@@ -145,14 +145,21 @@ class PostingBuffer:
         first_doc = int(doc.min())
         span = int(doc.max()) - first_doc + 1
         key = term * span + (doc - first_doc)
-        order = np.argsort(key, kind="stable")  # stable: positions stay ascending
+        # Grouped by (term, document), stable so positions stay ascending. Pages arrive in
+        # document order (a block's records, blocks by name), so a stable sort by term alone
+        # gives the same order; numpy sorts 16-bit keys by radix, 5x faster than the
+        # 64-bit keys (a block holds ~30,000 terms). Anchor rows come in any order.
+        if len(vocab) <= 1 << 16 and bool((doc[1:] >= doc[:-1]).all()):
+            order = np.argsort(term.astype(np.uint16), kind="stable")
+        else:
+            order = np.argsort(key, kind="stable")
         key, field_of, pos = key[order], field_of[order], pos[order]
         new_posting = np.concatenate([[True], key[1:] != key[:-1]])
         starts = np.flatnonzero(new_posting)
         posting_of = np.cumsum(new_posting) - 1
         num_postings = starts.shape[0]
         tf = np.bincount(posting_of * 4 + field_of, minlength=num_postings * 4).reshape(-1, 4)
-        tf = np.minimum(tf, TF_MAX).astype(np.uint16)
+        tf = np.minimum(tf, TF_MAX, out=tf).astype(np.uint16)
         has_pos = pos >= 0
         pos_counts = np.bincount(posting_of[has_pos], minlength=num_postings).astype(np.uint32)
         pos_values = pos[has_pos].astype(np.uint32)

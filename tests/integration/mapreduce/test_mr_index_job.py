@@ -195,7 +195,8 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
         (tmp_path / "halves").mkdir()
         halves, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
     engine.dispose()
-    named = [[line.split("\t")[0] for line in gzip.open(h, "rt")] for h in halves]
+    named = [[line.split("\t")[0] for line in gzip.decompress(h.read_bytes()).decode().splitlines()]
+             for h in halves]
     assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]

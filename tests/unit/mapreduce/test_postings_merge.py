@@ -120,6 +120,21 @@ def test_block_buffer_gives_the_per_document_postings():
     assert len(postings) == 0 and lengths == {}
 
 
+def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result():
+    """Pages in document order (as blocks give them) are grouped by a 16-bit stable sort
+    of the term alone; the postings must equal the per-document reference."""
+    rng = random.Random(11)
+    records = [Record(num, f"http://h.test/{num}", "", "", "text/html",
+                      title=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
+                      text=" ".join(rng.choices(WORDS, k=rng.randint(0, 80))))
+               for num in sorted(rng.sample(range(1000), 60))]
+    buffer = PostingBuffer()
+    for r in records:
+        buffer.add(r)
+    postings, _lengths = buffer.drain()
+    assert as_dict(postings) == reference(records, {})
+
+
 def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     a = PostingBuffer()
     a.add(Record(7, "http://a.test/", "", "", "text/html", text="wing wing"))
