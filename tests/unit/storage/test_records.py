@@ -41,6 +41,26 @@ def test_corrupt_member_is_a_clear_error():
         list(iter_records(b"not gzip at all"))
 
 
+def test_truncated_or_odd_blocks_are_clear_errors_and_joined_records_still_read():
+    import gzip
+
+    writer = RecordBlockWriter()
+    for rec in _records():
+        writer.add(rec)
+    data = writer.to_bytes()
+    with pytest.raises(BlockFormatError, match="records/x.rec.gz: corrupt or truncated"):
+        list(iter_records(data[:-10], "records/x.rec.gz"))
+    with pytest.raises(BlockFormatError, match="corrupt or truncated"):
+        list(iter_records(data + b"trailing junk", "records/x.rec.gz"))
+    with pytest.raises(BlockFormatError, match="record 0 is not a record"):
+        list(iter_records(gzip.compress(b"[1, 2]"), "records/x.rec.gz"))
+    with pytest.raises(BlockFormatError, match="corrupt record 0"):
+        list(iter_records(gzip.compress(b'{"doc_num": 1'), "records/x.rec.gz"))
+    # A hand-made block: several records' JSON in one gzip member.
+    joined = gzip.compress("".join(r.to_json() for r in _records()).encode())
+    assert list(iter_records(joined)) == _records()
+
+
 def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
     import json
     import random
@@ -54,3 +74,6 @@ def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
                         title="Straße “quotes” \u2028 line", text="x/y \\ \" \t é 中文",
                         links=[Link("http://h.test/c", "a/b")], fetched_at=fetched)
         assert Record.from_dict(json.loads(record.to_json())) == record
+        block = RecordBlockWriter()
+        block.add(record)
+        assert list(iter_records(block.to_bytes())) == [record]  # the jobs' reader, exactly
