@@ -205,37 +205,66 @@ class Chunk:
                 self.counts.tolist(), self.positions.tolist()]
 
 
-# The wire format. A term's postings travel as base64 of one or more REGIONS, each
+# The wire format. A term's postings travel as base64 of one or more REGIONS. A region
+# is a header of two uint32 words, n (postings) and q (positions, its top bit the NARROW
+# flag), then whole uint32 words:
 #
-#     n, q (uint32)   docs (uint32 x n)   counts (uint32 x n)   positions (uint32 x q)
-#     tfs (uint16 x 4n)   zero padding to a multiple of 12 bytes
+#     wide:    docs u32 x n | tfs u16 x 4n | counts u32 x n      | positions u32 x q
+#     narrow:  docs u32 x n | tfs u8 x 4n  | counts u8 x n, pad  | positions u16 x q, pad
+#
+# and zero words up to a multiple of 12 bytes. A region is narrow when its field
+# frequencies and position counts fit a byte and its positions 16 bits: nearly every
+# region of real text, at 9 bytes a posting and 2 a position instead of 16 and 4.
 #
 # Whole 3-byte base64 quanta make the base64 of two regions their two texts joined, so a
 # reducer that receives a term's pieces from several map tasks, over disjoint document
 # ranges, joins the texts in document order without decoding anything (``join_pieces``);
 # whole 4-byte words let a whole block's regions be written and read as one uint32 array
-# with numpy (``encode_runs``, ``decode_terms``). The shuffle carries ~2.7 bytes per number
-# instead of JSON digits, and nobody parses millions of integers one by one.
+# with numpy boolean masks (``encode_runs``, ``decode_terms``). Nobody parses millions of
+# integers one by one.
 _HEAD_WORDS = 2
 _REGION_ALIGN = 12
+_NARROW = 1 << 31
+_HEAD, _DOCS, _TFS8, _TFS16, _COUNTS8, _COUNTS32, _POS16, _POS32, _PAD = range(9)
 
 
-_HEAD, _DOCS, _COUNTS, _POSITIONS, _TFS, _PAD = range(6)
+def _layout(n: np.ndarray, q: np.ndarray, narrow: np.ndarray) -> np.ndarray:
+    """Words of each part of each region: [regions, 6] (head, docs, tfs, counts,
+    positions, padding)."""
+    tfs = np.where(narrow, n, 2 * n)
+    counts = np.where(narrow, -(-n // 4), n)
+    positions = np.where(narrow, -(-q // 2), q)
+    used = _HEAD_WORDS + n + tfs + counts + positions
+    align = _REGION_ALIGN // 4
+    return np.stack([np.full_like(n, _HEAD_WORDS), n, tfs, counts, positions,
+                     -(-used // align) * align - used], axis=1)
 
 
-def _region_bytes(n: np.ndarray, q: np.ndarray) -> np.ndarray:
-    raw = 4 * _HEAD_WORDS + 16 * n + 4 * q
-    return -(-raw // _REGION_ALIGN) * _REGION_ALIGN
-
-
-def _word_labels(n: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _word_labels(layout: np.ndarray, narrow: np.ndarray) -> np.ndarray:
     """What each uint32 word of the regions holds (``_HEAD`` ... ``_PAD``): one pass of
     np.repeat, so columns are written and read with boolean masks instead of index
     arithmetic per number."""
-    pad = (_region_bytes(n, q) - (4 * _HEAD_WORDS + 16 * n + 4 * q)) // 4
-    runs = np.stack([np.full_like(n, _HEAD_WORDS), n, n, q, 2 * n, pad], axis=1).ravel()
-    kinds = np.tile(np.arange(6, dtype=np.uint8), n.shape[0])
-    return np.repeat(kinds, runs)
+    kinds = np.where(narrow[:, None], [_HEAD, _DOCS, _TFS8, _COUNTS8, _POS16, _PAD],
+                     [_HEAD, _DOCS, _TFS16, _COUNTS32, _POS32, _PAD]).astype(np.uint8)
+    return np.repeat(kinds.ravel(), layout.ravel())
+
+
+def _packed(per_region: np.ndarray, per_word: int) -> tuple[np.ndarray, int]:
+    """(mask of the real slots among the word-padded slots, slot count): narrow values of
+    several regions, each region's run padded to whole words."""
+    slots = -(-per_region // per_word) * per_word
+    real = np.repeat(np.tile(np.array([True, False]), per_region.shape[0]),
+                     np.stack([per_region, slots - per_region], axis=1).ravel())
+    return real, int(slots.sum())
+
+
+def _run_max(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The largest value of each run (0 for an empty run)."""
+    out = np.zeros(lengths.shape[0], dtype=np.int64)
+    filled = lengths > 0
+    if values.shape[0] and filled.any():
+        out[filled] = np.maximum.reduceat(values, starts[filled])
+    return out
 
 
 def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions: np.ndarray,
@@ -247,35 +276,55 @@ def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions
     n = np.diff(bounds)
     pos_offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     q = np.diff(pos_offsets[bounds])
-    labels = _word_labels(n, q)
+    tfs = np.ascontiguousarray(tfs, dtype=np.uint16)
+    narrow = ((_run_max(np.maximum(tfs.max(axis=1, initial=0), counts), bounds[:-1], n) < 1 << 8)
+              & (_run_max(positions, pos_offsets[bounds[:-1]], q) < 1 << 16))
+    layout = _layout(n, q, narrow)
+    labels = _word_labels(layout, narrow)
     words = np.zeros(labels.shape[0], dtype=np.uint32)
-    words[labels == _HEAD] = np.stack([n, q], axis=1).ravel()
+    words[labels == _HEAD] = np.stack([n, q | np.where(narrow, _NARROW, 0)], axis=1).ravel()
     words[labels == _DOCS] = docs
-    words[labels == _COUNTS] = counts
-    words[labels == _POSITIONS] = positions
-    words[labels == _TFS] = np.ascontiguousarray(tfs, dtype=np.uint16).view(np.uint32).ravel()
+    in_narrow = np.repeat(narrow, n)
+    pos_in_narrow = np.repeat(narrow, q)
+    words[labels == _TFS16] = tfs[~in_narrow].view(np.uint32).ravel()
+    words[labels == _TFS8] = tfs[in_narrow].astype(np.uint8).view(np.uint32).ravel()
+    words[labels == _COUNTS32] = counts[~in_narrow]
+    real, slots = _packed(n[narrow], 4)
+    packed = np.zeros(slots, dtype=np.uint8)
+    packed[real] = counts[in_narrow]
+    words[labels == _COUNTS8] = packed.view(np.uint32)
+    words[labels == _POS32] = positions[~pos_in_narrow]
+    real, slots = _packed(q[narrow], 2)
+    packed16 = np.zeros(slots, dtype=np.uint16)
+    packed16[real] = positions[pos_in_narrow]
+    words[labels == _POS16] = packed16.view(np.uint32)
     text = base64.b64encode(words.tobytes())
-    ends = (np.concatenate([[0], np.cumsum(_region_bytes(n, q))]) * 4 // 3).tolist()
+    ends = (np.concatenate([[0], np.cumsum(layout.sum(axis=1))]) * 16 // 3).tolist()
     return [text[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
 
 
+def _region_words(n: int, q: int, narrow: bool) -> int:
+    """Words of one region: ``_layout``'s row sum, in plain ints for the header walk."""
+    used = _HEAD_WORDS + (2 * n + -(-n // 4) + -(-q // 2) if narrow else 4 * n + q)
+    return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
+
+
 def _regions(raw: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first byte, n, q) of each region in ``raw``."""
+    """(n, q, narrow) of each region in ``raw``."""
     unpack = struct.Struct("<II").unpack_from
-    starts, ns, qs = [], [], []
+    ns, qs = [], []
     at, end = 0, len(raw)
     while at < end:
         if end - at < 4 * _HEAD_WORDS:
             raise ValueError(f"truncated postings: {end - at} bytes left at byte {at}")
         n, q = unpack(raw, at)
-        starts.append(at)
         ns.append(n)
         qs.append(q)
-        at += -(-(4 * _HEAD_WORDS + 16 * n + 4 * q) // _REGION_ALIGN) * _REGION_ALIGN
+        at += 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW))
     if at != end:
         raise ValueError(f"truncated postings: the last region needs {at - end} more bytes")
-    return (np.array(starts, dtype=np.int64), np.array(ns, dtype=np.int64),
-            np.array(qs, dtype=np.int64))
+    q_flag = np.array(qs, dtype=np.int64)
+    return np.array(ns, dtype=np.int64), q_flag & ~_NARROW, (q_flag & _NARROW) != 0
 
 
 def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -285,15 +334,38 @@ def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.n
     pass (a region's postings stay together, in the order they came)."""
     parts = [t.encode("ascii") if isinstance(t, str) else t for t in texts]
     raw = base64.b64decode(b"".join(parts))
-    starts, n, q = _regions(raw)
+    n, q, narrow = _regions(raw)
+    layout = _layout(n, q, narrow)
+    region_start = np.concatenate([[0], np.cumsum(layout.sum(axis=1))])[:-1] * 4
     text_ends = np.cumsum([len(t) * 3 // 4 for t in parts], dtype=np.int64)
-    per_text = np.bincount(np.searchsorted(text_ends, starts, side="right"), weights=n,
+    per_text = np.bincount(np.searchsorted(text_ends, region_start, side="right"), weights=n,
                            minlength=len(parts)).astype(np.int64)
     words = np.frombuffer(raw, dtype=np.uint32)
-    labels = _word_labels(n, q)
-    tfs = words[labels == _TFS].view(np.uint16).reshape(-1, 4)
-    return (per_text, words[labels == _DOCS], tfs, words[labels == _COUNTS],
-            words[labels == _POSITIONS])
+    labels = _word_labels(layout, narrow)
+    in_narrow = np.repeat(narrow, n)
+    tfs = _interleave(in_narrow, words[labels == _TFS8].view(np.uint8).reshape(-1, 4),
+                      words[labels == _TFS16].view(np.uint16).reshape(-1, 4), np.uint16)
+    real, _slots = _packed(n[narrow], 4)
+    counts = _interleave(in_narrow, words[labels == _COUNTS8].view(np.uint8)[real],
+                         words[labels == _COUNTS32], np.uint32)
+    real, _slots = _packed(q[narrow], 2)
+    positions = _interleave(np.repeat(narrow, q), words[labels == _POS16].view(np.uint16)[real],
+                            words[labels == _POS32], np.uint32)
+    return per_text, words[labels == _DOCS], tfs, counts, positions
+
+
+def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dtype: type
+                ) -> np.ndarray:
+    """Values in item order from the narrow regions' and the wide regions' values (often
+    all narrow: then only a widening copy, not a masked scatter)."""
+    if not wide.shape[0]:
+        return narrow.astype(dtype)
+    if not narrow.shape[0]:
+        return wide.astype(dtype, copy=False)
+    out = np.empty((is_narrow.shape[0], *narrow.shape[1:]), dtype=dtype)
+    out[np.flatnonzero(is_narrow)] = narrow
+    out[np.flatnonzero(~is_narrow)] = wide
+    return out
 
 
 @dataclass
@@ -335,7 +407,7 @@ def _span(text: bytes) -> tuple[int, int] | None:
     """(first, last document) of a one-region text, None for anything else."""
     head = base64.b64decode(text[:16])  # n, q, first doc
     n, q, first = struct.unpack("<III", head)
-    if n == 0 or len(text) * 3 // 4 != int(_region_bytes(np.int64(n), np.int64(q))):
+    if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW)):
         return None
     at = 4 * (_HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
     quantum = at // 3 * 3
