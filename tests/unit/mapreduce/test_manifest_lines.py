@@ -55,3 +55,15 @@ def test_map_tasks_one_per_core_locally_many_on_emr_or_as_set():
     assert manifest_parts(Settings(mr_runner="local")) == (os.cpu_count() or 1)
     assert manifest_parts(Settings(mr_runner="emr")) == MANIFEST_PARTS
     assert manifest_parts(Settings(mr_runner="local", mr_map_tasks=5)) == 5
+
+
+def test_anchor_lines_are_copied_alone_for_the_index_job(tmp_path) -> None:
+    from mapreduce.mr_linkgraph import adjacency_rows, write_anchor_lines
+
+    links = tmp_path / "links.jsonl"
+    links.write_bytes(b'0\t[1]\n1\t[]\n@anchor\t1\t"home | start"\n2\t[0, 1]\n')
+    assert write_anchor_lines(links, tmp_path / "anchors.txt") == 1
+    assert (tmp_path / "anchors.txt").read_bytes() == b'@anchor\t1\t"home | start"\n'
+    assert dict(adjacency_rows(links)) == {0: [1], 1: [], 2: [0, 1]}
+    (tmp_path / "none.jsonl").write_bytes(b"0\t[]\n")
+    assert write_anchor_lines(tmp_path / "none.jsonl", tmp_path / "empty.txt") == 0
