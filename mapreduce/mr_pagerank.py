@@ -19,19 +19,19 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
-from mrjob.job import MRJob
 from mrjob.protocol import StandardJSONProtocol
 from mrjob.step import MRStep
 
 from mapreduce.mr_linkgraph import adjacency_rows
 from mapreduce.pagerank import PageRankResult, contributions, updated_rank
 from mapreduce.runner import JobError, read_rows, run_job, write_rows
+from mapreduce.task_output import BufferedOutputJob
 from services.config import Settings
 
 NODE = "node"
 
 
-class MRPageRankStep(MRJob):
+class MRPageRankStep(BufferedOutputJob):
     """x' = (1-d)/N + d * (incoming shares + dangling mass / N), for every page."""
 
     INPUT_PROTOCOL = StandardJSONProtocol

@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 
-from mrjob.job import MRJob
 from mrjob.protocol import StandardJSONProtocol
 
+from mapreduce.task_output import BufferedOutputJob
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.records import Record, iter_records
 
@@ -93,7 +93,7 @@ def current_records(records: Iterable[Record], wanted: frozenset[int] | None
     return list(latest.values()), seen - len(latest)
 
 
-class RecordBlockJob(MRJob):
+class RecordBlockJob(BufferedOutputJob):
     # The standard json module everywhere: floats round-trip exactly
     # (ujson/rapidjson, which mrjob prefers when installed, may not).
     INTERNAL_PROTOCOL = StandardJSONProtocol
