@@ -89,10 +89,8 @@ def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> di
     engine.dispose()
     print(f"nimbus ingest (not in the build figure): {ingest.summary()}", flush=True)
     # `nimbus index`, in a process of its own as an operator runs it, timed from outside
-    # (start-up and imports included). Run in this process, the build's driver shared the
-    # heap of the whole corpus the peers index from memory: every full garbage collection
-    # (mrjob's runner splits the shuffle in the driver) walked 100,000 documents, and the
-    # build took 41-46 s instead of 33-36 s.
+    # (start-up and imports included), not in this process beside the corpus that the
+    # peers index from memory.
     env = {**os.environ, "NIMBUS_DATABASE_URL": settings.database_url,
            "NIMBUS_BLOB_URL": settings.blob_url, "NIMBUS_VAR_DIR": str(settings.var_dir)}
     start = time.perf_counter()
