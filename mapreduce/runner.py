@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -62,16 +62,15 @@ class JobOutput:
         return self.counters.get(group, {}).get(name, 0)
 
 
-def read_rows(path: Path, loads: Callable[[bytes], Any] = json.loads) -> Iterator[tuple[Any, Any]]:
-    """Decode a job output file (JSONProtocol: ``key \\t value`` per line); ``loads``:
-    ``ujson.loads`` for a job that wrote with UltraJSONProtocol."""
+def read_rows(path: Path) -> Iterator[tuple[Any, Any]]:
+    """Decode a job output file (JSONProtocol: ``key \\t value`` per line)."""
     with Path(path).open("rb") as fh:
         for line in fh:
             line = line.rstrip(b"\r\n")
             if not line:
                 continue
             key, _, value = line.partition(b"\t")
-            yield loads(key), loads(value)
+            yield json.loads(key), json.loads(value)
 
 
 def write_rows(path: Path, rows: Iterator[tuple[Any, Any]]) -> int:
