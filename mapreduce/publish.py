@@ -196,7 +196,7 @@ def _check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: i
     if len(post_docs) and int(post_docs.max()) >= num_docs:
         raise PublishError(f"a posting names doc_num {int(post_docs.max())}, but the database "
                            f"has {num_docs} documents: rebuild from a consistent crawl")
-    rising = np.diff(post_docs.astype(np.int64)) > 0
+    rising = post_docs[1:] > post_docs[:-1]  # unsigned: compared, never subtracted
     boundary = post_offsets[1:-1].astype(np.int64) - 1  # last posting of each term but the last
     rising[boundary[(boundary >= 0) & (boundary < len(rising))]] = True
     if not rising.all():
