@@ -33,7 +33,8 @@ from mrjob.protocol import BytesProtocol
 from mrjob.step import MRStep
 
 from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
-from mapreduce.postings import PostingBuffer, join_pieces
+from mapreduce.postings import PostingBuffer
+from mapreduce.postings_wire import join_pieces
 from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
 
 TERM = "t"

@@ -15,28 +15,25 @@ sound" matches "speed sound" (the query analyzer drops "of" too).
 The job combines in the mapper across the documents of a block
 (``PostingBuffer``): one row per distinct term per block, each holding that
 term's postings in column form, instead of one row per (term, document).
-The reducer merges the chunks of a term (``merge_chunks``); an anchor
-posting and a page posting of the same document become one posting.
+How those rows travel and how the reducer joins a term's pieces is
+``mapreduce.postings_wire``.
 """
 
 from __future__ import annotations
 
-import base64
 import operator
 import re
-import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 
+from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
 from services.storage.records import Record
 from services.text.analyze import content_tokens, terms_of
 
 TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.search.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
-TF_MAX = np.iinfo(np.uint16).max  # field frequencies are stored as uint16, clipped
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
 
@@ -180,213 +177,6 @@ def _lookup_all(ids: dict[str, int], tokens: list[str]) -> np.ndarray:
 
 
 @dataclass
-class Chunk:
-    """Postings of one term, ascending by document, one posting per document."""
-
-    docs: np.ndarray  # uint32 [n]
-    tfs: np.ndarray  # uint16 [n, 4]: title, body, anchor, url
-    counts: np.ndarray  # uint32 [n]: positions of each posting
-    positions: np.ndarray  # uint32 [sum(counts)]
-
-    def encode(self) -> bytes:
-        """The chunk on the wire: one region (``encode_runs``)."""
-        return encode_runs(self.docs, self.tfs, self.counts, self.positions,
-                           np.zeros(1, dtype=np.int64))[0]
-
-    @classmethod
-    def decode(cls, text: bytes | str) -> Chunk:
-        """A term's value on the wire (one region, or several joined by ``join_pieces``)."""
-        _df, docs, tfs, counts, positions = decode_terms([text])
-        return cls(docs, tfs, counts, positions)
-
-    def as_lists(self) -> list[list[int]]:
-        """``[docs, tf_title, tf_body, tf_anchor, tf_url, counts, positions]`` (for tests, logs)."""
-        return [self.docs.tolist(), *(self.tfs[:, f].tolist() for f in range(4)),
-                self.counts.tolist(), self.positions.tolist()]
-
-
-# The wire format. A term's postings travel as base64 of one or more REGIONS. A region
-# is a header of two uint32 words, n (postings) and q (positions, its top bit the NARROW
-# flag), then whole uint32 words:
-#
-#     wide:    docs u32 x n | tfs u16 x 4n | counts u32 x n      | positions u32 x q
-#     narrow:  docs u32 x n | tfs u8 x 4n  | counts u8 x n, pad  | positions u16 x q, pad
-#
-# and zero words up to a multiple of 12 bytes. A region is narrow when its field
-# frequencies and position counts fit a byte and its positions 16 bits: nearly every
-# region of real text, at 9 bytes a posting and 2 a position instead of 16 and 4.
-#
-# Whole 3-byte base64 quanta make the base64 of two regions their two texts joined, so a
-# reducer that receives a term's pieces from several map tasks, over disjoint document
-# ranges, joins the texts in document order without decoding anything (``join_pieces``);
-# whole 4-byte words let a whole block's regions be written and read as one uint32 array
-# with numpy boolean masks (``encode_runs``, ``decode_terms``). Nobody parses millions of
-# integers one by one.
-_HEAD_WORDS = 2
-_REGION_ALIGN = 12
-_NARROW = 1 << 31
-_HEAD, _DOCS, _TFS8, _TFS16, _COUNTS8, _COUNTS32, _POS16, _POS32, _PAD = range(9)
-
-
-def _layout(n: np.ndarray, q: np.ndarray, narrow: np.ndarray) -> np.ndarray:
-    """Words of each part of each region: [regions, 6] (head, docs, tfs, counts,
-    positions, padding)."""
-    tfs = np.where(narrow, n, 2 * n)
-    counts = np.where(narrow, -(-n // 4), n)
-    positions = np.where(narrow, -(-q // 2), q)
-    used = _HEAD_WORDS + n + tfs + counts + positions
-    align = _REGION_ALIGN // 4
-    return np.stack([np.full_like(n, _HEAD_WORDS), n, tfs, counts, positions,
-                     -(-used // align) * align - used], axis=1)
-
-
-def _word_labels(layout: np.ndarray, narrow: np.ndarray) -> np.ndarray:
-    """What each uint32 word of the regions holds (``_HEAD`` ... ``_PAD``): one pass of
-    np.repeat, so columns are written and read with boolean masks instead of index
-    arithmetic per number."""
-    kinds = np.where(narrow[:, None], [_HEAD, _DOCS, _TFS8, _COUNTS8, _POS16, _PAD],
-                     [_HEAD, _DOCS, _TFS16, _COUNTS32, _POS32, _PAD]).astype(np.uint8)
-    return np.repeat(kinds.ravel(), layout.ravel())
-
-
-def _packed(per_region: np.ndarray, per_word: int) -> tuple[np.ndarray, int]:
-    """(mask of the real slots among the word-padded slots, slot count): narrow values of
-    several regions, each region's run padded to whole words."""
-    slots = -(-per_region // per_word) * per_word
-    real = np.repeat(np.tile(np.array([True, False]), per_region.shape[0]),
-                     np.stack([per_region, slots - per_region], axis=1).ravel())
-    return real, int(slots.sum())
-
-
-def _run_max(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The largest value of each run (0 for an empty run)."""
-    out = np.zeros(lengths.shape[0], dtype=np.int64)
-    filled = lengths > 0
-    if values.shape[0] and filled.any():
-        out[filled] = np.maximum.reduceat(values, starts[filled])
-    return out
-
-
-def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions: np.ndarray,
-                run_starts: np.ndarray) -> list[bytes]:
-    """The wire text of each run of postings (a run: one term's postings, ``run_starts``
-    ascending), all runs written in one pass of numpy and one base64 call."""
-    num_postings = docs.shape[0]
-    bounds = np.append(np.asarray(run_starts, dtype=np.int64), num_postings)
-    n = np.diff(bounds)
-    pos_offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    q = np.diff(pos_offsets[bounds])
-    tfs = np.ascontiguousarray(tfs, dtype=np.uint16)
-    narrow = ((_run_max(np.maximum(tfs.max(axis=1, initial=0), counts), bounds[:-1], n) < 1 << 8)
-              & (_run_max(positions, pos_offsets[bounds[:-1]], q) < 1 << 16))
-    layout = _layout(n, q, narrow)
-    labels = _word_labels(layout, narrow)
-    words = np.zeros(labels.shape[0], dtype=np.uint32)
-    words[labels == _HEAD] = np.stack([n, q | np.where(narrow, _NARROW, 0)], axis=1).ravel()
-    words[labels == _DOCS] = docs
-    in_narrow = np.repeat(narrow, n)
-    pos_in_narrow = np.repeat(narrow, q)
-    words[labels == _TFS16] = tfs[~in_narrow].view(np.uint32).ravel()
-    words[labels == _TFS8] = tfs[in_narrow].astype(np.uint8).view(np.uint32).ravel()
-    words[labels == _COUNTS32] = counts[~in_narrow]
-    real, slots = _packed(n[narrow], 4)
-    packed = np.zeros(slots, dtype=np.uint8)
-    packed[real] = counts[in_narrow]
-    words[labels == _COUNTS8] = packed.view(np.uint32)
-    words[labels == _POS32] = positions[~pos_in_narrow]
-    real, slots = _packed(q[narrow], 2)
-    packed16 = np.zeros(slots, dtype=np.uint16)
-    packed16[real] = positions[pos_in_narrow]
-    words[labels == _POS16] = packed16.view(np.uint32)
-    text = base64.b64encode(words.tobytes())
-    ends = (np.concatenate([[0], np.cumsum(layout.sum(axis=1))]) * 16 // 3).tolist()
-    return [text[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
-
-
-def _region_words(n: int, q: int, narrow: bool) -> int:
-    """Words of one region: ``_layout``'s row sum, in plain ints for the header walk."""
-    used = _HEAD_WORDS + (2 * n + -(-n // 4) + -(-q // 2) if narrow else 4 * n + q)
-    return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
-
-
-def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n, q, narrow) of each region in ``raw``, in order; ``text_starts``: the byte where
-    each text begins (a region never spans two texts).
-
-    Walks every text at once, one region per step, in numpy: a text holds one region
-    per map task flush that saw its term, so there are a handful of steps, where a
-    Python loop took a step per region (400,000 of them on 100,000 documents).
-    """
-    end = len(raw)
-    if end % 4:
-        raise ValueError(f"truncated postings: {end} bytes is not a whole number of words")
-    words = np.frombuffer(raw, dtype=np.uint32)
-    text_ends = np.append(text_starts[1:], end)
-    at = text_starts[text_starts < text_ends]
-    stop = text_ends[text_starts < text_ends]
-    found: list[np.ndarray] = []
-    while at.shape[0]:
-        if (at + 4 * _HEAD_WORDS > stop).any():
-            raise ValueError("truncated postings: a region's header is cut off")
-        n = words[at // 4].astype(np.int64)
-        q_flag = words[at // 4 + 1].astype(np.int64)
-        narrow = (q_flag & _NARROW) != 0
-        q = q_flag & ~_NARROW
-        found.append(np.stack([at, n, q, narrow], axis=1))
-        at = at + 4 * _layout(n, q, narrow).sum(axis=1)
-        if (at > stop).any():
-            raise ValueError("truncated postings: the last region of a text needs more bytes")
-        more = at < stop
-        at, stop = at[more], stop[more]
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
-    regions = np.concatenate(found)
-    regions = regions[np.argsort(regions[:, 0], kind="stable")]
-    return regions[:, 1], regions[:, 2], regions[:, 3].astype(bool)
-
-
-def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
-    """(postings per text, docs, tfs [P, 4], counts, positions) of the texts' regions,
-    concatenated in order: every term of a job output in one base64 call and one numpy
-    pass (a region's postings stay together, in the order they came)."""
-    parts = [t.encode("ascii") if isinstance(t, str) else t for t in texts]
-    raw = base64.b64decode(b"".join(parts))
-    text_ends = np.cumsum([len(t) * 3 // 4 for t in parts], dtype=np.int64)
-    n, q, narrow = _regions(raw, np.concatenate([[0], text_ends[:-1]]).astype(np.int64))
-    layout = _layout(n, q, narrow)
-    region_start = np.concatenate([[0], np.cumsum(layout.sum(axis=1))])[:-1] * 4
-    per_text = np.bincount(np.searchsorted(text_ends, region_start, side="right"), weights=n,
-                           minlength=len(parts)).astype(np.int64)
-    words = np.frombuffer(raw, dtype=np.uint32)
-    labels = _word_labels(layout, narrow)
-    in_narrow = np.repeat(narrow, n)
-    tfs = _interleave(in_narrow, words[labels == _TFS8].view(np.uint8).reshape(-1, 4),
-                      words[labels == _TFS16].view(np.uint16).reshape(-1, 4), np.uint16)
-    real, _slots = _packed(n[narrow], 4)
-    counts = _interleave(in_narrow, words[labels == _COUNTS8].view(np.uint8)[real],
-                         words[labels == _COUNTS32], np.uint32)
-    real, _slots = _packed(q[narrow], 2)
-    positions = _interleave(np.repeat(narrow, q), words[labels == _POS16].view(np.uint16)[real],
-                            words[labels == _POS32], np.uint32)
-    return per_text, words[labels == _DOCS], tfs, counts, positions
-
-
-def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dtype: type
-                ) -> np.ndarray:
-    """Values in item order from the narrow regions' and the wide regions' values (often
-    all narrow: then only a widening copy, not a masked scatter)."""
-    if not wide.shape[0]:
-        return narrow.astype(dtype)
-    if not narrow.shape[0]:
-        return wide.astype(dtype, copy=False)
-    out = np.empty((is_narrow.shape[0], *narrow.shape[1:]), dtype=dtype)
-    out[np.flatnonzero(is_narrow)] = narrow
-    out[np.flatnonzero(~is_narrow)] = wide
-    return out
-
-
-@dataclass
 class Postings:
     """A drained buffer's postings in column form, sorted by term, then document."""
 
@@ -419,68 +209,3 @@ class Postings:
             return []
         texts = encode_runs(self.docs, self.tfs, self.counts, self.positions, self.term_starts)
         return list(zip(self.terms, texts, strict=True))
-
-
-def _span(text: bytes) -> tuple[int, int] | None:
-    """(first, last document) of a one-region text, None for anything else."""
-    head = base64.b64decode(text[:16])  # n, q, first doc
-    n, q, first = struct.unpack("<III", head)
-    if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW)):
-        return None
-    at = 4 * (_HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
-    quantum = at // 3 * 3
-    window = base64.b64decode(text[quantum // 3 * 4:(quantum // 3 + 2) * 4])
-    return first, struct.unpack_from("<I", window, at - quantum)[0]
-
-
-def join_pieces(pieces: list[bytes]) -> bytes:
-    """One term's pieces from the map tasks -> its posting list on the wire.
-
-    Pieces over disjoint document ranges (each map task reads whole blocks) are joined
-    as text in document order, unread; otherwise (a page's postings and its anchors'
-    postings from another task) they are decoded and merged (``merge_chunks``).
-    """
-    if len(pieces) == 1:
-        return pieces[0]
-    spans = [_span(piece) for piece in pieces]
-    if all(span is not None for span in spans):
-        order = sorted(range(len(pieces)), key=lambda i: spans[i])
-        ranges = [spans[i] for i in order]
-        if all(a[1] < b[0] for a, b in pairwise(ranges)):
-            return b"".join(pieces[i] for i in order)
-    return merge_chunks(Chunk.decode(piece) for piece in pieces).encode()
-
-
-def merge_chunks(chunks: Iterable[Chunk]) -> Chunk:
-    """One term's chunks -> one chunk with ascending docs, one posting per document.
-
-    Chunks over disjoint ranges of documents are concatenated in order.
-    Otherwise (a page's chunk and its anchors' chunk, say), postings of the
-    same document are summed field by field and their positions merged.
-    """
-    chunks = sorted((c for c in chunks if c.docs.shape[0]), key=lambda c: int(c.docs[0]))
-    if not chunks:
-        return Chunk(np.zeros(0, np.uint32), np.zeros((0, 4), np.uint16), np.zeros(0, np.uint32),
-                     np.zeros(0, np.uint32))
-    if len(chunks) == 1:
-        return chunks[0]
-    docs = np.concatenate([c.docs for c in chunks])
-    tfs = np.concatenate([c.tfs for c in chunks])
-    counts = np.concatenate([c.counts for c in chunks])
-    positions = np.concatenate([c.positions for c in chunks])
-    # Each chunk ascends (the class's invariant): they are disjoint when each ends
-    # before the next begins, checked at the joins instead of over every posting.
-    if all(int(a.docs[-1]) < int(b.docs[0]) for a, b in pairwise(chunks)):
-        return Chunk(docs, tfs, counts, positions)
-    # Overlapping: group postings by document, sum field counts, sort positions per document.
-    order = np.argsort(docs, kind="stable")
-    sorted_docs = docs[order]
-    starts = np.flatnonzero(np.concatenate([[True], sorted_docs[1:] != sorted_docs[:-1]]))
-    merged_tfs = np.add.reduceat(tfs[order].astype(np.uint32), starts, axis=0)
-    owner = np.repeat(docs, counts.astype(np.int64))
-    by_doc = np.lexsort((positions, owner))
-    unique_docs = sorted_docs[starts]
-    merged_counts = np.bincount(np.searchsorted(unique_docs, owner),
-                                minlength=unique_docs.shape[0]).astype(np.uint32)
-    return Chunk(unique_docs, np.minimum(merged_tfs, TF_MAX).astype(np.uint16), merged_counts,
-                 positions[by_doc])

@@ -45,7 +45,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
-from mapreduce.postings import TF_MAX, decode_terms
+from mapreduce.postings_wire import TF_MAX, decode_terms
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked

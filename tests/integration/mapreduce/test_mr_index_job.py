@@ -18,7 +18,7 @@ from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.mr_pagerank import run_pagerank
 from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
-from mapreduce.postings import Chunk
+from mapreduce.postings_wire import Chunk
 from mapreduce.publish import read_index_rows
 from mapreduce.runner import JobError, JobOutput, run_job, write_rows
 from services.config import Settings

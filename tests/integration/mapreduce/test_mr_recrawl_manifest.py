@@ -13,7 +13,8 @@ from pathlib import Path
 from mapreduce.build import build_index, write_manifest_parts
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
-from mapreduce.postings import Chunk, url_words
+from mapreduce.postings import url_words
+from mapreduce.postings_wire import Chunk
 from mapreduce.publish import read_index_rows
 from mapreduce.runner import run_job
 from services.config import Settings

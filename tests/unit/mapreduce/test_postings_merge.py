@@ -6,7 +6,8 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from mapreduce.postings import ANCHOR, FIELD_GAP, Chunk, PostingBuffer, merge_chunks, url_words
+from mapreduce.postings import ANCHOR, FIELD_GAP, PostingBuffer, url_words
+from mapreduce.postings_wire import Chunk, merge_chunks
 from services.storage.records import Record
 from services.text.analyze import analyze
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapreduce.postings import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
+from mapreduce.postings_wire import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
 from mapreduce.publish import PublishError, collect_index_rows, segment_arrays
 
 

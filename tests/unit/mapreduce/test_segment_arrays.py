@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mapreduce.postings import Chunk
+from mapreduce.postings_wire import Chunk
 from mapreduce.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
 from services.search.index import SEGMENT_ARRAYS
 
