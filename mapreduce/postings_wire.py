@@ -150,9 +150,10 @@ def _region_words(n: int, q: int, narrow: bool) -> int:
     return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
 
 
-def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n, q, narrow) of each region in ``raw``, in order; ``text_starts``: the byte where
-    each text begins (a region never spans two texts).
+def _regions(raw: bytes, text_starts: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(text, n, q, narrow) of each region in ``raw``, in order; ``text_starts``: the byte
+    where each text begins (a region never spans two texts).
 
     Walks every text at once, one region per step, in numpy: a text holds one region
     per map task flush that saw its term, so there are a handful of steps, where a
@@ -163,8 +164,8 @@ def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarra
         raise ValueError(f"truncated postings: {end} bytes is not a whole number of words")
     words = np.frombuffer(raw, dtype=np.uint32)
     text_ends = np.append(text_starts[1:], end)
-    at = text_starts[text_starts < text_ends]
-    stop = text_ends[text_starts < text_ends]
+    text = np.flatnonzero(text_starts < text_ends)
+    at, stop = text_starts[text], text_ends[text]
     found: list[np.ndarray] = []
     while at.shape[0]:
         if (at + 4 * _HEAD_WORDS > stop).any():
@@ -173,17 +174,18 @@ def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarra
         q_flag = words[at // 4 + 1].astype(np.int64)
         narrow = (q_flag & _NARROW) != 0
         q = q_flag & ~_NARROW
-        found.append(np.stack([at, n, q, narrow], axis=1))
+        found.append(np.stack([at, text, n, q, narrow], axis=1))
         at = at + 4 * _layout(n, q, narrow).sum(axis=1)
         if (at > stop).any():
             raise ValueError("truncated postings: the last region of a text needs more bytes")
         more = at < stop
-        at, stop = at[more], stop[more]
+        at, stop, text = at[more], stop[more], text[more]
     if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, bool))
     regions = np.concatenate(found)
     regions = regions[np.argsort(regions[:, 0], kind="stable")]
-    return regions[:, 1], regions[:, 2], regions[:, 3].astype(bool)
+    return regions[:, 1], regions[:, 2], regions[:, 3], regions[:, 4].astype(bool)
 
 
 def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -193,12 +195,10 @@ def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.n
     pass (a region's postings stay together, in the order they came)."""
     parts = [t.encode("ascii") if isinstance(t, str) else t for t in texts]
     raw = base64.b64decode(b"".join(parts))
-    text_ends = np.cumsum([len(t) * 3 // 4 for t in parts], dtype=np.int64)
-    n, q, narrow = _regions(raw, np.concatenate([[0], text_ends[:-1]]).astype(np.int64))
+    text_starts = np.cumsum([0, *(len(t) * 3 // 4 for t in parts[:-1])], dtype=np.int64)
+    text, n, q, narrow = _regions(raw, text_starts)
+    per_text = np.bincount(text, weights=n, minlength=len(parts)).astype(np.int64)
     layout = _layout(n, q, narrow)
-    region_start = np.concatenate([[0], np.cumsum(layout.sum(axis=1))])[:-1] * 4
-    per_text = np.bincount(np.searchsorted(text_ends, region_start, side="right"), weights=n,
-                           minlength=len(parts)).astype(np.int64)
     words = np.frombuffer(raw, dtype=np.uint32)
     labels = _word_labels(layout, narrow)
     in_narrow = np.repeat(narrow, n)

@@ -63,7 +63,7 @@ class PublishError(ValueError):
 class IndexColumns:
     """MRIndex output: each term's postings on the wire, and each document's field lengths."""
 
-    chunks: dict[bytes, bytes] = field(default_factory=dict)  # UTF-8 term -> wire text
+    chunks: dict[bytes, bytes | str] = field(default_factory=dict)  # UTF-8 term -> wire text
     lengths: dict[int, list[int]] = field(default_factory=dict)
 
 
@@ -85,7 +85,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             if key in cols.chunks:
                 raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher "
                                    "disagree")
-            cols.chunks[key] = value.encode("ascii") if isinstance(value, str) else value
+            cols.chunks[key] = value
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
         else:
