@@ -82,7 +82,7 @@ def write_manifest_parts(session: Session, directory: Path,
     process start and imports per block.) Block names begin with their first
     doc_num, so contiguous runs of names give each task its own range of
     documents: the index reducer then joins a term's pieces from the tasks
-    without decoding them (``mapreduce.postings.join_pieces``). Dealt
+    without decoding them (``mapreduce.postings_wire.join_pieces``). Dealt
     round-robin, every task's pieces spanned the whole collection and had to be
     merged: 15 s of the reduce phase on 100,000 documents.
     """

@@ -17,7 +17,7 @@ length is the term's document frequency.
 Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
 kinds told apart by the key's tag::
 
-    t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings wire format)
+    t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings_wire)
     l:7     ->  m,<title>,<body>,<url> | a,<anchor>          (map output: page or anchor lengths)
     l:7     ->  <title>,<body>,<anchor>,<url>                 (job output)
 
