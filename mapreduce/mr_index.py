@@ -10,9 +10,9 @@ combines in memory across the documents its task reads: one row per
 distinct term per flush, holding that term's postings in column form, never
 a row per token or per (term, document). The buffer is flushed when it holds
 ``FLUSH_TOKENS`` tokens (checked after each block), so a task's memory stays
-bounded. The reducer
-merges a term's chunks into one posting list, ascending by document; its
-length is the term's document frequency.
+bounded. The reducer joins a term's pieces into one posting list, ascending
+by document (``mapreduce.postings_wire.join_pieces``); its length is the
+term's document frequency.
 
 Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
 kinds told apart by the key's tag::
