@@ -41,7 +41,7 @@ TERM = "t"
 LENGTH = "l"
 TERM_KEY, LENGTH_KEY = b"t:", b"l:"
 PAGE, ANCHORS = b"m", b"a"
-FLUSH_TOKENS = 5_000_000  # ~ 10,000 web pages; ~ 400 MB of Python lists at the peak
+FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blocks of 10,000 short pages
 
 
 def duplicate_document(doc: int) -> DuplicateDocumentError:

@@ -136,6 +136,33 @@ def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result():
     assert as_dict(postings) == reference(records, {})
 
 
+def test_block_buffer_matches_analyze_on_any_script_and_separator():
+    """The buffer cuts text at ASCII separators and splits each distinct rough token with the
+    word regex; on joiners, non-ASCII separators, scripts without spaces and combining marks its
+    terms, positions and lengths must still be ``analyze``'s, document by document."""
+    texts = [
+        "Don't stop: U.S. aircraft’s wings... end. .start 'tis o'clock a..b a.'b _x_",
+        "1990–1995 — «quoted» “curly” x·y a\u00a0b c\u2003d e\u2028f ½ ² Ⅻ ﬀ Straße",
+        "Ελληνικά κείμενα, русский текст; 中文字符。日本語のテキスト、한국어 텍스트! wing–lift–drag",
+        "cafe\u0301 e\u0301t\u00e9 \u0301lead \ud800 👍🏽 zero\u200bwidth tab\tnew\nnul\x00",
+        "", "the of and", "wing wing wing",
+    ]
+    records = [Record(num, f"http://h.test/{num}", "", "", "text/html", title=texts[-num % 7],
+                      description=texts[(num + 3) % 7], text=" ".join(texts[num % 7:]))
+               for num in range(20)]
+    anchors = {3: texts[1], 7: texts[2] + " | " + texts[0]}
+    buffer = PostingBuffer()
+    for r in records:
+        buffer.add(r)
+    for doc, text in anchors.items():
+        buffer.add_anchor(doc, text)
+    postings, lengths = buffer.drain()
+    assert as_dict(postings) == reference(records, anchors)
+    for r in records:
+        title, body, _anchor, url = document_postings(r).lengths
+        assert lengths[r.doc_num][0:2] == [title, body] and lengths[r.doc_num][3] == url
+
+
 def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     a = PostingBuffer()
     a.add(Record(7, "http://a.test/", "", "", "text/html", text="wing wing"))

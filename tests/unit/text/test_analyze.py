@@ -33,19 +33,31 @@ def test_stop_list_loaded_from_package_data():
     assert "aircraft" not in words
 
 
-def test_block_analysis_by_distinct_token_equals_analyze(shared_data):
-    """The index job drops stop words as it tokenizes (``content_tokens``) and stems each
-    distinct token of a block once (``terms_of``); that must give ``analyze``'s terms, in
-    order, on real text."""
+TRICKY = [
+    "Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70, "", "the of", "...", "'",
+    "1990–1995 — «quoted» “curly” x·y a\u00a0b c\u2003d e\u2028f ½ ² Ⅻ ﬀ",
+    "end. .start 'tis o'clock a..b a.'b _under_score_ tab\there\nnew\x00nul\x1fus",
+    "Ελληνικά κείμενα, русский текст; 中文字符。日本語のテキスト、한국어 텍스트!",
+    "combining: cafe\u0301 e\u0301t\u00e9 \u0301lead; arabic: العربية؟ hebrew: עברית׃",
+    "lone surrogate \ud800 here, emoji 👍🏽 and ZWJ 👨‍👩‍👧 and zero\u200bwidth",
+]
+
+
+def test_rough_tokens_hold_exactly_the_surface_tokens(shared_data):
+    """The index job cuts text at ASCII separators with a byte table (``rough_tokens``) and
+    splits each distinct rough token with the word regex (``rough_surfaces``); on real text and on
+    separators, joiners and scripts of every kind that must give ``surface_tokens``,
+    in order."""
     import json
 
-    from services.text.analyze import content_tokens, terms_of
+    from services.text.analyze import rough_surfaces, rough_tokens
 
     path = shared_data / "ir/cranfield/docs.jsonl"
     texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:300]
-    texts += ["Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70, "", "the of"]
-    for text in texts:
-        surfaces = content_tokens(text)
-        terms = dict(zip(set(surfaces), terms_of(list(set(surfaces))), strict=True))
-        assert [terms[s] for s in surfaces if terms[s]] == analyze(text)
-    assert content_tokens("The wing of the plane") == ["wing", "plane"]
+    for text in [*texts, *TRICKY]:
+        roughs = rough_tokens(text)
+        assert all(isinstance(p, bytes) for p in roughs)
+        assert [t for p in roughs for t in rough_surfaces(p)] == surface_tokens(text), text
+    assert rough_tokens("1990–95, end.") == ["1990–95".encode(), b"end."]
+    assert rough_surfaces("1990–95".encode()) == ["1990", "95"]
+    assert rough_surfaces(b"u.s.") == ["u.s"] and rough_surfaces(b"...") == []
