@@ -33,6 +33,7 @@ import mapreduce
 import services
 from mapreduce.record_job import RecordBlockJob
 from services.config import Settings
+from services.malloc import malloc_env
 
 Counters = dict[str, dict[str, int]]
 
@@ -109,14 +110,10 @@ def package_zip(dest: Path) -> Path:
 # The environment of each task process (mrjob's cmdenv: the local runner's subprocesses, and
 # Hadoop streaming's tasks on EMR); the inline runner shares this process and gets none.
 TASK_ENV = {
-    # glibc returns freed memory to the kernel above 128 KB (mmap) or at the heap's top
-    # (trim): an index mapper allocates and frees hundreds of MB per flush, and faulted the
-    # same pages in again each time (350,000 minor faults and 2-3 s of system time per two
-    # blocks). Keeping freed memory in the process halves the faults; a task's memory is
-    # released when it exits.
-    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # glibc's largest allowed value
-    "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
-    "MALLOC_TOP_PAD_": str(256 << 20),
+    # Tasks keep the memory they free (``services.malloc``): an index mapper allocates and
+    # frees hundreds of MB per flush, and faulted the same pages in again each time
+    # (350,000 minor faults and 2-3 s of system time per two blocks); this halved the faults.
+    **malloc_env(trim_threshold=4 << 30, top_pad=256 << 20),
     # numpy asks for transparent huge pages on every large array (madvise); where the
     # kernel then compacts memory on the spot (defrag "madvise", the common default), an
     # index map task spent twice the system time: 9.0-9.8 s -> 7.6-7.9 s per two blocks

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
+from services.malloc import keep_freed_memory
 from services.search.duplicates import other_urls
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import parse_query
@@ -107,6 +108,9 @@ class SearchService:
 
     def __init__(self, settings: Settings, recheck_seconds: float = 2.0,
                  blobs: BlobStore | None = None) -> None:
+        # Queries allocate and free per-document tables and candidate arrays: kept in the
+        # process, they are not faulted in again each query (services.malloc).
+        keep_freed_memory()
         self.settings = settings
         self.retrieval = RetrievalSettings(
             pagerank_weight=settings.pagerank_weight, and_min_results=settings.and_min_results,
