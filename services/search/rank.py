@@ -86,7 +86,17 @@ def union_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
     return np.unique(np.concatenate(parts).astype(DOC, copy=False))
 
 
-DENSE_PROBE = 64  # probe through a per-document table when the candidates are > N / 64
+def _dense_probe_pays(candidates: int, list_len: int, num_docs: int) -> bool:
+    """Whether probing a list through a per-document table beats binary searches.
+
+    A table costs a fill of ``num_docs`` floats (~0.11 ns each), a scatter of
+    the list (~1.9 ns a posting) and a gather per candidate (~1 ns); binary
+    searches cost ~2 ns per level per candidate (measured on 100,000
+    documents: a 44,000-posting list probed for 1,600 candidates is 53 us by
+    search against 93 us by table; 22,000 for 6,500 is 166 us against 68 us).
+    """
+    levels = max(1, list_len.bit_length())
+    return candidates * (2 * levels - 1) * 9 > num_docs + 17 * list_len
 
 
 def conjunctive(terms: Sequence[QueryTerm],
@@ -96,31 +106,39 @@ def conjunctive(terms: Sequence[QueryTerm],
     The shortest list gives the candidates; each other list is probed, and
     the impacts found on the way are kept, so scoring costs no second search.
     A probe is a binary search per candidate, or, when the candidates are
-    many (over ``num_docs / DENSE_PROBE``), one scatter of the probed list into
-    a table by document and one gather: linear instead of n log m. Scores are
-    summed in query order, as ``text_scores`` sums them (the same float result).
+    many (``_dense_probe_pays``), one scatter of the probed list's impacts
+    into a table by document (NaN where absent) and one gather: linear
+    instead of n log m. Scores are summed in query order, as ``text_scores``
+    sums them (the same float result).
     """
     if not terms:
         return np.zeros(0, DOC), np.zeros(0, np.float64)
     by_length = sorted(range(len(terms)), key=lambda i: terms[i].docs.shape[0])
-    first = terms[by_length[0]]
-    docs = first.docs.astype(DOC, copy=False)
-    found = {by_length[0]: first.impacts}
+    docs = terms[by_length[0]].docs.astype(DOC, copy=False)
+    probes: list[tuple[int, np.ndarray, np.ndarray]] = []  # (term, impacts, where docs held)
     for i in by_length[1:]:
         t = terms[i]
         if docs.shape[0] == 0 or t.docs.shape[0] == 0:
             return np.zeros(0, DOC), np.zeros(0, np.float64)
-        if num_docs is not None and docs.shape[0] * DENSE_PROBE > num_docs:
-            table = np.full(num_docs, -1, dtype=np.int32)
-            table[t.docs] = np.arange(t.docs.shape[0], dtype=np.int32)
-            at = table[docs]
-            hit = at >= 0
+        if num_docs is not None and _dense_probe_pays(docs.shape[0], t.docs.shape[0], num_docs):
+            table = np.full(num_docs, np.nan, dtype=np.float32)
+            table[t.docs] = t.impacts
+            values = table[docs]
+            held = np.flatnonzero(~np.isnan(values))
         else:
             at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
-            hit = t.docs[at] == docs
-        docs = docs[hit]
-        found = {j: impacts[hit] for j, impacts in found.items()}
-        found[i] = t.impacts[at[hit]]
+            held = np.flatnonzero(t.docs[at] == docs)
+            values = t.impacts[at]
+        probes.append((i, values, held))
+        docs = docs.take(held)
+    # Each term's impacts for the survivors only, back through the probes (index arrays: a
+    # boolean mask per probe over every earlier term's impacts cost 70 us a probe).
+    found: dict[int, np.ndarray] = {}
+    where = np.arange(docs.shape[0])
+    for i, values, held in reversed(probes):
+        where = held.take(where)
+        found[i] = values.take(where)
+    found[by_length[0]] = terms[by_length[0]].impacts.take(where)
     text = np.zeros(docs.shape[0], dtype=np.float64)
     for i, t in enumerate(terms):
         text += found[i].astype(np.float64) * t.weight

@@ -113,3 +113,23 @@ def test_conjunctive_scores_equal_intersection_then_scoring(seed):
         docs, text = conjunctive(terms, num_docs)
         assert docs.tolist() == expected_docs.tolist()
         assert text.tolist() == text_scores(terms, expected_docs).tolist()
+
+
+def test_conjunctive_mixes_table_and_search_probes_with_the_same_result():
+    """Each probe picks a per-document table or binary searches by their cost: many
+    candidates against a short list take the table, few against a long list the search;
+    one query can take both, and the result is the intersection, scored in query order."""
+    from services.search.rank import _dense_probe_pays
+
+    assert _dense_probe_pays(6_482, 22_761, 100_000)  # 68 us by table, 166 us by search
+    assert not _dense_probe_pays(1_618, 44_273, 100_000)  # 93 us by table, 53 us by search
+    rng = np.random.default_rng(5)
+    n = 100_000
+    sizes = [44_000, 6_500, 22_000, 28_000]  # query order; the probes shrink the candidates
+    terms = [term(sorted(rng.choice(n, size, replace=False).tolist()), rng.random(size).tolist(),
+                  weight=float(w)) for size, w in zip(sizes, (1, 2, 1, 3), strict=True)]
+    common = set.intersection(*(set(t.docs.tolist()) for t in terms))
+    expected = np.array(sorted(common), dtype=np.uint32)
+    docs, text = conjunctive(terms, n)
+    assert docs.tolist() == expected.tolist() and len(expected) > 10
+    assert text.tolist() == text_scores(terms, expected).tolist()
