@@ -10,6 +10,7 @@ it).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -61,6 +62,7 @@ PER_DOC = ("len_title", "len_body", "len_anchor", "len_url", "doc_lengths", "pag
 PER_POSTING = ("post_impacts", "tf_title", "tf_body", "tf_anchor", "tf_url", "fwd_terms",
                "fwd_tfs")
 PER_TERM = ("df", "idf", "max_impact")
+TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
 
 
 class SearchIndexError(Exception):
@@ -114,20 +116,40 @@ class SegmentIndex:
         return self.arrays["term_bytes"][start:end].tobytes().decode("utf-8")
 
     def term_id(self, term: str) -> int | None:
-        """Binary search over the byte-sorted dictionary (no per-load dict to build)."""
+        """Binary search over the byte-sorted dictionary: ``bisect`` (in C) over every
+        ``TERM_SAMPLE``-th term held in memory, then a search of one block of the map.
+
+        A search over the whole map took a slice per step, ~8 us a term, 10 % of a
+        query; this takes ~2 us and keeps 1/64 of the terms in memory.
+        """
         key = term.encode("utf-8")
-        offsets, blob = self.arrays["term_offsets"], self.arrays["term_bytes"]
-        lo, hi = 0, self.num_terms
+        block = bisect.bisect_right(self._term_sample, key) - 1
+        if block < 0:
+            return None
+        first = block * TERM_SAMPLE
+        offsets = self.arrays["term_offsets"][first:first + TERM_SAMPLE + 1].tolist()
+        base = offsets[0]
+        text = self.arrays["term_bytes"][base:offsets[-1]].tobytes()
+        lo, hi = 0, len(offsets) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            probe = blob[int(offsets[mid]) : int(offsets[mid + 1])].tobytes()
+            probe = text[offsets[mid] - base:offsets[mid + 1] - base]
             if probe < key:
                 lo = mid + 1
             elif probe > key:
                 hi = mid
             else:
-                return mid
+                return first + mid
         return None
+
+    @cached_property
+    def _term_sample(self) -> list[bytes]:
+        """Every ``TERM_SAMPLE``-th term (the first of each block), as bytes."""
+        offsets = self.arrays["term_offsets"]
+        starts = offsets[:-1][::TERM_SAMPLE].tolist()
+        ends = offsets[1:][::TERM_SAMPLE].tolist()
+        blob = self.arrays["term_bytes"]
+        return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         """(doc numbers ascending, impacts): views into the memory map."""
