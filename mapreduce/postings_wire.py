@@ -9,13 +9,13 @@ when two pieces hold the same document (a page's postings and its anchors').
 
 from __future__ import annotations
 
-import base64
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
+import pybase64
 
 TF_MAX = np.iinfo(np.uint16).max  # field frequencies are stored as uint16, clipped
 
@@ -139,7 +139,7 @@ def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions
     packed16 = np.zeros(slots, dtype=np.uint16)
     packed16[real] = positions[pos_in_narrow]
     words[labels == _POS16] = packed16.view(np.uint32)
-    text = base64.b64encode(words.tobytes())
+    text = pybase64.b64encode(words.tobytes())
     ends = (np.concatenate([[0], np.cumsum(layout.sum(axis=1))]) * 16 // 3).tolist()
     return [text[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
 
@@ -194,7 +194,7 @@ def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.n
     concatenated in order: every term of a job output in one base64 call and one numpy
     pass (a region's postings stay together, in the order they came)."""
     parts = [t.encode("ascii") if isinstance(t, str) else t for t in texts]
-    raw = base64.b64decode(b"".join(parts))
+    raw = pybase64.b64decode(b"".join(parts), validate=True)
     text_starts = np.cumsum([0, *(len(t) * 3 // 4 for t in parts[:-1])], dtype=np.int64)
     text, n, q, narrow = _regions(raw, text_starts)
     per_text = np.bincount(text, weights=n, minlength=len(parts)).astype(np.int64)
@@ -229,13 +229,13 @@ def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dty
 
 def _span(text: bytes) -> tuple[int, int] | None:
     """(first, last document) of a one-region text, None for anything else."""
-    head = base64.b64decode(text[:16])  # n, q, first doc
+    head = pybase64.b64decode(text[:16], validate=True)  # n, q, first doc
     n, q, first = struct.unpack("<III", head)
     if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW)):
         return None
     at = 4 * (_HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
     quantum = at // 3 * 3
-    window = base64.b64decode(text[quantum // 3 * 4:(quantum // 3 + 2) * 4])
+    window = pybase64.b64decode(text[quantum // 3 * 4:(quantum // 3 + 2) * 4], validate=True)
     return first, struct.unpack_from("<I", window, at - quantum)[0]
 
 
