@@ -3,7 +3,9 @@
     .venv/bin/python -m benchmarks.index [--docs 100000] [--queries 500] [--runner local]
 
 The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
-rebuilt under var/bench when missing). In one run:
+rebuilt under var/bench when missing). In one run, each contender in a
+process of its own, one after another (an engine's leftovers in a shared
+process slowed the next one's queries):
 
 * **build**: Nimbus from record blocks to a published segment (``nimbus index`` in a process
   of its own, timed from outside; ``build_index``:
@@ -153,29 +155,54 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, 
     return {"build_s": build_s, "docs": len(docs), **timed_queries(run, queries)}
 
 
+RESULT = "RESULT "  # the line a contender's process reports its figures on
+
+
+def run_contender(name: str, corpus: Path, work: Path, runner: str) -> dict[str, float]:
+    docs, queries = load(corpus)
+    if name == "bm25s":
+        return bm25s_peer(docs, queries)
+    if name == "tantivy":
+        return tantivy_peer(docs, queries, work / "tantivy-index")
+    return nimbus(docs, queries, runner, work / "nimbus-state")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="index build and query latency benchmark")
     p.add_argument("--docs", type=int, default=100_000)
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--runner", default="local", choices=["inline", "local"])
     p.add_argument("--work", type=Path, default=ROOT / "var" / "bench")
-    p.add_argument("--only", nargs="*", default=["bm25s", "tantivy", "nimbus"])
+    p.add_argument("--only", nargs="*", default=["bm25s", "tantivy", "nimbus"],
+                   choices=["bm25s", "tantivy", "nimbus"])
+    p.add_argument("--contender", choices=["bm25s", "tantivy", "nimbus"],
+                   help=argparse.SUPPRESS)  # internal: run one contender in this process
     args = p.parse_args(argv)
     corpus = args.work / f"corpus-{args.docs}"
+    if args.contender:
+        result = run_contender(args.contender, corpus, args.work, args.runner)
+        print(RESULT + json.dumps(result), flush=True)
+        return 0
     if not (corpus / "docs.jsonl").is_file():
         build(DATA, args.docs, args.queries, corpus)
-    docs, queries = load(corpus)
+    _docs, queries = load(corpus)
     words = [len(q.split()) for q in queries]
-    print(f"corpus {corpus}: {len(docs)} documents, {len(queries)} queries of "
+    print(f"corpus {corpus}: {len(_docs)} documents, {len(queries)} queries of "
           f"{min(words)}-{max(words)} words", flush=True)
+    del _docs
     results: dict[str, dict[str, float]] = {}
     for name in args.only:
-        if name == "bm25s":
-            results[name] = bm25s_peer(docs, queries)
-        elif name == "tantivy":
-            results[name] = tantivy_peer(docs, queries, args.work / "tantivy-index")
-        elif name == "nimbus":
-            results[name] = nimbus(docs, queries, args.runner, args.work / "nimbus-state")
+        # Each contender in a fresh process: one engine's leftovers must not slow another's
+        # queries (after tantivy had run in the same process, Nimbus's p95 rose by a third).
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.index", "--contender", name, "--docs", str(args.docs),
+             "--queries", str(args.queries), "--runner", args.runner, "--work", str(args.work)],
+            stdout=subprocess.PIPE, text=True, check=True, cwd=ROOT)
+        for line in proc.stdout.splitlines():
+            if line.startswith(RESULT):
+                results[name] = json.loads(line[len(RESULT):])
+            else:
+                print(line, flush=True)
         r = results[name]
         line = (f"{name:8s} build {r['build_s']:7.1f} s = {r['docs'] / r['build_s']:7.0f} docs/s;"
                 f"  query p50 {r['p50']:6.2f} ms  p95 {r['p95']:6.2f} ms  mean {r['mean']:6.2f} ms")
