@@ -188,29 +188,61 @@ def _regions(raw: bytes, text_starts: np.ndarray
     return regions[:, 1], regions[:, 2], regions[:, 3], regions[:, 4].astype(bool)
 
 
-def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
-    """(postings per text, docs, tfs [P, 4], counts, positions) of the texts' regions,
-    concatenated in order: every term of a job output in one base64 call and one numpy
-    pass (a region's postings stay together, in the order they came)."""
+@dataclass
+class WireRegions:
+    """The regions of many texts, parsed: each column is read from ``words`` with a
+    boolean mask over ``labels``. The columns are independent, so the publisher reads
+    the positions on a second thread while it scores the postings."""
+
+    per_text: np.ndarray  # postings of each text
+    words: np.ndarray  # uint32: every region, in order
+    labels: np.ndarray  # what each word holds (_HEAD ... _PAD)
+    n: np.ndarray  # postings of each region
+    q: np.ndarray  # positions of each region
+    narrow: np.ndarray  # bool: each region's layout
+
+    def docs(self) -> np.ndarray:
+        return self.words[self.labels == _DOCS]
+
+    def tfs(self) -> np.ndarray:
+        """uint16 [postings, 4]."""
+        in_narrow = np.repeat(self.narrow, self.n)
+        return _interleave(in_narrow, self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
+                           self.words[self.labels == _TFS16].view(np.uint16).reshape(-1, 4),
+                           np.uint16)
+
+    def counts(self) -> np.ndarray:
+        real, _slots = _packed(self.n[self.narrow], 4)
+        return _interleave(np.repeat(self.narrow, self.n),
+                           self.words[self.labels == _COUNTS8].view(np.uint8)[real],
+                           self.words[self.labels == _COUNTS32], np.uint32)
+
+    def positions(self) -> np.ndarray:
+        real, _slots = _packed(self.q[self.narrow], 2)
+        return _interleave(np.repeat(self.narrow, self.q),
+                           self.words[self.labels == _POS16].view(np.uint16)[real],
+                           self.words[self.labels == _POS32], np.uint32)
+
+
+def read_regions(texts: list[bytes | str]) -> WireRegions:
+    """Every region of the texts, in order: every term of a job output in one base64
+    call and one numpy pass (a region's postings stay together, in the order they came)."""
     parts = [t.encode("ascii") if isinstance(t, str) else t for t in texts]
     raw = pybase64.b64decode(b"".join(parts), validate=True)
     text_starts = np.cumsum([0, *(len(t) * 3 // 4 for t in parts[:-1])], dtype=np.int64)
     text, n, q, narrow = _regions(raw, text_starts)
     per_text = np.bincount(text, weights=n, minlength=len(parts)).astype(np.int64)
-    layout = _layout(n, q, narrow)
-    words = np.frombuffer(raw, dtype=np.uint32)
-    labels = _word_labels(layout, narrow)
-    in_narrow = np.repeat(narrow, n)
-    tfs = _interleave(in_narrow, words[labels == _TFS8].view(np.uint8).reshape(-1, 4),
-                      words[labels == _TFS16].view(np.uint16).reshape(-1, 4), np.uint16)
-    real, _slots = _packed(n[narrow], 4)
-    counts = _interleave(in_narrow, words[labels == _COUNTS8].view(np.uint8)[real],
-                         words[labels == _COUNTS32], np.uint32)
-    real, _slots = _packed(q[narrow], 2)
-    positions = _interleave(np.repeat(narrow, q), words[labels == _POS16].view(np.uint16)[real],
-                            words[labels == _POS32], np.uint32)
-    return per_text, words[labels == _DOCS], tfs, counts, positions
+    labels = _word_labels(_layout(n, q, narrow), narrow)
+    return WireRegions(per_text, np.frombuffer(raw, dtype=np.uint32), labels, n, q, narrow)
+
+
+def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray, np.ndarray]:
+    """(postings per text, docs, tfs [P, 4], counts, positions) of the texts' regions,
+    concatenated in order (``read_regions``)."""
+    regions = read_regions(texts)
+    return (regions.per_text, regions.docs(), regions.tfs(), regions.counts(),
+            regions.positions())
 
 
 def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dtype: type

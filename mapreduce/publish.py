@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
-from mapreduce.postings_wire import TF_MAX, decode_terms
+from mapreduce.postings_wire import TF_MAX, read_regions
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
@@ -116,18 +117,32 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
     try:
-        per_term, post_docs, field_tfs, counts, positions = decode_terms(
-            [cols.chunks[t] for t in sorted_terms])
+        regions = read_regions([cols.chunks[t] for t in sorted_terms])
+        post_docs, field_tfs, counts = regions.docs(), regions.tfs(), regions.counts()
     except ValueError as exc:  # also binascii.Error
         raise PublishError(f"MRIndex postings cannot be read ({exc}): job and publisher "
                            "disagree, or the job output is truncated") from exc
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
+        # The positions (and their offsets) on a second thread while this one scores the
+        # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
+        positions_job = helper.submit(lambda: (regions.positions(), _offsets(counts)))
+        arrays = _posting_arrays(regions.per_text, post_docs, field_tfs, sorted_terms, cols,
+                                 pagerank, num_docs, params)
+        positions, arrays["pos_offsets"] = positions_job.result()
+    arrays["positions"] = positions
+    return arrays
+
+
+def _posting_arrays(per_term: np.ndarray, post_docs: np.ndarray, field_tfs: np.ndarray,
+                    sorted_terms: list[str], cols: IndexColumns, pagerank: np.ndarray,
+                    num_docs: int, params: BM25FParams) -> dict[str, np.ndarray]:
+    """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
     post_offsets = _offsets(df)
     num_postings = int(post_offsets[-1])
     _check_postings(post_docs, post_offsets, num_docs)
     tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(4)]
-    pos_offsets = _offsets(counts)
-    del field_tfs, counts
+    del field_tfs
 
     term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
     term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
@@ -173,8 +188,6 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         "post_docs": post_docs,
         "post_impacts": post_impacts,
         "tf_title": tfs[0], "tf_body": tfs[1], "tf_anchor": tfs[2], "tf_url": tfs[3],
-        "pos_offsets": pos_offsets,
-        "positions": positions,
         "len_title": lengths[0], "len_body": lengths[1], "len_anchor": lengths[2],
         "len_url": lengths[3],
         "doc_lengths": (lengths[0] + lengths[1]).astype(np.uint32),
