@@ -96,6 +96,25 @@ def as_dict(chunks) -> dict[str, dict[int, list]]:
     return out
 
 
+def filled(records: list[Record], anchors: dict[int, str]) -> PostingBuffer:
+    buffer = PostingBuffer()
+    for r in records:
+        buffer.add(r)
+    for doc, text in anchors.items():
+        buffer.add_anchor(doc, text)
+    return buffer
+
+
+def assert_reference_lengths(lengths: dict[int, list], records: list[Record],
+                             anchors: dict[int, str]) -> None:
+    """Each page's field lengths as ``analyze`` counts them (None: anchors not seen)."""
+    for r in records:
+        title, body, _anchor, url = document_postings(r).lengths
+        anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] \
+            if r.doc_num in anchors else None
+        assert lengths[r.doc_num] == [title, body, anchor, url]
+
+
 def test_block_buffer_gives_the_per_document_postings():
     rng = random.Random(7)
     records = [Record(num, f"http://h{num % 3}.test/{rng.choice(WORDS)}", "", "", "text/html",
@@ -103,18 +122,10 @@ def test_block_buffer_gives_the_per_document_postings():
                       text=" ".join(rng.choices(WORDS, k=rng.randint(0, 60))))
                for num in rng.sample(range(100), 40)]  # doc_nums out of order, as after recrawls
     anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(range(100), 10)}
-    buffer = PostingBuffer()
-    for r in records:
-        buffer.add(r)
-    for doc, text in anchors.items():
-        buffer.add_anchor(doc, text)
+    buffer = filled(records, anchors)
     chunks, lengths = buffer.drain()
     assert as_dict(chunks) == reference(records, anchors)
-    for r in records:
-        title, body, _anchor, url = document_postings(r).lengths
-        anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] \
-            if r.doc_num in anchors else None
-        assert lengths[r.doc_num] == [title, body, anchor, url]
+    assert_reference_lengths(lengths, records, anchors)
     assert all(lengths[doc][2] is not None for doc in anchors)
     assert buffer.tokens == 0
     postings, lengths = buffer.drain()
@@ -151,16 +162,9 @@ def test_block_buffer_matches_analyze_on_any_script_and_separator():
                       description=texts[(num + 3) % 7], text=" ".join(texts[num % 7:]))
                for num in range(20)]
     anchors = {3: texts[1], 7: texts[2] + " | " + texts[0]}
-    buffer = PostingBuffer()
-    for r in records:
-        buffer.add(r)
-    for doc, text in anchors.items():
-        buffer.add_anchor(doc, text)
-    postings, lengths = buffer.drain()
+    postings, lengths = filled(records, anchors).drain()
     assert as_dict(postings) == reference(records, anchors)
-    for r in records:
-        title, body, _anchor, url = document_postings(r).lengths
-        assert lengths[r.doc_num][0:2] == [title, body] and lengths[r.doc_num][3] == url
+    assert_reference_lengths(lengths, records, anchors)
 
 
 def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
