@@ -82,7 +82,7 @@ class PostingBuffer:
 
     @property
     def tokens(self) -> int:
-        """Pieces buffered, about one per word (the measure of its memory)."""
+        """Rough tokens buffered, about one per word (the measure of its memory)."""
         return len(self._ids)
 
     def _append(self, doc: int, field_id: int, text: str) -> None:
@@ -120,30 +120,17 @@ class PostingBuffer:
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
         vocab, rough_term_ids, rough_start, rough_kept = _rough_terms(roughs)
-        del roughs
-
-        # The kept terms (stop words and overlong words take no position) of every rough token,
-        # in order: it holds none ("the", "..."), one ("wing."), or several ("1990–95").
-        # Per-token arrays are 32-bit where the counts allow: half the memory traffic, and
-        # small enough for the allocator to reuse between flushes.
-        kept = rough_kept[rough_ids]
-        n = int(kept.sum(dtype=np.int64))
-        idx = np.int32 if n < 1 << 31 else np.int64
-        kept_end = np.cumsum(kept, dtype=idx)
-        seg_bounds = np.concatenate([[0], np.cumsum(seg_len)])
-        kept_before = np.concatenate([np.zeros(1, idx), kept_end])
-        kept_per_seg = (kept_before[seg_bounds[1:]] - kept_before[seg_bounds[:-1]]).astype(np.int64)
-        src = np.repeat(rough_start[rough_ids] - (kept_end - kept), kept)
-        src += np.arange(n, dtype=idx)
-        term = rough_term_ids[src]
-        del kept, kept_end, kept_before, src, rough_ids
+        term, kept_per_seg = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_start, rough_kept)
+        n = int(term.shape[0])
+        index_type = term.dtype  # int32 unless the flush is huge
+        del roughs, rough_ids
 
         # Each term's position in its field.
-        seg_of_kept = np.repeat(np.arange(seg_doc.shape[0], dtype=idx), kept_per_seg)
-        seg_first_kept = np.concatenate([[0], np.cumsum(kept_per_seg)[:-1]]).astype(idx)
-        pos = np.arange(n, dtype=idx)
+        seg_of_kept = np.repeat(np.arange(seg_doc.shape[0], dtype=index_type), kept_per_seg)
+        seg_first_kept = np.concatenate([[0], np.cumsum(kept_per_seg)[:-1]]).astype(index_type)
+        pos = np.arange(n, dtype=index_type)
         pos -= seg_first_kept[seg_of_kept]
-        offset = np.full(seg_doc.shape[0], -1, dtype=idx)  # no positions in url, anchor
+        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor
         offset[seg_field == TITLE] = 0
         body = np.flatnonzero(seg_field == BODY)
         offset[body] = kept_per_seg[body - 1] + FIELD_GAP  # the title run precedes the body run
@@ -179,7 +166,7 @@ class PostingBuffer:
         np.not_equal(term[1:], term[:-1], out=new_posting[1:])
         new_posting[1:] |= doc[1:] != doc[:-1]
         starts = np.flatnonzero(new_posting)
-        posting_of = np.cumsum(new_posting, dtype=idx)
+        posting_of = np.cumsum(new_posting, dtype=index_type)
         posting_of -= 1
         num_postings = starts.shape[0]
         tf = np.bincount(posting_of * 4 + field_of, minlength=num_postings * 4).reshape(-1, 4)
@@ -192,6 +179,27 @@ class PostingBuffer:
         term_starts = np.flatnonzero(np.concatenate([[True], post_term[1:] != post_term[:-1]]))
         terms_present = [vocab[t] for t in post_term[term_starts].tolist()]
         return Postings(terms_present, term_starts, post_doc, tf, pos_counts, pos_values), lengths
+
+
+def _kept_terms(rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.ndarray,
+                rough_start: np.ndarray, rough_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the term id of every kept word, in order; kept words per segment).
+
+    A rough token holds no kept term ("the", "..."), one ("wing.") or several
+    ("1990–95"); stop words and overlong words take no position. Arrays are
+    32-bit where the counts allow (posting ids times 4 included): half the
+    memory traffic, and small enough for the allocator to reuse between flushes.
+    """
+    kept = rough_kept[rough_ids]
+    n = int(kept.sum(dtype=np.int64))
+    index_type = np.int32 if n < 1 << 29 else np.int64
+    kept_end = np.cumsum(kept, dtype=index_type)
+    seg_bounds = np.concatenate([[0], np.cumsum(seg_len)])
+    kept_before = np.concatenate([np.zeros(1, index_type), kept_end])
+    kept_per_seg = (kept_before[seg_bounds[1:]] - kept_before[seg_bounds[:-1]]).astype(np.int64)
+    src = np.repeat(rough_start[rough_ids] - (kept_end - kept), kept)
+    src += np.arange(n, dtype=index_type)
+    return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg
 
 
 def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
