@@ -92,7 +92,9 @@ class SegmentIndex:
         # Plain ndarray views of the memory maps: slicing an np.memmap runs Python code
         # (__array_finalize__) on every slice, a third of a query's time.
         plain = {name: np.asarray(array) for name, array in arrays.items()}
-        return cls(version_id, segment or path.name, Path(path), dict(meta), plain)
+        index = cls(version_id, segment or path.name, Path(path), dict(meta), plain)
+        index.term_id("")  # builds the dictionary's sample now, not in the first query's time
+        return index
 
     @property
     def num_docs(self) -> int:
