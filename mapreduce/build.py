@@ -207,7 +207,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         meta = segment_meta(arrays, pagerank_iterations=ranks.iterations,
                             pagerank_damping=settings.pagerank_damping, created_at=time.time())
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
-        published = publish_segment(arrays, meta, store, sessions)
+        published = publish_segment(arrays, meta, store, sessions, keep=settings.keep_segments)
         say(f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
             f"store and activate {time.monotonic() - stage:.1f} s")
         shutil.rmtree(scratch, ignore_errors=True)

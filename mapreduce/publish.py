@@ -33,6 +33,7 @@ The BM25F parameters the impacts were computed with are in the meta
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -42,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete
+from sqlalchemy import delete, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
@@ -50,8 +52,11 @@ from mapreduce.postings_wire import TF_MAX, read_regions
 from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
-from services.storage.models import PageRankScore
+from services.storage.errors import StorageError
+from services.storage.models import IndexVersion, PageRankScore
 from services.storage.segment import write_segment
+
+log = logging.getLogger(__name__)
 
 SEGMENT_FORMAT = 2
 
@@ -239,8 +244,9 @@ def segment_name(created_at: float) -> str:
 
 
 def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: BlobStore,
-                    sessions: sessionmaker[Session]) -> PublishedIndex:
-    """Store the segment, then replace PageRank rows and activate it in one transaction."""
+                    sessions: sessionmaker[Session], keep: int = 0) -> PublishedIndex:
+    """Store the segment, then replace PageRank rows and activate it in one transaction;
+    then delete the segments beyond the ``keep`` newest (``prune_segments``; 0: none)."""
     name = segment_name(meta["created_at"])
     with store.writer(name) as fh:
         size = write_segment(fh, arrays, meta)
@@ -258,4 +264,33 @@ def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: 
     except Exception:
         store.delete(name)  # the previous version stays active; leave no orphan behind
         raise
+    if keep:
+        try:
+            prune_segments(store, sessions, keep)
+        except SQLAlchemyError as exc:  # the new index is live: pruning waits for the next publish
+            log.warning("could not prune old index versions (%s); the next publish tries again", exc)
     return PublishedIndex(version_id=version_id, segment=name, size=size)
+
+
+def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int) -> list[str]:
+    """Delete every index version but the ``keep`` newest (the active one is the newest):
+    its segment blob, then its row. Returns the segments deleted.
+
+    Every publish writes a new segment (719 MB at 100,000 documents) and nothing
+    removed the old ones. A failure here never undoes the publish: the segment is
+    named in a warning and its row kept, so the next publish tries again.
+    """
+    deleted: list[str] = []
+    with sessions.begin() as session:
+        old = session.scalars(select(IndexVersion).where(IndexVersion.active.is_(False))
+                              .order_by(IndexVersion.id.desc()).offset(max(0, keep - 1))).all()
+        for version in old:
+            try:
+                store.delete(version.segment)
+            except (StorageError, OSError) as exc:  # S3 errors arrive as StorageError
+                log.warning("could not delete old index segment %s (%s); the next publish "
+                            "tries again", version.segment, exc)
+                continue
+            session.delete(version)
+            deleted.append(version.segment)
+    return deleted

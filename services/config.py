@@ -27,6 +27,10 @@ class Settings:
     blob_url: str = "file://var/blobs"
     mr_runner: str = "local"  # inline | local | emr
     mr_map_tasks: int = 0  # map tasks per job; 0: one per core (local), 64 (emr)
+    # Index segments kept in the blob store after a publish: the active one and the ones
+    # before it (a service still on the previous version keeps it); older ones are
+    # deleted, with their index_versions rows. 0 keeps every segment.
+    keep_segments: int = 2
     aws_endpoint_url: str | None = None  # moto or another S3-compatible endpoint
 
     # Local working directory for caches (downloaded index segments, job scratch).
@@ -162,6 +166,8 @@ class Settings:
             raise SettingsError(
                 f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce"
             )
+        if self.keep_segments < 0:
+            raise SettingsError(f"NIMBUS_KEEP_SEGMENTS={self.keep_segments}: use 0 (keep all) or more")
         if self.pagerank_level not in {"page", "host"}:
             raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")
         if not 0.0 <= self.feedback_weight <= 1.0:

@@ -224,7 +224,12 @@ class S3BlobStore(BlobStore):
         yield from sorted(names)
 
     def delete(self, name: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(name))
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, name) from exc
 
     def iter_chunks(self, name: str, chunk_size: int = 8 * 1024 * 1024) -> Iterator[bytes]:
         """One GET, read as a stream: no per-chunk request round trips."""

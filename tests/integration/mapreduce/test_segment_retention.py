@@ -1,0 +1,72 @@
+"""Old index segments are deleted after a publish: the active one and the previous stay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from mapreduce.publish import publish_segment
+from services.storage.blobstore import BlobStore, open_blobstore
+from services.storage.db import active_index, init_db, make_engine, session_factory
+from services.storage.models import IndexVersion
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request, tmp_path) -> BlobStore:
+    if request.param == "file":
+        return open_blobstore(f"file://{tmp_path / 'blobs'}")
+    bucket = request.getfixturevalue("s3_bucket")
+    return open_blobstore(f"s3://{bucket}/nimbus", endpoint_url=request.getfixturevalue("moto_server"))
+
+
+def publish(store: BlobStore, sessions, n: int, keep: int) -> str:
+    arrays = {"pagerank": np.full(3, 1 / 3), "df": np.arange(n + 1, dtype=np.uint32)}
+    meta = {"created_at": 1_000_000.0 + n, "num_docs": 3, "num_terms": n + 1}
+    return publish_segment(arrays, meta, store, sessions, keep=keep).segment
+
+
+def test_publish_keeps_the_newest_segments_and_deletes_the_rest(store, tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'nimbus.db'}")
+    init_db(engine)
+    sessions = session_factory(engine)
+    try:
+        names = [publish(store, sessions, n, keep=0) for n in range(3)]  # 0: keep every one
+        assert all(store.exists(name) for name in names)
+        names.append(publish(store, sessions, 3, keep=2))
+        assert [store.exists(name) for name in names] == [False, False, True, True]
+        with sessions() as session:
+            rows = session.scalars(select(IndexVersion.segment).order_by(IndexVersion.id)).all()
+            assert rows == names[2:]  # the deleted segments' rows go with them
+            assert active_index(session).segment == names[3]
+        names.append(publish(store, sessions, 4, keep=1))  # only the active one
+        assert [store.exists(name) for name in names[2:]] == [False, False, True]
+    finally:
+        engine.dispose()
+
+
+def test_a_segment_that_cannot_be_deleted_keeps_its_row_for_the_next_publish(tmp_path):
+    class Stubborn(type(open_blobstore(f"file://{tmp_path}"))):
+        refuse = True
+
+        def delete(self, name: str) -> None:
+            if self.refuse and "segment" in name:
+                raise PermissionError(f"{name}: read-only")
+            super().delete(name)
+
+    store = Stubborn(tmp_path / "blobs")
+    engine = make_engine(f"sqlite:///{tmp_path / 'nimbus.db'}")
+    init_db(engine)
+    sessions = session_factory(engine)
+    try:
+        first = publish(store, sessions, 0, keep=1)
+        second = publish(store, sessions, 1, keep=1)  # the delete fails: the publish does not
+        assert store.exists(first) and store.exists(second)
+        with sessions() as session:
+            assert active_index(session).segment == second
+            assert len(session.scalars(select(IndexVersion)).all()) == 2
+        store.refuse = False
+        third = publish(store, sessions, 2, keep=1)
+        assert not store.exists(first) and not store.exists(second) and store.exists(third)
+    finally:
+        engine.dispose()
