@@ -64,10 +64,28 @@ def pagerank_prior(pagerank: np.ndarray, num_docs: int) -> np.ndarray:
 
 
 def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
-    """``text(q, d)`` of each doc in ``docs`` (ascending): term by term, in query order."""
+    """``text(q, d)`` of each doc in ``docs`` (ascending): term by term, in query order.
+
+    A term's impacts are looked up by binary search per candidate, or, when
+    that costs more (``_dense_probe_pays``: many candidates, as when feedback
+    re-ranks every document holding a user's word), through a table over the
+    candidates' document range. Either way a document gets the same float.
+    """
     total = np.zeros(docs.shape[0], dtype=np.float64)
+    if docs.shape[0] == 0:
+        return total
+    low, high = int(docs[0]), int(docs[-1]) + 1
+    relative: np.ndarray | None = None
     for t in terms:
-        if t.docs.shape[0] == 0 or docs.shape[0] == 0:
+        if t.docs.shape[0] == 0:
+            continue
+        if _dense_probe_pays(docs.shape[0], t.docs.shape[0], high - low):
+            if relative is None:
+                relative = docs - np.uint32(low)
+            a, b = np.searchsorted(t.docs, [low, high]).tolist()
+            table = np.zeros(high - low, dtype=np.float32)
+            table[t.docs[a:b] - np.uint32(low)] = t.impacts[a:b]
+            total += table[relative].astype(np.float64) * t.weight
             continue
         at = np.searchsorted(t.docs, docs)
         at_clipped = np.minimum(at, t.docs.shape[0] - 1)

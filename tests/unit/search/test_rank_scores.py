@@ -133,3 +133,29 @@ def test_conjunctive_mixes_table_and_search_probes_with_the_same_result():
     docs, text = conjunctive(terms, n)
     assert docs.tolist() == expected.tolist() and len(expected) > 10
     assert text.tolist() == text_scores(terms, expected).tolist()
+
+
+def test_text_scores_by_table_and_by_search_give_the_same_floats():
+    """Many candidates take the per-range table, few the binary search; a document's score
+    is the same float either way (summed in query order from float64 impacts)."""
+    from services.search.rank import _dense_probe_pays
+
+    rng = np.random.default_rng(9)
+    n = 50_000
+    terms = [term(sorted(rng.choice(n, size, replace=False).tolist()),
+                  rng.gamma(2.0, 1.0, size).tolist(), weight=float(w))
+             for size, w in ((20_000, 1.0), (300, 2.0), (5_000, 0.37))]
+    for count in (40, 30_000):
+        docs = np.sort(rng.choice(n, count, replace=False)).astype(np.uint32)
+        span = int(docs[-1]) - int(docs[0]) + 1
+        paths = {_dense_probe_pays(count, len(t.docs), span) for t in terms}
+        expected = []
+        for d in docs.tolist():
+            total = 0.0
+            for t in terms:
+                at = np.searchsorted(t.docs, d)
+                if at < len(t.docs) and t.docs[at] == d:
+                    total += float(t.impacts[at]) * t.weight
+            expected.append(total)
+        assert text_scores(terms, docs).tolist() == expected
+        assert paths == ({False} if count == 40 else {True})  # both paths, compared exactly
