@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 import ujson
+from isal import isal_zlib
 
 from services.storage.errors import BlockFormatError
 
@@ -94,14 +95,16 @@ def decode_record(member: bytes, name: str = "record block") -> Record:
 def _members(data: bytes, name: str) -> Iterator[bytes]:
     """The decompressed gzip members of a block, in order.
 
-    zlib reads one member at a time from 64 KB views of the block: neither
+    ISA-L's inflate (``isal_zlib``, zlib's interface: 0.17 s a 10,000-record
+    block against zlib's 0.23 s; both MapReduce jobs read every block) reads
+    one member at a time from 64 KB views of the block: neither
     ``gzip.decompress`` (which copied the rest of the buffer after every
     member: 20 s for a block of 10,000) nor the gzip module's Python-level
     member loop, and each record's JSON is then parsed on its own.
     """
     view, at, end = memoryview(data), 0, len(data)
     while at < end:
-        member = zlib.decompressobj(31)  # 31: a gzip header and trailer
+        member = isal_zlib.decompressobj(31)  # 31: a gzip header and trailer
         parts = []
         try:
             while not member.eof:
@@ -111,7 +114,7 @@ def _members(data: bytes, name: str) -> Iterator[bytes]:
                 piece = view[at:at + 65536]
                 at += len(piece)
                 parts.append(member.decompress(piece))
-        except zlib.error as exc:
+        except isal_zlib.error as exc:
             raise BlockFormatError(f"{name}: corrupt or truncated record block ({exc})") from exc
         at -= len(member.unused_data)
         yield b"".join(parts)
