@@ -120,5 +120,6 @@ class MRIndex(RecordBlockJob):
             lengths = merge_lengths(int(key[len(LENGTH_KEY):]), values)
             yield key, b"%d,%d,%d,%d" % tuple(lengths)
 
+
 if __name__ == "__main__":
     MRIndex.run()

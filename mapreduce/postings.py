@@ -119,8 +119,8 @@ class PostingBuffer:
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
-        vocab, rough_term_ids, rough_start, rough_kept = _rough_terms(roughs)
-        term, kept_per_seg = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_start, rough_kept)
+        vocab, rough_term_ids, rough_kept = _rough_terms(roughs)
+        term, kept_per_seg = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
         n = int(term.shape[0])
         index_type = term.dtype  # int32 unless the flush is huge
         del roughs, rough_ids
@@ -182,7 +182,7 @@ class PostingBuffer:
 
 
 def _kept_terms(rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.ndarray,
-                rough_start: np.ndarray, rough_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                rough_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the term id of every kept word, in order; kept words per segment).
 
     A rough token holds no kept term ("the", "..."), one ("wing.") or several
@@ -190,6 +190,7 @@ def _kept_terms(rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.n
     32-bit where the counts allow (posting ids times 4 included): half the
     memory traffic, and small enough for the allocator to reuse between flushes.
     """
+    rough_start = np.concatenate([[0], np.cumsum(rough_kept, dtype=np.int64)[:-1]])
     kept = rough_kept[rough_ids]
     n = int(kept.sum(dtype=np.int64))
     index_type = np.int32 if n < 1 << 29 else np.int64
@@ -202,10 +203,10 @@ def _kept_terms(rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.n
     return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg
 
 
-def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """(the terms, ascending; the kept term ids of all rough tokens, one after another; where
-    each one's run starts; its length), with the word regex, the stop list and the stemmer
-    run once per distinct rough token or surface token."""
+def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
+    many each one holds), with the word regex, the stop list and the stemmer run once per
+    distinct rough token or surface token."""
     surfaces_of = [rough_surfaces(r) for r in roughs]
     surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
     terms = terms_of(surfaces)
@@ -216,7 +217,7 @@ def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray
     count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
     flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32,
                        count=int(count.sum(dtype=np.int64)))
-    return vocab, flat, np.concatenate([[0], np.cumsum(count, dtype=np.int64)[:-1]]), count
+    return vocab, flat, count
 
 
 @dataclass
