@@ -65,9 +65,12 @@ def timed_queries(run: Callable[[str], object], queries: list[str]) -> dict[str,
 def load(corpus: Path) -> tuple[list[dict], list[str]]:
     with (corpus / "docs.jsonl").open(encoding="utf-8") as fh:
         docs = [json.loads(line) for line in fh]
+    return docs, load_queries(corpus)
+
+
+def load_queries(corpus: Path) -> list[str]:
     with (corpus / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line)["text"] for line in fh]
-    return docs, queries
+        return [json.loads(line)["text"] for line in fh]
 
 
 def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> dict[str, float]:
@@ -185,11 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (corpus / "docs.jsonl").is_file():
         build(DATA, args.docs, args.queries, corpus)
-    _docs, queries = load(corpus)
+    # Only the figures for the header: each contender's process loads the corpus itself.
+    with (corpus / "docs.jsonl").open("rb") as fh:
+        num_docs = sum(1 for _ in fh)
+    queries = load_queries(corpus)
     words = [len(q.split()) for q in queries]
-    print(f"corpus {corpus}: {len(_docs)} documents, {len(queries)} queries of "
+    print(f"corpus {corpus}: {num_docs} documents, {len(queries)} queries of "
           f"{min(words)}-{max(words)} words", flush=True)
-    del _docs
     results: dict[str, dict[str, float]] = {}
     for name in args.only:
         # Each contender in a fresh process: one engine's leftovers must not slow another's
