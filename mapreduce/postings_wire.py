@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 
 import numpy as np
@@ -204,16 +205,21 @@ class WireRegions:
     def docs(self) -> np.ndarray:
         return self.words[self.labels == _DOCS]
 
+    @cached_property
+    def _posting_in_narrow(self) -> np.ndarray:
+        """Whether each posting's region is narrow (``tfs`` and ``counts`` both need it)."""
+        return np.repeat(self.narrow, self.n)
+
     def tfs(self) -> np.ndarray:
         """uint16 [postings, 4]."""
-        in_narrow = np.repeat(self.narrow, self.n)
-        return _interleave(in_narrow, self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
+        return _interleave(self._posting_in_narrow,
+                           self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
                            self.words[self.labels == _TFS16].view(np.uint16).reshape(-1, 4),
                            np.uint16)
 
     def counts(self) -> np.ndarray:
         real, _slots = _packed(self.n[self.narrow], 4)
-        return _interleave(np.repeat(self.narrow, self.n),
+        return _interleave(self._posting_in_narrow,
                            self.words[self.labels == _COUNTS8].view(np.uint8)[real],
                            self.words[self.labels == _COUNTS32], np.uint32)
 
