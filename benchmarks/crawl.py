@@ -88,41 +88,81 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     crawl_pages = args.crawl_pages or args.pages
 
-    web = subprocess.Popen([PY, "-m", "benchmarks.synthweb", "--pages", str(args.pages),
-                            "--port", str(args.port)], stdout=subprocess.PIPE, cwd=ROOT, text=True)
+    web = subprocess.Popen(
+        [PY, "-m", "benchmarks.synthweb", "--pages", str(args.pages), "--port", str(args.port)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        text=True,
+    )
     try:
         seeds = json.loads(web.stdout.readline())["seeds"]
-        print(f"synthetic web: {args.pages} pages on {len(seeds)} hosts; each crawler fetches "
-              f"{crawl_pages} pages at concurrency {args.concurrency}", flush=True)
+        print(
+            f"synthetic web: {args.pages} pages on {len(seeds)} hosts; each crawler fetches "
+            f"{crawl_pages} pages at concurrency {args.concurrency}",
+            flush=True,
+        )
         results: dict[str, dict[str, float]] = {}
         for name in args.only:
             if name.startswith("nimbus"):
                 processes = 2 if "-2p" in name else 1
                 with tempfile.TemporaryDirectory() as tmp, database(name, tmp) as db_url:
                     # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
-                    env = {**os.environ, "NIMBUS_DATABASE_URL": db_url,
-                           "NIMBUS_BLOB_URL": f"file://{tmp}/blobs", "NIMBUS_VAR_DIR": tmp,
-                           "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host)}
-                    cmd = [str(ROOT / ".venv/bin/nimbus"), "crawl", *seeds, "--max-pages",
-                           str(crawl_pages), "--max-depth", "100", "--delay", "0",
-                           "--concurrency", str(args.concurrency), "--processes", str(processes),
-                           "--quiet"]
+                    env = {
+                        **os.environ,
+                        "NIMBUS_DATABASE_URL": db_url,
+                        "NIMBUS_BLOB_URL": f"file://{tmp}/blobs",
+                        "NIMBUS_VAR_DIR": tmp,
+                        "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host),
+                    }
+                    cmd = [
+                        str(ROOT / ".venv/bin/nimbus"),
+                        "crawl",
+                        *seeds,
+                        "--max-pages",
+                        str(crawl_pages),
+                        "--max-depth",
+                        "100",
+                        "--delay",
+                        "0",
+                        "--concurrency",
+                        str(args.concurrency),
+                        "--processes",
+                        str(processes),
+                        "--quiet",
+                    ]
                     text, wall, cpu = run_measured(cmd, env)
                 m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
                 if not m:
                     raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
                 pages, seconds = int(m.group(1)), float(m.group(2))
             else:
-                cmd = [PY, "-m", "benchmarks.peers_crawl", name, "--max-pages", str(crawl_pages),
-                       "--concurrency", str(args.concurrency), *seeds]
+                cmd = [
+                    PY,
+                    "-m",
+                    "benchmarks.peers_crawl",
+                    name,
+                    "--max-pages",
+                    str(crawl_pages),
+                    "--concurrency",
+                    str(args.concurrency),
+                    *seeds,
+                ]
                 text, wall, cpu = run_measured(cmd)
                 data = json.loads(text.strip().splitlines()[-1])
                 pages, seconds = int(data["pages"]), float(data["seconds"])
-            results[name] = {"pages": pages, "seconds": seconds, "pages_per_s": pages / seconds,
-                             "cpu_ms_per_page": 1000 * cpu / max(pages, 1), "wall": wall}
+            results[name] = {
+                "pages": pages,
+                "seconds": seconds,
+                "pages_per_s": pages / seconds,
+                "cpu_ms_per_page": 1000 * cpu / max(pages, 1),
+                "wall": wall,
+            }
             r = results[name]
-            print(f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
-                  f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)", flush=True)
+            print(
+                f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
+                f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)",
+                flush=True,
+            )
     finally:
         web.terminate()
         web.wait(timeout=10)
@@ -134,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         for peer in ("scrapy", "bare"):
             if peer in results:
                 q = results[peer]
-                print(f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
-                      f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page")
+                print(
+                    f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
+                    f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page"
+                )
     return 0
 
 

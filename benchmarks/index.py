@@ -58,8 +58,7 @@ def timed_queries(run: Callable[[str], object], queries: list[str]) -> dict[str,
         start = time.perf_counter()
         run(q)
         times.append((time.perf_counter() - start) * 1000.0)
-    return {"p50": percentile(times, 0.5), "p95": percentile(times, 0.95),
-            "mean": statistics.fmean(times)}
+    return {"p50": percentile(times, 0.5), "p95": percentile(times, 0.95), "mean": statistics.fmean(times)}
 
 
 def load(corpus: Path) -> tuple[list[dict], list[str]]:
@@ -75,32 +74,29 @@ def load_queries(corpus: Path) -> list[str]:
 
 def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> dict[str, float]:
     from services.config import Settings
-    from services.eval.collection import EvalDoc
     from services.eval.run import state_settings
-    from services.ingest.writer import write_docs
+    from services.ingest.writer import ingest_documents
     from services.search.service import SearchService
-    from services.storage.blobstore import open_blobstore
-    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.documents import SourceDoc
 
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
     settings = state_settings(Settings.from_env({}), state).with_overrides(mr_runner=runner)
-    engine = make_engine(settings.database_url)
-    init_db(engine)
-    ingest = write_docs((EvalDoc(d["id"], d["title"], d["text"]) for d in docs), "bench.invalid",
-                        session_factory(engine), open_blobstore(settings.blob_url),
-                        max_block_docs=settings.block_max_docs,
-                        max_block_bytes=settings.block_max_bytes, progress=False)
-    engine.dispose()
+    ingest = ingest_documents(
+        (SourceDoc(d["id"], d["title"], d["text"]) for d in docs), "bench", settings, progress=False
+    )
     print(f"nimbus ingest (not in the build figure): {ingest.summary()}", flush=True)
     # `nimbus index`, in a process of its own as an operator runs it, timed from outside
     # (start-up and imports included), not in this process beside the corpus that the
     # peers index from memory.
-    env = {**os.environ, "NIMBUS_DATABASE_URL": settings.database_url,
-           "NIMBUS_BLOB_URL": settings.blob_url, "NIMBUS_VAR_DIR": str(settings.var_dir)}
+    env = {
+        **os.environ,
+        "NIMBUS_DATABASE_URL": settings.database_url,
+        "NIMBUS_BLOB_URL": settings.blob_url,
+        "NIMBUS_VAR_DIR": str(settings.var_dir),
+    }
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "services.cli", "index", "--runner", runner],
-                   env=env, check=True)
+    subprocess.run([sys.executable, "-m", "services.cli", "index", "--runner", runner], env=env, check=True)
     build_s = time.perf_counter() - start
     service = SearchService(settings)
     try:
@@ -108,8 +104,7 @@ def nimbus(docs: list[dict], queries: list[str], runner: str, state: Path) -> di
         latency_or = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
     finally:
         service.close()
-    return {"build_s": build_s, "docs": len(docs), **latency,
-            **{f"or_{k}": v for k, v in latency_or.items()}}
+    return {"build_s": build_s, "docs": len(docs), **latency, **{f"or_{k}": v for k, v in latency_or.items()}}
 
 
 def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
@@ -125,8 +120,11 @@ def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
     build_s = time.perf_counter() - start
 
     def run(q: str) -> object:
-        return retriever.retrieve(bm25s.tokenize([q], stopwords="en", stemmer=stemmer,
-                                                 show_progress=False), k=10, show_progress=False)
+        return retriever.retrieve(
+            bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False),
+            k=10,
+            show_progress=False,
+        )
 
     return {"build_s": build_s, "docs": len(texts), **timed_queries(run, queries)}
 
@@ -176,10 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--runner", default="local", choices=["inline", "local"])
     p.add_argument("--work", type=Path, default=ROOT / "var" / "bench")
-    p.add_argument("--only", nargs="*", default=["bm25s", "tantivy", "nimbus"],
-                   choices=["bm25s", "tantivy", "nimbus"])
-    p.add_argument("--contender", choices=["bm25s", "tantivy", "nimbus"],
-                   help=argparse.SUPPRESS)  # internal: run one contender in this process
+    p.add_argument(
+        "--only", nargs="*", default=["bm25s", "tantivy", "nimbus"], choices=["bm25s", "tantivy", "nimbus"]
+    )
+    p.add_argument(
+        "--contender", choices=["bm25s", "tantivy", "nimbus"], help=argparse.SUPPRESS
+    )  # internal: run one contender in this process
     args = p.parse_args(argv)
     corpus = args.work / f"corpus-{args.docs}"
     if args.contender:
@@ -193,24 +193,45 @@ def main(argv: list[str] | None = None) -> int:
         num_docs = sum(1 for _ in fh)
     queries = load_queries(corpus)
     words = [len(q.split()) for q in queries]
-    print(f"corpus {corpus}: {num_docs} documents, {len(queries)} queries of "
-          f"{min(words)}-{max(words)} words", flush=True)
+    print(
+        f"corpus {corpus}: {num_docs} documents, {len(queries)} queries of {min(words)}-{max(words)} words",
+        flush=True,
+    )
     results: dict[str, dict[str, float]] = {}
     for name in args.only:
         # Each contender in a fresh process: one engine's leftovers must not slow another's
         # queries (after tantivy had run in the same process, Nimbus's p95 rose by a third).
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.index", "--contender", name, "--docs", str(args.docs),
-             "--queries", str(args.queries), "--runner", args.runner, "--work", str(args.work)],
-            stdout=subprocess.PIPE, text=True, check=True, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.index",
+                "--contender",
+                name,
+                "--docs",
+                str(args.docs),
+                "--queries",
+                str(args.queries),
+                "--runner",
+                args.runner,
+                "--work",
+                str(args.work),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
         for line in proc.stdout.splitlines():
             if line.startswith(RESULT):
-                results[name] = json.loads(line[len(RESULT):])
+                results[name] = json.loads(line[len(RESULT) :])
             else:
                 print(line, flush=True)
         r = results[name]
-        line = (f"{name:8s} build {r['build_s']:7.1f} s = {r['docs'] / r['build_s']:7.0f} docs/s;"
-                f"  query p50 {r['p50']:6.2f} ms  p95 {r['p95']:6.2f} ms  mean {r['mean']:6.2f} ms")
+        line = (
+            f"{name:8s} build {r['build_s']:7.1f} s = {r['docs'] / r['build_s']:7.0f} docs/s;"
+            f"  query p50 {r['p50']:6.2f} ms  p95 {r['p95']:6.2f} ms  mean {r['mean']:6.2f} ms"
+        )
         if "or_p50" in r:
             line += f"  (OR queries: p50 {r['or_p50']:.2f} ms, p95 {r['or_p95']:.2f} ms)"
         print(line, flush=True)
@@ -219,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         for peer in ("bm25s", "tantivy"):
             if peer in results:
                 q = results[peer]
-                print(f"nimbus/{peer}: build {q['build_s'] / n['build_s']:.2f}x docs/s; "
-                      f"p50 {n['p50'] / q['p50']:.2f}x, p95 {n['p95'] / q['p95']:.2f}x latency")
+                print(
+                    f"nimbus/{peer}: build {q['build_s'] / n['build_s']:.2f}x docs/s; "
+                    f"p50 {n['p50'] / q['p50']:.2f}x, p95 {n['p95'] / q['p95']:.2f}x latency"
+                )
     return 0
 
 

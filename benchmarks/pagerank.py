@@ -14,9 +14,9 @@ defaults), the same update and dangling rule everywhere:
 
 * scipy-csr (the peer): a plain scipy power iteration, ``P @ x`` with the
   transition matrix as a CSR matrix, the textbook layout;
-* nimbus: ``mapreduce.pagerank.pagerank_edges``, the memory engine;
+* nimbus: ``services.ranking.pagerank.pagerank_edges``, the memory engine;
 * numpy-bincount: the memory engine before issue 5 (``np.bincount`` scatter);
-* mrjob: ``mapreduce.mr_pagerank.run_pagerank`` (one MRPageRankStep job per
+* mrjob: ``services.indexing.pagerank_driver.run_pagerank`` (one MRPageRankStep job per
   iteration) on a smaller graph of the same kind, ``--mr-nodes`` pages, for
   ``--mr-iterations`` iterations on ``--mr-runner`` (local by default, as
   ``nimbus index`` runs), because it is orders of magnitude slower.
@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from mapreduce.mr_pagerank import run_pagerank
-from mapreduce.pagerank import PageRankResult, _iterate, edge_arrays, pagerank_edges
-from mapreduce.runner import write_rows
 from services.config import Settings
+from services.indexing.pagerank_driver import run_pagerank
+from services.indexing.runner import write_rows
+from services.ranking.pagerank import PageRankResult, _iterate, edge_arrays, pagerank_edges
 
 DAMPING = 0.85
 TOLERANCE = 1e-8
@@ -48,9 +48,9 @@ MAX_ITERATIONS = 100
 Engine = Callable[[np.ndarray, np.ndarray, int, int], PageRankResult]
 
 
-def power_law_graph(nodes: int, edges_per_node: float, seed: int = 42,
-                    dangling_share: float = 0.1,
-                    exponent: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+def power_law_graph(
+    nodes: int, edges_per_node: float, seed: int = 42, dangling_share: float = 0.1, exponent: float = 0.9
+) -> tuple[np.ndarray, np.ndarray]:
     """(sources, targets) int64, sorted by source, deduplicated, no self-links."""
     rng = np.random.default_rng(seed)
     draws = int(nodes * edges_per_node)
@@ -80,8 +80,7 @@ def scipy_csr(sources: np.ndarray, targets: np.ndarray, n: int, iterations: int)
     return _iterate(step, n, TOLERANCE, iterations)
 
 
-def numpy_bincount(sources: np.ndarray, targets: np.ndarray, n: int,
-                   iterations: int) -> PageRankResult:
+def numpy_bincount(sources: np.ndarray, targets: np.ndarray, n: int, iterations: int) -> PageRankResult:
     """The memory engine before issue 5: gather shares, scatter with ``np.bincount``."""
     out_degree = np.bincount(sources, minlength=n).astype(np.float64)
     dangling = out_degree == 0
@@ -98,8 +97,9 @@ def nimbus(sources: np.ndarray, targets: np.ndarray, n: int, iterations: int) ->
     return pagerank_edges(sources, targets, n, DAMPING, TOLERANCE, iterations)
 
 
-def measure(engine: Engine, sources: np.ndarray, targets: np.ndarray, n: int,
-            repeat: int) -> tuple[PageRankResult, float, float]:
+def measure(
+    engine: Engine, sources: np.ndarray, targets: np.ndarray, n: int, repeat: int
+) -> tuple[PageRankResult, float, float]:
     """(converged result, seconds per iteration, setup seconds), best of ``repeat``."""
     full = one = float("inf")
     result = None
@@ -115,17 +115,18 @@ def measure(engine: Engine, sources: np.ndarray, targets: np.ndarray, n: int,
     return result, per_iteration, one - per_iteration
 
 
-def measure_mrjob(nodes: int, edges_per_node: float, iterations: int,
-                  runner: str) -> tuple[int, float]:
+def measure_mrjob(nodes: int, edges_per_node: float, iterations: int, runner: str) -> tuple[int, float]:
     """(edges, seconds per iteration) of run_pagerank on a ``nodes``-page graph."""
     sources, targets = power_law_graph(nodes, edges_per_node, seed=7)
     bounds = np.searchsorted(sources, np.arange(nodes + 1))
     with tempfile.TemporaryDirectory() as tmp:
         links = Path(tmp) / "links.jsonl"
-        write_rows(links, ((page, targets[bounds[page]:bounds[page + 1]].tolist())
-                           for page in range(nodes)))
-        settings = Settings(mr_runner=runner, var_dir=Path(tmp), pagerank_tolerance=0.0,
-                            pagerank_max_iterations=iterations)
+        write_rows(
+            links, ((page, targets[bounds[page] : bounds[page + 1]].tolist()) for page in range(nodes))
+        )
+        settings = Settings(
+            mr_runner=runner, var_dir=Path(tmp), pagerank_tolerance=0.0, pagerank_max_iterations=iterations
+        )
         start = time.perf_counter()
         result = run_pagerank(links, nodes, settings, Path(tmp) / "pr")
         seconds = time.perf_counter() - start
@@ -138,8 +139,12 @@ def measure_mrjob(nodes: int, edges_per_node: float, iterations: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="PageRank benchmark")
     p.add_argument("--nodes", type=int, default=1_000_000, help="pages in the big graph")
-    p.add_argument("--edges-per-node", type=float, default=10.0,
-                   help="edges drawn per page before dedup (~10 %% of pages are dangling)")
+    p.add_argument(
+        "--edges-per-node",
+        type=float,
+        default=10.0,
+        help="edges drawn per page before dedup (~10 %% of pages are dangling)",
+    )
     p.add_argument("--repeat", type=int, default=3, help="runs per engine; the best counts")
     p.add_argument("--mr-nodes", type=int, default=20_000, help="pages for the mrjob engine")
     p.add_argument("--mr-iterations", type=int, default=2)
@@ -152,18 +157,23 @@ def main(argv: list[str] | None = None) -> int:
     n = args.nodes
     in_degree = np.bincount(targets, minlength=n)
     dangling = int((np.bincount(sources, minlength=n) == 0).sum())
-    print(f"graph: {n:,} pages, {sources.size:,} edges, {dangling:,} dangling, max in-degree "
-          f"{in_degree.max():,} (generated in {time.perf_counter() - start:.1f} s)", flush=True)
+    print(
+        f"graph: {n:,} pages, {sources.size:,} edges, {dangling:,} dangling, max in-degree "
+        f"{in_degree.max():,} (generated in {time.perf_counter() - start:.1f} s)",
+        flush=True,
+    )
 
     rows = []
     results = {}
-    for name, engine in [("scipy-csr", scipy_csr), ("nimbus", nimbus),
-                         ("numpy-bincount", numpy_bincount)]:
+    for name, engine in [("scipy-csr", scipy_csr), ("nimbus", nimbus), ("numpy-bincount", numpy_bincount)]:
         result, per_iteration, setup = measure(engine, sources, targets, n, args.repeat)
         results[name] = result
         rows.append((name, result.iterations, result.delta, per_iteration, setup))
-        print(f"  {name:<15} {result.iterations:3d} iterations (L1 change {result.delta:.2g}), "
-              f"{per_iteration * 1e3:6.1f} ms/iteration, setup {setup:.2f} s", flush=True)
+        print(
+            f"  {name:<15} {result.iterations:3d} iterations (L1 change {result.delta:.2g}), "
+            f"{per_iteration * 1e3:6.1f} ms/iteration, setup {setup:.2f} s",
+            flush=True,
+        )
     for name in ("nimbus", "numpy-bincount"):
         diff = np.abs(results[name].ranks - results["scipy-csr"].ranks).max()
         if diff > 1e-12:
@@ -177,21 +187,26 @@ def main(argv: list[str] | None = None) -> int:
 
     # What build.py hands the memory engine today: a list of Python lists per page.
     bounds = np.searchsorted(sources, np.arange(n + 1))
-    adjacency = [targets[bounds[i]:bounds[i + 1]].tolist() for i in range(n)]
+    adjacency = [targets[bounds[i] : bounds[i + 1]].tolist() for i in range(n)]
     start = time.perf_counter()
     edge_arrays(adjacency)
-    print(f"\nedge_arrays (adjacency lists -> edge arrays, pagerank_sparse's extra step): "
-          f"{time.perf_counter() - start:.2f} s")
+    print(
+        f"\nedge_arrays (adjacency lists -> edge arrays, pagerank_sparse's extra step): "
+        f"{time.perf_counter() - start:.2f} s"
+    )
     del adjacency
 
     if not args.skip_mrjob:
-        edges, per_iteration = measure_mrjob(args.mr_nodes, args.edges_per_node,
-                                             args.mr_iterations, args.mr_runner)
+        edges, per_iteration = measure_mrjob(
+            args.mr_nodes, args.edges_per_node, args.mr_iterations, args.mr_runner
+        )
         nimbus_per_edge = rows[1][3] / sources.size
-        print(f"\nmrjob engine ({args.mr_runner} runner): {args.mr_nodes:,} pages, {edges:,} edges, "
-              f"{per_iteration:.2f} s/iteration = {per_iteration / edges * 1e6:.2f} us/edge "
-              f"(nimbus memory engine: {nimbus_per_edge * 1e9:.1f} ns/edge, "
-              f"{per_iteration / edges / nimbus_per_edge:,.0f}x less)")
+        print(
+            f"\nmrjob engine ({args.mr_runner} runner): {args.mr_nodes:,} pages, {edges:,} edges, "
+            f"{per_iteration:.2f} s/iteration = {per_iteration / edges * 1e6:.2f} us/edge "
+            f"(nimbus memory engine: {nimbus_per_edge * 1e9:.1f} ns/edge, "
+            f"{per_iteration / edges / nimbus_per_edge:,.0f}x less)"
+        )
     return 0
 
 

@@ -74,16 +74,18 @@ def scrapy_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, callback=self.parse)
 
-    process = CrawlerProcess(settings={
-        "ROBOTSTXT_OBEY": True,
-        "CONCURRENT_REQUESTS": concurrency,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
-        "DOWNLOAD_DELAY": 0,
-        "CLOSESPIDER_PAGECOUNT": max_pages,
-        "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False,
-        "ITEM_PIPELINES": {},
-    })
+    process = CrawlerProcess(
+        settings={
+            "ROBOTSTXT_OBEY": True,
+            "CONCURRENT_REQUESTS": concurrency,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
+            "DOWNLOAD_DELAY": 0,
+            "CLOSESPIDER_PAGECOUNT": max_pages,
+            "LOG_LEVEL": "ERROR",
+            "TELNETCONSOLE_ENABLED": False,
+            "ITEM_PIPELINES": {},
+        }
+    )
     crawler = process.create_crawler(LinkSpider)
 
     def opened(spider):  # noqa: ANN001 - Scrapy signal signature

@@ -51,11 +51,14 @@ class SynthWeb:
             anchor = html.escape(self.docs[target % len(self.docs)]["title"][:60])
             links.append(f'<li><a href="{self.url(target)}">{anchor}</a></li>')
         if rng.random() < 0.05:
-            links.append(f'<li><a href="http://{self.host_of(page)}:{self.port}/private/{page}">private</a></li>')
+            links.append(
+                f'<li><a href="http://{self.host_of(page)}:{self.port}/private/{page}">private</a></li>'
+            )
         body = "".join(f"<p>{html.escape(d['text'])}</p>" for d in parts)
-        return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-                f"</head><body><h1>{html.escape(title)}</h1>{body}<ul>{''.join(links)}</ul></body></html>"
-                ).encode()
+        return (
+            f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+            f"</head><body><h1>{html.escape(title)}</h1>{body}<ul>{''.join(links)}</ul></body></html>"
+        ).encode()
 
     async def handle_page(self, request: web.Request) -> web.Response:
         try:

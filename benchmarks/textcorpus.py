@@ -60,8 +60,10 @@ def build(data: Path, docs: int, queries: int, out: Path, seed: int = 42) -> tup
     out.mkdir(parents=True, exist_ok=True)
     stop = stopwords()
     written_queries = 0
-    with (out / "docs.jsonl").open("w", encoding="utf-8") as dfh, \
-            (out / "queries.jsonl").open("w", encoding="utf-8") as qfh:
+    with (
+        (out / "docs.jsonl").open("w", encoding="utf-8") as dfh,
+        (out / "queries.jsonl").open("w", encoding="utf-8") as qfh,
+    ):
         query_every = max(1, docs // queries)
         for i in range(docs):
             sentences = rng.choices(sources, weights)[0]

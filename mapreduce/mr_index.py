@@ -32,10 +32,11 @@ from collections.abc import Iterable, Iterator
 from mrjob.protocol import BytesProtocol
 from mrjob.step import MRStep
 
+from mapreduce.errors import DuplicateDocumentError
 from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
 from mapreduce.postings import PostingBuffer
 from mapreduce.postings_wire import join_pieces
-from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
+from mapreduce.record_job import RecordBlockJob
 
 TERM = "t"
 LENGTH = "l"
@@ -47,7 +48,8 @@ FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blo
 def duplicate_document(doc: int) -> DuplicateDocumentError:
     return DuplicateDocumentError(
         f"doc_num {doc} occurs in two records: the manifest must list each record block "
-        "once, and each document must live in exactly one block")
+        "once, and each document must live in exactly one block"
+    )
 
 
 def merge_lengths(doc: int, values: Iterable[bytes]) -> list[int]:
@@ -75,9 +77,15 @@ class MRIndex(RecordBlockJob):
     OUTPUT_PROTOCOL = BytesProtocol
 
     def steps(self) -> list[MRStep]:
-        return [MRStep(mapper_init=self.mapper_init, mapper=self.mapper_terms,
-                       mapper_final=self.mapper_final, reducer=self.reducer_postings,
-                       reducer_final=self.flush_counts)]
+        return [
+            MRStep(
+                mapper_init=self.mapper_init,
+                mapper=self.mapper_terms,
+                mapper_final=self.mapper_final,
+                reducer=self.reducer_postings,
+                reducer_final=self.flush_counts,
+            )
+        ]
 
     def mapper_init(self) -> None:
         self.buffer = PostingBuffer()
@@ -105,7 +113,7 @@ class MRIndex(RecordBlockJob):
         for doc, (title, body, anchor, url) in lengths.items():
             key = b"%s%d" % (LENGTH_KEY, doc)
             if title is not None:
-                yield key, b"%s,%d,%d,%d" % (PAGE, title, body, url)
+                yield key, b"%s,%d,%d,%d" % (PAGE, title, body or 0, url or 0)  # a page has all three
             if anchor is not None:
                 yield key, b"%s,%d" % (ANCHORS, anchor)
         for term, text in postings.encoded():
@@ -117,7 +125,7 @@ class MRIndex(RecordBlockJob):
             self.count("index", "terms")
             yield key, join_pieces(list(values))
         else:
-            lengths = merge_lengths(int(key[len(LENGTH_KEY):]), values)
+            lengths = merge_lengths(int(key[len(LENGTH_KEY) :]), values)
             yield key, b"%d,%d,%d,%d" % tuple(lengths)
 
 

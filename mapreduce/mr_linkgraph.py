@@ -10,7 +10,7 @@ describes itself). A link whose target was never crawled is dropped and
 counted: PageRank runs over the documents we have. One join, one pass over
 the blocks, serves both.
 
-Decisions (PageRank semantics, kept identical in ``mapreduce.pagerank``):
+Decisions (PageRank semantics, kept identical in ``services.ranking.pagerank``):
 - Edges are deduplicated: ten links from A to B are one vote, as in the
   original formulation and networkx's DiGraph; repeated links cannot pump rank.
 - Self-links are dropped, for edges and anchor text: a page linking to itself
@@ -40,9 +40,10 @@ from pathlib import Path
 from mrjob.protocol import StandardJSONProtocol
 from mrjob.step import MRStep
 
-from mapreduce.record_job import DuplicateDocumentError, RecordBlockJob
-from services.crawler.urls import url_id
+from mapreduce.errors import DuplicateDocumentError
+from mapreduce.record_job import RecordBlockJob
 from services.storage.records import Record
+from services.text.urls import url_id
 
 DOC = "doc"
 SOURCE = "src"
@@ -139,7 +140,8 @@ def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
         for line in fh:
             line = line.rstrip(b"\r\n")
             if line and not line.startswith(ANCHOR_BYTES):  # anchor text: not decoded for nothing
-                yield protocol.read(line)
+                doc, targets = protocol.read(line)
+                yield int(doc), list(targets)  # type: ignore[call-overload]  # JSON: an int, a list of ints
 
 
 class MRLinkGraph(RecordBlockJob):
@@ -149,8 +151,7 @@ class MRLinkGraph(RecordBlockJob):
 
     def steps(self) -> list[MRStep]:
         return [
-            MRStep(mapper=self.mapper_announce, reducer=self.reducer_join,
-                   reducer_final=self.flush_counts),
+            MRStep(mapper=self.mapper_announce, reducer=self.reducer_join, reducer_final=self.flush_counts),
             MRStep(reducer=self.reducer_adjacency, reducer_final=self.flush_counts),
         ]
 
@@ -171,8 +172,7 @@ class MRLinkGraph(RecordBlockJob):
         if text:
             yield target, [ANCHOR, text]
 
-    def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[
-            tuple[object, object]]:
+    def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[tuple[object, object]]:
         edges: list[int] = []
         anchor: str | None = None  # one join reducer per URL of the document: its crawled URL only
         for value in values:

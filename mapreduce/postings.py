@@ -33,7 +33,7 @@ from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
 from services.storage.records import Record
 from services.text.analyze import rough_surfaces, rough_tokens, terms_of
 
-TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.search.bm25f.FIELD_NAMES
+TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
@@ -181,8 +181,9 @@ class PostingBuffer:
         return Postings(terms_present, term_starts, post_doc, tf, pos_counts, pos_values), lengths
 
 
-def _kept_terms(rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.ndarray,
-                rough_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _kept_terms(
+    rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.ndarray, rough_kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(the term id of every kept word, in order; kept words per segment).
 
     A rough token holds no kept term ("the", "..."), one ("wing.") or several
@@ -215,8 +216,9 @@ def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray
     term_of = {s: ids[t] for s, t in zip(surfaces, terms, strict=True) if t}
     kept_of = [[term_of[s] for s in ss if s in term_of] for ss in surfaces_of]
     count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
-    flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32,
-                       count=int(count.sum(dtype=np.int64)))
+    flat = np.fromiter(
+        itertools.chain.from_iterable(kept_of), dtype=np.int32, count=int(count.sum(dtype=np.int64))
+    )
     return vocab, flat, count
 
 
@@ -233,8 +235,14 @@ class Postings:
 
     @classmethod
     def empty(cls) -> Postings:
-        return cls([], np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros((0, 4), np.uint16),
-                   np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+        return cls(
+            [],
+            np.zeros(0, np.int64),
+            np.zeros(0, np.uint32),
+            np.zeros((0, 4), np.uint16),
+            np.zeros(0, np.uint32),
+            np.zeros(0, np.uint32),
+        )
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -244,8 +252,15 @@ class Postings:
         ends = np.append(self.term_starts[1:], self.docs.shape[0]).tolist()
         pos_offsets = np.concatenate([[0], np.cumsum(self.counts, dtype=np.int64)]).tolist()
         for term, a, b in zip(self.terms, self.term_starts.tolist(), ends, strict=True):
-            yield term, Chunk(self.docs[a:b], self.tfs[a:b], self.counts[a:b],
-                              self.positions[pos_offsets[a]:pos_offsets[b]])
+            yield (
+                term,
+                Chunk(
+                    self.docs[a:b],
+                    self.tfs[a:b],
+                    self.counts[a:b],
+                    self.positions[pos_offsets[a] : pos_offsets[b]],
+                ),
+            )
 
     def encoded(self) -> list[tuple[str, bytes]]:
         """(term, wire text) of each term."""

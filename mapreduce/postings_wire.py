@@ -32,8 +32,7 @@ class Chunk:
 
     def encode(self) -> bytes:
         """The chunk on the wire: one region (``encode_runs``)."""
-        return encode_runs(self.docs, self.tfs, self.counts, self.positions,
-                           np.zeros(1, dtype=np.int64))[0]
+        return encode_runs(self.docs, self.tfs, self.counts, self.positions, np.zeros(1, dtype=np.int64))[0]
 
     @classmethod
     def decode(cls, text: bytes | str) -> Chunk:
@@ -43,8 +42,12 @@ class Chunk:
 
     def as_lists(self) -> list[list[int]]:
         """``[docs, tf_title, tf_body, tf_anchor, tf_url, counts, positions]`` (for tests, logs)."""
-        return [self.docs.tolist(), *(self.tfs[:, f].tolist() for f in range(4)),
-                self.counts.tolist(), self.positions.tolist()]
+        return [
+            self.docs.tolist(),
+            *(self.tfs[:, f].tolist() for f in range(4)),
+            self.counts.tolist(),
+            self.positions.tolist(),
+        ]
 
 
 # The wire format. A term's postings travel as base64 of one or more REGIONS. A region
@@ -78,16 +81,20 @@ def _layout(n: np.ndarray, q: np.ndarray, narrow: np.ndarray) -> np.ndarray:
     positions = np.where(narrow, -(-q // 2), q)
     used = _HEAD_WORDS + n + tfs + counts + positions
     align = _REGION_ALIGN // 4
-    return np.stack([np.full_like(n, _HEAD_WORDS), n, tfs, counts, positions,
-                     -(-used // align) * align - used], axis=1)
+    return np.stack(
+        [np.full_like(n, _HEAD_WORDS), n, tfs, counts, positions, -(-used // align) * align - used], axis=1
+    )
 
 
 def _word_labels(layout: np.ndarray, narrow: np.ndarray) -> np.ndarray:
     """What each uint32 word of the regions holds (``_HEAD`` ... ``_PAD``): one pass of
     np.repeat, so columns are written and read with boolean masks instead of index
     arithmetic per number."""
-    kinds = np.where(narrow[:, None], [_HEAD, _DOCS, _TFS8, _COUNTS8, _POS16, _PAD],
-                     [_HEAD, _DOCS, _TFS16, _COUNTS32, _POS32, _PAD]).astype(np.uint8)
+    kinds = np.where(
+        narrow[:, None],
+        [_HEAD, _DOCS, _TFS8, _COUNTS8, _POS16, _PAD],
+        [_HEAD, _DOCS, _TFS16, _COUNTS32, _POS32, _PAD],
+    ).astype(np.uint8)
     return np.repeat(kinds.ravel(), layout.ravel())
 
 
@@ -95,8 +102,10 @@ def _packed(per_region: np.ndarray, per_word: int) -> tuple[np.ndarray, int]:
     """(mask of the real slots among the word-padded slots, slot count): narrow values of
     several regions, each region's run padded to whole words."""
     slots = -(-per_region // per_word) * per_word
-    real = np.repeat(np.tile(np.array([True, False]), per_region.shape[0]),
-                     np.stack([per_region, slots - per_region], axis=1).ravel())
+    real = np.repeat(
+        np.tile(np.array([True, False]), per_region.shape[0]),
+        np.stack([per_region, slots - per_region], axis=1).ravel(),
+    )
     return real, int(slots.sum())
 
 
@@ -109,8 +118,9 @@ def _run_max(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
     return out
 
 
-def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions: np.ndarray,
-                run_starts: np.ndarray) -> list[bytes]:
+def encode_runs(
+    docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions: np.ndarray, run_starts: np.ndarray
+) -> list[bytes]:
     """The wire text of each run of postings (a run: one term's postings, ``run_starts``
     ascending), all runs written in one pass of numpy and one base64 call."""
     num_postings = docs.shape[0]
@@ -119,8 +129,9 @@ def encode_runs(docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions
     pos_offsets = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
     q = np.diff(pos_offsets[bounds])
     tfs = np.ascontiguousarray(tfs, dtype=np.uint16)
-    narrow = ((_run_max(np.maximum(tfs.max(axis=1, initial=0), counts), bounds[:-1], n) < 1 << 8)
-              & (_run_max(positions, pos_offsets[bounds[:-1]], q) < 1 << 16))
+    narrow = (_run_max(np.maximum(tfs.max(axis=1, initial=0), counts), bounds[:-1], n) < 1 << 8) & (
+        _run_max(positions, pos_offsets[bounds[:-1]], q) < 1 << 16
+    )
     layout = _layout(n, q, narrow)
     labels = _word_labels(layout, narrow)
     words = np.zeros(labels.shape[0], dtype=np.uint32)
@@ -151,8 +162,7 @@ def _region_words(n: int, q: int, narrow: bool) -> int:
     return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
 
 
-def _regions(raw: bytes, text_starts: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(text, n, q, narrow) of each region in ``raw``, in order; ``text_starts``: the byte
     where each text begins (a region never spans two texts).
 
@@ -182,8 +192,7 @@ def _regions(raw: bytes, text_starts: np.ndarray
         more = at < stop
         at, stop, text = at[more], stop[more], text[more]
     if not found:
-        return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                np.zeros(0, bool))
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool))
     regions = np.concatenate(found)
     regions = regions[np.argsort(regions[:, 0], kind="stable")]
     return regions[:, 1], regions[:, 2], regions[:, 3], regions[:, 4].astype(bool)
@@ -212,22 +221,30 @@ class WireRegions:
 
     def tfs(self) -> np.ndarray:
         """uint16 [postings, 4]."""
-        return _interleave(self._posting_in_narrow,
-                           self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
-                           self.words[self.labels == _TFS16].view(np.uint16).reshape(-1, 4),
-                           np.uint16)
+        return _interleave(
+            self._posting_in_narrow,
+            self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
+            self.words[self.labels == _TFS16].view(np.uint16).reshape(-1, 4),
+            np.uint16,
+        )
 
     def counts(self) -> np.ndarray:
         real, _slots = _packed(self.n[self.narrow], 4)
-        return _interleave(self._posting_in_narrow,
-                           self.words[self.labels == _COUNTS8].view(np.uint8)[real],
-                           self.words[self.labels == _COUNTS32], np.uint32)
+        return _interleave(
+            self._posting_in_narrow,
+            self.words[self.labels == _COUNTS8].view(np.uint8)[real],
+            self.words[self.labels == _COUNTS32],
+            np.uint32,
+        )
 
     def positions(self) -> np.ndarray:
         real, _slots = _packed(self.q[self.narrow], 2)
-        return _interleave(np.repeat(self.narrow, self.q),
-                           self.words[self.labels == _POS16].view(np.uint16)[real],
-                           self.words[self.labels == _POS32], np.uint32)
+        return _interleave(
+            np.repeat(self.narrow, self.q),
+            self.words[self.labels == _POS16].view(np.uint16)[real],
+            self.words[self.labels == _POS32],
+            np.uint32,
+        )
 
 
 def read_regions(texts: list[bytes | str]) -> WireRegions:
@@ -242,17 +259,16 @@ def read_regions(texts: list[bytes | str]) -> WireRegions:
     return WireRegions(per_text, np.frombuffer(raw, dtype=np.uint32), labels, n, q, narrow)
 
 
-def decode_terms(texts: list[bytes | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                    np.ndarray, np.ndarray]:
+def decode_terms(
+    texts: list[bytes | str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(postings per text, docs, tfs [P, 4], counts, positions) of the texts' regions,
     concatenated in order (``read_regions``)."""
     regions = read_regions(texts)
-    return (regions.per_text, regions.docs(), regions.tfs(), regions.counts(),
-            regions.positions())
+    return (regions.per_text, regions.docs(), regions.tfs(), regions.counts(), regions.positions())
 
 
-def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dtype: type
-                ) -> np.ndarray:
+def _interleave(is_narrow: np.ndarray, narrow: np.ndarray, wide: np.ndarray, dtype: type) -> np.ndarray:
     """Values in item order from the narrow regions' and the wide regions' values (often
     all narrow: then only a widening copy, not a masked scatter)."""
     if not wide.shape[0]:
@@ -273,7 +289,7 @@ def _span(text: bytes) -> tuple[int, int] | None:
         return None
     at = 4 * (_HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
     quantum = at // 3 * 3
-    window = pybase64.b64decode(text[quantum // 3 * 4:(quantum // 3 + 2) * 4], validate=True)
+    window = pybase64.b64decode(text[quantum // 3 * 4 : (quantum // 3 + 2) * 4], validate=True)
     return first, struct.unpack_from("<I", window, at - quantum)[0]
 
 
@@ -287,9 +303,10 @@ def join_pieces(pieces: list[bytes]) -> bytes:
     if len(pieces) == 1:
         return pieces[0]
     spans = [_span(piece) for piece in pieces]
-    if all(span is not None for span in spans):
-        order = sorted(range(len(pieces)), key=lambda i: spans[i])
-        ranges = [spans[i] for i in order]
+    known = [span for span in spans if span is not None]
+    if len(known) == len(spans):
+        order = sorted(range(len(pieces)), key=lambda i: known[i])
+        ranges = [known[i] for i in order]
         if all(a[1] < b[0] for a, b in pairwise(ranges)):
             return b"".join(pieces[i] for i in order)
     return merge_chunks(Chunk.decode(piece) for piece in pieces).encode()
@@ -304,8 +321,12 @@ def merge_chunks(chunks: Iterable[Chunk]) -> Chunk:
     """
     chunks = sorted((c for c in chunks if c.docs.shape[0]), key=lambda c: int(c.docs[0]))
     if not chunks:
-        return Chunk(np.zeros(0, np.uint32), np.zeros((0, 4), np.uint16), np.zeros(0, np.uint32),
-                     np.zeros(0, np.uint32))
+        return Chunk(
+            np.zeros(0, np.uint32),
+            np.zeros((0, 4), np.uint16),
+            np.zeros(0, np.uint32),
+            np.zeros(0, np.uint32),
+        )
     if len(chunks) == 1:
         return chunks[0]
     docs = np.concatenate([c.docs for c in chunks])
@@ -324,7 +345,9 @@ def merge_chunks(chunks: Iterable[Chunk]) -> Chunk:
     owner = np.repeat(docs, counts.astype(np.int64))
     by_doc = np.lexsort((positions, owner))
     unique_docs = sorted_docs[starts]
-    merged_counts = np.bincount(np.searchsorted(unique_docs, owner),
-                                minlength=unique_docs.shape[0]).astype(np.uint32)
-    return Chunk(unique_docs, np.minimum(merged_tfs, TF_MAX).astype(np.uint16), merged_counts,
-                 positions[by_doc])
+    merged_counts = np.bincount(np.searchsorted(unique_docs, owner), minlength=unique_docs.shape[0]).astype(
+        np.uint32
+    )
+    return Chunk(
+        unique_docs, np.minimum(merged_tfs, TF_MAX).astype(np.uint16), merged_counts, positions[by_doc]
+    )

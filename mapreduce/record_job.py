@@ -4,7 +4,7 @@ Each input line names one record block in the blob store (the report's
 "list of block names as input"), so a map task reads whole blocks with one
 GET each and the number of map tasks scales with the number of blocks. The
 store is named by passthrough options, never by environment variables: the
-task sees exactly what the driver (``mapreduce.runner``) decided.
+task sees exactly what the driver (``services.indexing.runner``) decided.
 
 A recrawl that changed a page appends its new record to the current block
 and repoints the document row, so old blocks keep stale versions. A
@@ -24,17 +24,10 @@ from itertools import groupby
 
 from mrjob.protocol import StandardJSONProtocol
 
+from mapreduce.errors import ManifestError
 from mapreduce.task_output import BufferedOutputJob
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.records import Record, iter_records
-
-
-class DuplicateDocumentError(ValueError):
-    """One document occurs in two records: the manifest lists a stale or duplicated block."""
-
-
-class ManifestError(ValueError):
-    """A manifest line cannot be read; the message names it and how to rebuild it."""
 
 
 def manifest_lines(current: Iterable[tuple[str, int]]) -> Iterator[str]:
@@ -47,12 +40,15 @@ def manifest_lines(current: Iterable[tuple[str, int]]) -> Iterator[str]:
     done: set[str] = set()
     for block, group in groupby(current, key=lambda pair: pair[0]):
         if block in done:
-            raise ManifestError(f"record block {block!r} came twice: pass the documents "
-                                "ordered by record_block")
+            raise ManifestError(
+                f"record block {block!r} came twice: pass the documents ordered by record_block"
+            )
         done.add(block)
         if "\t" in block or "\n" in block:
-            raise ManifestError(f"record block name {block!r} contains a tab or newline; "
-                                "rename the block (the manifest is tab-separated)")
+            raise ManifestError(
+                f"record block name {block!r} contains a tab or newline; "
+                "rename the block (the manifest is tab-separated)"
+            )
         nums = ",".join(str(num) for num in sorted(int(n) for _b, n in group))
         yield f"{block}\t{nums}\n"
 
@@ -72,8 +68,7 @@ def parse_manifest_line(line: str) -> tuple[str, frozenset[int] | None]:
         ) from exc
 
 
-def current_records(records: Iterable[Record], wanted: frozenset[int] | None
-                    ) -> tuple[list[Record], int]:
+def current_records(records: Iterable[Record], wanted: frozenset[int] | None) -> tuple[list[Record], int]:
     """(records to index, stale records skipped) of one block, in block order.
 
     With ``wanted`` None every record counts. Otherwise only doc_nums in
@@ -121,10 +116,12 @@ class RecordBlockJob(BufferedOutputJob):
 
     def configure_args(self) -> None:
         super().configure_args()
-        self.add_passthru_arg("--blob-url", required=True,
-                              help="blob store holding the record blocks (file://... or s3://...)")
-        self.add_passthru_arg("--aws-endpoint-url", default=None,
-                              help="S3-compatible endpoint (moto, MinIO); AWS when omitted")
+        self.add_passthru_arg(
+            "--blob-url", required=True, help="blob store holding the record blocks (file://... or s3://...)"
+        )
+        self.add_passthru_arg(
+            "--aws-endpoint-url", default=None, help="S3-compatible endpoint (moto, MinIO); AWS when omitted"
+        )
 
     def store(self) -> BlobStore:
         if self._store is None:
@@ -144,7 +141,7 @@ class RecordBlockJob(BufferedOutputJob):
                 count += 1
                 yield record
             self.increment_counter("blocks", "records", count)  # once a block: each is a line
-            return                                             # the runner parses
+            return  # the runner parses
         kept, stale = current_records(iter_records(data, name=name), wanted)
         if stale:
             self.increment_counter("blocks", "stale_records_skipped", stale)

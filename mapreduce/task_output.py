@@ -9,15 +9,19 @@ there (130 MB of rows: 1.1 s -> 0.8 s with the buffer).
 from __future__ import annotations
 
 import sys
+from typing import BinaryIO
 
 from mrjob.job import MRJob
 
 
 class BufferedOutputJob(MRJob):
+    _stdout: BinaryIO | None
+
     def execute(self) -> None:
         # The inline runner (and tests) hand the job a stdout of their own: left alone.
-        if self._stdout is not None or not (self.options.run_mapper or self.options.run_reducer
-                                            or self.options.run_combiner):
+        if self._stdout is not None or not (
+            self.options.run_mapper or self.options.run_reducer or self.options.run_combiner
+        ):
             super().execute()
             return
         with open(sys.stdout.fileno(), "wb", buffering=1 << 20, closefd=False) as out:

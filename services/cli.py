@@ -1,7 +1,10 @@
-"""The `nimbus` command: crawl, index, serve, demo, eval.
+"""The `nimbus` command: crawl, index, serve, demo, eval, sampleweb.
 
 Settings come from the environment (services.config.Settings.from_env);
-flags override them for one run.
+flags override them for one run. Errors are translated here, once: every
+error Nimbus raises on purpose is a ``NimbusError`` whose message says what
+to do; it is printed as ``nimbus <command>: <message>`` and its
+``exit_code`` (1 for a failure, 2 for bad input) is the command's exit status.
 """
 
 from __future__ import annotations
@@ -10,11 +13,41 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from services.config import Settings, SettingsError
+from services.config import Settings
+from services.errors import NimbusError
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("give 1 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a duration: give 0 or more seconds")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,144 +56,170 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     crawl = sub.add_parser("crawl", help="crawl from seed URLs into the database and blob store")
-    crawl.add_argument("seeds", nargs="+", metavar="SEED_URL")
-    crawl.add_argument("--max-pages", type=int)
-    crawl.add_argument("--max-depth", type=int)
-    crawl.add_argument("--delay", type=float, help="seconds between requests to one host")
-    crawl.add_argument("--concurrency", type=int, help="requests in flight, all processes together")
-    crawl.add_argument("--processes", type=int,
-                       help="crawler processes sharing the host partitions (one per core)")
+    crawl.add_argument("seeds", nargs="+", metavar="SEED_URL", help="absolute http(s) URLs to start from")
+    crawl.add_argument("--max-pages", type=_count, help="page requests this run (NIMBUS_MAX_PAGES)")
+    crawl.add_argument("--max-depth", type=_count, help="links followed from a seed (NIMBUS_MAX_DEPTH)")
+    crawl.add_argument("--delay", type=_seconds, help="seconds between requests to one host")
+    crawl.add_argument("--concurrency", type=_positive, help="requests in flight, all processes together")
+    crawl.add_argument(
+        "--processes", type=_positive, help="crawler processes sharing the host partitions (one per core)"
+    )
     crawl.add_argument("--quiet", action="store_true", help="no live progress line")
 
     index = sub.add_parser("index", help="build the index and PageRank with MapReduce and publish")
-    index.add_argument("--runner", choices=["inline", "local", "emr"])
-    index.add_argument("--quiet", action="store_true")
+    index.add_argument("--runner", choices=["inline", "local", "emr"], help="mrjob runner (NIMBUS_MR_RUNNER)")
+    index.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     serve = sub.add_parser("serve", help="serve the search UI and JSON API")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--host", help="address to listen on (NIMBUS_HOST)")
+    serve.add_argument("--port", type=_count, help="port to listen on (NIMBUS_PORT)")
 
     demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
     demo.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
-    demo.add_argument("--port", type=int)
+    demo.add_argument("--port", type=_count, help="port for the UI (NIMBUS_PORT)")
 
     ev = sub.add_parser("eval", help="measure ranking quality on a judged collection (MAP, nDCG@10, ...)")
-    ev.add_argument("collection", type=Path, metavar="DIR",
-                    help="docs.jsonl, queries.jsonl and qrels.tsv (as ../shared/data/ir/cranfield)")
+    ev.add_argument(
+        "collection",
+        type=Path,
+        metavar="DIR",
+        help="docs.jsonl, queries.jsonl and qrels.tsv (as ../shared/data/ir/cranfield)",
+    )
     ev.add_argument("--run", type=Path, help="TREC run file to write (default: STATE/run.trec)")
-    ev.add_argument("--depth", type=int, default=1000, help="results per query in the run")
-    ev.add_argument("--state", type=Path,
-                    help="database, blobs and caches of the eval (default: var/eval/<DIR name>)")
+    ev.add_argument("--depth", type=_positive, default=1000, help="results per query in the run")
+    ev.add_argument(
+        "--state", type=Path, help="database, blobs and caches of the eval (default: var/eval/<DIR name>)"
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
-    web.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    web.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
-        settings = Settings.from_env()
-    except SettingsError as exc:
-        print(f"nimbus: {exc}", file=sys.stderr)
-        return 2
+        return COMMANDS[args.command](args, Settings.from_env())
+    except NimbusError as exc:
+        print(f"nimbus {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"nimbus {args.command}: interrupted", file=sys.stderr)
+        return 130
 
-    if args.command == "crawl":
-        from services.crawler.crawl import run_crawl
-        from services.crawler.urls import BadUrlError
 
-        settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency,
-                                           crawl_processes=args.processes)
-        try:
-            if settings.crawl_processes > 1:
-                from services.crawler.processes import run_crawl_processes
+def _crawl(args: argparse.Namespace, settings: Settings) -> int:
+    from services.crawler.crawl import run_crawl
+    from services.text.errors import BadUrlError
 
-                stats = run_crawl_processes(settings, args.seeds, settings.crawl_processes,
-                                            max_pages=args.max_pages, max_depth=args.max_depth,
-                                            progress=not args.quiet)
-            else:
-                stats = run_crawl(settings, args.seeds, max_pages=args.max_pages,
-                                  max_depth=args.max_depth, progress=not args.quiet)
-        except BadUrlError as exc:
-            print(f"nimbus crawl: bad seed: {exc}; give absolute http(s) URLs", file=sys.stderr)
-            return 2
-        if args.quiet:  # the live line is off; the summary is always printed
-            print(stats.summary(), file=sys.stderr)
-        return 0 if stats.pages or not stats.errors else 1
-    if args.command == "index":
-        from mapreduce.build import BuildError, build_index
+    settings = settings.with_overrides(
+        crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
+    )
+    try:
+        if settings.crawl_processes > 1:
+            from services.crawler.processes import run_crawl_processes
 
-        try:
-            result = build_index(settings.with_overrides(mr_runner=args.runner),
-                                 progress=not args.quiet)
-        except BuildError as exc:
-            print(f"nimbus index: {exc}", file=sys.stderr)
-            return 1
-        print(f"published {result.segment}: {result.num_docs} documents, {result.num_terms} terms, "
-              f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s")
-        return 0
-    if args.command == "serve":
-        import uvicorn
+            stats = run_crawl_processes(
+                settings,
+                args.seeds,
+                settings.crawl_processes,
+                max_pages=args.max_pages,
+                max_depth=args.max_depth,
+                progress=not args.quiet,
+            )
+        else:
+            stats = run_crawl(
+                settings,
+                args.seeds,
+                max_pages=args.max_pages,
+                max_depth=args.max_depth,
+                progress=not args.quiet,
+            )
+    except BadUrlError as exc:
+        raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
+    if args.quiet:  # the live line is off; the summary is always printed
+        print(stats.summary(), file=sys.stderr)
+    return 0 if stats.pages or not stats.errors else 1
 
-        from services.search.app import create_app
 
-        settings = settings.with_overrides(host=args.host, port=args.port)
-        print(f"serving on http://{settings.host}:{settings.port}/", flush=True)
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
-        return 0
-    if args.command == "demo":
-        from services.demo.run import run_demo
+def _index(args: argparse.Namespace, settings: Settings) -> int:
+    from services.indexing.build import build_index
 
-        run_demo(settings.with_overrides(port=args.port), args.data)
-        return 0
-    if args.command == "eval":
-        from mapreduce.build import BuildError
-        from services.eval.collection import CollectionError
-        from services.eval.metrics import format_metrics
-        from services.eval.run import default_state, run_eval, state_settings
-        from services.ingest.collection import IngestError
+    result = build_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
+    print(
+        f"published {result.segment}: {result.num_docs} documents, {result.num_terms} terms, "
+        f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
+    )
+    return 0
 
-        if args.depth < 1:
-            print("nimbus eval: --depth must be at least 1", file=sys.stderr)
-            return 2
-        state = args.state or default_state(args.collection, settings)
-        if not os.environ.get("NIMBUS_MR_RUNNER"):  # a few thousand documents: no subprocesses
-            settings = settings.with_overrides(mr_runner="inline")
-        settings = state_settings(settings, state)
-        run_path = args.run or state / "run.trec"
-        if not args.quiet:
-            print(f"eval: state in {state}, MapReduce runner {settings.mr_runner} "
-                  "(set NIMBUS_MR_RUNNER to choose another)", file=sys.stderr)
-        try:
-            metrics = run_eval(args.collection, settings, run_path=run_path, depth=args.depth,
-                               progress=not args.quiet)
-        except CollectionError as exc:
-            print(f"nimbus eval: {exc}", file=sys.stderr)
-            return 2
-        except (IngestError, BuildError) as exc:
-            print(f"nimbus eval: {exc}", file=sys.stderr)
-            return 1
-        for line in format_metrics(metrics):
-            print(line)
-        print(f"run file {run_path}")
-        return 0
-    if args.command == "sampleweb":
-        import time
 
-        from services.demo.sampleweb import start_sample_web
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
 
-        servers = start_sample_web(args.data)
-        for server in servers:
-            print(f"{server.site.name}: {server.origin}/", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            return 0
-    return 2
+    from services.search.app import create_app
+
+    settings = settings.with_overrides(host=args.host, port=args.port)
+    print(f"serving on http://{settings.host}:{settings.port}/", flush=True)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from services.demo.run import run_demo
+
+    run_demo(settings.with_overrides(port=args.port), args.data)
+    return 0
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from services.eval.metrics import format_metrics
+    from services.eval.run import default_state, run_eval, state_settings
+
+    state = args.state or default_state(args.collection, settings)
+    if not os.environ.get("NIMBUS_MR_RUNNER"):  # a few thousand documents: no subprocesses
+        settings = settings.with_overrides(mr_runner="inline")
+    settings = state_settings(settings, state)
+    run_path = args.run or state / "run.trec"
+    if not args.quiet:
+        print(
+            f"eval: state in {state}, MapReduce runner {settings.mr_runner} "
+            "(set NIMBUS_MR_RUNNER to choose another)",
+            file=sys.stderr,
+        )
+    metrics = run_eval(
+        args.collection, settings, run_path=run_path, depth=args.depth, progress=not args.quiet
+    )
+    for line in format_metrics(metrics):
+        print(line)
+    print(f"run file {run_path}")
+    return 0
+
+
+def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
+    import time
+
+    from services.demo.sampleweb import start_sample_web
+
+    servers = start_sample_web(args.data)
+    for server in servers:
+        print(f"{server.site.name}: {server.origin}/", flush=True)
+    while True:
+        time.sleep(3600)  # serve until Ctrl-C (main turns it into exit status 130)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "crawl": _crawl,
+    "index": _index,
+    "serve": _serve,
+    "demo": _demo,
+    "eval": _eval,
+    "sampleweb": _sampleweb,
+}
 
 
 if __name__ == "__main__":

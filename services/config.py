@@ -13,11 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from services.errors import NimbusError
+
 DEFAULT_USER_AGENT = "NimbusBot/0.1 (+https://github.com/nimbus-search/nimbus; crawler@nimbus.invalid)"
 
 
-class SettingsError(ValueError):
+class SettingsError(NimbusError, ValueError):
     """A setting in the environment is malformed; the message names it and the fix."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class Settings:
     def with_overrides(self, **changes: object) -> Settings:
         """A copy with some fields changed (CLI flags override the environment)."""
         clean = {k: v for k, v in changes.items() if v is not None}
-        settings = replace(self, **clean)
+        settings = replace(self, **clean)  # type: ignore[arg-type]  # field types: validate()
         settings.validate()
         return settings
 
@@ -159,13 +163,9 @@ class Settings:
                 "mysql+pymysql://user:password@host:3306/db"
             )
         if not (self.blob_url.startswith("file://") or self.blob_url.startswith("s3://")):
-            raise SettingsError(
-                f"NIMBUS_BLOB_URL={self.blob_url!r}: use file://path or s3://bucket/prefix"
-            )
+            raise SettingsError(f"NIMBUS_BLOB_URL={self.blob_url!r}: use file://path or s3://bucket/prefix")
         if self.pagerank_engine not in {"memory", "mapreduce"}:
-            raise SettingsError(
-                f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce"
-            )
+            raise SettingsError(f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce")
         if self.keep_segments < 0:
             raise SettingsError(f"NIMBUS_KEEP_SEGMENTS={self.keep_segments}: use 0 (keep all) or more")
         if self.pagerank_level not in {"page", "host"}:

@@ -25,8 +25,11 @@ _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # mallopt's param
 
 def malloc_env(trim_threshold: int, top_pad: int) -> dict[str, str]:
     """The environment variables that give a new process these settings."""
-    return {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_MAX),
-            "MALLOC_TRIM_THRESHOLD_": str(trim_threshold), "MALLOC_TOP_PAD_": str(top_pad)}
+    return {
+        "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_MAX),
+        "MALLOC_TRIM_THRESHOLD_": str(trim_threshold),
+        "MALLOC_TOP_PAD_": str(top_pad),
+    }
 
 
 def keep_freed_memory(trim_threshold: int = 1 << 30, top_pad: int = 64 << 20) -> bool:
@@ -38,6 +41,11 @@ def keep_freed_memory(trim_threshold: int = 1 << 30, top_pad: int = 64 << 20) ->
         mallopt = ctypes.CDLL(name).mallopt
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
         return False
-    return all(mallopt(param, value) == 1 for param, value in (
-        (_M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX), (_M_TRIM_THRESHOLD, trim_threshold),
-        (_M_TOP_PAD, top_pad)))
+    return all(
+        mallopt(param, value) == 1
+        for param, value in (
+            (_M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX),
+            (_M_TRIM_THRESHOLD, trim_threshold),
+            (_M_TOP_PAD, top_pad),
+        )
+    )

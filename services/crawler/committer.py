@@ -38,26 +38,18 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler import frontier
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
-from services.crawler.urls import host_key, url_id
 from services.storage.blobstore import BlobStore
-from services.storage.block_pair import cut_blocks, write_block_pair
-from services.storage.db import (
-    bump_counters,
-    chunked,
-    is_retryable,
-    lock_commits,
-    reserve_doc_nums,
-    retry_transaction,
-)
-from services.storage.models import Document, DuplicateUrl, Host
-from services.storage.records import Record
+from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
+from services.storage.documents import DocumentWriter, NewDocument
+from services.storage.models import Document, DuplicateUrl, Host, table
+from services.text.urls import host_key, url_id
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
 
@@ -79,16 +71,25 @@ class _Doc:
 class Committer:
     """Buffers results of completed batches until they are committed."""
 
-    def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, *,
-                 max_block_bytes: int, max_block_docs: int, partitions: int = 1,
-                 recrawl_min: float = DAY, recrawl_max: float = 30 * DAY,
-                 transactions: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        blobs: BlobStore,
+        *,
+        max_block_bytes: int,
+        max_block_docs: int,
+        partitions: int = 1,
+        recrawl_min: float = DAY,
+        recrawl_max: float = 30 * DAY,
+        transactions: threading.Lock | None = None,
+    ) -> None:
         self.sessions = sessions
         # Held around each of our transactions (not around block writing): the crawler
         # passes the lock its leases take, so one process's transactions never
         # interleave; on MySQL they deadlocked each other when they did.
         self.transactions = transactions or threading.Lock()
         self.blobs = blobs
+        self.writer = DocumentWriter(blobs, max_block_docs=max_block_docs, max_block_bytes=max_block_bytes)
         self.max_block_bytes = max_block_bytes
         self.max_block_docs = max_block_docs
         self.partitions = partitions
@@ -140,9 +141,12 @@ class Committer:
             return FlushResult()
         # A unique-key race with another process, or a deadlock the database rolled
         # back: the transaction (and its blocks, deleted) starts over.
-        return retry_transaction(lambda: self._commit_once(pending), attempts=_ATTEMPTS,
-                                 what="commit conflict",
-                                 retry_on=lambda e: isinstance(e, IntegrityError) or is_retryable(e))
+        return retry_transaction(
+            lambda: self._commit_once(pending),
+            attempts=_ATTEMPTS,
+            what="commit conflict",
+            retry_on=lambda e: isinstance(e, IntegrityError) or is_retryable(e),
+        )
 
     def _commit_once(self, pending: Pending) -> FlushResult:
         now = time.time()
@@ -159,20 +163,23 @@ class Committer:
                 # blocks (which hold them) are written with no lock held, so another
                 # crawler process's leases and commits never wait for our gzip. A retry
                 # of this flush keeps them: only a crash leaves unused numbers.
-                lock_commits(session)
-                pending.reserved = (reserve_doc_nums(session, needed), needed)
-        base = pending.reserved[0]
-        blocks: list[str] = []
+                self.writer.lock(session)
+                pending.reserved = (self.writer.reserve(session, needed), needed)
+        written = self.writer.write(self._documents(stored, pending.reserved[0]))
+        blocks = written.blocks
+        fresh = [row for row, d in zip(written.rows, stored, strict=True) if d.existing is None]
+        changed = {
+            d.existing.url_id: row
+            for row, d in zip(written.rows, stored, strict=True)
+            if d.existing is not None
+        }
         try:
-            rows = self._write_blocks(stored, base, blocks)
             with self.transactions, self.sessions.begin() as session:
                 # Committers take turns again for the rows (short: the blocks are written).
                 # Two flushes interleaving on MySQL deadlocked on counters and host rows.
-                lock_commits(session)
-                fresh = [r for r in rows if r["_new"]]
-                if fresh:
-                    session.execute(insert(Document), [_row(r) for r in fresh])
-                self._update_recrawled(session, docs, rows, now, counts)
+                self.writer.lock(session)
+                self.writer.insert(session, fresh)
+                self._update_recrawled(session, docs, changed, counts)
                 self._record_duplicates(session, duplicates, now)
                 new_urls = self._record_frontier(session, pending.results, docs, now)
                 self._count_host_pages(session, pending.results)
@@ -181,13 +188,13 @@ class Committer:
                 bump_counters(session, dict(counts))
                 frontier.commit_batches(session, pending.seqs, now)
         except BaseException:
-            for name in blocks:
-                self.blobs.delete(name)
+            self.writer.discard(blocks)
             raise
         return FlushResult(documents=len(fresh), blocks=blocks, new_urls=new_urls, counters=counts)
 
-    def _sort_docs(self, session: Session, results: list[UrlResult], counts: Counter[str],
-                   now: float) -> tuple[list[_Doc], list[tuple[UrlResult, Document | _Doc]]]:
+    def _sort_docs(
+        self, session: Session, results: list[UrlResult], counts: Counter[str], now: float
+    ) -> tuple[list[_Doc], list[tuple[UrlResult, Document | _Doc]]]:
         """Split fetched documents into new/recrawled ones and content duplicates of others.
 
         One document per URL per flush (two URLs redirecting to one target
@@ -224,50 +231,42 @@ class Committer:
             docs.append(d)
         return docs, duplicates
 
-    def _write_blocks(self, docs: list[_Doc], base: int, names: list[str]) -> list[dict]:
-        """Cut the documents into blocks under the caps and put each block pair.
-
-        ``names`` gets each block as soon as it is stored, so that a failure
-        half-way deletes the blocks already written.
-        """
-        rows: list[dict] = []
+    @staticmethod
+    def _documents(docs: list[_Doc], base: int) -> list[NewDocument]:
+        """What to store: a recrawled document keeps its number, new ones count up from ``base``."""
+        out: list[NewDocument] = []
         number = base
-        for group in cut_blocks(docs, lambda d: len(d.doc.body), self.max_block_docs,
-                                self.max_block_bytes):
-            group_rows, group_names, number = self._write_block(group, number)
-            rows += group_rows
-            names += group_names
-        return rows
-
-    def _write_block(self, docs: list[_Doc], base: int) -> tuple[list[dict], list[str], int]:
-        number = base
-        nums, stored = [], []
         for d in docs:
             doc, p = d.doc, d.doc.parsed
-            doc_num = d.existing.doc_num if d.existing is not None else number
-            if d.existing is None:
-                number += 1
-            nums.append(doc_num)
-            stored.append((doc.body, p.content_type, Record(
-                doc_num=doc_num, url=doc.url, url_id=url_id(doc.url), doc_id=doc.doc_id,
-                content_type=p.content_type.mime, title=p.title, text=p.text,
-                description=p.description, lang=p.lang, links=p.links, fetched_at=doc.fetched_at,
-            )))
-        placements, names = write_block_pair(self.blobs, stored, base, self.max_block_bytes)
-        rows = [{
-            "_new": d.existing is None, "url_id": record.url_id, "doc_num": doc_num,
-            "url": d.doc.url, "doc_id": d.doc.doc_id, "content_type": record.content_type,
-            "title": record.title[:2000], "lang": record.lang[:16], "length": len(d.doc.body),
-            "status": d.doc.status, "depth": d.result.depth, "last_crawled": d.doc.fetched_at,
-            **placement.columns(),
-        } for d, doc_num, (_body, _type, record), placement in zip(docs, nums, stored, placements,
-                                                                  strict=True)]
-        return rows, names, number
+            if d.existing is not None:
+                doc_num = d.existing.doc_num
+            else:
+                doc_num, number = number, number + 1
+            out.append(
+                NewDocument(
+                    doc_num=doc_num,
+                    url=doc.url,
+                    url_id=url_id(doc.url),
+                    body=doc.body,
+                    content_type=p.content_type,
+                    title=p.title,
+                    text=p.text,
+                    description=p.description,
+                    lang=p.lang,
+                    links=p.links,
+                    fetched_at=doc.fetched_at,
+                    status=doc.status,
+                    depth=d.result.depth,
+                    doc_id=doc.doc_id,
+                )
+            )
+        return out
 
-    def _update_recrawled(self, session: Session, docs: list[_Doc], rows: list[dict], now: float,
-                          counts: Counter[str]) -> None:
-        """Point recrawled documents at their new version, or note that nothing changed."""
-        by_url = {r["url_id"]: r for r in rows if not r["_new"]}
+    def _update_recrawled(
+        self, session: Session, docs: list[_Doc], changed: dict[str, dict], counts: Counter[str]
+    ) -> None:
+        """Point recrawled documents at their new version (``changed``: the new rows by
+        url_id), or note that nothing changed."""
         for d in docs:
             row = d.existing
             if row is None:
@@ -275,40 +274,67 @@ class Committer:
             live = session.get(Document, row.url_id)
             if live is None:  # cannot happen: documents are never deleted
                 continue
-            new = by_url.get(row.url_id)
+            new = changed.get(row.url_id)
             if new is None:
                 live.unchanged = (live.unchanged or 0) + 1
                 live.last_crawled = d.doc.fetched_at
                 counts["recrawl_unchanged"] += 1
                 continue
-            for key in ("doc_id", "content_type", "title", "lang", "length", "status", "last_crawled",
-                        "content_block", "content_index", "content_offset", "record_block",
-                        "record_offset", "record_length"):
+            for key in (
+                "doc_id",
+                "content_type",
+                "title",
+                "lang",
+                "length",
+                "status",
+                "last_crawled",
+                "content_block",
+                "content_index",
+                "content_offset",
+                "record_block",
+                "record_offset",
+                "record_length",
+            ):
                 setattr(live, key, new[key])
             live.versions = (live.versions or 1) + 1
             counts["recrawl_changed"] += 1
 
-    def _record_duplicates(self, session: Session, duplicates: list[tuple[UrlResult, Document | _Doc]],
-                           now: float) -> None:
+    def _record_duplicates(
+        self, session: Session, duplicates: list[tuple[UrlResult, Document | _Doc]], now: float
+    ) -> None:
         for result, original in duplicates:
             doc = result.doc
             if doc is None:
                 continue
+            number: int | None
             if isinstance(original, _Doc):  # same flush: its doc number is fixed by now
-                number = session.scalar(select(Document.doc_num).where(
-                    Document.url_id == url_id(original.doc.url)))
+                number = session.scalar(
+                    select(Document.doc_num).where(Document.url_id == url_id(original.doc.url))
+                )
             else:
                 number = original.doc_num
+            if number is None:  # cannot happen: the original's row is in this transaction
+                log.warning("no document row for %s, the original of duplicate %s", original, doc.url)
+                continue
             uid = url_id(doc.url)
             row = session.get(DuplicateUrl, uid)
             if row is None:
-                session.add(DuplicateUrl(url_id=uid, url=doc.url, doc_num=number, doc_id=doc.doc_id,
-                                         first_seen=now, last_seen=now))
+                session.add(
+                    DuplicateUrl(
+                        url_id=uid,
+                        url=doc.url,
+                        doc_num=number,
+                        doc_id=doc.doc_id,
+                        first_seen=now,
+                        last_seen=now,
+                    )
+                )
             else:
                 row.doc_num, row.doc_id, row.last_seen = number, doc.doc_id, now
 
-    def _record_frontier(self, session: Session, results: list[UrlResult], docs: list[_Doc],
-                         now: float) -> int:
+    def _record_frontier(
+        self, session: Session, results: list[UrlResult], docs: list[_Doc], now: float
+    ) -> int:
         """Finish the batches' frontier rows (next recrawl included) and add what they found."""
         intervals = {d.result.url_id: self._next_interval(d) for d in docs}
         outcomes = []
@@ -321,8 +347,11 @@ class Committer:
             else:
                 outcomes.append(Outcome(r.url_id, r.state, r.status, r.error))
         # A redirect followed inside fetch: the target is a done row, never fetched under its own name.
-        targets = [(NewUrl(d.doc.url, d.result.depth, discovered_from=d.result.url_id), url_id(d.doc.url))
-                   for d in docs if d.doc.url != d.result.url]
+        targets = [
+            (NewUrl(d.doc.url, d.result.depth, discovered_from=d.result.url_id), url_id(d.doc.url))
+            for d in docs
+            if d.doc.url != d.result.url
+        ]
         frontier.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
         outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
         frontier.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
@@ -345,11 +374,10 @@ class Committer:
         """Pages requested per host, for the per-host page cap across runs."""
         per_host = Counter(host_key(r.url) for r in results if r.counters.get("pages"))
         if per_host:
-            table = Host.__table__
-            session.execute(table.update().where(table.c.host == bindparam("h"))
-                            .values(pages=table.c.pages + bindparam("n")),
-                            [{"h": h, "n": n} for h, n in per_host.items()])
-
-
-def _row(row: dict) -> dict:
-    return {k: v for k, v in row.items() if not k.startswith("_")}
+            hosts = table(Host)
+            session.execute(
+                hosts.update()
+                .where(hosts.c.host == bindparam("h"))
+                .values(pages=hosts.c.pages + bindparam("n")),
+                [{"h": h, "n": n} for h, n in per_host.items()],
+            )

@@ -34,21 +34,22 @@ import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from services.config import Settings
 from services.crawler import frontier
 from services.crawler.committer import Committer, FlushResult, UrlResult
+from services.crawler.context import DatabaseThread, PageBudget, VisitContext
+from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
 from services.crawler.progress import CrawlStats, progress_line
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
-from services.crawler.urls import normalize_url
 from services.crawler.visit import Visitor
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, retry_transaction, session_factory
+from services.storage.db import init_db, make_engine, session_factory
+from services.text.urls import normalize_url
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
 
@@ -56,14 +57,9 @@ log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 600.0  # a crashed crawler's batches are handed out again after 10 minutes
 RENEW_EVERY = 60.0  # ... so a live one renews its leases well before that
-DB_ATTEMPTS = 5  # tries of a frontier transaction that lost a lock conflict
 MAX_BATCHES = 256  # batches held in memory (fetched or being fetched) before leasing waits
 LEASE_AHEAD = 4096  # leased URLs waiting for their host: a few seconds of work, to ride out a flush
 MAX_HELD_BYTES = 256 * 1024 * 1024  # fetched bodies held for the committer before leasing waits
-
-
-class CrawlerBusyError(RuntimeError):
-    """Another crawler with the same identity (host and partitions) is running."""
 
 
 @dataclass
@@ -76,8 +72,14 @@ class _Batch:
         return len(self.results) == len(self.lease.entries)
 
 
-def run_crawl(settings: Settings, seeds: list[str], *, max_pages: int | None = None,
-              max_depth: int | None = None, progress: bool = True) -> CrawlStats:
+def run_crawl(
+    settings: Settings,
+    seeds: list[str],
+    *,
+    max_pages: int | None = None,
+    max_depth: int | None = None,
+    progress: bool = True,
+) -> CrawlStats:
     """Crawl from ``seeds`` until the frontier is exhausted or ``max_pages`` pages were fetched.
 
     ``None`` limits come from ``settings``; ``max_pages`` counts this run's
@@ -100,7 +102,7 @@ class Crawler:
 
     def __init__(self, settings: Settings, *, max_pages: int, max_depth: int, progress: bool) -> None:
         self.settings = settings
-        self.max_pages = max_pages
+        self.budget = PageBudget(max_pages)
         self.max_depth = max_depth
         self.progress = progress
         self.partitions = settings.partition_list
@@ -109,66 +111,90 @@ class Crawler:
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.committer = Committer(
-            self.sessions, open_blobstore(settings.blob_url, settings.aws_endpoint_url),
-            max_block_bytes=settings.block_max_bytes, max_block_docs=settings.block_max_docs,
-            partitions=settings.partitions, recrawl_min=settings.recrawl_min_interval,
-            recrawl_max=settings.recrawl_max_interval, transactions=self.transactions,
+            self.sessions,
+            open_blobstore(settings.blob_url, settings.aws_endpoint_url),
+            max_block_bytes=settings.block_max_bytes,
+            max_block_docs=settings.block_max_docs,
+            partitions=settings.partitions,
+            recrawl_min=settings.recrawl_min_interval,
+            recrawl_max=settings.recrawl_max_interval,
+            transactions=self.transactions,
         )
-        self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-db")  # DB work, in order
+        self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
         # queued behind it left the fetchers without work (one flush runs at a time).
         self.commits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-commit")
         self.batches: deque[_Batch] = deque()
         self.hosts: HostScheduler[tuple[_Batch, LeasedUrl]] = HostScheduler(
-            settings.per_host_concurrency, settings.max_crawl_delay)
+            settings.per_host_concurrency, settings.max_crawl_delay
+        )
         self.workers: set[asyncio.Task[None]] = set()
-        self.waiting = 0  # leased URLs not yet picked up by their host's worker
         self.errors = 0
         self.counters: Counter[str] = Counter()
         self.worker_name = f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
-        self.visitor = Visitor(self)
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
         self.recovered: dict[str, UrlResult] = {}  # answered before a kill, not yet committed
 
     @property
     def pages(self) -> int:
-        return self.visitor.pages
+        return self.budget.spent
 
     async def run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
         with self._identity_lock():
-            released = await self.in_db(frontier.release_worker, self.worker_name)
+            released = await self.db.transaction(frontier.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
             self.recovered = self.spool.recover()
             seed_urls = [NewUrl(url, 0, SEED_PRIORITY) for url in seeds]
-            await self.in_db(frontier.add_urls, seed_urls, time.time(), partitions=self.settings.partitions)
+            await self.db.transaction(
+                frontier.add_urls, seed_urls, time.time(), partitions=self.settings.partitions
+            )
             self.wake = asyncio.Event()
             self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
-            self.http = make_session(self.settings.user_agent, self.settings.fetch_timeout,
-                                     self.settings.concurrency,
-                                     connect_timeout=self.settings.connect_timeout,
-                                     read_timeout=self.settings.read_timeout,
-                                     limit_per_host=self.settings.per_host_concurrency)
+            self.http = make_session(
+                self.settings.user_agent,
+                self.settings.fetch_timeout,
+                self.settings.concurrency,
+                connect_timeout=self.settings.connect_timeout,
+                read_timeout=self.settings.read_timeout,
+                limit_per_host=self.settings.per_host_concurrency,
+            )
+            self.visitor = Visitor(
+                VisitContext(
+                    self.settings, self.http, self.hosts, self.slots, self.budget, self.max_depth, self.db
+                )
+            )
             reporter = asyncio.create_task(self._report(started)) if self.progress else None
             try:
                 await self._loop()
             finally:
                 await self._shutdown(reporter)
-        stats = CrawlStats(pages=self.pages, seconds=time.monotonic() - started, errors=self.errors,
-                           bytes=self.visitor.bytes, counters=dict(self.counters))
+        stats = CrawlStats(
+            pages=self.pages,
+            seconds=time.monotonic() - started,
+            errors=self.errors,
+            bytes=self.visitor.bytes,
+            counters=dict(self.counters),
+        )
         if self.progress:
-            print(f"\r\x1b[K{stats.summary()}" if sys.stderr.isatty() else stats.summary(),
-                  file=sys.stderr, flush=True)
+            print(
+                f"\r\x1b[K{stats.summary()}" if sys.stderr.isatty() else stats.summary(),
+                file=sys.stderr,
+                flush=True,
+            )
         return stats
 
     @contextlib.contextmanager
     def _identity_lock(self):  # noqa: ANN202 - a context manager
         """Hold a lock file for our identity, so a live crawler's leases are never taken back."""
-        path = Path(self.settings.var_dir) / "crawler-locks" / (
-            self.worker_name.replace("/", "_").replace(",", "_") + ".lock")
+        path = (
+            Path(self.settings.var_dir)
+            / "crawler-locks"
+            / (self.worker_name.replace("/", "_").replace(",", "_") + ".lock")
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as handle:
             try:
@@ -177,25 +203,12 @@ class Crawler:
                 raise CrawlerBusyError(
                     f"another crawler for partitions {self.settings.partition_ids or 'all'} is running "
                     f"from {self.settings.var_dir} (lock {path}); give each crawler its own "
-                    "NIMBUS_PARTITION_IDS or wait for it to stop") from exc
+                    "NIMBUS_PARTITION_IDS or wait for it to stop"
+                ) from exc
             try:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
-
-    async def in_db(self, func, *args, **kwargs):  # noqa: ANN001, ANN201 - any frontier function
-        """Run ``func(session, ...)`` in one transaction on the database thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.db, partial(self._in_tx, func, *args, **kwargs))
-
-    def _in_tx(self, func, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin transaction wrapper
-        def once():  # noqa: ANN202 - whatever func returns
-            with self.transactions, self.sessions.begin() as session:
-                return func(session, *args, **kwargs)
-
-        # Another crawler process's transaction may win a lock conflict (MySQL rolls
-        # this one back whole): then it runs again.
-        return retry_transaction(once, attempts=DB_ATTEMPTS, what=func.__name__)
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs
@@ -213,21 +226,28 @@ class Crawler:
             now = time.monotonic()
             committer = self.committer
             due = now - last_flush > self.settings.flush_interval
-            if self.flushing is None and committer.pending and (
-                    committer.full or dry or self._budget() <= 0 or due):
+            if (
+                self.flushing is None
+                and committer.pending
+                and (committer.full or dry or self.budget.leasable() <= 0 or due)
+            ):
                 self.flushing = self._start_flush()
                 self.flushing.add_done_callback(lambda _f: self.wake.set())
                 last_flush = now
                 continue
-            if (not self.batches and not committer.pending and self.flushing is None
-                    and (dry or self._budget() <= 0)):
-                if self._budget() <= 0 or not await self._await_retries():
+            if (
+                not self.batches
+                and not committer.pending
+                and self.flushing is None
+                and (dry or self.budget.leasable() <= 0)
+            ):
+                if self.budget.leasable() <= 0 or not await self._await_retries():
                     return
                 dry = False
                 continue
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
-                await self.in_db(frontier.renew_leases, seqs, time.time() + LEASE_SECONDS)
+                await self.db.transaction(frontier.renew_leases, seqs, time.time() + LEASE_SECONDS)
                 self.hosts.forget_idle(asyncio.get_running_loop().time())
                 self.visitor.forget(set(self.hosts.hosts))
                 last_renew = now
@@ -236,8 +256,9 @@ class Crawler:
 
     async def _await_retries(self) -> bool:
         """Sleep until the next retry is due if that is soon; False when nothing is waiting."""
-        due = await self.in_db(frontier.next_available, max_depth=self.max_depth,
-                               partitions=self.partitions)
+        due = await self.db.transaction(
+            frontier.next_available, max_depth=self.max_depth, partitions=self.partitions
+        )
         wait = None if due is None else due - time.time()
         if wait is None or wait > self.retry_horizon:
             return False  # nothing left, or only far retries: the next run takes them
@@ -250,22 +271,28 @@ class Crawler:
         s = self.settings
         return s.retry_backoff * 2 ** max(0, s.max_attempts - 1) * 1.25 + 1.0
 
-    def _budget(self) -> int:
-        """Pages this run may still lease for."""
-        return self.max_pages - self.pages - self.waiting
-
     async def _fill(self) -> bool:
         """Lease batches while memory allows; True when the frontier had nothing ready."""
         window = max(self.settings.batch_size, LEASE_AHEAD, 4 * self.settings.concurrency)
         size = self.settings.batch_size
-        while (len(self.batches) < MAX_BATCHES and self.waiting < window
-               and self.committer.buffered_bytes < MAX_HELD_BYTES):
-            budget = self._budget()
-            wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.waiting) // size))
-            leases = await self.in_db(frontier.lease_batches, batches=wanted, limit=size,
-                                      budget=budget, now=time.time(), lease_seconds=LEASE_SECONDS,
-                                      max_depth=self.max_depth, worker=self.worker_name,
-                                      partitions=self.partitions)
+        while (
+            len(self.batches) < MAX_BATCHES
+            and self.budget.waiting < window
+            and self.committer.buffered_bytes < MAX_HELD_BYTES
+        ):
+            budget = self.budget.leasable()
+            wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.budget.waiting) // size))
+            leases = await self.db.transaction(
+                frontier.lease_batches,
+                batches=wanted,
+                limit=size,
+                budget=budget,
+                now=time.time(),
+                lease_seconds=LEASE_SECONDS,
+                max_depth=self.max_depth,
+                worker=self.worker_name,
+                partitions=self.partitions,
+            )
             for lease in leases:
                 self._dispatch(lease)
             if not leases:
@@ -282,7 +309,7 @@ class Crawler:
                 batch.results[entry.url_id] = spooled
                 self.wake.set()
                 continue
-            self.waiting += 1
+            self.budget.waiting += 1
             if self.hosts.push(entry.host, (batch, entry)):
                 task = asyncio.create_task(self._host_worker(entry.host))
                 self.workers.add(task)
@@ -292,8 +319,7 @@ class Crawler:
         """Hand completed batches to the committer, strictly in lease order."""
         while self.batches and self.batches[0].complete:
             batch = self.batches.popleft()
-            self.committer.add_batch(batch.lease.seq,
-                                     [batch.results[e.url_id] for e in batch.lease.entries])
+            self.committer.add_batch(batch.lease.seq, [batch.results[e.url_id] for e in batch.lease.entries])
 
     async def _host_worker(self, host: str) -> None:
         """Visit one host's queued URLs; ends when its queue is empty.
@@ -304,9 +330,10 @@ class Crawler:
         try:
             while (item := self.hosts.pop(host)) is not None:
                 batch, entry = item
-                self.waiting -= 1
-                result = UrlResult(entry.url_id, entry.url, entry.depth, state="done",
-                                   interval=entry.interval)
+                self.budget.waiting -= 1
+                result = UrlResult(
+                    entry.url_id, entry.url, entry.depth, state="done", interval=entry.interval
+                )
                 try:
                     await self.visitor.visit(host, entry, result)
                 except (ValueError, LookupError, TypeError, UnicodeError, AttributeError) as exc:
@@ -342,13 +369,14 @@ class Crawler:
                 self.counters.update(flushed.counters)
             seqs = [b.lease.seq for b in self.batches] + self.committer.seqs
             if seqs:
-                await self.in_db(frontier.renew_leases, seqs, 0.0)
+                await self.db.transaction(frontier.renew_leases, seqs, 0.0)
         except Exception:  # noqa: BLE001 - keep the original error; the leases are taken back anyway
-            log.warning("could not commit or release on stop; a restart takes the batches back",
-                        exc_info=True)
+            log.warning(
+                "could not commit or release on stop; a restart takes the batches back", exc_info=True
+            )
         await self.http.close()
         self.commits.shutdown(wait=True)
-        self.db.shutdown(wait=True)
+        self.db.shutdown()
         self.engine.dispose()
         self.spool.close()
 
@@ -378,16 +406,22 @@ class Crawler:
             await asyncio.sleep(every)
             now = time.monotonic()
             if now - last_count >= 5.0:  # a COUNT over the frontier: not every second
-                states = await self.in_db(frontier.count_by_state)
+                states = await self.db.transaction(frontier.count_by_state)
                 queued = states.get("new", 0) + states.get("leased", 0)
                 last_count = now
             rate = (self.pages - last_pages) / max(now - last, 1e-9)
             last, last_pages = now, self.pages
             counters = self.counters + self.visitor.live_counters
-            line = progress_line(pages=self.pages, elapsed=now - started, recent_rate=rate, queued=queued,
-                                 counters=counters, errors=self.errors, nbytes=self.visitor.bytes)
-            print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n",
-                  file=sys.stderr, flush=True)
+            line = progress_line(
+                pages=self.pages,
+                elapsed=now - started,
+                recent_rate=rate,
+                queued=queued,
+                counters=counters,
+                errors=self.errors,
+                nbytes=self.visitor.bytes,
+            )
+            print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
 
 def _spooled(result: UrlResult) -> bool:

@@ -25,7 +25,8 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from services.crawler.urls import BadUrlError, normalize_url
+from services.text.errors import BadUrlError
+from services.text.urls import normalize_url
 
 if TYPE_CHECKING:
     from services.config import Settings
@@ -88,22 +89,32 @@ class Timeouts:
         return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
 
 
-def make_session(user_agent: str, timeout: float, concurrency: int, *,
-                 connect_timeout: float | None = None, read_timeout: float | None = None,
-                 limit_per_host: int = 0) -> aiohttp.ClientSession:
+def make_session(
+    user_agent: str,
+    timeout: float,
+    concurrency: int,
+    *,
+    connect_timeout: float | None = None,
+    read_timeout: float | None = None,
+    limit_per_host: int = 0,
+) -> aiohttp.ClientSession:
     """The one client session a crawl shares (connection pool, User-Agent, timeouts).
 
     ``timeout`` is the total per fetch; ``fetch`` re-applies the same bounds
     itself, so a session built elsewhere is still safe.
     """
-    timeouts = Timeouts(connect=connect_timeout if connect_timeout is not None else min(timeout, 10.0),
-                        read=read_timeout if read_timeout is not None else timeout, total=timeout)
+    timeouts = Timeouts(
+        connect=connect_timeout if connect_timeout is not None else min(timeout, 10.0),
+        read=read_timeout if read_timeout is not None else timeout,
+        total=timeout,
+    )
     return aiohttp.ClientSession(
         headers={"User-Agent": user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=timeouts.client_timeout(),
         auto_decompress=False,
-        connector=aiohttp.TCPConnector(limit=max(1, concurrency), limit_per_host=limit_per_host,
-                                       ttl_dns_cache=300),
+        connector=aiohttp.TCPConnector(
+            limit=max(1, concurrency), limit_per_host=limit_per_host, ttl_dns_cache=300
+        ),
     )
 
 
@@ -226,14 +237,19 @@ async def fetch(
                 return result
             await _get(session, url, result, max_bytes, accept, bounds)
     except TimeoutError:
-        _fail(result, "timeout", f"no complete response from {url} within the time limits "
-                                 f"(connect {bounds.connect:g} s, read {bounds.read:g} s, "
-                                 f"total {bounds.total:g} s)")
+        _fail(
+            result,
+            "timeout",
+            f"no complete response from {url} within the time limits "
+            f"(connect {bounds.connect:g} s, read {bounds.read:g} s, "
+            f"total {bounds.total:g} s)",
+        )
     except aiohttp.InvalidURL as exc:
         _fail(result, "bad_url", f"{url}: {exc}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, asyncio.IncompleteReadError) as exc:
-        _fail(result, "closed",
-              f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})")
+        _fail(
+            result, "closed", f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})"
+        )
     except aiohttp.ClientResponseError as exc:  # malformed status line or headers
         _fail(result, "http", f"{url}: bad HTTP response ({exc.status} {exc.message})")
     except (aiohttp.ClientConnectionError, OSError) as exc:
@@ -271,8 +287,9 @@ def _read_status(resp: aiohttp.ClientResponse, result: FetchResult) -> None:
             result.retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
 
 
-def _too_large_or_wrong_type(result: FetchResult, length: int | None, max_bytes: int,
-                             accept: Callable[[str], bool] | None) -> bool:
+def _too_large_or_wrong_type(
+    result: FetchResult, length: int | None, max_bytes: int, accept: Callable[[str], bool] | None
+) -> bool:
     if accept is not None and not accept(result.content_type):
         result.error, result.detail = "wrong_type", f"{result.url}: Content-Type {result.content_type!r}"
         return True
@@ -283,8 +300,14 @@ def _too_large_or_wrong_type(result: FetchResult, length: int | None, max_bytes:
     return False
 
 
-async def _head(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
-                accept: Callable[[str], bool] | None, bounds: Timeouts) -> bool:
+async def _head(
+    session: aiohttp.ClientSession,
+    url: str,
+    result: FetchResult,
+    max_bytes: int,
+    accept: Callable[[str], bool] | None,
+    bounds: Timeouts,
+) -> bool:
     """The HEAD pre-check; True when a GET should follow."""
     try:
         return await _head_response(session, url, result, max_bytes, accept, bounds)
@@ -292,8 +315,14 @@ async def _head(session: aiohttp.ClientSession, url: str, result: FetchResult, m
         return True
 
 
-async def _head_response(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
-                         accept: Callable[[str], bool] | None, bounds: Timeouts) -> bool:
+async def _head_response(
+    session: aiohttp.ClientSession,
+    url: str,
+    result: FetchResult,
+    max_bytes: int,
+    accept: Callable[[str], bool] | None,
+    bounds: Timeouts,
+) -> bool:
     async with session.head(url, allow_redirects=False, timeout=bounds.client_timeout()) as resp:
         result.head_status = resp.status
         if 200 <= resp.status < 300:
@@ -315,10 +344,21 @@ def _content_length(resp: aiohttp.ClientResponse) -> int | None:
     return int(raw) if raw.strip().isdigit() else None
 
 
-async def _get(session: aiohttp.ClientSession, url: str, result: FetchResult, max_bytes: int,
-               accept: Callable[[str], bool] | None, bounds: Timeouts) -> None:
-    async with session.get(url, allow_redirects=False, timeout=bounds.client_timeout(),
-                           auto_decompress=False, headers={"Accept-Encoding": ACCEPT_ENCODING}) as resp:
+async def _get(
+    session: aiohttp.ClientSession,
+    url: str,
+    result: FetchResult,
+    max_bytes: int,
+    accept: Callable[[str], bool] | None,
+    bounds: Timeouts,
+) -> None:
+    async with session.get(
+        url,
+        allow_redirects=False,
+        timeout=bounds.client_timeout(),
+        auto_decompress=False,
+        headers={"Accept-Encoding": ACCEPT_ENCODING},
+    ) as resp:
         _read_status(resp, result)
         if not 200 <= resp.status < 300:
             return
@@ -334,8 +374,9 @@ async def _get(session: aiohttp.ClientSession, url: str, result: FetchResult, ma
         await _read_body(resp, result, decoder, max_bytes)
 
 
-async def _read_body(resp: aiohttp.ClientResponse, result: FetchResult, decoder: _Decoder,
-                     max_bytes: int) -> None:
+async def _read_body(
+    resp: aiohttp.ClientResponse, result: FetchResult, decoder: _Decoder, max_bytes: int
+) -> None:
     """Stream the body, decoded, into memory; stop one byte past ``max_bytes``."""
     chunks: list[bytes] = []
     size = 0

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from sqlalchemy import Row, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
-from services.crawler.urls import host_key, url_id
 from services.storage.db import chunked
-from services.storage.models import FetchBatch, FrontierEntry
+from services.storage.models import FetchBatch, FrontierEntry, table
+from services.text.urls import host_key, url_id
 
 SEED_PRIORITY = 1e9  # seeds go first, even when resuming a large frontier
 SITEMAP_PRIORITY = -1.0  # sitemap URLs wait behind anything a page linked to
@@ -118,15 +118,35 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
         if old is None:
             fresh[uid] = new
         else:  # the first discovery wins; later ones count as in-links
-            fresh[uid] = NewUrl(old.url, min(old.depth, new.depth), max(old.priority, new.priority),
-                                old.discovered_from, old.hops, old.inlinks + new.inlinks)
+            fresh[uid] = NewUrl(
+                old.url,
+                min(old.depth, new.depth),
+                max(old.priority, new.priority),
+                old.discovered_from,
+                old.hops,
+                old.inlinks + new.inlinks,
+            )
     if not fresh:
         return 0
     rows = []
     for uid, new in sorted(fresh.items()):  # primary-key order: see ``finish``
         host = host_key(new.url)
-        rows.append((uid, new.url, host, partition_of(host, partitions), new.priority + new.inlinks - 1,
-                     now, new.depth, new.discovered_from, new.hops, new.inlinks - 1, "new", 0))
+        rows.append(
+            (
+                uid,
+                new.url,
+                host,
+                partition_of(host, partitions),
+                new.priority + new.inlinks - 1,
+                now,
+                new.depth,
+                new.discovered_from,
+                new.hops,
+                new.inlinks - 1,
+                "new",
+                0,
+            )
+        )
     sqlite = session.get_bind().dialect.name == "sqlite"
     before = _last_rowid(session) if sqlite else _known(session, list(fresh))
     session.connection().exec_driver_sql(_upsert_sql(session), rows)
@@ -149,35 +169,55 @@ def _known(session: Session, url_ids: list[str]) -> int:
     """
     known = 0
     for ids in chunked(url_ids, 500):
-        known += session.scalar(select(func.count()).select_from(FrontierEntry)
-                                .where(FrontierEntry.url_id.in_(ids))) or 0
+        known += (
+            session.scalar(
+                select(func.count()).select_from(FrontierEntry).where(FrontierEntry.url_id.in_(ids))
+            )
+            or 0
+        )
     return known
 
 
-_COLUMNS = ("url_id, url, host, host_partition, priority, available_at, depth, discovered_from, "
-            "hops, inlinks, state, attempts")
+_COLUMNS = (
+    "url_id, url, host, host_partition, priority, available_at, depth, discovered_from, "
+    "hops, inlinks, state, attempts"
+)
 
 
 def _upsert_sql(session: Session) -> str:
     dialect = session.get_bind().dialect.name
     if dialect == "sqlite":
-        return (f"INSERT INTO frontier ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (url_id) DO UPDATE SET inlinks = frontier.inlinks + excluded.inlinks + 1, "
-                "priority = frontier.priority + excluded.inlinks + 1 WHERE frontier.state = 'new'")
+        return (
+            f"INSERT INTO frontier ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (url_id) DO UPDATE SET inlinks = frontier.inlinks + excluded.inlinks + 1, "
+            "priority = frontier.priority + excluded.inlinks + 1 WHERE frontier.state = 'new'"
+        )
     if dialect in ("mysql", "mariadb"):
         # pymysql batches an executemany into multi-row INSERTs only when VALUES holds
         # nothing but placeholders; VALUES(col) (not MySQL 8's alias) also runs on MariaDB.
-        return (f"INSERT INTO frontier ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s) ON DUPLICATE KEY UPDATE "
-                "priority = IF(state = 'new', priority + VALUES(inlinks) + 1, priority), "
-                "inlinks = IF(state = 'new', inlinks + VALUES(inlinks) + 1, inlinks)")
+        return (
+            f"INSERT INTO frontier ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "%s, %s) ON DUPLICATE KEY UPDATE "
+            "priority = IF(state = 'new', priority + VALUES(inlinks) + 1, priority), "
+            "inlinks = IF(state = 'new', inlinks + VALUES(inlinks) + 1, inlinks)"
+        )
     # Settings.validate admits only these two URL schemes, so this names a programming error.
-    raise ValueError(f"the frontier runs on SQLite and MySQL/MariaDB, not {dialect}: "
-                     "set NIMBUS_DATABASE_URL to sqlite:///path or mysql+pymysql://...")
+    raise ValueError(
+        f"the frontier runs on SQLite and MySQL/MariaDB, not {dialect}: "
+        "set NIMBUS_DATABASE_URL to sqlite:///path or mysql+pymysql://..."
+    )
 
 
-def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: float,
-                max_depth: int, worker: str = "", partitions: Sequence[int] | None = None) -> Lease | None:
+def lease_batch(
+    session: Session,
+    *,
+    limit: int,
+    now: float,
+    lease_seconds: float,
+    max_depth: int,
+    worker: str = "",
+    partitions: Sequence[int] | None = None,
+) -> Lease | None:
     """Lease the next batch: an expired batch first (same seq), else up to ``limit`` URLs.
 
     Due recrawls come first, then new URLs by priority, then depth (breadth
@@ -191,14 +231,26 @@ def lease_batch(session: Session, *, limit: int, now: float, lease_seconds: floa
     return _lease_new(session, limit, now, expires, max_depth, worker, partitions)
 
 
-def _lease_new(session: Session, limit: int, now: float, expires: float, max_depth: int,
-               worker: str, partitions: Sequence[int] | None) -> Lease | None:
+def _lease_new(
+    session: Session,
+    limit: int,
+    now: float,
+    expires: float,
+    max_depth: int,
+    worker: str,
+    partitions: Sequence[int] | None,
+) -> Lease | None:
     """A new batch of up to ``limit`` ready URLs (due recrawls first), or None."""
     # Plain rows of the columns a lease needs, not ORM entities: a third of a lease's time.
-    rows = list(session.execute(
-        _ready(partitions)
-        .where(FrontierEntry.state == "done", FrontierEntry.available_at <= now)
-        .order_by(FrontierEntry.available_at).limit(limit).with_for_update(skip_locked=True)))
+    rows = list(
+        session.execute(
+            _ready(partitions)
+            .where(FrontierEntry.state == "done", FrontierEntry.available_at <= now)
+            .order_by(FrontierEntry.available_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    )
     recrawls = {row.url_id for row in rows}
     if len(rows) < limit:
         # Walk ix_frontier_lease in lease order and stop after `limit` rows. The
@@ -209,27 +261,44 @@ def _lease_new(session: Session, limit: int, now: float, expires: float, max_dep
             _ready(partitions)
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mysql")
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mariadb")
-            .where(FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= now,
-                   FrontierEntry.depth <= max_depth)
+            .where(
+                FrontierEntry.state == "new",
+                FrontierEntry.available_at + 0 <= now,
+                FrontierEntry.depth <= max_depth,
+            )
             .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
-            .limit(limit - len(rows)).with_for_update(skip_locked=True)
+            .limit(limit - len(rows))
+            .with_for_update(skip_locked=True)
         ).all()
     if not rows:
         return None
-    batch = FetchBatch(state="leased", leased_by=worker, lease_expires=expires, created_at=now,
-                       num_urls=len(rows))
+    batch = FetchBatch(
+        state="leased", leased_by=worker, lease_expires=expires, created_at=now, num_urls=len(rows)
+    )
     session.add(batch)
     session.flush()  # assigns batch.seq
     # No ORM objects of these rows are loaded: nothing to synchronize with the session.
-    session.execute(update(FrontierEntry).where(FrontierEntry.url_id.in_([r.url_id for r in rows]))
-                    .values(state="leased", batch_seq=batch.seq, available_at=expires)
-                    .execution_options(synchronize_session=False))
+    session.execute(
+        update(FrontierEntry)
+        .where(FrontierEntry.url_id.in_([r.url_id for r in rows]))
+        .values(state="leased", batch_seq=batch.seq, available_at=expires)
+        .execution_options(synchronize_session=False)
+    )
     return Lease(batch.seq, [_leased(r, r.url_id in recrawls) for r in rows])
 
 
-def lease_batches(session: Session, *, batches: int, limit: int, budget: int, now: float,
-                  lease_seconds: float, max_depth: int, worker: str = "",
-                  partitions: Sequence[int] | None = None) -> list[Lease]:
+def lease_batches(
+    session: Session,
+    *,
+    batches: int,
+    limit: int,
+    budget: int,
+    now: float,
+    lease_seconds: float,
+    max_depth: int,
+    worker: str = "",
+    partitions: Sequence[int] | None = None,
+) -> list[Lease]:
     """Up to ``batches`` leases of up to ``limit`` URLs each, ``budget`` URLs in all, in one transaction.
 
     A crawler that needs several batches takes them in one transaction: every
@@ -254,9 +323,16 @@ def lease_batches(session: Session, *, batches: int, limit: int, budget: int, no
     return leases
 
 
-_LEASED_COLUMNS = (FrontierEntry.url_id, FrontierEntry.url, FrontierEntry.host, FrontierEntry.depth,
-                   FrontierEntry.priority, FrontierEntry.attempts, FrontierEntry.hops,
-                   FrontierEntry.recrawl_interval)
+_LEASED_COLUMNS = (
+    FrontierEntry.url_id,
+    FrontierEntry.url,
+    FrontierEntry.host,
+    FrontierEntry.depth,
+    FrontierEntry.priority,
+    FrontierEntry.attempts,
+    FrontierEntry.hops,
+    FrontierEntry.recrawl_interval,
+)
 
 
 def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
@@ -267,17 +343,22 @@ def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
     return query
 
 
-def _lease_expired(session: Session, now: float, expires: float, worker: str,
-                   partitions: Sequence[int] | None) -> Lease | None:
+def _lease_expired(
+    session: Session, now: float, expires: float, worker: str, partitions: Sequence[int] | None
+) -> Lease | None:
     """Take over the oldest expired batch whose URLs all lie in our partitions."""
     expired = session.scalars(
-        select(FetchBatch).where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
-        .order_by(FetchBatch.seq).limit(20).with_for_update(skip_locked=True)
+        select(FetchBatch)
+        .where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
+        .order_by(FetchBatch.seq)
+        .limit(20)
+        .with_for_update(skip_locked=True)
     ).all()
     mine = None if partitions is None else set(partitions)
     for batch in expired:
-        rows = session.scalars(select(FrontierEntry).where(FrontierEntry.batch_seq == batch.seq,
-                                                           FrontierEntry.state == "leased")).all()
+        rows = session.scalars(
+            select(FrontierEntry).where(FrontierEntry.batch_seq == batch.seq, FrontierEntry.state == "leased")
+        ).all()
         if mine is not None and any(r.partition not in mine for r in rows):
             continue  # another crawler's hosts: it takes this batch over
         batch.leased_by, batch.lease_expires = worker, expires
@@ -290,13 +371,22 @@ def _lease_expired(session: Session, now: float, expires: float, worker: str,
 
 
 def _leased(row: Row | FrontierEntry, recrawl: bool) -> LeasedUrl:
-    return LeasedUrl(url_id=row.url_id, url=row.url, host=row.host, depth=row.depth,
-                     priority=row.priority, attempts=row.attempts, hops=row.hops or 0,
-                     recrawl=recrawl, interval=row.recrawl_interval)
+    return LeasedUrl(
+        url_id=row.url_id,
+        url=row.url,
+        host=row.host,
+        depth=row.depth,
+        priority=row.priority,
+        attempts=row.attempts,
+        hops=row.hops or 0,
+        recrawl=recrawl,
+        interval=row.recrawl_interval,
+    )
 
 
-def finish(session: Session, outcomes: Iterable[Outcome], now: float = 0.0, *,
-           recrawl_after: float = 30 * 86_400.0) -> None:
+def finish(
+    session: Session, outcomes: Iterable[Outcome], now: float = 0.0, *, recrawl_after: float = 30 * 86_400.0
+) -> None:
     """Record how leased URLs ended, in one ``executemany`` per kind of outcome.
 
     Finished rows without their own ``available_at`` come back after ``recrawl_after`` seconds.
@@ -306,42 +396,68 @@ def finish(session: Session, outcomes: Iterable[Outcome], now: float = 0.0, *,
         if o.state == "new" and o.available_at is None:
             released.append({"uid": o.url_id, "at": now})
         else:
-            ended.append({"uid": o.url_id, "state": o.state, "status": o.status, "error": o.error,
-                          "at": now + recrawl_after if o.available_at is None else o.available_at,
-                          "interval": o.interval})
+            ended.append(
+                {
+                    "uid": o.url_id,
+                    "state": o.state,
+                    "status": o.status,
+                    "error": o.error,
+                    "at": now + recrawl_after if o.available_at is None else o.available_at,
+                    "interval": o.interval,
+                }
+            )
     # In primary-key order, as add_urls and the lease's UPDATE take their row locks:
     # transactions that lock rows in one order cannot deadlock on them (InnoDB).
-    released.sort(key=lambda row: row["uid"])
-    ended.sort(key=lambda row: row["uid"])
-    table = FrontierEntry.__table__
+    released.sort(key=lambda row: str(row["uid"]))
+    ended.sort(key=lambda row: str(row["uid"]))
+    frontier = table(FrontierEntry)
     if released:
-        session.execute(table.update().where(table.c.url_id == bindparam("uid"))
-                        .values(state="new", batch_seq=None, available_at=bindparam("at")), released)
+        session.execute(
+            frontier.update()
+            .where(frontier.c.url_id == bindparam("uid"))
+            .values(state="new", batch_seq=None, available_at=bindparam("at")),
+            released,
+        )
     if ended:
         session.execute(
-            table.update().where(table.c.url_id == bindparam("uid")).values(
-                state=bindparam("state"), batch_seq=None, attempts=table.c.attempts + 1,
-                last_status=bindparam("status"), last_error=bindparam("error"),
+            frontier.update()
+            .where(frontier.c.url_id == bindparam("uid"))
+            .values(
+                state=bindparam("state"),
+                batch_seq=None,
+                attempts=frontier.c.attempts + 1,
+                last_status=bindparam("status"),
+                last_error=bindparam("error"),
                 available_at=bindparam("at"),
-                recrawl_interval=func.coalesce(bindparam("interval"), table.c.recrawl_interval)),
-            ended)
+                recrawl_interval=func.coalesce(bindparam("interval"), frontier.c.recrawl_interval),
+            ),
+            ended,
+        )
 
 
 def renew_leases(session: Session, seqs: Iterable[int], until: float) -> None:
     """Extend the leases of batches still being worked on (``until=0``: give them up)."""
     seqs = list(seqs)
     if seqs:
-        session.execute(update(FetchBatch).where(FetchBatch.seq.in_(seqs), FetchBatch.state == "leased")
-                        .values(lease_expires=until))
-        session.execute(update(FrontierEntry).where(FrontierEntry.batch_seq.in_(seqs),
-                                                    FrontierEntry.state == "leased")
-                        .values(available_at=until))
+        session.execute(
+            update(FetchBatch)
+            .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "leased")
+            .values(lease_expires=until)
+        )
+        session.execute(
+            update(FrontierEntry)
+            .where(FrontierEntry.batch_seq.in_(seqs), FrontierEntry.state == "leased")
+            .values(available_at=until)
+        )
 
 
 def release_worker(session: Session, worker: str) -> int:
     """Expire every lease held under ``worker`` (a dead predecessor with our identity)."""
-    seqs = list(session.scalars(select(FetchBatch.seq).where(FetchBatch.state == "leased",
-                                                            FetchBatch.leased_by == worker)))
+    seqs = list(
+        session.scalars(
+            select(FetchBatch.seq).where(FetchBatch.state == "leased", FetchBatch.leased_by == worker)
+        )
+    )
     renew_leases(session, seqs, 0.0)
     return len(seqs)
 
@@ -350,15 +466,18 @@ def commit_batches(session: Session, seqs: Iterable[int], now: float) -> None:
     """Mark batches committed in the ledger (inside the committer's transaction)."""
     seqs = list(seqs)
     if seqs:
-        session.execute(update(FetchBatch).where(FetchBatch.seq.in_(seqs))
-                        .values(state="committed", committed_at=now))
+        session.execute(
+            update(FetchBatch).where(FetchBatch.seq.in_(seqs)).values(state="committed", committed_at=now)
+        )
 
 
-def next_available(session: Session, *, max_depth: int,
-                   partitions: Sequence[int] | None = None) -> float | None:
+def next_available(
+    session: Session, *, max_depth: int, partitions: Sequence[int] | None = None
+) -> float | None:
     """When the next waiting URL (a retry in backoff) becomes leasable; None when none waits."""
-    query = select(func.min(FrontierEntry.available_at)).where(FrontierEntry.state == "new",
-                                                               FrontierEntry.depth <= max_depth)
+    query = select(func.min(FrontierEntry.available_at)).where(
+        FrontierEntry.state == "new", FrontierEntry.depth <= max_depth
+    )
     if partitions is not None:
         query = query.where(FrontierEntry.partition.in_(list(partitions)))
     return session.scalar(query)

@@ -10,9 +10,9 @@ honours Retry-After, until ``max_attempts``; then the URL is given up.
 from __future__ import annotations
 
 from services.config import Settings
-from services.crawler.committer import UrlResult
 from services.crawler.fetch import FetchResult
 from services.crawler.frontier import LeasedUrl, NewUrl
+from services.crawler.results import UrlResult
 
 _NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")
 
@@ -34,8 +34,16 @@ def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter
     return max(wait, retry_after or 0.0)
 
 
-def schedule_retry(result: UrlResult, entry: LeasedUrl, settings: Settings, *, now: float,
-                   reason: str, retry_after: float | None, jitter: float) -> None:
+def schedule_retry(
+    result: UrlResult,
+    entry: LeasedUrl,
+    settings: Settings,
+    *,
+    now: float,
+    reason: str,
+    retry_after: float | None,
+    jitter: float,
+) -> None:
     """Put the URL back with a backoff, or give it up after ``max_attempts`` fetches."""
     attempts = entry.attempts + 1
     if attempts >= settings.max_attempts:
@@ -47,8 +55,15 @@ def schedule_retry(result: UrlResult, entry: LeasedUrl, settings: Settings, *, n
     result.counters["retry"] += 1
 
 
-def judge_fetch(result: UrlResult, entry: LeasedUrl, fetched: FetchResult, settings: Settings, *,
-                now: float, jitter: float) -> bool:
+def judge_fetch(
+    result: UrlResult,
+    entry: LeasedUrl,
+    fetched: FetchResult,
+    settings: Settings,
+    *,
+    now: float,
+    jitter: float,
+) -> bool:
     """Record what ``fetched`` means in ``result``; True when its body should be parsed."""
     counters = result.counters
     result.status = fetched.status
@@ -62,8 +77,9 @@ def judge_fetch(result: UrlResult, entry: LeasedUrl, fetched: FetchResult, setti
             counters["redirect_limit"] += 1
         else:
             result.error = f"redirect to {redirect_to}"
-            result.found.append(NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id,
-                                       hops=entry.hops + 1))
+            result.found.append(
+                NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
+            )
         return False
     if fetched.error in ("too_large", "wrong_type", "bad_redirect"):
         result.error = fetched.error
@@ -75,15 +91,17 @@ def judge_fetch(result: UrlResult, entry: LeasedUrl, fetched: FetchResult, setti
         counters[f"fetch_error_{fetched.error}"] += 1
         reason = f"{fetched.error}: {fetched.detail}"
         if is_retryable(fetched):
-            schedule_retry(result, entry, settings, now=now, reason=reason, retry_after=retry_after,
-                           jitter=jitter)
+            schedule_retry(
+                result, entry, settings, now=now, reason=reason, retry_after=retry_after, jitter=jitter
+            )
         else:
             result.state, result.error = "failed", reason
         return False
     if not fetched.ok:
         result.error = f"http {fetched.status}"
         if is_retryable(fetched):
-            schedule_retry(result, entry, settings, now=now, reason=result.error,
-                           retry_after=retry_after, jitter=jitter)
+            schedule_retry(
+                result, entry, settings, now=now, reason=result.error, retry_after=retry_after, jitter=jitter
+            )
         return False
     return True

@@ -11,28 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from services.crawler.errors import ParseError
 from services.crawler.fetch import FetchResult, header_charset
-from services.crawler.urls import BadUrlError, normalize_url
 from services.storage.blocks import ContentType
 from services.storage.records import Link
+from services.text.errors import BadUrlError, PdfError
 from services.text.html import parse_html
 from services.text.lang import identify
-from services.text.pdf import PdfError, parse_pdf
+from services.text.pdf import parse_pdf
+from services.text.urls import normalize_url
 
 INDEXABLE = (ContentType.HTML, ContentType.PDF)
 MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>, not a label
-
-
-class ParseError(ValueError):
-    """A body claimed to be HTML or PDF but could not be read as one.
-
-    ``kind`` names the trouble for the crawler's counter (``parse_error_<kind>``):
-    ``empty`` (no bytes at all), ``pdf`` (a corrupt PDF), ``type`` (neither HTML nor PDF).
-    """
-
-    def __init__(self, message: str, kind: str = "other") -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 
 from services.config import Settings
+from services.crawler.errors import CrawlerError
 from services.crawler.progress import CrawlStats
 
 
@@ -42,24 +43,29 @@ def child_settings(settings: Settings, share: list[int], processes: int) -> Sett
     )
 
 
-def _child(settings: Settings, seeds: list[str], max_pages: int, max_depth: int,
-           results: mp.Queue) -> None:
+def _child(settings: Settings, seeds: list[str], max_pages: int, max_depth: int, results: mp.Queue) -> None:
     from services.crawler.crawl import run_crawl
 
     stats = run_crawl(settings, seeds, max_pages=max_pages, max_depth=max_depth, progress=False)
     results.put(stats)
 
 
-def run_crawl_processes(settings: Settings, seeds: list[str], processes: int, *,
-                        max_pages: int | None = None, max_depth: int | None = None,
-                        progress: bool = True) -> CrawlStats:
+def run_crawl_processes(
+    settings: Settings,
+    seeds: list[str],
+    processes: int,
+    *,
+    max_pages: int | None = None,
+    max_depth: int | None = None,
+    progress: bool = True,
+) -> CrawlStats:
     """Crawl with ``processes`` children; returns the summed statistics.
 
     ``max_pages`` is split evenly: a child whose hosts run dry stops early and
     its budget is not handed to the others.
     """
-    from services.crawler.urls import normalize_url
     from services.storage.db import init_db, make_engine
+    from services.text.urls import normalize_url
 
     for seed in seeds:
         normalize_url(seed)  # fail fast, before any process starts
@@ -77,8 +83,11 @@ def run_crawl_processes(settings: Settings, seeds: list[str], processes: int, *,
     results: mp.Queue = ctx.Queue()
     started = time.monotonic()
     children = [
-        ctx.Process(target=_child, name=f"nimbus-crawl-{i}",
-                    args=(child_settings(settings, share, processes), seeds, budget, depth, results))
+        ctx.Process(
+            target=_child,
+            name=f"nimbus-crawl-{i}",
+            args=(child_settings(settings, share, processes), seeds, budget, depth, results),
+        )
         for i, (share, budget) in enumerate(zip(shares, budgets, strict=True))
     ]
     for child in children:
@@ -93,21 +102,30 @@ def run_crawl_processes(settings: Settings, seeds: list[str], processes: int, *,
             if dead:
                 for child in children:
                     child.terminate()
-                raise RuntimeError(f"crawler process {dead[0].name} failed with exit code "
-                                   f"{dead[0].exitcode}; its error is printed above") from None
+                raise CrawlerError(
+                    f"crawler process {dead[0].name} failed with exit code "
+                    f"{dead[0].exitcode}; its error is printed above"
+                ) from None
         now = time.monotonic()
         if progress and now - last_report >= 10.0:
-            print(f"{len(collected)}/{len(children)} crawler processes done, "
-                  f"{now - started:.0f} s", file=sys.stderr, flush=True)
+            print(
+                f"{len(collected)}/{len(children)} crawler processes done, {now - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             last_report = now
     for child in children:
         child.join()
     counters: Counter[str] = Counter()
     for stats in collected:
         counters.update(stats.counters)
-    total = CrawlStats(pages=sum(s.pages for s in collected), seconds=time.monotonic() - started,
-                       errors=sum(s.errors for s in collected),
-                       bytes=sum(s.bytes for s in collected), counters=dict(counters))
+    total = CrawlStats(
+        pages=sum(s.pages for s in collected),
+        seconds=time.monotonic() - started,
+        errors=sum(s.errors for s in collected),
+        bytes=sum(s.bytes for s in collected),
+        counters=dict(counters),
+    )
     if progress:
         print(total.summary(), file=sys.stderr, flush=True)
     return total

@@ -32,12 +32,22 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def progress_line(*, pages: int, elapsed: float, recent_rate: float, queued: int | None,
-                  counters: Counter[str], errors: int, nbytes: int) -> str:
+def progress_line(
+    *,
+    pages: int,
+    elapsed: float,
+    recent_rate: float,
+    queued: int | None,
+    counters: Counter[str],
+    errors: int,
+    nbytes: int,
+) -> str:
     """One line: pages, pages/s (recent), queued, per-status counts, errors, bytes, documents."""
-    statuses = sorted((k[len("status_"):], v) for k, v in counters.items() if k.startswith("status_"))
+    statuses = sorted((k[len("status_") :], v) for k, v in counters.items() if k.startswith("status_"))
     status_text = " ".join(f"{code}:{count}" for code, count in statuses) or "-"
     queue_text = "?" if queued is None else str(queued)
-    return (f"{pages} pages  {recent_rate:.0f} pages/s (avg {pages / max(elapsed, 1e-9):.0f})  "
-            f"queued {queue_text}  status {status_text}  errors {errors}  {human_bytes(nbytes)}  "
-            f"documents {counters.get('documents', 0)}")
+    return (
+        f"{pages} pages  {recent_rate:.0f} pages/s (avg {pages / max(elapsed, 1e-9):.0f})  "
+        f"queued {queue_text}  status {status_text}  errors {errors}  {human_bytes(nbytes)}  "
+        f"documents {counters.get('documents', 0)}"
+    )

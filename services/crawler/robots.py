@@ -35,7 +35,8 @@ ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive r
 # A line any robots.txt parser would recognise (RFC 9309 plus the common extensions).
 _DIRECTIVE = re.compile(
     r"^[ \t]*(user-agent|allow|disallow|crawl-delay|sitemap|request-rate|visit-time|host)[ \t]*[: \t]",
-    re.I | re.M)
+    re.I | re.M,
+)
 
 
 @dataclass

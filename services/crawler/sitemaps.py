@@ -19,15 +19,18 @@ import asyncio
 import logging
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 from urllib.parse import urljoin
-from xml.etree.ElementTree import ParseError, XMLPullParser
+from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 import aiohttp
 
 from services.crawler.fetch import Timeouts, fetch
-from services.crawler.urls import BadUrlError, normalize_url
-from services.crawler.urls import host_key as url_host_key
+from services.text.errors import BadUrlError
+from services.text.urls import host_key as url_host_key
+from services.text.urls import normalize_url
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +81,17 @@ def parse_sitemap(data: bytes) -> ParsedSitemap:
         return _parse_text(data)
     if b"<!DOCTYPE" in data[:4096].upper() or b"<!ENTITY" in data.upper():
         return ParsedSitemap("garbage", broken=True)
-    parser = XMLPullParser(events=("start", "end"))
+    parser: XMLPullParser[Element] = XMLPullParser(events=("start", "end"))
     sitemap = ParsedSitemap("garbage")
     try:
         parser.feed(data)
         parser.close()
     except ParseError:
         sitemap.broken = True
-    for event, element in parser.read_events():
+    # Start and end events only: each is (event, element).
+    for event, element in cast(Iterator[tuple[str, Element]], parser.read_events()):
+        if not isinstance(element, Element):  # start/end events only: always an element
+            continue
         name = element.tag.rsplit("}", 1)[-1].lower()
         if event == "start" and sitemap.kind == "garbage":
             sitemap.kind = {"sitemapindex": "index", "urlset": "urlset"}.get(name, "garbage")
@@ -156,8 +162,13 @@ async def discover_sitemap_urls(
         sitemap = parse_sitemap(data)
         if sitemap.broken or not complete:
             result.errors += 1
-            log.info("sitemap %s: not a readable sitemap (%s%s); kept %d URLs", url, sitemap.kind,
-                     "" if complete else ", gzip corrupt or over the size cap", len(sitemap.locs))
+            log.info(
+                "sitemap %s: not a readable sitemap (%s%s); kept %d URLs",
+                url,
+                sitemap.kind,
+                "" if complete else ", gzip corrupt or over the size cap",
+                len(sitemap.locs),
+            )
         for loc in sitemap.locs:
             target = _same_host(urljoin(url, loc), host)
             if target is None:

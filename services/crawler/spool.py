@@ -23,6 +23,7 @@ import struct
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from services.crawler.results import UrlResult
 
@@ -39,7 +40,7 @@ class Spool:
         self.directory.mkdir(parents=True, exist_ok=True)
         existing = self._segments()
         self._next = (max(existing) + 1) if existing else 0
-        self._file = None
+        self._file: BinaryIO | None = None
         self.current = -1
         self._live: Counter[int] = Counter()  # segment -> results in it awaiting a commit
         self._where: dict[str, int] = {}  # url_id -> segment holding its latest result
@@ -66,6 +67,11 @@ class Spool:
         self.current, self._next = self._next, self._next + 1
         self._file = self._path(self.current).open("ab")
 
+    def _writing(self) -> BinaryIO:
+        if self._file is None:
+            raise ValueError(f"spool {self.directory} is not open: call recover() first")
+        return self._file
+
     def _track(self, url_id: str, segment: int) -> None:
         old = self._where.get(url_id)
         if old is not None:
@@ -75,13 +81,14 @@ class Spool:
 
     def append(self, result: UrlResult) -> None:
         data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        self._file.write(_LENGTH.pack(len(data)) + data)
-        self._file.flush()  # in the OS's hands: survives kill -9
+        out = self._writing()
+        out.write(_LENGTH.pack(len(data)) + data)
+        out.flush()  # in the OS's hands: survives kill -9
         self._track(result.url_id, self.current)
 
     def rotate(self) -> None:
         """Start a new segment (at each flush), so that old ones can be deleted."""
-        self._file.close()
+        self._writing().close()
         self._open()
         self._collect()
 

@@ -11,23 +11,24 @@ import logging
 import random
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
 
-from services.crawler.committer import FetchedDoc, UrlResult
-from services.crawler.fetch import Timeouts, fetch
+from sqlalchemy.orm import Session
+
+from services.crawler.context import VisitContext
+from services.crawler.fetch import FetchResult, Timeouts, fetch
 from services.crawler.frontier import SITEMAP_PRIORITY, LeasedUrl, NewUrl
 from services.crawler.outcome import is_retryable, judge_fetch
 from services.crawler.parse import INDEXABLE, ParseError, accept_content_type, classify, parse_document
+from services.crawler.results import FetchedDoc, UrlResult
 from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
 from services.crawler.scheduler import HostQueue
 from services.crawler.sitemaps import discover_sitemap_urls
-from services.crawler.urls import BadUrlError, in_scope, normalize_url
 from services.storage.blocks import ContentType
 from services.storage.models import Host
+from services.storage.records import Link
+from services.text.errors import BadUrlError
 from services.text.lang import keep_language
-
-if TYPE_CHECKING:
-    from services.crawler.crawl import Crawler
+from services.text.urls import in_scope, normalize_url
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +37,61 @@ log = logging.getLogger(__name__)
 # this many acceptable pages in a row, and comes back after a refused one (a
 # GET is cut off after its headers anyway; HEAD only spares the server the body).
 HEAD_TRUST = 8
-_BINARY_EXTENSIONS = frozenset({
-    "7z", "apk", "avi", "bin", "bmp", "bz2", "deb", "dmg", "exe", "flac", "gif", "gz", "ico", "iso",
-    "jar", "jpeg", "jpg", "m4a", "mkv", "mov", "mp3", "mp4", "mpeg", "msi", "ogg", "png", "rar",
-    "rpm", "svg", "tar", "tgz", "tif", "tiff", "wav", "webm", "webp", "wmv", "xz", "zip", "zst",
-})
+_BINARY_EXTENSIONS = frozenset(
+    {
+        "7z",
+        "apk",
+        "avi",
+        "bin",
+        "bmp",
+        "bz2",
+        "deb",
+        "dmg",
+        "exe",
+        "flac",
+        "gif",
+        "gz",
+        "ico",
+        "iso",
+        "jar",
+        "jpeg",
+        "jpg",
+        "m4a",
+        "mkv",
+        "mov",
+        "mp3",
+        "mp4",
+        "mpeg",
+        "msi",
+        "ogg",
+        "png",
+        "rar",
+        "rpm",
+        "svg",
+        "tar",
+        "tgz",
+        "tif",
+        "tiff",
+        "wav",
+        "webm",
+        "webp",
+        "wmv",
+        "xz",
+        "zip",
+        "zst",
+    }
+)
 
 
 class Visitor:
-    """Visits URLs for one ``Crawler`` (its settings, host queues, HTTP session and limits)."""
+    """Visits URLs with what a ``VisitContext`` gives it (never the crawl that runs it)."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.settings = crawler.settings
-        self.robots = RobotsCache(crawler.sessions, self.settings.user_agent)
+    def __init__(self, ctx: VisitContext) -> None:
+        self.ctx = ctx
+        self.settings = ctx.settings
+        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent)
         self.scope = self.settings.allowed_host_set
         self.languages = self.settings.language_set
-        self.pages = 0  # page requests this run (the max_pages budget)
         self.bytes = 0
         self.live_counters: Counter[str] = Counter()  # not yet committed, for the progress line
         self.rng = random.Random()
@@ -61,13 +100,13 @@ class Visitor:
 
     async def visit(self, host: str, entry: LeasedUrl, result: UrlResult) -> None:
         """Fill ``result`` for ``entry``."""
-        crawler, settings = self.crawler, self.settings
-        if self.pages >= crawler.max_pages:
+        ctx, settings = self.ctx, self.settings
+        if ctx.budget.exhausted:
             result.state = "new"  # released: the next run fetches it
             return
-        queue = crawler.hosts.queue(host)
+        queue = ctx.hosts.queue(host)
         if queue.pages is None:
-            queue.pages = await crawler.in_db(_host_pages, host)
+            queue.pages = await ctx.db.transaction(_host_pages, host)
         if queue.pages >= settings.max_pages_per_host:
             result.error = "host_page_cap"
             result.counters["host_page_cap"] += 1
@@ -80,17 +119,23 @@ class Visitor:
                 result.error = "robots_denied"
             result.counters[result.error] += 1
             return
-        if self.pages >= crawler.max_pages:  # again: other workers ran while robots.txt loaded
+        if ctx.budget.exhausted:  # again: other workers ran while robots.txt loaded
             result.state = "new"
             return
-        self.pages += 1
+        ctx.budget.spend()
         queue.pages += 1
         result.counters["pages"] += 1
         await self._polite_wait(queue)
         head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
-        async with crawler.slots:
-            fetched = await fetch(crawler.http, entry.url, max_bytes=settings.max_body_bytes,
-                                  accept=accept_content_type, head_first=head, timeouts=self.timeouts)
+        async with ctx.slots:
+            fetched = await fetch(
+                ctx.http,
+                entry.url,
+                max_bytes=settings.max_body_bytes,
+                accept=accept_content_type,
+                head_first=head,
+                timeouts=self.timeouts,
+            )
         self.bytes += len(fetched.body)
         if fetched.error in ("too_large", "wrong_type"):
             queue.trusted = 0
@@ -115,7 +160,7 @@ class Visitor:
             if key.startswith("status_"):
                 self.live_counters[key] += value
 
-    async def _parse(self, entry: LeasedUrl, fetched, result: UrlResult) -> None:  # noqa: ANN001
+    async def _parse(self, entry: LeasedUrl, fetched: FetchResult, result: UrlResult) -> None:
         counters = result.counters
         try:
             final = normalize_url(fetched.final_url)
@@ -140,7 +185,7 @@ class Visitor:
             counters["parse_error"] += 1
             return
         links = self._admissible(parsed.links, counters)
-        if entry.depth + 1 <= self.crawler.max_depth:
+        if entry.depth + 1 <= self.ctx.max_depth:
             result.links = links
         elif links:
             counters["depth_limit"] += len(links)
@@ -153,12 +198,12 @@ class Visitor:
             return
         result.doc = FetchedDoc(final, fetched.body, parsed, time.time(), fetched.status or 200)
 
-    def _admissible(self, links: list, counters: Counter[str]) -> list:
+    def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
         """Links in scope whose host is not at its page cap."""
         kept = [link for link in links if in_scope(link.url, self.scope)] if self.scope else list(links)
         if len(kept) < len(links):
             counters["out_of_scope"] += len(links) - len(kept)
-        hosts = self.crawler.hosts.hosts
+        hosts = self.ctx.hosts.hosts
         cap = self.settings.max_pages_per_host
         capped = [link for link in kept if _at_cap(hosts, link.url, cap)]
         if capped:
@@ -168,27 +213,31 @@ class Visitor:
 
     async def _rules(self, host: str, queue: HostQueue, result: UrlResult) -> RobotsRules:
         """The host's robots rules; the first visit fetches robots.txt (one polite request)."""
-        crawler, now = self.crawler, time.time()
+        ctx, now = self.ctx, time.time()
         rules = self.rules.get(host)
         if rules is None or now - rules.fetched_at > rules.ttl:
-            # On the database thread, but not in_db: cached() opens its own read-only
+            # On the database thread, but not in a transaction: cached() opens its own read-only
             # session, and an empty (IMMEDIATE) transaction around it would take the write lock.
-            rules = await asyncio.get_running_loop().run_in_executor(
-                crawler.db, self.robots.cached, host, now)
+            rules = await ctx.db.call(self.robots.cached, host, now)
         fetched_now = rules is None
         if rules is None:
             await self._polite_wait(queue)
-            async with crawler.slots:
-                rules = await self.robots.fetch(crawler.http, host)
+            async with ctx.slots:
+                rules = await self.robots.fetch(ctx.http, host)
             result.counters["robots_fetched"] += 1
         self.rules[host] = rules
         if fetched_now or queue.delay is None:
-            delay, clamped = effective_delay(rules, self.settings.user_agent,
-                                             self.settings.crawl_delay, self.settings.max_crawl_delay)
+            delay, clamped = effective_delay(
+                rules, self.settings.user_agent, self.settings.crawl_delay, self.settings.max_crawl_delay
+            )
             queue.delay = delay
             if clamped:
-                log.info("%s asks for a Crawl-delay over the %.0f s cap; using %.0f s", host,
-                         self.settings.max_crawl_delay, delay)
+                log.info(
+                    "%s asks for a Crawl-delay over the %.0f s cap; using %.0f s",
+                    host,
+                    self.settings.max_crawl_delay,
+                    delay,
+                )
                 result.counters["crawl_delay_clamped"] += 1
         if fetched_now and self.settings.sitemaps and not rules.unavailable:
             await self._sitemaps(host, queue, rules, result)
@@ -197,10 +246,15 @@ class Visitor:
     async def _sitemaps(self, host: str, queue: HostQueue, rules: RobotsRules, result: UrlResult) -> None:
         """Seed the frontier from the host's sitemaps, once per robots.txt fetch, politely."""
         await self._polite_wait(queue)
-        async with self.crawler.slots:
-            found = await discover_sitemap_urls(self.crawler.http, host, rules.sitemaps,
-                                                max_bytes=self.settings.max_body_bytes,
-                                                delay=queue.spacing, timeouts=self.timeouts)
+        async with self.ctx.slots:
+            found = await discover_sitemap_urls(
+                self.ctx.http,
+                host,
+                rules.sitemaps,
+                max_bytes=self.settings.max_body_bytes,
+                delay=queue.spacing,
+                timeouts=self.timeouts,
+            )
         urls = [u for u in found.urls if in_scope(u, self.scope)] if self.scope else found.urls
         result.found += [NewUrl(u, 1, SITEMAP_PRIORITY, result.url_id) for u in urls]
         result.counters["sitemap_urls"] += len(urls)
@@ -217,7 +271,7 @@ def _looks_binary(url: str) -> bool:
     """A path ending in an extension of media, archives or programs: HEAD first, however trusted."""
     path = url.split("?", 1)[0]
     dot = path.rfind(".")
-    return dot > path.rfind("/") and path[dot + 1:].lower() in _BINARY_EXTENSIONS
+    return dot > path.rfind("/") and path[dot + 1 :].lower() in _BINARY_EXTENSIONS
 
 
 def _at_cap(hosts: dict[str, HostQueue], url: str, cap: int) -> bool:
@@ -227,6 +281,6 @@ def _at_cap(hosts: dict[str, HostQueue], url: str, cap: int) -> bool:
     return queue is not None and queue.pages is not None and queue.pages >= cap
 
 
-def _host_pages(session, host: str) -> int:  # noqa: ANN001 - a Session
+def _host_pages(session: Session, host: str) -> int:
     row = session.get(Host, host)
     return 0 if row is None else row.pages or 0

@@ -27,12 +27,18 @@ def demo_settings(base: Settings, var_dir: Path) -> Settings:
     )
 
 
-def prepare(settings: Settings, data_dir: Path, *, max_pages: int = 5000,
-            wiki_limit: int | None = None, progress: bool = True) -> dict[str, float]:
+def prepare(
+    settings: Settings,
+    data_dir: Path,
+    *,
+    max_pages: int = 5000,
+    wiki_limit: int | None = None,
+    progress: bool = True,
+) -> dict[str, float]:
     """Crawl the sample web into ``settings``' stores and build the index; returns stage timings."""
-    from mapreduce.build import build_index
     from services.crawler.crawl import run_crawl
     from services.demo.sampleweb import start_sample_web
+    from services.indexing.build import build_index
 
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -40,8 +46,7 @@ def prepare(settings: Settings, data_dir: Path, *, max_pages: int = 5000,
     timings["sample_web"] = time.perf_counter() - start
     try:
         start = time.perf_counter()
-        stats = run_crawl(settings, [s.origin + "/" for s in servers], max_pages=max_pages,
-                          progress=progress)
+        stats = run_crawl(settings, [s.origin + "/" for s in servers], max_pages=max_pages, progress=progress)
         timings["crawl"] = time.perf_counter() - start
         timings["pages"] = stats.pages
     finally:
@@ -59,14 +64,21 @@ def run_demo(base: Settings, data_dir: Path) -> None:
     from services.search.app import create_app
 
     if not (data_dir / "wiki").is_dir():
-        sys.exit(f"nimbus demo: sample data not found in {data_dir}; "
-                 "clone the repository with ../shared beside it or pass --data DIR")
+        sys.exit(
+            f"nimbus demo: sample data not found in {data_dir}; "
+            "clone the repository with ../shared beside it or pass --data DIR"
+        )
     var_dir = base.var_dir / "demo"
     shutil.rmtree(var_dir, ignore_errors=True)
     settings = demo_settings(base, var_dir)
     timings = prepare(settings, data_dir)
-    print(f"demo: crawled {int(timings['pages'])} pages in {timings['crawl']:.1f} s, "
-          f"indexed in {timings['index']:.1f} s", file=sys.stderr)
-    print(f"Nimbus Search demo is serving on http://{settings.host}:{settings.port}/ "
-          "(Ctrl-C to stop)", flush=True)
+    print(
+        f"demo: crawled {int(timings['pages'])} pages in {timings['crawl']:.1f} s, "
+        f"indexed in {timings['index']:.1f} s",
+        file=sys.stderr,
+    )
+    print(
+        f"Nimbus Search demo is serving on http://{settings.host}:{settings.port}/ (Ctrl-C to stop)",
+        flush=True,
+    )
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

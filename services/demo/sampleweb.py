@@ -87,7 +87,8 @@ def wiki_site(dump_path: Path, pdf_paths: Iterable[Path] = (), limit: int | None
     for title, target in redirects.items():
         if target in articles:
             site.resources[_wiki_path(title)] = Resource(
-                "text/html", b"", status=301, location=_wiki_path(target))
+                "text/html", b"", status=301, location=_wiki_path(target)
+            )
     for title, wikitext in articles.items():
         parsed = wtp.parse(_CATEGORY.sub("", _COMMENT.sub("", _REF.sub("", wikitext))))
         links: dict[str, str] = {}
@@ -99,13 +100,15 @@ def wiki_site(dump_path: Path, pdf_paths: Iterable[Path] = (), limit: int | None
                 links[target] = (link.text or link.title).strip()
         text = parsed.plain_text(replace_templates=True, replace_tables=True)
         site.resources[_wiki_path(title)] = Resource(
-            "text/html; charset=utf-8", _article_html(title, text, links).encode("utf-8"))
+            "text/html; charset=utf-8", _article_html(title, text, links).encode("utf-8")
+        )
     papers = []
     for path in pdf_paths:
         site.resources[f"/papers/{path.name}"] = Resource("application/pdf", path.read_bytes())
         papers.append(path.name)
     site.resources["/"] = Resource(
-        "text/html; charset=utf-8", _hub_html(sorted(articles), papers).encode("utf-8"))
+        "text/html; charset=utf-8", _hub_html(sorted(articles), papers).encode("utf-8")
+    )
     return site
 
 
@@ -176,20 +179,24 @@ def _body_html(text: str) -> str:
 def _article_html(title: str, text: str, links: dict[str, str]) -> str:
     body = _body_html(text)
     see_also = "\n".join(
-        f'<li><a href="{_wiki_path(t)}">{html.escape(anchor or t)}</a></li>'
-        for t, anchor in links.items())
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)} - Sample Wiki</title></head><body>"
-            f"<p><a href=\"/\">Sample Wiki</a></p><h1>{html.escape(title)}</h1>\n{body}\n"
-            f"<h2>Linked articles</h2><ul>\n{see_also}\n</ul></body></html>")
+        f'<li><a href="{_wiki_path(t)}">{html.escape(anchor or t)}</a></li>' for t, anchor in links.items()
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)} - Sample Wiki</title></head><body>"
+        f'<p><a href="/">Sample Wiki</a></p><h1>{html.escape(title)}</h1>\n{body}\n'
+        f"<h2>Linked articles</h2><ul>\n{see_also}\n</ul></body></html>"
+    )
 
 
 def _hub_html(titles: list[str], papers: list[str]) -> str:
     items = "\n".join(f'<li><a href="{_wiki_path(t)}">{html.escape(t)}</a></li>' for t in titles)
     pdfs = "\n".join(f'<li><a href="/papers/{quote(p)}">{html.escape(p)}</a></li>' for p in papers)
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>Sample Wiki - all articles</title></head><body><h1>Sample Wiki</h1>"
-            f"<h2>Articles</h2><ul>\n{items}\n</ul><h2>Papers</h2><ul>\n{pdfs}\n</ul></body></html>")
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>Sample Wiki - all articles</title></head><body><h1>Sample Wiki</h1>"
+        f"<h2>Articles</h2><ul>\n{items}\n</ul><h2>Papers</h2><ul>\n{pdfs}\n</ul></body></html>"
+    )
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -273,5 +280,6 @@ def start_sample_web(data_dir: Path, wiki_limit: int | None = None) -> list[Site
     # The wiki hub links the IANA site so one seed reaches both hosts.
     hub = wiki.site.resources["/"]
     hub.body = hub.body.replace(
-        b"<h2>Papers</h2>", f'<p>See also <a href="{iana.origin}/">IANA</a>.</p><h2>Papers</h2>'.encode())
+        b"<h2>Papers</h2>", f'<p>See also <a href="{iana.origin}/">IANA</a>.</p><h2>Papers</h2>'.encode()
+    )
     return [wiki.start(), iana.start()]

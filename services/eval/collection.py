@@ -9,21 +9,16 @@ missing fields, and says which file and line is at fault.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.eval.errors import CollectionError
+from services.ingest.collection import json_lines, read_docs
+from services.ingest.errors import SourceFormatError
+from services.storage.documents import SourceDoc
 
-class CollectionError(ValueError):
-    """A collection file is missing or malformed; the message names file and line."""
-
-
-@dataclass(frozen=True)
-class EvalDoc:
-    id: str
-    title: str
-    text: str
+__all__ = ["Collection", "CollectionError", "EvalQuery", "load_collection"]
 
 
 @dataclass(frozen=True)
@@ -39,9 +34,14 @@ class Collection:
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> relevance
     doc_ids: set[str] = field(default_factory=set)
 
-    def docs(self) -> Iterator[EvalDoc]:
+    @property
+    def name(self) -> str:
+        """The collection's folder name (it names its documents' host)."""
+        return self.root.resolve().name
+
+    def docs(self) -> Iterator[SourceDoc]:
         """Stream the documents (a collection may not fit in memory)."""
-        yield from _read_docs(self.root / "docs.jsonl")
+        yield from read_docs(self.root / "docs.jsonl")
 
     @property
     def judged_queries(self) -> list[EvalQuery]:
@@ -52,40 +52,32 @@ def load_collection(root: Path) -> Collection:
     root = Path(root)
     for name in ("docs.jsonl", "queries.jsonl", "qrels.tsv"):
         if not (root / name).is_file():
-            raise CollectionError(f"{root / name} not found: a collection needs docs.jsonl, "
-                                  "queries.jsonl and qrels.tsv")
+            raise CollectionError(
+                f"{root / name} not found: a collection needs docs.jsonl, queries.jsonl and qrels.tsv"
+            )
     doc_ids: set[str] = set()
-    for doc in _read_docs(root / "docs.jsonl"):
-        if doc.id in doc_ids:
-            raise CollectionError(f"{root / 'docs.jsonl'}: duplicate document id {doc.id!r}")
-        doc_ids.add(doc.id)
+    try:
+        for doc in read_docs(root / "docs.jsonl"):
+            if doc.id in doc_ids:
+                raise CollectionError(f"{root / 'docs.jsonl'}: duplicate document id {doc.id!r}")
+            doc_ids.add(doc.id)
+    except SourceFormatError as exc:
+        raise CollectionError(str(exc)) from exc
     queries = _read_queries(root / "queries.jsonl")
     qrels = _read_qrels(root / "qrels.tsv", doc_ids, {q.id for q in queries})
     return Collection(root, queries, qrels, doc_ids)
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise CollectionError(f"{path}:{number}: not JSON ({exc})") from exc
-            if not isinstance(obj, dict) or "id" not in obj:
-                raise CollectionError(f"{path}:{number}: expected an object with an \"id\"")
-            yield number, obj
-
-
-def _read_docs(path: Path) -> Iterator[EvalDoc]:
-    for _number, obj in _json_lines(path):
-        yield EvalDoc(str(obj["id"]), str(obj.get("title") or ""), str(obj.get("text") or ""))
-
-
 def _read_queries(path: Path) -> list[EvalQuery]:
+    try:
+        return _queries(path)
+    except SourceFormatError as exc:
+        raise CollectionError(str(exc)) from exc
+
+
+def _queries(path: Path) -> list[EvalQuery]:
     queries, seen = [], set()
-    for number, obj in _json_lines(path):
+    for number, obj in json_lines(path):
         qid = str(obj["id"])
         if qid in seen:
             raise CollectionError(f"{path}:{number}: duplicate query id {qid!r}")
@@ -102,8 +94,10 @@ def _read_qrels(path: Path, doc_ids: set[str], query_ids: set[str]) -> dict[str,
         reader = csv.reader(fh, delimiter="\t")
         header = next(reader, None)
         if header != ["query_id", "doc_id", "relevance"]:
-            raise CollectionError(f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', "
-                                  f"found {header!r} (raw qrels are not in this order: normalize first)")
+            raise CollectionError(
+                f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', "
+                f"found {header!r} (raw qrels are not in this order: normalize first)"
+            )
         for number, row in enumerate(reader, 2):
             if not row:
                 continue

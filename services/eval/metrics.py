@@ -32,8 +32,7 @@ def write_trec_run(run: Run, path: Path, tag: str = "nimbus") -> Path:
 def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
     """Mean of each measure over the judged queries (a judged query with no results counts as 0)."""
     qrel_rows = [ir_measures.Qrel(q, d, rel) for q, docs in qrels.items() for d, rel in docs.items()]
-    run_rows = [ir_measures.ScoredDoc(q, d, s) for q, hits in run.items() if q in qrels
-                for d, s in hits]
+    run_rows = [ir_measures.ScoredDoc(q, d, s) for q, hits in run.items() if q in qrels for d, s in hits]
     judged = list(qrels)
     totals = {name: 0.0 for name in MEASURES}
     per_query = ir_measures.iter_calc(list(MEASURES.values()), qrel_rows, run_rows)

@@ -1,7 +1,7 @@
 """``nimbus eval``: a judged collection through the real pipeline, measured.
 
 The collection is ingested like a crawl (``services.ingest``), indexed by the
-same MapReduce build (``mapreduce.build.build_index``) and searched by the same
+same MapReduce build (``services.indexing.build.build_index``) and searched by the same
 ranking code the API uses (``SearchService.ranked``), so the figures measure
 what users get. The run is written in TREC format and scored by ir-measures
 over the judged queries.
@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-from mapreduce.build import build_index
 from services.config import Settings
 from services.eval.collection import load_collection
 from services.eval.metrics import evaluate, write_trec_run
-from services.ingest.writer import ingest_collection
+from services.indexing.build import build_index
+from services.ingest.writer import ingest_documents
 from services.search.service import SearchService
 
 DEFAULT_DEPTH = 1000  # results per query in the run: trec_eval's customary depth
@@ -36,12 +36,16 @@ def default_state(root: Path, settings: Settings) -> Path:
 def state_settings(settings: Settings, state: Path) -> Settings:
     """``settings`` with database, blob store and local caches inside ``state``."""
     state = Path(state).resolve()
-    return settings.with_overrides(database_url=f"sqlite:///{state / 'nimbus.db'}",
-                                   blob_url=f"file://{state / 'blobs'}", var_dir=state / "var")
+    return settings.with_overrides(
+        database_url=f"sqlite:///{state / 'nimbus.db'}",
+        blob_url=f"file://{state / 'blobs'}",
+        var_dir=state / "var",
+    )
 
 
-def run_eval(root: Path, settings: Settings, *, run_path: Path, depth: int = DEFAULT_DEPTH,
-             progress: bool = True) -> dict[str, float]:
+def run_eval(
+    root: Path, settings: Settings, *, run_path: Path, depth: int = DEFAULT_DEPTH, progress: bool = True
+) -> dict[str, float]:
     """Ingest, index and search the collection at ``root`` with ``settings`` as given;
     write the TREC run to ``run_path``; return the measures over the judged queries."""
 
@@ -50,9 +54,11 @@ def run_eval(root: Path, settings: Settings, *, run_path: Path, depth: int = DEF
             print(f"eval: {message}", file=sys.stderr, flush=True)
 
     collection = load_collection(root)
-    say(f"{len(collection.doc_ids)} documents, {len(collection.queries)} queries "
-        f"({len(collection.judged_queries)} judged) in {root}")
-    ingested = ingest_collection(collection, settings, progress=progress)
+    say(
+        f"{len(collection.doc_ids)} documents, {len(collection.queries)} queries "
+        f"({len(collection.judged_queries)} judged) in {root}"
+    )
+    ingested = ingest_documents(collection.docs(), collection.name, settings, progress=progress)
     build_index(settings, progress=progress)
 
     started = time.monotonic()
@@ -75,10 +81,14 @@ def run_eval(root: Path, settings: Settings, *, run_path: Path, depth: int = DEF
     finally:
         service.close()
     seconds = time.monotonic() - started
-    say(f"searched {len(run)} queries in {seconds:.1f} s "
-        f"({len(run) / seconds if seconds > 0 else 0.0:.0f} queries/s), depth {depth}")
+    say(
+        f"searched {len(run)} queries in {seconds:.1f} s "
+        f"({len(run) / seconds if seconds > 0 else 0.0:.0f} queries/s), depth {depth}"
+    )
     if foreign:
-        say(f"warning: {foreign} hits were documents outside the collection and were left out "
-            "(use a state directory of its own)")
+        say(
+            f"warning: {foreign} hits were documents outside the collection and were left out "
+            "(use a state directory of its own)"
+        )
     write_trec_run(run, run_path)
     return evaluate(run, collection.qrels)

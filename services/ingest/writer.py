@@ -1,6 +1,6 @@
-"""Write collection documents to the blob store and the documents table, as the
-crawler's committer does: content block + record block per group of documents,
-dense doc numbers from the current maximum + 1, under the committers' lock.
+"""Write collection documents to the blob store and the documents table with the
+crawler's own ``DocumentWriter``: content block + record block per group of
+documents, dense doc numbers reserved under the committers' lock.
 
 All of one ingest is one database transaction: the lock is its first
 statement, each block pair is put in the blob store before its rows are
@@ -24,30 +24,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
-from services.eval.collection import Collection, EvalDoc
-from services.ingest.collection import (
-    CONTENT_TYPE,
-    LANG,
-    IngestDoc,
-    IngestError,
-    collection_host,
-    prepare,
-    to_record,
-)
-from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.block_pair import cut_blocks, write_block_pair
-from services.storage.db import (
-    bump_counters,
-    init_db,
-    lock_commits,
-    make_engine,
-    next_doc_num,
-    session_factory,
-)
+from services.ingest.collection import IngestDoc, IngestError, collection_host, prepare, to_document
+from services.storage.blobstore import open_blobstore
+from services.storage.block_pair import cut_blocks
+from services.storage.db import bump_counters, init_db, make_engine, session_factory
+from services.storage.documents import DocumentWriter, SourceDoc
 from services.storage.models import Document
 
 PROGRESS_EVERY = 2.0  # seconds between progress lines on stderr
@@ -66,29 +51,42 @@ class IngestResult:
         return (self.added + self.already_stored) / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
-        return (f"ingested {self.added + self.already_stored} documents ({self.added} new, "
-                f"{self.already_stored} already stored) in {self.seconds:.1f} s "
-                f"({self.docs_per_second:.0f} docs/s), {len(self.blocks) // 2} block pairs")
+        return (
+            f"ingested {self.added + self.already_stored} documents ({self.added} new, "
+            f"{self.already_stored} already stored) in {self.seconds:.1f} s "
+            f"({self.docs_per_second:.0f} docs/s), {len(self.blocks) // 2} block pairs"
+        )
 
 
-def ingest_collection(collection: Collection, settings: Settings, *,
-                      progress: bool = True) -> IngestResult:
-    """Ingest every document of ``collection`` into the database and blob store ``settings`` name,
+def ingest_documents(
+    docs: Iterable[SourceDoc], source_name: str, settings: Settings, *, progress: bool = True
+) -> IngestResult:
+    """Ingest ``docs`` (streamed) from the source named ``source_name`` (a collection's folder
+    name: it names the documents' host) into the database and blob store ``settings`` name,
     in blocks of at most ``block_max_docs`` documents and ``block_max_bytes`` bytes."""
     engine = make_engine(settings.database_url)
     try:
         init_db(engine)
-        blobs = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
-        host = collection_host(collection.root.resolve().name)
-        return write_docs(collection.docs(), host, session_factory(engine), blobs,
-                          max_block_docs=settings.block_max_docs,
-                          max_block_bytes=settings.block_max_bytes, progress=progress)
+        writer = DocumentWriter(
+            open_blobstore(settings.blob_url, settings.aws_endpoint_url),
+            max_block_docs=settings.block_max_docs,
+            max_block_bytes=settings.block_max_bytes,
+        )
+        return write_docs(
+            docs, collection_host(source_name), session_factory(engine), writer, progress=progress
+        )
     finally:
         engine.dispose()
 
 
-def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Session], blobs: BlobStore,
-               *, max_block_docs: int, max_block_bytes: int, progress: bool = True) -> IngestResult:
+def write_docs(
+    docs: Iterable[SourceDoc],
+    host: str,
+    sessions: sessionmaker[Session],
+    writer: DocumentWriter,
+    *,
+    progress: bool = True,
+) -> IngestResult:
     """Store ``docs`` (streamed) under ``https://<host>/doc/<id>`` in one transaction."""
     started = time.monotonic()
     now = time.time()
@@ -97,30 +95,33 @@ def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Sessio
     last_report = started
     try:
         with sessions.begin() as session:
-            # The committer's own lock and numbering: an ingest into a database that a
-            # crawler writes too keeps doc numbers dense and never interleaves with a flush.
-            lock_commits(session)
-            number = next_doc_num(session)
+            # The committers' own lock, first: an ingest into a database that a crawler
+            # writes too keeps doc numbers dense and never interleaves with a flush.
+            writer.lock(session)
             prepared = (prepare(doc, host) for doc in docs)
-            for block in cut_blocks(prepared, _body_size, max_block_docs, max_block_bytes):
+            for block in cut_blocks(prepared, _body_size, writer.max_block_docs, writer.max_block_bytes):
                 fresh = _new_docs(session, block, seen, result)
                 if fresh:
-                    rows, names = _write_block(blobs, fresh, number, now, max_block_bytes)
-                    result.blocks += names
-                    session.execute(insert(Document), rows)
-                    for row, doc in zip(rows, fresh, strict=True):
+                    number = writer.reserve(session, len(fresh))
+                    written = writer.write(
+                        to_document(doc, num, fetched_at=now) for num, doc in enumerate(fresh, number)
+                    )
+                    result.blocks += written.blocks
+                    writer.insert(session, written.rows)
+                    for row, doc in zip(written.rows, fresh, strict=True):
                         result.doc_nums[row["doc_num"]] = doc.source_id
-                    number += len(fresh)
                     result.added += len(fresh)
                 if progress and time.monotonic() - last_report >= PROGRESS_EVERY:
                     last_report = time.monotonic()
                     done = result.added + result.already_stored
-                    print(f"ingest: {done} documents ({done / (last_report - started):.0f} docs/s)",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"ingest: {done} documents ({done / (last_report - started):.0f} docs/s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             bump_counters(session, {"documents": result.added, "ingested_documents": result.added})
     except BaseException:
-        for name in result.blocks:
-            blobs.delete(name)
+        writer.discard(result.blocks)
         raise
     result.seconds = time.monotonic() - started
     if progress:
@@ -128,46 +129,40 @@ def write_docs(docs: Iterable[EvalDoc], host: str, sessions: sessionmaker[Sessio
     return result
 
 
-def _new_docs(session: Session, block: list[IngestDoc], seen: set[str],
-              result: IngestResult) -> list[IngestDoc]:
+def _new_docs(
+    session: Session, block: list[IngestDoc], seen: set[str], result: IngestResult
+) -> list[IngestDoc]:
     """The block's documents not stored yet; already stored ones keep their doc number."""
-    stored = {row.url_id: row for row in session.execute(
-        select(Document.url_id, Document.doc_num, Document.doc_id)
-        .where(Document.url_id.in_([d.url_id for d in block])))}
+    stored = {
+        row.url_id: row
+        for row in session.execute(
+            select(Document.url_id, Document.doc_num, Document.doc_id).where(
+                Document.url_id.in_([d.url_id for d in block])
+            )
+        )
+    }
     fresh = []
     for doc in block:
         if doc.url_id in seen:
-            raise IngestError(f"two documents of the collection get the URL {doc.url} "
-                              f"(one is {doc.source_id!r}): their ids differ only in ways a URL "
-                              "cannot keep; make the ids distinct")
+            raise IngestError(
+                f"two documents of the collection get the URL {doc.url} "
+                f"(one is {doc.source_id!r}): their ids differ only in ways a URL "
+                "cannot keep; make the ids distinct"
+            )
         seen.add(doc.url_id)
         old = stored.get(doc.url_id)
         if old is None:
             fresh.append(doc)
         elif old.doc_id != doc.doc_id:
-            raise IngestError(f"document {doc.source_id!r} ({doc.url}) is already stored with other "
-                              "content: this database holds another version of the collection; "
-                              "ingest into a fresh state directory (nimbus eval --state DIR)")
+            raise IngestError(
+                f"document {doc.source_id!r} ({doc.url}) is already stored with other "
+                "content: this database holds another version of the collection; "
+                "ingest into a fresh state directory (nimbus eval --state DIR)"
+            )
         else:
             result.doc_nums[old.doc_num] = doc.source_id
             result.already_stored += 1
     return fresh
-
-
-def _write_block(blobs: BlobStore, docs: list[IngestDoc], base: int, now: float,
-                 max_block_bytes: int) -> tuple[list[dict], list[str]]:
-    """Put one content block and its record block; the documents' rows, numbered from ``base``."""
-    # cut_blocks kept the block under the cap (a larger document alone, which the writer allows).
-    stored = [(doc.body, CONTENT_TYPE, to_record(doc, doc_num, fetched_at=now))
-              for doc_num, doc in enumerate(docs, base)]
-    placements, names = write_block_pair(blobs, stored, base, max_block_bytes)
-    rows = [{
-        "url_id": doc.url_id, "doc_num": record.doc_num, "url": doc.url, "doc_id": doc.doc_id,
-        "content_type": CONTENT_TYPE.mime, "title": doc.title[:2000], "lang": LANG,
-        "length": len(doc.body), "status": 200, "depth": 0, "last_crawled": now,
-        **placement.columns(),
-    } for doc, (_body, _type, record), placement in zip(docs, stored, placements, strict=True)]
-    return rows, names
 
 
 def _body_size(doc: IngestDoc) -> int:

@@ -21,8 +21,9 @@ from jinja2 import Environment, FileSystemLoader
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
+from services.search.errors import NotFoundError
 from services.search.schemas import Health, SearchResponse
-from services.search.service import MAX_RESULTS, NotFoundError, SearchService
+from services.search.service import MAX_RESULTS, SearchService
 from services.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ CACHED_HEADERS = {
 }
 
 
-def create_app(settings: Settings, recheck_seconds: float = 2.0,
-               service: SearchService | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, recheck_seconds: float = 2.0, service: SearchService | None = None
+) -> FastAPI:
     """The search app; ``recheck_seconds`` bounds how stale the active index version may be."""
     owned = service is None
     svc = service or SearchService(settings, recheck_seconds=recheck_seconds)
@@ -56,8 +58,9 @@ def create_app(settings: Settings, recheck_seconds: float = 2.0,
 
     app = FastAPI(title="Nimbus Search", lifespan=lifespan)
     app.state.service = svc
-    env = Environment(loader=FileSystemLoader(WEBUI / "templates"), autoescape=True,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(WEBUI / "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
     env.filters["safe_href"] = safe_href
     templates = Jinja2Templates(env=env)
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
@@ -75,15 +78,20 @@ def create_app(settings: Settings, recheck_seconds: float = 2.0,
     def search_page(request: Request, q: str = "", page: str = "1") -> HTMLResponse:
         number = int(page) if page.isdigit() and int(page) > 0 else 1  # forgiving for humans
         results = svc.search(q, number)
-        return templates.TemplateResponse(request, "search.html", {
-            "results": results,
-            "page_links": _page_links(results.page, results.pages),
-        })
+        return templates.TemplateResponse(
+            request,
+            "search.html",
+            {
+                "results": results,
+                "page_links": _page_links(results.page, results.pages),
+            },
+        )
 
     @app.get("/api/search", response_model=SearchResponse)
-    def api_search(q: str = Query("", max_length=1000, description="the query"),
-                   page: int = Query(1, ge=1, le=MAX_RESULTS, description="1-based page")
-                   ) -> SearchResponse | JSONResponse:
+    def api_search(
+        q: str = Query("", max_length=1000, description="the query"),
+        page: int = Query(1, ge=1, le=MAX_RESULTS, description="1-based page"),
+    ) -> SearchResponse | JSONResponse:
         results = svc.search(q, page)
         if results.index_version is None:
             return JSONResponse(SearchResponse.from_results(results).model_dump(), status_code=503)
@@ -97,8 +105,7 @@ def create_app(settings: Settings, recheck_seconds: float = 2.0,
             return JSONResponse({"detail": f"{exc}"}, status_code=404)
         # Content-Type set as a header, not media_type: Starlette would append
         # "charset=utf-8" to text/* and mislabel pages stored in other encodings.
-        return Response(content=copy.body,
-                        headers={"Content-Type": copy.media_type, **CACHED_HEADERS})
+        return Response(content=copy.body, headers={"Content-Type": copy.media_type, **CACHED_HEADERS})
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> Response:
@@ -106,8 +113,13 @@ def create_app(settings: Settings, recheck_seconds: float = 2.0,
         if index is None:
             body = Health(status="no-index")
             return JSONResponse(body.model_dump(), status_code=503)
-        body = Health(status="ok", index_version=index.version_id, segment=index.segment,
-                      num_docs=index.num_docs, num_terms=index.num_terms)
+        body = Health(
+            status="ok",
+            index_version=index.version_id,
+            segment=index.segment,
+            num_docs=index.num_docs,
+            num_terms=index.num_terms,
+        )
         return JSONResponse(body.model_dump())
 
     return app

@@ -21,21 +21,30 @@ from services.storage.models import DuplicateUrl
 ALSO_AT_LIMIT = 5  # enough to show "same page, other address" without burying the next hit
 
 
-def other_urls(session: Session, doc_nums: Collection[int],
-               limit: int = ALSO_AT_LIMIT) -> dict[int, list[str]]:
+def other_urls(
+    session: Session, doc_nums: Collection[int], limit: int = ALSO_AT_LIMIT
+) -> dict[int, list[str]]:
     """doc_num -> up to ``limit`` duplicate URLs (first seen first); absent when none."""
     if not doc_nums or limit <= 0:
         return {}
-    rank = func.row_number().over(
-        partition_by=DuplicateUrl.doc_num,
-        order_by=(DuplicateUrl.first_seen, DuplicateUrl.url_id),
-    ).label("rank")
-    ranked = (select(DuplicateUrl.doc_num, DuplicateUrl.url, rank)
-              .where(DuplicateUrl.doc_num.in_(sorted(set(doc_nums))))
-              .subquery())
-    rows = session.execute(select(ranked.c.doc_num, ranked.c.url)
-                           .where(ranked.c.rank <= limit)
-                           .order_by(ranked.c.doc_num, ranked.c.rank))
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=DuplicateUrl.doc_num,
+            order_by=(DuplicateUrl.first_seen, DuplicateUrl.url_id),
+        )
+        .label("rank")
+    )
+    ranked = (
+        select(DuplicateUrl.doc_num, DuplicateUrl.url, rank)
+        .where(DuplicateUrl.doc_num.in_(sorted(set(doc_nums))))
+        .subquery()
+    )
+    rows = session.execute(
+        select(ranked.c.doc_num, ranked.c.url)
+        .where(ranked.c.rank <= limit)
+        .order_by(ranked.c.doc_num, ranked.c.rank)
+    )
     found: dict[int, list[str]] = {}
     for doc_num, url in rows:
         found.setdefault(int(doc_num), []).append(url)

@@ -20,9 +20,17 @@ from collections.abc import Mapping
 import numpy as np
 
 
-def rm3_weights(query: Mapping[int, float], fb_docs: np.ndarray, fb_scores: np.ndarray,
-                fwd_offsets: np.ndarray, fwd_terms: np.ndarray, fwd_tfs: np.ndarray,
-                doc_lengths: np.ndarray, fb_terms: int, original_weight: float) -> dict[int, float]:
+def rm3_weights(
+    query: Mapping[int, float],
+    fb_docs: np.ndarray,
+    fb_scores: np.ndarray,
+    fwd_offsets: np.ndarray,
+    fwd_terms: np.ndarray,
+    fwd_tfs: np.ndarray,
+    doc_lengths: np.ndarray,
+    fb_terms: int,
+    original_weight: float,
+) -> dict[int, float]:
     """Expanded query weights by term id (the original terms included)."""
     qlen = float(sum(query.values()))
     if fb_docs.shape[0] == 0 or fb_terms <= 0 or qlen <= 0:

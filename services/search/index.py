@@ -1,7 +1,8 @@
 """The search side of an index segment: download once, memory-map, look terms up.
 
-The publish step (``mapreduce.publish``) writes the arrays named in
-``SEGMENT_ARRAYS``; this module is their only reader. A loaded
+The publish step (``services.indexing.publish``) writes the arrays of the
+segment contract (``services.storage.segment.SEGMENT_ARRAYS``); this module
+is their only reader. A loaded
 ``SegmentIndex`` is never mutated: a new index version is opened as a new
 object and swapped in by ``IndexHolder``, so a request that already holds the
 old object finishes on it (the old memory map lives until its last user drops
@@ -24,49 +25,16 @@ import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.search.errors import SearchIndexError
 from services.search.rank import pagerank_prior
 from services.storage.blobstore import BlobStore
 from services.storage.db import active_index
-from services.storage.errors import StorageError
-from services.storage.segment import open_segment
+from services.storage.errors import SegmentContractError, StorageError
+from services.storage.segment import check_segment, open_segment
 
 log = logging.getLogger(__name__)
 
-# The segment contract (mapreduce.publish, format 2): name -> dtype.
-SEGMENT_ARRAYS: dict[str, np.dtype] = {
-    "term_bytes": np.dtype(np.uint8),
-    "term_offsets": np.dtype(np.uint64),
-    "df": np.dtype(np.uint32),
-    "idf": np.dtype(np.float32),
-    "max_impact": np.dtype(np.float32),
-    "post_offsets": np.dtype(np.uint64),
-    "post_docs": np.dtype(np.uint32),
-    "post_impacts": np.dtype(np.float32),
-    "tf_title": np.dtype(np.uint16),
-    "tf_body": np.dtype(np.uint16),
-    "tf_anchor": np.dtype(np.uint16),
-    "tf_url": np.dtype(np.uint16),
-    "pos_offsets": np.dtype(np.uint64),
-    "positions": np.dtype(np.uint32),
-    "len_title": np.dtype(np.uint32),
-    "len_body": np.dtype(np.uint32),
-    "len_anchor": np.dtype(np.uint32),
-    "len_url": np.dtype(np.uint32),
-    "doc_lengths": np.dtype(np.uint32),
-    "fwd_offsets": np.dtype(np.uint64),
-    "fwd_terms": np.dtype(np.uint32),
-    "fwd_tfs": np.dtype(np.uint16),
-    "pagerank": np.dtype(np.float64),
-}
-PER_DOC = ("len_title", "len_body", "len_anchor", "len_url", "doc_lengths", "pagerank")
-PER_POSTING = ("post_impacts", "tf_title", "tf_body", "tf_anchor", "tf_url", "fwd_terms",
-               "fwd_tfs")
-PER_TERM = ("df", "idf", "max_impact")
 TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
-
-
-class SearchIndexError(Exception):
-    """An index segment is missing, unreadable or breaks the array contract."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +56,10 @@ class SegmentIndex:
             raise SearchIndexError(
                 f"cannot open index segment {path}: {exc}; re-run `nimbus index` to publish a new one"
             ) from exc
-        _check_contract(path, arrays, meta)
+        try:
+            check_segment(arrays, meta, str(path))
+        except SegmentContractError as exc:
+            raise SearchIndexError(str(exc)) from exc
         # Plain ndarray views of the memory maps: slicing an np.memmap runs Python code
         # (__array_finalize__) on every slice, a third of a query's time.
         plain = {name: np.asarray(array) for name, array in arrays.items()}
@@ -129,13 +100,13 @@ class SegmentIndex:
         if block < 0:
             return None
         first = block * TERM_SAMPLE
-        offsets = self.arrays["term_offsets"][first:first + TERM_SAMPLE + 1].tolist()
+        offsets = self.arrays["term_offsets"][first : first + TERM_SAMPLE + 1].tolist()
         base = offsets[0]
-        text = self.arrays["term_bytes"][base:offsets[-1]].tobytes()
+        text = self.arrays["term_bytes"][base : offsets[-1]].tobytes()
         lo, hi = 0, len(offsets) - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            probe = text[offsets[mid] - base:offsets[mid + 1] - base]
+            probe = text[offsets[mid] - base : offsets[mid + 1] - base]
             if probe < key:
                 lo = mid + 1
             elif probe > key:
@@ -185,38 +156,6 @@ class SegmentIndex:
         return {}
 
 
-def _check_contract(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-    """Cheap O(1) checks (names, dtypes, lengths) so a bad segment fails at load, not per query."""
-
-    def bad(why: str) -> SearchIndexError:
-        return SearchIndexError(
-            f"index segment {path} breaks the segment contract: {why}; "
-            "re-publish it with `nimbus index`"
-        )
-
-    for name, dtype in SEGMENT_ARRAYS.items():
-        if name not in arrays:
-            raise bad(f"array {name!r} is missing")
-        if arrays[name].dtype != dtype:
-            raise bad(f"array {name!r} has dtype {arrays[name].dtype}, expected {dtype}")
-    n, t = arrays["doc_lengths"].shape[0], arrays["df"].shape[0]
-    p = arrays["post_docs"].shape[0]
-    expected = {"term_offsets": t + 1, "post_offsets": t + 1, "pos_offsets": p + 1,
-                "fwd_offsets": n + 1}
-    expected.update({name: n for name in PER_DOC})
-    expected.update({name: p for name in PER_POSTING})
-    expected.update({name: t for name in PER_TERM})
-    for name, length in expected.items():
-        if arrays[name].shape[0] != length:
-            raise bad(f"array {name!r} has {arrays[name].shape[0]} entries, expected {length}")
-    if int(arrays["term_offsets"][-1]) != arrays["term_bytes"].shape[0]:
-        raise bad("term_offsets does not end at the end of term_bytes")
-    if int(arrays["post_offsets"][-1]) != p:
-        raise bad("post_offsets does not end at the number of postings")
-    if "num_docs" in meta and int(meta["num_docs"]) != n:
-        raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {n}")
-
-
 def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
     """Copy segment blob ``name`` into ``cache_dir`` once; atomic, so readers never map half a file.
 
@@ -239,8 +178,7 @@ def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
 STALE_PART_SECONDS = 3600.0  # a download unfinished for an hour was abandoned by a dead process
 
 
-def prune_segments(cache_dir: Path, keep: Iterable[Path],
-                   now: float | None = None) -> list[Path]:
+def prune_segments(cache_dir: Path, keep: Iterable[Path], now: float | None = None) -> list[Path]:
     """Delete cached segments other than ``keep``; returns the paths removed.
 
     Every published version leaves a local copy, so without this the cache
@@ -284,9 +222,14 @@ class IndexHolder:
     the new and the previous version are deleted (``prune_segments``).
     """
 
-    def __init__(self, sessions: sessionmaker[Session], blobs: BlobStore, cache_dir: Path,
-                 recheck_seconds: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        blobs: BlobStore,
+        cache_dir: Path,
+        recheck_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._sessions = sessions
         self._blobs = blobs
         self._cache_dir = Path(cache_dir)
@@ -336,7 +279,12 @@ class IndexHolder:
             log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
             return
         self.last_error = None
-        log.info("serving index version %s (%s, %d docs, %d terms)",
-                 index.version_id, index.segment, index.num_docs, index.num_terms)
+        log.info(
+            "serving index version %s (%s, %d docs, %d terms)",
+            index.version_id,
+            index.segment,
+            index.num_docs,
+            index.num_terms,
+        )
         previous, self._index = self._index, index  # requests see old or new, never half
         prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))

@@ -13,23 +13,34 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _keys(docs: np.ndarray, post_docs: np.ndarray, start: int, pos_offsets: np.ndarray,
-          positions: np.ndarray, shift: int) -> np.ndarray:
+def _keys(
+    docs: np.ndarray,
+    post_docs: np.ndarray,
+    start: int,
+    pos_offsets: np.ndarray,
+    positions: np.ndarray,
+    shift: int,
+) -> np.ndarray:
     """Keys of one term's positions in ``docs`` (ascending, all holding the term)."""
     postings = start + np.searchsorted(post_docs, docs)
     begin = pos_offsets[postings].astype(np.int64)
     counts = pos_offsets[postings + 1].astype(np.int64) - begin
     idx = np.repeat(begin - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
-        int(counts.sum()))
+        int(counts.sum())
+    )
     pos = positions[idx].astype(np.int64) - shift
     owner = np.repeat(docs.astype(np.int64), counts)
     keep = pos >= 0
     return np.unique((owner[keep] << 32) | pos[keep])
 
 
-def phrase_matches(candidates: np.ndarray, term_ranges: Sequence[tuple[int, int]],
-                   post_docs: np.ndarray, pos_offsets: np.ndarray,
-                   positions: np.ndarray) -> np.ndarray:
+def phrase_matches(
+    candidates: np.ndarray,
+    term_ranges: Sequence[tuple[int, int]],
+    post_docs: np.ndarray,
+    pos_offsets: np.ndarray,
+    positions: np.ndarray,
+) -> np.ndarray:
     """The candidates (ascending; each holds every phrase term) where the phrase occurs.
 
     ``term_ranges[i]`` is the posting range of the phrase's i-th term.
@@ -42,4 +53,6 @@ def phrase_matches(candidates: np.ndarray, term_ranges: Sequence[tuple[int, int]
         common = keys if common is None else np.intersect1d(common, keys, assume_unique=True)
         if common.shape[0] == 0:
             return candidates[:0]
+    if common is None:  # no terms: nothing to match
+        return candidates[:0]
     return np.unique(common >> 32).astype(candidates.dtype)

@@ -79,5 +79,4 @@ def parse_query(text: str) -> ParsedQuery:
         terms.update(analyzed)
         if len(analyzed) > 1:
             phrases.append(analyzed)
-    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases,
-                       any_word)
+    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases, any_word)

@@ -2,7 +2,7 @@
 
 The formula (docs/ranking.md)::
 
-    text(q, d)  = sum over query terms t of  w_t * impact_td       (impact: services.search.bm25f)
+    text(q, d)  = sum over query terms t of  w_t * impact_td       (impact: services.ranking.bm25f)
     prior(d)    = s_d / (s_d + 1)   with   s_d = N * pagerank_d
     final(q, d) = text(q, d) + W * prior(d)
 
@@ -117,8 +117,7 @@ def _dense_probe_pays(candidates: int, list_len: int, num_docs: int) -> bool:
     return candidates * (2 * levels - 1) * 9 > num_docs + 17 * list_len
 
 
-def conjunctive(terms: Sequence[QueryTerm],
-                num_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(documents holding every term, their text scores) in one pass over the lists.
 
     The shortest list gives the candidates; each other list is probed, and
@@ -173,16 +172,19 @@ def best_of(docs: np.ndarray, final: np.ndarray, text: np.ndarray, k: int, total
     return Ranked(docs[pos], final[pos], text[pos], total)
 
 
-def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.ndarray,
-                     k: int) -> Ranked:
+def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.ndarray, k: int) -> Ranked:
     """Exact top-k of a given candidate set (AND results, phrase matches)."""
     text = text_scores(terms, docs)
     return best_of(docs, text + prior[docs], text, k, int(docs.shape[0]))
 
 
-def top_k_exhaustive(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
-                     excluded: np.ndarray | None = None,
-                     allowed: np.ndarray | None = None) -> Ranked:
+def top_k_exhaustive(
+    terms: Sequence[QueryTerm],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+) -> Ranked:
     """Every document holding any term, scored; the reference for ``top_k_maxscore``."""
     docs = union_docs(terms)
     if excluded is not None and excluded.shape[0]:
@@ -195,9 +197,14 @@ def top_k_exhaustive(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
 SAFETY = 1e-9  # relative slack for float rounding when comparing a score with a sum of bounds
 
 
-def top_k_maxscore(terms: Sequence[QueryTerm], prior: np.ndarray, k: int,
-                   excluded: np.ndarray | None = None, max_prior: float | None = None,
-                   allowed: np.ndarray | None = None) -> Ranked:
+def top_k_maxscore(
+    terms: Sequence[QueryTerm],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    max_prior: float | None = None,
+    allowed: np.ndarray | None = None,
+) -> Ranked:
     """The same top-k as ``top_k_exhaustive``, enumerating only the essential terms' postings.
 
     ``allowed`` (a boolean per document) restricts the candidates further, as

@@ -61,16 +61,19 @@ def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
     return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id))
 
 
-def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
-             settings: RetrievalSettings = RetrievalSettings()) -> Retrieval:  # noqa: B008 - frozen
+def retrieve(
+    index: SegmentIndex, query: ParsedQuery, k: int, settings: RetrievalSettings = RetrievalSettings()
+) -> Retrieval:  # noqa: B008 - frozen
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
-    ids = {term: index.term_id(term) for term in query.terms}
-    found = [t for t, i in ids.items() if i is not None]
+    looked_up = {term: index.term_id(term) for term in query.terms}
+    ids = {term: i for term, i in looked_up.items() if i is not None}  # terms in the index
+    found = list(ids)
     weights = {ids[t]: float(query.terms[t]) for t in found}
     terms = [query_term(index, i, w) for i, w in weights.items()]
-    excluded = union_docs([query_term(index, i, 1.0) for t in query.excluded
-                           if (i := index.term_id(t)) is not None])
+    excluded = union_docs(
+        [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
+    )
     for phrase in query.excluded_phrases:
         excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
@@ -78,7 +81,7 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
         return Retrieval(empty, "none", found)
 
     if query.phrases:
-        if any(ids[t] is None for phrase in query.phrases for t in phrase):
+        if any(t not in ids for phrase in query.phrases for t in phrase):
             return Retrieval(empty, "phrase", found)
         required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
         candidates = _without(intersect_docs(required, index.num_docs), excluded)
@@ -88,8 +91,11 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
             # The candidates hold the phrases' words already: intersect with the others only.
             in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
             others = [t for i, t in zip(weights, terms, strict=True) if i not in in_phrases]
-            narrowed = (np.intersect1d(candidates, intersect_docs(others, index.num_docs),
-                                       assume_unique=True) if others else candidates)
+            narrowed = (
+                np.intersect1d(candidates, intersect_docs(others, index.num_docs), assume_unique=True)
+                if others
+                else candidates
+            )
             if narrowed.shape[0] >= settings.and_min_results:
                 candidates = narrowed
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
@@ -110,26 +116,33 @@ def retrieve(index: SegmentIndex, query: ParsedQuery, k: int,
     ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top)
     if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0]:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
-        expanded = rm3_weights(weights, ranked.docs[:fb], ranked.text[:fb],
-                               index.arrays["fwd_offsets"], index.arrays["fwd_terms"],
-                               index.arrays["fwd_tfs"], index.doc_lengths,
-                               settings.feedback_terms, settings.feedback_weight)
+        expanded = rm3_weights(
+            weights,
+            ranked.docs[:fb],
+            ranked.text[:fb],
+            index.arrays["fwd_offsets"],
+            index.arrays["fwd_terms"],
+            index.arrays["fwd_tfs"],
+            index.doc_lengths,
+            settings.feedback_terms,
+            settings.feedback_weight,
+        )
         # The expanded query reranks the documents holding a word of the user's query;
         # it does not bring in documents that hold none of them.
         allowed = np.zeros(index.num_docs, dtype=bool)
         for t in terms:
             allowed[t.docs] = True
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
-        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed,
-                                max_prior=top)
+        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
         return Retrieval(ranked, "or+feedback", found)
     return Retrieval(ranked, "or", found)
 
 
 def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
     """Every document holding ``phrase`` (analyzed terms)."""
-    ids = [index.term_id(t) for t in phrase]
-    if any(i is None for i in ids):
+    looked_up = [index.term_id(t) for t in phrase]
+    ids = [i for i in looked_up if i is not None]
+    if len(ids) < len(looked_up):
         return np.zeros(0, np.uint32)
     holding = intersect_docs([query_term(index, i, 1.0) for i in ids], index.num_docs)
     return _holding_phrase(index, holding, ids)
@@ -137,9 +150,13 @@ def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
 
 def _holding_phrase(index: SegmentIndex, candidates: np.ndarray, ids: list[int]) -> np.ndarray:
     """The ``candidates`` (each holding every term of the phrase) where the phrase occurs."""
-    return phrase_matches(candidates, [index.posting_range(i) for i in ids],
-                          index.arrays["post_docs"], index.arrays["pos_offsets"],
-                          index.arrays["positions"])
+    return phrase_matches(
+        candidates,
+        [index.posting_range(i) for i in ids],
+        index.arrays["post_docs"],
+        index.arrays["pos_offsets"],
+        index.arrays["positions"],
+    )
 
 
 def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:
@@ -147,7 +164,9 @@ def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:
 
 
 def _concat(first: Ranked, rest: Ranked, k: int) -> Ranked:
-    return Ranked(np.concatenate([first.docs, rest.docs])[:k],
-                  np.concatenate([first.final, rest.final])[:k],
-                  np.concatenate([first.text, rest.text])[:k],
-                  first.total + rest.total)
+    return Ranked(
+        np.concatenate([first.docs, rest.docs])[:k],
+        np.concatenate([first.final, rest.final])[:k],
+        np.concatenate([first.text, rest.text])[:k],
+        first.total + rest.total,
+    )

@@ -19,15 +19,17 @@ class SearchHit(BaseModel):
     doc_num: int
     url: str
     title: str
-    score: float = Field(description="final score: text_score + weight * s / (s + 1), "
-                                     "s = N * pagerank (docs/ranking.md)")
+    score: float = Field(
+        description="final score: text_score + weight * s / (s + 1), s = N * pagerank (docs/ranking.md)"
+    )
     text_score: float = Field(description="BM25F part of the score (with feedback terms, if any)")
     pagerank: float
     snippet: str = Field(description="plain text; never HTML")
     highlights: list[Highlight] = Field(description="spans of snippet that match the query")
     cached_url: str
-    also_at: list[str] = Field(default_factory=list,
-                               description="up to 5 other URLs serving the same content")
+    also_at: list[str] = Field(
+        default_factory=list, description="up to 5 other URLs serving the same content"
+    )
 
     @classmethod
     def from_hit(cls, hit: Hit) -> SearchHit:
@@ -37,9 +39,18 @@ class SearchHit(BaseModel):
                 spans.append(Highlight(start=pos, end=pos + len(fragment.text)))
             text.append(fragment.text)
             pos += len(fragment.text)
-        return cls(doc_num=hit.doc_num, url=hit.url, title=hit.title, score=hit.score,
-                   text_score=hit.text_score, pagerank=hit.pagerank, snippet="".join(text),
-                   highlights=spans, cached_url=hit.cached_url, also_at=list(hit.also_at))
+        return cls(
+            doc_num=hit.doc_num,
+            url=hit.url,
+            title=hit.title,
+            score=hit.score,
+            text_score=hit.text_score,
+            pagerank=hit.pagerank,
+            snippet="".join(text),
+            highlights=spans,
+            cached_url=hit.cached_url,
+            also_at=list(hit.also_at),
+        )
 
 
 class SearchResponse(BaseModel):
@@ -52,18 +63,28 @@ class SearchResponse(BaseModel):
     took_ms: float
     message: str = Field(description="why there are no results, if not just 'nothing matched'")
     index_version: int | None
-    mode: str = Field(description="how the query ran: 'and' (every word), 'and+or' (documents "
-                                  "with every word, then some), 'or', 'or+feedback' (RM3), "
-                                  "'phrase'")
+    mode: str = Field(
+        description="how the query ran: 'and' (every word), 'and+or' (documents "
+        "with every word, then some), 'or', 'or+feedback' (RM3), "
+        "'phrase'"
+    )
     hits: list[SearchHit]
 
     @classmethod
     def from_results(cls, results: SearchResults) -> SearchResponse:
-        return cls(query=results.query, terms=results.terms, total=results.total,
-                   page=results.page, per_page=results.per_page, pages=results.pages,
-                   took_ms=round(results.took_ms, 3), message=results.message,
-                   index_version=results.index_version, mode=results.mode,
-                   hits=[SearchHit.from_hit(hit) for hit in results.hits])
+        return cls(
+            query=results.query,
+            terms=results.terms,
+            total=results.total,
+            page=results.page,
+            per_page=results.per_page,
+            pages=results.pages,
+            took_ms=round(results.took_ms, 3),
+            message=results.message,
+            index_version=results.index_version,
+            mode=results.mode,
+            hits=[SearchHit.from_hit(hit) for hit in results.hits],
+        )
 
 
 class Health(BaseModel):

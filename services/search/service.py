@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -29,6 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from services.config import Settings
 from services.malloc import keep_freed_memory
 from services.search.duplicates import other_urls
+from services.search.errors import NotFoundError
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import parse_query
 from services.search.rank import Ranked
@@ -49,17 +51,11 @@ NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
 )
-EXCLUSIONS_ONLY_MESSAGE = (
-    "Your query only leaves words out (“-word”, “NOT word”). Add a word to search for."
-)
+EXCLUSIONS_ONLY_MESSAGE = "Your query only leaves words out (“-word”, “NOT word”). Add a word to search for."
 STOP_WORDS_MESSAGE = (
     "Your query holds only very common words (like “the” or “of”), which are not indexed. "
     "Add a more specific word."
 )
-
-
-class NotFoundError(LookupError):
-    """No such document (or its stored copy is gone)."""
 
 
 @dataclass(frozen=True)
@@ -106,22 +102,27 @@ class CachedCopy:
 class SearchService:
     """Built from settings; one per process, shared by all requests (thread-safe)."""
 
-    def __init__(self, settings: Settings, recheck_seconds: float = 2.0,
-                 blobs: BlobStore | None = None) -> None:
+    def __init__(
+        self, settings: Settings, recheck_seconds: float = 2.0, blobs: BlobStore | None = None
+    ) -> None:
         # Queries allocate and free per-document tables and candidate arrays: kept in the
         # process, they are not faulted in again each query (services.malloc).
         keep_freed_memory()
         self.settings = settings
         self.retrieval = RetrievalSettings(
-            pagerank_weight=settings.pagerank_weight, and_min_results=settings.and_min_results,
-            feedback_docs=settings.feedback_docs, feedback_terms=settings.feedback_terms,
-            feedback_weight=settings.feedback_weight)
+            pagerank_weight=settings.pagerank_weight,
+            and_min_results=settings.and_min_results,
+            feedback_docs=settings.feedback_docs,
+            feedback_terms=settings.feedback_terms,
+            feedback_weight=settings.feedback_weight,
+        )
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
         self.sessions = session_factory(self.engine)
         self.blobs = blobs or open_blobstore(settings.blob_url, settings.aws_endpoint_url)
-        self.holder = IndexHolder(self.sessions, self.blobs, Path(settings.var_dir) / "segments",
-                                  recheck_seconds=recheck_seconds)
+        self.holder = IndexHolder(
+            self.sessions, self.blobs, Path(settings.var_dir) / "segments", recheck_seconds=recheck_seconds
+        )
         # Snippet records are fetched in parallel: on S3 each is a ranged GET
         # whose latency, not its few kilobytes, is the cost.
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
@@ -139,7 +140,7 @@ class SearchService:
         per_page = max(1, self.settings.results_per_page)
         page = max(1, page)
 
-        def done(**kwargs: object) -> SearchResults:
+        def done(**kwargs: Any) -> SearchResults:
             took = (time.perf_counter() - started) * 1000.0
             return SearchResults(query=q, page=page, per_page=per_page, took_ms=took, **kwargs)
 
@@ -159,12 +160,16 @@ class SearchService:
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
-            return done(total=total, terms=result.found, index_version=index.version_id,
-                        mode=result.mode)
-        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms),
-                          index.pagerank)
-        return done(total=total, hits=hits, terms=result.found, index_version=index.version_id,
-                    mode=result.mode, some_words_only=result.some_words_only(query))
+            return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
+        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index.pagerank)
+        return done(
+            total=total,
+            hits=hits,
+            terms=result.found,
+            index_version=index.version_id,
+            mode=result.mode,
+            some_words_only=result.some_words_only(query),
+        )
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``
@@ -180,8 +185,9 @@ class SearchService:
         ranked = retrieve(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
-    def _hits(self, scored: Ranked, positions: Iterable[int], query_terms: set[str],
-              pagerank: np.ndarray) -> list[SearchHit]:
+    def _hits(
+        self, scored: Ranked, positions: Iterable[int], query_terms: set[str], pagerank: np.ndarray
+    ) -> list[SearchHit]:
         nums = [int(scored.docs[i]) for i in positions]
         if not nums:
             return []
@@ -198,13 +204,19 @@ class SearchService:
         hits = []
         for (i, doc), snippet in zip(found, snippets, strict=True):
             num = doc.doc_num
-            hits.append(SearchHit(
-                doc_num=num, url=doc.url, title=doc.title or doc.url,
-                score=float(scored.final[i]), text_score=float(scored.text[i]),
-                pagerank=float(pagerank[num]), snippet=snippet,
-                cached_url=f"/cached/{num}",
-                also_at=[url for url in duplicates.get(num, []) if url != doc.url],
-            ))
+            hits.append(
+                SearchHit(
+                    doc_num=num,
+                    url=doc.url,
+                    title=doc.title or doc.url,
+                    score=float(scored.final[i]),
+                    text_score=float(scored.text[i]),
+                    pagerank=float(pagerank[num]),
+                    snippet=snippet,
+                    cached_url=f"/cached/{num}",
+                    also_at=[url for url in duplicates.get(num, []) if url != doc.url],
+                )
+            )
         return hits
 
     def _snippet(self, doc: Document, query_terms: set[str]) -> list[Fragment]:
@@ -217,8 +229,13 @@ class SearchService:
             return []
         if record.doc_num != doc.doc_num:
             # The row's offset points at another document's record: say so, show no wrong text.
-            log.warning("no snippet for doc %d: its record at %s:%d is doc %d's",
-                        doc.doc_num, doc.record_block, doc.record_offset, record.doc_num)
+            log.warning(
+                "no snippet for doc %d: its record at %s:%d is doc %d's",
+                doc.doc_num,
+                doc.record_block,
+                doc.record_offset,
+                record.doc_num,
+            )
             return []
         return make_snippet(record.text, query_terms, record.description)
 

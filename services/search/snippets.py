@@ -42,8 +42,9 @@ def _word_terms(word: str) -> frozenset[str]:
     return frozenset(analyze(word))
 
 
-def make_snippet(text: str, query_terms: Iterable[str], description: str = "",
-                 window: int = WINDOW_WORDS) -> list[Fragment]:
+def make_snippet(
+    text: str, query_terms: Iterable[str], description: str = "", window: int = WINDOW_WORDS
+) -> list[Fragment]:
     """Fragments of the best ``window``-word stretch of ``text`` for ``query_terms``.
 
     The best window holds the most distinct query terms, then the most
@@ -62,8 +63,7 @@ def make_snippet(text: str, query_terms: Iterable[str], description: str = "",
 CHARS_PER_WORD = 8  # a word and its space, on average in English text
 
 
-def _best_window(text: str, terms: frozenset[str], window: int,
-                 require_match: bool) -> list[Fragment]:
+def _best_window(text: str, terms: frozenset[str], window: int, require_match: bool) -> list[Fragment]:
     text = text[:MAX_SCAN_CHARS]
     matches = _matches(text, terms)
     if require_match and not matches:
@@ -74,8 +74,8 @@ def _best_window(text: str, terms: frozenset[str], window: int,
     first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
     margin = window * CHARS_PER_WORD * 2
     lo = max(0, first - margin)
-    spans = [(a + lo, b + lo) for a, b in (m.span() for m in _WORD.finditer(text[lo:last + margin]))]
-    if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1:lo + 1] or ""):
+    spans = [(a + lo, b + lo) for a, b in (m.span() for m in _WORD.finditer(text[lo : last + margin]))]
+    if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1 : lo + 1] or ""):
         spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
         return [] if require_match else _plain(text)

@@ -15,7 +15,7 @@ import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from services.storage.errors import BlobNotFoundError, StorageError
@@ -149,14 +149,16 @@ class FileBlobStore(BlobStore):
 
 
 class S3BlobStore(BlobStore):
-    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None,
-                 client: object | None = None) -> None:
+    def __init__(
+        self, bucket: str, prefix: str = "", endpoint_url: str | None = None, client: Any = None
+    ) -> None:
         import boto3
 
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.url = f"s3://{bucket}/{self.prefix}"
-        self.client = client or boto3.client("s3", endpoint_url=endpoint_url)
+        # boto3 clients are built at run time from service models: no static type to give.
+        self.client: Any = client or boto3.client("s3", endpoint_url=endpoint_url)
 
     def _key(self, name: str) -> str:
         return self.prefix + _check_name(name)
@@ -166,9 +168,7 @@ class S3BlobStore(BlobStore):
         if code in {"NoSuchKey", "404", "NotFound"}:
             return BlobNotFoundError(f"blob {name!r} not found in {self.url}")
         if code == "NoSuchBucket":
-            return StorageError(
-                f"bucket {self.bucket!r} does not exist: create it or fix NIMBUS_BLOB_URL"
-            )
+            return StorageError(f"bucket {self.bucket!r} does not exist: create it or fix NIMBUS_BLOB_URL")
         return StorageError(f"S3 error on {name!r} in {self.url}: {exc}")
 
     def put(self, name: str, data: bytes) -> None:
@@ -203,7 +203,8 @@ class S3BlobStore(BlobStore):
             last = "" if end is None else str(end - 1)
             kwargs["Range"] = f"bytes={start or 0}-{last}"
         try:
-            return self.client.get_object(**kwargs)["Body"].read()
+            data: bytes = self.client.get_object(**kwargs)["Body"].read()
+            return data
         except (ClientError, BotoCoreError) as exc:
             raise self._translate(exc, name) from exc
 
@@ -211,7 +212,7 @@ class S3BlobStore(BlobStore):
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            return self.client.head_object(Bucket=self.bucket, Key=self._key(name))["ContentLength"]
+            return int(self.client.head_object(Bucket=self.bucket, Key=self._key(name))["ContentLength"])
         except (ClientError, BotoCoreError) as exc:
             raise self._translate(exc, name) from exc
 
@@ -220,7 +221,7 @@ class S3BlobStore(BlobStore):
         names = []
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
             for obj in page.get("Contents", []):
-                names.append(obj["Key"][len(self.prefix):])
+                names.append(obj["Key"][len(self.prefix) :])
         yield from sorted(names)
 
     def delete(self, name: str) -> None:

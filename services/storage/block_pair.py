@@ -22,8 +22,9 @@ from services.storage.records import Record, RecordBlockWriter
 T = TypeVar("T")
 
 
-def cut_blocks(docs: Iterable[T], body_size: Callable[[T], int], max_docs: int,
-               max_bytes: int) -> Iterator[list[T]]:
+def cut_blocks(
+    docs: Iterable[T], body_size: Callable[[T], int], max_docs: int, max_bytes: int
+) -> Iterator[list[T]]:
     """Group documents into blocks of at most ``max_docs`` documents and ``max_bytes`` bytes
     of content block (a single larger document gets a block of its own), streaming."""
     block: list[T] = []
@@ -54,8 +55,12 @@ class Placement:
         return asdict(self)
 
 
-def write_block_pair(blobs: BlobStore, docs: Sequence[tuple[bytes, ContentType, Record]],
-                     first_doc_num: int, max_block_bytes: int) -> tuple[list[Placement], list[str]]:
+def write_block_pair(
+    blobs: BlobStore,
+    docs: Sequence[tuple[bytes, ContentType, Record]],
+    first_doc_num: int,
+    max_block_bytes: int,
+) -> tuple[list[Placement], list[str]]:
     """Store ``(body, type, record)`` documents as one content block and one record block.
 
     Sets each record's ``content_block`` and ``content_index`` before storing
@@ -71,8 +76,10 @@ def write_block_pair(blobs: BlobStore, docs: Sequence[tuple[bytes, ContentType, 
         record.content_block, record.content_index = content_name, index
         offset, length = records.add(record)
         spots.append((index, offset, length))
-    placements = [Placement(content_name, index, entry.offset, record_name, offset, length)
-                  for (index, offset, length), entry in zip(spots, content.entries(), strict=True)]
+    placements = [
+        Placement(content_name, index, entry.offset, record_name, offset, length)
+        for (index, offset, length), entry in zip(spots, content.entries(), strict=True)
+    ]
     blobs.put(content_name, content.to_bytes())
     try:
         blobs.put(record_name, records.to_bytes())

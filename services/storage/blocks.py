@@ -126,10 +126,7 @@ class ContentBlockWriter:
     def to_bytes(self) -> bytes:
         entries = self.entries()
         parts = [_PREAMBLE.pack(MAGIC, len(entries))]
-        parts += [
-            _ENTRY.pack(e.doc_id, e.length, int(e.content_type), e.url_id, e.offset)
-            for e in entries
-        ]
+        parts += [_ENTRY.pack(e.doc_id, e.length, int(e.content_type), e.url_id, e.offset) for e in entries]
         parts += self._bodies
         return b"".join(parts)
 
@@ -140,10 +137,8 @@ def parse_preamble(data: bytes, name: str = "block") -> int:
         raise BlockFormatError(f"{name}: truncated header ({len(data)} bytes, need {PREAMBLE_SIZE})")
     magic, count = _PREAMBLE.unpack_from(data, 0)
     if magic != MAGIC:
-        raise BlockFormatError(
-            f"{name}: not a Nimbus content block (magic {magic!r}, expected {MAGIC!r})"
-        )
-    return count
+        raise BlockFormatError(f"{name}: not a Nimbus content block (magic {magic!r}, expected {MAGIC!r})")
+    return int(count)
 
 
 def parse_entry(data: bytes, index: int, block_size: int | None = None, name: str = "block") -> BlockEntry:

@@ -9,14 +9,27 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, create_engine, event, func, insert, inspect, select, update
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry
 
-from services.storage.models import Base, CrawlCounter, Document, IndexVersion
+from services.storage.models import Base, CrawlCounter, Document, IndexVersion, table
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,7 +53,7 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API objects
+        def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
             cur = dbapi_conn.cursor()
             _set_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
@@ -53,7 +66,7 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
             _writers_lock(engine, parsed.database)
 
             @event.listens_for(engine, "begin")
-            def _begin_immediate(conn):  # noqa: ANN001 - a SQLAlchemy Connection
+            def _begin_immediate(conn: Connection) -> None:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
@@ -61,8 +74,7 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
     # "SELECT ... FOR UPDATE SKIP LOCKED" of expired batches takes gap locks up to
     # the end of the index, so two crawler processes inserting their new batches
     # deadlocked each other (found by the two-process MariaDB benchmark).
-    return create_engine(url, pool_pre_ping=True, pool_recycle=3600,
-                         isolation_level="READ COMMITTED")
+    return create_engine(url, pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
 
 
 def _writers_lock(engine: Engine, database: str | None) -> None:
@@ -80,32 +92,34 @@ def _writers_lock(engine: Engine, database: str | None) -> None:
     lock_path = f"{database}.writers"
 
     @event.listens_for(engine, "connect")
-    def _open_lock(_dbapi_conn, record):  # noqa: ANN001 - DB-API objects
+    def _open_lock(_dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         record.info["writers_lock"] = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
 
     @event.listens_for(engine, "close")
-    def _close_lock(_dbapi_conn, record):  # noqa: ANN001 - DB-API objects
+    def _close_lock(_dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         fd = record.info.pop("writers_lock", None)
         if fd is not None:
             os.close(fd)
 
-    def _fd(conn) -> int | None:  # noqa: ANN001 - a SQLAlchemy Connection
-        return conn.connection.info.get("writers_lock")
+    def _fd(conn: Connection) -> int | None:
+        fd: int | None = conn.connection.info.get("writers_lock")
+        return fd
 
     @event.listens_for(engine, "begin")
-    def _lock(conn):  # noqa: ANN001 - a SQLAlchemy Connection
+    def _lock(conn: Connection) -> None:
         fd = _fd(conn)
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
 
-    def _end(how: str):  # noqa: ANN202 - an event handler
-        def handler(conn):  # noqa: ANN001 - a SQLAlchemy Connection
+    def _end(how: str) -> Callable[[Connection], None]:
+        def handler(conn: Connection) -> None:
             fd = _fd(conn)
             try:
                 getattr(conn.connection.dbapi_connection, how)()
             finally:
                 if fd is not None:
                     fcntl.flock(fd, fcntl.LOCK_UN)
+
         return handler
 
     event.listen(engine, "commit", _end("commit"))
@@ -119,12 +133,17 @@ def is_retryable(exc: BaseException) -> bool:
     """A transaction the database aborted for a lock conflict: running it again is right."""
     if not isinstance(exc, OperationalError):
         return False
-    args = getattr(getattr(exc, "orig", None), "args", ())
+    args: tuple[object, ...] = getattr(getattr(exc, "orig", None), "args", ())
     return bool(args) and args[0] in RETRYABLE_MYSQL_ERRORS
 
 
-def retry_transaction(work: Callable[[], T], *, attempts: int, what: str,
-                      retry_on: Callable[[BaseException], bool] = is_retryable) -> T:
+def retry_transaction(
+    work: Callable[[], T],
+    *,
+    attempts: int,
+    what: str,
+    retry_on: Callable[[BaseException], bool] = is_retryable,
+) -> T:
     """Run ``work`` (which opens and commits its own transaction) again when it fails with
     an error ``retry_on`` accepts (by default: the database rolled it back for a lock
     conflict), at most ``attempts`` times in all."""
@@ -134,8 +153,7 @@ def retry_transaction(work: Callable[[], T], *, attempts: int, what: str,
         except SQLAlchemyError as exc:
             if attempt == attempts or not retry_on(exc):
                 raise
-            log.warning("%s: %s; trying again (attempt %d of %d)", what, exc, attempt + 1,
-                        attempts)
+            log.warning("%s: %s; trying again (attempt %d of %d)", what, exc, attempt + 1, attempts)
     raise AssertionError("unreachable")
 
 
@@ -181,22 +199,22 @@ def init_db(engine: Engine) -> None:
 _OBSOLETE_INDEXES = {"frontier": ("ix_frontier_next",)}  # replaced by ix_frontier_lease
 
 
-def _index_names(engine: Engine, table: str) -> set[str]:
-    return {ix["name"] for ix in inspect(engine).get_indexes(table)}
+def _index_names(engine: Engine, table_name: str) -> set[str]:
+    return {ix["name"] for ix in inspect(engine).get_indexes(table_name) if ix["name"]}
 
 
 def _drop_obsolete_indexes(engine: Engine) -> None:
-    for table, names in _OBSOLETE_INDEXES.items():
-        present = _index_names(engine, table)
+    for table_name, names in _OBSOLETE_INDEXES.items():
+        present = _index_names(engine, table_name)
         for name in names:
             if name in present:
-                on = "" if engine.dialect.name == "sqlite" else f" ON {table}"
+                on = "" if engine.dialect.name == "sqlite" else f" ON {table_name}"
                 try:
                     with engine.begin() as conn:
                         conn.exec_driver_sql(f"DROP INDEX {name}{on}")
                 except (OperationalError, ProgrammingError):
                     # Two processes starting together: the other one dropped it first.
-                    if name in _index_names(engine, table):
+                    if name in _index_names(engine, table_name):
                         raise
 
 
@@ -206,7 +224,7 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 
 def bump_counters(session: Session, counts: dict[str, int]) -> None:
     """Add to policy counters inside the caller's transaction (rows locked in name order)."""
-    value = CrawlCounter.__table__.c.value
+    value = table(CrawlCounter).c.value
     for name, delta in sorted(counts.items()):
         if delta:
             _set_counter(session, name, value + delta, first=delta)
@@ -222,19 +240,21 @@ def active_index(session: Session) -> IndexVersion | None:
     ).first()
 
 
-def activate_index(session: Session, segment: str, num_docs: int, num_terms: int,
-                   now: float | None = None) -> IndexVersion:
+def activate_index(
+    session: Session, segment: str, num_docs: int, num_terms: int, now: float | None = None
+) -> IndexVersion:
     """Record a new segment and make it the only active one, in one transaction."""
     for row in session.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))):
         row.active = False
-    version = IndexVersion(segment=segment, created_at=now or time.time(), num_docs=num_docs,
-                           num_terms=num_terms, active=True)
+    version = IndexVersion(
+        segment=segment, created_at=now or time.time(), num_docs=num_docs, num_terms=num_terms, active=True
+    )
     session.add(version)
     session.flush()
     return version
 
 
-def chunked(items: list, size: int) -> Iterable[list]:
+def chunked(items: list[T], size: int) -> Iterable[list[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
@@ -254,7 +274,7 @@ def lock_commits(session: Session) -> None:
     very first commit inserts the row (a racing second one gets an
     IntegrityError and retries).
     """
-    _set_counter(session, COMMITS_COUNTER, CrawlCounter.__table__.c.value + 1, first=1)
+    _set_counter(session, COMMITS_COUNTER, table(CrawlCounter).c.value + 1, first=1)
 
 
 RESERVED_COUNTER = "doc_nums_reserved"  # one past the highest doc_num handed out
@@ -288,7 +308,10 @@ def reserve_doc_nums(session: Session, count: int) -> int:
 def _set_counter(session: Session, name: str, value: object, *, first: int) -> None:
     """UPDATE the counter row to ``value`` (a number or an expression); the very first
     time, INSERT it with ``first`` (a racing second insert gets an IntegrityError)."""
-    counters = CrawlCounter.__table__
-    done = session.execute(update(counters).where(counters.c.name == name).values(value=value))
+    counters = table(CrawlCounter)
+    done = cast(
+        CursorResult[Any],
+        session.execute(update(counters).where(counters.c.name == name).values(value=value)),
+    )
     if done.rowcount == 0:
         session.execute(insert(counters).values(name=name, value=first))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from services.errors import NimbusError
 
-class StorageError(Exception):
+
+class StorageError(NimbusError):
     """Base class for everything the storage package raises."""
 
 
@@ -20,3 +22,7 @@ class BlobNotFoundError(StorageError, KeyError):
 
 class BlockFullError(StorageError):
     """Adding a document would push a content block past its size cap."""
+
+
+class SegmentContractError(StorageError):
+    """An index segment's arrays or meta break the segment contract (``storage.segment``)."""

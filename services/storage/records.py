@@ -16,11 +16,15 @@ import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import ujson
 from isal import isal_zlib
 
 from services.storage.errors import BlockFormatError
+
+# isal's stub declares its error as an instance; it is a class (igzip_lib.IsalError).
+_INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
 
 
 @dataclass
@@ -55,7 +59,7 @@ class Record:
         return ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False)
 
     @classmethod
-    def from_dict(cls, data: dict) -> Record:
+    def from_dict(cls, data: dict[str, Any]) -> Record:
         links = [Link(**link) if isinstance(link, dict) else Link(*link) for link in data.get("links", [])]
         return cls(**{**data, "links": links})
 
@@ -109,12 +113,13 @@ def _members(data: bytes, name: str) -> Iterator[bytes]:
         try:
             while not member.eof:
                 if at >= end:
-                    raise BlockFormatError(f"{name}: corrupt or truncated record block (the "
-                                           "last record ends early)")
-                piece = view[at:at + 65536]
+                    raise BlockFormatError(
+                        f"{name}: corrupt or truncated record block (the last record ends early)"
+                    )
+                piece = view[at : at + 65536]
                 at += len(piece)
                 parts.append(member.decompress(piece))
-        except isal_zlib.error as exc:
+        except _INFLATE_ERROR as exc:
             raise BlockFormatError(f"{name}: corrupt or truncated record block ({exc})") from exc
         at -= len(member.unused_data)
         yield b"".join(parts)
@@ -136,7 +141,7 @@ def iter_records(data: bytes, name: str = "record block") -> Iterator[Record]:
             yield record
 
 
-def _concatenated_json(member: bytes, name: str, index: int) -> list[dict]:
+def _concatenated_json(member: bytes, name: str, index: int) -> list[dict[str, Any]]:
     decoder = json.JSONDecoder()
     try:
         s = member.decode("utf-8")
@@ -147,7 +152,6 @@ def _concatenated_json(member: bytes, name: str, index: int) -> list[dict]:
         try:
             obj, pos = decoder.raw_decode(s, pos)
         except ValueError as exc:
-            raise BlockFormatError(f"{name}: corrupt record {index} at character {pos} "
-                                   f"({exc})") from exc
+            raise BlockFormatError(f"{name}: corrupt record {index} at character {pos} ({exc})") from exc
         objects.append(obj)
     return objects

@@ -9,8 +9,10 @@ the arrays between worker processes. Layout::
     header       JSON: {"meta": {...}, "arrays": {name: {"dtype", "offset", "length"}}}
     arrays       each at a 64-byte-aligned absolute offset
 
-Which arrays a segment holds is the business of the writer (mapreduce.publish)
-and the reader (services.search.index); this module only packs and unpacks.
+The arrays an index segment holds, their dtypes, lengths and meaning, are
+the segment contract (``SEGMENT_ARRAYS``), written once here: the publish
+step (``services.indexing.publish``) checks what it writes against it and
+the search service (``services.search.index``) what it maps.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from services.storage.errors import BlockFormatError
+from services.storage.errors import BlockFormatError, SegmentContractError
 
 MAGIC = b"NMBSEG01"
 _PRE = struct.Struct("<8sI")
@@ -64,7 +68,7 @@ def write_segment(fh: BinaryIO, arrays: dict[str, np.ndarray], meta: dict[str, A
     for name, arr in contiguous.items():
         written += fh.write(b"\0" * (specs[name]["offset"] - written))
         if arr.nbytes:
-            written += fh.write(memoryview(arr).cast("B"))
+            written += fh.write(arr.view(np.uint8).data)
     written += fh.write(b"\0" * (offset - written))  # the last array's padding, as before
     return written
 
@@ -98,3 +102,100 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             raise BlockFormatError(f"{path}: array {name!r} runs past the end; segment truncated")
         arrays[name] = raw[start:end].view(dtype)
     return arrays, header["meta"]
+
+
+# The segment contract, format 2. N documents, T terms, P postings, Q positions.
+SEGMENT_FORMAT = 2
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One array of the contract: its dtype, its length (``per``) and what it means."""
+
+    dtype: np.dtype
+    per: str  # term | term+1 | posting | posting+1 | doc | doc+1 | free (checked by a rule)
+    meaning: str
+
+
+SEGMENT_ARRAYS: dict[str, ArraySpec] = {
+    "term_bytes": ArraySpec(
+        np.dtype(np.uint8), "free", "the terms' UTF-8 bytes concatenated, sorted by those bytes"
+    ),
+    "term_offsets": ArraySpec(np.dtype(np.uint64), "term+1", "term t is term_bytes[off[t]:off[t+1]]"),
+    "df": ArraySpec(np.dtype(np.uint32), "term", "documents holding the term"),
+    "idf": ArraySpec(np.dtype(np.float32), "term", "BM25 idf, ln(1 + (N - df + 0.5) / (df + 0.5))"),
+    "max_impact": ArraySpec(
+        np.dtype(np.float32), "term", "the largest impact in the term's postings (the pruning bound)"
+    ),
+    "post_offsets": ArraySpec(np.dtype(np.uint64), "term+1", "term t's postings are post_*[off[t]:off[t+1]]"),
+    "post_docs": ArraySpec(np.dtype(np.uint32), "posting", "document numbers, ascending per term"),
+    "post_impacts": ArraySpec(
+        np.dtype(np.float32), "posting", "BM25F weight of the term in the document (services.ranking.bm25f)"
+    ),
+    "tf_title": ArraySpec(np.dtype(np.uint16), "posting", "title term frequency (clipped)"),
+    "tf_body": ArraySpec(np.dtype(np.uint16), "posting", "body term frequency (clipped)"),
+    "tf_anchor": ArraySpec(np.dtype(np.uint16), "posting", "in-link anchor term frequency (clipped)"),
+    "tf_url": ArraySpec(np.dtype(np.uint16), "posting", "URL-word term frequency (clipped)"),
+    "pos_offsets": ArraySpec(
+        np.dtype(np.uint64), "posting+1", "posting p's positions are positions[off[p]:off[p+1]]"
+    ),
+    "positions": ArraySpec(np.dtype(np.uint32), "free", "ascending term positions in title + body"),
+    "len_title": ArraySpec(np.dtype(np.uint32), "doc", "title length in terms"),
+    "len_body": ArraySpec(np.dtype(np.uint32), "doc", "body length in terms"),
+    "len_anchor": ArraySpec(np.dtype(np.uint32), "doc", "in-link anchor text length in terms"),
+    "len_url": ArraySpec(np.dtype(np.uint32), "doc", "URL words"),
+    "doc_lengths": ArraySpec(
+        np.dtype(np.uint32), "doc", "title + body terms (the document's language model, for feedback)"
+    ),
+    "fwd_offsets": ArraySpec(
+        np.dtype(np.uint64), "doc+1", "forward index: document d's terms are fwd_*[off[d]:off[d+1]]"
+    ),
+    "fwd_terms": ArraySpec(np.dtype(np.uint32), "posting", "term ids, ascending per document"),
+    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body frequencies"),
+    "pagerank": ArraySpec(np.dtype(np.float64), "doc", "PageRank by document number; sums to 1"),
+}
+
+
+def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], where: str) -> None:
+    """Cheap O(1) checks of ``arrays`` and ``meta`` against the contract (format, names,
+    dtypes, lengths, offsets' ends): a bad segment fails when it is written or opened,
+    not in the middle of a query. ``where`` names the segment in the message."""
+
+    def bad(why: str) -> SegmentContractError:
+        return SegmentContractError(
+            f"index segment {where} breaks the segment contract: {why}; re-publish it with `nimbus index`"
+        )
+
+    found = meta.get("format", SEGMENT_FORMAT)
+    if found != SEGMENT_FORMAT:
+        raise bad(f"it is format {found}, this version reads format {SEGMENT_FORMAT}")
+    for name, spec in SEGMENT_ARRAYS.items():
+        if name not in arrays:
+            raise bad(f"array {name!r} is missing")
+        if arrays[name].dtype != spec.dtype:
+            raise bad(f"array {name!r} has dtype {arrays[name].dtype}, expected {spec.dtype}")
+    sizes = {
+        "doc": arrays["doc_lengths"].shape[0],
+        "term": arrays["df"].shape[0],
+        "posting": arrays["post_docs"].shape[0],
+    }
+    for name, spec in SEGMENT_ARRAYS.items():
+        if spec.per == "free":
+            continue
+        unit, _, plus = spec.per.partition("+")
+        length = sizes[unit] + (1 if plus else 0)
+        if arrays[name].shape[0] != length:
+            raise bad(f"array {name!r} has {arrays[name].shape[0]} entries, expected {length}")
+    if int(arrays["term_offsets"][-1]) != arrays["term_bytes"].shape[0]:
+        raise bad("term_offsets does not end at the end of term_bytes")
+    if int(arrays["post_offsets"][-1]) != sizes["posting"]:
+        raise bad("post_offsets does not end at the number of postings")
+    if int(arrays["pos_offsets"][-1]) != arrays["positions"].shape[0]:
+        raise bad("pos_offsets does not end at the number of positions")
+    if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
+        raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
+
+
+def segment_dtypes() -> dict[str, np.dtype]:
+    """The contract's array names and dtypes (what a published segment holds, exactly)."""
+    return {name: spec.dtype for name, spec in SEGMENT_ARRAYS.items()}

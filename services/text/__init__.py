@@ -1,3 +1,3 @@
 """Text processing shared by the crawler, the index jobs and the search service:
-HTML and PDF extraction, language identification, and the one analyzer used at
-index and at query time."""
+URL identity (normalization, urlId, host keys), HTML and PDF extraction, language
+identification, and the one analyzer used at index and at query time."""

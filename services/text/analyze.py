@@ -47,8 +47,7 @@ def surface_tokens(text: str) -> list[str]:
 # Bytes that never occur inside a token (ASCII characters that are neither word characters
 # nor the joiners ' and .) become spaces; word bytes, joiners and every byte of UTF-8's
 # multi-byte sequences stay.
-_ROUGH_BYTES = bytes(c if c >= 0x80 or chr(c).isalnum() or chr(c) in "_'." else 0x20
-                     for c in range(256))
+_ROUGH_BYTES = bytes(c if c >= 0x80 or chr(c).isalnum() or chr(c) in "_'." else 0x20 for c in range(256))
 
 
 def rough_tokens(text: str) -> list[bytes]:

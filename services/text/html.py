@@ -70,7 +70,7 @@ def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
     """
     for bom, codec in _BOMS:
         if body.startswith(bom):
-            return DecodedHtml(body[len(bom):].decode(codec, "replace"), codec, "bom")
+            return DecodedHtml(body[len(bom) :].decode(codec, "replace"), codec, "bom")
     utf8 = _strict(body, "utf-8")
     for source, label in (("header", header_charset), ("meta", _meta_charset(body))):
         declared = _codec(label)
@@ -132,8 +132,11 @@ def _detect(body: bytes) -> str | None:
         return None
     best = matches[0]
     for match in matches:
-        if (match.chaos <= best.chaos + 0.01 and match.coherence >= best.coherence - 0.1
-                and "cp1252" in match.could_be_from_charset):
+        if (
+            match.chaos <= best.chaos + 0.01
+            and match.coherence >= best.coherence - 0.1
+            and "cp1252" in match.could_be_from_charset
+        ):
             return "cp1252"
     return _codec(best.encoding)
 

@@ -33,7 +33,7 @@ def identify(text: str, hint: str = "") -> str:
     code = details[0][1]
     if not reliable or code in ("un", "xxx"):
         return fallback
-    return code.split("-")[0].lower()
+    return str(code).split("-")[0].lower()
 
 
 def keep_language(lang: str, kept: frozenset[str]) -> bool:

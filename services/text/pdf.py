@@ -12,11 +12,9 @@ import io
 import logging
 from dataclasses import dataclass
 
+from services.text.errors import PdfError
+
 log = logging.getLogger(__name__)
-
-
-class PdfError(ValueError):
-    """The bytes are not a readable PDF."""
 
 
 @dataclass

@@ -26,8 +26,8 @@ class Pipeline:
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     """Sample web on loopback -> real crawl over HTTP -> MapReduce index + PageRank (inline)."""
-    from mapreduce.build import build_index
     from services.crawler.crawl import run_crawl
+    from services.indexing.build import build_index
 
     root: Path = tmp_path_factory.mktemp("pipeline")
     settings = Settings(

@@ -39,14 +39,17 @@ def test_crawl_reached_both_hosts_and_respected_robots(pipeline):
     assert ranks == len(urls)
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("anarchism", "/wiki/Anarchism"),
-    ("autism spectrum children", "/wiki/Autism"),
-    ("albedo reflectivity of a surface", "/wiki/Albedo"),
-    ("time zone database", "/time-zones"),
-    ("beautiful is better than ugly", "/papers/pypdf-example.pdf"),
-    ("trace-based just-in-time compilation", "/papers/tracemonkey.pdf"),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("anarchism", "/wiki/Anarchism"),
+        ("autism spectrum children", "/wiki/Autism"),
+        ("albedo reflectivity of a surface", "/wiki/Albedo"),
+        ("time zone database", "/time-zones"),
+        ("beautiful is better than ugly", "/papers/pypdf-example.pdf"),
+        ("trace-based just-in-time compilation", "/papers/tracemonkey.pdf"),
+    ],
+)
 def test_expected_top_result(client, query, expected):
     assert _top_paths(client, query, 1) == [expected]
 
@@ -61,10 +64,11 @@ def test_hits_carry_title_url_snippet_and_scores(client):
 
 
 def test_cached_copy_is_byte_identical_and_sandboxed(client, pipeline):
-    for query, server, path in [("anarchism", pipeline.wiki, "/wiki/Anarchism"),
-                                ("time zone database", pipeline.iana, "/time-zones"),
-                                ("beautiful is better than ugly", pipeline.wiki,
-                                 "/papers/pypdf-example.pdf")]:
+    for query, server, path in [
+        ("anarchism", pipeline.wiki, "/wiki/Anarchism"),
+        ("time zone database", pipeline.iana, "/time-zones"),
+        ("beautiful is better than ugly", pipeline.wiki, "/papers/pypdf-example.pdf"),
+    ]:
         hit = client.get("/api/search", params={"q": query}).json()["hits"][0]
         assert urlsplit(hit["url"]).path == path
         cached = client.get(hit["cached_url"])

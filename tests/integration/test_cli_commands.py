@@ -51,3 +51,32 @@ def test_bad_setting_is_reported_not_raised(env, monkeypatch, capsys):
     monkeypatch.setenv("NIMBUS_MR_RUNNER", "hadoop")
     assert main(["index"]) == 2
     assert "NIMBUS_MR_RUNNER='hadoop'" in capsys.readouterr().err
+
+
+def test_negative_or_malformed_numbers_are_refused_by_argparse(env, capsys):
+    for argv in (
+        ["crawl", "http://127.0.0.1:9/", "--max-pages", "-5"],
+        ["crawl", "http://127.0.0.1:9/", "--delay", "soon"],
+        ["eval", str(env), "--depth", "0"],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "-5 is negative: give 0 or more" in err
+    assert "'soon' is not a number of seconds" in err
+    assert "give 1 or more" in err
+
+
+def test_errors_are_translated_once_with_the_command_name(env, tmp_path, capsys):
+    """An error raised deep inside a command (here the eval's collection loader) reaches the
+    user as one line naming the command, with the error's exit status, never a traceback."""
+    (tmp_path / "broken").mkdir()
+    for name in ("docs.jsonl", "queries.jsonl", "qrels.tsv"):
+        (tmp_path / "broken" / name).write_text("not json\n")
+    assert main(["eval", str(tmp_path / "broken"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"nimbus eval: {tmp_path / 'broken' / 'docs.jsonl'}:1: not JSON "
+        "(Expecting value: line 1 column 1 (char 0))"
+    ]

@@ -35,8 +35,11 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 def test_env_form_names_glibcs_variables():
     env = malloc_env(trim_threshold=1 << 30, top_pad=1 << 20)
-    assert env == {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_MAX),
-                   "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_TOP_PAD_": str(1 << 20)}
+    assert env == {
+        "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_MAX),
+        "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+        "MALLOC_TOP_PAD_": str(1 << 20),
+    }
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
@@ -46,8 +49,14 @@ def test_freed_arrays_are_reused_without_page_faults():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
 
     def faults(mode: str) -> int:
-        out = subprocess.run([sys.executable, "-c", ROUNDS, mode], cwd=ROOT, env=env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", ROUNDS, mode],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return int(out.stdout)
 
     assert faults("default") > 10_000

@@ -36,8 +36,12 @@ def head(status: int, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def page(body: bytes | str, ctype: str | None = "text/html; charset=utf-8", status: int = 200,
-         headers: dict[str, str] | None = None) -> Handler:
+def page(
+    body: bytes | str,
+    ctype: str | None = "text/html; charset=utf-8",
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Handler:
     """An honest response (HEAD gets the same headers, no body). ``ctype=None`` sends no Content-Type."""
     data = body.encode() if isinstance(body, str) else body
     extra = dict(headers or {})
@@ -54,10 +58,13 @@ def page(body: bytes | str, ctype: str | None = "text/html; charset=utf-8", stat
 def html(title: str, body: str = "", links: list[str] = ()) -> Handler:  # type: ignore[assignment]
     """A well-formed English page with enough text to be identified as English."""
     anchors = " ".join(f'<a href="{href}">link to {href}</a>' for href in links)
-    text = (f"<p>{body or title} This page is part of a small test web about gardens, rivers and the "
-            f"weather in the north of the country.</p>")
-    return page(f"<!doctype html><html lang=en><head><title>{title}</title></head>"
-                f"<body>{text}{anchors}</body></html>")
+    text = (
+        f"<p>{body or title} This page is part of a small test web about gardens, rivers and the "
+        f"weather in the north of the country.</p>"
+    )
+    return page(
+        f"<!doctype html><html lang=en><head><title>{title}</title></head><body>{text}{anchors}</body></html>"
+    )
 
 
 def redirect(location: str, status: int = 302) -> Handler:
@@ -156,7 +163,8 @@ class BadWeb:
     def __enter__(self) -> BadWeb:
         self._thread.start()
         started = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop)
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        )
         self._server = started.result(timeout=10)
         self.port = self._server.sockets[0].getsockname()[1]
         return self

@@ -30,19 +30,32 @@ GOOD = ["/good/1", "/good/2", "/good/3"]
 @pytest.fixture
 def hostile(settings: Settings) -> Settings:
     """Short timeouts, one attempt per URL (no retry waits), a 1 MB body cap, all languages."""
-    return settings.with_overrides(fetch_timeout=2.0, read_timeout=1.0, connect_timeout=2.0,
-                                   max_attempts=1, retry_backoff=0.01, max_body_bytes=1_000_000,
-                                   languages="", concurrency=4)
+    return settings.with_overrides(
+        fetch_timeout=2.0,
+        read_timeout=1.0,
+        connect_timeout=2.0,
+        max_attempts=1,
+        retry_backoff=0.01,
+        max_body_bytes=1_000_000,
+        languages="",
+        concurrency=4,
+    )
 
 
-def _web(bad: dict[str, badweb.Handler], *, robots: bytes = b"User-agent: *\nAllow: /\n",
-         home_links: list[str] | None = None) -> BadWeb:
+def _web(
+    bad: dict[str, badweb.Handler],
+    *,
+    robots: bytes = b"User-agent: *\nAllow: /\n",
+    home_links: list[str] | None = None,
+) -> BadWeb:
     """A host with robots.txt, a home page linking to the good pages and ``home_links`` (default: ``bad``)."""
-    routes = {path: badweb.html(f"Good page {path}", f"Good page number {path[-1]} about rivers.")
-              for path in GOOD}
+    routes = {
+        path: badweb.html(f"Good page {path}", f"Good page number {path[-1]} about rivers.") for path in GOOD
+    }
     routes["/robots.txt"] = badweb.page(robots, ctype="text/plain")
-    routes["/"] = badweb.html("Home", "The home page of the hostile web.",
-                              GOOD + (list(bad) if home_links is None else home_links))
+    routes["/"] = badweb.html(
+        "Home", "The home page of the hostile web.", GOOD + (list(bad) if home_links is None else home_links)
+    )
     routes.update(bad)
     return BadWeb(routes)
 
@@ -101,16 +114,23 @@ def _assert_good_pages_stored(settings: Settings, web: BadWeb) -> dict[str, Docu
 
 
 def test_malformed_and_truncated_html_is_still_indexed(hostile: Settings) -> None:
-    malformed = ("<html><head><title>Broken <b>markup</title></head><body><div><p>Unclosed paragraphs "
-                 "about mountains <table><tr><td>cell</div></div></span><a href=/only-from-malformed>"
-                 "<p>\x00 nul bytes and &bogus; entities &#xZZ; remain readable text <a class=\"x>never")
-    truncated = ('<!doctype html><html><head><title>Cut short</title></head><body><p>This page about the '
-                 'coast stops in the middle of a tag <a hr')
-    with _web({
-        "/malformed": badweb.page(malformed.encode()),
-        "/truncated": badweb.page(truncated.encode()),
-        "/only-from-malformed": badweb.html("Reached through broken markup"),
-    }, home_links=["/malformed", "/truncated"]) as web:
+    malformed = (
+        "<html><head><title>Broken <b>markup</title></head><body><div><p>Unclosed paragraphs "
+        "about mountains <table><tr><td>cell</div></div></span><a href=/only-from-malformed>"
+        '<p>\x00 nul bytes and &bogus; entities &#xZZ; remain readable text <a class="x>never'
+    )
+    truncated = (
+        "<!doctype html><html><head><title>Cut short</title></head><body><p>This page about the "
+        "coast stops in the middle of a tag <a hr"
+    )
+    with _web(
+        {
+            "/malformed": badweb.page(malformed.encode()),
+            "/truncated": badweb.page(truncated.encode()),
+            "/only-from-malformed": badweb.html("Reached through broken markup"),
+        },
+        home_links=["/malformed", "/truncated"],
+    ) as web:
         stats = _crawl(hostile, web)
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["documents"] == 7  # home, 3 good, both bad pages, the page linked from one
@@ -122,12 +142,14 @@ def test_malformed_and_truncated_html_is_still_indexed(hostile: Settings) -> Non
 def test_wrong_or_missing_content_type(hostile: Settings, shared_data: Path) -> None:
     pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
     html = b"<!doctype html><html><head><title>Untyped</title></head><body><p>No type here.</p></body></html>"
-    with _web({
-        "/untyped": badweb.page(html, ctype=None),
-        "/pdf-as-html": badweb.page(pdf, ctype="text/html; charset=utf-8"),
-        "/image": badweb.page(b"\x89PNG\r\n" + b"\0" * 200, ctype="image/png"),
-        "/html-as-image": badweb.page(html.replace(b"Untyped", b"Mislabelled"), ctype="image/jpeg"),
-    }) as web:
+    with _web(
+        {
+            "/untyped": badweb.page(html, ctype=None),
+            "/pdf-as-html": badweb.page(pdf, ctype="text/html; charset=utf-8"),
+            "/image": badweb.page(b"\x89PNG\r\n" + b"\0" * 200, ctype="image/png"),
+            "/html-as-image": badweb.page(html.replace(b"Untyped", b"Mislabelled"), ctype="image/jpeg"),
+        }
+    ) as web:
         stats = _crawl(hostile, web)
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["wrong_type"] == 2  # a declared non-HTML type is trusted, as browsers do
@@ -147,12 +169,15 @@ def test_gzip_bomb_is_cut_at_the_size_cap(hostile: Settings) -> None:
 
 def test_redirect_loops_and_chains_end(hostile: Settings) -> None:
     chain = {f"/hop/{i}": badweb.redirect(f"/hop/{i + 1}") for i in range(1, 10)}
-    with _web({
-        "/loop-a": badweb.redirect("/loop-b"),
-        "/loop-b": badweb.redirect("/loop-a", status=301),
-        "/self": badweb.redirect("/self?"),  # normalizes to itself
-        **chain,
-    }, home_links=["/loop-a", "/self", "/hop/1"]) as web:
+    with _web(
+        {
+            "/loop-a": badweb.redirect("/loop-b"),
+            "/loop-b": badweb.redirect("/loop-a", status=301),
+            "/self": badweb.redirect("/self?"),  # normalizes to itself
+            **chain,
+        },
+        home_links=["/loop-a", "/self", "/hop/1"],
+    ) as web:
         stats = _crawl(hostile, web)
     _assert_good_pages_stored(hostile, web)
     asked = [path for _, path in web.requests]  # HEAD tells of a redirect: no GET needed
@@ -172,10 +197,12 @@ def test_slow_drip_server_hits_the_total_timeout(hostile: Settings) -> None:
 
 
 def test_server_closing_mid_body(hostile: Settings) -> None:
-    with _web({
-        "/liar": badweb.close_mid_body(declared=50_000, sent=1000),  # Content-Length promises more
-        "/chunks": badweb.close_mid_body(declared=50_000, sent=1000, chunked=True),
-    }) as web:
+    with _web(
+        {
+            "/liar": badweb.close_mid_body(declared=50_000, sent=1000),  # Content-Length promises more
+            "/chunks": badweb.close_mid_body(declared=50_000, sent=1000, chunked=True),
+        }
+    ) as web:
         stats = _crawl(hostile, web)
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["fetch_error_closed"] == 2
@@ -205,13 +232,19 @@ def test_non_utf8_and_mislabelled_charsets(hostile: Settings) -> None:
     french = _titled("Café crème à Paris", "Le café est très bon à Paris, où les élèves étudient le soir.")
     japanese = '<meta charset="shift_jis">' + _titled("日本語のページ", "これはテストページです。天気と川。")
     pages = {
-        "/cp1251": (badweb.page(russian.encode("cp1251"), ctype="text/html; charset=windows-1251"),
-                    "Привет, мир"),
+        "/cp1251": (
+            badweb.page(russian.encode("cp1251"), ctype="text/html; charset=windows-1251"),
+            "Привет, мир",
+        ),
         "/undeclared-cp1252": (badweb.page(french.encode("cp1252"), ctype="text/html"), "Café crème à Paris"),
-        "/cp1252-labelled-utf8": (badweb.page(french.replace("Paris", "Lyon").encode("cp1252")),
-                                  "Café crème à Lyon"),
-        "/utf8-labelled-latin1": (badweb.page(russian.replace("мир", "дом").encode(),
-                                              ctype="text/html; charset=iso-8859-1"), "Привет, дом"),
+        "/cp1252-labelled-utf8": (
+            badweb.page(french.replace("Paris", "Lyon").encode("cp1252")),
+            "Café crème à Lyon",
+        ),
+        "/utf8-labelled-latin1": (
+            badweb.page(russian.replace("мир", "дом").encode(), ctype="text/html; charset=iso-8859-1"),
+            "Привет, дом",
+        ),
         "/sjis-meta-only": (badweb.page(japanese.encode("shift_jis"), ctype="text/html"), "日本語のページ"),
     }
     with _web({path: handler for path, (handler, _) in pages.items()}) as web:
@@ -226,8 +259,11 @@ def _calendar(month_path: str) -> badweb.Handler:
 
     async def handle(req: badweb.Request, w) -> None:  # noqa: ANN001 - an asyncio.StreamWriter
         n = int(req.path.rsplit("/", 1)[-1] or 0)
-        body = _titled(f"Month {n}", f"Events of month {n} in the garden club calendar. "
-                       f'<a href="{month_path}{n + 1}">next</a> <a href="{month_path}{n - 1}">previous</a>')
+        body = _titled(
+            f"Month {n}",
+            f"Events of month {n} in the garden club calendar. "
+            f'<a href="{month_path}{n + 1}">next</a> <a href="{month_path}{n - 1}">previous</a>',
+        )
         await badweb.page(body)(req, w)
 
     return handle
@@ -241,9 +277,12 @@ def test_calendar_trap_is_bounded_by_depth_and_host_cap(hostile: Settings, tmp_p
         assert by_depth.counters["depth_limit"] > 0
         _assert_good_pages_stored(hostile, web)
 
-        capped = hostile.with_overrides(database_url=f"sqlite:///{tmp_path / 'capped.db'}",
-                                        blob_url=f"file://{tmp_path / 'capped-blobs'}",
-                                        max_depth=1000, max_pages_per_host=20)
+        capped = hostile.with_overrides(
+            database_url=f"sqlite:///{tmp_path / 'capped.db'}",
+            blob_url=f"file://{tmp_path / 'capped-blobs'}",
+            max_depth=1000,
+            max_pages_per_host=20,
+        )
         by_cap = _crawl(capped, web)
     assert by_cap.pages <= 20
     assert by_cap.counters["host_page_cap"] + by_cap.counters["host_page_cap_links"] > 0
@@ -252,10 +291,12 @@ def test_calendar_trap_is_bounded_by_depth_and_host_cap(hostile: Settings, tmp_p
 
 def test_corrupt_pdf_is_a_parse_error(hostile: Settings, shared_data: Path) -> None:
     real = (shared_data / "pdf" / "tracemonkey.pdf").read_bytes()
-    with _web({
-        "/garbage.pdf": badweb.page(b"%PDF-1.4\n" + bytes(range(256)) * 20, ctype="application/pdf"),
-        "/half.pdf": badweb.page(real[: len(real) // 2], ctype="application/pdf"),
-    }) as web:
+    with _web(
+        {
+            "/garbage.pdf": badweb.page(b"%PDF-1.4\n" + bytes(range(256)) * 20, ctype="application/pdf"),
+            "/half.pdf": badweb.page(real[: len(real) // 2], ctype="application/pdf"),
+        }
+    ) as web:
         stats = _crawl(hostile, web)
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["parse_error"] == 2
@@ -265,12 +306,18 @@ def test_corrupt_pdf_is_a_parse_error(hostile: Settings, shared_data: Path) -> N
 
 
 def test_empty_body_is_counted_not_stored(hostile: Settings) -> None:
-    with _web({
-        "/empty": badweb.page(b""),
-        "/blank": badweb.page(b" \r\n\t \n"),
-        "/empty-gzip": badweb.raw(badweb.head(200, {"Content-Type": "text/html", "Content-Encoding": "gzip",
-                                                    "Content-Length": "20"}) + gzip.compress(b"")),
-    }) as web:
+    with _web(
+        {
+            "/empty": badweb.page(b""),
+            "/blank": badweb.page(b" \r\n\t \n"),
+            "/empty-gzip": badweb.raw(
+                badweb.head(
+                    200, {"Content-Type": "text/html", "Content-Encoding": "gzip", "Content-Length": "20"}
+                )
+                + gzip.compress(b"")
+            ),
+        }
+    ) as web:
         stats = _crawl(hostile, web)
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["parse_error"] == 3

@@ -118,6 +118,7 @@ def _get(url: str, max_bytes: int = 1_000_000, timeout: float = 5.0) -> FetchRes
     async def go() -> FetchResult:
         async with make_session("TestBot/1.0", timeout, 4) as session:
             return await fetch(session, url, max_bytes=max_bytes, accept=accept_content_type)
+
     return asyncio.run(go())
 
 
@@ -150,8 +151,11 @@ def test_failures_become_error_kinds(server: _Server) -> None:
 
 
 def test_crawl_sends_one_request_per_host_at_a_time(server: _Server, settings: Settings) -> None:
-    stats = run_crawl(settings.with_overrides(concurrency=8, max_body_bytes=10_000),
-                      [server.base + "/page0"], progress=False)
+    stats = run_crawl(
+        settings.with_overrides(concurrency=8, max_body_bytes=10_000),
+        [server.base + "/page0"],
+        progress=False,
+    )
     assert server.max_in_flight == 1
     assert stats.pages == 14  # page0..page11, the big page and the image
     assert stats.counters["too_large"] == 1 and stats.counters["wrong_type"] == 1
@@ -177,22 +181,33 @@ def test_failing_robots_txt_means_no_page_is_requested(settings: Settings) -> No
 
 # --- Against the hostile server: redirects, retry advice, HEAD, timeouts, broken bodies ---
 
-def _fetch(url: str, *, max_bytes: int = 1_000_000, head_first: bool = False,
-           timeouts: Timeouts | None = None) -> FetchResult:
+
+def _fetch(
+    url: str, *, max_bytes: int = 1_000_000, head_first: bool = False, timeouts: Timeouts | None = None
+) -> FetchResult:
     async def go() -> FetchResult:
         async with make_session("TestBot/1.0", 5.0, 4) as session:
-            return await fetch(session, url, max_bytes=max_bytes, accept=accept_content_type,
-                               head_first=head_first, timeouts=timeouts)
+            return await fetch(
+                session,
+                url,
+                max_bytes=max_bytes,
+                accept=accept_content_type,
+                head_first=head_first,
+                timeouts=timeouts,
+            )
+
     return asyncio.run(go())
 
 
 def test_redirects_are_reported_normalized_not_followed() -> None:
-    with BadWeb({
-        "/moved": badweb.redirect("../b/./c.html?utm_source=x&b=2&a=1#frag", status=301),
-        "/nowhere": badweb.page(b"", status=302),
-        "/broken": badweb.redirect("http://[::1/oops"),
-        "/other": badweb.redirect("HTTP://Example.ORG:80/x"),
-    }) as web:
+    with BadWeb(
+        {
+            "/moved": badweb.redirect("../b/./c.html?utm_source=x&b=2&a=1#frag", status=301),
+            "/nowhere": badweb.page(b"", status=302),
+            "/broken": badweb.redirect("http://[::1/oops"),
+            "/other": badweb.redirect("HTTP://Example.ORG:80/x"),
+        }
+    ) as web:
         moved = _fetch(web.url("/moved"))
         assert (moved.status, moved.error, moved.ok) == (301, None, False)
         assert moved.redirect_to == web.url("/b/c.html?a=1&b=2")
@@ -205,13 +220,17 @@ def test_redirects_are_reported_normalized_not_followed() -> None:
 
 def test_retry_advice_from_status_and_retry_after() -> None:
     future = formatdate(time.time() + 3600, usegmt=True)
-    with BadWeb({
-        "/busy": badweb.page("slow down", status=429, headers={"Retry-After": "7"}),
-        "/down": badweb.page("later", status=503, headers={"Retry-After": future}),
-        "/past": badweb.page("later", status=503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
-        "/junk": badweb.page("later", status=503, headers={"Retry-After": "soon-ish"}),
-        "/broken": badweb.page("oops", status=500),
-    }) as web:
+    with BadWeb(
+        {
+            "/busy": badweb.page("slow down", status=429, headers={"Retry-After": "7"}),
+            "/down": badweb.page("later", status=503, headers={"Retry-After": future}),
+            "/past": badweb.page(
+                "later", status=503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}
+            ),
+            "/junk": badweb.page("later", status=503, headers={"Retry-After": "soon-ish"}),
+            "/broken": badweb.page("oops", status=500),
+        }
+    ) as web:
         busy = _fetch(web.url("/busy"))
         assert (busy.status, busy.retryable, busy.retry_after) == (429, True, 7.0)
         down = _fetch(web.url("/down"))
@@ -226,14 +245,16 @@ def test_retry_advice_from_status_and_retry_after() -> None:
 
 def test_head_first_skips_large_and_unwanted_bodies() -> None:
     page = b"<html><body>" + b"p" * 500 + b"</body></html>"
-    with BadWeb({
-        "/large": badweb.page(b"L" * 5000),
-        "/image": badweb.page(b"\x89PNG" + b"\0" * 100, ctype="image/png"),
-        "/ok": badweb.page(page, ctype="text/html; charset=ISO-8859-1"),
-        "/no-head": badweb.head_refused(badweb.page(page)),
-        "/no-head-501": badweb.head_refused(badweb.page(page), status=501),
-        "/moved": badweb.redirect("/ok"),
-    }) as web:
+    with BadWeb(
+        {
+            "/large": badweb.page(b"L" * 5000),
+            "/image": badweb.page(b"\x89PNG" + b"\0" * 100, ctype="image/png"),
+            "/ok": badweb.page(page, ctype="text/html; charset=ISO-8859-1"),
+            "/no-head": badweb.head_refused(badweb.page(page)),
+            "/no-head-501": badweb.head_refused(badweb.page(page), status=501),
+            "/moved": badweb.redirect("/ok"),
+        }
+    ) as web:
         large = _fetch(web.url("/large"), max_bytes=1000, head_first=True)
         assert (large.error, large.head_status, large.body) == ("too_large", 200, b"")
         assert _fetch(web.url("/image"), head_first=True).error == "wrong_type"
@@ -257,11 +278,13 @@ def test_total_and_read_timeouts() -> None:
 
 
 def test_bodies_cut_short_are_errors_not_pages() -> None:
-    with BadWeb({
-        "/liar": badweb.close_mid_body(declared=5000, sent=1000),
-        "/chunks": badweb.close_mid_body(declared=5000, sent=1000, chunked=True),
-        "/garbage": badweb.raw(b"SPAM SPAM SPAM\r\n\r\n"),
-    }) as web:
+    with BadWeb(
+        {
+            "/liar": badweb.close_mid_body(declared=5000, sent=1000),
+            "/chunks": badweb.close_mid_body(declared=5000, sent=1000, chunked=True),
+            "/garbage": badweb.raw(b"SPAM SPAM SPAM\r\n\r\n"),
+        }
+    ) as web:
         for path in ("/liar", "/chunks"):
             cut = _fetch(web.url(path))
             assert (cut.error, cut.retryable, cut.body) == ("closed", True, b""), path
@@ -270,22 +293,28 @@ def test_bodies_cut_short_are_errors_not_pages() -> None:
 
 
 def _encoded(body: bytes, encoding: str, data: bytes) -> badweb.Handler:
-    return badweb.raw(badweb.head(200, {"Content-Type": "text/html", "Content-Encoding": encoding,
-                                        "Content-Length": str(len(data))}) + data)
+    return badweb.raw(
+        badweb.head(
+            200, {"Content-Type": "text/html", "Content-Encoding": encoding, "Content-Length": str(len(data))}
+        )
+        + data
+    )
 
 
 def test_compressed_bodies_decoded_and_bombs_capped() -> None:
     body = b"<html><body>" + b"compressible text " * 2000 + b"</body></html>"
     deflater = zlib.compressobj(wbits=-zlib.MAX_WBITS)
     raw_deflate = deflater.compress(body) + deflater.flush()
-    with BadWeb({
-        "/gzip": _encoded(body, "gzip", gzip.compress(body)),
-        "/deflate": _encoded(body, "deflate", zlib.compress(body)),
-        "/raw-deflate": _encoded(body, "deflate", raw_deflate),
-        "/corrupt": _encoded(body, "gzip", gzip.compress(body)[:20] + b"\xff" * 200),
-        "/truncated": _encoded(body, "gzip", gzip.compress(body)[:-30]),
-        "/bomb": badweb.gzip_bomb(50_000_000),
-    }) as web:
+    with BadWeb(
+        {
+            "/gzip": _encoded(body, "gzip", gzip.compress(body)),
+            "/deflate": _encoded(body, "deflate", zlib.compress(body)),
+            "/raw-deflate": _encoded(body, "deflate", raw_deflate),
+            "/corrupt": _encoded(body, "gzip", gzip.compress(body)[:20] + b"\xff" * 200),
+            "/truncated": _encoded(body, "gzip", gzip.compress(body)[:-30]),
+            "/bomb": badweb.gzip_bomb(50_000_000),
+        }
+    ) as web:
         for path in ("/gzip", "/deflate", "/raw-deflate"):
             assert _fetch(web.url(path)).body == body, path
         assert _fetch(web.url("/corrupt")).error == "decode"
@@ -296,15 +325,21 @@ def test_compressed_bodies_decoded_and_bombs_capped() -> None:
 
 
 def test_robots_redirects_are_followed_and_sitemaps_listed() -> None:
-    robots = b"User-agent: *\nDisallow: /private\nSitemap: /maps/a.xml\nSitemap: http://elsewhere.test/b.xml\n"
-    with BadWeb({
-        "/robots.txt": badweb.redirect("/r1", status=301),
-        "/r1": badweb.redirect("/real-robots.txt"),
-        "/real-robots.txt": badweb.page(robots, ctype="text/plain"),
-    }) as web:
+    robots = (
+        b"User-agent: *\nDisallow: /private\nSitemap: /maps/a.xml\nSitemap: http://elsewhere.test/b.xml\n"
+    )
+    with BadWeb(
+        {
+            "/robots.txt": badweb.redirect("/r1", status=301),
+            "/r1": badweb.redirect("/real-robots.txt"),
+            "/real-robots.txt": badweb.page(robots, ctype="text/plain"),
+        }
+    ) as web:
+
         async def go() -> FetchResult:
             async with make_session("TestBot/1.0", 5.0, 4) as session:
                 return await fetch_robots(session, web.base)
+
         rules = rules_from_fetch(asyncio.run(go()), now=0.0)
     assert not rules.allowed(web.url("/private/x"), "TestBot") and rules.allowed(web.url("/a"), "TestBot")
     assert rules.sitemaps == ["/maps/a.xml", "http://elsewhere.test/b.xml"]
@@ -321,23 +356,30 @@ def _urlset(*paths: str) -> str:
 
 
 def test_sitemap_discovery_walks_indexes_gzip_and_garbage() -> None:
-    index = ('<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-             "<sitemap><loc>/s1.xml.gz</loc></sitemap><sitemap><loc>/s2.xml</loc></sitemap>"
-             "<sitemap><loc>/index.xml</loc></sitemap><sitemap><loc>/gone.xml</loc></sitemap>"
-             "<sitemap><loc>http://elsewhere.test/s.xml</loc></sitemap></sitemapindex>")
-    with BadWeb({
-        "/index.xml": badweb.page(index, ctype="application/xml"),
-        "/s1.xml.gz": badweb.page(_gz(_urlset("/a", "/b?utm_source=x", "http://elsewhere.test/c")),
-                                  ctype="application/gzip"),
-        "/s2.xml": badweb.page(_urlset("/c", "/a")[:-30], ctype="application/xml"),  # cut short
-    }) as web:
+    index = (
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>/s1.xml.gz</loc></sitemap><sitemap><loc>/s2.xml</loc></sitemap>"
+        "<sitemap><loc>/index.xml</loc></sitemap><sitemap><loc>/gone.xml</loc></sitemap>"
+        "<sitemap><loc>http://elsewhere.test/s.xml</loc></sitemap></sitemapindex>"
+    )
+    with BadWeb(
+        {
+            "/index.xml": badweb.page(index, ctype="application/xml"),
+            "/s1.xml.gz": badweb.page(
+                _gz(_urlset("/a", "/b?utm_source=x", "http://elsewhere.test/c")), ctype="application/gzip"
+            ),
+            "/s2.xml": badweb.page(_urlset("/c", "/a")[:-30], ctype="application/xml"),  # cut short
+        }
+    ) as web:
         web.routes["/sitemap.xml"] = badweb.page(f"{web.url('/d')}\n{web.url('/e')}\n", ctype="text/plain")
 
         def discover(**caps: int) -> SitemapResult:
             async def go() -> SitemapResult:
                 async with make_session("TestBot/1.0", 5.0, 4) as session:
-                    return await discover_sitemap_urls(session, web.base, ["/index.xml"],
-                                                       max_bytes=100_000, **caps)
+                    return await discover_sitemap_urls(
+                        session, web.base, ["/index.xml"], max_bytes=100_000, **caps
+                    )
+
             return asyncio.run(go())
 
         found = discover()  # breadth first: robots.txt's sitemaps and /sitemap.xml, then the index's

@@ -20,12 +20,12 @@ from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.urls import normalize_url, url_id
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import read_block
 from services.storage.db import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.records import decode_record, iter_records
+from services.text.urls import normalize_url, url_id
 
 
 @dataclass
@@ -51,7 +51,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             with site.lock:
                 site.requests.append(self.path)
             status, ctype, body, headers = site.pages.get(
-                self.path, (404, "text/html", b"<h1>not found</h1>", {}))
+                self.path, (404, "text/html", b"<h1>not found</h1>", {})
+            )
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -92,10 +93,14 @@ def _html(title: str, body: str) -> tuple[int, str, bytes, dict[str, str]]:
 @pytest.fixture
 def sites(serve, shared_data: Path) -> tuple[Site, Site]:
     """Host A: 9 pages (one disallowed, one 404, one PDF, one redirect); host B: 2 pages."""
-    other = serve(Site({
-        "/": _html("Other home", '<a href="/x.html">x marks the spot</a>'),
-        "/x.html": _html("Other X", "<p>The treasure is buried on the other host.</p>"),
-    }))
+    other = serve(
+        Site(
+            {
+                "/": _html("Other home", '<a href="/x.html">x marks the spot</a>'),
+                "/x.html": _html("Other X", "<p>The treasure is buried on the other host.</p>"),
+            }
+        )
+    )
     pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
     home = (
         "<p>Welcome to the loopback garden of linked pages for the crawler.</p>"
@@ -106,17 +111,21 @@ def sites(serve, shared_data: Path) -> tuple[Site, Site]:
         '<a href="/old.html">Old page</a> <a href="/">Home</a> <a href="mailto:a@b.c">mail</a> '
         f'<a href="{other.url("/")}">Elsewhere</a>'
     )
-    site = Site({
-        "/robots.txt": (200, "text/plain", b"User-agent: *\nDisallow: /private/\n", {}),
-        "/a.html": _html("Page A", '<p>Alpha page text.</p><a href="c.html">Page C</a> <a href="/">Home</a>'),
-        "/b.html": _html("Page B", '<p>Bravo page text.</p><a href="/a.html">Back to A</a>'),
-        "/c.html": _html("Page C", '<p>Charlie, two links deep.</p><a href="/d.html">Page D</a>'),
-        "/d.html": _html("Page D", "<p>Delta, three links deep.</p>"),
-        "/e.html": _html("Page E", "<p>Echo, reached only through a redirect.</p>"),
-        "/private/secret.html": _html("Secret", "<p>robots.txt forbids this page.</p>"),
-        "/doc.pdf": (200, "application/pdf", pdf, {}),
-        "/old.html": (301, "text/html", b"moved", {"Location": "/e.html"}),
-    })
+    site = Site(
+        {
+            "/robots.txt": (200, "text/plain", b"User-agent: *\nDisallow: /private/\n", {}),
+            "/a.html": _html(
+                "Page A", '<p>Alpha page text.</p><a href="c.html">Page C</a> <a href="/">Home</a>'
+            ),
+            "/b.html": _html("Page B", '<p>Bravo page text.</p><a href="/a.html">Back to A</a>'),
+            "/c.html": _html("Page C", '<p>Charlie, two links deep.</p><a href="/d.html">Page D</a>'),
+            "/d.html": _html("Page D", "<p>Delta, three links deep.</p>"),
+            "/e.html": _html("Page E", "<p>Echo, reached only through a redirect.</p>"),
+            "/private/secret.html": _html("Secret", "<p>robots.txt forbids this page.</p>"),
+            "/doc.pdf": (200, "application/pdf", pdf, {}),
+            "/old.html": (301, "text/html", b"moved", {"Location": "/e.html"}),
+        }
+    )
     serve(site)
     site.pages["/"] = _html("Home", home.format(port=site.port))
     return site, other
@@ -124,8 +133,12 @@ def sites(serve, shared_data: Path) -> tuple[Site, Site]:
 
 def _served(sites: tuple[Site, Site]) -> dict[str, bytes]:
     """Normalized URL -> body, for every 200 page of both hosts."""
-    return {normalize_url(site.url(path)): body for site in sites
-            for path, (status, _, body, _) in site.pages.items() if status == 200}
+    return {
+        normalize_url(site.url(path)): body
+        for site in sites
+        for path, (status, _, body, _) in site.pages.items()
+        if status == 200
+    }
 
 
 def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Document]:
@@ -140,9 +153,21 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Docu
     # A: 9 page URLs (the redirect /old.html and its target /e.html are two), B: 2;
     # robots.txt and the sitemap probe are not pages.
     assert stats.pages == 11
-    assert sorted(site.paths()) == sorted(["/robots.txt", "/sitemap.xml", "/", "/a.html", "/b.html",
-                                          "/c.html", "/d.html", "/missing.html", "/doc.pdf",
-                                          "/old.html", "/e.html"])
+    assert sorted(site.paths()) == sorted(
+        [
+            "/robots.txt",
+            "/sitemap.xml",
+            "/",
+            "/a.html",
+            "/b.html",
+            "/c.html",
+            "/d.html",
+            "/missing.html",
+            "/doc.pdf",
+            "/old.html",
+            "/e.html",
+        ]
+    )
     assert sorted(other.paths()) == ["/", "/robots.txt", "/sitemap.xml", "/x.html"]
 
     docs = stored_documents(settings)
@@ -173,8 +198,9 @@ def _check_full_crawl(settings: Settings, sites: tuple[Site, Site]) -> list[Docu
     home = by_url[normalize_url(site.url("/"))]
     links = [link.url for link in home.links]
     assert len(links) == len(set(links))
-    assert set(links) == {normalize_url(site.url(p)) for p in (
-        "/a.html", "/b.html", "/private/secret.html", "/missing.html", "/doc.pdf", "/old.html")
+    assert set(links) == {
+        normalize_url(site.url(p))
+        for p in ("/a.html", "/b.html", "/private/secret.html", "/missing.html", "/doc.pdf", "/old.html")
     } | {normalize_url(other.url("/"))}
     assert {link.url: link.anchor for link in home.links}[normalize_url(site.url("/a.html"))] == "Page A"
     pdf = by_url[normalize_url(site.url("/doc.pdf"))]
@@ -209,8 +235,7 @@ def test_crawl_loopback_mariadb(settings: Settings, sites, mysql_url: str) -> No
 def test_crawl_loopback_s3(settings: Settings, sites, moto_server: str, s3_bucket: str) -> None:
     s3 = settings.with_overrides(blob_url=f"s3://{s3_bucket}/crawl", aws_endpoint_url=moto_server)
     _check_full_crawl(s3, sites)
-    assert any(name.startswith("content/") for name in open_blobstore(
-        s3.blob_url, moto_server).list())
+    assert any(name.startswith("content/") for name in open_blobstore(s3.blob_url, moto_server).list())
 
 
 def test_depth_limit(settings: Settings, sites) -> None:
@@ -221,9 +246,17 @@ def test_depth_limit(settings: Settings, sites) -> None:
     assert stats.counters["depth_limit"] > 0
     docs = stored_documents(settings)
     assert docs and max(d.depth for d in docs) == 1
-    assert {d.url for d in docs} == {normalize_url(u) for u in (
-        site.url("/"), site.url("/a.html"), site.url("/b.html"), site.url("/doc.pdf"),
-        site.url("/e.html"), other.url("/"))}
+    assert {d.url for d in docs} == {
+        normalize_url(u)
+        for u in (
+            site.url("/"),
+            site.url("/a.html"),
+            site.url("/b.html"),
+            site.url("/doc.pdf"),
+            site.url("/e.html"),
+            other.url("/"),
+        )
+    }
 
 
 def test_page_limit_then_resume(settings: Settings, sites) -> None:

@@ -51,8 +51,12 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, ba
         assert len(owned) >= 2, "four ports hashed into one partition: rerun"
         settings = settings.with_overrides(partition_ids=",".join(map(str, owned)))
         stats = run_crawl_processes(settings, seeds, 2, max_pages=200, progress=False)
-        served = {s.origin + path for s in sites for method, path in s.requests if method == "GET"
-                  and path not in ("/robots.txt", "/sitemap.xml")}
+        served = {
+            s.origin + path
+            for s in sites
+            for method, path in s.requests
+            if method == "GET" and path not in ("/robots.txt", "/sitemap.xml")
+        }
         requests = [(s.origin, m, p) for s in sites for m, p in s.requests if m == "GET"]
         assert len(requests) == len(set(requests))  # no page asked twice
         assert stats.pages == len(served) == 4 * 7
@@ -61,8 +65,9 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, ba
             docs = session.scalars(select(Document).order_by(Document.doc_num)).all()
         assert [d.doc_num for d in docs] == list(range(28))
         blobs = open_blobstore(settings.blob_url)
-        stored = {e.doc_id.hex() for name in {d.content_block for d in docs}
-                  for e, _ in read_block(blobs.get(name))}
+        stored = {
+            e.doc_id.hex() for name in {d.content_block for d in docs} for e, _ in read_block(blobs.get(name))
+        }
         assert {d.doc_id for d in docs} <= stored
         # A later single-process run on the same database finds nothing left to do.
         assert run_crawl(settings, seeds, max_pages=50, progress=False).pages == 0
@@ -81,19 +86,25 @@ def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
     init_db(engine)
     sessions = session_factory(engine)
     with sessions.begin() as session:  # an old batch, so the first step scans some rows
-        session.add(FetchBatch(state="done", leased_by="x", lease_expires=0.0, created_at=0.0,
-                               num_urls=0))
+        session.add(FetchBatch(state="done", leased_by="x", lease_expires=0.0, created_at=0.0, num_urls=0))
     both_looked = threading.Barrier(2, timeout=10)
     errors: list[BaseException] = []
 
     def lease(worker: str) -> None:
         try:
             with sessions.begin() as session:
-                assert frontier.lease_batch(session, limit=0, now=1e9, lease_seconds=60,
-                                            max_depth=5, worker=worker) is None
+                assert (
+                    frontier.lease_batch(
+                        session, limit=0, now=1e9, lease_seconds=60, max_depth=5, worker=worker
+                    )
+                    is None
+                )
                 both_looked.wait()
-                session.add(FetchBatch(state="leased", leased_by=worker, lease_expires=1e9 + 60,
-                                       created_at=1e9, num_urls=1))
+                session.add(
+                    FetchBatch(
+                        state="leased", leased_by=worker, lease_expires=1e9 + 60, created_at=1e9, num_urls=1
+                    )
+                )
                 session.flush()
         except BaseException as exc:  # noqa: BLE001 - reported by the test thread
             errors.append(exc)

@@ -89,12 +89,24 @@ def site() -> Iterator[SlowSite]:
 
 
 def _start(settings: Settings, site: SlowSite, tmp_path: Path, **env: str) -> subprocess.Popen:
-    full = {**os.environ, "NIMBUS_DATABASE_URL": settings.database_url, "NIMBUS_BLOB_URL": settings.blob_url,
-            "NIMBUS_VAR_DIR": str(tmp_path / "var"), "NIMBUS_CRAWL_DELAY": "0", "NIMBUS_SITEMAPS": "0",
-            "NIMBUS_ALLOWED_HOSTS": "127.0.0.1", "NIMBUS_FLUSH_INTERVAL": "0.2", **env}
-    return subprocess.Popen([sys.executable, "-m", "services.cli", "crawl", site.base + "/p/0",
-                             "--max-depth", "100", "--quiet"], env=full, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    full = {
+        **os.environ,
+        "NIMBUS_DATABASE_URL": settings.database_url,
+        "NIMBUS_BLOB_URL": settings.blob_url,
+        "NIMBUS_VAR_DIR": str(tmp_path / "var"),
+        "NIMBUS_CRAWL_DELAY": "0",
+        "NIMBUS_SITEMAPS": "0",
+        "NIMBUS_ALLOWED_HOSTS": "127.0.0.1",
+        "NIMBUS_FLUSH_INTERVAL": "0.2",
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "crawl", site.base + "/p/0", "--max-depth", "100", "--quiet"],
+        env=full,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _committed(settings: Settings) -> set[str]:
@@ -132,15 +144,17 @@ def _finish(settings: Settings, site: SlowSite, tmp_path: Path, **env: str) -> l
     return docs
 
 
-def test_kill_while_a_request_hangs_refetches_only_that_request(settings: Settings, site: SlowSite,
-                                                                 tmp_path: Path) -> None:
+def test_kill_while_a_request_hangs_refetches_only_that_request(
+    settings: Settings, site: SlowSite, tmp_path: Path
+) -> None:
     one = {"NIMBUS_BATCH_SIZE": "1"}  # one URL per batch: every answered page commits on its own
     crawler = _start(settings, site, tmp_path, **one)
     try:
         _wait_for(lambda: "/hang" in site.requests)
         # Everything answered before the hang gets committed within a flush interval.
-        _wait_for(lambda: {site.base + p for p in site.answered if p != "/robots.txt"}
-                  <= _committed(settings))
+        _wait_for(
+            lambda: {site.base + p for p in site.answered if p != "/robots.txt"} <= _committed(settings)
+        )
     finally:
         crawler.send_signal(signal.SIGKILL)
         crawler.wait(timeout=30)
@@ -152,8 +166,9 @@ def test_kill_while_a_request_hangs_refetches_only_that_request(settings: Settin
     assert len(answered_before) >= 2
 
 
-def test_blind_kill_never_refetches_committed_pages(settings: Settings, site: SlowSite,
-                                                    tmp_path: Path) -> None:
+def test_blind_kill_never_refetches_committed_pages(
+    settings: Settings, site: SlowSite, tmp_path: Path
+) -> None:
     site.release.set()
     crawler = _start(settings, site, tmp_path)
     try:
@@ -181,8 +196,9 @@ def _counter(settings: Settings, name: str) -> int:
         engine.dispose()
 
 
-def test_answered_but_uncommitted_pages_come_back_from_the_spool(settings: Settings, site: SlowSite,
-                                                                 tmp_path: Path) -> None:
+def test_answered_but_uncommitted_pages_come_back_from_the_spool(
+    settings: Settings, site: SlowSite, tmp_path: Path
+) -> None:
     """With commits far apart, a kill -9 finds most answered pages uncommitted; the
     restarted crawler takes them from its write-ahead spool instead of the network."""
     slow_commits = {"NIMBUS_FLUSH_INTERVAL": "600"}

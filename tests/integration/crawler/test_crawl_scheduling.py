@@ -20,11 +20,11 @@ from services.config import Settings
 from services.crawler import frontier
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import NewUrl, partition_of
-from services.crawler.urls import url_id
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, read_counters, session_factory
 from services.storage.models import Document, DuplicateUrl, FrontierEntry
 from services.storage.records import decode_record
+from services.text.urls import url_id
 
 REPO = Path(__file__).resolve().parents[3]
 Page = tuple[int, dict[str, str], bytes]  # status, headers, body
@@ -141,22 +141,40 @@ def test_crawl_fetches_the_hub_pages_children_before_the_leaf_pages(settings: Se
 
 
 def test_two_crawler_processes_take_disjoint_hosts(settings: Settings, serve, tmp_path: Path) -> None:
-    sites = [serve(lambda p, _s, n=n: html(f"{n}{p}", ENGLISH + "".join(
-        f'<a href="/{n}-{i}">x</a>' for i in range(6)))) for n in range(4)]
+    sites = [
+        serve(
+            lambda p, _s, n=n: html(
+                f"{n}{p}", ENGLISH + "".join(f'<a href="/{n}-{i}">x</a>' for i in range(6))
+            )
+        )
+        for n in range(4)
+    ]
     parts = {s.base: partition_of(s.base, settings.partitions) for s in sites}
     if len(set(parts.values())) < 2:
         pytest.skip("all four ports hashed into one partition; rerun picks other ports")
     first = sorted(set(parts.values()))[0]
     mine = [str(first)]
     rest = ",".join(str(p) for p in range(settings.partitions) if p != first)
-    env = {**os.environ, "NIMBUS_DATABASE_URL": settings.database_url, "NIMBUS_BLOB_URL": settings.blob_url,
-           "NIMBUS_VAR_DIR": str(tmp_path / "var"), "NIMBUS_CRAWL_DELAY": "0",
-           "NIMBUS_ALLOWED_HOSTS": "127.0.0.1", "NIMBUS_SITEMAPS": "0"}
+    env = {
+        **os.environ,
+        "NIMBUS_DATABASE_URL": settings.database_url,
+        "NIMBUS_BLOB_URL": settings.blob_url,
+        "NIMBUS_VAR_DIR": str(tmp_path / "var"),
+        "NIMBUS_CRAWL_DELAY": "0",
+        "NIMBUS_ALLOWED_HOSTS": "127.0.0.1",
+        "NIMBUS_SITEMAPS": "0",
+    }
     seeds = [s.base + "/" for s in sites]
-    procs = [subprocess.Popen([sys.executable, "-m", "services.cli", "crawl", *seeds, "--quiet"],
-                              env={**env, "NIMBUS_PARTITION_IDS": ids, "NIMBUS_USER_AGENT": f"Bot{n}"},
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for n, ids in enumerate([mine[0], rest])]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "crawl", *seeds, "--quiet"],
+            env={**env, "NIMBUS_PARTITION_IDS": ids, "NIMBUS_USER_AGENT": f"Bot{n}"},
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for n, ids in enumerate([mine[0], rest])
+    ]
     for proc in procs:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out.decode()
@@ -172,13 +190,21 @@ def test_per_host_page_cap_ends_a_calendar_trap(settings: Settings, serve) -> No
         return html(f"Day {day}", ENGLISH + f'<a href="/day/{day + 1}">next day</a>')
 
     site = serve(calendar)
-    stats = run_crawl(settings.with_overrides(max_pages_per_host=5, sitemaps=False), [site.base + "/day/0"],
-                      max_depth=1000, progress=False)
+    stats = run_crawl(
+        settings.with_overrides(max_pages_per_host=5, sitemaps=False),
+        [site.base + "/day/0"],
+        max_depth=1000,
+        progress=False,
+    )
     assert site.pages() == [f"/day/{i}" for i in range(5)]
     assert stats.pages == 5 and stats.counters["host_page_cap_links"] == 1  # /day/5 never queued
     # The cap holds across runs: the host's page count is kept in the database.
-    again = run_crawl(settings.with_overrides(max_pages_per_host=5, sitemaps=False),
-                      [site.base + "/day/100"], max_depth=1000, progress=False)
+    again = run_crawl(
+        settings.with_overrides(max_pages_per_host=5, sitemaps=False),
+        [site.base + "/day/100"],
+        max_depth=1000,
+        progress=False,
+    )
     assert again.pages == 0 and again.counters["host_page_cap"] == 1
     assert len(site.pages()) == 5
 
@@ -216,8 +242,9 @@ def test_redirects_become_entries_and_long_chains_stop(settings: Settings, serve
         return not_found(path, _seen)
 
     site = serve(chain)
-    stats = run_crawl(settings.with_overrides(max_redirects=3, sitemaps=False), [site.base + "/"],
-                      progress=False)
+    stats = run_crawl(
+        settings.with_overrides(max_redirects=3, sitemaps=False), [site.base + "/"], progress=False
+    )
     pages = site.pages()
     assert [p for p in pages if p.startswith("/r/")] == ["/r/0", "/r/1", "/r/2", "/r/3"]
     assert sorted(p for p in pages if p.startswith("/loop/")) == ["/loop/a", "/loop/b"]  # once each
@@ -228,8 +255,10 @@ def test_redirects_become_entries_and_long_chains_stop(settings: Settings, serve
 
 
 def test_other_languages_are_followed_not_stored(settings: Settings, serve) -> None:
-    german = ("<p>Der schnelle braune Fuchs springt über den faulen Hund und läuft dann weiter "
-              "in den dunklen Wald hinein, wo niemand ihn mehr sehen kann.</p>")
+    german = (
+        "<p>Der schnelle braune Fuchs springt über den faulen Hund und läuft dann weiter "
+        "in den dunklen Wald hinein, wo niemand ihn mehr sehen kann.</p>"
+    )
 
     def route(path: str, _seen: int) -> Page:
         if path == "/":
@@ -256,8 +285,9 @@ def test_duplicate_content_is_stored_once_with_its_other_urls(settings: Settings
         return same
 
     site = serve(route)
-    stats = run_crawl(settings.with_overrides(sitemaps=False, batch_size=2), [site.base + "/"],
-                      progress=False)
+    stats = run_crawl(
+        settings.with_overrides(sitemaps=False, batch_size=2), [site.base + "/"], progress=False
+    )
     docs = _docs(settings)
     copies = [u for u in docs if u != site.base + "/"]
     assert len(copies) == 1 and stats.counters["duplicate_content"] == 2
@@ -294,8 +324,11 @@ def test_recrawl_keeps_the_doc_number_and_adapts_the_interval(settings: Settings
     assert (steady.doc_num, steady.unchanged, steady.versions) == (first[site.base + "/"].doc_num, 1, 1)
     assert (changing.doc_num, changing.versions) == (first[site.base + "/changing"].doc_num, 2)
     blobs = open_blobstore(quick.blob_url)
-    record = decode_record(blobs.get(changing.record_block, changing.record_offset,
-                                     changing.record_offset + changing.record_length))
+    record = decode_record(
+        blobs.get(
+            changing.record_block, changing.record_offset, changing.record_offset + changing.record_length
+        )
+    )
     assert "version 2" in record.text and record.doc_num == changing.doc_num
     with _db(quick)() as session:
         rows = {r.url: r for r in session.scalars(select(FrontierEntry))}

@@ -94,8 +94,9 @@ def test_eval_prints_the_five_measures_of_its_trec_run(eval_env, capsys):
 
     # ir-measures on the written file gives the printed figures.
     measures = {"MAP": AP, "nDCG@10": nDCG @ 10, "P@10": P @ 10, "Recall@100": R @ 100, "MRR": RR}
-    expected = ir_measures.calc_aggregate(list(measures.values()), _qrels(root / "qrels.tsv"),
-                                          list(ir_measures.read_trec_run(str(run))))
+    expected = ir_measures.calc_aggregate(
+        list(measures.values()), _qrels(root / "qrels.tsv"), list(ir_measures.read_trec_run(str(run)))
+    )
     for name, measure in measures.items():
         assert metrics[name] == pytest.approx(expected[measure], abs=5e-5), name
 
@@ -139,8 +140,13 @@ def test_qrels_naming_an_unknown_document_is_refused_before_anything_is_stored(e
 def test_bad_collection_from_the_shell_exits_nonzero_without_a_traceback(eval_env):
     root = write_collection(eval_env / "tiny")
     (root / "qrels.tsv").write_text("query_id\tdoc_id\trelevance\n9\t100\t1\n")
-    done = subprocess.run([sys.executable, "-m", "services.cli", "eval", str(root)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "eval", str(root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "nimbus eval:" in done.stderr and "unknown query id '9'" in done.stderr
     assert "Traceback" not in done.stderr

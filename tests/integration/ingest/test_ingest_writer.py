@@ -12,7 +12,7 @@ from stored_rows import stored_documents
 
 from services.eval.collection import load_collection
 from services.ingest.collection import IngestError
-from services.ingest.writer import ingest_collection
+from services.ingest.writer import ingest_documents
 from services.search.service import SearchService
 from services.storage.blobstore import FileBlobStore, open_blobstore
 from services.storage.blocks import read_block
@@ -37,17 +37,20 @@ def write_collection(root: Path, docs: list[dict]) -> Path:
     return root
 
 
+def _ingest(collection, settings, *, progress):
+    return ingest_documents(collection.docs(), collection.name, settings, progress=progress)
+
+
 @pytest.fixture(params=["sqlite", "mariadb"])
 def ingest_settings(request, settings):
     if request.param == "mariadb":
-        return settings.with_overrides(database_url=request.getfixturevalue("mysql_url"),
-                                       block_max_docs=2)
+        return settings.with_overrides(database_url=request.getfixturevalue("mysql_url"), block_max_docs=2)
     return settings.with_overrides(block_max_docs=2)
 
 
 def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path):
     collection = load_collection(write_collection(tmp_path / "tiny", DOCS))
-    result = ingest_collection(collection, ingest_settings, progress=False)
+    result = _ingest(collection, ingest_settings, progress=False)
 
     assert (result.added, result.already_stored) == (5, 0)
     assert result.doc_nums == {0: "d1", 1: "d2", 2: "d/3", 3: "d4", 4: "d5"}
@@ -64,13 +67,15 @@ def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path)
             body = (f"{spec['title']}\n\n{spec['text']}" if spec["title"] else spec["text"]).encode()
             cached = service.cached(row.doc_num)  # one ranged read, checked against the docId
             assert (cached.body, cached.media_type, cached.url) == (body, "text/plain", row.url)
-            member = blobs.get(row.record_block, row.record_offset,
-                               row.record_offset + row.record_length)
+            member = blobs.get(row.record_block, row.record_offset, row.record_offset + row.record_length)
             record = decode_record(member)
             assert (record.doc_num, record.url, record.title, record.text) == (
-                row.doc_num, row.url, spec["title"], spec["text"])
-            assert (record.content_block, record.content_index) == (row.content_block,
-                                                                    row.content_index)
+                row.doc_num,
+                row.url,
+                spec["title"],
+                spec["text"],
+            )
+            assert (record.content_block, record.content_index) == (row.content_block, row.content_index)
     finally:
         service.close()
     for name in result.blocks:
@@ -85,29 +90,33 @@ def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path)
 
 def test_ingesting_again_stores_nothing_twice_and_numbers_continue(settings, tmp_path):
     tiny = load_collection(write_collection(tmp_path / "tiny", DOCS))
-    first = ingest_collection(tiny, settings, progress=False)
-    again = ingest_collection(tiny, settings, progress=False)
+    first = _ingest(tiny, settings, progress=False)
+    again = _ingest(tiny, settings, progress=False)
     assert (again.added, again.already_stored, again.blocks) == (0, 5, [])
     assert again.doc_nums == first.doc_nums
     assert len(stored_documents(settings)) == 5
 
     other = load_collection(write_collection(tmp_path / "other", DOCS[:2]))
-    added = ingest_collection(other, settings, progress=False)
+    added = _ingest(other, settings, progress=False)
     assert added.doc_nums == {5: "d1", 6: "d2"}  # its own URLs, numbered from the maximum + 1
-    assert {r.url for r in stored_documents(settings)[5:]} == {"https://other.collection.invalid/doc/d1",
-                                                      "https://other.collection.invalid/doc/d2"}
+    assert {r.url for r in stored_documents(settings)[5:]} == {
+        "https://other.collection.invalid/doc/d1",
+        "https://other.collection.invalid/doc/d2",
+    }
 
 
 def test_another_version_of_the_collection_is_refused_and_leaves_nothing(settings, tmp_path):
-    ingest_collection(load_collection(write_collection(tmp_path / "tiny", DOCS[:2])), settings,
-                      progress=False)
+    _ingest(load_collection(write_collection(tmp_path / "tiny", DOCS[:2])), settings, progress=False)
     store = open_blobstore(settings.blob_url)
     blobs_before = list(store.list())
     changed = [DOCS[0], DOCS[2], {**DOCS[1], "text": "Changed."}]
     with pytest.raises(IngestError, match="another version of the collection"):
         # One document a block: d/3's block is written before the changed d2 is found.
-        ingest_collection(load_collection(write_collection(tmp_path / "tiny", changed)),
-                          settings.with_overrides(block_max_docs=1), progress=False)
+        _ingest(
+            load_collection(write_collection(tmp_path / "tiny", changed)),
+            settings.with_overrides(block_max_docs=1),
+            progress=False,
+        )
     assert [r.doc_num for r in stored_documents(settings)] == [0, 1]  # d/3 of the failed ingest rolled back
     assert list(store.list()) == blobs_before  # and its block deleted
 
@@ -131,7 +140,7 @@ def test_a_failure_half_way_leaves_no_rows_and_no_blocks(settings, tmp_path, mon
     monkeypatch.setattr("services.ingest.writer.open_blobstore", lambda *_a, **_k: store)
     collection = load_collection(write_collection(tmp_path / "tiny", DOCS))
     with pytest.raises(OSError, match="connection reset"):
-        ingest_collection(collection, settings.with_overrides(block_max_docs=2), progress=False)
+        _ingest(collection, settings.with_overrides(block_max_docs=2), progress=False)
     assert list(store.list()) == []
     engine = make_engine(settings.database_url)
     with session_factory(engine)() as session:
@@ -141,7 +150,7 @@ def test_a_failure_half_way_leaves_no_rows_and_no_blocks(settings, tmp_path, mon
 
 def test_progress_and_summary_go_to_stderr(settings, tmp_path, capsys):
     collection = load_collection(write_collection(tmp_path / "tiny", DOCS))
-    ingest_collection(collection, settings, progress=True)
+    _ingest(collection, settings, progress=True)
     out, err = capsys.readouterr()
     assert out == ""
     assert "ingest: ingested 5 documents (5 new, 0 already stored)" in err and "docs/s" in err

@@ -13,21 +13,23 @@ import numpy as np
 import pytest
 from networkx_reference import networkx_pagerank
 
-from mapreduce.build import write_manifest_parts
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
-from mapreduce.mr_pagerank import run_pagerank
-from mapreduce.pagerank import adjacency_from_mapping, pagerank_sparse
 from mapreduce.postings_wire import Chunk
-from mapreduce.publish import read_index_rows
-from mapreduce.runner import JobError, JobOutput, run_job, write_rows
 from services.config import Settings
+from services.indexing.manifest import write_manifest_parts
+from services.indexing.pagerank_driver import run_pagerank
+from services.indexing.publish import read_index_rows
+from services.indexing.runner import JobError, JobOutput, run_job, write_rows
+from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 from services.storage.db import make_engine, session_factory
 
 FRUIT = [
-    [{"url": "http://fruit.test/apples", "title": "Red apples", "text": "apples and pears"},
-     {"url": "http://fruit.test/pears", "title": "Pears", "text": "green pears, red pears"}],
+    [
+        {"url": "http://fruit.test/apples", "title": "Red apples", "text": "apples and pears"},
+        {"url": "http://fruit.test/pears", "title": "Pears", "text": "green pears, red pears"},
+    ],
     [{"url": "http://sky.test/", "description": "Sky blue", "text": "The sky"}],
 ]
 # By hand: term -> doc -> [tf title, tf body, tf anchor, tf url, positions]. Stems:
@@ -62,18 +64,22 @@ def index_output(output: JobOutput) -> tuple[dict, dict]:
             docs, tt, tb, ta, tu, counts, positions = Chunk.decode(value).as_lists()
             assert docs == sorted(docs)  # ascending doc numbers
             starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
-            postings[name] = {d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i]:starts[i + 1]]]
-                              for i, d in enumerate(docs)}
+            postings[name] = {
+                d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i] : starts[i + 1]]]
+                for i, d in enumerate(docs)
+            }
         else:
             lengths[name] = value
     return postings, lengths
 
 
-def test_mr_index_inline_postings_and_lengths(settings: Settings, tmp_path: Path,
-                                              corpus_writer: CorpusWriter) -> None:
+def test_mr_index_inline_postings_and_lengths(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, FRUIT)
-    out = run_job(MRIndex, [manifest(tmp_path)], settings,
-                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
+    out = run_job(
+        MRIndex, [manifest(tmp_path)], settings, output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch"
+    )
     postings, lengths = index_output(out)
     assert postings == FRUIT_POSTINGS
     assert lengths == FRUIT_LENGTHS
@@ -83,21 +89,40 @@ def test_mr_index_inline_postings_and_lengths(settings: Settings, tmp_path: Path
 
 
 def test_anchor_text_of_in_links_becomes_the_targets_anchor_field(
-        settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> None:
-    pages = [[{"url": "http://a.test/", "title": "Home", "text": "welcome",
-               "links": ["http://a.test/wing", "http://a.test/"]},
-              {"url": "http://a.test/wing", "title": "W", "text": "lift",
-               "links": ["http://a.test/nowhere"]}]]
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
+    pages = [
+        [
+            {
+                "url": "http://a.test/",
+                "title": "Home",
+                "text": "welcome",
+                "links": ["http://a.test/wing", "http://a.test/"],
+            },
+            {"url": "http://a.test/wing", "title": "W", "text": "lift", "links": ["http://a.test/nowhere"]},
+        ]
+    ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, pages)
-    links = run_job(MRLinkGraph, [manifest(tmp_path, 1)], settings,
-                    output=tmp_path / "links.jsonl", scratch=tmp_path / "scratch")
+    links = run_job(
+        MRLinkGraph,
+        [manifest(tmp_path, 1)],
+        settings,
+        output=tmp_path / "links.jsonl",
+        scratch=tmp_path / "scratch",
+    )
     # corpus_writer gives every link the anchor text "anchor"; the home page's self-link
     # is skipped and the link to an uncrawled page goes nowhere.
-    assert [line for line in links.path.read_text().splitlines() if line.startswith("@")] == \
-        ['@anchor\t1\t"anchor"']
+    assert [line for line in links.path.read_text().splitlines() if line.startswith("@")] == [
+        '@anchor\t1\t"anchor"'
+    ]
     assert dict(adjacency_rows(links.path)) == {0: [1], 1: []}
-    out = run_job(MRIndex, [manifest(tmp_path, 1), links.path], settings,
-                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch")
+    out = run_job(
+        MRIndex,
+        [manifest(tmp_path, 1), links.path],
+        settings,
+        output=tmp_path / "index.jsonl",
+        scratch=tmp_path / "scratch",
+    )
     postings, lengths = index_output(out)
     assert postings["anchor"] == {1: [0, 0, 1, 0, []]}
     assert postings["lift"] == {1: [0, 1, 0, 0, [2]]}  # title "w" at 0, gap, body
@@ -111,42 +136,64 @@ def test_mr_index_names_a_missing_block(settings: Settings, tmp_path: Path) -> N
         run_job(MRIndex, [path], settings, output=tmp_path / "o", scratch=tmp_path / "s")
 
 
-def test_mr_index_refuses_a_document_twice_in_one_task(settings: Settings, tmp_path: Path,
-                                                        corpus_writer: CorpusWriter) -> None:
+def test_mr_index_refuses_a_document_twice_in_one_task(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     """Two versions of doc 0 in one block, and a bare manifest line (every record): the
     map task sees the document twice and says so, instead of merging the versions."""
-    corpus_writer(open_blobstore(settings.blob_url), settings.database_url,
-                  [[FRUIT[0][0], {**FRUIT[0][1], "recrawl_of": 0}]])
+    corpus_writer(
+        open_blobstore(settings.blob_url),
+        settings.database_url,
+        [[FRUIT[0][0], {**FRUIT[0][1], "recrawl_of": 0}]],
+    )
     with pytest.raises(JobError, match="doc_num 0 occurs in two records"):
-        run_job(MRIndex, [manifest(tmp_path, 1)], settings, output=tmp_path / "o",
-                scratch=tmp_path / "s")
+        run_job(MRIndex, [manifest(tmp_path, 1)], settings, output=tmp_path / "o", scratch=tmp_path / "s")
 
 
-def test_mr_linkgraph_inline_adjacency(settings: Settings, tmp_path: Path,
-                                       corpus_writer: CorpusWriter) -> None:
+def test_mr_linkgraph_inline_adjacency(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     blocks = [
-        [{"url": "http://a.test/", "links": [
-            "http://b.test/", "http://B.test:80/",  # the same page twice: one edge
-            "http://c.test/", "http://a.test/",      # a self-link: dropped
-            "http://nowhere.test/x"]},               # never crawled: dropped
-         {"url": "http://b.test/", "links": ["http://c.test/"]}],
-        [{"url": "http://c.test/"},                  # dangling
-         {"url": "http://d.test/", "links": ["http://a.test/", "http://gone.test/"]}],
+        [
+            {
+                "url": "http://a.test/",
+                "links": [
+                    "http://b.test/",
+                    "http://B.test:80/",  # the same page twice: one edge
+                    "http://c.test/",
+                    "http://a.test/",  # a self-link: dropped
+                    "http://nowhere.test/x",
+                ],
+            },  # never crawled: dropped
+            {"url": "http://b.test/", "links": ["http://c.test/"]},
+        ],
+        [
+            {"url": "http://c.test/"},  # dangling
+            {"url": "http://d.test/", "links": ["http://a.test/", "http://gone.test/"]},
+        ],
     ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
-    out = run_job(MRLinkGraph, [manifest(tmp_path)], settings,
-                  output=tmp_path / "links.jsonl", scratch=tmp_path / "scratch")
+    out = run_job(
+        MRLinkGraph,
+        [manifest(tmp_path)],
+        settings,
+        output=tmp_path / "links.jsonl",
+        scratch=tmp_path / "scratch",
+    )
     assert dict(adjacency_rows(out.path)) == {0: [1, 2], 1: [2], 2: [], 3: [0]}
     assert out.counters["linkgraph"] == {
-        "links_to_uncrawled": 2, "self_links_dropped": 1, "duplicate_edges_dropped": 1,
-        "edges": 4, "documents_with_anchor_text": 3}
+        "links_to_uncrawled": 2,
+        "self_links_dropped": 1,
+        "duplicate_edges_dropped": 1,
+        "edges": 4,
+        "documents_with_anchor_text": 3,
+    }
 
 
 def test_pagerank_driver_inline_matches_networkx(settings: Settings, tmp_path: Path) -> None:
     # Docs 3, 7 are dangling; 9 and 10 are absent from the link graph (no record
     # was read for them) and must still be pages, dangling ones.
-    graph = {0: [1, 2, 3], 1: [2], 2: [0, 4], 3: [], 4: [5, 6], 5: [0, 7], 6: [4, 8],
-             7: [], 8: [9]}
+    graph = {0: [1, 2, 3], 1: [2], 2: [0, 4], 3: [], 4: [5, 6], 5: [0, 7], 6: [4, 8], 7: [], 8: [9]}
     adjacency_path = tmp_path / "adjacency.jsonl"
     write_rows(adjacency_path, iter(sorted(graph.items())))
     tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=300)
@@ -173,8 +220,9 @@ def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: P
     assert result.delta == pytest.approx(reference.delta, rel=1e-9)
 
 
-def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, tmp_path: Path,
-                                                            corpus_writer: CorpusWriter) -> None:
+def test_mr_index_local_runner_imports_only_the_shipped_zip(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     """The local runner's tasks are separate processes. This venv has the project
     installed in editable mode, which would hide a broken zip, so the tasks run
     with ``python -S`` (no site hooks: no editable finder) and only the
@@ -182,10 +230,11 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
     from the zip the runner ships, as on EMR. The crawl holds a superseded
     version of doc 0 and the manifest comes from the documents table (tab-separated
     lines), so the tasks' skipping of stale records is exercised too."""
-    recrawled = [[{"url": "http://fruit.test/apples", "title": "Old", "text": "quinces"},
-                  FRUIT[0][1]],
-                 [{**FRUIT[0][0], "recrawl_of": 0}],
-                 FRUIT[1]]
+    recrawled = [
+        [{"url": "http://fruit.test/apples", "title": "Old", "text": "quinces"}, FRUIT[0][1]],
+        [{**FRUIT[0][0], "recrawl_of": 0}],
+        FRUIT[1],
+    ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, recrawled)
     engine = make_engine(settings.database_url)
     with session_factory(engine)() as session:
@@ -195,44 +244,66 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(settings: Settings, 
         (tmp_path / "halves").mkdir()
         halves, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
     engine.dispose()
-    named = [[line.split("\t")[0] for line in gzip.decompress(h.read_bytes()).decode().splitlines()]
-             for h in halves]
+    named = [
+        [line.split("\t")[0] for line in gzip.decompress(h.read_bytes()).decode().splitlines()]
+        for h in halves
+    ]
     assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]
-    hermetic = ["--task-python-bin", f"{sys.executable} -S",
-                "--cmdenv", f"PYTHONPATH={site_packages}"]
+    hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
     local = settings.with_overrides(mr_runner="local")
-    links = run_job(MRLinkGraph, parts, local, output=tmp_path / "links.jsonl",
-                    scratch=tmp_path / "scratch", extra_args=hermetic)
+    links = run_job(
+        MRLinkGraph,
+        parts,
+        local,
+        output=tmp_path / "links.jsonl",
+        scratch=tmp_path / "scratch",
+        extra_args=hermetic,
+    )
     assert links.counter("blocks", "read") == 3 and "@anchor" not in links.path.read_text()
-    out = run_job(MRIndex, [*parts, links.path], local,
-                  output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch",
-                  extra_args=hermetic)
+    out = run_job(
+        MRIndex,
+        [*parts, links.path],
+        local,
+        output=tmp_path / "index.jsonl",
+        scratch=tmp_path / "scratch",
+        extra_args=hermetic,
+    )
     postings, lengths = index_output(out)
     assert postings == FRUIT_POSTINGS  # no "quinc", no "old"
     assert lengths == FRUIT_LENGTHS
     assert out.counter("blocks", "stale_records_skipped") == 1
 
 
-def test_linkgraph_and_pagerank_iterations_on_the_local_runner(settings: Settings, tmp_path: Path,
-                                                               corpus_writer: CorpusWriter) -> None:
+def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     """MRLinkGraph and MRPageRankStep in separate task processes (``-r local``); the link
     graph's tasks import the project only from the shipped zip, as the index job above.
     Three PageRank iterations equal three in-memory power iterations on the same graph."""
     blocks = [
-        [{"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
-         {"url": "http://b.test/", "links": ["http://c.test/"]}],
-        [{"url": "http://c.test/", "links": ["http://a.test/"]},
-         {"url": "http://d.test/"}],  # dangling, and nobody links to it: the 4-node graph
+        [
+            {"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
+            {"url": "http://b.test/", "links": ["http://c.test/"]},
+        ],
+        [
+            {"url": "http://c.test/", "links": ["http://a.test/"]},
+            {"url": "http://d.test/"},
+        ],  # dangling, and nobody links to it: the 4-node graph
     ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
-    local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30,
-                                    pagerank_max_iterations=3)
-    links = run_job(MRLinkGraph, [manifest(tmp_path)], local, output=tmp_path / "links.jsonl",
-                    scratch=tmp_path / "scratch", extra_args=hermetic)
+    local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=3)
+    links = run_job(
+        MRLinkGraph,
+        [manifest(tmp_path)],
+        local,
+        output=tmp_path / "links.jsonl",
+        scratch=tmp_path / "scratch",
+        extra_args=hermetic,
+    )
     assert dict(adjacency_rows(links.path)) == {0: [1, 2], 1: [2], 2: [0], 3: []}
     result = run_pagerank(links.path, 4, local, tmp_path / "pr")
     reference = pagerank_sparse([[1, 2], [2], [0], []], local.pagerank_damping, 1e-30, 3)

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from networkx_reference import networkx_pagerank
 
-from mapreduce.build import build_index
-from mapreduce.mr_pagerank import run_pagerank
-from mapreduce.pagerank import edge_arrays, pagerank_edges, pagerank_sparse
-from mapreduce.runner import write_rows
 from services.config import Settings
+from services.indexing.build import build_index
+from services.indexing.pagerank_driver import run_pagerank
+from services.indexing.runner import write_rows
+from services.ranking.pagerank import edge_arrays, pagerank_edges, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 
 N = 200
@@ -53,8 +53,7 @@ def write_link_graph(path: Path, adjacency: list[list[int]]) -> Path:
     document the job read no record for (the driver must still rank it)."""
     dangling = [page for page, targets in enumerate(adjacency) if not targets]
     missing = set(dangling[::3])
-    write_rows(path, ((page, targets) for page, targets in enumerate(adjacency)
-                      if page not in missing))
+    write_rows(path, ((page, targets) for page, targets in enumerate(adjacency) if page not in missing))
     return path
 
 
@@ -64,8 +63,7 @@ def test_the_graph_has_hubs_and_dangling_pages() -> None:
     assert in_degree.max() >= 40 and (in_degree == 0).sum() >= 20
 
 
-def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings,
-                                                           tmp_path: Path) -> None:
+def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings, tmp_path: Path) -> None:
     tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=300)
     d, tol, cap = tuned.pagerank_damping, tuned.pagerank_tolerance, tuned.pagerank_max_iterations
     memory = pagerank_sparse(GRAPH, d, tol, cap)
@@ -73,8 +71,9 @@ def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings,
     shuffled = np.random.default_rng(2).permutation(sources.size)  # edge order is irrelevant
     from_edges = pagerank_edges(sources[shuffled], targets[shuffled], N, d, tol, cap)
     lines: list[str] = []
-    mapreduce = run_pagerank(write_link_graph(tmp_path / "links.jsonl", GRAPH), N, tuned,
-                             tmp_path / "pr", progress=lines.append)
+    mapreduce = run_pagerank(
+        write_link_graph(tmp_path / "links.jsonl", GRAPH), N, tuned, tmp_path / "pr", progress=lines.append
+    )
 
     assert np.abs(mapreduce.ranks - memory.ranks).max() <= 1e-6
     assert np.abs(mapreduce.ranks - memory.ranks).max() <= 1e-14  # in fact: the same sums
@@ -92,13 +91,12 @@ def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings,
     assert lines[-1] == f"pagerank iteration {mapreduce.iterations}: L1 change {mapreduce.delta:.3g}"
 
 
-def test_mapreduce_engine_on_the_local_runner_equals_memory_iterations(settings: Settings,
-                                                                       tmp_path: Path) -> None:
+def test_mapreduce_engine_on_the_local_runner_equals_memory_iterations(
+    settings: Settings, tmp_path: Path
+) -> None:
     """Two MRPageRankStep jobs in task subprocesses (``-r local``), ~3 s."""
-    local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30,
-                                    pagerank_max_iterations=2)
-    result = run_pagerank(write_link_graph(tmp_path / "links.jsonl", GRAPH), N, local,
-                          tmp_path / "pr")
+    local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=2)
+    result = run_pagerank(write_link_graph(tmp_path / "links.jsonl", GRAPH), N, local, tmp_path / "pr")
     reference = pagerank_sparse(GRAPH, local.pagerank_damping, 1e-30, 2)
     assert result.iterations == reference.iterations == 2
     assert np.abs(result.ranks - reference.ranks).max() <= 1e-15
@@ -106,16 +104,20 @@ def test_mapreduce_engine_on_the_local_runner_equals_memory_iterations(settings:
 
 
 # Page a links to b and c, b to c, c to a; d has no out-links.
-PAGES = [[{"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
-          {"url": "http://b.test/", "links": ["http://c.test/"]},
-          {"url": "http://c.test/", "links": ["http://a.test/"]},
-          {"url": "http://d.test/"}]]
+PAGES = [
+    [
+        {"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
+        {"url": "http://b.test/", "links": ["http://c.test/"]},
+        {"url": "http://c.test/", "links": ["http://a.test/"]},
+        {"url": "http://d.test/"},
+    ]
+]
 
 
 @pytest.mark.parametrize("engine", ["memory", "mapreduce"])
-def test_build_prints_the_convergence_report(settings: Settings, engine: str,
-                                             corpus_writer: Callable[..., list],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_prints_the_convergence_report(
+    settings: Settings, engine: str, corpus_writer: Callable[..., list], capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, PAGES)
     tuned = settings.with_overrides(pagerank_engine=engine, pagerank_tolerance=1e-9)
     result = build_index(tuned)

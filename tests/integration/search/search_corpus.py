@@ -15,9 +15,9 @@ import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import PostingBuffer
-from mapreduce.publish import collect_index_rows
-from mapreduce.publish import segment_arrays as publish_arrays
 from services.config import Settings
+from services.indexing.publish import collect_index_rows
+from services.indexing.publish import segment_arrays as publish_arrays
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentBlockWriter, ContentType
 from services.storage.db import activate_index, init_db, make_engine, session_factory
@@ -54,16 +54,38 @@ def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, st
         url_id = hashlib.sha1(doc.url.encode()).hexdigest()
         body = doc.raw()
         index = content.add(body, ContentType.from_mime(doc.content_type), bytes.fromhex(url_id))
-        record = Record(doc_num=num, url=doc.url, url_id=url_id,
-                        doc_id=hashlib.sha1(body).hexdigest(), content_type=doc.content_type,
-                        title=doc.title, text=doc.text, description=doc.description, lang="en",
-                        content_block=content_name, content_index=index)
+        record = Record(
+            doc_num=num,
+            url=doc.url,
+            url_id=url_id,
+            doc_id=hashlib.sha1(body).hexdigest(),
+            content_type=doc.content_type,
+            title=doc.title,
+            text=doc.text,
+            description=doc.description,
+            lang="en",
+            content_block=content_name,
+            content_index=index,
+        )
         offset, length = records.add(record)
-        rows.append(dict(url_id=url_id, doc_num=num, url=doc.url, doc_id=record.doc_id,
-                         content_type=doc.content_type, title=doc.title, lang="en",
-                         length=len(body), last_crawled=1_700_000_000.0,
-                         content_block=content_name, content_index=index,
-                         record_block=record_name, record_offset=offset, record_length=length))
+        rows.append(
+            dict(
+                url_id=url_id,
+                doc_num=num,
+                url=doc.url,
+                doc_id=record.doc_id,
+                content_type=doc.content_type,
+                title=doc.title,
+                lang="en",
+                length=len(body),
+                last_crawled=1_700_000_000.0,
+                content_block=content_name,
+                content_index=index,
+                record_block=record_name,
+                record_offset=offset,
+                record_length=length,
+            )
+        )
     offsets = [entry.offset for entry in content.entries()]
     blobs.put(content_name, content.to_bytes())
     blobs.put(record_name, records.to_bytes())
@@ -83,9 +105,18 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     buffer = PostingBuffer()
     rows: list = []
     for num, doc in enumerate(docs):
-        buffer.add(Record(doc_num=num, url=doc.url, url_id="", doc_id="",
-                          content_type=doc.content_type, title=doc.title, text=doc.text,
-                          description=doc.description))
+        buffer.add(
+            Record(
+                doc_num=num,
+                url=doc.url,
+                url_id="",
+                doc_id="",
+                content_type=doc.content_type,
+                title=doc.title,
+                text=doc.text,
+                description=doc.description,
+            )
+        )
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, term], chunk.encode()) for term, chunk in chunks]
@@ -93,13 +124,20 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     return publish_arrays(collect_index_rows(rows), ranks, len(docs))
 
 
-def publish_index(settings: Settings, docs: list[Doc], version: str,
-                  pagerank: list[float] | None = None) -> int:
+def publish_index(
+    settings: Settings, docs: list[Doc], version: str, pagerank: list[float] | None = None
+) -> int:
     """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id."""
     arrays = segment_arrays(docs, pagerank)
-    meta = {"format": 2, "num_docs": len(docs), "num_terms": int(arrays["df"].shape[0]),
-            "num_postings": int(arrays["post_docs"].shape[0]), "created_at": 1_700_000_000,
-            "pagerank_iterations": 1, "pagerank_damping": 0.85}
+    meta = {
+        "format": 2,
+        "num_docs": len(docs),
+        "num_terms": int(arrays["df"].shape[0]),
+        "num_postings": int(arrays["post_docs"].shape[0]),
+        "created_at": 1_700_000_000,
+        "pagerank_iterations": 1,
+        "pagerank_damping": 0.85,
+    }
     name = f"index/segment-{version}.nseg"
     open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(arrays, meta))
     engine = make_engine(settings.database_url)

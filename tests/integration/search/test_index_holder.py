@@ -20,8 +20,10 @@ from services.storage.blobstore import open_blobstore
 from services.storage.db import activate_index, make_engine, session_factory
 from services.storage.segment import pack_segment
 
-DOCS = [Doc("http://a.test/1", "Albedo", "Albedo measures reflected light."),
-        Doc("http://a.test/2", "Autism", "Autism is a developmental condition.")]
+DOCS = [
+    Doc("http://a.test/1", "Albedo", "Albedo measures reflected light."),
+    Doc("http://a.test/2", "Autism", "Autism is a developmental condition."),
+]
 
 
 class FakeClock:
@@ -121,7 +123,12 @@ def test_old_segment_files_are_pruned_keeping_the_active_and_previous(parts):
     publish_index(settings, DOCS, "v3")
     assert holder.current().segment == "index/segment-v3.nseg"
     assert sorted(p.name for p in cache.iterdir()) == [
-        ".part-live.nseg", "index__segment-v2.nseg", "index__segment-v3.nseg", "notes.txt"]
+        ".part-live.nseg",
+        "index__segment-v2.nseg",
+        "index__segment-v3.nseg",
+        "notes.txt",
+    ]
     assert versions[0].term_id("albedo") is not None  # a mapped, pruned file still answers
-    assert not prune_segments(cache, [cache / "index__segment-v3.nseg",
-                                      cache / "index__segment-v2.nseg"])  # nothing more to do
+    assert not prune_segments(
+        cache, [cache / "index__segment-v3.nseg", cache / "index__segment-v2.nseg"]
+    )  # nothing more to do

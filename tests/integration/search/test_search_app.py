@@ -26,29 +26,51 @@ from services.text.analyze import analyze
 
 XSS_BODY = b"<html><script>alert('stored')</script>\xff\xfe<p>Hypersonic flow</p></html>"
 CORPUS = [
-    Doc("http://a.test/wing", "Wing design",
-        "The wing of an aircraft produces lift. Wing shape matters: wing twist, wing sweep."),
+    Doc(
+        "http://a.test/wing",
+        "Wing design",
+        "The wing of an aircraft produces lift. Wing shape matters: wing twist, wing sweep.",
+    ),
     Doc("http://a.test/lift", "Lift", "Lift is produced by air flowing over the wing surface."),
-    Doc("http://a.test/xss", "<script>alert('x')</script> Hypersonic flow",
-        "Hypersonic flow over a blunt body heats the nose.", body=XSS_BODY),
-    Doc("http://a.test/notes.txt", "Notes", "Plain notes about drag, thrust and the wing.",
-        content_type="text/plain"),
-    Doc("http://a.test/report.pdf", "Report", "A report on boundary layers and drag.",
-        content_type="application/pdf", body=b"%PDF-1.4 not really a pdf"),
+    Doc(
+        "http://a.test/xss",
+        "<script>alert('x')</script> Hypersonic flow",
+        "Hypersonic flow over a blunt body heats the nose.",
+        body=XSS_BODY,
+    ),
+    Doc(
+        "http://a.test/notes.txt",
+        "Notes",
+        "Plain notes about drag, thrust and the wing.",
+        content_type="text/plain",
+    ),
+    Doc(
+        "http://a.test/report.pdf",
+        "Report",
+        "A report on boundary layers and drag.",
+        content_type="application/pdf",
+        body=b"%PDF-1.4 not really a pdf",
+    ),
     Doc("http://a.test/drag", "Drag", "Drag slows the aircraft down; drag grows with speed."),
 ]
 PAGERANK = [0.10, 0.30, 0.10, 0.25, 0.15, 0.10]
 WEIGHT = 2.0  # PageRank prior weight for these tests: large enough to reorder this corpus
 
 
-def expected_ranking(docs: list[Doc], query: str, pagerank: list[float],
-                     weight: float) -> list[tuple[int, float]]:
+def expected_ranking(
+    docs: list[Doc], query: str, pagerank: list[float], weight: float
+) -> list[tuple[int, float]]:
     """Brute-force reference of the documented BM25F formula (docs/ranking.md), in plain Python."""
     n = len(docs)
     params = {"title": (1.5, 0.5), "body": (1.0, 0.75), "url": (0.5, 0.5)}
-    fields = [{"title": Counter(analyze(d.title)),
-               "body": Counter(analyze(f"{d.description} {d.text}")),
-               "url": Counter(analyze(url_words(d.url)))} for d in docs]
+    fields = [
+        {
+            "title": Counter(analyze(d.title)),
+            "body": Counter(analyze(f"{d.description} {d.text}")),
+            "url": Counter(analyze(url_words(d.url))),
+        }
+        for d in docs
+    ]
     length = [{f: sum(c.values()) for f, c in doc.items()} for doc in fields]
     avg = {f: (sum(x[f] for x in length) / n) or 1.0 for f in params}
     df = Counter(t for doc in fields for t in set().union(*doc.values()))
@@ -57,8 +79,7 @@ def expected_ranking(docs: list[Doc], query: str, pagerank: list[float],
     for d, doc in enumerate(fields):
         text, matched = 0.0, False
         for t, qtf in Counter(analyze(query)).items():
-            pseudo = sum(w * doc[f][t] / (1 - b + b * length[d][f] / avg[f])
-                         for f, (w, b) in params.items())
+            pseudo = sum(w * doc[f][t] / (1 - b + b * length[d][f] / avg[f]) for f, (w, b) in params.items())
             if pseudo:
                 matched = True
                 idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
@@ -73,9 +94,11 @@ def make_settings(request, tmp_path, backend: str) -> Settings:
     base = request.getfixturevalue("settings")
     if backend == "aws":
         bucket = request.getfixturevalue("s3_bucket")
-        base = base.with_overrides(database_url=request.getfixturevalue("mysql_url"),
-                                   blob_url=f"s3://{bucket}/nimbus",
-                                   aws_endpoint_url=request.getfixturevalue("moto_server"))
+        base = base.with_overrides(
+            database_url=request.getfixturevalue("mysql_url"),
+            blob_url=f"s3://{bucket}/nimbus",
+            aws_endpoint_url=request.getfixturevalue("moto_server"),
+        )
     # Feedback off: these tests check the formula on the user's words.
     return base.with_overrides(results_per_page=2, pagerank_weight=WEIGHT, feedback_docs=0)
 
@@ -90,7 +113,8 @@ def published(request, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
+    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True
+)
 def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):
     expected = expected_ranking(CORPUS, "wing wing lift", PAGERANK, WEIGHT)
     assert {d for d, _ in expected} == {0, 1, 3}  # hold "wing" or "lift"
@@ -107,7 +131,7 @@ def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):
     assert top["pagerank"] == PAGERANK[top["doc_num"]]
     prior = len(CORPUS) * top["pagerank"] / (len(CORPUS) * top["pagerank"] + 1)
     assert top["score"] == pytest.approx(top["text_score"] + WEIGHT * prior, rel=1e-9)
-    marked = [top["snippet"][s["start"]:s["end"]].lower() for s in top["highlights"]]
+    marked = [top["snippet"][s["start"] : s["end"]].lower() for s in top["highlights"]]
     assert marked and set(marked) <= {"wing", "lift"}
     assert first["terms"] == ["wing", "lift"]
     beyond = client.get("/api/search", params={"q": "wing", "page": 9}).json()
@@ -195,8 +219,10 @@ def test_a_new_index_version_is_picked_up_without_restart(published, client):
     assert client.get("/api/search", params={"q": "supersonic"}).json()["total"] == 0
     service = client.app.state.service
     old = service.index()
-    new_docs = [Doc("http://b.test/mach", "Supersonic flight", "Supersonic aircraft break Mach 1."),
-                Doc("http://b.test/boom", "Sonic boom", "A supersonic body makes a sonic boom.")]
+    new_docs = [
+        Doc("http://b.test/mach", "Supersonic flight", "Supersonic aircraft break Mach 1."),
+        Doc("http://b.test/boom", "Sonic boom", "A supersonic body makes a sonic boom."),
+    ]
     commit_documents(published, new_docs, len(CORPUS), "crawl-0002")
     version = publish_index(published, CORPUS + new_docs, "v2", PAGERANK[:4] + [0.1] * 4)
     found = client.get("/api/search", params={"q": "supersonic"}).json()

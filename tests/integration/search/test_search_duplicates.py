@@ -1,4 +1,4 @@
-""""Other URLs with the same content": DuplicateUrl rows (written here the way the
+""" "Other URLs with the same content": DuplicateUrl rows (written here the way the
 crawler writes them) appear as ``also_at`` on API hits and under results on the
 HTML page, at most five per hit, with one duplicates query per results page.
 Runs on SQLite + files and on MariaDB + moto S3 (the query uses a window function)."""
@@ -30,8 +30,10 @@ def published(request, tmp_path):
     if getattr(request, "param", "local") == "aws":
         bucket = request.getfixturevalue("s3_bucket")
         settings = settings.with_overrides(
-            database_url=request.getfixturevalue("mysql_url"), blob_url=f"s3://{bucket}/nimbus",
-            aws_endpoint_url=request.getfixturevalue("moto_server"))
+            database_url=request.getfixturevalue("mysql_url"),
+            blob_url=f"s3://{bucket}/nimbus",
+            aws_endpoint_url=request.getfixturevalue("moto_server"),
+        )
     settings = settings.with_overrides(results_per_page=10)
     commit_documents(settings, CORPUS, 0, "crawl-0001")
     publish_index(settings, CORPUS, "v1")
@@ -40,16 +42,23 @@ def published(request, tmp_path):
     engine = make_engine(settings.database_url)
     with session_factory(engine).begin() as session:
         for doc_num, url, seen in reversed(rows):
-            session.add(DuplicateUrl(
-                url_id=hashlib.sha1(url.encode()).hexdigest(), url=url, doc_num=doc_num,
-                doc_id=hashlib.sha1(CORPUS[doc_num].raw()).hexdigest(),
-                first_seen=seen, last_seen=seen + 50))
+            session.add(
+                DuplicateUrl(
+                    url_id=hashlib.sha1(url.encode()).hexdigest(),
+                    url=url,
+                    doc_num=doc_num,
+                    doc_id=hashlib.sha1(CORPUS[doc_num].raw()).hexdigest(),
+                    first_seen=seen,
+                    last_seen=seen + 50,
+                )
+            )
     engine.dispose()
     return settings
 
 
 @pytest.mark.parametrize(
-    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
+    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True
+)
 def test_api_lists_up_to_five_other_urls_first_seen_first(published, client):
     statements: list[str] = []
     engine = client.app.state.service.engine

@@ -61,14 +61,12 @@ def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
     assert body["mode"] == "or"
     page = client.get("/", params={"q": "heat shock"}).text
     assert "No page holds all of your words" in page
-    assert client.get("/api/search", params={"q": "boundary layer"}).json()["mode"] in {
-        "and", "and+or"}
+    assert client.get("/api/search", params={"q": "boundary layer"}).json()["mode"] in {"and", "and+or"}
     assert "No page holds all" not in client.get("/", params={"q": "boundary layer"}).text
     assert "No page holds all" not in client.get("/", params={"q": "wedge OR nozzle"}).text
     # One word after the stop list, an exclusion or a repeat: there was no AND to fail.
     for one_word in ("shock the", "shock -heat", "shock shock"):
-        assert client.get("/api/search", params={"q": one_word}).json()["mode"] in {
-            "or", "or+feedback"}
+        assert client.get("/api/search", params={"q": one_word}).json()["mode"] in {"or", "or+feedback"}
         assert "No page holds all" not in client.get("/", params={"q": one_word}).text, one_word
 
 

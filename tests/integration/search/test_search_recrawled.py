@@ -17,10 +17,23 @@ CORPUS = [
     Doc("http://a.test/glider", "Gliders", "Gliders soar on thermals without an engine."),
     Doc("http://a.test/balloon", "Balloons", "Hot air balloons drift with the wind."),
 ]
-NEW_GLIDER = Doc("http://a.test/glider", "Sailplanes",
-                 "Sailplanes ride ridge lift for hours.", body=b"<html>sailplanes v2</html>")
-POINTERS = ("doc_id", "title", "length", "content_block", "content_index", "content_offset",
-            "record_block", "record_offset", "record_length")
+NEW_GLIDER = Doc(
+    "http://a.test/glider",
+    "Sailplanes",
+    "Sailplanes ride ridge lift for hours.",
+    body=b"<html>sailplanes v2</html>",
+)
+POINTERS = (
+    "doc_id",
+    "title",
+    "length",
+    "content_block",
+    "content_index",
+    "content_offset",
+    "record_block",
+    "record_offset",
+    "record_length",
+)
 
 
 def recrawl(settings, tmp_path, doc_num: int, doc: Doc) -> None:
@@ -35,8 +48,11 @@ def recrawl(settings, tmp_path, doc_num: int, doc: Doc) -> None:
     engine.dispose()
     engine = make_engine(settings.database_url)
     with session_factory(engine).begin() as s:
-        s.execute(update(Document).where(Document.doc_num == doc_num)
-                  .values(**values, versions=Document.versions + 1))
+        s.execute(
+            update(Document)
+            .where(Document.doc_num == doc_num)
+            .values(**values, versions=Document.versions + 1)
+        )
     engine.dispose()
 
 
@@ -63,10 +79,12 @@ def test_a_row_pointing_at_another_documents_record_gets_no_snippet(settings):
     engine = make_engine(settings.database_url)
     with session_factory(engine).begin() as s:
         glider = s.scalars(select(Document).where(Document.doc_num == 0)).one()
-        s.execute(update(Document).where(Document.doc_num == 1).values(
-            record_offset=glider.record_offset, record_length=glider.record_length))
+        s.execute(
+            update(Document)
+            .where(Document.doc_num == 1)
+            .values(record_offset=glider.record_offset, record_length=glider.record_length)
+        )
     engine.dispose()
     with TestClient(create_app(settings, recheck_seconds=0)) as client:
         body = client.get("/api/search", params={"q": "balloons"}).json()
-        assert [(h["doc_num"], h["title"], h["snippet"]) for h in body["hits"]] == [
-            (1, "Balloons", "")]
+        assert [(h["doc_num"], h["title"], h["snippet"]) for h in body["hits"]] == [(1, "Balloons", "")]

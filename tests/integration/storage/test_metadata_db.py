@@ -6,7 +6,6 @@ import pytest
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from services.crawler.urls import url_id
 from services.storage.db import (
     activate_index,
     active_index,
@@ -17,6 +16,7 @@ from services.storage.db import (
     session_factory,
 )
 from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore
+from services.text.urls import url_id
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
@@ -33,11 +33,23 @@ def sessions(request, tmp_path):
 
 
 def _doc(n: int, url: str) -> Document:
-    return Document(url_id=f"{n:040x}", doc_num=n, url=url, doc_id="ab" * 20,
-                    content_type="text/html", title=f"Tïtle {n}", lang="en", length=10,
-                    last_crawled=1_700_000_000.123456, content_block="content/x.ncb",
-                    content_index=n, content_offset=100 + n, record_block="records/x.rec.gz",
-                    record_offset=0, record_length=5)
+    return Document(
+        url_id=f"{n:040x}",
+        doc_num=n,
+        url=url,
+        doc_id="ab" * 20,
+        content_type="text/html",
+        title=f"Tïtle {n}",
+        lang="en",
+        length=10,
+        last_crawled=1_700_000_000.123456,
+        content_block="content/x.ncb",
+        content_index=n,
+        content_offset=100 + n,
+        record_block="records/x.rec.gz",
+        record_offset=0,
+        record_length=5,
+    )
 
 
 def test_documents_round_trip_with_unicode_and_precise_times(sessions):
@@ -62,8 +74,17 @@ def test_doc_num_is_unique(sessions):
 
 def test_frontier_hosts_pagerank_and_counters(sessions):
     with sessions.begin() as s:
-        s.add(FrontierEntry(url_id="1" * 40, url="http://a.test/", host="http://a.test",
-                            priority=1.0, state="new", available_at=0.0, depth=0))
+        s.add(
+            FrontierEntry(
+                url_id="1" * 40,
+                url="http://a.test/",
+                host="http://a.test",
+                priority=1.0,
+                state="new",
+                available_at=0.0,
+                depth=0,
+            )
+        )
         s.add(Host(host="http://a.test", robots_txt="User-agent: *\nDisallow: /x", crawl_delay=1.5))
         s.add(PageRankScore(doc_num=0, score=0.25))
         bump_counters(s, {"robots_denied": 2, "status_200": 5})
@@ -93,10 +114,10 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
     import sys
 
     url = f"sqlite:///{tmp_path}/race.db"
-    code = ("import sys; from services.storage.db import init_db, make_engine; "
-            "init_db(make_engine(sys.argv[1]))")
-    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
-             for _ in range(6)]
+    code = (
+        "import sys; from services.storage.db import init_db, make_engine; init_db(make_engine(sys.argv[1]))"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE) for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
     # Again on that database holding the index earlier versions made: all of them
@@ -104,8 +125,7 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
     engine = make_engine(url)
     with engine.begin() as conn:
         conn.execute(text("CREATE INDEX ix_frontier_next ON frontier (state, priority DESC, depth, url_id)"))
-    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE)
-             for _ in range(6)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE) for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, errors
     assert "ix_frontier_next" not in {ix["name"] for ix in inspect(engine).get_indexes("frontier")}

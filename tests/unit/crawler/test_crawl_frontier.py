@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 import pytest
 from sqlalchemy import select
@@ -12,7 +13,6 @@ from services.crawler import frontier
 from services.crawler.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import NewUrl, Outcome
 from services.crawler.parse import ParsedDoc
-from services.crawler.urls import url_id
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType, read_block
 from services.storage.db import (
@@ -24,8 +24,10 @@ from services.storage.db import (
     reserve_doc_nums,
     session_factory,
 )
+from services.storage.documents import DocumentWriter, NewDocument, WrittenDocs
 from services.storage.models import Document, FetchBatch, FrontierEntry
 from services.storage.records import Link, iter_records
+from services.text.urls import url_id
 
 
 @pytest.fixture
@@ -38,8 +40,7 @@ def sessions(settings: Settings):
 
 def _lease(sessions, now: float = 10.0, limit: int = 10, max_depth: int = 5):
     with sessions.begin() as session:
-        return frontier.lease_batch(session, limit=limit, now=now, lease_seconds=60.0,
-                                    max_depth=max_depth)
+        return frontier.lease_batch(session, limit=limit, now=now, lease_seconds=60.0, max_depth=max_depth)
 
 
 def test_add_urls_deduplicates_in_memory_and_against_the_table(sessions) -> None:
@@ -53,9 +54,15 @@ def test_add_urls_deduplicates_in_memory_and_against_the_table(sessions) -> None
 
 def test_lease_order_depth_filter_and_sequence_numbers(sessions) -> None:
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/deep", 3), NewUrl("http://a.test/one", 1),
-                                    NewUrl("http://a.test/seed", 0, priority=1.0),
-                                    NewUrl("http://a.test/two", 2)])
+        frontier.add_urls(
+            session,
+            [
+                NewUrl("http://a.test/deep", 3),
+                NewUrl("http://a.test/one", 1),
+                NewUrl("http://a.test/seed", 0, priority=1.0),
+                NewUrl("http://a.test/two", 2),
+            ],
+        )
     first = _lease(sessions, limit=2, max_depth=2)
     assert [e.url for e in first.entries] == ["http://a.test/seed", "http://a.test/one"]
     second = _lease(sessions, limit=5, max_depth=2)
@@ -83,8 +90,15 @@ def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
     lease = _lease(sessions)
     ids = [e.url_id for e in lease.entries]
     with sessions.begin() as session:
-        frontier.finish(session, [Outcome(ids[0], "done", 200), Outcome(ids[1], "failed", 503, "http 503"),
-                                  Outcome(ids[2], "new")], now=11.0)
+        frontier.finish(
+            session,
+            [
+                Outcome(ids[0], "done", 200),
+                Outcome(ids[1], "failed", 503, "http 503"),
+                Outcome(ids[2], "new"),
+            ],
+            now=11.0,
+        )
         frontier.commit_batches(session, [lease.seq], now=11.0)
         rows = {r.url_id: r for r in session.scalars(select(FrontierEntry))}
         assert (rows[ids[0]].state, rows[ids[0]].last_status, rows[ids[0]].attempts) == ("done", 200, 1)
@@ -95,15 +109,18 @@ def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
 
 
 def _doc_result(url: str, body: bytes, *, final: str | None = None, links=()) -> UrlResult:
-    parsed = ParsedDoc(ContentType.HTML, title=f"title of {url}", text="some text",
-                       links=[Link(u, "anchor") for u in links])
+    parsed = ParsedDoc(
+        ContentType.HTML, title=f"title of {url}", text="some text", links=[Link(u, "anchor") for u in links]
+    )
     doc = FetchedDoc(final or url, body, parsed, fetched_at=5.0)
-    return UrlResult(url_id(url), url, 0, "done", 200, doc=doc, links=list(parsed.links),
-                     counters=Counter(status_200=1))
+    return UrlResult(
+        url_id(url), url, 0, "done", 200, doc=doc, links=list(parsed.links), counters=Counter(status_200=1)
+    )
 
 
 def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
-        settings: Settings, sessions) -> None:
+    settings: Settings, sessions
+) -> None:
     urls = [f"http://a.test/{i}" for i in range(5)]
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(u, 0) for u in urls])
@@ -129,8 +146,9 @@ def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
     for doc in docs:
         entry, body = read_block(blobs.get(doc.content_block))[doc.content_index]
         assert body == f"<p>{doc.url}</p>".encode() and entry.offset == doc.content_offset
-    numbers = [r.doc_num for name in sorted({d.record_block for d in docs})
-               for r in iter_records(blobs.get(name))]
+    numbers = [
+        r.doc_num for name in sorted({d.record_block for d in docs}) for r in iter_records(blobs.get(name))
+    ]
     assert numbers == [0, 1, 2, 3]
 
     # A later flush continues the numbering.
@@ -144,7 +162,8 @@ def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
 
 
 def test_a_committer_writing_blocks_holds_no_lock_and_doc_numbers_never_collide(
-        settings: Settings, sessions) -> None:
+    settings: Settings, sessions
+) -> None:
     """Two committers (two crawler processes) on one database: the second commits in
     full while the first is still writing its blocks, because doc numbers are reserved
     before the blocks are written; each keeps the numbers it reserved."""
@@ -159,17 +178,18 @@ def test_a_committer_writing_blocks_holds_no_lock_and_doc_numbers_never_collide(
     results: list = []
     waiting = threading.Thread(target=lambda: results.append(other.flush()))
 
-    class FirstCommitter(Committer):
-        """Runs the other committer to its end while writing its own blocks."""
+    class SlowWriter(DocumentWriter):
+        """Runs the other committer to its end while writing the first one's blocks."""
 
-        def _write_blocks(self, docs, base, names):  # noqa: ANN001, ANN202 - test seam
+        def write(self, docs: Iterable[NewDocument]) -> WrittenDocs:
             if not waiting.is_alive() and not results:
                 waiting.start()
                 waiting.join(timeout=30)
                 assert [r.documents for r in results] == [1], "the second committer waited for us"
-            return super()._write_blocks(docs, base, names)
+            return super().write(docs)
 
-    committer = FirstCommitter(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    committer = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    committer.writer = SlowWriter(blobs, max_block_docs=10, max_block_bytes=10_000)
     committer.add_batch(mine.seq, [_doc_result(e.url, b"mine") for e in mine.entries])
     assert committer.flush().documents == 1
     assert results and results[0].documents == 1
@@ -187,15 +207,17 @@ def test_lease_batches_takes_several_batches_in_one_transaction_within_the_budge
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(25)])
     with sessions.begin() as session:
-        leases = frontier.lease_batches(session, batches=4, limit=10, budget=22, now=10.0,
-                                        lease_seconds=60.0, max_depth=5)
+        leases = frontier.lease_batches(
+            session, batches=4, limit=10, budget=22, now=10.0, lease_seconds=60.0, max_depth=5
+        )
     assert [len(lease.entries) for lease in leases] == [10, 10, 2]  # the budget ends the third
     assert len({lease.seq for lease in leases}) == 3
     leased = [e.url for lease in leases for e in lease.entries]
     assert len(set(leased)) == 22
     with sessions.begin() as session:
-        rest = frontier.lease_batches(session, batches=4, limit=10, budget=100, now=10.0,
-                                      lease_seconds=60.0, max_depth=5)
+        rest = frontier.lease_batches(
+            session, batches=4, limit=10, budget=100, now=10.0, lease_seconds=60.0, max_depth=5
+        )
     assert [len(lease.entries) for lease in rest] == [3]  # what is left, then nothing ready
 
 
@@ -217,11 +239,14 @@ def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> 
     """The partition and availability filters are answered from the index, in lease order."""
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
-        query = (frontier._ready([0, 1])
-                 .where(FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= 1.0,
-                        FrontierEntry.depth <= 5)
-                 .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
-                 .limit(10))
+        query = (
+            frontier._ready([0, 1])
+            .where(
+                FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= 1.0, FrontierEntry.depth <= 5
+            )
+            .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
+            .limit(10)
+        )
         sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         plan = " ".join(row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
     assert "ix_frontier_lease" in plan and "TEMP B-TREE" not in plan, plan

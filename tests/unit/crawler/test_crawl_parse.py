@@ -16,8 +16,8 @@ from services.crawler.parse import (
     normalize_links,
     parse_document,
 )
-from services.crawler.urls import normalize_url
 from services.storage.blocks import ContentType
+from services.text.urls import normalize_url
 
 PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>
 <meta name="description" content="A page about a garden."></head><body>
@@ -36,15 +36,14 @@ PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>
 </body></html>"""
 
 
-def _fetched(body: bytes, content_type: str, url: str = "http://example.com/page.html",
-             final_url: str | None = None) -> FetchResult:
-    return FetchResult(url=url, final_url=final_url or url, status=200,
-                       content_type=content_type, body=body)
+def _fetched(
+    body: bytes, content_type: str, url: str = "http://example.com/page.html", final_url: str | None = None
+) -> FetchResult:
+    return FetchResult(url=url, final_url=final_url or url, status=200, content_type=content_type, body=body)
 
 
 def test_html_fields_and_normalized_deduplicated_links() -> None:
-    doc = parse_document(_fetched(PAGE.encode(), "text/html; charset=utf-8"),
-                         "http://example.com/page.html")
+    doc = parse_document(_fetched(PAGE.encode(), "text/html; charset=utf-8"), "http://example.com/page.html")
     assert doc.content_type == ContentType.HTML
     assert doc.title == "The Garden"
     assert doc.description == "A page about a garden."
@@ -58,15 +57,18 @@ def test_html_fields_and_normalized_deduplicated_links() -> None:
 
 
 def test_empty_anchor_is_replaced_by_a_later_one() -> None:
-    links = normalize_links([("http://a.example/x", ""), ("http://A.example/x#frag", "Label"),
-                             ("http://a.example/x", "Later")], "http://a.example/")
+    links = normalize_links(
+        [("http://a.example/x", ""), ("http://A.example/x#frag", "Label"), ("http://a.example/x", "Later")],
+        "http://a.example/",
+    )
     assert [(link.url, link.anchor) for link in links] == [("http://a.example/x", "Label")]
 
 
 def test_links_resolve_against_the_final_url_after_a_redirect() -> None:
     body = b'<html><body><a href="next.html">Next</a></body></html>'
-    fetched = _fetched(body, "text/html", url="http://example.com/old",
-                       final_url="http://example.com/new/index.html")
+    fetched = _fetched(
+        body, "text/html", url="http://example.com/old", final_url="http://example.com/new/index.html"
+    )
     doc = parse_document(fetched, normalize_url(fetched.final_url))
     assert [link.url for link in doc.links] == ["http://example.com/new/next.html"]
 
@@ -80,16 +82,19 @@ def test_charset_from_the_header_decodes_the_body() -> None:
 
 
 def test_noindex_is_reported_and_nofollow_drops_links() -> None:
-    body = (b'<html><head><meta name="robots" content="noindex, nofollow"></head>'
-            b'<body><a href="/x">x</a></body></html>')
+    body = (
+        b'<html><head><meta name="robots" content="noindex, nofollow"></head>'
+        b'<body><a href="/x">x</a></body></html>'
+    )
     doc = parse_document(_fetched(body, "text/html"), "http://example.com/page.html")
     assert doc.noindex and doc.links == []
 
 
 def test_pdf_text_and_type(shared_data: Path) -> None:
     body = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
-    doc = parse_document(_fetched(body, "application/pdf", url="http://example.com/zen.pdf"),
-                         "http://example.com/zen.pdf")
+    doc = parse_document(
+        _fetched(body, "application/pdf", url="http://example.com/zen.pdf"), "http://example.com/zen.pdf"
+    )
     assert doc.content_type == ContentType.PDF
     assert "Beautiful is better than ugly" in doc.text
     assert doc.lang == "en" and doc.links == []

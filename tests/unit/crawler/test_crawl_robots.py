@@ -17,8 +17,13 @@ Crawl-delay: 120
 
 
 def _robots(status: int | None, body: bytes = b"", error: str | None = None) -> FetchResult:
-    return FetchResult(url="http://h.test/robots.txt", final_url="http://h.test/robots.txt",
-                       status=status, body=body, error=error)
+    return FetchResult(
+        url="http://h.test/robots.txt",
+        final_url="http://h.test/robots.txt",
+        status=status,
+        body=body,
+        error=error,
+    )
 
 
 def test_rules_for_our_user_agent_group_win() -> None:
@@ -65,8 +70,11 @@ def test_sitemap_lines_are_exposed() -> None:
 
 
 def test_garbage_robots_txt_allows_everything_and_says_so() -> None:
-    for junk in (b"\x00\xff\xfe\x80 binary noise \x01" * 40, b"<html><body><h1>Welcome!</h1></body></html>",
-                 "\ufeffno directives at all".encode()):
+    for junk in (
+        b"\x00\xff\xfe\x80 binary noise \x01" * 40,
+        b"<html><body><h1>Welcome!</h1></body></html>",
+        "\ufeffno directives at all".encode(),
+    ):
         rules = rules_from_fetch(_robots(200, junk), 0.0)
         assert rules.garbage and not rules.unavailable
         assert rules.allowed("http://h.test/anything", UA) and rules.crawl_delay(UA) is None
@@ -96,8 +104,15 @@ def test_two_processes_storing_one_hosts_robots_do_not_fail(tmp_path) -> None:
     sessions = session_factory(engine)
     cache = RobotsCache(sessions, "NimbusBot")
     host = "http://a.test"
-    rules = rules_from_fetch(FetchResult(url=f"{host}/robots.txt", final_url=f"{host}/robots.txt",
-                                         status=200, body=b"User-agent: *\nDisallow: /x\n"), 1000.0)
+    rules = rules_from_fetch(
+        FetchResult(
+            url=f"{host}/robots.txt",
+            final_url=f"{host}/robots.txt",
+            status=200,
+            body=b"User-agent: *\nDisallow: /x\n",
+        ),
+        1000.0,
+    )
     real_get, calls = Session.get, []
 
     def racing_get(self, entity, ident, **kwargs):  # noqa: ANN001, ANN202 - Session.get's shape

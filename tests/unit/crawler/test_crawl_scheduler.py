@@ -9,7 +9,7 @@ from services.crawler.frontier import partition_of
 from services.crawler.outcome import backoff
 from services.crawler.progress import progress_line
 from services.crawler.scheduler import MIN_ERROR_DELAY, HostQueue, HostScheduler
-from services.crawler.urls import BadUrlError, _normalize_slow, host_key, normalize_url
+from services.text.urls import BadUrlError, _normalize_slow, host_key, normalize_url
 
 
 def test_requests_to_a_host_are_spaced_by_its_delay() -> None:
@@ -55,12 +55,22 @@ def test_partitions_are_stable_and_spread_hosts() -> None:
 
 def test_the_fast_path_of_normalize_url_agrees_with_w3lib() -> None:
     rng = random.Random(4)
-    samples = ["http://127.0.0.1:8480/p/1", "http://a.test:80/x", "https://a.test:443/", "http://a.test/a/../b",
-               "http://A.test/x", "http://a.test:99999/", "http://a..test/", "http://a.test/x?b=1&a=2"]
+    samples = [
+        "http://127.0.0.1:8480/p/1",
+        "http://a.test:80/x",
+        "https://a.test:443/",
+        "http://a.test/a/../b",
+        "http://A.test/x",
+        "http://a.test:99999/",
+        "http://a..test/",
+        "http://a.test/x?b=1&a=2",
+    ]
     for _ in range(20_000):
-        samples.append(rng.choice(["http://", "https://", "HTTP://"])
-                       + "".join(rng.choice("ab.-0:9") for _ in range(rng.randint(1, 8)))
-                       + "".join(rng.choice("/ab._~-%.?#") for _ in range(rng.randint(0, 10))))
+        samples.append(
+            rng.choice(["http://", "https://", "HTTP://"])
+            + "".join(rng.choice("ab.-0:9") for _ in range(rng.randint(1, 8)))
+            + "".join(rng.choice("/ab._~-%.?#") for _ in range(rng.randint(0, 10)))
+        )
     for url in samples:
         try:
             slow = _normalize_slow(url)
@@ -78,8 +88,16 @@ def test_the_fast_path_of_normalize_url_agrees_with_w3lib() -> None:
 def test_progress_line_names_rate_queue_statuses_errors_and_bytes() -> None:
     from collections import Counter
 
-    line = progress_line(pages=1200, elapsed=2.0, recent_rate=650.0, queued=3400,
-                         counters=Counter(status_200=1100, status_404=3, documents=900), errors=7,
-                         nbytes=12_500_000)
-    assert line == ("1200 pages  650 pages/s (avg 600)  queued 3400  status 200:1100 404:3  "
-                    "errors 7  12.5 MB  documents 900")
+    line = progress_line(
+        pages=1200,
+        elapsed=2.0,
+        recent_rate=650.0,
+        queued=3400,
+        counters=Counter(status_200=1100, status_404=3, documents=900),
+        errors=7,
+        nbytes=12_500_000,
+    )
+    assert line == (
+        "1200 pages  650 pages/s (avg 600)  queued 3400  status 200:1100 404:3  "
+        "errors 7  12.5 MB  documents 900"
+    )

@@ -10,12 +10,17 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 def test_urlset_and_index_locs_are_read_with_whitespace_trimmed() -> None:
-    urlset = parse_sitemap(f"""<?xml version="1.0" encoding="UTF-8"?>
+    urlset = parse_sitemap(
+        f"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset {NS}><url><loc>
   http://a.test/x </loc><lastmod>2024-01-01</lastmod></url><url><loc>http://a.test/y?b=1&amp;a=2</loc></url>
-<url><loc>  </loc></url></urlset>""".encode())
+<url><loc>  </loc></url></urlset>""".encode()
+    )
     assert (urlset.kind, urlset.locs, urlset.broken) == (
-        "urlset", ["http://a.test/x", "http://a.test/y?b=1&a=2"], False)
+        "urlset",
+        ["http://a.test/x", "http://a.test/y?b=1&a=2"],
+        False,
+    )
     index = parse_sitemap(f"<sitemapindex {NS}><sitemap><loc>/s1.xml</loc></sitemap></sitemapindex>".encode())
     assert (index.kind, index.locs) == ("index", ["/s1.xml"])
 
@@ -28,15 +33,22 @@ def test_broken_xml_keeps_what_came_before_the_break() -> None:
 def test_text_sitemaps_and_garbage() -> None:
     text = parse_sitemap(b"\xef\xbb\xbfhttp://a.test/1\r\n\r\nhttps://a.test/2\n")
     assert (text.kind, text.locs, text.broken) == ("text", ["http://a.test/1", "https://a.test/2"], False)
-    for junk in (b"", b"\x00\x01\xff\xfe" * 50, b"<html><body>Not found</body></html>",
-                 b"<rss><channel><link>http://a.test/</link></channel></rss>", b"hello world"):
+    for junk in (
+        b"",
+        b"\x00\x01\xff\xfe" * 50,
+        b"<html><body>Not found</body></html>",
+        b"<rss><channel><link>http://a.test/</link></channel></rss>",
+        b"hello world",
+    ):
         parsed = parse_sitemap(junk)
         assert (parsed.kind, parsed.locs, parsed.broken) == ("garbage", [], True), junk[:20]
 
 
 def test_entity_declarations_are_refused() -> None:
-    bomb = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-            b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;">]><urlset><url><loc>&lol2;</loc></url></urlset>')
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+        b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;">]><urlset><url><loc>&lol2;</loc></url></urlset>'
+    )
     parsed = parse_sitemap(bomb)
     assert parsed.broken and parsed.locs == []
 

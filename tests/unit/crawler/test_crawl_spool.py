@@ -33,8 +33,9 @@ def test_segments_go_once_all_their_results_are_committed(tmp_path):
     spool.append(_result(3))
     spool.committed([_result(1).url_id])  # the flush committed 1 only
     assert len(list(tmp_path.glob("segment-*.spool"))) == 2  # 2 still waits in the first
-    assert sorted(Spool(tmp_path).recover()) == sorted([_result(1).url_id, _result(2).url_id,
-                                                        _result(3).url_id])
+    assert sorted(Spool(tmp_path).recover()) == sorted(
+        [_result(1).url_id, _result(2).url_id, _result(3).url_id]
+    )
     spool.committed([_result(2).url_id])
     assert len(list(tmp_path.glob("segment-*.spool"))) == 1  # only the current one is left
 

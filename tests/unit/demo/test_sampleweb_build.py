@@ -8,8 +8,15 @@ from services.demo.sampleweb import IANA_WARC, PDFS, WIKI_DUMP, _body_html, iana
 def test_wikitext_structure_becomes_html():
     html = _body_html("Intro one\nintro two\n\n==History==\nText <b>.\n* item a\n;Term\n===Sub===\nMore")
     assert html.splitlines() == [
-        "<p>Intro one intro two</p>", "<h2>History</h2>", "<p>Text &lt;b&gt;.</p>",
-        "<ul>", "<li>item a</li>", "<li>Term</li>", "</ul>", "<h3>Sub</h3>", "<p>More</p>",
+        "<p>Intro one intro two</p>",
+        "<h2>History</h2>",
+        "<p>Text &lt;b&gt;.</p>",
+        "<ul>",
+        "<li>item a</li>",
+        "<li>Term</li>",
+        "</ul>",
+        "<h3>Sub</h3>",
+        "<p>More</p>",
     ]
 
 

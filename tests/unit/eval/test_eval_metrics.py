@@ -33,7 +33,10 @@ def test_hand_checked_measures():
 def test_trec_run_format(tmp_path):
     path = write_trec_run({"10": [("d2", 1.5)], "2": [("d1", 2.0), ("d3", 1.0)]}, tmp_path / "run.txt")
     assert path.read_text().splitlines() == [
-        "2 Q0 d1 1 2.000000 nimbus", "2 Q0 d3 2 1.000000 nimbus", "10 Q0 d2 1 1.500000 nimbus"]
+        "2 Q0 d1 1 2.000000 nimbus",
+        "2 Q0 d3 2 1.000000 nimbus",
+        "10 Q0 d2 1 1.500000 nimbus",
+    ]
 
 
 def test_cranfield_loads(shared_data):

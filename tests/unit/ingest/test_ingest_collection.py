@@ -6,26 +6,29 @@ import hashlib
 
 import pytest
 
-from services.crawler.urls import normalize_url, url_id
-from services.eval.collection import EvalDoc
 from services.ingest.collection import (
     IngestDoc,
     collection_host,
     doc_body,
     doc_url,
     prepare,
-    to_record,
+    to_document,
 )
 from services.storage.block_pair import cut_blocks
 from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE
+from services.storage.documents import SourceDoc
+from services.text.urls import normalize_url, url_id
 
 
-@pytest.mark.parametrize(("name", "host"), [
-    ("cranfield", "cranfield.collection.invalid"),
-    ("My_Collection 2", "my-collection-2.collection.invalid"),
-    ("___", "collection.collection.invalid"),
-    ("x" * 100, "x" * 63 + ".collection.invalid"),
-])
+@pytest.mark.parametrize(
+    ("name", "host"),
+    [
+        ("cranfield", "cranfield.collection.invalid"),
+        ("My_Collection 2", "my-collection-2.collection.invalid"),
+        ("___", "collection.collection.invalid"),
+        ("x" * 100, "x" * 63 + ".collection.invalid"),
+    ],
+)
 def test_collection_host_is_a_dns_label_of_the_folder_name(name, host):
     assert collection_host(name) == host
 
@@ -41,13 +44,13 @@ def test_doc_url_is_normalized_stable_and_distinct_per_id():
 
 
 def test_body_is_title_blank_line_text_in_utf8():
-    assert doc_body(EvalDoc("1", "Wings", "Swept wings.")) == b"Wings\n\nSwept wings."
-    assert doc_body(EvalDoc("2", "", "No title.")) == b"No title."
-    assert doc_body(EvalDoc("3", "Düse", "")) == "Düse\n\n".encode()
+    assert doc_body(SourceDoc("1", "Wings", "Swept wings.")) == b"Wings\n\nSwept wings."
+    assert doc_body(SourceDoc("2", "", "No title.")) == b"No title."
+    assert doc_body(SourceDoc("3", "Düse", "")) == "Düse\n\n".encode()
 
 
 def test_prepare_names_the_body_and_url_by_their_sha1():
-    doc = prepare(EvalDoc("7", "Heat", "Heat transfer."), "c.collection.invalid")
+    doc = prepare(SourceDoc("7", "Heat", "Heat transfer."), "c.collection.invalid")
     assert doc.source_id == "7"
     assert doc.url == "https://c.collection.invalid/doc/7"
     assert doc.url_id == url_id(doc.url) == hashlib.sha1(doc.url.encode()).hexdigest()
@@ -56,8 +59,9 @@ def test_prepare_names_the_body_and_url_by_their_sha1():
 
 
 def _doc(n: int, size: int) -> IngestDoc:
-    return IngestDoc(str(n), f"https://c.collection.invalid/doc/{n}", f"{n:040x}", "0" * 40,
-                     b"x" * size, "", "")
+    return IngestDoc(
+        str(n), f"https://c.collection.invalid/doc/{n}", f"{n:040x}", "0" * 40, b"x" * size, "", ""
+    )
 
 
 def _size(doc: IngestDoc) -> int:
@@ -83,11 +87,10 @@ def test_cut_blocks_of_nothing_is_no_block():
     assert list(cut_blocks(iter(()), _size, max_docs=10, max_bytes=10**6)) == []
 
 
-def test_record_carries_the_document_as_text_plain_english():
-    doc = prepare(EvalDoc("9", "Shock waves", "Oblique shocks."), "c.collection.invalid")
-    record = to_record(doc, 41, fetched_at=12.5)
-    assert (record.doc_num, record.url, record.url_id, record.doc_id) == (41, doc.url, doc.url_id,
-                                                                          doc.doc_id)
+def test_document_carries_the_text_as_text_plain_english():
+    doc = prepare(SourceDoc("9", "Shock waves", "Oblique shocks."), "c.collection.invalid")
+    record = to_document(doc, 41, fetched_at=12.5).record()
+    assert (record.doc_num, record.url, record.url_id, record.doc_id) == (41, doc.url, doc.url_id, doc.doc_id)
     assert (record.title, record.text, record.lang) == ("Shock waves", "Oblique shocks.", "en")
     assert record.content_type == "text/plain"
     # Where its bytes go is filled in when the block pair is written (storage.block_pair).

@@ -14,8 +14,14 @@ from services.storage.records import Record
 
 
 def rec(doc_num: int, text: str) -> Record:
-    return Record(doc_num=doc_num, url=f"http://x.test/{doc_num}", url_id="0" * 40,
-                  doc_id="1" * 40, content_type="text/html", text=text)
+    return Record(
+        doc_num=doc_num,
+        url=f"http://x.test/{doc_num}",
+        url_id="0" * 40,
+        doc_id="1" * 40,
+        content_type="text/html",
+        text=text,
+    )
 
 
 def test_lines_group_sorted_pairs_per_block_and_round_trip() -> None:
@@ -29,8 +35,7 @@ def test_lines_group_sorted_pairs_per_block_and_round_trip() -> None:
 
 def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
     with pytest.raises(ManifestError, match="records/a.rec.gz.*ordered by record_block"):
-        list(manifest_lines([("records/a.rec.gz", 1), ("records/b.rec.gz", 2),
-                             ("records/a.rec.gz", 3)]))
+        list(manifest_lines([("records/a.rec.gz", 1), ("records/b.rec.gz", 2), ("records/a.rec.gz", 3)]))
     with pytest.raises(ManifestError, match="tab"):
         list(manifest_lines([("records/a\tb", 1)]))
     with pytest.raises(ManifestError, match="records/a.rec.gz.*nimbus index"):
@@ -49,8 +54,8 @@ def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:
 def test_map_tasks_one_per_core_locally_many_on_emr_or_as_set():
     import os
 
-    from mapreduce.build import MANIFEST_PARTS, manifest_parts
     from services.config import Settings
+    from services.indexing.manifest import MANIFEST_PARTS, manifest_parts
 
     assert manifest_parts(Settings(mr_runner="local")) == (os.cpu_count() or 1)
     assert manifest_parts(Settings(mr_runner="emr")) == MANIFEST_PARTS

@@ -11,8 +11,21 @@ from mapreduce.postings_wire import Chunk, merge_chunks
 from services.storage.records import Record
 from services.text.analyze import analyze
 
-WORDS = ["wing", "lift", "drag", "flow", "boundary", "layer", "shock", "wave", "the", "of",
-         "supersonic", "nozzle", "heat"]
+WORDS = [
+    "wing",
+    "lift",
+    "drag",
+    "flow",
+    "boundary",
+    "layer",
+    "shock",
+    "wave",
+    "the",
+    "of",
+    "supersonic",
+    "nozzle",
+    "heat",
+]
 
 
 @dataclass
@@ -39,8 +52,7 @@ def document_postings(record: Record) -> DocPostings:
     terms: dict[str, list] = {}
     for term in title_pos.keys() | body_pos.keys() | url_tf.keys():
         in_title, in_body = title_pos.get(term, ()), body_pos.get(term, ())
-        terms[term] = [len(in_title), len(in_body), 0, url_tf.get(term, 0),
-                       [*in_title, *in_body]]
+        terms[term] = [len(in_title), len(in_body), 0, url_tf.get(term, 0), [*in_title, *in_body]]
     return DocPostings(record.doc_num, (len(title), len(body), 0, len(url)), terms)
 
 
@@ -53,13 +65,13 @@ def anchor_postings(doc: int, anchor_text: str) -> DocPostings:
 
 
 def test_url_words_split_host_and_path():
-    assert url_words("https://www.Example.com/Flow-Models/a_b?x=1") == \
-        "www Example com Flow Models a b x 1"
+    assert url_words("https://www.Example.com/Flow-Models/a_b?x=1") == "www Example com Flow Models a b x 1"
 
 
 def test_document_fields_and_positions():
-    rec = Record(4, "http://w.test/wing", "", "", "text/html", title="Wing lift",
-                 description="Lift!", text="the wing")
+    rec = Record(
+        4, "http://w.test/wing", "", "", "text/html", title="Wing lift", description="Lift!", text="the wing"
+    )
     buffer = PostingBuffer()
     buffer.add(rec)
     chunks, lengths = buffer.drain()
@@ -90,7 +102,7 @@ def as_dict(chunks) -> dict[str, dict[int, list]]:
         assert docs == sorted(set(docs))  # ascending, one posting per document
         at, entries = 0, {}
         for i, d in enumerate(docs):
-            entries[d] = [tt[i], tb[i], ta[i], tu[i], positions[at:at + counts[i]]]
+            entries[d] = [tt[i], tb[i], ta[i], tu[i], positions[at : at + counts[i]]]
             at += counts[i]
         out[term] = entries
     return out
@@ -105,22 +117,30 @@ def filled(records: list[Record], anchors: dict[int, str]) -> PostingBuffer:
     return buffer
 
 
-def assert_reference_lengths(lengths: dict[int, list], records: list[Record],
-                             anchors: dict[int, str]) -> None:
+def assert_reference_lengths(
+    lengths: dict[int, list], records: list[Record], anchors: dict[int, str]
+) -> None:
     """Each page's field lengths as ``analyze`` counts them (None: anchors not seen)."""
     for r in records:
         title, body, _anchor, url = document_postings(r).lengths
-        anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] \
-            if r.doc_num in anchors else None
+        anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] if r.doc_num in anchors else None
         assert lengths[r.doc_num] == [title, body, anchor, url]
 
 
 def test_block_buffer_gives_the_per_document_postings():
     rng = random.Random(7)
-    records = [Record(num, f"http://h{num % 3}.test/{rng.choice(WORDS)}", "", "", "text/html",
-                      title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
-                      text=" ".join(rng.choices(WORDS, k=rng.randint(0, 60))))
-               for num in rng.sample(range(100), 40)]  # doc_nums out of order, as after recrawls
+    records = [
+        Record(
+            num,
+            f"http://h{num % 3}.test/{rng.choice(WORDS)}",
+            "",
+            "",
+            "text/html",
+            title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
+            text=" ".join(rng.choices(WORDS, k=rng.randint(0, 60))),
+        )
+        for num in rng.sample(range(100), 40)
+    ]  # doc_nums out of order, as after recrawls
     anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(range(100), 10)}
     buffer = filled(records, anchors)
     chunks, lengths = buffer.drain()
@@ -136,10 +156,18 @@ def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result():
     """Pages in document order (as blocks give them) are grouped by a 16-bit stable sort
     of the term alone; the postings must equal the per-document reference."""
     rng = random.Random(11)
-    records = [Record(num, f"http://h.test/{num}", "", "", "text/html",
-                      title=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
-                      text=" ".join(rng.choices(WORDS, k=rng.randint(0, 80))))
-               for num in sorted(rng.sample(range(1000), 60))]
+    records = [
+        Record(
+            num,
+            f"http://h.test/{num}",
+            "",
+            "",
+            "text/html",
+            title=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
+            text=" ".join(rng.choices(WORDS, k=rng.randint(0, 80))),
+        )
+        for num in sorted(rng.sample(range(1000), 60))
+    ]
     buffer = PostingBuffer()
     for r in records:
         buffer.add(r)
@@ -156,11 +184,23 @@ def test_block_buffer_matches_analyze_on_any_script_and_separator():
         "1990–1995 — «quoted» “curly” x·y a\u00a0b c\u2003d e\u2028f ½ ² Ⅻ ﬀ Straße",
         "Ελληνικά κείμενα, русский текст; 中文字符。日本語のテキスト、한국어 텍스트! wing–lift–drag",
         "cafe\u0301 e\u0301t\u00e9 \u0301lead \ud800 👍🏽 zero\u200bwidth tab\tnew\nnul\x00",
-        "", "the of and", "wing wing wing",
+        "",
+        "the of and",
+        "wing wing wing",
     ]
-    records = [Record(num, f"http://h.test/{num}", "", "", "text/html", title=texts[-num % 7],
-                      description=texts[(num + 3) % 7], text=" ".join(texts[num % 7:]))
-               for num in range(20)]
+    records = [
+        Record(
+            num,
+            f"http://h.test/{num}",
+            "",
+            "",
+            "text/html",
+            title=texts[-num % 7],
+            description=texts[(num + 3) % 7],
+            text=" ".join(texts[num % 7 :]),
+        )
+        for num in range(20)
+    ]
     anchors = {3: texts[1], 7: texts[2] + " | " + texts[0]}
     postings, lengths = filled(records, anchors).drain()
     assert as_dict(postings) == reference(records, anchors)
@@ -175,8 +215,7 @@ def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     c = PostingBuffer()
     c.add_anchor(7, "Wing page | wings")
     wing = [dict(x.drain()[0])["wing"] for x in (a, b, c)]
-    assert merge_chunks(wing[:2]).as_lists() == \
-        [[2, 7], [0, 0], [1, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
+    assert merge_chunks(wing[:2]).as_lists() == [[2, 7], [0, 0], [1, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
     merged = merge_chunks(wing)
     assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [1, 2], [1, 1, 2]]
     assert Chunk.decode(merged.encode()).as_lists() == merged.as_lists()  # the wire format

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mapreduce.postings_wire import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
-from mapreduce.publish import PublishError, collect_index_rows, segment_arrays
+from services.indexing.publish import PublishError, collect_index_rows, segment_arrays
 
 
 def random_chunk(rng: np.random.Generator, docs: range, size: int, narrow: bool = False) -> Chunk:
@@ -26,13 +26,15 @@ def random_chunk(rng: np.random.Generator, docs: range, size: int, narrow: bool 
 
 def test_runs_round_trip_through_one_base64_text() -> None:
     rng = np.random.default_rng(3)
-    chunks = [random_chunk(rng, range(500), int(rng.integers(1, 40)), narrow=bool(i % 3))
-              for i in range(60)]
+    chunks = [random_chunk(rng, range(500), int(rng.integers(1, 40)), narrow=bool(i % 3)) for i in range(60)]
     starts = np.cumsum([0] + [c.docs.shape[0] for c in chunks[:-1]])
-    texts = encode_runs(np.concatenate([c.docs for c in chunks]),
-                        np.concatenate([c.tfs for c in chunks]),
-                        np.concatenate([c.counts for c in chunks]),
-                        np.concatenate([c.positions for c in chunks]), starts)
+    texts = encode_runs(
+        np.concatenate([c.docs for c in chunks]),
+        np.concatenate([c.tfs for c in chunks]),
+        np.concatenate([c.counts for c in chunks]),
+        np.concatenate([c.positions for c in chunks]),
+        starts,
+    )
     assert len(texts) == len(chunks)
     for chunk, text in zip(chunks, texts, strict=True):
         assert b"=" not in text  # whole base64 quanta: texts join
@@ -53,10 +55,15 @@ def test_runs_round_trip_through_one_base64_text() -> None:
 
 def test_one_value_past_the_narrow_limits_makes_a_region_wide() -> None:
     base = dict(docs=np.array([1, 2], np.uint32), counts=np.array([1, 1], np.uint32))
-    fits = Chunk(tfs=np.array([[255, 1, 0, 0], [1, 0, 0, 0]], np.uint16),
-                 positions=np.array([0, 65535], np.uint32), **base)
-    for tfs, positions in (([[256, 1, 0, 0], [1, 0, 0, 0]], [0, 65535]),
-                           ([[255, 1, 0, 0], [1, 0, 0, 0]], [0, 65536])):
+    fits = Chunk(
+        tfs=np.array([[255, 1, 0, 0], [1, 0, 0, 0]], np.uint16),
+        positions=np.array([0, 65535], np.uint32),
+        **base,
+    )
+    for tfs, positions in (
+        ([[256, 1, 0, 0], [1, 0, 0, 0]], [0, 65535]),
+        ([[255, 1, 0, 0], [1, 0, 0, 0]], [0, 65536]),
+    ):
         past = Chunk(tfs=np.array(tfs, np.uint16), positions=np.array(positions, np.uint32), **base)
         assert len(past.encode()) > len(fits.encode())
         assert Chunk.decode(past.encode()).as_lists() == past.as_lists()
@@ -74,18 +81,37 @@ def test_disjoint_pieces_are_joined_unread_in_document_order(size: int) -> None:
 
 
 def test_pieces_of_the_same_document_are_merged() -> None:
-    page = Chunk(np.array([2, 7], np.uint32), np.array([[1, 2, 0, 0], [0, 1, 0, 1]], np.uint16),
-                 np.array([3, 1], np.uint32), np.array([0, 4, 9, 5], np.uint32))
-    anchors = Chunk(np.array([7, 8], np.uint32), np.array([[0, 0, 2, 0], [0, 0, 1, 0]], np.uint16),
-                    np.array([0, 0], np.uint32), np.array([], np.uint32))
+    page = Chunk(
+        np.array([2, 7], np.uint32),
+        np.array([[1, 2, 0, 0], [0, 1, 0, 1]], np.uint16),
+        np.array([3, 1], np.uint32),
+        np.array([0, 4, 9, 5], np.uint32),
+    )
+    anchors = Chunk(
+        np.array([7, 8], np.uint32),
+        np.array([[0, 0, 2, 0], [0, 0, 1, 0]], np.uint16),
+        np.array([0, 0], np.uint32),
+        np.array([], np.uint32),
+    )
     merged = Chunk.decode(join_pieces([anchors.encode(), page.encode()]))
-    assert merged.as_lists() == [[2, 7, 8], [1, 0, 0], [2, 1, 0], [0, 2, 1], [0, 1, 0],
-                                 [3, 1, 0], [0, 4, 9, 5]]
+    assert merged.as_lists() == [
+        [2, 7, 8],
+        [1, 0, 0],
+        [2, 1, 0],
+        [0, 2, 1],
+        [0, 1, 0],
+        [3, 1, 0],
+        [0, 4, 9, 5],
+    ]
 
 
 def test_truncated_postings_are_refused_by_the_publisher() -> None:
-    text = Chunk(np.array([0, 1], np.uint32), np.ones((2, 4), np.uint16),
-                 np.array([1, 1], np.uint32), np.array([0, 0], np.uint32)).encode()
+    text = Chunk(
+        np.array([0, 1], np.uint32),
+        np.ones((2, 4), np.uint16),
+        np.array([1, 1], np.uint32),
+        np.array([0, 0], np.uint32),
+    ).encode()
     rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0]), (["l", 1], [1, 1, 0, 0])]
     with pytest.raises(PublishError, match="truncated"):
         segment_arrays(collect_index_rows(rows), np.array([0.5, 0.5]), 2)

@@ -6,7 +6,7 @@ import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import PostingBuffer
-from mapreduce.publish import collect_index_rows, segment_arrays
+from services.indexing.publish import collect_index_rows, segment_arrays
 from services.search.index import SegmentIndex
 from services.search.phrase import phrase_matches
 from services.search.rank import QueryTerm, intersect_docs
@@ -29,17 +29,20 @@ def index_of(texts: list[tuple[str, str]]) -> SegmentIndex:
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, t], c.encode()) for t, c in chunks]
     n = len(texts)
-    return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows),
-                                                          np.full(n, 1 / n), n))
+    return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows), np.full(n, 1 / n), n))
 
 
 def matches(index: SegmentIndex, phrase: str) -> list[int]:
     ids = [index.term_id(t) for t in analyze(phrase)]
     terms = [QueryTerm(1.0, *index.postings(i), 1.0) for i in ids]
     candidates = intersect_docs(terms)
-    return phrase_matches(candidates, [index.posting_range(i) for i in ids],
-                          index.arrays["post_docs"], index.arrays["pos_offsets"],
-                          index.arrays["positions"]).tolist()
+    return phrase_matches(
+        candidates,
+        [index.posting_range(i) for i in ids],
+        index.arrays["post_docs"],
+        index.arrays["pos_offsets"],
+        index.arrays["positions"],
+    ).tolist()
 
 
 def brute_force(phrase: str) -> list[int]:
@@ -47,7 +50,7 @@ def brute_force(phrase: str) -> list[int]:
     found = []
     for num, (title, text) in enumerate(TEXTS):
         for stream in (analyze(title), analyze(text)):
-            if any(stream[i:i + len(want)] == want for i in range(len(stream))):
+            if any(stream[i : i + len(want)] == want for i in range(len(stream))):
                 found.append(num)
                 break
     return found

@@ -70,8 +70,9 @@ def test_maxscore_returns_exactly_the_exhaustive_top_k(seed):
     num_docs = 5_000
     terms = random_terms(rng, num_docs, int(rng.integers(1, 7)))
     prior = pagerank_prior(rng.dirichlet(np.ones(num_docs)), num_docs) * float(rng.choice([0, 1, 3]))
-    excluded = (np.sort(rng.choice(num_docs, size=200, replace=False)).astype(np.int64)
-                if seed % 3 == 0 else None)
+    excluded = (
+        np.sort(rng.choice(num_docs, size=200, replace=False)).astype(np.int64) if seed % 3 == 0 else None
+    )
     allowed = rng.random(num_docs) < 0.5 if seed % 4 == 1 else None  # feedback's restriction
     for k in (1, 10, 100):
         exact = top_k_exhaustive(terms, prior, k, excluded, allowed=allowed)
@@ -126,8 +127,10 @@ def test_conjunctive_mixes_table_and_search_probes_with_the_same_result():
     rng = np.random.default_rng(5)
     n = 100_000
     sizes = [44_000, 6_500, 22_000, 28_000]  # query order; the probes shrink the candidates
-    terms = [term(sorted(rng.choice(n, size, replace=False).tolist()), rng.random(size).tolist(),
-                  weight=float(w)) for size, w in zip(sizes, (1, 2, 1, 3), strict=True)]
+    terms = [
+        term(sorted(rng.choice(n, size, replace=False).tolist()), rng.random(size).tolist(), weight=float(w))
+        for size, w in zip(sizes, (1, 2, 1, 3), strict=True)
+    ]
     common = set.intersection(*(set(t.docs.tolist()) for t in terms))
     expected = np.array(sorted(common), dtype=np.uint32)
     docs, text = conjunctive(terms, n)
@@ -142,9 +145,14 @@ def test_text_scores_by_table_and_by_search_give_the_same_floats():
 
     rng = np.random.default_rng(9)
     n = 50_000
-    terms = [term(sorted(rng.choice(n, size, replace=False).tolist()),
-                  rng.gamma(2.0, 1.0, size).tolist(), weight=float(w))
-             for size, w in ((20_000, 1.0), (300, 2.0), (5_000, 0.37))]
+    terms = [
+        term(
+            sorted(rng.choice(n, size, replace=False).tolist()),
+            rng.gamma(2.0, 1.0, size).tolist(),
+            weight=float(w),
+        )
+        for size, w in ((20_000, 1.0), (300, 2.0), (5_000, 0.37))
+    ]
     for count in (40, 30_000):
         docs = np.sort(rng.choice(n, count, replace=False)).astype(np.uint32)
         span = int(docs[-1]) - int(docs[0]) + 1

@@ -19,8 +19,10 @@ def filler(n: int, word: str = "lorem") -> str:
 
 
 def test_window_moves_to_the_densest_stretch_of_matches():
-    text = (f"{filler(40)} the wing carries lift {filler(40, 'ipsum')} "
-            f"wing lift and wing drag near the wing root {filler(40, 'dolor')}")
+    text = (
+        f"{filler(40)} the wing carries lift {filler(40, 'ipsum')} "
+        f"wing lift and wing drag near the wing root {filler(40, 'dolor')}"
+    )
     fragments = make_snippet(text, terms("wing lift"), window=12)
     assert marked(fragments) == ["wing", "lift", "wing", "wing"]
     shown = snippet_text(fragments)
@@ -29,7 +31,7 @@ def test_window_moves_to_the_densest_stretch_of_matches():
 
 
 def test_distinct_terms_beat_a_repeated_single_term():
-    text = (f"flow flow flow flow {filler(30)} boundary layer flow {filler(30, 'x')}")
+    text = f"flow flow flow flow {filler(30)} boundary layer flow {filler(30, 'x')}"
     fragments = make_snippet(text, terms("boundary flow"), window=6)
     assert "boundary" in marked(fragments)
 
@@ -56,8 +58,9 @@ def test_fragments_carry_markup_as_text_never_as_html():
 
 
 def test_no_match_in_text_falls_back_to_a_matching_description():
-    fragments = make_snippet("nothing relevant here", terms("albedo"),
-                             description="Albedo is the fraction of light reflected.")
+    fragments = make_snippet(
+        "nothing relevant here", terms("albedo"), description="Albedo is the fraction of light reflected."
+    )
     assert marked(fragments) == ["Albedo"]
 
 

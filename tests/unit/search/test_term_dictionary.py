@@ -15,8 +15,11 @@ def dictionary(terms: list[str]) -> SegmentIndex:
     encoded = sorted({t.encode("utf-8") for t in terms})  # the segment's UTF-8 byte order
     offsets = np.zeros(len(encoded) + 1, dtype=np.uint64)
     np.cumsum([len(t) for t in encoded], out=offsets[1:])
-    arrays = {"term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-              "term_offsets": offsets, "df": np.ones(len(encoded), dtype=np.uint32)}
+    arrays = {
+        "term_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        "term_offsets": offsets,
+        "df": np.ones(len(encoded), dtype=np.uint32),
+    }
     return SegmentIndex(0, "test", Path("test.nseg"), {}, arrays)
 
 

@@ -10,9 +10,16 @@ from services.storage.records import Link, Record, RecordBlockWriter, decode_rec
 
 def _records() -> list[Record]:
     return [
-        Record(doc_num=i, url=f"http://a.test/{i}", url_id=f"{i:040x}", doc_id=f"{i + 100:040x}",
-               content_type="text/html", title=f"Title {i} — ünïcode", text="body " * i,
-               links=[Link(f"http://a.test/{i + 1}", "next")])
+        Record(
+            doc_num=i,
+            url=f"http://a.test/{i}",
+            url_id=f"{i:040x}",
+            doc_id=f"{i + 100:040x}",
+            content_type="text/html",
+            title=f"Title {i} — ünïcode",
+            text="body " * i,
+            links=[Link(f"http://a.test/{i + 1}", "next")],
+        )
         for i in range(5)
     ]
 
@@ -70,9 +77,17 @@ def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
     rng = random.Random(5)
     for _ in range(200):
         fetched = rng.random() * 2e9
-        record = Record(3, "http://h.test/a/b?x=1", "u" * 40, "d" * 40, "text/html",
-                        title="Straße “quotes” \u2028 line", text="x/y \\ \" \t é 中文",
-                        links=[Link("http://h.test/c", "a/b")], fetched_at=fetched)
+        record = Record(
+            3,
+            "http://h.test/a/b?x=1",
+            "u" * 40,
+            "d" * 40,
+            "text/html",
+            title="Straße “quotes” \u2028 line",
+            text='x/y \\ " \t é 中文',
+            links=[Link("http://h.test/c", "a/b")],
+            fetched_at=fetched,
+        )
         assert Record.from_dict(json.loads(record.to_json())) == record
         block = RecordBlockWriter()
         block.add(record)

@@ -34,7 +34,11 @@ def test_stop_list_loaded_from_package_data():
 
 
 TRICKY = [
-    "Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70, "", "the of", "...", "'",
+    "Don't U.S. aircraft’s wings ’’ a.b.c Straße ﬁne " + "x" * 70,
+    "",
+    "the of",
+    "...",
+    "'",
     "1990–1995 — «quoted» “curly” x·y a\u00a0b c\u2003d e\u2028f ½ ² Ⅻ ﬀ",
     "end. .start 'tis o'clock a..b a.'b _under_score_ tab\there\nnew\x00nul\x1fus",
     "Ελληνικά κείμενα, русский текст; 中文字符。日本語のテキスト、한국어 텍스트!",

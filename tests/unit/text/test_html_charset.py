@@ -26,7 +26,7 @@ def test_bom_beats_every_label() -> None:
 
 def test_header_then_meta() -> None:
     assert _how(decode_body(RUSSIAN.encode("koi8-r"), "KOI8-R")) == ("koi8-r", "header")
-    meta = ('<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">' + RUSSIAN)
+    meta = '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">' + RUSSIAN
     decoded = decode_body(meta.encode("cp1251"))
     assert (decoded.charset, decoded.source) == ("cp1251", "meta") and "Привет" in decoded.text
     # An unknown header label falls through to the <meta>.
@@ -35,8 +35,9 @@ def test_header_then_meta() -> None:
     assert decode_body("“quoted” café".encode("cp1252"), "ISO-8859-1").text == "“quoted” café"
 
 
-@pytest.mark.parametrize(("text", "codec"), [(FRENCH, "cp1252"), (RUSSIAN, "cp1251"),
-                                             (JAPANESE, "shift_jis"), (GREEK, "cp1253")])
+@pytest.mark.parametrize(
+    ("text", "codec"), [(FRENCH, "cp1252"), (RUSSIAN, "cp1251"), (JAPANESE, "shift_jis"), (GREEK, "cp1253")]
+)
 def test_undeclared_legacy_charsets_are_detected(text: str, codec: str) -> None:
     decoded = decode_body(text.encode(codec))
     assert decoded.source == "detected" and decoded.text == text

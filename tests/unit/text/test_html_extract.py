@@ -35,8 +35,10 @@ def test_links_resolved_with_anchor_text_and_junk_skipped():
 
 
 def test_base_href_and_meta_robots():
-    html = (b'<head><base href="http://cdn.test/d/">'
-            b'<meta name="robots" content="noindex, nofollow"></head><a href="x">x</a>')
+    html = (
+        b'<head><base href="http://cdn.test/d/">'
+        b'<meta name="robots" content="noindex, nofollow"></head><a href="x">x</a>'
+    )
     page = parse_html(html, "http://a.test/")
     assert page.noindex and page.nofollow and page.links == []
     page = parse_html(b'<head><base href="http://cdn.test/d/"></head><a href="x">x</a>', "http://a.test/")

@@ -1,4 +1,4 @@
-"""Packing MRIndex rows into the segment's arrays (the contract in mapreduce.publish)."""
+"""Packing MRIndex rows into the segment's arrays (the contract in services.indexing.publish)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ import numpy as np
 import pytest
 
 from mapreduce.postings_wire import Chunk
-from mapreduce.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
-from services.search.index import SEGMENT_ARRAYS
+from services.indexing.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
+from services.storage.segment import segment_dtypes
 
 
 def chunk(*postings: tuple[int, int, list[int]]) -> bytes:
     """A term's row (as the job writes it) from (doc, body tf, positions) triples
     (title and anchor tf 0, url tf 1)."""
-    return Chunk(np.array([p[0] for p in postings], np.uint32),
-                 np.array([[0, p[1], 0, 1] for p in postings], np.uint16).reshape(-1, 4),
-                 np.array([len(p[2]) for p in postings], np.uint32),
-                 np.array([x for p in postings for x in p[2]], np.uint32)).encode()
+    return Chunk(
+        np.array([p[0] for p in postings], np.uint32),
+        np.array([[0, p[1], 0, 1] for p in postings], np.uint16).reshape(-1, 4),
+        np.array([len(p[2]) for p in postings], np.uint32),
+        np.array([x for p in postings for x in p[2]], np.uint32),
+    ).encode()
 
 
 # Job output in reducer order, which is not term order. "école" sorts after
@@ -40,22 +42,24 @@ def arrays_for(rows: list, pagerank: list[float] | None = None) -> dict[str, np.
 
 def test_terms_sorted_by_utf8_bytes_with_their_postings_and_positions() -> None:
     a = arrays_for(ROWS)
-    terms = [bytes(a["term_bytes"][a["term_offsets"][i]:a["term_offsets"][i + 1]]).decode()
-             for i in range(len(a["df"]))]
+    terms = [
+        bytes(a["term_bytes"][a["term_offsets"][i] : a["term_offsets"][i + 1]]).decode()
+        for i in range(len(a["df"]))
+    ]
     assert terms == ["apple", "zoo", "école"]
     assert a["df"].tolist() == [3, 1, 2]
     assert a["post_offsets"].tolist() == [0, 3, 4, 6]
     assert a["post_docs"].tolist() == [0, 1, 2, 1, 0, 2]
     assert a["tf_body"].tolist() == [3, 1, 1, 2, 1, 4]
     assert a["tf_url"].tolist() == [1] * 6
-    runs = [a["positions"][a["pos_offsets"][p]:a["pos_offsets"][p + 1]].tolist() for p in range(6)]
+    runs = [a["positions"][a["pos_offsets"][p] : a["pos_offsets"][p + 1]].tolist() for p in range(6)]
     assert runs == [[0, 1, 2], [1], [4], [0, 2], [3], [0, 1, 2, 3]]
     assert a["len_body"].tolist() == [4, 3, 5] and a["doc_lengths"].tolist() == [4, 3, 5]
 
 
 def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> None:
     a = arrays_for(ROWS, [2.0, 3.0, 5.0])  # not normalised: publish divides by the sum
-    assert {name: arr.dtype for name, arr in a.items()} == SEGMENT_ARRAYS
+    assert {name: arr.dtype for name, arr in a.items()} == segment_dtypes()
     idf = [math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (3, 1, 2)]
     assert a["idf"].tolist() == pytest.approx(idf, rel=1e-6)
     assert (a["post_impacts"] > 0).all()
@@ -63,9 +67,16 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
         lo, hi = a["post_offsets"][t], a["post_offsets"][t + 1]
         assert a["max_impact"][t] == a["post_impacts"][lo:hi].max()
     # Forward index: doc 0 holds apple (3) and école (1), doc 2 apple (1) and école (4).
-    fwd = [dict(zip(a["fwd_terms"][a["fwd_offsets"][d]:a["fwd_offsets"][d + 1]].tolist(),
-                    a["fwd_tfs"][a["fwd_offsets"][d]:a["fwd_offsets"][d + 1]].tolist(),
-                    strict=True)) for d in range(3)]
+    fwd = [
+        dict(
+            zip(
+                a["fwd_terms"][a["fwd_offsets"][d] : a["fwd_offsets"][d + 1]].tolist(),
+                a["fwd_tfs"][a["fwd_offsets"][d] : a["fwd_offsets"][d + 1]].tolist(),
+                strict=True,
+            )
+        )
+        for d in range(3)
+    ]
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
@@ -74,18 +85,24 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
 
 
 def test_empty_documents_get_zero_length() -> None:
-    a = segment_arrays(collect_index_rows([(["t", "x"], chunk((0, 1, [0]))), (["l", 0], [0, 1, 0, 0])]),
-                       np.array([0.5, 0.5]), 2)
+    a = segment_arrays(
+        collect_index_rows([(["t", "x"], chunk((0, 1, [0]))), (["l", 0], [0, 1, 0, 0])]),
+        np.array([0.5, 0.5]),
+        2,
+    )
     assert a["doc_lengths"].tolist() == [1, 0]
     assert a["fwd_offsets"].tolist() == [0, 1, 1]
 
 
-@pytest.mark.parametrize(("rows", "message"), [
-    ([(["t", "x"], chunk((5, 1, [0])))], "doc_num 5"),
-    ([(["l", 9], [0, 1, 0, 0])], "doc_num 9"),
-    ([(["t", "x"], chunk((1, 1, [0]), (1, 2, [1])))], "indexed twice"),
-    ([(["what", "x"], 1)], "unexpected MRIndex row kind"),
-])
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([(["t", "x"], chunk((5, 1, [0])))], "doc_num 5"),
+        ([(["l", 9], [0, 1, 0, 0])], "doc_num 9"),
+        ([(["t", "x"], chunk((1, 1, [0]), (1, 2, [1])))], "indexed twice"),
+        ([(["what", "x"], 1)], "unexpected MRIndex row kind"),
+    ],
+)
 def test_inconsistent_job_output_is_refused(rows: list, message: str) -> None:
     with pytest.raises(PublishError, match=message):
         arrays_for(rows)

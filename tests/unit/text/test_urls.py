@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from services.crawler.urls import BadUrlError, host_key, in_scope, normalize_url, url_id
+from services.text.urls import BadUrlError, host_key, in_scope, normalize_url, url_id
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("HTTP://Example.COM:80/a/./b/../c?b=2&a=1#frag", "http://example.com/a/c?a=1&b=2"),
-    ("https://x.org:443", "https://x.org/"),
-    ("http://127.0.0.1:8123/x?utm_source=q&id=3&fbclid=z", "http://127.0.0.1:8123/x?id=3"),
-    ("http://x.org/%7euser/a b", "http://x.org/~user/a%20b"),
-    ("http://Example.com./", "http://example.com/"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("HTTP://Example.COM:80/a/./b/../c?b=2&a=1#frag", "http://example.com/a/c?a=1&b=2"),
+        ("https://x.org:443", "https://x.org/"),
+        ("http://127.0.0.1:8123/x?utm_source=q&id=3&fbclid=z", "http://127.0.0.1:8123/x?id=3"),
+        ("http://x.org/%7euser/a b", "http://x.org/~user/a%20b"),
+        ("http://Example.com./", "http://example.com/"),
+    ],
+)
 def test_normalize(raw, expected):
     assert normalize_url(raw) == expected
 

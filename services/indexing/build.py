@@ -13,9 +13,6 @@ removed after a successful build and kept after a failure for inspection.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import os
 import shutil
 import sys
 import time
@@ -29,75 +26,26 @@ from sqlalchemy.orm import Session
 
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
-from mapreduce.mr_pagerank import run_pagerank
-from mapreduce.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
-from mapreduce.publish import (
+from services.config import Settings
+from services.indexing.errors import BuildError
+from services.indexing.manifest import manifest_parts, write_manifest_parts
+from services.indexing.pagerank_driver import run_pagerank
+from services.indexing.publish import (
     collect_index_rows,
     publish_segment,
     read_index_rows,
     segment_arrays,
     segment_meta,
 )
-from mapreduce.record_job import manifest_lines
-from mapreduce.runner import run_job
-from services.config import Settings
-from services.crawler.urls import host_key
+from services.indexing.runner import run_job
+from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document
+from services.text.urls import host_key
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-
-class BuildError(RuntimeError):
-    """The index cannot be built from the current crawl; the message says what to do."""
-
-
-MANIFEST_PARTS = 64  # map tasks per job on EMR at most; beyond that a task reads several blocks
-
-
-def manifest_parts(settings: Settings) -> int:
-    """Map tasks per job: ``NIMBUS_MR_MAP_TASKS``, or one per core on one machine (each
-    task costs a process start and imports; more tasks than cores only queue),
-    ``MANIFEST_PARTS`` on EMR."""
-    if settings.mr_map_tasks > 0:
-        return settings.mr_map_tasks
-    return MANIFEST_PARTS if settings.mr_runner == "emr" else max(1, os.cpu_count() or 1)
-
-
-def write_manifest_parts(session: Session, directory: Path,
-                         parts: int = MANIFEST_PARTS) -> tuple[list[Path], int]:
-    """The job input from the documents table, dealt in contiguous runs of blocks over up to
-    ``parts`` gzip files: (files, blocks listed).
-
-    One line per record block: ``<block>\t<doc_nums whose current record is there>``
-    (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
-    table is never held as ORM objects.
-
-    Hadoop and mrjob's runners give each gzip file to one map task whole, so
-    the job runs exactly that many map tasks, balanced by block. (A single
-    uncompressed manifest is split by bytes instead: its last, lone task kept
-    one core idle for a third of the index job; and one task per block paid a
-    process start and imports per block.) Block names begin with their first
-    doc_num, so contiguous runs of names give each task its own range of
-    documents: the index reducer then joins a term's pieces from the tasks
-    without decoding them (``mapreduce.postings_wire.join_pieces``). Dealt
-    round-robin, every task's pieces spanned the whole collection and had to be
-    merged: 15 s of the reduce phase on 100,000 documents.
-    """
-    num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
-    count = max(1, min(parts, num_blocks))
-    paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
-    rows = session.execute(select(Document.record_block, Document.doc_num)
-                           .order_by(Document.record_block, Document.doc_num))
-    blocks = 0
-    with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
-        for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
-            files[min(count - 1, i * count // max(1, num_blocks))].write(line)
-            blocks += 1
-    return paths, blocks
+    pass
 
 
 def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
@@ -139,11 +87,9 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         init_db(engine)
         sessions = session_factory(engine)
         with sessions() as session:
-            count, max_doc = session.execute(
-                select(func.count(), func.max(Document.doc_num))).one()
+            count, max_doc = session.execute(select(func.count(), func.max(Document.doc_num))).one()
         if not count:
-            raise BuildError(f"no documents in {settings.database_url}: "
-                             "crawl first: nimbus crawl URL")
+            raise BuildError(f"no documents in {settings.database_url}: crawl first: nimbus crawl URL")
         num_docs = int(max_doc) + 1  # doc_nums are dense from 0
         if count != num_docs:
             say(f"warning: {count} documents but doc_nums reach {max_doc}; gaps index as empty")
@@ -153,38 +99,46 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
-        say(f"{count} documents in {blocks} record blocks; "
-            f"runner {settings.mr_runner}, scratch {scratch}")
+        say(f"{count} documents in {blocks} record blocks; runner {settings.mr_runner}, scratch {scratch}")
 
         say("1/4 link graph and in-link anchor text")
-        links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl",
-                        scratch=scratch)
-        say(f"    {links.counter('linkgraph', 'edges')} edges, "
+        links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl", scratch=scratch)
+        say(
+            f"    {links.counter('linkgraph', 'edges')} edges, "
             f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
             f"dropped, {links.counter('linkgraph', 'documents_with_anchor_text')} documents "
-            f"with anchor text ({links.seconds:.1f} s)")
+            f"with anchor text ({links.seconds:.1f} s)"
+        )
 
         say("2/4 index: terms, fields and positions")
         anchors = scratch / "anchors.txt"
         inputs = [*manifest, anchors] if write_anchor_lines(links.path, anchors) else manifest
-        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl",
-                        scratch=scratch)
+        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
         records = index.counter("blocks", "records")
-        say(f"    {records} records, {index.counter('index', 'terms')} terms, "
+        say(
+            f"    {records} records, {index.counter('index', 'terms')} terms, "
             f"{index.counter('index', 'postings')} postings, "
             f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
-            f"({index.seconds:.1f} s)")
+            f"({index.seconds:.1f} s)"
+        )
         if records != count:
-            say(f"warning: {count} documents but {records} current records in their blocks "
-                f"({index.counter('blocks', 'listed_records_missing')} listed but missing)")
+            say(
+                f"warning: {count} documents but {records} current records in their blocks "
+                f"({index.counter('blocks', 'listed_records_missing')} listed but missing)"
+            )
 
-        say(f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
-            f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})")
+        say(
+            f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
+            f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})"
+        )
         if settings.pagerank_level == "host" or settings.pagerank_engine == "memory":
             # The host graph is small (hosts, not pages): it always runs in memory.
             adjacency = adjacency_from_mapping(dict(adjacency_rows(links.path)), num_docs)
-            iteration = (settings.pagerank_damping, settings.pagerank_tolerance,
-                         settings.pagerank_max_iterations)
+            iteration = (
+                settings.pagerank_damping,
+                settings.pagerank_tolerance,
+                settings.pagerank_max_iterations,
+            )
             if settings.pagerank_level == "host":
                 with sessions() as session:
                     doc_hosts, num_hosts = host_ids(session, num_docs)
@@ -193,8 +147,13 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             else:
                 ranks = pagerank_sparse(adjacency, *iteration)
         else:
-            ranks = run_pagerank(links.path, num_docs, settings, scratch,
-                                 progress=(lambda line: say("    " + line)) if progress else None)
+            ranks = run_pagerank(
+                links.path,
+                num_docs,
+                settings,
+                scratch,
+                progress=(lambda line: say("    " + line)) if progress else None,
+            )
         say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
 
         say("4/4 publish")
@@ -204,24 +163,36 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         arrays = segment_arrays(columns, ranks.ranks, num_docs)
         del columns
         arrays_s, stage = time.monotonic() - stage, time.monotonic()
-        meta = segment_meta(arrays, pagerank_iterations=ranks.iterations,
-                            pagerank_damping=settings.pagerank_damping, created_at=time.time())
+        meta = segment_meta(
+            arrays,
+            pagerank_iterations=ranks.iterations,
+            pagerank_damping=settings.pagerank_damping,
+            created_at=time.time(),
+        )
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         published = publish_segment(arrays, meta, store, sessions, keep=settings.keep_segments)
-        say(f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
-            f"store and activate {time.monotonic() - stage:.1f} s")
+        say(
+            f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
+            f"store and activate {time.monotonic() - stage:.1f} s"
+        )
         shutil.rmtree(scratch, ignore_errors=True)
     finally:
         engine.dispose()
 
     result = BuildResult(
-        version_id=published.version_id, segment=published.segment, num_docs=num_docs,
-        num_terms=meta["num_terms"], num_postings=meta["num_postings"],
-        pagerank_iterations=ranks.iterations, pagerank_delta=ranks.delta,
+        version_id=published.version_id,
+        segment=published.segment,
+        num_docs=num_docs,
+        num_terms=meta["num_terms"],
+        num_postings=meta["num_postings"],
+        pagerank_iterations=ranks.iterations,
+        pagerank_delta=ranks.delta,
         seconds=time.monotonic() - started,
     )
-    say(f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
+    say(
+        f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
         f"{result.num_docs} docs, {result.num_terms} terms, {result.num_postings} postings, "
         f"pagerank {result.pagerank_iterations} iterations (L1 change "
-        f"{result.pagerank_delta:.3g}) in {result.seconds:.1f} s")
+        f"{result.pagerank_delta:.3g}) in {result.seconds:.1f} s"
+    )
     return result

@@ -11,7 +11,7 @@ from networkx_reference import networkx_pagerank
 
 # networkx.pagerank (scipy-backed) is an implementation independent of ours,
 # with the same dangling rule (uniform).
-from mapreduce.pagerank import (
+from services.ranking.pagerank import (
     PageRankResult,
     adjacency_from_mapping,
     contributions,
@@ -146,8 +146,9 @@ HOSTED = {0: [1, 3], 1: [2, 3], 2: [0, 4], 3: [5], 4: [0], 5: [6], 6: [0, 7], 7:
 def test_host_pagerank_is_networkx_on_the_host_graph_shared_over_pages() -> None:
     hosts = nx.DiGraph()
     hosts.add_nodes_from(range(4))
-    hosts.add_edges_from((HOST_OF[s], HOST_OF[t]) for s, ts in HOSTED.items() for t in ts
-                         if HOST_OF[s] != HOST_OF[t])
+    hosts.add_edges_from(
+        (HOST_OF[s], HOST_OF[t]) for s, ts in HOSTED.items() for t in ts if HOST_OF[s] != HOST_OF[t]
+    )
     assert sorted(hosts.edges) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 3)]
     host_ranks = nx.pagerank(hosts, alpha=D, tol=1e-13, max_iter=10_000)
     pages = np.bincount(HOST_OF)

@@ -2,9 +2,10 @@
 
 The same call runs a job in-process (``inline``), in subprocesses on this
 machine (``local``) or on EMR (``emr``); only ``Settings.mr_runner`` differs.
-Subprocess and cluster tasks import this project from a zip of ``services/``
-and ``mapreduce/`` shipped with ``--py-files`` (without it they fail with
-``No module named 'services'``). Third-party packages (numpy, PyStemmer,
+Subprocess and cluster tasks import this project from a zip shipped with
+``--py-files`` (without it they fail with ``No module named 'services'``):
+``mapreduce/`` and the ground-floor packages it imports (``TASK_PACKAGES``),
+nothing of the crawler, the search service or this driver. Third-party packages (numpy, PyStemmer,
 boto3, w3lib) must already be installed where tasks run: on EMR through a
 bootstrap action in mrjob.conf.
 
@@ -29,10 +30,9 @@ from urllib.parse import urlparse
 
 from mrjob.job import MRJob
 
-import mapreduce
-import services
 from mapreduce.record_job import RecordBlockJob
 from services.config import Settings
+from services.indexing.errors import JobError
 from services.malloc import malloc_env
 
 Counters = dict[str, dict[str, int]]
@@ -47,10 +47,6 @@ class _NoConfigNoise(logging.Filter):
 
 
 logging.getLogger("mrjob.conf").addFilter(_NoConfigNoise())
-
-
-class JobError(RuntimeError):
-    """A MapReduce job could not be set up or failed; the message says which and why."""
 
 
 @dataclass
@@ -93,17 +89,38 @@ def absolute_blob_url(url: str) -> str:
     return "file://" + str(Path(path).resolve())
 
 
+# What MapReduce tasks run: the jobs and the ground floor they import (the layer contract in
+# pyproject.toml keeps ``mapreduce`` from importing anything else; a test checks the closure).
+TASK_PACKAGES = (
+    "mapreduce",
+    "services.config",
+    "services.errors",
+    "services.malloc",
+    "services.ranking",
+    "services.storage",
+    "services.text",
+)
+_SHIPPED_SUFFIXES = {".py", ".txt", ".json"}
+
+
 def package_zip(dest: Path) -> Path:
-    """Zip the ``services`` and ``mapreduce`` packages (sources and data files) for tasks."""
+    """Zip ``TASK_PACKAGES`` (sources and data files) for the tasks, with ``services/__init__.py``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[2]
+    files: set[Path] = {repo / "services" / "__init__.py"}
+    for name in TASK_PACKAGES:
+        module = repo.joinpath(*name.split("."))
+        if module.is_dir():
+            files.update(
+                path
+                for path in module.rglob("*")
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix in _SHIPPED_SUFFIXES
+            )
+        else:
+            files.add(module.with_suffix(".py"))
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for package in (services, mapreduce):
-            root = Path(package.__file__).resolve().parent
-            for path in sorted(root.rglob("*")):
-                if "__pycache__" in path.parts or not path.is_file():
-                    continue
-                if path.suffix in {".py", ".txt", ".json"}:
-                    zf.write(path, (Path(root.name) / path.relative_to(root)).as_posix())
+        for path in sorted(files):
+            zf.write(path, path.relative_to(repo).as_posix())
     return dest
 
 
@@ -161,8 +178,15 @@ def store_args(settings: Settings) -> list[str]:
     return args
 
 
-def run_job(job_class: type[MRJob], inputs: Sequence[Path | str], settings: Settings, *,
-            output: Path, scratch: Path, extra_args: Sequence[str] = ()) -> JobOutput:
+def run_job(
+    job_class: type[MRJob],
+    inputs: Sequence[Path | str],
+    settings: Settings,
+    *,
+    output: Path,
+    scratch: Path,
+    extra_args: Sequence[str] = (),
+) -> JobOutput:
     """Run ``job_class`` over ``inputs`` and stream its output into ``output``."""
     args = runner_args(settings, scratch)
     if issubclass(job_class, RecordBlockJob):
@@ -199,8 +223,11 @@ def _copy_output(runner: Any, runner_name: str, dest: BinaryIO) -> None:
         return
     root = Path(runner.get_output_dir())
     # Like mrjob and Hadoop: names starting with "_" or "." (_SUCCESS, .crc) are not output.
-    parts = sorted(path for path in root.rglob("*") if path.is_file() and not any(
-        name[0] in "_." for name in path.relative_to(root).parts))
+    parts = sorted(
+        path
+        for path in root.rglob("*")
+        if path.is_file() and not any(name[0] in "_." for name in path.relative_to(root).parts)
+    )
     for part in parts:
         with part.open("rb") as src:
             shutil.copyfileobj(src, dest, 16 << 20)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -49,18 +50,20 @@ class FieldParams:
 @dataclass(frozen=True)
 class BM25FParams:
     k1: float = 1.2
-    fields: dict[str, FieldParams] = field(default_factory=lambda: {
-        "title": FieldParams(1.5, 0.5),
-        "body": FieldParams(1.0, 0.75),
-        "anchor": FieldParams(1.0, 0.75),
-        "url": FieldParams(0.5, 0.5),
-    })
+    fields: dict[str, FieldParams] = field(
+        default_factory=lambda: {
+            "title": FieldParams(1.5, 0.5),
+            "body": FieldParams(1.0, 0.75),
+            "anchor": FieldParams(1.0, 0.75),
+            "url": FieldParams(0.5, 0.5),
+        }
+    )
 
-    def to_meta(self) -> dict:
+    def to_meta(self) -> dict[str, Any]:
         return {"k1": self.k1, "fields": {name: asdict(p) for name, p in self.fields.items()}}
 
     @classmethod
-    def from_meta(cls, meta: dict) -> BM25FParams:
+    def from_meta(cls, meta: dict[str, Any]) -> BM25FParams:
         return cls(float(meta["k1"]), {name: FieldParams(**p) for name, p in meta["fields"].items()})
 
 
@@ -78,9 +81,14 @@ def average_lengths(lengths: Sequence[np.ndarray]) -> list[float]:
     return [float(x.mean()) if x.shape[0] and x.mean() > 0 else 1.0 for x in lengths]
 
 
-def impacts(post_docs: np.ndarray, post_tfs: Sequence[np.ndarray], term_of_posting: np.ndarray,
-            idf: np.ndarray, field_lengths: Sequence[np.ndarray],
-            params: BM25FParams = DEFAULT_PARAMS) -> np.ndarray:
+def impacts(
+    post_docs: np.ndarray,
+    post_tfs: Sequence[np.ndarray],
+    term_of_posting: np.ndarray,
+    idf: np.ndarray,
+    field_lengths: Sequence[np.ndarray],
+    params: BM25FParams = DEFAULT_PARAMS,
+) -> np.ndarray:
     """The impact of every posting (float32), in posting order.
 
     ``post_tfs`` and ``field_lengths`` are in ``FIELD_NAMES`` order: one array
@@ -88,8 +96,9 @@ def impacts(post_docs: np.ndarray, post_tfs: Sequence[np.ndarray], term_of_posti
     """
     docs = post_docs.astype(np.intp, copy=False)
     pseudo = np.zeros(docs.shape[0], dtype=np.float32)  # float32: the impacts are stored so
-    for name, tfs, lengths, avg in zip(FIELD_NAMES, post_tfs, field_lengths,
-                                       average_lengths(field_lengths), strict=True):
+    for name, tfs, lengths, avg in zip(
+        FIELD_NAMES, post_tfs, field_lengths, average_lengths(field_lengths), strict=True
+    ):
         p = params.fields[name]
         if p.weight == 0 or not tfs.any():
             continue
@@ -98,4 +107,5 @@ def impacts(post_docs: np.ndarray, post_tfs: Sequence[np.ndarray], term_of_posti
         pseudo += np.float32(p.weight) * tfs.astype(np.float32) / norm[docs]
     k1 = np.float32(params.k1)
     weight = idf.astype(np.float32)[term_of_posting] * pseudo * (k1 + np.float32(1.0)) / (pseudo + k1)
-    return weight.astype(np.float32, copy=False)
+    out: np.ndarray = weight.astype(np.float32, copy=False)
+    return out

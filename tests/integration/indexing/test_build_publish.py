@@ -13,32 +13,51 @@ import pytest
 from networkx_reference import networkx_pagerank
 from sqlalchemy import func, select
 
-from mapreduce.build import BuildError, BuildResult, build_index
 from mapreduce.postings import url_words
 from services.config import Settings
-from services.crawler.urls import normalize_url
-from services.search.bm25f import BM25FParams
-from services.search.index import SEGMENT_ARRAYS
+from services.indexing.build import BuildError, BuildResult, build_index
+from services.ranking.bm25f import BM25FParams
 from services.storage.blobstore import open_blobstore
 from services.storage.db import active_index, make_engine, session_factory
 from services.storage.models import IndexVersion, PageRankScore
-from services.storage.segment import open_segment
+from services.storage.segment import open_segment, segment_dtypes
 from services.text.analyze import analyze
+from services.text.urls import normalize_url
 
 CORPUS = [
     [
-        {"url": "http://news.test/", "title": "Nimbus news", "description": "Daily weather news",
-         "text": "Clouds gather over the valley. Rain expected.",
-         "links": ["http://news.test/rain", "http://news.test/sun", "http://news.test/",
-                   "http://elsewhere.test/ad"]},
-        {"url": "http://news.test/rain", "title": "Rain", "text": "Rain, rain and more rain.",
-         "links": ["http://news.test/"]},
-        {"url": "http://news.test/sun", "title": "Sun", "text": "Sunny days follow rain.",
-         "links": ["http://news.test/", "http://news.test/rain"]},
+        {
+            "url": "http://news.test/",
+            "title": "Nimbus news",
+            "description": "Daily weather news",
+            "text": "Clouds gather over the valley. Rain expected.",
+            "links": [
+                "http://news.test/rain",
+                "http://news.test/sun",
+                "http://news.test/",
+                "http://elsewhere.test/ad",
+            ],
+        },
+        {
+            "url": "http://news.test/rain",
+            "title": "Rain",
+            "text": "Rain, rain and more rain.",
+            "links": ["http://news.test/"],
+        },
+        {
+            "url": "http://news.test/sun",
+            "title": "Sun",
+            "text": "Sunny days follow rain.",
+            "links": ["http://news.test/", "http://news.test/rain"],
+        },
     ],
     [
-        {"url": "http://wiki.test/cloud", "title": "Cloud", "text": "A cloud is water vapour.",
-         "links": ["http://news.test/", "http://wiki.test/vapour"]},
+        {
+            "url": "http://wiki.test/cloud",
+            "title": "Cloud",
+            "text": "A cloud is water vapour.",
+            "links": ["http://news.test/", "http://wiki.test/vapour"],
+        },
         {"url": "http://wiki.test/vapour", "title": "Vapour", "text": "Water vapour."},
         {"url": "http://wiki.test/empty"},  # no text at all: length 0, norm 0
     ],
@@ -63,10 +82,12 @@ def expected_postings() -> dict[str, dict[int, list[int]]]:
     postings: dict[str, dict[int, list[int]]] = {}
     pages = [page for block in CORPUS for page in block]
     for doc, page in enumerate(pages):
-        fields = [analyze(page.get("title", "")),
-                  analyze(f"{page.get('description', '')} {page.get('text', '')}"),
-                  ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
-                  analyze(url_words(normalize_url(page["url"])))]
+        fields = [
+            analyze(page.get("title", "")),
+            analyze(f"{page.get('description', '')} {page.get('text', '')}"),
+            ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
+            analyze(url_words(normalize_url(page["url"]))),
+        ]
         for f, words in enumerate(fields):
             for term, tf in Counter(words).items():
                 postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0])[f] = tf
@@ -77,16 +98,18 @@ def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str
     """The documented impact formula (docs/ranking.md) in plain Python."""
     params = BM25FParams()
     names = ("title", "body", "anchor", "url")
-    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(4)]
-               for doc in range(N)]
+    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(4)] for doc in range(N)]
     avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(4)]
     out = {}
     for term, docs in expected.items():
         idf = math.log(1 + (N - len(docs) + 0.5) / (len(docs) + 0.5))
         for doc, tfs in docs.items():
-            pseudo = sum(params.fields[name].weight * tfs[f]
-                         / (1 - params.fields[name].b + params.fields[name].b * lengths[doc][f] / avg[f])
-                         for f, name in enumerate(names))
+            pseudo = sum(
+                params.fields[name].weight
+                * tfs[f]
+                / (1 - params.fields[name].b + params.fields[name].b * lengths[doc][f] / avg[f])
+                for f, name in enumerate(names)
+            )
             out[term, doc] = idf * pseudo * (params.k1 + 1) / (pseudo + params.k1)
     return out
 
@@ -94,7 +117,7 @@ def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str
 def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str, np.ndarray]:
     store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
     arrays, meta = open_segment(store.download(segment, tmp_path / "dl" / "segment.nseg"))
-    assert {name: arr.dtype for name, arr in arrays.items()} == SEGMENT_ARRAYS
+    assert {name: arr.dtype for name, arr in arrays.items()} == segment_dtypes()
 
     expected = expected_postings()
     impacts = bm25f_reference(expected)
@@ -105,7 +128,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
 
     offsets = arrays["term_offsets"]
-    terms = [bytes(arrays["term_bytes"][offsets[i]:offsets[i + 1]]) for i in range(t)]
+    terms = [bytes(arrays["term_bytes"][offsets[i] : offsets[i + 1]]) for i in range(t)]
     assert terms == sorted(term.encode() for term in expected)
     fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url")]
     for i, raw in enumerate(terms):
@@ -123,8 +146,10 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
         title_body = sum(p[doc][0] + p[doc][1] for p in expected.values() if doc in p)
         assert arrays["doc_lengths"][doc] == title_body
         lo, hi = arrays["fwd_offsets"][doc], arrays["fwd_offsets"][doc + 1]
-        forward = {terms[k].decode(): int(tf) for k, tf in
-                   zip(arrays["fwd_terms"][lo:hi], arrays["fwd_tfs"][lo:hi], strict=True)}
+        forward = {
+            terms[k].decode(): int(tf)
+            for k, tf in zip(arrays["fwd_terms"][lo:hi], arrays["fwd_tfs"][lo:hi], strict=True)
+        }
         assert forward == {term: p[doc][0] + p[doc][1] for term, p in expected.items() if doc in p}
     assert arrays["doc_lengths"][5] == 0
 
@@ -148,8 +173,7 @@ def check_database(settings: Settings, result: BuildResult, pagerank: np.ndarray
         engine.dispose()
 
 
-def build_twice_and_check(settings: Settings, tmp_path: Path,
-                          corpus_writer: CorpusWriter) -> BuildResult:
+def build_twice_and_check(settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> BuildResult:
     """Build, check segment and database, build again; returns the second build."""
     store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
     corpus_writer(store, settings.database_url, CORPUS)
@@ -169,28 +193,40 @@ def build_twice_and_check(settings: Settings, tmp_path: Path,
 
 
 @pytest.mark.parametrize("engine", ["memory", "mapreduce"])
-def test_build_index_on_file_store_and_sqlite(settings: Settings, tmp_path: Path,
-                                              corpus_writer: CorpusWriter,
-                                              capsys: pytest.CaptureFixture[str], engine: str) -> None:
-    tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=200,
-                                    pagerank_engine=engine)
+def test_build_index_on_file_store_and_sqlite(
+    settings: Settings,
+    tmp_path: Path,
+    corpus_writer: CorpusWriter,
+    capsys: pytest.CaptureFixture[str],
+    engine: str,
+) -> None:
+    tuned = settings.with_overrides(
+        pagerank_tolerance=1e-10, pagerank_max_iterations=200, pagerank_engine=engine
+    )
     second = build_twice_and_check(tuned, tmp_path, corpus_writer)
     assert second.pagerank_delta < tuned.pagerank_tolerance
     assert capsys.readouterr().err == ""  # progress=False prints nothing
 
 
-def test_build_index_on_moto_s3_and_mariadb(moto_server: str, s3_bucket: str, mysql_url: str,
-                                            tmp_path: Path, corpus_writer: CorpusWriter) -> None:
-    settings = Settings(database_url=mysql_url, blob_url=f"s3://{s3_bucket}/nimbus",
-                        aws_endpoint_url=moto_server, mr_runner="inline",
-                        var_dir=tmp_path / "var", pagerank_tolerance=1e-10,
-                        pagerank_max_iterations=200)
+def test_build_index_on_moto_s3_and_mariadb(
+    moto_server: str, s3_bucket: str, mysql_url: str, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
+    settings = Settings(
+        database_url=mysql_url,
+        blob_url=f"s3://{s3_bucket}/nimbus",
+        aws_endpoint_url=moto_server,
+        mr_runner="inline",
+        var_dir=tmp_path / "var",
+        pagerank_tolerance=1e-10,
+        pagerank_max_iterations=200,
+    )
     second = build_twice_and_check(settings, tmp_path, corpus_writer)
     assert second.segment.startswith("index/segment-") and second.num_docs == N
 
 
-def test_build_reports_stages_on_stderr(settings: Settings, corpus_writer: CorpusWriter,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_reports_stages_on_stderr(
+    settings: Settings, corpus_writer: CorpusWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, CORPUS[:1])
     result = build_index(settings.with_overrides(pagerank_max_iterations=3))
     err = capsys.readouterr().err
@@ -205,10 +241,12 @@ def test_build_without_documents_says_crawl_first(settings: Settings) -> None:
 
 
 def test_host_level_pagerank_shares_each_hosts_rank_over_its_pages(
-        settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter) -> None:
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, CORPUS)
-    result = build_index(settings.with_overrides(pagerank_level="host",
-                                                 pagerank_tolerance=1e-12), progress=False)
+    result = build_index(
+        settings.with_overrides(pagerank_level="host", pagerank_tolerance=1e-12), progress=False
+    )
     store = open_blobstore(settings.blob_url)
     arrays, _meta = open_segment(store.download(result.segment, tmp_path / "host.nseg"))
     pr = arrays["pagerank"]

@@ -22,14 +22,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
+from services.text.errors import BadUrlError
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _TRACKING_PREFIXES = ("utm_",)
 _TRACKING_PARAMS = frozenset({"gclid", "fbclid", "msclkid", "mc_cid", "mc_eid", "_ga", "yclid"})
 MAX_URL_LENGTH = 2048  # longer URLs are almost always traps or session junk
-
-
-class BadUrlError(ValueError):
-    """Not an absolute http(s) URL we can crawl."""
 
 
 # Already normal: scheme://host[:port]/path with unreserved path characters and
@@ -73,8 +71,11 @@ def _normalize_slow(url: str) -> str:
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     query = parts.query
     if query:
-        pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
-                 if k.lower() not in _TRACKING_PARAMS and not k.lower().startswith(_TRACKING_PREFIXES)]
+        pairs = [
+            (k, v)
+            for k, v in parse_qsl(query, keep_blank_values=True)
+            if k.lower() not in _TRACKING_PARAMS and not k.lower().startswith(_TRACKING_PREFIXES)
+        ]
         query = urlencode(pairs)
     rebuilt = urlunsplit((scheme, netloc, parts.path or "/", query, ""))
     normalized = canonicalize_url(rebuilt)

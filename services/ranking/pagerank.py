@@ -79,15 +79,17 @@ def google_matrix(adjacency: Adjacency, damping: float) -> np.ndarray:
     return damping * matrix + (1.0 - damping) / n
 
 
-def pagerank_dense(adjacency: Adjacency, damping: float, tolerance: float,
-                   max_iterations: int) -> PageRankResult:
+def pagerank_dense(
+    adjacency: Adjacency, damping: float, tolerance: float, max_iterations: int
+) -> PageRankResult:
     """Power iteration with the dense Google matrix: O(N^2), the obviously-right version."""
     matrix = google_matrix(adjacency, damping)
     return _iterate(lambda x: matrix @ x, len(adjacency), tolerance, max_iterations)
 
 
-def pagerank_sparse(adjacency: Adjacency, damping: float, tolerance: float,
-                    max_iterations: int) -> PageRankResult:
+def pagerank_sparse(
+    adjacency: Adjacency, damping: float, tolerance: float, max_iterations: int
+) -> PageRankResult:
     """Power iteration over the adjacency list: ``pagerank_edges`` on its edge arrays."""
     sources, targets = edge_arrays(adjacency)
     return pagerank_edges(sources, targets, len(adjacency), damping, tolerance, max_iterations)
@@ -101,13 +103,13 @@ def edge_arrays(adjacency: Adjacency) -> tuple[np.ndarray, np.ndarray]:
     n = len(adjacency)
     out_degree = np.fromiter(map(len, adjacency), dtype=np.int64, count=n)
     sources = np.repeat(np.arange(n, dtype=np.int64), out_degree)
-    targets = np.fromiter(chain.from_iterable(adjacency), dtype=np.int64,
-                          count=int(out_degree.sum()))
+    targets = np.fromiter(chain.from_iterable(adjacency), dtype=np.int64, count=int(out_degree.sum()))
     return sources, targets
 
 
-def pagerank_edges(sources: np.ndarray, targets: np.ndarray, n: int, damping: float,
-                   tolerance: float, max_iterations: int) -> PageRankResult:
+def pagerank_edges(
+    sources: np.ndarray, targets: np.ndarray, n: int, damping: float, tolerance: float, max_iterations: int
+) -> PageRankResult:
     """Power iteration over edge arrays (edge k is ``sources[k] -> targets[k]``), pages 0..n-1.
 
     Exactly the update MRPageRankStep applies to the same edges: a page sends
@@ -129,14 +131,14 @@ def pagerank_edges(sources: np.ndarray, targets: np.ndarray, n: int, damping: fl
     sources = np.asarray(sources)
     targets = np.asarray(targets)
     if sources.shape != targets.shape or sources.ndim != 1:
-        raise ValueError(f"edge arrays must be 1-D and of one length, got {sources.shape} "
-                         f"and {targets.shape}")
+        raise ValueError(
+            f"edge arrays must be 1-D and of one length, got {sources.shape} and {targets.shape}"
+        )
     if n <= 0:
         raise ValueError("PageRank needs at least one document")
     for name, ends in (("source", sources), ("target", targets)):
         if ends.size and (ends.min() < 0 or ends.max() >= n):
-            raise ValueError(f"an edge {name} lies outside 0..{n - 1}: the edges and the "
-                             "page count disagree")
+            raise ValueError(f"an edge {name} lies outside 0..{n - 1}: the edges and the page count disagree")
     index = np.int32 if n < 2**31 and sources.size < 2**31 else np.int64
     sources = sources.astype(index, copy=False)
     targets = targets.astype(index, copy=False)
@@ -147,7 +149,7 @@ def pagerank_edges(sources: np.ndarray, targets: np.ndarray, n: int, damping: fl
     teleport = (1.0 - damping) / n
 
     def step(x: np.ndarray) -> np.ndarray:
-        new = matrix @ x
+        new: np.ndarray = matrix @ x
         new += x[dangling].sum() / n
         new *= damping
         new += teleport
@@ -156,17 +158,28 @@ def pagerank_edges(sources: np.ndarray, targets: np.ndarray, n: int, damping: fl
     return _iterate(step, n, tolerance, max_iterations)
 
 
-def host_pagerank(adjacency: Adjacency, doc_hosts: np.ndarray, num_hosts: int, damping: float,
-                  tolerance: float, max_iterations: int) -> PageRankResult:
+def host_pagerank(
+    adjacency: Adjacency,
+    doc_hosts: np.ndarray,
+    num_hosts: int,
+    damping: float,
+    tolerance: float,
+    max_iterations: int,
+) -> PageRankResult:
     """``host_pagerank_edges`` over an adjacency list of pages."""
     sources, targets = edge_arrays(adjacency)
-    return host_pagerank_edges(sources, targets, doc_hosts, num_hosts, damping, tolerance,
-                               max_iterations)
+    return host_pagerank_edges(sources, targets, doc_hosts, num_hosts, damping, tolerance, max_iterations)
 
 
-def host_pagerank_edges(sources: np.ndarray, targets: np.ndarray, doc_hosts: np.ndarray,
-                        num_hosts: int, damping: float, tolerance: float,
-                        max_iterations: int) -> PageRankResult:
+def host_pagerank_edges(
+    sources: np.ndarray,
+    targets: np.ndarray,
+    doc_hosts: np.ndarray,
+    num_hosts: int,
+    damping: float,
+    tolerance: float,
+    max_iterations: int,
+) -> PageRankResult:
     """PageRank of the host graph, shared out over each host's pages.
 
     ``doc_hosts[doc]`` is the host id (0..num_hosts-1) of each page; the
@@ -198,30 +211,33 @@ def host_pagerank_edges(sources: np.ndarray, targets: np.ndarray, doc_hosts: np.
         raise ValueError(f"a host id lies outside 0..{num_hosts - 1}")
     pages = np.bincount(doc_hosts, minlength=num_hosts)
     if num_hosts <= 0 or (pages == 0).any():
-        raise ValueError("every host id 0..num_hosts-1 needs at least one page: number the "
-                         "hosts of the documents densely")
+        raise ValueError(
+            "every host id 0..num_hosts-1 needs at least one page: number the hosts of the documents densely"
+        )
     sources = np.asarray(sources)
     targets = np.asarray(targets)
     if sources.shape != targets.shape:
         raise ValueError("sources and targets must be of one length")
-    if sources.size and (min(sources.min(), targets.min()) < 0
-                         or max(sources.max(), targets.max()) >= doc_hosts.size):
-        raise ValueError(f"an edge names a page outside 0..{doc_hosts.size - 1}: the edges "
-                         "and doc_hosts disagree")
+    if sources.size and (
+        min(sources.min(), targets.min()) < 0 or max(sources.max(), targets.max()) >= doc_hosts.size
+    ):
+        raise ValueError(
+            f"an edge names a page outside 0..{doc_hosts.size - 1}: the edges and doc_hosts disagree"
+        )
     host_sources = doc_hosts[sources].astype(np.int64)
     host_targets = doc_hosts[targets].astype(np.int64)
     across = host_sources != host_targets
     # Sort, then keep first occurrences: np.unique is ~20x slower on 10M int64 keys (numpy 2.4).
     keys = np.sort(host_sources[across] * num_hosts + host_targets[across])
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
-    hosts = pagerank_edges(keys // num_hosts, keys % num_hosts, num_hosts, damping, tolerance,
-                           max_iterations)
+    hosts = pagerank_edges(keys // num_hosts, keys % num_hosts, num_hosts, damping, tolerance, max_iterations)
     ranks = hosts.ranks[doc_hosts] / pages[doc_hosts]
     return PageRankResult(ranks=ranks, iterations=hosts.iterations, delta=hosts.delta)
 
 
-def _iterate(step: Callable[[np.ndarray], np.ndarray], n: int, tolerance: float,
-             max_iterations: int) -> PageRankResult:
+def _iterate(
+    step: Callable[[np.ndarray], np.ndarray], n: int, tolerance: float, max_iterations: int
+) -> PageRankResult:
     x = uniform_ranks(n)
     delta = float("inf")
     iterations = 0

@@ -1,31 +1,15 @@
 """Publish: job outputs -> one index segment in the blob store -> the active version.
 
-The segment holds compact typed arrays (see the contract below), so the
+The segment holds compact typed arrays (the segment contract), so the
 search service memory-maps it and starts without parsing. Order of effects:
 the blob is stored first; then one database transaction replaces the
 PageRank table and activates the new version. A reader therefore never sees
 an active version whose segment is missing, and a failed transaction leaves
 the previous version active (the orphan blob is deleted).
 
-Arrays (N documents, T terms, P postings, Q positions), format 2::
-
-    term_bytes    uint8   terms' UTF-8 bytes concatenated, sorted by those bytes
-    term_offsets  uint64  [T+1]
-    df            uint32  [T]
-    idf           float32 [T]    BM25 idf, ln(1 + (N - df + 0.5) / (df + 0.5))
-    max_impact    float32 [T]    the largest impact in the term's postings (pruning bound)
-    post_offsets  uint64  [T+1]
-    post_docs     uint32  [P]    ascending within a term
-    post_impacts  float32 [P]    BM25F weight of the term in the document (services.search.bm25f)
-    tf_title, tf_body, tf_anchor, tf_url   uint16 [P]   field term frequencies (clipped)
-    pos_offsets   uint64  [P+1]  positions of posting p: positions[pos_offsets[p]:pos_offsets[p+1]]
-    positions     uint32  [Q]    ascending term positions in title + body
-    len_title, len_body, len_anchor, len_url   uint32 [N]   field lengths in terms
-    doc_lengths   uint32  [N]    title + body terms (the document's language model, for feedback)
-    fwd_offsets   uint64  [N+1]  forward index: the terms of document d are
-    fwd_terms     uint32  [P]    fwd_terms[fwd_offsets[d]:fwd_offsets[d+1]], with their
-    fwd_tfs       uint16  [P]    title + body frequencies (pseudo-relevance feedback)
-    pagerank      float64 [N]    sums to 1
+The arrays are the segment contract (``services.storage.segment.SEGMENT_ARRAYS``:
+names, dtypes, lengths and meaning, written once there); ``publish_segment``
+checks a segment against it before storing it.
 
 The BM25F parameters the impacts were computed with are in the meta
 (``bm25f``), so a reader can tell which ranking a segment carries.
@@ -49,20 +33,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
 from mapreduce.postings_wire import TF_MAX, read_regions
-from services.search.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
+from services.indexing.errors import PublishError
+from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
 from services.storage.db import activate_index, chunked
 from services.storage.errors import StorageError
-from services.storage.models import IndexVersion, PageRankScore
-from services.storage.segment import write_segment
+from services.storage.models import IndexVersion, PageRankScore, table
+from services.storage.segment import SEGMENT_FORMAT, check_segment, write_segment
 
 log = logging.getLogger(__name__)
-
-SEGMENT_FORMAT = 2
-
-
-class PublishError(ValueError):
-    """Job outputs that cannot form a consistent segment; the message names the mismatch."""
 
 
 @dataclass
@@ -89,8 +68,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
         if kind == TERM:
             key = name.encode("utf-8")
             if key in cols.chunks:
-                raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher "
-                                   "disagree")
+                raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher disagree")
             cols.chunks[key] = value
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
@@ -107,17 +85,18 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
         for line in fh:
             key, _, value = line.rstrip(b"\r\n").partition(b"\t")
             if key.startswith(term_key):
-                yield (TERM, key[len(term_key):].decode("utf-8")), value
+                yield (TERM, key[len(term_key) :].decode("utf-8")), value
             elif key.startswith(length_key):
-                yield (LENGTH, int(key[len(length_key):])), [int(x) for x in value.split(b",")]
+                yield (LENGTH, int(key[len(length_key) :])), [int(x) for x in value.split(b",")]
             elif key:
-                raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and "
-                                   "publisher disagree")
+                raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
 
 
-def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
-                   params: BM25FParams = DEFAULT_PARAMS) -> dict[str, np.ndarray]:
-    """The segment's arrays (contract above) from the index columns and the PageRank vector."""
+def segment_arrays(
+    cols: IndexColumns, pagerank: np.ndarray, num_docs: int, params: BM25FParams = DEFAULT_PARAMS
+) -> dict[str, np.ndarray]:
+    """The segment's arrays (the contract in ``services.storage.segment``) from the index
+    columns and the PageRank vector."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
@@ -125,22 +104,32 @@ def segment_arrays(cols: IndexColumns, pagerank: np.ndarray, num_docs: int,
         regions = read_regions([cols.chunks[t] for t in sorted_terms])
         post_docs, field_tfs, counts = regions.docs(), regions.tfs(), regions.counts()
     except ValueError as exc:  # also binascii.Error
-        raise PublishError(f"MRIndex postings cannot be read ({exc}): job and publisher "
-                           "disagree, or the job output is truncated") from exc
+        raise PublishError(
+            f"MRIndex postings cannot be read ({exc}): job and publisher "
+            "disagree, or the job output is truncated"
+        ) from exc
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
         # The positions (and their offsets) on a second thread while this one scores the
         # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
         positions_job = helper.submit(lambda: (regions.positions(), _offsets(counts)))
-        arrays = _posting_arrays(regions.per_text, post_docs, field_tfs, sorted_terms, cols,
-                                 pagerank, num_docs, params)
+        arrays = _posting_arrays(
+            regions.per_text, post_docs, field_tfs, sorted_terms, cols, pagerank, num_docs, params
+        )
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
     return arrays
 
 
-def _posting_arrays(per_term: np.ndarray, post_docs: np.ndarray, field_tfs: np.ndarray,
-                    sorted_terms: list[str], cols: IndexColumns, pagerank: np.ndarray,
-                    num_docs: int, params: BM25FParams) -> dict[str, np.ndarray]:
+def _posting_arrays(
+    per_term: np.ndarray,
+    post_docs: np.ndarray,
+    field_tfs: np.ndarray,
+    sorted_terms: list[bytes],  # UTF-8, in byte order
+    cols: IndexColumns,
+    pagerank: np.ndarray,
+    num_docs: int,
+    params: BM25FParams,
+) -> dict[str, np.ndarray]:
     """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
     post_offsets = _offsets(df)
@@ -155,8 +144,10 @@ def _posting_arrays(per_term: np.ndarray, post_docs: np.ndarray, field_tfs: np.n
     lengths = np.zeros((4, num_docs), dtype=np.uint32)
     for doc, values in cols.lengths.items():
         if not 0 <= doc < num_docs:
-            raise PublishError(f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
-                               "documents (0..N-1): rebuild from a consistent crawl")
+            raise PublishError(
+                f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
+                "documents (0..N-1): rebuild from a consistent crawl"
+            )
         lengths[:, doc] = values
 
     idf = bm25_idf(df, num_docs)
@@ -165,16 +156,16 @@ def _posting_arrays(per_term: np.ndarray, post_docs: np.ndarray, field_tfs: np.n
     max_impact = np.zeros(len(df), dtype=np.float32)
     if num_postings:
         nonempty = df > 0
-        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty]
-                                                   .astype(np.int64))
+        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
 
     # Forward index: the postings regrouped by document, terms ascending: the CSC form
     # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
     from scipy.sparse import csr_matrix
 
     title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)
-    by_doc = csr_matrix((title_body, post_docs, post_offsets.astype(np.int64)),
-                        shape=(len(df), num_docs)).tocsc()
+    by_doc = csr_matrix(
+        (title_body, post_docs, post_offsets.astype(np.int64)), shape=(len(df), num_docs)
+    ).tocsc()
     by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
     fwd_offsets = by_doc.indptr.astype(np.uint64)
     fwd_terms = by_doc.indices.astype(np.uint32)
@@ -192,8 +183,13 @@ def _posting_arrays(per_term: np.ndarray, post_docs: np.ndarray, field_tfs: np.n
         "post_offsets": post_offsets,
         "post_docs": post_docs,
         "post_impacts": post_impacts,
-        "tf_title": tfs[0], "tf_body": tfs[1], "tf_anchor": tfs[2], "tf_url": tfs[3],
-        "len_title": lengths[0], "len_body": lengths[1], "len_anchor": lengths[2],
+        "tf_title": tfs[0],
+        "tf_body": tfs[1],
+        "tf_anchor": tfs[2],
+        "tf_url": tfs[3],
+        "len_title": lengths[0],
+        "len_body": lengths[1],
+        "len_anchor": lengths[2],
         "len_url": lengths[3],
         "doc_lengths": (lengths[0] + lengths[1]).astype(np.uint32),
         "fwd_offsets": fwd_offsets,
@@ -212,19 +208,25 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 
 def _check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: int) -> None:
     if len(post_docs) and int(post_docs.max()) >= num_docs:
-        raise PublishError(f"a posting names doc_num {int(post_docs.max())}, but the database "
-                           f"has {num_docs} documents: rebuild from a consistent crawl")
+        raise PublishError(
+            f"a posting names doc_num {int(post_docs.max())}, but the database "
+            f"has {num_docs} documents: rebuild from a consistent crawl"
+        )
     rising = post_docs[1:] > post_docs[:-1]  # unsigned: compared, never subtracted
     boundary = post_offsets[1:-1].astype(np.int64) - 1  # last posting of each term but the last
     rising[boundary[(boundary >= 0) & (boundary < len(rising))]] = True
     if not rising.all():
-        raise PublishError("postings are not strictly ascending within a term: "
-                           "a document was indexed twice")
+        raise PublishError("postings are not strictly ascending within a term: a document was indexed twice")
 
 
-def segment_meta(arrays: dict[str, np.ndarray], *, pagerank_iterations: int,
-                 pagerank_damping: float, created_at: float,
-                 params: BM25FParams = DEFAULT_PARAMS) -> dict[str, Any]:
+def segment_meta(
+    arrays: dict[str, np.ndarray],
+    *,
+    pagerank_iterations: int,
+    pagerank_damping: float,
+    created_at: float,
+    params: BM25FParams = DEFAULT_PARAMS,
+) -> dict[str, Any]:
     return {
         "format": SEGMENT_FORMAT,
         "bm25f": params.to_meta(),
@@ -243,23 +245,30 @@ def segment_name(created_at: float) -> str:
     return f"index/segment-{stamp}-{uuid.uuid4().hex[:8]}.nseg"
 
 
-def publish_segment(arrays: dict[str, np.ndarray], meta: dict[str, Any], store: BlobStore,
-                    sessions: sessionmaker[Session], keep: int = 0) -> PublishedIndex:
+def publish_segment(
+    arrays: dict[str, np.ndarray],
+    meta: dict[str, Any],
+    store: BlobStore,
+    sessions: sessionmaker[Session],
+    keep: int = 0,
+) -> PublishedIndex:
     """Store the segment, then replace PageRank rows and activate it in one transaction;
     then delete the segments beyond the ``keep`` newest (``prune_segments``; 0: none)."""
     name = segment_name(meta["created_at"])
+    check_segment(arrays, meta, name)  # a bug here must never reach the search service
     with store.writer(name) as fh:
         size = write_segment(fh, arrays, meta)
     try:
         with sessions.begin() as session:
             session.execute(delete(PageRankScore))
             rows = [{"doc_num": i, "score": s} for i, s in enumerate(arrays["pagerank"].tolist())]
-            table = PageRankScore.__table__
+            scores = table(PageRankScore)
             for chunk in chunked(rows, 5000):
                 # Core executemany: the ORM's bulk insert took 3x as long (0.6 s per 100k rows).
-                session.connection().execute(table.insert(), chunk)
-            version = activate_index(session, name, meta["num_docs"], meta["num_terms"],
-                                     now=meta["created_at"])
+                session.connection().execute(scores.insert(), chunk)
+            version = activate_index(
+                session, name, meta["num_docs"], meta["num_terms"], now=meta["created_at"]
+            )
             version_id = version.id
     except Exception:
         store.delete(name)  # the previous version stays active; leave no orphan behind
@@ -282,14 +291,21 @@ def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int)
     """
     deleted: list[str] = []
     with sessions.begin() as session:
-        old = session.scalars(select(IndexVersion).where(IndexVersion.active.is_(False))
-                              .order_by(IndexVersion.id.desc()).offset(max(0, keep - 1))).all()
+        old = session.scalars(
+            select(IndexVersion)
+            .where(IndexVersion.active.is_(False))
+            .order_by(IndexVersion.id.desc())
+            .offset(max(0, keep - 1))
+        ).all()
         for version in old:
             try:
                 store.delete(version.segment)
             except (StorageError, OSError) as exc:  # S3 errors arrive as StorageError
-                log.warning("could not delete old index segment %s (%s); the next publish "
-                            "tries again", version.segment, exc)
+                log.warning(
+                    "could not delete old index segment %s (%s); the next publish tries again",
+                    version.segment,
+                    exc,
+                )
                 continue
             session.delete(version)
             deleted.append(version.segment)

@@ -7,19 +7,27 @@ import math
 import numpy as np
 import pytest
 
-from services.search.bm25f import BM25FParams, FieldParams, bm25_idf, impacts
+from services.ranking.bm25f import BM25FParams, FieldParams, bm25_idf, impacts
 
 
 def test_idf_is_lucenes_and_stays_positive():
     idf = bm25_idf(np.array([1, 5, 10]), 10)
-    assert idf.tolist() == pytest.approx([math.log(1 + 9.5 / 1.5), math.log(1 + 5.5 / 5.5),
-                                          math.log(1 + 0.5 / 10.5)])
+    assert idf.tolist() == pytest.approx(
+        [math.log(1 + 9.5 / 1.5), math.log(1 + 5.5 / 5.5), math.log(1 + 0.5 / 10.5)]
+    )
     assert (idf > 0).all()
 
 
 def test_fields_are_normalised_weighted_and_summed_before_saturation():
-    params = BM25FParams(1.2, {"title": FieldParams(2.0, 0.5), "body": FieldParams(1.0, 0.75),
-                               "anchor": FieldParams(1.0, 0.75), "url": FieldParams(0.0, 0.5)})
+    params = BM25FParams(
+        1.2,
+        {
+            "title": FieldParams(2.0, 0.5),
+            "body": FieldParams(1.0, 0.75),
+            "anchor": FieldParams(1.0, 0.75),
+            "url": FieldParams(0.0, 0.5),
+        },
+    )
     # Two documents; the term is in doc 0's title once and body twice, in doc 1's body once.
     docs = np.array([0, 1], np.uint32)
     tfs = [np.array([1, 0]), np.array([2, 1]), np.array([0, 0]), np.array([3, 3])]

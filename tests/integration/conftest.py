@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from services.crawler.urls import normalize_url, url_id
 from services.storage.blobstore import BlobStore
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document
 from services.storage.records import Link, Record, RecordBlockWriter
+from services.text.urls import normalize_url, url_id
 
 
 @dataclass
@@ -27,8 +27,9 @@ class Page:
     recrawl_of: int | None = None  # a newer version of this doc_num: the row moves to it
 
 
-def write_corpus(store: BlobStore, database_url: str,
-                 blocks: Sequence[Sequence[Page | dict]]) -> list[Record]:
+def write_corpus(
+    store: BlobStore, database_url: str, blocks: Sequence[Sequence[Page | dict]]
+) -> list[Record]:
     """One record block per inner list of pages (``Page`` or its fields as a dict);
     doc_nums dense in order, except that a page with ``recrawl_of`` is a later
     version of that document: its record keeps the doc_num and the Document row
@@ -46,21 +47,40 @@ def write_corpus(store: BlobStore, database_url: str,
             body = f"{page.title}|{page.text}".encode()
             num = len(rows) if page.recrawl_of is None else page.recrawl_of
             record = Record(
-                doc_num=num, url=url, url_id=url_id(url),
-                doc_id=hashlib.sha1(body).hexdigest(), content_type="text/html",
-                title=page.title, text=page.text, description=page.description, lang="en",
+                doc_num=num,
+                url=url,
+                url_id=url_id(url),
+                doc_id=hashlib.sha1(body).hexdigest(),
+                content_type="text/html",
+                title=page.title,
+                text=page.text,
+                description=page.description,
+                lang="en",
                 links=[Link(normalize_url(link), "anchor") for link in page.links],
-                fetched_at=1_700_000_000.0, content_block=f"content/test-{b:03d}.ncb",
+                fetched_at=1_700_000_000.0,
+                content_block=f"content/test-{b:03d}.ncb",
                 content_index=i,
             )
             offset, length = writer.add(record)
             records.append(record)
             rows[num] = Document(
-                url_id=record.url_id, doc_num=record.doc_num, url=url, doc_id=record.doc_id,
-                content_type="text/html", title=page.title, lang="en", length=len(body),
-                status=200, depth=0, last_crawled=record.fetched_at,
-                content_block=record.content_block, content_index=i, content_offset=0,
-                record_block=name, record_offset=offset, record_length=length,
+                url_id=record.url_id,
+                doc_num=record.doc_num,
+                url=url,
+                doc_id=record.doc_id,
+                content_type="text/html",
+                title=page.title,
+                lang="en",
+                length=len(body),
+                status=200,
+                depth=0,
+                last_crawled=record.fetched_at,
+                content_block=record.content_block,
+                content_index=i,
+                content_offset=0,
+                record_block=name,
+                record_offset=offset,
+                record_length=length,
             )
         store.put(name, writer.to_bytes())
     with session_factory(engine).begin() as session:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mapreduce.runner import (
+from services.config import Settings
+from services.indexing.runner import (
     JobError,
     absolute_blob_url,
     package_zip,
@@ -17,11 +18,11 @@ from mapreduce.runner import (
     store_args,
     write_rows,
 )
-from services.config import Settings
 
 
-def test_relative_file_urls_become_absolute_and_s3_urls_stay(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_file_urls_become_absolute_and_s3_urls_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert absolute_blob_url("file://var/blobs") == f"file://{tmp_path}/var/blobs"
     assert absolute_blob_url(f"file://{tmp_path}/b") == f"file://{tmp_path}/b"
@@ -32,8 +33,7 @@ def test_store_args_pass_the_endpoint_only_when_set(tmp_path: Path) -> None:
     plain = Settings(blob_url=f"file://{tmp_path}")
     assert store_args(plain) == ["--blob-url", f"file://{tmp_path}"]
     moto = Settings(blob_url="s3://b/p", aws_endpoint_url="http://127.0.0.1:5000")
-    assert store_args(moto) == ["--blob-url", "s3://b/p", "--aws-endpoint-url",
-                                "http://127.0.0.1:5000"]
+    assert store_args(moto) == ["--blob-url", "s3://b/p", "--aws-endpoint-url", "http://127.0.0.1:5000"]
 
 
 def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
@@ -59,11 +59,34 @@ def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
 
 def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
-    for needed in ("services/__init__.py", "services/text/analyze.py",
-                   "services/text/stopwords_en.txt", "mapreduce/__init__.py",
-                   "mapreduce/mr_index.py", "mapreduce/pagerank.py"):
+    for needed in (
+        "services/__init__.py",
+        "services/text/analyze.py",
+        "services/text/stopwords_en.txt",
+        "mapreduce/__init__.py",
+        "mapreduce/mr_index.py",
+        "services/ranking/pagerank.py",
+    ):
         assert needed in names
     assert not any("__pycache__" in name for name in names)
+    # Only what tasks run: no crawler, search service or index-build driver.
+    assert not any(
+        name.startswith(("services/crawler/", "services/search/", "services/indexing/")) for name in names
+    )
+
+
+def test_package_zip_holds_every_module_the_jobs_import(tmp_path: Path) -> None:
+    """The import closure of ``mapreduce`` (grimp, import-linter's graph) is in the zip, so a
+    task can never fail with "No module named ..." for a module of this project."""
+    import grimp
+
+    names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
+    graph = grimp.build_graph("mapreduce", "services")
+    needed = {m for m in graph.find_upstream_modules("mapreduce", as_package=True)}
+    needed |= {m for m in graph.modules if m.startswith("mapreduce")}
+    for module in sorted(needed):
+        path = module.replace(".", "/")
+        assert f"{path}.py" in names or f"{path}/__init__.py" in names, module
 
 
 def test_rows_round_trip_through_the_job_format(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from mapreduce.publish import publish_segment
+from services.indexing.publish import IndexColumns, publish_segment, segment_arrays, segment_meta
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.db import active_index, init_db, make_engine, session_factory
+from services.storage.errors import SegmentContractError
 from services.storage.models import IndexVersion
 
 
@@ -21,8 +22,9 @@ def store(request, tmp_path) -> BlobStore:
 
 
 def publish(store: BlobStore, sessions, n: int, keep: int) -> str:
-    arrays = {"pagerank": np.full(3, 1 / 3), "df": np.arange(n + 1, dtype=np.uint32)}
-    meta = {"created_at": 1_000_000.0 + n, "num_docs": 3, "num_terms": n + 1}
+    """A segment of three documents without terms (the contract holds), created at time n."""
+    arrays = segment_arrays(IndexColumns(), np.full(3, 1 / 3), 3)
+    meta = segment_meta(arrays, pagerank_iterations=1, pagerank_damping=0.85, created_at=1_000_000.0 + n)
     return publish_segment(arrays, meta, store, sessions, keep=keep).segment
 
 
@@ -68,5 +70,25 @@ def test_a_segment_that_cannot_be_deleted_keeps_its_row_for_the_next_publish(tmp
         store.refuse = False
         third = publish(store, sessions, 2, keep=1)
         assert not store.exists(first) and not store.exists(second) and store.exists(third)
+    finally:
+        engine.dispose()
+
+
+def test_publish_refuses_a_segment_that_breaks_the_contract_and_stores_nothing(tmp_path):
+    """A publisher bug must never reach the search service: the contract is checked before the
+    blob is written, so no blob and no version row appear."""
+    store = open_blobstore(f"file://{tmp_path / 'blobs'}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'nimbus.db'}")
+    init_db(engine)
+    sessions = session_factory(engine)
+    try:
+        arrays = segment_arrays(IndexColumns(), np.full(3, 1 / 3), 3)
+        arrays["idf"] = arrays["idf"].astype(np.float64)
+        meta = segment_meta(arrays, pagerank_iterations=1, pagerank_damping=0.85, created_at=1.0)
+        with pytest.raises(SegmentContractError, match="'idf' has dtype float64"):
+            publish_segment(arrays, meta, store, sessions)
+        assert list(store.list("index/")) == []
+        with sessions() as session:
+            assert session.scalars(select(IndexVersion)).all() == []
     finally:
         engine.dispose()

@@ -1,0 +1,21 @@
+"""The index build's errors: one root, translated at the edges (CLI exit codes)."""
+
+from __future__ import annotations
+
+from services.errors import NimbusError
+
+
+class IndexBuildError(NimbusError):
+    """The index cannot be built or published as asked."""
+
+
+class BuildError(IndexBuildError):
+    """The index cannot be built from the current crawl; the message says what to do."""
+
+
+class JobError(IndexBuildError):
+    """A MapReduce job could not be set up or failed; the message says which and why."""
+
+
+class PublishError(IndexBuildError, ValueError):
+    """Job outputs that cannot form a consistent segment; the message names the mismatch."""

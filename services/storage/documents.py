@@ -1,0 +1,180 @@
+"""Storing documents: the one writer that every path into the index uses.
+
+A document reaches storage from a crawl (the crawler's committer) or from a
+source read offline (a judged collection, an archive: ``services.ingest``).
+Whatever the path, storing it is the same three steps, in this order
+(DESIGN.md: content blocks and record blocks, blocks before rows):
+
+1. ``lock`` and ``reserve``: dense doc numbers, handed out under the
+   committers' lock in the caller's transaction, so no two writers ever take
+   the same number;
+2. ``write``: the content block and its record block, put in the blob store
+   with no lock held (the caller may commit step 1 first, so that other
+   writers never wait for its gzip and uploads);
+3. ``insert``: the document rows, in the caller's transaction.
+
+A failure after step 2 must ``discard`` the blocks it wrote; a crash leaves
+only orphan blobs that no row names. So "a document row exists" always
+means "its bytes are readable".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from services.storage.blobstore import BlobStore
+from services.storage.block_pair import cut_blocks, write_block_pair
+from services.storage.blocks import ContentType, sha1
+from services.storage.db import lock_commits, reserve_doc_nums
+from services.storage.errors import StorageError
+from services.storage.models import Document
+from services.storage.records import Link, Record
+
+TITLE_CHARS = 2000  # the documents row keeps a title prefix; the record keeps it whole
+LANG_CHARS = 16
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """A document as a source other than the live web yields it: its id in that source
+    (what a run file or an archive names it by), its title and its text.
+
+    Judged collections yield these today; an ingest path turns them into
+    ``NewDocument``s (a URL, bytes, a doc number) for ``DocumentWriter``.
+    """
+
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
+class NewDocument:
+    """One document to store under ``doc_num``: its bytes and the fields parsed from them."""
+
+    doc_num: int
+    url: str  # normalized: url_id is its SHA-1
+    url_id: str
+    body: bytes
+    content_type: ContentType
+    title: str = ""
+    text: str = ""
+    description: str = ""
+    lang: str = ""
+    links: list[Link] = field(default_factory=list)
+    fetched_at: float = 0.0
+    status: int = 200
+    depth: int = 0
+    doc_id: str = ""  # hex SHA-1 of ``body``; computed when empty
+
+    def __post_init__(self) -> None:
+        if not self.doc_id:
+            self.doc_id = sha1(self.body).hex()
+
+    def record(self) -> Record:
+        """Its record (``write_block_pair`` fills in where the bytes are stored)."""
+        return Record(
+            doc_num=self.doc_num,
+            url=self.url,
+            url_id=self.url_id,
+            doc_id=self.doc_id,
+            content_type=self.content_type.mime,
+            title=self.title,
+            text=self.text,
+            description=self.description,
+            lang=self.lang,
+            links=self.links,
+            fetched_at=self.fetched_at,
+        )
+
+
+@dataclass
+class WrittenDocs:
+    """What ``DocumentWriter.write`` stored: one documents-table row per document, in the
+    order given, and the blobs written (content and record blocks)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)
+
+
+class DocumentWriter:
+    """Reserves doc numbers, writes block pairs and inserts document rows (module docstring)."""
+
+    def __init__(self, blobs: BlobStore, *, max_block_docs: int, max_block_bytes: int) -> None:
+        self.blobs = blobs
+        self.max_block_docs = max_block_docs
+        self.max_block_bytes = max_block_bytes
+
+    @staticmethod
+    def lock(session: Session) -> None:
+        """Take the committers' lock (held until the caller's transaction ends): writers that
+        hand out doc numbers or insert rows take turns."""
+        lock_commits(session)
+
+    @staticmethod
+    def reserve(session: Session, count: int) -> int:
+        """Hand out ``count`` doc numbers, under the lock (``lock``); returns the first."""
+        return reserve_doc_nums(session, count)
+
+    def write(self, docs: Iterable[NewDocument]) -> WrittenDocs:
+        """Cut ``docs`` into blocks under the caps and put each block pair (no lock held).
+
+        Each block pair is named after the smallest doc number it holds (manifests list
+        blocks in name order, so runs of names cover runs of documents). A failure part
+        of the way deletes the blocks already written, then raises.
+        """
+        written = WrittenDocs()
+        try:
+            for group in cut_blocks(docs, _body_size, self.max_block_docs, self.max_block_bytes):
+                stored = [(doc.body, doc.content_type, doc.record()) for doc in group]
+                placements, names = write_block_pair(
+                    self.blobs, stored, min(d.doc_num for d in group), self.max_block_bytes
+                )
+                written.blocks += names
+                written.rows += [
+                    _row(doc, placement.columns()) for doc, placement in zip(group, placements, strict=True)
+                ]
+        except BaseException:
+            self.discard(written.blocks)
+            raise
+        return written
+
+    @staticmethod
+    def insert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert document rows (from ``write``) in the caller's transaction."""
+        if rows:
+            session.execute(insert(Document), list(rows))
+
+    def discard(self, blocks: Iterable[str]) -> None:
+        """Delete blocks whose rows will never be committed (best effort: an orphan is harmless)."""
+        for name in blocks:
+            try:
+                self.blobs.delete(name)
+            except StorageError:
+                continue  # nothing names it; a later clean-up may remove it
+
+
+def _row(doc: NewDocument, placement: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "url_id": doc.url_id,
+        "doc_num": doc.doc_num,
+        "url": doc.url,
+        "doc_id": doc.doc_id,
+        "content_type": doc.content_type.mime,
+        "title": doc.title[:TITLE_CHARS],
+        "lang": doc.lang[:LANG_CHARS],
+        "length": len(doc.body),
+        "status": doc.status,
+        "depth": doc.depth,
+        "last_crawled": doc.fetched_at,
+        **placement,
+    }
+
+
+def _body_size(doc: NewDocument) -> int:
+    return len(doc.body)
