@@ -34,8 +34,14 @@ test: install services
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
+# The checks a maintainer relies on: style, formatting, types (strict on the ground floor) and
+# the layer contract in pyproject.toml (docs/architecture.md).
+LINT_PATHS := services mapreduce tests $(wildcard benchmarks)
 lint: install
-	$(BIN)/ruff check services mapreduce tests $(wildcard benchmarks)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Benchmarks against named peers, same data, same run (figures in docs/benchmarks.md).
 bench: install
