@@ -8,16 +8,30 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: install demo test test-unit lint bench services clean
+.PHONY: install lock demo test test-unit lint bench services clean
 
-# `make install`: .venv at the repo root with the project (editable) and its test tools.
+LOCK   := requirements/lock.txt
+
+# `make install`: .venv at the repo root with the exact, hash-checked versions of the lock file,
+# then the project itself (editable, no dependency resolution); `pip check` fails if the lock no
+# longer satisfies pyproject.toml's ranges (run `make lock`).
 install: $(STAMP)
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (mrjob 0.7.4 needs Python 3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip 2>&1 | $(QUIET_PIP)
-	$(BIN)/python -m pip install --quiet -e '.[test]' 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK) 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m pip check
 	touch $(STAMP)
+
+# `make lock`: re-resolve pyproject.toml's ranges (runtime + test extras) for CPython 3.11 on
+# x86_64 Linux into the lock file, with hashes. Commit the result with the change that needed it.
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv 2>&1 | $(QUIET_PIP)
+	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(LOCK)
 
 # Whole pipeline on embedded defaults, offline: loopback web from ../shared/data,
 # crawl, MapReduce index + PageRank, then serve the UI on http://127.0.0.1:8000.
