@@ -69,7 +69,7 @@ def scrapy_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
         name = "bench"
         start_urls = seeds
 
-        def parse(self, response):  # noqa: ANN001, ANN201 - Scrapy's callback signature
+        def parse(self, response):
             yield {"url": response.url, "title": response.css("title::text").get()}
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, callback=self.parse)
@@ -88,10 +88,10 @@ def scrapy_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
     )
     crawler = process.create_crawler(LinkSpider)
 
-    def opened(spider):  # noqa: ANN001 - Scrapy signal signature
+    def opened(spider):
         result["start"] = time.perf_counter()
 
-    def closed(spider):  # noqa: ANN001 - Scrapy signal signature
+    def closed(spider):
         stats = crawler.stats.get_stats()
         result["pages"] = stats.get("item_scraped_count", 0)
         result["seconds"] = time.perf_counter() - result.pop("start")

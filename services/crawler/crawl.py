@@ -188,7 +188,7 @@ class Crawler:
         return stats
 
     @contextlib.contextmanager
-    def _identity_lock(self):  # noqa: ANN202 - a context manager
+    def _identity_lock(self):
         """Hold a lock file for our identity, so a live crawler's leases are never taken back."""
         path = (
             Path(self.settings.var_dir)
@@ -370,7 +370,7 @@ class Crawler:
             seqs = [b.lease.seq for b in self.batches] + self.committer.seqs
             if seqs:
                 await self.db.transaction(frontier.renew_leases, seqs, 0.0)
-        except Exception:  # noqa: BLE001 - keep the original error; the leases are taken back anyway
+        except Exception:  # keep the original error; the leases are taken back anyway
             log.warning(
                 "could not commit or release on stop; a restart takes the batches back", exc_info=True
             )

@@ -335,7 +335,7 @@ _LEASED_COLUMNS = (
 )
 
 
-def _ready(partitions: Sequence[int] | None):  # noqa: ANN202 - a Select
+def _ready(partitions: Sequence[int] | None):
     """The columns a lease needs, of ``partitions``' rows (``None``: all)."""
     query = select(*_LEASED_COLUMNS)
     if partitions is not None:

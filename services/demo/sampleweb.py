@@ -202,7 +202,7 @@ def _hub_html(titles: list[str], papers: list[str]) -> str:
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 - stdlib signature
+    def handle_error(self, request, client_address) -> None:
         """Clients closing kept-alive connections are normal; anything else is printed."""
         exc = sys.exc_info()[1]
         if not isinstance(exc, ConnectionError):
@@ -228,10 +228,10 @@ class SiteServer:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
                 return  # quiet: the request log above is what tests read
 
-            def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
+            def do_HEAD(self) -> None:
                 self._respond(head=True)
 
-            def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+            def do_GET(self) -> None:
                 self._respond(head=False)
 
             def _respond(self, head: bool) -> None:

@@ -63,7 +63,7 @@ def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
 
 def retrieve(
     index: SegmentIndex, query: ParsedQuery, k: int, settings: RetrievalSettings = RetrievalSettings()
-) -> Retrieval:  # noqa: B008 - frozen
+) -> Retrieval:
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: index.term_id(term) for term in query.terms}

@@ -27,7 +27,9 @@ class ParsedPdf:
 def parse_pdf(data: bytes, name: str = "pdf") -> ParsedPdf:
     try:
         return _parse_pdfium(data)
-    except Exception as exc:  # PDFium raises its own PdfiumError and ValueErrors
+    # Any failure of the fast path (PdfiumError, ValueError, whatever a hostile file provokes in
+    # the binding) hands the bytes to pdfminer.six, which decides whether the PDF is readable.
+    except Exception as exc:  # noqa: BLE001
         log.info("%s: pypdfium2 failed (%s); trying pdfminer.six", name, exc)
     try:
         return _parse_pdfminer(data)

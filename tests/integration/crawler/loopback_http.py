@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class QuietHandler(BaseHTTPRequestHandler):
     """No access log; HEAD answers 405, so the crawler falls back to GET (a common server)."""
 
-    def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+    def do_HEAD(self) -> None:
         self.send_response(405)
         self.send_header("Content-Length", "0")
         self.end_headers()

@@ -47,7 +47,7 @@ def test_overlapping_flushes_commit_their_rows_one_after_the_other(mysql_url, tm
     class Paused(Committer):
         """Starts the other flush while inside its own row transaction."""
 
-        def _record_duplicates(self, session, duplicates, now):  # noqa: ANN001, ANN202 - test seam
+        def _record_duplicates(self, session, duplicates, now):
             waiting.start()
             waiting.join(0.5)
             assert waiting.is_alive() and not finished, "the other flush did not wait its turn"

@@ -257,7 +257,7 @@ def test_non_utf8_and_mislabelled_charsets(hostile: Settings) -> None:
 def _calendar(month_path: str) -> badweb.Handler:
     """An endless calendar: every month links to the next and the previous one."""
 
-    async def handle(req: badweb.Request, w) -> None:  # noqa: ANN001 - an asyncio.StreamWriter
+    async def handle(req: badweb.Request, w) -> None:
         n = int(req.path.rsplit("/", 1)[-1] or 0)
         body = _titled(
             f"Month {n}",

@@ -41,7 +41,7 @@ class _Server:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 with server.lock:
                     server.user_agents.append(self.headers.get("User-Agent", ""))
                     server.paths.append(self.path)

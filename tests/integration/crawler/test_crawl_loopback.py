@@ -47,7 +47,7 @@ class Site:
 
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             with site.lock:
                 site.requests.append(self.path)
             status, ctype, body, headers = site.pages.get(

@@ -119,7 +119,7 @@ def _committed(settings: Settings) -> set[str]:
         engine.dispose()
 
 
-def _wait_for(predicate, timeout: float = 60.0) -> None:  # noqa: ANN001 - a callable
+def _wait_for(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"

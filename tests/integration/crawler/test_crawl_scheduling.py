@@ -91,7 +91,7 @@ def not_found(_path: str, _seen: int) -> Page:
     return 404, {"Content-Type": "text/html"}, b"gone"
 
 
-def _db(settings: Settings):  # noqa: ANN202 - a sessionmaker
+def _db(settings: Settings):
     engine = make_engine(settings.database_url)
     init_db(engine)
     return session_factory(engine)

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from services.storage.db import make_engine
 
 
-def _lock_is_free(path) -> bool:  # noqa: ANN001
+def _lock_is_free(path) -> bool:
     fd = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -52,7 +52,7 @@ def engines(tmp_path):
     second.dispose()
 
 
-def _second_writer(engine, started: threading.Event, seen: list) -> threading.Thread:  # noqa: ANN001
+def _second_writer(engine, started: threading.Event, seen: list) -> threading.Thread:
     def run() -> None:
         started.set()
         with engine.begin() as conn:  # waits on the file lock until the first writer is done

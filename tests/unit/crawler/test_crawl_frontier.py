@@ -265,7 +265,7 @@ def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sess
     class ConflictOnce(Committer):
         attempts = 0
 
-        def _count_host_pages(self, session, results):  # noqa: ANN001, ANN202 - test seam
+        def _count_host_pages(self, session, results):
             ConflictOnce.attempts += 1
             if ConflictOnce.attempts == 1:
                 raise IntegrityError("INSERT ...", {}, Exception("another process inserted it"))

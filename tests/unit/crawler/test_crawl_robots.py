@@ -115,7 +115,7 @@ def test_two_processes_storing_one_hosts_robots_do_not_fail(tmp_path) -> None:
     )
     real_get, calls = Session.get, []
 
-    def racing_get(self, entity, ident, **kwargs):  # noqa: ANN001, ANN202 - Session.get's shape
+    def racing_get(self, entity, ident, **kwargs):
         if entity is Host and not calls:  # first look: the other process inserts meanwhile
             calls.append(ident)
             with sessions.begin() as other:
