@@ -3,10 +3,9 @@
 glibc hands memory back to the kernel when a block above the mmap threshold
 (128 KB, adjusted at run time) is freed, or when the free space at the top of
 the heap passes the trim threshold; the next allocation then faults the same
-pages in again, at a page fault per 4 KB. A query that probes a posting list
-through a per-document table (400 KB on 100,000 documents) paid 160-220
-faults each time: 400 us instead of 230 us. An index map task faulted in
-hundreds of MB per flush. Raising both thresholds keeps freed memory in the
+pages in again, at a page fault per 4 KB: a query's per-document table and
+an index map task's flush buffers paid that on every use (figures in
+docs/performance-notes.md). Raising both thresholds keeps freed memory in the
 process for the next array; a process still gives it all back when it exits.
 
 The same settings reach a process either as ``MALLOC_*`` environment

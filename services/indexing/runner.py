@@ -128,18 +128,15 @@ def package_zip(dest: Path) -> Path:
 # Hadoop streaming's tasks on EMR); the inline runner shares this process and gets none.
 TASK_ENV = {
     # Tasks keep the memory they free (``services.malloc``): an index mapper allocates and
-    # frees hundreds of MB per flush, and faulted the same pages in again each time
-    # (350,000 minor faults and 2-3 s of system time per two blocks); this halved the faults.
+    # frees hundreds of MB per flush and would fault the same pages in again each time.
     **malloc_env(trim_threshold=4 << 30, top_pad=256 << 20),
-    # numpy asks for transparent huge pages on every large array (madvise); where the
-    # kernel then compacts memory on the spot (defrag "madvise", the common default), an
-    # index map task spent twice the system time: 9.0-9.8 s -> 7.6-7.9 s per two blocks
-    # without the hint.
+    # No transparent-huge-page hint on numpy arrays: where the kernel compacts memory on the
+    # spot, the hint costs a map task more system time than it saves.
     "NUMPY_MADVISE_HUGEPAGE": "0",
 }
-# mrjob imports distutils, which setuptools' shim serves through pkg_resources: 0.2 s of
-# every task's start-up. Local tasks run this interpreter, whose standard library still has
-# distutils before Python 3.12; EMR's interpreter may not, so it keeps the shim.
+# mrjob imports distutils, which setuptools' shim serves slowly through pkg_resources. Local
+# tasks run this interpreter, whose standard library still has distutils before Python 3.12;
+# EMR's interpreter may not, so it keeps the shim. Measurements: docs/performance-notes.md.
 LOCAL_TASK_ENV = {"SETUPTOOLS_USE_DISTUTILS": "stdlib"} if sys.version_info < (3, 12) else {}
 
 
@@ -213,9 +210,9 @@ def _copy_output(runner: Any, runner_name: str, dest: BinaryIO) -> None:
     """The job's output parts, in order, into ``dest``.
 
     On this machine's runners the parts are local files, copied in 16 MB
-    pieces: mrjob's ``cat_output`` yields them line by line, which took 2.2 s
-    for the index job's 600 MB output instead of 0.3 s. Elsewhere (EMR's S3)
-    it is the way to read them.
+    pieces: mrjob's ``cat_output`` yields them line by line, several times
+    slower (docs/performance-notes.md). Elsewhere (EMR's S3) it is the way
+    to read them.
     """
     if runner_name not in ("inline", "local"):
         for chunk in runner.cat_output():

@@ -92,8 +92,8 @@ class SegmentIndex:
         """Binary search over the byte-sorted dictionary: ``bisect`` (in C) over every
         ``TERM_SAMPLE``-th term held in memory, then a search of one block of the map.
 
-        A search over the whole map took a slice per step, ~8 us a term, 10 % of a
-        query; this takes ~2 us and keeps 1/64 of the terms in memory.
+        A search over the whole map takes a slice per step, about four times the
+        cost (docs/performance-notes.md); this keeps 1/64 of the terms in memory.
         """
         key = term.encode("utf-8")
         block = bisect.bisect_right(self._term_sample, key) - 1

@@ -99,12 +99,12 @@ def decode_record(member: bytes, name: str = "record block") -> Record:
 def _members(data: bytes, name: str) -> Iterator[bytes]:
     """The decompressed gzip members of a block, in order.
 
-    ISA-L's inflate (``isal_zlib``, zlib's interface: 0.17 s a 10,000-record
-    block against zlib's 0.23 s; both MapReduce jobs read every block) reads
-    one member at a time from 64 KB views of the block: neither
-    ``gzip.decompress`` (which copied the rest of the buffer after every
-    member: 20 s for a block of 10,000) nor the gzip module's Python-level
-    member loop, and each record's JSON is then parsed on its own.
+    ISA-L's inflate (``isal_zlib``, zlib's interface, faster than zlib; both
+    MapReduce jobs read every block) reads one member at a time from 64 KB
+    views of the block: not ``gzip.decompress``, which copies the rest of the
+    buffer after every member (quadratic in a block's records), nor the gzip
+    module's Python-level member loop; each record's JSON is then parsed on
+    its own. Figures: docs/performance-notes.md.
     """
     view, at, end = memoryview(data), 0, len(data)
     while at < end:
