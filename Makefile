@@ -33,7 +33,7 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(LOCK)
 
-# Whole pipeline on embedded defaults, offline: loopback web from ../shared/data,
+# Whole pipeline on embedded defaults, offline: loopback web from the sample data in data/,
 # crawl, MapReduce index + PageRank, then serve the UI on http://127.0.0.1:8000.
 demo: install
 	$(BIN)/nimbus demo

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-DEFAULT_DOCS = Path(__file__).resolve().parents[1].parent / "shared/data/ir/cranfield/docs.jsonl"
+DEFAULT_DOCS = Path(__file__).resolve().parents[1] / "data/ir/cranfield/docs.jsonl"
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
 

@@ -1,4 +1,4 @@
-"""A large real-text corpus for index and query benchmarks, rebuilt from ../shared/data.
+"""A large real-text corpus for index and query benchmarks, rebuilt from the sample data in data/.
 
 No collection of 100,000 real documents ships with the sample data, and
 nothing can be downloaded, so the benchmark documents are assembled from
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from services.demo.sampleweb import PDFS, WIKI_DUMP, _read_dump
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from services.config import Settings
 from services.errors import NimbusError
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The sample data of a checkout (data/README.md); an installed wheel has none: pass --data.
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _count(text: str) -> int:
@@ -75,7 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_count, help="port to listen on (NIMBUS_PORT)")
 
     demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
-    demo.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
+    demo.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the sample data directory (default: the checkout's data/)",
+    )
     demo.add_argument("--port", type=_count, help="port for the UI (NIMBUS_PORT)")
 
     ev = sub.add_parser("eval", help="measure ranking quality on a judged collection (MAP, nDCG@10, ...)")
@@ -83,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         "collection",
         type=Path,
         metavar="DIR",
-        help="docs.jsonl, queries.jsonl and qrels.tsv (as ../shared/data/ir/cranfield)",
+        help="docs.jsonl, queries.jsonl and qrels.tsv (as data/ir/cranfield)",
     )
     ev.add_argument("--run", type=Path, help="TREC run file to write (default: STATE/run.trec)")
     ev.add_argument("--depth", type=_positive, default=1000, help="results per query in the run")
@@ -93,7 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
-    web.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared sample data")
+    web.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the sample data directory (default: the checkout's data/)",
+    )
     return p
 
 

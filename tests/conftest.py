@@ -13,15 +13,16 @@ import pytest
 from services.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
+SAMPLE_DATA = REPO / "data"
 MYSQL_BASE_URL = os.environ.get("NIMBUS_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
 
 
 @pytest.fixture
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"sample data not found at {SHARED_DATA}: clone the repo with ../shared beside it")
-    return SHARED_DATA
+def sample_data() -> Path:
+    """The repository's sample data (data/README.md says what each file is)."""
+    if not SAMPLE_DATA.is_dir():
+        pytest.fail(f"sample data not found at {SAMPLE_DATA}: the checkout is incomplete")
+    return SAMPLE_DATA
 
 
 @pytest.fixture

@@ -1,1 +1,1 @@
-"""The offline demo: a loopback web rebuilt from ../shared/data, crawled, indexed and served."""
+"""The offline demo: a loopback web rebuilt from the sample data (data/), crawled, indexed and served."""

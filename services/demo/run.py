@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from services.config import Settings
+from services.demo.errors import SampleDataMissingError
 
 
 def demo_settings(base: Settings, var_dir: Path) -> Settings:
@@ -64,9 +65,9 @@ def run_demo(base: Settings, data_dir: Path) -> None:
     from services.search.app import create_app
 
     if not (data_dir / "wiki").is_dir():
-        sys.exit(
-            f"nimbus demo: sample data not found in {data_dir}; "
-            "clone the repository with ../shared beside it or pass --data DIR"
+        raise SampleDataMissingError(
+            f"sample data not found in {data_dir}: run from a checkout of the repository "
+            "(its data/ directory) or pass --data DIR"
         )
     var_dir = base.var_dir / "demo"
     shutil.rmtree(var_dir, ignore_errors=True)

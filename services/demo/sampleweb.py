@@ -1,4 +1,4 @@
-"""A small real web on loopback, rebuilt from the sample data in ../shared/data.
+"""A small real web on loopback, rebuilt from the sample data in data/.
 
 There is no internet here, yet the demo and the end-to-end tests must crawl
 real pages over real HTTP. So:

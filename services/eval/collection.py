@@ -1,4 +1,4 @@
-"""Judged test collections in the JSONL layout of ../shared/data/ir/cranfield.
+"""Judged test collections in the JSONL layout of data/ir/cranfield.
 
 ``docs.jsonl`` ({"id", "title", "text"}), ``queries.jsonl`` ({"id", "text"}) and
 ``qrels.tsv`` (header ``query_id doc_id relevance``). Loading checks what a

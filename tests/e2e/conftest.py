@@ -11,7 +11,7 @@ import pytest
 from services.config import Settings
 from services.demo.sampleweb import SiteServer, start_sample_web
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SAMPLE_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @dataclass
@@ -38,7 +38,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
         crawl_delay=0.0,
         allowed_hosts="127.0.0.1",  # the IANA pages link the real web: never follow those
     )
-    wiki, iana = start_sample_web(SHARED_DATA)
+    wiki, iana = start_sample_web(SAMPLE_DATA)
     try:
         stats = run_crawl(settings, [wiki.origin + "/"], max_pages=5000, progress=False)
         build_index(settings, progress=False)

@@ -80,3 +80,17 @@ def test_errors_are_translated_once_with_the_command_name(env, tmp_path, capsys)
         f"nimbus eval: {tmp_path / 'broken' / 'docs.jsonl'}:1: not JSON "
         "(Expecting value: line 1 column 1 (char 0))"
     ]
+
+
+def test_demo_without_sample_data_names_the_flag(env, tmp_path, capsys):
+    assert main(["demo", "--data", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nimbus demo: sample data not found in") and "--data DIR" in err
+
+
+def test_default_data_is_the_checkouts_own(capsys):
+    from services.cli import DEFAULT_DATA
+
+    assert (DEFAULT_DATA / "SHA256SUMS").is_file() and DEFAULT_DATA.parent.joinpath(
+        "pyproject.toml"
+    ).is_file()

@@ -139,8 +139,8 @@ def test_malformed_and_truncated_html_is_still_indexed(hostile: Settings) -> Non
     assert stats.counters.get("parse_error", 0) == 0
 
 
-def test_wrong_or_missing_content_type(hostile: Settings, shared_data: Path) -> None:
-    pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+def test_wrong_or_missing_content_type(hostile: Settings, sample_data: Path) -> None:
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
     html = b"<!doctype html><html><head><title>Untyped</title></head><body><p>No type here.</p></body></html>"
     with _web(
         {
@@ -289,8 +289,8 @@ def test_calendar_trap_is_bounded_by_depth_and_host_cap(hostile: Settings, tmp_p
     _assert_good_pages_stored(capped, web)
 
 
-def test_corrupt_pdf_is_a_parse_error(hostile: Settings, shared_data: Path) -> None:
-    real = (shared_data / "pdf" / "tracemonkey.pdf").read_bytes()
+def test_corrupt_pdf_is_a_parse_error(hostile: Settings, sample_data: Path) -> None:
+    real = (sample_data / "pdf" / "tracemonkey.pdf").read_bytes()
     with _web(
         {
             "/garbage.pdf": badweb.page(b"%PDF-1.4\n" + bytes(range(256)) * 20, ctype="application/pdf"),

@@ -91,7 +91,7 @@ def _html(title: str, body: str) -> tuple[int, str, bytes, dict[str, str]]:
 
 
 @pytest.fixture
-def sites(serve, shared_data: Path) -> tuple[Site, Site]:
+def sites(serve, sample_data: Path) -> tuple[Site, Site]:
     """Host A: 9 pages (one disallowed, one 404, one PDF, one redirect); host B: 2 pages."""
     other = serve(
         Site(
@@ -101,7 +101,7 @@ def sites(serve, shared_data: Path) -> tuple[Site, Site]:
             }
         )
     )
-    pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
     home = (
         "<p>Welcome to the loopback garden of linked pages for the crawler.</p>"
         '<a href="a.html">Page A</a> <a href="/a.html#top">again</a> '

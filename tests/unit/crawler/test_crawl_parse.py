@@ -90,8 +90,8 @@ def test_noindex_is_reported_and_nofollow_drops_links() -> None:
     assert doc.noindex and doc.links == []
 
 
-def test_pdf_text_and_type(shared_data: Path) -> None:
-    body = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+def test_pdf_text_and_type(sample_data: Path) -> None:
+    body = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
     doc = parse_document(
         _fetched(body, "application/pdf", url="http://example.com/zen.pdf"), "http://example.com/zen.pdf"
     )
@@ -100,8 +100,8 @@ def test_pdf_text_and_type(shared_data: Path) -> None:
     assert doc.lang == "en" and doc.links == []
 
 
-def test_pdf_sent_as_octet_stream_is_sniffed(shared_data: Path) -> None:
-    body = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+def test_pdf_sent_as_octet_stream_is_sniffed(sample_data: Path) -> None:
+    body = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
     assert classify("application/octet-stream", body) == ContentType.PDF
     assert classify("", b"<!DOCTYPE html><html></html>") == ContentType.HTML
     assert classify("image/png", b"\x89PNG") == ContentType.OTHER
@@ -123,8 +123,8 @@ def test_empty_body_is_a_parse_error_not_an_empty_document() -> None:
         assert empty.value.kind == "empty"
 
 
-def test_mislabelled_types_are_sniffed_from_the_bytes(shared_data: Path) -> None:
-    pdf = (shared_data / "pdf" / "pypdf-example.pdf").read_bytes()
+def test_mislabelled_types_are_sniffed_from_the_bytes(sample_data: Path) -> None:
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
     assert classify("text/html; charset=utf-8", pdf) == ContentType.PDF  # magic bytes win
     error_page = b"\xef\xbb\xbf  <!DOCTYPE html><html><body>Not found</body></html>"
     assert classify("application/pdf", error_page) == ContentType.HTML

@@ -1,4 +1,4 @@
-"""The sample web rebuilt from ../shared/data: pages, links, redirects, robots."""
+"""The sample web rebuilt from the sample data (data/): pages, links, redirects, robots."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ def test_wikitext_structure_becomes_html():
     ]
 
 
-def test_iana_pages_come_from_the_warc_with_links_kept_on_loopback(shared_data):
-    site = iana_site(shared_data / IANA_WARC, "http://127.0.0.1:9")
+def test_iana_pages_come_from_the_warc_with_links_kept_on_loopback(sample_data):
+    site = iana_site(sample_data / IANA_WARC, "http://127.0.0.1:9")
     pages = {p for p, r in site.resources.items() if r.content_type.startswith("text/html")}
     assert {"/", "/numbers", "/about", "/time-zones", "/domains"} <= pages
     assert all(b"www.iana.org" not in site.resources[p].body for p in pages)
     assert "Disallow: /_css/" in site.robots_txt
 
 
-def test_wiki_articles_link_each_other_and_redirects_answer_301(shared_data):
-    site = wiki_site(shared_data / WIKI_DUMP, [shared_data / p for p in PDFS[:1]], limit=20)
+def test_wiki_articles_link_each_other_and_redirects_answer_301(sample_data):
+    site = wiki_site(sample_data / WIKI_DUMP, [sample_data / p for p in PDFS[:1]], limit=20)
     articles = [p for p in site.resources if p.startswith("/wiki/") and site.resources[p].status == 200]
     assert len(articles) == 20
     anarchism = site.resources["/wiki/Anarchism"].body.decode()

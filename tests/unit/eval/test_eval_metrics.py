@@ -39,8 +39,8 @@ def test_trec_run_format(tmp_path):
     ]
 
 
-def test_cranfield_loads(shared_data):
-    c = load_collection(shared_data / "ir" / "cranfield")
+def test_cranfield_loads(sample_data):
+    c = load_collection(sample_data / "ir" / "cranfield")
     assert len(c.queries) == 225 and len(c.doc_ids) == 1400
     assert len(c.judged_queries) == 225
     assert sum(len(v) for v in c.qrels.values()) == 1837

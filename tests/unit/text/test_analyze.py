@@ -47,7 +47,7 @@ TRICKY = [
 ]
 
 
-def test_rough_tokens_hold_exactly_the_surface_tokens(shared_data):
+def test_rough_tokens_hold_exactly_the_surface_tokens(sample_data):
     """The index job cuts text at ASCII separators with a byte table (``rough_tokens``) and
     splits each distinct rough token with the word regex (``rough_surfaces``); on real text and on
     separators, joiners and scripts of every kind that must give ``surface_tokens``,
@@ -56,7 +56,7 @@ def test_rough_tokens_hold_exactly_the_surface_tokens(shared_data):
 
     from services.text.analyze import rough_surfaces, rough_tokens
 
-    path = shared_data / "ir/cranfield/docs.jsonl"
+    path = sample_data / "ir/cranfield/docs.jsonl"
     texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:300]
     for text in [*texts, *TRICKY]:
         roughs = rough_tokens(text)

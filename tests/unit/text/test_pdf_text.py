@@ -36,8 +36,8 @@ def _words(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("name", SAMPLES)
-def test_pdfium_and_pdfminer_extract_the_same_words(shared_data: Path, name: str) -> None:
-    data = (shared_data / "pdf" / name).read_bytes()
+def test_pdfium_and_pdfminer_extract_the_same_words(sample_data: Path, name: str) -> None:
+    data = (sample_data / "pdf" / name).read_bytes()
     fast, reference = _parse_pdfium(data), _parse_pdfminer(data)
     a, b = _words(fast.text), _words(reference.text)
     jaccard = len(a & b) / len(a | b)
