@@ -36,6 +36,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select
@@ -82,8 +83,10 @@ class Committer:
         recrawl_min: float = DAY,
         recrawl_max: float = 30 * DAY,
         transactions: threading.Lock | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.sessions = sessions
+        self.clock = clock
         # Held around each of our transactions (not around block writing): the crawler
         # passes the lock its leases take, so one process's transactions never
         # interleave; on MySQL they deadlocked each other when they did.
@@ -149,7 +152,7 @@ class Committer:
         )
 
     def _commit_once(self, pending: Pending) -> FlushResult:
-        now = time.time()
+        now = self.clock()
         counts: Counter[str] = Counter()
         for result in pending.results:
             counts.update(result.counters)

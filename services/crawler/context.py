@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +24,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 from services.crawler.scheduler import HostScheduler
 from services.storage.db import retry_transaction
+
+# Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
+# expiry, recrawl due dates, robots.txt freshness. Injected so tests move time instead of
+# sleeping through it; waits on the event loop keep their own monotonic clock.
+Clock = Callable[[], float]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -119,3 +125,4 @@ class VisitContext:
     budget: PageBudget
     max_depth: int
     db: DatabaseThread
+    clock: Clock = time.time

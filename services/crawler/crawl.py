@@ -39,7 +39,7 @@ from pathlib import Path
 from services.config import Settings
 from services.crawler import frontier
 from services.crawler.committer import Committer, FlushResult, UrlResult
-from services.crawler.context import DatabaseThread, PageBudget, VisitContext
+from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
@@ -79,6 +79,7 @@ def run_crawl(
     max_pages: int | None = None,
     max_depth: int | None = None,
     progress: bool = True,
+    clock: Clock = time.time,
 ) -> CrawlStats:
     """Crawl from ``seeds`` until the frontier is exhausted or ``max_pages`` pages were fetched.
 
@@ -93,6 +94,7 @@ def run_crawl(
         max_pages=settings.max_pages if max_pages is None else max_pages,
         max_depth=settings.max_depth if max_depth is None else max_depth,
         progress=progress,
+        clock=clock,
     )
     return asyncio.run(crawler.run(normalized))
 
@@ -100,8 +102,17 @@ def run_crawl(
 class Crawler:
     """One process's crawl: coordinator, fetchers and committer together."""
 
-    def __init__(self, settings: Settings, *, max_pages: int, max_depth: int, progress: bool) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        max_pages: int,
+        max_depth: int,
+        progress: bool,
+        clock: Clock = time.time,
+    ) -> None:
         self.settings = settings
+        self.clock = clock
         self.budget = PageBudget(max_pages)
         self.max_depth = max_depth
         self.progress = progress
@@ -119,6 +130,7 @@ class Crawler:
             recrawl_min=settings.recrawl_min_interval,
             recrawl_max=settings.recrawl_max_interval,
             transactions=self.transactions,
+            clock=clock,
         )
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
@@ -150,7 +162,7 @@ class Crawler:
             self.recovered = self.spool.recover()
             seed_urls = [NewUrl(url, 0, SEED_PRIORITY) for url in seeds]
             await self.db.transaction(
-                frontier.add_urls, seed_urls, time.time(), partitions=self.settings.partitions
+                frontier.add_urls, seed_urls, self.clock(), partitions=self.settings.partitions
             )
             self.wake = asyncio.Event()
             self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
@@ -164,7 +176,14 @@ class Crawler:
             )
             self.visitor = Visitor(
                 VisitContext(
-                    self.settings, self.http, self.hosts, self.slots, self.budget, self.max_depth, self.db
+                    self.settings,
+                    self.http,
+                    self.hosts,
+                    self.slots,
+                    self.budget,
+                    self.max_depth,
+                    self.db,
+                    self.clock,
                 )
             )
             reporter = asyncio.create_task(self._report(started)) if self.progress else None
@@ -247,7 +266,7 @@ class Crawler:
                 continue
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
-                await self.db.transaction(frontier.renew_leases, seqs, time.time() + LEASE_SECONDS)
+                await self.db.transaction(frontier.renew_leases, seqs, self.clock() + LEASE_SECONDS)
                 self.hosts.forget_idle(asyncio.get_running_loop().time())
                 self.visitor.forget(set(self.hosts.hosts))
                 last_renew = now
@@ -259,7 +278,7 @@ class Crawler:
         due = await self.db.transaction(
             frontier.next_available, max_depth=self.max_depth, partitions=self.partitions
         )
-        wait = None if due is None else due - time.time()
+        wait = None if due is None else due - self.clock()
         if wait is None or wait > self.retry_horizon:
             return False  # nothing left, or only far retries: the next run takes them
         await asyncio.sleep(max(0.0, wait) + 0.01)
@@ -287,7 +306,7 @@ class Crawler:
                 batches=wanted,
                 limit=size,
                 budget=budget,
-                now=time.time(),
+                now=self.clock(),
                 lease_seconds=LEASE_SECONDS,
                 max_depth=self.max_depth,
                 worker=self.worker_name,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -132,8 +133,11 @@ class RobotsCache:
     two fetches of one robots.txt never race within a process.
     """
 
-    def __init__(self, sessions: sessionmaker[Session], user_agent: str) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], user_agent: str, clock: Callable[[], float] = time.time
+    ) -> None:
         self.sessions = sessions
+        self.clock = clock
         self.user_agent = user_agent
         self._memory: dict[str, RobotsRules] = {}
 
@@ -150,7 +154,7 @@ class RobotsCache:
     async def fetch(self, http: aiohttp.ClientSession, host: str) -> RobotsRules:
         """Download, parse and store robots.txt for ``host`` (one request, more after redirects)."""
         result = await fetch_robots(http, host)
-        rules = rules_from_fetch(result, time.time())
+        rules = rules_from_fetch(result, self.clock())
         await asyncio.to_thread(self._store, host, rules)
         self._memory[host] = rules
         return rules

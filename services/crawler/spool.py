@@ -55,7 +55,7 @@ class Spool:
         """Results a killed predecessor spooled, by url_id; their segments stay until committed."""
         found: dict[str, UrlResult] = {}
         for number in self._segments():
-            for result in _read(self._path(number)):
+            for result in read_segment(self._path(number)):
                 found[result.url_id] = result
                 self._track(result.url_id, number)
         self._open()
@@ -113,7 +113,11 @@ class Spool:
         self._collect()
 
 
-def _read(path: Path) -> Iterable[UrlResult]:
+def read_segment(path: Path) -> Iterable[UrlResult]:
+    """The results in one segment file, in write order; a torn last record is left out.
+
+    Safe on a segment another process is still appending to (tests and tools read it so).
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:

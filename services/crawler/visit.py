@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections import Counter
 
 from sqlalchemy.orm import Session
@@ -89,7 +88,7 @@ class Visitor:
     def __init__(self, ctx: VisitContext) -> None:
         self.ctx = ctx
         self.settings = ctx.settings
-        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent)
+        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock)
         self.scope = self.settings.allowed_host_set
         self.languages = self.settings.language_set
         self.bytes = 0
@@ -145,7 +144,7 @@ class Visitor:
             queue.failed(settings.max_crawl_delay)
         else:
             queue.succeeded()
-        if not judge_fetch(result, entry, fetched, settings, now=time.time(), jitter=self.rng.random()):
+        if not judge_fetch(result, entry, fetched, settings, now=self.ctx.clock(), jitter=self.rng.random()):
             self._live(result)
             return
         await self._parse(entry, fetched, result)
@@ -196,7 +195,7 @@ class Visitor:
             result.error = f"language {parsed.lang}"
             counters["language_skipped"] += 1
             return
-        result.doc = FetchedDoc(final, fetched.body, parsed, time.time(), fetched.status or 200)
+        result.doc = FetchedDoc(final, fetched.body, parsed, self.ctx.clock(), fetched.status or 200)
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
         """Links in scope whose host is not at its page cap."""
@@ -213,7 +212,8 @@ class Visitor:
 
     async def _rules(self, host: str, queue: HostQueue, result: UrlResult) -> RobotsRules:
         """The host's robots rules; the first visit fetches robots.txt (one polite request)."""
-        ctx, now = self.ctx, time.time()
+        ctx = self.ctx
+        now = ctx.clock()
         rules = self.rules.get(host)
         if rules is None or now - rules.fetched_at > rules.ttl:
             # On the database thread, but not in a transaction: cached() opens its own read-only

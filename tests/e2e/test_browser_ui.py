@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser
@@ -26,11 +26,7 @@ def server_url(pipeline):
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    for _ in range(100):  # bounded: 10 s
-        if server.started:
-            break
-        time.sleep(0.1)
-    assert server.started, "uvicorn did not start"
+    wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)

@@ -38,6 +38,7 @@ class _Server:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.release = threading.Event()  # /slow answers only when the test is done with it
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,8 +63,8 @@ class _Server:
 
     def route(self, h: BaseHTTPRequestHandler) -> None:
         path = h.path
-        if path == "/slow":
-            time.sleep(1.0)
+        if path == "/slow":  # slower than any client timeout: held until the server stops
+            self.release.wait(timeout=30)
         if path == "/loop":
             h.send_response(302)
             h.send_header("Location", "/loop")
@@ -96,6 +97,7 @@ class _Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

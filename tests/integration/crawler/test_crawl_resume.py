@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 from loopback_http import QuietHandler
 from loopback_http import serve as serve_http
+from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
+from services.crawler.spool import read_segment
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 
@@ -119,11 +121,12 @@ def _committed(settings: Settings) -> set[str]:
         engine.dispose()
 
 
-def _wait_for(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+def _spooled(tmp_path: Path) -> set[str]:
+    """URLs on the crawler's spool now (read beside the running process, as recovery reads it)."""
+    urls: set[str] = set()
+    for segment in (tmp_path / "var" / "spool").rglob("segment-*.spool"):
+        urls.update(result.url for result in read_segment(segment))
+    return urls
 
 
 def _finish(settings: Settings, site: SlowSite, tmp_path: Path, **env: str) -> list[Document]:
@@ -150,11 +153,9 @@ def test_kill_while_a_request_hangs_refetches_only_that_request(
     one = {"NIMBUS_BATCH_SIZE": "1"}  # one URL per batch: every answered page commits on its own
     crawler = _start(settings, site, tmp_path, **one)
     try:
-        _wait_for(lambda: "/hang" in site.requests)
+        wait_for(lambda: "/hang" in site.requests)
         # Everything answered before the hang gets committed within a flush interval.
-        _wait_for(
-            lambda: {site.base + p for p in site.answered if p != "/robots.txt"} <= _committed(settings)
-        )
+        wait_for(lambda: {site.base + p for p in site.answered if p != "/robots.txt"} <= _committed(settings))
     finally:
         crawler.send_signal(signal.SIGKILL)
         crawler.wait(timeout=30)
@@ -172,7 +173,7 @@ def test_blind_kill_never_refetches_committed_pages(
     site.release.set()
     crawler = _start(settings, site, tmp_path)
     try:
-        _wait_for(lambda: len(_committed(settings)) >= 8)
+        wait_for(lambda: len(_committed(settings)) >= 8)
     finally:
         crawler.send_signal(signal.SIGKILL)
         crawler.wait(timeout=30)
@@ -204,8 +205,16 @@ def test_answered_but_uncommitted_pages_come_back_from_the_spool(
     slow_commits = {"NIMBUS_FLUSH_INTERVAL": "600"}
     crawler = _start(settings, site, tmp_path, **slow_commits)
     try:
-        _wait_for(lambda: "/hang" in site.requests)  # one request per host: the rest wait behind it
-        time.sleep(0.5)  # the answered pages are parsed and spooled
+        wait_for(lambda: "/hang" in site.requests)  # one request per host: the rest wait behind it
+        # Every page answered before the hang is parsed and on the spool (or already
+        # committed, its segment deleted) before the kill.
+        wait_for(
+            lambda: (
+                {site.base + p for p in site.answered if p != "/robots.txt"}
+                <= _spooled(tmp_path) | _committed(settings)
+            ),
+            what="the answered pages on the spool",
+        )
     finally:
         crawler.send_signal(signal.SIGKILL)
         crawler.wait(timeout=30)

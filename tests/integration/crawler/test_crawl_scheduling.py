@@ -31,6 +31,20 @@ Page = tuple[int, dict[str, str], bytes]  # status, headers, body
 Route = Callable[[str, int], Page]  # (path, how many times it was asked before) -> page
 
 
+class ShiftedClock:
+    """Wall time plus an offset the test advances: the crawler's stored times (leases, recrawl
+    due dates) move on without the test sleeping through them."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
 def html(title: str, body: str, lang: str = "en") -> Page:
     page = f"<!doctype html><html lang={lang}><head><title>{title}</title></head><body>{body}</body></html>"
     return 200, {"Content-Type": "text/html; charset=utf-8"}, page.encode()
@@ -306,17 +320,20 @@ def test_recrawl_keeps_the_doc_number_and_adapts_the_interval(settings: Settings
         return html("Steady", ENGLISH + '<a href="/changing">c</a>')
 
     site = serve(route)
-    # Intervals of seconds, not days; wide enough that a page recrawled in the second
-    # run does not come due again before that run ends (2 s, even on a loaded machine).
+    # Intervals of seconds, not days, on a clock the test moves: wide enough that a page
+    # recrawled in the second run does not come due again before that run ends.
     quick = settings.with_overrides(sitemaps=False, recrawl_min_interval=2.0, recrawl_max_interval=8.0)
-    run_crawl(quick, [site.base + "/"], progress=False)
+    clock = ShiftedClock()
+    run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
     first = _docs(quick)
     with _db(quick)() as session:
         interval = session.get(FrontierEntry, url_id(site.base + "/")).recrawl_interval
     assert interval == pytest.approx(4.0)  # sqrt(min * max) for a first visit
     version["n"] = 2
-    time.sleep(4.1)
-    stats = run_crawl(quick, [site.base + "/"], progress=False)
+    stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    assert stats.pages == 0  # nothing is due yet: the interval has not passed
+    clock.advance(4.1)
+    stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
     assert stats.pages == 2 and stats.counters["recrawl_unchanged"] == 1
     assert stats.counters["recrawl_changed"] == 1
     docs = _docs(quick)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from polling import wait_for
 from search_corpus import Doc, commit_documents, publish_index
 
 from services.search.service import SearchService
@@ -32,12 +33,19 @@ def test_requests_in_flight_survive_repeated_swaps(settings):
     threads = [threading.Thread(target=hammer) for _ in range(4)]
     for t in threads:
         t.start()
+    versions: list[int] = []
     try:
-        versions = [publish_index(settings, DOCS, f"v{n}") for n in range(2, 8)]
+        for n in range(2, 8):
+            versions.append(publish_index(settings, DOCS, f"v{n}"))
+            # The hammers are mid-request; wait until they are answered from the new version.
+            wait_for(
+                lambda: versions[-1] in seen or bool(errors), what=f"answers from version {versions[-1]}"
+            )
     finally:
         stop.set()
         for t in threads:
             t.join(timeout=30)
         service.close()
     assert not errors, errors[0]
-    assert len(seen) >= 2 and seen <= {1, *versions}  # answers came from several versions
+    assert not any(t.is_alive() for t in threads)
+    assert set(versions) <= seen <= {1, *versions}  # every version served, nothing half-made

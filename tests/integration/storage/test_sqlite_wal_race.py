@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 
 from sqlalchemy import text
 
@@ -19,11 +18,17 @@ def test_switching_to_wal_waits_while_another_connection_holds_the_file(tmp_path
     # to WAL with "database is locked" at once, without waiting for the busy timeout.
     holder.execute("BEGIN IMMEDIATE")
     holder.execute("INSERT INTO t VALUES (1)")
-    threading.Timer(0.5, lambda: holder.execute("COMMIT")).start()
-    started = time.monotonic()
+    committed = threading.Event()
+
+    def commit() -> None:
+        holder.execute("COMMIT")
+        committed.set()
+
+    # The holder lets go a little later, while make_engine is (by then) retrying.
+    threading.Timer(0.5, commit).start()
     engine = make_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-    assert time.monotonic() - started >= 0.4  # it waited for the other connection
+    assert committed.is_set()  # WAL came only after the other connection let go: it waited
     engine.dispose()
     holder.close()
