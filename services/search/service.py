@@ -97,6 +97,7 @@ class CachedCopy:
     url: str
     body: bytes
     media_type: str
+    fetched_at: float = 0.0  # when the crawler (or an ingest) stored these bytes, Unix time
 
 
 class SearchService:
@@ -258,7 +259,7 @@ class SearchService:
                 f"stored copy of document {doc_num} in {doc.content_block} does not match its "
                 "docId (corrupt block or wrong offset in the documents table)"
             )
-        return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type))
+        return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type), doc.last_crawled or 0.0)
 
 
 def _media_type(content_type: str) -> str:

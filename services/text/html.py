@@ -2,7 +2,10 @@
 
 selectolax parses ~28x faster than BeautifulSoup+lxml on the same pages
 (NOTES.md), and this runs once per fetched page in the crawler's hot loop.
-BeautifulSoup stays the tool for cleaning cached pages for display.
+Where it follows the HTML standard into a useless result (a ``<title>`` never
+closed swallows the whole page as title text, leaving no body), BeautifulSoup
+with Python's forgiving ``html.parser`` repairs the markup and the page is
+parsed again: the slow parser runs only on pages that need it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_\-:.]+)""", re.I)
@@ -20,6 +24,10 @@ _FOLLOW_SCHEMES = {"http", "https"}
 # Most links on the web are absolute http(s) URLs; they skip urljoin (about
 # 10 us a link, 20+ links a page: the largest cost of parsing a page).
 _ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
+# A title this long with no body text, or one holding markup, is a <title> never closed.
+_SWALLOWED_TITLE_CHARS = 1000
+_MARKUP = re.compile(r"<(?:/?[a-zA-Z][a-zA-Z0-9]*)[\s>/]")
+_REPAIRED_TITLE_CHARS = 200
 
 
 @dataclass
@@ -157,6 +165,49 @@ def parse_html(body: bytes | str, base_url: str, header_charset: str | None = No
     else:
         decoded = decode_body(body, header_charset)
         html, charset = decoded.text, decoded.charset
+    page = _parse(html, base_url, charset)
+    if title_swallowed_page(page):
+        page = _parse(repair_unclosed_title(html), base_url, charset)
+    return page
+
+
+def title_swallowed_page(page: ParsedPage) -> bool:
+    """Whether the title took the page: no body text, and a title too long or holding tags."""
+    return not page.text and (len(page.title) > _SWALLOWED_TITLE_CHARS or bool(_MARKUP.search(page.title)))
+
+
+def repair_unclosed_title(html: str) -> str:
+    """The page with its ``<title>`` closed where its own text ends.
+
+    Python's ``html.parser`` (through BeautifulSoup) does not treat title as raw
+    text, so the tags after an unclosed ``<title>`` become its children: the
+    leading text stays the title and the children move out after it. A title of
+    plain text that runs on (no tags at all) keeps its first words as the title
+    and all of it as body text.
+    """
+    soup = BeautifulSoup(html, "html.parser")
+    title = soup.find("title")
+    if not isinstance(title, Tag):
+        return html
+    children = list(title.children)
+    split = next((i for i, c in enumerate(children) if isinstance(c, Tag)), len(children))
+    leading = clean_text("".join(str(c) for c in children[:split] if isinstance(c, NavigableString)))
+    rest = [c.extract() for c in children[split:]]
+    if not rest and len(leading) > _REPAIRED_TITLE_CHARS:
+        paragraph = soup.new_tag("p")
+        paragraph.string = leading
+        rest = [paragraph]
+        leading = leading[:_REPAIRED_TITLE_CHARS].rsplit(" ", 1)[0] + " …"
+    title.clear()
+    title.append(leading)
+    anchor: PageElement = title
+    for node in rest:
+        anchor.insert_after(node)
+        anchor = node
+    return str(soup)
+
+
+def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     tree = LexborHTMLParser(html)
     page = ParsedPage(charset=charset)
     # tags() walks the tree in C; a CSS selector is compiled on every call and

@@ -1,0 +1,30 @@
+"""What route handlers get from the app, as FastAPI dependencies.
+
+Everything a request needs is built once by ``create_app`` and kept on
+``app.state``; a handler names what it uses by type (``service: ServiceDep``),
+so route modules import no globals and a test can build an app around any
+service.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.templating import Jinja2Templates
+
+from services.search.service import SearchService
+
+
+def get_service(request: Request) -> SearchService:
+    service: SearchService = request.app.state.service
+    return service
+
+
+def get_templates(request: Request) -> Jinja2Templates:
+    templates: Jinja2Templates = request.app.state.templates
+    return templates
+
+
+ServiceDep = Annotated[SearchService, Depends(get_service)]
+TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]

@@ -1,0 +1,26 @@
+"""``/healthz``: what load balancers and operators poll."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+
+from services.search.deps import ServiceDep
+from services.search.schemas import Health
+
+router = APIRouter()
+
+
+@router.get("/healthz", response_model=Health)
+def healthz(service: ServiceDep) -> Response:
+    index = service.index()
+    if index is None:
+        return JSONResponse(Health(status="no-index").model_dump(), status_code=503)
+    body = Health(
+        status="ok",
+        index_version=index.version_id,
+        segment=index.segment,
+        num_docs=index.num_docs,
+        num_terms=index.num_terms,
+    )
+    return JSONResponse(body.model_dump())

@@ -1,0 +1,87 @@
+"""Routes through their dependencies, and the project's errors as HTTP statuses."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from search_corpus import Doc, commit_documents, publish_index
+
+from services.errors import NimbusError
+from services.search.app import create_app
+from services.search.errors import NotFoundError, SearchIndexError
+from services.search.http_errors import FAILED, UNAVAILABLE
+from services.search.service import SearchService
+from services.storage.errors import StorageError
+
+PAGE = (
+    "<html><head><meta charset=windows-1252><title>Caf\xe9 wings</title>"
+    "<script>alert(1)</script></head><body onload=x()><img src=wing.png><p>Wing caf\xe9</p></body></html>"
+).encode("windows-1252")
+DOCS = [
+    Doc("http://a.test/dir/cafe.html", "Café wings", "Wing café", body=PAGE),
+    Doc("http://a.test/notes.txt", "Notes", "Plain wing notes.", content_type="text/plain"),
+]
+
+
+@pytest.fixture
+def published(settings):
+    commit_documents(settings, DOCS, 0, "c1")
+    publish_index(settings, DOCS, "v1")
+    return settings
+
+
+def test_cached_view_frames_a_display_copy_under_a_banner(client):
+    view = client.get("/cached/0/view")
+    assert view.status_code == 200 and view.headers["content-type"].startswith("text/html")
+    assert "http://a.test/dir/cafe.html" in view.text and "crawled on" in view.text
+    assert '<iframe class="cached-frame" src="/cached/0/display" sandbox' in view.text
+    shown = client.get("/cached/0/display")
+    assert shown.headers["content-type"] == "text/html; charset=utf-8"
+    assert shown.headers["content-security-policy"] == "sandbox"
+    html = shown.content.decode("utf-8")
+    assert '<base href="http://a.test/dir/cafe.html"/>' in html and "Wing café" in html
+    assert "<script" not in html and "onload" not in html
+    assert client.get("/cached/0").content == PAGE  # the stored bytes stay as fetched
+    text = client.get("/cached/1/display")
+    assert (text.headers["content-type"], text.content) == ("text/plain", DOCS[1].raw())
+
+
+def test_results_link_the_view_and_the_stored_bytes(client):
+    html = client.get("/", params={"q": "wing"}).text
+    assert 'href="/cached/0/view"' in html and 'href="/cached/0"' in html
+
+
+class _Failing(SearchService):
+    """The real service over the real index, failing in one chosen way on search."""
+
+    error: BaseException = NimbusError("boom")
+
+    def search(self, q, page=1):  # type: ignore[override]
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "detail"),
+    [
+        (NotFoundError("no document number 7"), 404, "no document number 7"),
+        (SearchIndexError("segment unreadable"), 503, UNAVAILABLE),
+        (StorageError("bucket gone"), 503, UNAVAILABLE),
+        (NimbusError("unexpected state"), 500, FAILED),
+    ],
+)
+def test_each_error_class_has_its_status_and_no_traceback(published, error, status, detail):
+    service = _Failing(published, recheck_seconds=0)
+    service.error = error
+    with TestClient(create_app(published, service=service), raise_server_exceptions=False) as client:
+        for path in ("/api/search?q=wing", "/?q=wing"):
+            resp = client.get(path)
+            assert resp.status_code == status, path
+            assert resp.json() == {"detail": detail}
+            assert "Traceback" not in resp.text
+    service.close()
+
+
+def test_unknown_documents_are_404_on_every_cached_route(client):
+    for path in ("/cached/99", "/cached/99/display", "/cached/99/view"):
+        resp = client.get(path)
+        assert resp.status_code == 404 and "no document number 99" in resp.json()["detail"]
