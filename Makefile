@@ -8,7 +8,7 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: install lock demo test test-unit lint bench services clean
+.PHONY: deploy destroy install lock demo test test-unit lint bench services clean
 
 LOCK   := requirements/lock.txt
 
@@ -66,3 +66,13 @@ bench: install
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache
+
+# AWS (docs/deploy.md): credentials and region from the standard chain (AWS_PROFILE, AWS_REGION).
+# `make deploy PARAMS="CrawlerCount=3 SearchCount=2"`; `make destroy DELETE_DATA=1` also drops the data.
+STACK ?= nimbus
+PARAMS ?=
+deploy: install
+	$(BIN)/nimbus deploy --stack-name $(STACK) $(foreach p,$(PARAMS),--param $(p))
+
+destroy: install
+	$(BIN)/nimbus destroy --stack-name $(STACK) $(if $(DELETE_DATA),--delete-data)

@@ -15,9 +15,13 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from services.config import Settings
 from services.errors import NimbusError
+
+if TYPE_CHECKING:
+    from services.deploy.driver import Deployer
 
 # The sample data of a checkout (data/README.md); an installed wheel has none: pass --data.
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -105,6 +109,31 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_DATA,
         help="the sample data directory (default: the checkout's data/)",
     )
+
+    for name, text in (
+        ("deploy", "create or update the AWS stack (infra/nimbus.yaml) and print the site URL"),
+        ("destroy", "delete the AWS stack; data bucket and final DB snapshot kept by default"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("--stack-name", default="nimbus", help="CloudFormation stack name (default: nimbus)")
+        cmd.add_argument("--region", help="AWS region (default: AWS_REGION or the profile's)")
+        cmd.add_argument("--profile", help="AWS profile (default: AWS_PROFILE or the default chain)")
+        cmd.add_argument("--endpoint-url", help="AWS API endpoint (an emulator such as moto)")
+        if name == "deploy":
+            cmd.add_argument(
+                "--param",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="template parameter, e.g. CrawlerCount=3 (repeatable; unnamed ones keep their values)",
+            )
+            cmd.add_argument("--dist", type=Path, default=Path("build/dist"), help="where the wheel is built")
+        else:
+            cmd.add_argument(
+                "--delete-data",
+                action="store_true",
+                help="also delete the data bucket and the final snapshot",
+            )
     return p
 
 
@@ -223,7 +252,39 @@ def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
         time.sleep(3600)  # serve until Ctrl-C (main turns it into exit status 130)
 
 
+def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
+    from services.deploy.driver import Deployer, Target
+
+    target = Target(
+        args.stack_name,
+        region=args.region or settings.aws_region,
+        profile=args.profile,
+        endpoint_url=args.endpoint_url or settings.aws_endpoint_url,
+    )
+    return Deployer(target)
+
+
+def _deploy(args: argparse.Namespace, settings: Settings) -> int:
+    from services.deploy import template
+    from services.deploy.release import build_wheel
+    from services.deploy.stack import parse_overrides
+
+    overrides = parse_overrides(args.param, template.parameter_names(template.load()))
+    deployer = _deployer(args, settings)  # credentials first: no wheel built for nothing
+    result = deployer.deploy(build_wheel(args.dist), overrides)
+    for key, value in sorted(result.outputs.items()):
+        print(f"{key}\t{value}")
+    return 0
+
+
+def _destroy(args: argparse.Namespace, settings: Settings) -> int:
+    _deployer(args, settings).destroy(delete_data=args.delete_data)
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "deploy": _deploy,
+    "destroy": _destroy,
     "crawl": _crawl,
     "index": _index,
     "serve": _serve,

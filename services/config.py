@@ -36,6 +36,7 @@ class Settings:
     # deleted, with their index_versions rows. 0 keeps every segment.
     keep_segments: int = 2
     aws_endpoint_url: str | None = None  # moto or another S3-compatible endpoint
+    aws_region: str | None = None  # AWS_REGION (else AWS_DEFAULT_REGION / the profile's region)
 
     # Local working directory for caches (downloaded index segments, job scratch).
     var_dir: Path = Path("var")
@@ -108,11 +109,11 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read ``NIMBUS_*`` variables (and ``AWS_ENDPOINT_URL``) over the defaults."""
+        """Read ``NIMBUS_*`` variables (and AWS's own ``AWS_ENDPOINT_URL``, ``AWS_REGION``)."""
         env = os.environ if env is None else env
         values: dict[str, object] = {}
         for f in fields(cls):
-            key = "AWS_ENDPOINT_URL" if f.name == "aws_endpoint_url" else f"NIMBUS_{f.name.upper()}"
+            key = f.name.upper() if f.name.startswith("aws_") else f"NIMBUS_{f.name.upper()}"
             raw = env.get(key)
             if raw is None or raw == "":
                 continue
