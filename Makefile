@@ -8,7 +8,7 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: deploy destroy install lock demo test test-unit lint bench services clean
+.PHONY: deploy destroy migrate install lock demo test test-unit lint bench services clean
 
 LOCK   := requirements/lock.txt
 
@@ -76,3 +76,8 @@ deploy: install
 
 destroy: install
 	$(BIN)/nimbus destroy --stack-name $(STACK) $(if $(DELETE_DATA),--delete-data)
+
+# Schema migrations (Alembic, services/storage/migrations) on NIMBUS_DATABASE_URL; every
+# process also applies them on start, under a lock.
+migrate: install
+	$(BIN)/nimbus migrate

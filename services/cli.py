@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from services.aws_database import resolve_database_url
 from services.config import Settings
 from services.errors import NimbusError
 
@@ -61,7 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     crawl = sub.add_parser("crawl", help="crawl from seed URLs into the database and blob store")
-    crawl.add_argument("seeds", nargs="+", metavar="SEED_URL", help="absolute http(s) URLs to start from")
+    crawl.add_argument(
+        "seeds",
+        nargs="*",
+        metavar="SEED_URL",
+        help="absolute http(s) URLs to start from (none: continue the frontier in the database)",
+    )
     crawl.add_argument("--max-pages", type=_count, help="page requests this run (NIMBUS_MAX_PAGES)")
     crawl.add_argument("--max-depth", type=_count, help="links followed from a seed (NIMBUS_MAX_DEPTH)")
     crawl.add_argument("--delay", type=_seconds, help="seconds between requests to one host")
@@ -78,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the search UI and JSON API")
     serve.add_argument("--host", help="address to listen on (NIMBUS_HOST)")
     serve.add_argument("--port", type=_count, help="port to listen on (NIMBUS_PORT)")
+    serve.add_argument(
+        "--workers", type=_positive, help="uvicorn worker processes (NIMBUS_SERVE_WORKERS, default 1)"
+    )
 
     demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
     demo.add_argument(
@@ -109,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_DATA,
         help="the sample data directory (default: the checkout's data/)",
     )
+
+    migrate = sub.add_parser(
+        "migrate", help="bring the database schema to this release's (Alembic, under a lock)"
+    )
+    migrate.add_argument("--database-url", help="the database (default: NIMBUS_DATABASE_URL)")
 
     for name, text in (
         ("deploy", "create or update the AWS stack (infra/nimbus.yaml) and print the site URL"),
@@ -144,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return COMMANDS[args.command](args, Settings.from_env())
+        settings = Settings.from_env()
+        if args.command not in {"deploy", "destroy"}:
+            settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
+        return COMMANDS[args.command](args, settings)
     except NimbusError as exc:
         print(f"nimbus {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -203,9 +220,21 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from services.search.app import create_app
 
-    settings = settings.with_overrides(host=args.host, port=args.port)
-    print(f"serving on http://{settings.host}:{settings.port}/", flush=True)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    settings = settings.with_overrides(host=args.host, port=args.port, serve_workers=args.workers)
+    print(
+        f"serving on http://{settings.host}:{settings.port}/ ({settings.serve_workers} workers)", flush=True
+    )
+    if settings.serve_workers > 1:  # each worker process builds its app from the environment
+        uvicorn.run(
+            "services.search.app:create_app_from_env",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.serve_workers,
+            log_level="info",
+        )
+    else:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
     return 0
 
 
@@ -252,6 +281,24 @@ def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
         time.sleep(3600)  # serve until Ctrl-C (main turns it into exit status 130)
 
 
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from services.storage.db import make_engine
+    from services.storage.migrate import upgrade_to_head
+
+    url = args.database_url or settings.database_url
+    engine = make_engine(url)
+    try:
+        done = upgrade_to_head(engine)
+    finally:
+        engine.dispose()
+    where = engine.url.render_as_string(hide_password=True)
+    if done.changed:
+        print(f"migrated {where} from {done.before or 'no schema'} to {done.after}")
+    else:
+        print(f"{where} is at {done.after}, this release's schema: nothing to do")
+    return 0
+
+
 def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
     from services.deploy.driver import Deployer, Target
 
@@ -283,6 +330,7 @@ def _destroy(args: argparse.Namespace, settings: Settings) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "migrate": _migrate,
     "deploy": _deploy,
     "destroy": _destroy,
     "crawl": _crawl,

@@ -37,6 +37,13 @@ class Settings:
     keep_segments: int = 2
     aws_endpoint_url: str | None = None  # moto or another S3-compatible endpoint
     aws_region: str | None = None  # AWS_REGION (else AWS_DEFAULT_REGION / the profile's region)
+    # On AWS: the RDS instance whose managed secret holds the password. When it is set and
+    # database_url is not, the URL is assembled at start-up (services/aws_database.py), so the
+    # password never sits in a file or an environment block.
+    database_instance: str = ""
+    database_host: str = ""
+    database_port: int = 3306
+    database_name: str = "nimbus"
 
     # Local working directory for caches (downloaded index segments, job scratch).
     var_dir: Path = Path("var")
@@ -105,6 +112,7 @@ class Settings:
     # Search service.
     host: str = "127.0.0.1"
     port: int = 8000
+    serve_workers: int = 1  # uvicorn worker processes (`nimbus serve --workers`)
     results_per_page: int = 10
 
     @classmethod

@@ -46,3 +46,11 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     return app
+
+
+def create_app_from_env() -> FastAPI:
+    """The app of one uvicorn worker process (``nimbus serve --workers N``): settings from
+    the environment, the database password from RDS's secret when on AWS."""
+    from services.aws_database import resolve_database_url
+
+    return create_app(resolve_database_url(Settings.from_env()))

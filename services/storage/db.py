@@ -29,7 +29,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from services.storage.models import Base, CrawlCounter, Document, IndexVersion, table
+from services.storage.models import CrawlCounter, Document, IndexVersion, table
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -179,19 +179,11 @@ def _set_wal(cur: sqlite3.Cursor) -> None:
 
 
 def init_db(engine: Engine) -> None:
-    """Create missing tables (idempotent, and safe when several processes start at once).
+    """Bring the schema to this release's (``migrate.upgrade_to_head``: a fresh database is
+    created, an older one migrated, under a lock several starting processes share)."""
+    from services.storage.migrate import upgrade_to_head
 
-    ``create_all`` checks, then creates: two crawler processes starting
-    together can both see a table missing. The loser's "already exists" is
-    harmless; it checks again.
-    """
-    for attempt in range(5):
-        try:
-            Base.metadata.create_all(engine)
-            break
-        except (OperationalError, ProgrammingError) as exc:
-            if "already exists" not in str(exc) or attempt == 4:
-                raise
+    upgrade_to_head(engine)
     _drop_obsolete_indexes(engine)
 
 

@@ -26,3 +26,8 @@ class BlockFullError(StorageError):
 
 class SegmentContractError(StorageError):
     """An index segment's arrays or meta break the segment contract (``storage.segment``)."""
+
+
+class MigrationError(StorageError):
+    """The database's schema cannot be brought to this release's; the message says what to do
+    (nothing is dropped or altered when this is raised)."""

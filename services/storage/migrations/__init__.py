@@ -1,0 +1,1 @@
+"""Alembic migrations of the metadata schema (revisions in ``versions/``); see migrate.py."""
