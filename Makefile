@@ -8,7 +8,7 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: deploy destroy migrate install lock demo test test-unit lint bench services clean
+.PHONY: deploy destroy migrate index-emr install lock demo test test-unit lint bench services clean
 
 LOCK   := requirements/lock.txt
 
@@ -81,3 +81,8 @@ destroy: install
 # process also applies them on start, under a lock.
 migrate: install
 	$(BIN)/nimbus migrate
+
+# An index build on EMR with the settings `nimbus deploy` prints (NIMBUS_EMR_*, AWS_REGION, the
+# s3:// blob URL, NIMBUS_DATABASE_INSTANCE): one pooled cluster per build, stopped when idle.
+index-emr: install
+	$(BIN)/nimbus index --runner emr

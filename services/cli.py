@@ -313,14 +313,20 @@ def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
 
 def _deploy(args: argparse.Namespace, settings: Settings) -> int:
     from services.deploy import template
-    from services.deploy.release import build_wheel
     from services.deploy.stack import parse_overrides
+    from services.release import build_wheel
 
     overrides = parse_overrides(args.param, template.parameter_names(template.load()))
     deployer = _deployer(args, settings)  # credentials first: no wheel built for nothing
     result = deployer.deploy(build_wheel(args.dist), overrides)
     for key, value in sorted(result.outputs.items()):
         print(f"{key}\t{value}")
+    if {"BucketName", "Region", "DatabaseInstance"} <= set(result.outputs):
+        from services.deploy.stack import settings_env
+
+        print("# nimbus against this stack (e.g. `make index-emr`): no password, it is read from RDS")
+        for key, value in settings_env(result.outputs).items():
+            print(f"export {key}={value}")
     return 0
 
 

@@ -31,6 +31,13 @@ class Settings:
     blob_url: str = "file://var/blobs"
     mr_runner: str = "local"  # inline | local | emr
     mr_map_tasks: int = 0  # map tasks per job; 0: one per core (local), 64 (emr)
+    # EMR index builds (`nimbus index --runner emr`); roles and subnet are the stack's outputs.
+    emr_release_label: str = "emr-7.5.0"  # pinned: Hadoop 3.4 on Amazon Linux 2023
+    emr_service_role: str = ""
+    emr_instance_profile: str = ""
+    emr_subnet: str = ""
+    emr_instance_type: str = "m6i.xlarge"
+    emr_core_instances: int = 2
     # Index segments kept in the blob store after a publish: the active one and the ones
     # before it (a service still on the previous version keeps it); older ones are
     # deleted, with their index_versions rows. 0 keeps every segment.

@@ -17,7 +17,7 @@ from typing import Any
 from services.deploy import stack as rules
 from services.deploy import template
 from services.deploy.errors import CredentialsError, DeployError, StackFailedError, TemplateError
-from services.deploy.release import Release
+from services.release import Release
 
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"]
 

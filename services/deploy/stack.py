@@ -104,5 +104,6 @@ def settings_env(out: Mapping[str, str], *, prefix: str = "nimbus") -> dict[str,
         "NIMBUS_EMR_SERVICE_ROLE": out["EmrServiceRole"],
         "NIMBUS_EMR_INSTANCE_PROFILE": out["EmrInstanceProfile"],
         "NIMBUS_EMR_SUBNET": out["EmrSubnetId"],
+        "NIMBUS_MR_RUNNER": "emr",
     }
     return env

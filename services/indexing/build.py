@@ -37,7 +37,7 @@ from services.indexing.publish import (
     segment_arrays,
     segment_meta,
 )
-from services.indexing.runner import run_job
+from services.indexing.runner import run_job, show_emr_progress
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
@@ -101,6 +101,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
         say(f"{count} documents in {blocks} record blocks; runner {settings.mr_runner}, scratch {scratch}")
 
+        show_emr_progress(progress and settings.mr_runner == "emr")
         say("1/4 link graph and in-link anchor text")
         links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl", scratch=scratch)
         say(
@@ -121,7 +122,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
             f"({index.seconds:.1f} s)"
         )
-        if records != count:
+        if records != count and index.counters:  # no counters: an emulator keeps no job logs
             say(
                 f"warning: {count} documents but {records} current records in their blocks "
                 f"({index.counter('blocks', 'listed_records_missing')} listed but missing)"

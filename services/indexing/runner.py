@@ -34,6 +34,7 @@ from mapreduce.record_job import RecordBlockJob
 from services.config import Settings
 from services.indexing.errors import JobError
 from services.malloc import malloc_env
+from services.release import build_wheel
 
 Counters = dict[str, dict[str, int]]
 
@@ -157,6 +158,8 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
     if not zip_path.exists():
         package_zip(zip_path)
     args += ["--py-files", str(zip_path)]
+    if runner == "emr":
+        args += emr_args(settings, scratch)
     env = {**TASK_ENV, **(LOCAL_TASK_ENV if runner == "local" else {})}
     for name, value in env.items():
         args += ["--cmdenv", f"{name}={value}"]
@@ -165,6 +168,78 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
         # recompiling mrjob for every task (about 0.3 s each). EMR keeps the bootstrap.
         args.append("--no-bootstrap-mrjob")
     return args
+
+
+EMR_PYTHON = "python3.11"  # the Python the jobs are written for (Amazon Linux 2023 has it)
+
+
+def emr_args(settings: Settings, scratch: Path) -> list[str]:
+    """mrjob's EMR options: where, with which roles, on which release, with which code.
+
+    The cluster's nodes install this checkout's wheel (uploaded by mrjob: the
+    ``#`` suffix) into Python 3.11, so tasks import exactly this code and its
+    pinned dependencies; the task zip (``--py-files``) is on their path too.
+    With ``aws_endpoint_url`` set (moto in the tests) every client goes there,
+    and mrjob polls without waiting or reading logs an emulator does not keep.
+    """
+    missing = [
+        name
+        for name, value in (
+            ("NIMBUS_EMR_SERVICE_ROLE", settings.emr_service_role),
+            ("NIMBUS_EMR_INSTANCE_PROFILE", settings.emr_instance_profile),
+            ("AWS_REGION", settings.aws_region),
+        )
+        if not value
+    ]
+    if missing:
+        raise JobError(
+            f"the emr runner needs {', '.join(missing)}: take them from the stack's outputs "
+            "(nimbus deploy prints EmrServiceRole, EmrInstanceProfile, EmrSubnetId, Region)"
+        )
+    bucket = urlparse(settings.blob_url).netloc
+    built = sorted((scratch / "dist").glob("nimbus_search-*.whl"))  # one wheel per build
+    wheel = built[-1] if built else build_wheel(scratch / "dist").wheel
+    args = [
+        "--region", str(settings.aws_region),
+        "--cloud-tmp-dir", f"s3://{bucket}/emr/tmp/",
+        "--release-label", settings.emr_release_label,
+        "--application", "Hadoop",
+        "--iam-service-role", settings.emr_service_role,
+        "--iam-instance-profile", settings.emr_instance_profile,
+        "--instance-type", settings.emr_instance_type,
+        "--num-core-instances", str(settings.emr_core_instances),
+        "--python-bin", EMR_PYTHON,
+        "--bootstrap", f"sudo dnf install -y -q {EMR_PYTHON} {EMR_PYTHON}-pip",
+        "--bootstrap", f"sudo {EMR_PYTHON} -m pip install --quiet {wheel}#",
+        "--tag", "nimbus=index-build",
+        # One cluster for the whole build: every job of it (and each PageRank iteration) joins
+        # the pool instead of paying a cluster's start-up; idle, it shuts itself down.
+        "--pool-clusters", "--pool-name", f"nimbus-{scratch.name}", "--max-mins-idle", "10",
+    ]  # fmt: skip
+    if settings.emr_subnet:
+        args += ["--subnet", settings.emr_subnet]
+    if settings.aws_endpoint_url:
+        url = settings.aws_endpoint_url
+        args += ["--emr-endpoint", url, "--s3-endpoint", url, "--iam-endpoint", url, "--ec2-endpoint", url]
+        args += ["--check-cluster-every", "1", "--cloud-fs-sync-secs", "0", "--no-read-logs"]
+    return args
+
+
+class _EmrProgress(logging.Handler):
+    """mrjob's EMR progress lines (cluster state, step state, elapsed) on stderr, prefixed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"build:     emr: {record.getMessage().strip()}", file=sys.stderr, flush=True)
+
+
+def show_emr_progress(enabled: bool) -> None:
+    """While an EMR build runs, print what mrjob reports of the cluster and its steps."""
+    logger = logging.getLogger("mrjob")
+    for handler in [h for h in logger.handlers if isinstance(h, _EmrProgress)]:
+        logger.removeHandler(handler)
+    if enabled:
+        logger.addHandler(_EmrProgress(logging.INFO))
+        logger.setLevel(logging.INFO)
 
 
 def store_args(settings: Settings) -> list[str]:
@@ -199,9 +274,13 @@ def run_job(
                 _copy_output(runner, settings.mr_runner, fh)
             counters = _sum_counters(runner.counters())
     except Exception as exc:
+        where = "the task's traceback is logged above"
+        if settings.mr_runner == "emr":
+            bucket = urlparse(settings.blob_url).netloc
+            where = f"the step's logs are under s3://{bucket}/emr/tmp/logs/"
         raise JobError(
             f"{job_class.__name__} failed on the {settings.mr_runner} runner over "
-            f"{', '.join(map(str, inputs))}: {exc} (the task's traceback is logged above)"
+            f"{', '.join(map(str, inputs))}: {exc} ({where})"
         ) from exc
     return JobOutput(path=output, counters=counters, seconds=time.monotonic() - started)
 

@@ -21,7 +21,7 @@ import pytest
 from services.cli import main
 from services.deploy.driver import Deployer, DeployResult, Target
 from services.deploy.errors import CredentialsError
-from services.deploy.release import Release, build_wheel
+from services.release import Release, build_wheel
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +158,15 @@ def test_cli_deploy_prints_outputs_and_destroy_keeps_the_data(moto_server, tmp_p
     stack = f"cli-{uuid.uuid4().hex[:6]}"
     argv = ["--stack-name", stack, "--endpoint-url", moto_server]
     assert main(["deploy", *argv, "--dist", str(tmp_path / "dist"), "--param", "SearchCount=2"]) == 0
-    out = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines() if "\t" in line)
+    printed = capsys.readouterr().out
+    out = dict(line.split("\t", 1) for line in printed.splitlines() if "\t" in line)
     assert out["SiteUrl"].startswith("http://") and out["BucketName"]
+    exports = dict(line[7:].split("=", 1) for line in printed.splitlines() if line.startswith("export "))
+    assert exports["NIMBUS_BLOB_URL"] == f"s3://{out['BucketName']}/nimbus"
+    assert (
+        exports["NIMBUS_EMR_SERVICE_ROLE"] == out["EmrServiceRole"] and exports["NIMBUS_MR_RUNNER"] == "emr"
+    )
+    assert not [k for k in exports if "PASSWORD" in k]
     assert main(["deploy", *argv, "--param", "NoSuchThing=1"]) == 2
     assert "no such parameter" in capsys.readouterr().err
     # moto cannot delete a stack with a VPC (DependencyViolation, NOTES.md): destroy must say

@@ -52,9 +52,26 @@ def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
 def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
     with pytest.raises(JobError, match="s3://bucket/prefix"):
         runner_args(Settings(mr_runner="emr", blob_url="file://var/blobs"), tmp_path)
-    emr = runner_args(Settings(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
+    stack = {"emr_service_role": "svc", "emr_instance_profile": "prof", "aws_region": "eu-west-1"}
+    with pytest.raises(JobError, match="needs NIMBUS_EMR_SERVICE_ROLE"):
+        runner_args(Settings(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "nimbus_search-0.1.0-py3-none-any.whl").write_bytes(b"")  # built once per build
+    emr = runner_args(
+        Settings(mr_runner="emr", blob_url="s3://b/p", emr_subnet="subnet-1", **stack), tmp_path
+    )
     assert "--py-files" in emr and "--no-bootstrap-mrjob" not in emr
     assert "SETUPTOOLS_USE_DISTUTILS=stdlib" not in emr  # its interpreter may lack distutils
+    opts = dict(zip(emr, emr[1:], strict=False))
+    assert opts["--release-label"] == "emr-7.5.0" and opts["--python-bin"] == "python3.11"
+    assert (opts["--iam-service-role"], opts["--iam-instance-profile"], opts["--subnet"]) == (
+        "svc",
+        "prof",
+        "subnet-1",
+    )
+    assert opts["--cloud-tmp-dir"] == "s3://b/emr/tmp/" and opts["--region"] == "eu-west-1"
+    assert "--pool-clusters" in emr and "--emr-endpoint" not in emr  # endpoints only for an emulator
+    assert any(a.endswith("nimbus_search-0.1.0-py3-none-any.whl#") for a in emr)
 
 
 def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:

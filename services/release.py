@@ -1,4 +1,7 @@
-"""The release a stack runs: one wheel of this checkout, built reproducibly, named by content.
+"""A release: one wheel of this checkout, built reproducibly, named by content.
+
+Deployments install it on instances; EMR index builds install it on the
+cluster's nodes, so tasks run exactly this code with its dependencies.
 
 ``SOURCE_DATE_EPOCH`` pins the timestamps inside the wheel, so the same code
 gives the same bytes and the same release key: deploying an unchanged
@@ -14,9 +17,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.deploy.errors import DeployError
+from services.errors import NimbusError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ReleaseError(NimbusError):
+    """The wheel could not be built; the message carries pip's own words."""
+
+
 REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip entry can hold
 
 
@@ -58,6 +67,6 @@ def build_wheel(out_dir: Path, repo: Path = REPO) -> Release:
     )
     wheels = sorted(out_dir.glob("nimbus_search-*.whl"))
     if done.returncode != 0 or not wheels:
-        raise DeployError(f"building the wheel failed (pip wheel {repo}): {done.stderr.strip()[-2000:]}")
+        raise ReleaseError(f"building the wheel failed (pip wheel {repo}): {done.stderr.strip()[-2000:]}")
     wheel = wheels[-1]
     return Release(wheel, hashlib.sha256(wheel.read_bytes()).hexdigest())

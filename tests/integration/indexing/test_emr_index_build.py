@@ -1,0 +1,118 @@
+"""`nimbus index --runner emr` end to end on moto: AWS mode, from crawl to query.
+
+A loopback site is crawled into S3 (moto) and SQLite; the index build submits
+its jobs through mrjob's EMR runner; the test plays the cluster, running every
+submitted streaming step for real (emr_cluster.py); the publish step writes
+the segment to S3, and the search service answers a query from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+import boto3
+import pytest
+from emr_cluster import PlayedCluster
+
+from services.config import Settings
+from services.crawler.crawl import run_crawl
+from services.demo.sampleweb import Resource, Site, SiteServer
+from services.indexing.build import build_index
+from services.indexing.errors import JobError
+from services.search.service import SearchService
+
+PAGES = {
+    "/": "<html lang=en><title>Aircraft wings</title><p>How swept wings delay compressibility drag "
+    "at high subsonic speeds.</p><a href='/flaps'>flaps</a> <a href='/engines'>jet engines</a></html>",
+    "/flaps": "<html lang=en><title>Flaps and slats</title><p>Flaps raise the lift of a wing at low "
+    "speed for take-off and landing.</p><a href='/'>wings</a></html>",
+    "/engines": "<html lang=en><title>Jet engines</title><p>Turbofan engines move a large mass of air "
+    "slowly, which is quieter and more efficient.</p><a href='/'>wings</a></html>",
+}
+
+
+@pytest.fixture
+def site():
+    server = SiteServer(Site("t", {p: Resource("text/html", b.encode()) for p, b in PAGES.items()}))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def aws(moto_server: str, tmp_path: Path) -> Settings:
+    bucket = f"nimbus-emr-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1").create_bucket(Bucket=bucket)
+    return Settings(
+        database_url=f"sqlite:///{tmp_path / 'nimbus.db'}",
+        blob_url=f"s3://{bucket}/nimbus",
+        aws_endpoint_url=moto_server,
+        aws_region="us-east-1",
+        mr_runner="emr",
+        emr_service_role="nimbus-EmrServiceRole-TEST",
+        emr_instance_profile="nimbus-EmrInstanceProfile-TEST",
+        emr_subnet="subnet-12345678",
+        var_dir=tmp_path / "var",
+        crawl_delay=0.0,
+        allowed_hosts="127.0.0.1",
+        sitemaps=False,
+        pagerank_engine="mapreduce",  # every stage on the cluster, PageRank too
+        pagerank_max_iterations=3,
+    )
+
+
+def test_crawl_to_s3_build_on_emr_publish_and_query(aws: Settings, site, moto_server, capsys) -> None:
+    stats = run_crawl(aws, [site.origin + "/"], progress=False)
+    assert stats.pages == 3
+    with PlayedCluster(moto_server) as cluster:
+        result = build_index(aws, progress=True)
+    assert not cluster.errors, cluster.errors
+    assert result.num_docs == 3
+    names = [name for name, state in cluster.done if state == "COMPLETED"]
+    jobs = {name.split(".")[0] + name.split(".")[-1].split(":")[0] for name in names}
+    clusters = cluster.clusters()
+    assert len(clusters) < len(jobs)  # jobs joined the build's pooled cluster
+    for emr in clusters:
+        assert emr.release_label == aws.emr_release_label
+        assert (emr.service_role, emr.role) == (aws.emr_service_role, aws.emr_instance_profile)
+        actions = {a.name: a for a in emr.bootstrap_actions}
+        assert actions["idle timeout"].args == ["600"]  # a forgotten cluster stops itself
+        script = cluster.bootstrap[emr.id]["master"]  # mrjob's bootstrap script, as uploaded
+        assert "sudo dnf install -y -q python3.11" in script
+        assert "sudo python3.11 -m pip install --quiet" in script and "nimbus_search-0.1.0" in script
+    assert any("mr_linkgraph" in n for n in names) and any("mr_index" in n for n in names)
+    assert any("mr_pagerank" in n for n in names)
+    err = capsys.readouterr().err
+    assert "emr:" in err  # mrjob's cluster and step states reached the user
+
+    s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+    bucket = urlparse(aws.blob_url).netloc
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="nimbus/index/").get("Contents", [])]
+    assert any(k.endswith(".nseg") for k in keys)
+
+    service = SearchService(aws, recheck_seconds=0)
+    try:
+        hits = service.search("turbofan engines").hits
+        assert hits and hits[0].url == site.origin + "/engines"
+        assert service.search("compressibility drag").hits[0].url == site.origin + "/"
+    finally:
+        service.close()
+
+
+def test_a_failing_step_names_the_step_and_its_logs(aws: Settings, site, moto_server) -> None:
+    run_crawl(aws, [site.origin + "/"], progress=False)
+    bucket = urlparse(aws.blob_url).netloc
+    broken = aws.with_overrides(blob_url=f"s3://{bucket}/elsewhere")  # blocks are not there
+    with PlayedCluster(moto_server) as cluster, pytest.raises(JobError) as caught:
+        build_index(broken, progress=False)
+    assert cluster.errors and "MRLinkGraph failed on the emr runner" in str(caught.value)
+    assert f"s3://{bucket}/emr/tmp/logs/" in str(caught.value)
+    assert any("records" in error and "elsewhere" in error for error in cluster.errors), cluster.errors
+
+
+def test_emr_without_the_stack_outputs_says_which(aws: Settings, site) -> None:
+    run_crawl(aws, [site.origin + "/"], progress=False)
+    with pytest.raises(JobError, match="needs NIMBUS_EMR_SERVICE_ROLE, NIMBUS_EMR_INSTANCE_PROFILE"):
+        build_index(aws.with_overrides(emr_service_role="", emr_instance_profile=""), progress=False)
