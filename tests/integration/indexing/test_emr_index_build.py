@@ -15,13 +15,16 @@ from urllib.parse import urlparse
 import boto3
 import pytest
 from emr_cluster import PlayedCluster
+from fastapi.testclient import TestClient
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.indexing.errors import JobError
-from services.search.service import SearchService
+from services.search.app import create_app
+
+pytestmark = pytest.mark.mariadb  # AWS mode: the metadata is on MariaDB
 
 PAGES = {
     "/": "<html lang=en><title>Aircraft wings</title><p>How swept wings delay compressibility drag "
@@ -30,6 +33,8 @@ PAGES = {
     "speed for take-off and landing.</p><a href='/'>wings</a></html>",
     "/engines": "<html lang=en><title>Jet engines</title><p>Turbofan engines move a large mass of air "
     "slowly, which is quieter and more efficient.</p><a href='/'>wings</a></html>",
+    "/gliders": "<html lang=en><title>Gliders</title><p>Sailplanes have no engine: the pilot finds rising "
+    "air in thermals and ridge lift to stay aloft for hours.</p></html>",  # linked from nowhere
 }
 
 
@@ -42,11 +47,12 @@ def site():
 
 
 @pytest.fixture
-def aws(moto_server: str, tmp_path: Path) -> Settings:
+def aws(moto_server: str, tmp_path: Path, mysql_url: str) -> Settings:
+    """AWS mode: blocks and segments in S3 (moto), metadata in MariaDB, jobs on "EMR"."""
     bucket = f"nimbus-emr-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1").create_bucket(Bucket=bucket)
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'nimbus.db'}",
+        database_url=mysql_url,
         blob_url=f"s3://{bucket}/nimbus",
         aws_endpoint_url=moto_server,
         aws_region="us-east-1",
@@ -92,13 +98,22 @@ def test_crawl_to_s3_build_on_emr_publish_and_query(aws: Settings, site, moto_se
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="nimbus/index/").get("Contents", [])]
     assert any(k.endswith(".nseg") for k in keys)
 
-    service = SearchService(aws, recheck_seconds=0)
-    try:
-        hits = service.search("turbofan engines").hits
-        assert hits and hits[0].url == site.origin + "/engines"
-        assert service.search("compressibility drag").hits[0].url == site.origin + "/"
-    finally:
-        service.close()
+    with TestClient(create_app(aws, recheck_seconds=0)) as client:  # the search service, served
+        hits = client.get("/api/search", params={"q": "turbofan engines"}).json()["hits"]
+        assert hits and hits[0]["url"] == site.origin + "/engines"
+        first = client.get("/healthz").json()
+        assert first["num_docs"] == 3
+        # A page nothing links to, crawled from its own seed and built on EMR again: the
+        # running service takes the new segment from S3 without a restart.
+        crawled = run_crawl(aws, [site.origin + "/gliders"], progress=False)
+        assert crawled.pages == 1, crawled.counters
+        with PlayedCluster(moto_server) as again:
+            build_index(aws, progress=False)
+        assert not again.errors, again.errors
+        after = client.get("/healthz").json()
+        assert after["index_version"] != first["index_version"] and after["num_docs"] == 4, crawled.counters
+        glider = client.get("/api/search", params={"q": "sailplanes thermals"}).json()["hits"]
+        assert glider[0]["url"] == site.origin + "/gliders"
 
 
 def test_a_failing_step_names_the_step_and_its_logs(aws: Settings, site, moto_server) -> None:
