@@ -8,7 +8,7 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: deploy destroy migrate index-emr install lock demo test test-unit lint bench services clean
+.PHONY: deploy destroy migrate index-emr iac install lock demo test test-unit lint bench services clean
 
 LOCK   := requirements/lock.txt
 
@@ -32,6 +32,17 @@ lock:
 	$(BIN)/python -m pip install --quiet uv 2>&1 | $(QUIET_PIP)
 	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(LOCK)
+	$(BIN)/uv pip compile requirements/iac.in --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(IAC_LOCK)
+
+# checkov (the template's security scan in `make test`) in a venv of its own, from its own lock.
+IAC_VENV := .venv-iac
+IAC_LOCK := requirements/iac.lock
+iac: $(IAC_VENV)/.installed
+$(IAC_VENV)/.installed: $(IAC_LOCK)
+	test -x $(IAC_VENV)/bin/python || $(PYTHON) -m venv $(IAC_VENV)
+	$(IAC_VENV)/bin/python -m pip install --quiet --require-hashes -r $(IAC_LOCK) 2>&1 | $(QUIET_PIP)
+	touch $@
 
 # Whole pipeline on embedded defaults, offline: loopback web from the sample data in data/,
 # crawl, MapReduce index + PageRank, then serve the UI on http://127.0.0.1:8000.
@@ -42,7 +53,7 @@ demo: install
 services:
 	bash scripts/ensure-services.sh
 
-test: install services
+test: install services iac
 	$(BIN)/python -m pytest -q tests
 
 test-unit: install
