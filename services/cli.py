@@ -201,6 +201,12 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
         raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
     if args.quiet:  # the live line is off; the summary is always printed
         print(stats.summary(), file=sys.stderr)
+    if stats.pages == 0 and args.seeds:
+        from services.crawler.diagnose import why_nothing
+
+        for line in why_nothing(settings, args.seeds):
+            print(f"nimbus crawl: {line}", file=sys.stderr)
+        return 1
     return 0 if stats.pages or not stats.errors else 1
 
 
@@ -272,8 +278,10 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
+    from services.demo.run import check_sample_data
     from services.demo.sampleweb import start_sample_web
 
+    check_sample_data(args.data)
     servers = start_sample_web(args.data)
     for server in servers:
         print(f"{server.site.name}: {server.origin}/", flush=True)

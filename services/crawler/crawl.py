@@ -43,7 +43,7 @@ from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitCon
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
-from services.crawler.progress import CrawlStats, progress_line
+from services.crawler.progress import CrawlStats, progress_counters, progress_line
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
@@ -430,7 +430,7 @@ class Crawler:
                 last_count = now
             rate = (self.pages - last_pages) / max(now - last, 1e-9)
             last, last_pages = now, self.pages
-            counters = self.counters + self.visitor.live_counters
+            counters = progress_counters(self.counters, self.visitor.live_counters)
             line = progress_line(
                 pages=self.pages,
                 elapsed=now - started,

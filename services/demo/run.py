@@ -15,6 +15,7 @@ from pathlib import Path
 
 from services.config import Settings
 from services.demo.errors import SampleDataMissingError
+from services.demo.sampleweb import SiteServer
 
 
 def demo_settings(base: Settings, var_dir: Path) -> Settings:
@@ -35,8 +36,12 @@ def prepare(
     max_pages: int = 5000,
     wiki_limit: int | None = None,
     progress: bool = True,
+    keep_serving: list[SiteServer] | None = None,
 ) -> dict[str, float]:
-    """Crawl the sample web into ``settings``' stores and build the index; returns stage timings."""
+    """Crawl the sample web into ``settings``' stores and build the index; returns stage timings.
+
+    With ``keep_serving`` (a list), the sample web's servers stay up and are appended to it, so
+    the demo's result links lead somewhere; the caller stops them."""
     from services.crawler.crawl import run_crawl
     from services.demo.sampleweb import start_sample_web
     from services.indexing.build import build_index
@@ -51,35 +56,56 @@ def prepare(
         timings["crawl"] = time.perf_counter() - start
         timings["pages"] = stats.pages
     finally:
-        for server in servers:
-            server.stop()
+        if keep_serving is None:
+            for server in servers:
+                server.stop()
+        else:
+            keep_serving.extend(servers)
     start = time.perf_counter()
     build_index(settings, progress=progress)
     timings["index"] = time.perf_counter() - start
     return timings
 
 
+def check_sample_data(data_dir: Path) -> None:
+    """Fail with what to do, before any server starts, when ``data_dir`` lacks the sample web."""
+    from services.demo.sampleweb import IANA_WARC, PDFS, WIKI_DUMP
+
+    missing = [p for p in (IANA_WARC, WIKI_DUMP, *PDFS) if not (data_dir / p).is_file()]
+    if missing:
+        raise SampleDataMissingError(
+            f"sample data not found in {data_dir} (missing {', '.join(map(str, missing))}): run from a "
+            "checkout of the repository (its data/ directory) or pass --data DIR"
+        )
+
+
 def run_demo(base: Settings, data_dir: Path) -> None:
+    check_sample_data(data_dir)
+    var_dir = base.var_dir / "demo"
+    shutil.rmtree(var_dir, ignore_errors=True)
+    settings = demo_settings(base, var_dir)
+    servers: list[SiteServer] = []
+    try:
+        timings = prepare(settings, data_dir, keep_serving=servers)
+        _serve(settings, timings, servers)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServer]) -> None:
     import uvicorn
 
     from services.search.app import create_app
 
-    if not (data_dir / "wiki").is_dir():
-        raise SampleDataMissingError(
-            f"sample data not found in {data_dir}: run from a checkout of the repository "
-            "(its data/ directory) or pass --data DIR"
-        )
-    var_dir = base.var_dir / "demo"
-    shutil.rmtree(var_dir, ignore_errors=True)
-    settings = demo_settings(base, var_dir)
-    timings = prepare(settings, data_dir)
     print(
         f"demo: crawled {int(timings['pages'])} pages in {timings['crawl']:.1f} s, "
         f"indexed in {timings['index']:.1f} s",
         file=sys.stderr,
     )
     print(
-        f"Nimbus Search demo is serving on http://{settings.host}:{settings.port}/ (Ctrl-C to stop)",
+        f"Nimbus Search demo is serving on http://{settings.host}:{settings.port}/ (Ctrl-C to stop); "
+        f"the sample web it crawled stays up at {', '.join(s.origin + '/' for s in servers)}",
         flush=True,
     )
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

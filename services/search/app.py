@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from services.config import Settings
+from services.search.head import HeadAsGet
 from services.search.http_errors import install_error_handlers
 from services.search.routes import api, cached, health, pages
 from services.search.service import SearchService
@@ -45,6 +46,7 @@ def create_app(
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.add_middleware(HeadAsGet)
     return app
 
 

@@ -47,11 +47,15 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
+MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
 )
 EXCLUSIONS_ONLY_MESSAGE = "Your query only leaves words out (“-word”, “NOT word”). Add a word to search for."
+NO_WORDS_MESSAGE = (
+    "Your query has no words to search for, only punctuation or symbols. Type a word or a phrase."
+)
 STOP_WORDS_MESSAGE = (
     "Your query holds only very common words (like “the” or “of”), which are not indexed. "
     "Add a more specific word."
@@ -154,7 +158,9 @@ class SearchService:
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
         if query.empty:
-            return done(total=0, message=STOP_WORDS_MESSAGE, index_version=index.version_id)
+            wordless = not any(ch.isalnum() for ch in q)
+            message = NO_WORDS_MESSAGE if wordless else STOP_WORDS_MESSAGE
+            return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         depth = min(first + per_page, MAX_RESULTS)
         result = retrieve(index, query, depth, self.retrieval)
@@ -242,6 +248,8 @@ class SearchService:
 
     def cached(self, doc_num: int) -> CachedCopy:
         """The stored bytes of one document, read with one ranged read and checked by SHA-1."""
+        if not 0 <= doc_num <= MAX_DOC_NUM:  # beyond the column's range: no such document
+            raise NotFoundError(f"no document number {doc_num}")
         try:
             with self.sessions() as session:
                 doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()

@@ -94,3 +94,36 @@ def test_default_data_is_the_checkouts_own(capsys):
     assert (DEFAULT_DATA / "SHA256SUMS").is_file() and DEFAULT_DATA.parent.joinpath(
         "pyproject.toml"
     ).is_file()
+
+
+def test_a_crawl_that_fetches_nothing_says_why(env, monkeypatch, capsys):
+    monkeypatch.setenv("NIMBUS_MAX_ATTEMPTS", "1")
+    assert main(["crawl", "http://127.0.0.1:9/", "--quiet"]) == 1  # nothing listens on port 9
+    err = capsys.readouterr().err
+    assert "crawled 0 pages" in err
+    assert "nimbus crawl: http://127.0.0.1:9/: failed: its host's robots.txt could not be fetched" in err
+    assert main(["crawl", "http://elsewhere.test/", "--quiet"]) == 1
+    assert "outside NIMBUS_ALLOWED_HOSTS" in capsys.readouterr().err
+
+
+def test_sampleweb_without_data_is_one_line_not_a_traceback(tmp_path, capsys):
+    assert main(["sampleweb", "--data", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nimbus sampleweb: sample data not found") and "Traceback" not in err
+
+
+def test_every_flag_has_help_text():
+    from services.cli import _parser
+
+    def walk(parser):
+        for action in parser._actions:
+            if action.dest == "help":
+                continue
+            if getattr(action, "choices", None) and isinstance(action.choices, dict):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+            else:
+                yield parser.prog, action
+
+    missing = [f"{prog} {a.option_strings or a.dest}" for prog, a in walk(_parser()) if not a.help]
+    assert missing == []

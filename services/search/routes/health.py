@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
 
 from services.search.deps import ServiceDep
 from services.search.schemas import Health
+from services.search.templating import WEBUI
 
 router = APIRouter()
 
@@ -24,3 +25,9 @@ def healthz(service: ServiceDep) -> Response:
         num_terms=index.num_terms,
     )
     return JSONResponse(body.model_dump())
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> FileResponse:
+    """Browsers ask every site for it; without it every page view logs a 404."""
+    return FileResponse(WEBUI / "static" / "favicon.ico", media_type="image/x-icon")

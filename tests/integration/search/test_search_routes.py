@@ -85,3 +85,31 @@ def test_unknown_documents_are_404_on_every_cached_route(client):
     for path in ("/cached/99", "/cached/99/display", "/cached/99/view"):
         resp = client.get(path)
         assert resp.status_code == 404 and "no document number 99" in resp.json()["detail"]
+
+
+def test_head_is_answered_like_get_on_every_route(client):
+    for path in ("/", "/?q=wing", "/api/search?q=wing", "/healthz", "/cached/0", "/static/style.css"):
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"], path
+    assert client.head("/cached/99").status_code == 404
+
+
+def test_favicon_is_served(client):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    assert '<link rel="icon" href="/favicon.ico">' in client.get("/").text
+
+
+def test_document_numbers_beyond_any_column_are_404_not_500(client):
+    for n in (2**31, 2**63, 2**64 + 5):
+        resp = client.get(f"/cached/{n}")
+        assert resp.status_code == 404, n
+
+
+def test_a_query_of_only_symbols_says_so(client):
+    for q in ('"', "-", "*", "🙂", "?!", '" "'):
+        body = client.get("/api/search", params={"q": q}).json()
+        assert body["total"] == 0 and "only punctuation or symbols" in body["message"], q
+    assert "common words" in client.get("/api/search", params={"q": "the of"}).json()["message"]
