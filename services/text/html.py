@@ -80,6 +80,8 @@ def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
         if body.startswith(bom):
             return DecodedHtml(body[len(bom) :].decode(codec, "replace"), codec, "bom")
     utf8 = _strict(body, "utf-8")
+    if utf8 is None:  # UTF-8 with a few stray legacy bytes (pasted text): keep its UTF-8
+        utf8 = _mostly_utf8(body)
     for source, label in (("header", header_charset), ("meta", _meta_charset(body))):
         declared = _codec(label)
         if declared is None:
@@ -118,6 +120,25 @@ def _codec(label: str | None) -> str | None:
         return codecs.lookup(label).name
     except LookupError:
         return None
+
+
+def _mostly_utf8(body: bytes) -> str | None:
+    """``body`` as UTF-8 with each invalid byte read as windows-1252, when it holds valid
+    multi-byte sequences and not many more invalid bytes than those; else ``None``.
+
+    Legacy-encoded text almost never holds valid multi-byte UTF-8 by chance,
+    so a page with some is UTF-8 where a few pasted Latin-1 bytes broke it:
+    decoding all of it as windows-1252 would turn every "ü" into "Ã¼".
+    """
+    text = body.decode("utf-8", "surrogateescape")
+    bad = sum(1 for ch in text if "\udc80" <= ch <= "\udcff")
+    good = sum(1 for ch in text if ord(ch) > 0x7F) - bad
+    if good == 0 or bad > 4 * good + 4:
+        return None
+    return "".join(
+        bytes([ord(ch) - 0xDC00]).decode("cp1252", "replace") if "\udc80" <= ch <= "\udcff" else ch
+        for ch in text
+    )
 
 
 def _strict(body: bytes, codec: str) -> str | None:

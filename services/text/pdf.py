@@ -10,11 +10,49 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from dataclasses import dataclass
 
 from services.text.errors import PdfError
 
 log = logging.getLogger(__name__)
+
+
+# Metadata "titles" that are not titles: what authoring tools write by default.
+_JUNK_TITLE = re.compile(
+    r"""^(untitled|title|document\d*|slide\s*\d+|presentation\d*|no\s+title|none|null|\W*)$
+       |^(microsoft\s+(word|powerpoint|excel)|powerpoint\s+presentation|adobe\s+\w+)\b
+       |\.(docx?|pdf|exe|rtf|txt|tex|dvi|ps|eps|indd|qxd|pptx?|xlsx?|odt|pages|wpd|html?|jpe?g|png|tiff?)$
+       |^[a-z]:\\|^/|\\""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_MAX_TITLE = 160
+
+
+def pdf_title(metadata_title: str, first_page_text: str) -> str:
+    """The metadata title when it is one, else the first heading line of the first page.
+
+    Authoring tools fill the Title field with file names (``draft_v2.exe``,
+    ``Microsoft Word - report.doc``), "Untitled" or nothing; the first page's
+    opening lines are what a reader takes for the title. A heading broken over
+    lines is joined while the next line continues it (no comma, digit or
+    address, and the line so far ends without punctuation).
+    """
+    title = " ".join(metadata_title.split())
+    if title and len(title) >= 3 and not _JUNK_TITLE.search(title):
+        return title[:_MAX_TITLE]
+    lines = [" ".join(line.split()) for line in first_page_text.splitlines()]
+    lines = [line for line in lines if sum(ch.isalpha() for ch in line) >= 3]
+    if not lines:
+        return ""
+    heading = lines[0]
+    for line in lines[1:4]:
+        if heading[-1:] in ".:;!?" or len(heading) + len(line) > _MAX_TITLE:
+            break
+        if re.search(r"[,@\d]", line) or len(line) > len(heading):
+            break
+        heading = f"{heading} {line}"
+    return heading[:_MAX_TITLE]
 
 
 @dataclass
@@ -49,7 +87,8 @@ def _parse_pdfium(data: bytes) -> ParsedPdf:
             texts.append(textpage.get_text_range())
             textpage.close()
             page.close()
-        title = (pdf.get_metadata_dict().get("Title") or "").strip()
+        meta = (pdf.get_metadata_dict().get("Title") or "").strip()
+        title = pdf_title(meta, texts[0] if texts else "")
         return ParsedPdf(title=title, text=" ".join(" ".join(texts).split()), pages=len(pdf))
     finally:
         pdf.close()
@@ -72,4 +111,5 @@ def _parse_pdfminer(data: bytes) -> ParsedPdf:
         elif raw:
             title = str(raw)
     pages = sum(1 for _ in PDFPage.create_pages(doc))
-    return ParsedPdf(title=title.strip(), text=" ".join(text.split()), pages=pages)
+    first_page = text.split("\f", 1)[0]
+    return ParsedPdf(title=pdf_title(title, first_page), text=" ".join(text.split()), pages=pages)

@@ -65,3 +65,24 @@ def test_plain_ascii_and_utf8_take_the_fast_path() -> None:
 def test_undecodable_noise_never_raises() -> None:
     decoded = decode_body(bytes(range(256)) * 4, "utf-8")
     assert decoded.charset and isinstance(decoded.text, str)
+
+
+def test_utf8_with_stray_latin1_bytes_keeps_its_utf8() -> None:
+    from services.text.html import decode_body, parse_html
+
+    body = "<title>Zürich</title><p>Straße in Zürich, naïve café</p>".encode() + b"<p>caf\xe9 cr\xe8me</p>"
+    decoded = decode_body(body)
+    assert decoded.charset == "utf-8"
+    assert "Straße in Zürich, naïve café" in decoded.text and "café crème" in decoded.text
+    assert parse_html(body, "http://a.test/").title == "Zürich"
+    labelled = decode_body('<meta charset="iso-8859-1"><p>Zürich</p>'.encode() + b"<p>\xe9t\xe9</p>")
+    assert "Zürich" in labelled.text and "été" in labelled.text  # the label loses to real UTF-8
+
+
+def test_legacy_pages_are_not_taken_for_broken_utf8() -> None:
+    from services.text.html import decode_body
+
+    legacy = "<p>café crème naïve à Genève, déjà vu</p>".encode("cp1252")
+    assert decode_body(legacy).text == "<p>café crème naïve à Genève, déjà vu</p>"
+    many = ("<p>" + "é è à ù ç " * 20 + "</p>").encode("cp1252") + "ü".encode()
+    assert decode_body(many).charset != "utf-8"  # one valid UTF-8 pair among 100 legacy bytes
