@@ -35,6 +35,9 @@ class ParsedDoc:
     links: list[Link] = field(default_factory=list)
     noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
     charset: str = ""  # the charset an HTML body was decoded with
+    refresh_url: str = ""  # <meta http-equiv=refresh> target (normalized), "" when none
+    refresh_delay: float = 0.0
+    canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
 
 
 def accept_content_type(header: str) -> bool:
@@ -117,6 +120,9 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             links=normalize_links(page.links, page_url),
             noindex=page.noindex,
             charset=page.charset,
+            refresh_url=_normalized_or_empty(page.refresh_url),
+            refresh_delay=page.refresh_delay,
+            canonical=_normalized_or_empty(page.canonical),
         )
     if ctype == ContentType.PDF:
         try:
@@ -127,3 +133,13 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     raise ParseError(
         f"{page_url}: content type {result.content_type or 'unknown'!r} is neither HTML nor PDF", "type"
     )
+
+
+def _normalized_or_empty(url: str) -> str:
+    """A page-declared URL in normal form; "" when absent or not crawlable (it is only a hint)."""
+    if not url:
+        return ""
+    try:
+        return normalize_url(url)
+    except BadUrlError:
+        return ""

@@ -17,7 +17,14 @@ from services.crawler.context import VisitContext
 from services.crawler.fetch import FetchResult, Timeouts, fetch
 from services.crawler.frontier import SITEMAP_PRIORITY, LeasedUrl, NewUrl
 from services.crawler.outcome import is_retryable, judge_fetch
-from services.crawler.parse import INDEXABLE, ParseError, accept_content_type, classify, parse_document
+from services.crawler.parse import (
+    INDEXABLE,
+    ParsedDoc,
+    ParseError,
+    accept_content_type,
+    classify,
+    parse_document,
+)
 from services.crawler.results import FetchedDoc, UrlResult
 from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
 from services.crawler.scheduler import HostQueue
@@ -80,6 +87,9 @@ _BINARY_EXTENSIONS = frozenset(
         "zst",
     }
 )
+
+
+MAX_REFRESH_DELAY = 10.0  # seconds: a refresh this soon is a redirect, not a page
 
 
 class Visitor:
@@ -183,6 +193,13 @@ class Visitor:
             result.error = f"parse: {exc}"
             counters["parse_error"] += 1
             return
+        if self._refreshes_away(entry, parsed, final, result):
+            return
+        if parsed.canonical and parsed.canonical != final:
+            # The site names the URL it prefers: crawl that one too; if its bytes are these,
+            # duplicate detection folds the two (docId), as it does for any copy.
+            counters["canonical_elsewhere"] += 1
+            parsed.links.append(Link(parsed.canonical, parsed.title))
         links = self._admissible(parsed.links, counters)
         if entry.depth + 1 <= self.ctx.max_depth:
             result.links = links
@@ -196,6 +213,26 @@ class Visitor:
             counters["language_skipped"] += 1
             return
         result.doc = FetchedDoc(final, fetched.body, parsed, self.ctx.clock(), fetched.status or 200)
+
+    def _refreshes_away(self, entry: LeasedUrl, parsed: ParsedDoc, final: str, result: UrlResult) -> bool:
+        """A short ``<meta http-equiv=refresh>`` to another URL is a redirect (as Google and
+        browsers treat it): the target is queued as the next hop and this page is not stored,
+        so a refresh-only home page neither stops the crawl nor collects the site's PageRank.
+        Longer delays ("you will be taken there in a minute") leave the page a page."""
+        target = parsed.refresh_url
+        if not target or target == final or parsed.refresh_delay > MAX_REFRESH_DELAY:
+            return False
+        counters = result.counters
+        counters["meta_refresh"] += 1
+        if entry.hops + 1 > self.settings.max_redirects:
+            result.error = f"redirect chain longer than {self.settings.max_redirects} hops"
+            counters["redirect_limit"] += 1
+        else:
+            result.error = f"meta refresh to {target}"
+            result.found.append(
+                NewUrl(target, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
+            )
+        return True
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
         """Links in scope whose host is not at its page cap."""

@@ -11,6 +11,7 @@ parsed again: the slow parser runs only on pages that need it.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
@@ -41,6 +42,9 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     charset: str = ""  # the charset the text was decoded with ("" when given text)
+    refresh_url: str = ""  # <meta http-equiv=refresh> target, absolute, when its delay is short
+    refresh_delay: float = 0.0
+    canonical: str = ""  # <link rel=canonical href>, absolute
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,22 @@ def parse_html(body: bytes | str, base_url: str, header_charset: str | None = No
     return page
 
 
+_REFRESH = re.compile(r"""^\s*(\d+(?:\.\d*)?)?\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\2\s*$""", re.I | re.S)
+
+
+def parse_refresh(content: str) -> tuple[float, str] | None:
+    """``<meta http-equiv=refresh content=...>`` as (delay, target), as browsers read it:
+    ``"0; url=/new"``, ``"5;URL='page.html'"``, ``"0;/new"``, ``"3"`` (no target)."""
+    match = _REFRESH.match(content)
+    if match is None or (match.group(1) is None and not match.group(3)):
+        return None
+    delay = float(match.group(1) or 0)
+    target = match.group(3).strip()
+    if target.lower().startswith("url="):
+        target = target[4:].strip().strip("\"'")
+    return delay, target
+
+
 def title_swallowed_page(page: ParsedPage) -> bool:
     """Whether the title took the page: no body text, and a title too long or holding tags."""
     return not page.text and (len(page.title) > _SWALLOWED_TITLE_CHARS or bool(_MARKUP.search(page.title)))
@@ -251,6 +271,11 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         attributes = meta.attributes
         name = (attributes.get("name") or "").strip().lower()
         if not name:
+            if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
+                refresh = parse_refresh(attributes.get("content") or "")
+                if refresh is not None and refresh[1]:
+                    with contextlib.suppress(ValueError):  # a malformed target is no redirect
+                        page.refresh_delay, page.refresh_url = refresh[0], urljoin(base, refresh[1])
             continue
         content = clean_text(attributes.get("content") or "")
         if name == "description":
@@ -261,6 +286,14 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
             directives = {d.strip() for d in content.lower().split(",")}
             page.noindex = bool(directives & {"noindex", "none"})
             page.nofollow = bool(directives & {"nofollow", "none"})
+
+    for link in tree.tags("link"):
+        if "canonical" in (link.attributes.get("rel") or "").lower().split():
+            href = (link.attributes.get("href") or "").strip()
+            if href:
+                with contextlib.suppress(ValueError):
+                    page.canonical = urljoin(base, href)
+                break
 
     if not page.nofollow:
         for a in tree.tags("a"):

@@ -58,3 +58,21 @@ def test_malformed_and_empty_html_do_not_crash():
     assert parse_html(b"", "http://a.test/").text == ""
     page = parse_html(b"<html><title>t</title><body><p>unclosed <b>bold <a href='/x'>x", "http://a.test/")
     assert page.title == "t" and page.links == [("http://a.test/x", "x")]
+
+
+def test_meta_refresh_and_canonical_are_read_as_browsers_read_them() -> None:
+    from services.text.html import parse_html, parse_refresh
+
+    assert parse_refresh("0; url=/new") == (0.0, "/new")
+    assert parse_refresh("5;URL='page.html'") == (5.0, "page.html")
+    assert parse_refresh("0;/new") == (0.0, "/new")
+    assert parse_refresh("1.5 ; url = /y") == (1.5, "/y")
+    assert parse_refresh("3") == (3.0, "") and parse_refresh("") is None
+    page = parse_html(
+        b'<meta http-equiv=Refresh content="0; url=home/index.html"><link rel="Canonical" href=/c>',
+        "http://a.test/dir/",
+    )
+    assert (page.refresh_url, page.refresh_delay) == ("http://a.test/dir/home/index.html", 0.0)
+    assert page.canonical == "http://a.test/c"
+    plain = parse_html(b"<title>x</title><meta name=refresh content='0;url=/no'>", "http://a.test/")
+    assert plain.refresh_url == "" and plain.canonical == ""

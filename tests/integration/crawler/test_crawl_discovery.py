@@ -1,0 +1,72 @@
+"""Discovery on messy sites: meta-refresh home pages, canonical links."""
+
+from __future__ import annotations
+
+import badweb
+import pytest
+from badweb import BadWeb
+from stored_rows import stored_documents
+
+from services.config import Settings
+from services.crawler.crawl import run_crawl
+
+
+@pytest.fixture
+def quick(settings: Settings) -> Settings:
+    return settings.with_overrides(crawl_delay=0.0, sitemaps=False, allowed_hosts="127.0.0.1", max_attempts=1)
+
+
+def test_a_meta_refresh_home_page_is_followed_like_a_redirect(quick: Settings) -> None:
+    """The mid-2000s pattern: / is an empty page that refreshes to the real home page."""
+    routes = {
+        "/": badweb.page(
+            '<html><head><meta http-equiv="Refresh" content="0; URL=home/index.html"></head></html>'
+        ),
+        "/home/index.html": badweb.html("Home", "Welcome to the river society.", ["a.html", "b.html"]),
+        "/home/a.html": badweb.html("Rivers", "Rivers and their floods.", ["b.html"]),
+        "/home/b.html": badweb.html("Bridges", "Old stone bridges over the river."),
+        "/slow.html": badweb.page(
+            '<html lang=en><head><meta http-equiv=refresh content="300; url=/home/b.html"><title>News</title>'
+            "</head><body><p>Today's news about the river society and its long summer walks along "
+            "the banks of the river.</p></body></html>"
+        ),
+    }
+    with BadWeb(routes) as web:
+        stats = run_crawl(quick, [web.url("/"), web.url("/slow.html")], progress=False)
+    urls = {d.url for d in stored_documents(quick)}
+    home = web.url("/home/")
+    assert {home + "index.html", home + "a.html", home + "b.html"} <= urls
+    assert web.url("/") not in urls  # the refresh page itself is no document
+    assert web.url("/slow.html") in urls  # a slow refresh leaves the page a page
+    assert stats.counters["meta_refresh"] == 1
+
+
+def test_a_refresh_loop_ends_at_the_redirect_limit(quick: Settings) -> None:
+    routes = {
+        "/a": badweb.page('<meta http-equiv="refresh" content="0;url=/b">'),
+        "/b": badweb.page('<meta http-equiv="refresh" content="0;url=/a">'),
+    }
+    with BadWeb(routes) as web:
+        stats = run_crawl(quick.with_overrides(max_redirects=3), [web.url("/a")], progress=False)
+    assert stored_documents(quick) == [] and stats.pages <= 4
+    assert stats.counters["meta_refresh"] >= 1
+
+
+def test_a_canonical_link_is_crawled(quick: Settings) -> None:
+    body = "Minutes of the meeting about the footbridge over the river, with the vote of members."
+    routes = {
+        "/minutes?session=42": badweb.page(
+            f"<html lang=en><head><title>Minutes</title><link rel=canonical href='/minutes'></head>"
+            f"<body><p>{body}</p></body></html>"
+        ),
+        "/minutes": badweb.page(
+            f"<html lang=en><head><title>Minutes</title><link rel=canonical href='/minutes'></head>"
+            f"<body><p>{body}</p></body></html>"
+        ),
+    }
+    with BadWeb(routes) as web:
+        stats = run_crawl(quick, [web.url("/minutes?session=42")], progress=False)
+        asked = web.paths()
+    assert "/minutes" in asked and stats.counters["canonical_elsewhere"] == 1
+    assert len(stored_documents(quick)) == 1  # the same bytes: stored once, the other URL folded
+    assert stats.counters["duplicate_content"] == 1
