@@ -2,7 +2,9 @@
 
 The rules (README, "Query language"):
 
-1. Excluded words remove documents; phrases are required in every mode.
+1. Excluded words remove documents. A quoted phrase is required when at least
+   ``and_min_results`` documents hold it; otherwise its holders come first and
+   the documents holding its words follow (a soft constraint, "phrase+words").
 2. Without ``OR``: the documents holding every word (AND), ranked by score,
    when there are at least ``and_min_results`` of them; documents matching
    only some words follow, ranked by score, for whoever reads that far.
@@ -16,7 +18,7 @@ The rules (README, "Query language"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,8 +50,12 @@ class RetrievalSettings:
 @dataclass(frozen=True)
 class Retrieval:
     ranked: Ranked
-    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "none"
+    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "phrase+words", "none"
     found: list[str]  # query terms present in the index
+
+    def phrase_relaxed(self) -> bool:
+        """Too few documents held the quoted phrase: documents with its words follow them."""
+        return self.mode == "phrase+words"
 
     def some_words_only(self, query: ParsedQuery) -> bool:
         """The user asked for several words (not with OR), and no document held them all."""
@@ -82,11 +88,14 @@ def retrieve(
 
     if query.phrases:
         if any(t not in ids for phrase in query.phrases for t in phrase):
-            return Retrieval(empty, "phrase", found)
-        required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
-        candidates = _without(intersect_docs(required, index.num_docs), excluded)
-        for phrase in query.phrases:
-            candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
+            candidates = np.zeros(0, np.uint32)
+        else:
+            required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
+            candidates = _without(intersect_docs(required, index.num_docs), excluded)
+            for phrase in query.phrases:
+                candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
+        if candidates.shape[0] < settings.and_min_results:
+            return _phrase_then_words(index, query, terms, candidates, prior, k, settings, found)
         if not query.any_word and len(found) == len(query.terms):
             # The candidates hold the phrases' words already: intersect with the others only.
             in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
@@ -136,6 +145,33 @@ def retrieve(
         ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
         return Retrieval(ranked, "or+feedback", found)
     return Retrieval(ranked, "or", found)
+
+
+def _phrase_then_words(
+    index: SegmentIndex,
+    query: ParsedQuery,
+    terms: list[QueryTerm],
+    holding: np.ndarray,
+    prior: np.ndarray,
+    k: int,
+    settings: RetrievalSettings,
+    found: list[str],
+) -> Retrieval:
+    """A quoted phrase as a soft constraint: the few documents holding it first, then the
+    documents holding its words (AND, else OR), as for an unquoted query.
+
+    People paste quoted titles and expressions that no page holds word for word;
+    an empty page of results helps nobody. The phrase still decides the order:
+    every holder ranks above every document that only has the words.
+    """
+    first = score_candidates(terms, holding, prior, k) if holding.shape[0] else None
+    words = retrieve(index, replace(query, phrases=[]), k + int(holding.shape[0]), settings)
+    rest = words.ranked
+    if first is None:
+        return Retrieval(rest, "phrase+words", found)
+    keep = ~np.isin(rest.docs, first.docs)
+    rest = Ranked(rest.docs[keep], rest.final[keep], rest.text[keep], max(0, rest.total - int(first.total)))
+    return Retrieval(_concat(first, rest, k), "phrase+words", found)
 
 
 def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:

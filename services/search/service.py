@@ -88,6 +88,7 @@ class SearchResults:
     index_version: int | None = None
     mode: str = ""  # how the query ran: and, and+or, or, or+feedback, phrase (services.search.retrieve)
     some_words_only: bool = False  # no document held every word: the page says so
+    phrase_relaxed: bool = False  # few documents held the quoted phrase: its words follow
 
     @property
     def pages(self) -> int:
@@ -176,6 +177,7 @@ class SearchService:
             index_version=index.version_id,
             mode=result.mode,
             some_words_only=result.some_words_only(query),
+            phrase_relaxed=result.phrase_relaxed(),
         )
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:

@@ -16,7 +16,10 @@ router = APIRouter()
 def healthz(service: ServiceDep) -> Response:
     index = service.index()
     if index is None:
-        return JSONResponse(Health(status="no-index").model_dump(), status_code=503)
+        # Up and answering (the "build an index" page): 200, so a load balancer does not
+        # replace every instance of a fresh stack before its first index is published.
+        # Storage or database failures are still 503 (http_errors).
+        return JSONResponse(Health(status="no-index").model_dump(), status_code=200)
     body = Health(
         status="ok",
         index_version=index.version_id,
