@@ -6,7 +6,7 @@ Subprocess and cluster tasks import this project from a zip shipped with
 ``--py-files`` (without it they fail with ``No module named 'services'``):
 ``mapreduce/`` and the ground-floor packages it imports (``TASK_PACKAGES``),
 nothing of the crawler, the search service or this driver. Third-party packages (numpy, PyStemmer,
-boto3, w3lib) must already be installed where tasks run: on EMR through a
+boto3) must already be installed where tasks run: on EMR through a
 bootstrap action in mrjob.conf.
 
 Output is streamed into a file (one ``JSON key \\t JSON value`` line per

@@ -1,12 +1,19 @@
 """URL normalization and identity.
 
-w3lib's ``canonicalize_url`` (Scrapy's) does the hard part: percent-encoding,
-dot segments, sorted query arguments, fragments. On top: lower-case host,
-default ports dropped, tracking parameters removed, so that one page has one
-``url_id`` however it was linked.
+Only RFC 3986's semantics-preserving normalizations (section 6.2.2), so the
+server always receives a URL it knows: lower-case scheme and host, the
+default port dropped, dot segments removed, percent-encodings in upper case,
+encoded unreserved characters decoded, characters a URI cannot hold
+(spaces, non-ASCII) percent-encoded as UTF-8 the way browsers send them, and
+the fragment dropped. Nothing else is rewritten: ``%20`` stays ``%20`` (not
+``+``), ``/`` and ``;`` in a query stay as written, query parameters keep their
+order (sorting is not provably safe: some servers read them positionally).
+The one deliberate exception is the removal of well-known click-tracking
+parameters (``utm_*``, ``gclid``, ``fbclid``, ...), which by their purpose never
+change the page; the parameters around them are kept byte for byte.
 
-w3lib costs ~145 µs a URL and a page has ~20 links, so two shortcuts keep it
-off the crawl's hot path: URLs that are already in normal form (lower-case
+The full normalization costs tens of µs a URL and a page has ~20 links, so two
+shortcuts keep it off the crawl's hot path: URLs that are already in normal form (lower-case
 http(s), plain host, no default port, a path of unreserved characters without
 dot segments, no query or fragment: most links on most sites) are returned as
 they are after one regular-expression match, and the rest go through an LRU
@@ -18,9 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-from w3lib.url import canonicalize_url
+from urllib.parse import unquote_plus, urlsplit
 
 from services.text.errors import BadUrlError
 
@@ -66,22 +71,88 @@ def _normalize_slow(url: str) -> str:
     except ValueError as exc:
         raise BadUrlError(f"bad port in URL {url!r}") from exc
     host = parts.hostname.lower().rstrip(".")
+    if not host:
+        raise BadUrlError(f"no host in URL {url!r}")
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
+    elif not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise BadUrlError(f"bad host name in URL {url!r}") from exc
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    query = parts.query
-    if query:
-        pairs = [
-            (k, v)
-            for k, v in parse_qsl(query, keep_blank_values=True)
-            if k.lower() not in _TRACKING_PARAMS and not k.lower().startswith(_TRACKING_PREFIXES)
-        ]
-        query = urlencode(pairs)
-    rebuilt = urlunsplit((scheme, netloc, parts.path or "/", query, ""))
-    normalized = canonicalize_url(rebuilt)
+    path = remove_dot_segments(_percent_normalized(parts.path or "/"))
+    query = _without_tracking(_percent_normalized(parts.query)) if parts.query else ""
+    normalized = f"{scheme}://{netloc}{path or '/'}" + (f"?{query}" if query else "")
     if len(normalized) > MAX_URL_LENGTH:
         raise BadUrlError(f"URL longer than {MAX_URL_LENGTH} characters: {normalized[:80]}...")
     return normalized
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_KEPT = _UNRESERVED | frozenset(":/?#[]@!$&'()*+,;=")  # RFC 3986 reserved + unreserved
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _percent_normalized(component: str) -> str:
+    """RFC 3986 6.2.2.1-2: ``%xx`` in upper case, unreserved ones decoded; characters a URI
+    cannot hold (space, non-ASCII, a ``%`` not starting an escape) encoded as UTF-8 bytes."""
+    out: list[str] = []
+    i, n = 0, len(component)
+    while i < n:
+        ch = component[i]
+        if ch == "%" and i + 2 < n and component[i + 1] in _HEX and component[i + 2] in _HEX:
+            decoded = chr(int(component[i + 1 : i + 3], 16))
+            out.append(decoded if decoded in _UNRESERVED else "%" + component[i + 1 : i + 3].upper())
+            i += 3
+            continue
+        if ch in _KEPT:
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
+        i += 1
+    return "".join(out)
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, as written there."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    while path:
+        if path.startswith("../"):
+            path = path[3:]
+        elif path.startswith("./") or path.startswith("/./"):
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):
+            path = path[3:]
+            if output:
+                output.pop()
+        elif path == "/..":
+            path = "/"
+            if output:
+                output.pop()
+        elif path in {".", ".."}:
+            path = ""
+        else:
+            start = 1 if path.startswith("/") else 0
+            cut = path.find("/", start)
+            segment, path = (path, "") if cut < 0 else (path[:cut], path[cut:])
+            output.append(segment)
+    return "".join(output)
+
+
+def _without_tracking(query: str) -> str:
+    """The query without click-tracking parameters; every other parameter as written, in order."""
+    kept = []
+    for pair in query.split("&"):
+        key = unquote_plus(pair.split("=", 1)[0]).lower()
+        if key in _TRACKING_PARAMS or key.startswith(_TRACKING_PREFIXES):
+            continue
+        kept.append(pair)
+    return "&".join(kept)
 
 
 def url_id(normalized_url: str) -> str:

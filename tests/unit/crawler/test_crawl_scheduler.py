@@ -53,7 +53,7 @@ def test_partitions_are_stable_and_spread_hosts() -> None:
     assert partition_of("http://a.test", 64) == 26  # CRC-32: pinned, stored rows depend on it
 
 
-def test_the_fast_path_of_normalize_url_agrees_with_w3lib() -> None:
+def test_the_fast_path_of_normalize_url_agrees_with_the_full_normalization() -> None:
     rng = random.Random(4)
     samples = [
         "http://127.0.0.1:8480/p/1",

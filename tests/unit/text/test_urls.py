@@ -10,7 +10,7 @@ from services.text.urls import BadUrlError, host_key, in_scope, normalize_url, u
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("HTTP://Example.COM:80/a/./b/../c?b=2&a=1#frag", "http://example.com/a/c?a=1&b=2"),
+        ("HTTP://Example.COM:80/a/./b/../c?b=2&a=1#frag", "http://example.com/a/c?b=2&a=1"),
         ("https://x.org:443", "https://x.org/"),
         ("http://127.0.0.1:8123/x?utm_source=q&id=3&fbclid=z", "http://127.0.0.1:8123/x?id=3"),
         ("http://x.org/%7euser/a b", "http://x.org/~user/a%20b"),
@@ -44,3 +44,34 @@ def test_scope_admits_listed_hosts_and_subdomains():
     assert not in_scope("http://www.icann.org/", scope)
     assert not in_scope("http://badexample.org/", scope)
     assert in_scope("http://anything.test/", frozenset())
+
+
+# RFC 3986 section 6.2.2 (case, percent-encoding, dot segments) and 5.4 (dot segments in
+# resolved paths), plus what servers must receive unchanged (the failures seen on real sites).
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("HTTP://www.Example.com/", "http://www.example.com/"),  # 6.2.2.1
+        ("http://example.com/%7Efoo", "http://example.com/~foo"),  # 6.2.2.2
+        ("http://example.com/%7efoo%2fbar%3a", "http://example.com/~foo%2Fbar%3A"),
+        ("http://example.com/a/./b/../c", "http://example.com/a/c"),  # 6.2.2.3
+        ("http://a/b/c/./../../g", "http://a/g"),  # 5.4.2
+        ("http://a/b/c/g;x=1/../y", "http://a/b/c/y"),
+        ("http://a/../../g", "http://a/g"),
+        ("http://a/b/c/d;p?q=1#s", "http://a/b/c/d;p?q=1"),
+        ("http://x.org/search?q=a%20b", "http://x.org/search?q=a%20b"),  # not "+"
+        ("http://x.org/search?q=a+b", "http://x.org/search?q=a+b"),  # not "%2B"
+        ("http://x.org/p?path=/a/b&x=1", "http://x.org/p?path=/a/b&x=1"),  # "/" stays "/"
+        ("http://x.org/p;jsessionid=ab?x=1;y=2", "http://x.org/p;jsessionid=ab?x=1;y=2"),  # ";" stays
+        ("http://x.org/a b/ü?q=é", "http://x.org/a%20b/%C3%BC?q=%C3%A9"),  # as browsers send them
+        ("http://x.org/100%/x", "http://x.org/100%25/x"),  # a stray "%" is encoded
+        ("http://x.org/?z=1&utm_medium=x&a=2", "http://x.org/?z=1&a=2"),  # order kept, tracking gone
+        ("http://x.org/?utm_source=feed", "http://x.org/"),
+        ("http://x.org/a?", "http://x.org/a"),
+        ("http://Bücher.example/", "http://xn--bcher-kva.example/"),
+        ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+    ],
+)
+def test_rfc3986_normalization_keeps_what_the_server_receives(raw, expected):
+    assert normalize_url(raw) == expected
+    assert normalize_url(expected) == expected  # idempotent
