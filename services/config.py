@@ -77,6 +77,8 @@ class Settings:
     max_redirects: int = 5  # hops in one redirect chain; each hop is its own frontier entry
     languages: str = "en"  # languages whose pages are stored (comma list); empty keeps all
     sitemaps: bool = True  # seed each new host's frontier from its sitemaps
+    # Ask each host once for a path that cannot exist; pages like its answer are soft 404s.
+    soft404_probe: bool = True
     recrawl_min_interval: float = 86_400.0  # 1 day: a page that changes every visit
     recrawl_max_interval: float = 30 * 86_400.0  # 30 days: a page that never changes
     # Hosts hash into ``partitions`` virtual partitions; a crawler process

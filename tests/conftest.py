@@ -35,6 +35,9 @@ def settings(tmp_path: Path) -> Settings:
         var_dir=tmp_path / "var",
         crawl_delay=0.0,
         allowed_hosts="127.0.0.1",  # never follow a link off this machine
+        # Tests that count requests see exactly the ones they cause; the soft-404 tests and the
+        # end-to-end pipeline switch the probe back on.
+        soft404_probe=False,
     )
 
 

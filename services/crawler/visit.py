@@ -29,6 +29,7 @@ from services.crawler.results import FetchedDoc, UrlResult
 from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
 from services.crawler.scheduler import HostQueue
 from services.crawler.sitemaps import discover_sitemap_urls
+from services.crawler.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
 from services.storage.blocks import ContentType
 from services.storage.models import Host
 from services.storage.records import Link
@@ -106,6 +107,8 @@ class Visitor:
         self.rng = random.Random()
         self.timeouts = Timeouts.from_settings(self.settings)
         self.rules: dict[str, RobotsRules] = {}  # fresh rules by host (bounded like the host queues)
+        # Each host's answer to a path that cannot exist (soft404.py); None: a real 404.
+        self.not_found: dict[str, NotFoundPage | None] = {}
 
     async def visit(self, host: str, entry: LeasedUrl, result: UrlResult) -> None:
         """Fill ``result`` for ``entry``."""
@@ -158,11 +161,42 @@ class Visitor:
             self._live(result)
             return
         await self._parse(entry, fetched, result)
+        html = result.doc is not None and result.doc.parsed.content_type == ContentType.HTML
+        if html and settings.soft404_probe and result.doc is not None:
+            not_found = await self._not_found_page(host, rules)
+            if is_soft_404(words_of(result.doc.parsed.text, result.doc.url), not_found):
+                result.doc = None
+                result.error = "soft 404: the host's 'not found' page, answered with 200"
+                result.counters["soft_404"] += 1
         self._live(result)
+
+    async def _not_found_page(self, host: str, rules: RobotsRules) -> NotFoundPage | None:
+        """The host's answer to a path that cannot exist, asked once per host and crawl (one
+        extra polite request), or None when it answers honestly (4xx) or may not be asked."""
+        if host in self.not_found:
+            return self.not_found[host]
+        url = host + probe_path()
+        self.not_found[host] = None
+        if not rules.allowed(url, self.settings.user_agent):
+            return None
+        await self._polite_wait(self.ctx.hosts.queue(host))
+        async with self.ctx.slots:
+            probe = await fetch(
+                self.ctx.http, url, max_bytes=self.settings.max_body_bytes, accept=accept_content_type,
+                timeouts=self.timeouts,
+            )  # fmt: skip
+        if probe.ok and probe.status == 200 and probe.body:
+            try:
+                parsed = parse_document(probe, normalize_url(probe.final_url))
+            except (ParseError, BadUrlError):
+                return None
+            self.not_found[host] = NotFoundPage(words_of(parsed.text, url))
+        return self.not_found[host]
 
     def forget(self, hosts: set[str]) -> None:
         """Keep robots rules only for ``hosts`` (the others reload from the hosts table)."""
         self.rules = {h: r for h, r in self.rules.items() if h in hosts}
+        self.not_found = {h: page for h, page in self.not_found.items() if h in hosts}
 
     def _live(self, result: UrlResult) -> None:
         for key, value in result.counters.items():
