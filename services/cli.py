@@ -111,6 +111,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
+    cmp = sub.add_parser("compare", help="two TREC runs on one judged collection, query by query")
+    cmp.add_argument("run_a", type=Path, metavar="RUN_A", help="the baseline run file")
+    cmp.add_argument("run_b", type=Path, metavar="RUN_B", help="the run to compare with it")
+    cmp.add_argument("--collection", type=Path, required=True, help="the collection's directory (qrels.tsv)")
+    cmp.add_argument(
+        "--measure",
+        action="append",
+        choices=["MAP", "nDCG@10", "P@10", "Recall@100", "MRR"],
+        help="repeatable",
+    )
+
     web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
     web.add_argument(
         "--data",
@@ -275,6 +286,17 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace, settings: Settings) -> int:
+    from services.eval.collection import load_collection
+    from services.eval.compare import compare
+
+    qrels = load_collection(args.collection).qrels
+    for measure in args.measure or ["MAP", "nDCG@10"]:
+        for line in compare(args.run_a, args.run_b, qrels, measure).lines():
+            print(line)
+    return 0
+
+
 def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
@@ -353,6 +375,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "demo": _demo,
     "eval": _eval,
     "sampleweb": _sampleweb,
+    "compare": _compare,
 }
 
 

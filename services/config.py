@@ -117,6 +117,8 @@ class Settings:
     feedback_docs: int = 10
     feedback_terms: int = 10
     feedback_weight: float = 0.5  # weight of the original query in the expanded one
+    feedback_max_df: float = 0.1  # expansion leaves out terms in more than this share of documents
+    feedback_cap: bool = True  # no expansion term weighs more than the lightest query word
 
     # Search service.
     host: str = "127.0.0.1"

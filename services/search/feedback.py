@@ -11,6 +11,15 @@ parameters are Anserini's defaults (10 documents, 10 terms, lambda 0.5),
 used across TREC collections, not fitted here. The expanded weights are
 scaled so that they sum to the original query's length: the text score keeps
 its scale next to the PageRank prior.
+
+Two guards keep expansion from drowning the words the query is about (the
+BM25 impacts already carry idf, but RM1 favours frequent words so strongly
+that a word in 40 % of the documents could get twice the weight of the rare
+word the user typed):
+
+* terms in more than ``max_df`` of the documents are not expansion candidates
+  (the user's own words always stay), as stop-word-like terms carry no topic;
+* no expansion term weighs more than the lightest word of the original query.
 """
 
 from __future__ import annotations
@@ -30,8 +39,12 @@ def rm3_weights(
     doc_lengths: np.ndarray,
     fb_terms: int,
     original_weight: float,
+    df: np.ndarray | None = None,
+    max_df: float = 1.0,
+    cap_to_query: bool = False,
 ) -> dict[int, float]:
-    """Expanded query weights by term id (the original terms included)."""
+    """Expanded query weights by term id (the original terms included); ``df`` (document
+    frequency by term id) with ``max_df`` < 1 leaves common terms out of the expansion."""
     qlen = float(sum(query.values()))
     if fb_docs.shape[0] == 0 or fb_terms <= 0 or qlen <= 0:
         return dict(query)
@@ -45,6 +58,14 @@ def rm3_weights(
         weight_parts.append(fwd_tfs[start:end].astype(np.float64) * (pd / length))
     terms = np.concatenate(term_parts)
     weights = np.concatenate(weight_parts)
+    if df is not None and max_df < 1.0:
+        num_docs = max(int(doc_lengths.shape[0]), 1)
+        original = np.fromiter(query.keys(), dtype=np.int64, count=len(query))
+        common = df[terms].astype(np.float64) > max_df * num_docs
+        keep_terms = ~common | np.isin(terms, original)
+        terms, weights = terms[keep_terms], weights[keep_terms]
+        if terms.shape[0] == 0:
+            return dict(query)
     unique, inverse = np.unique(terms, return_inverse=True)
     rm1 = np.bincount(inverse, weights=weights, minlength=unique.shape[0])
     keep = np.lexsort((unique, -rm1))[:fb_terms]  # most likely first; ties by term id
@@ -54,4 +75,8 @@ def rm3_weights(
     if total > 0:
         for term, w in zip(unique[keep].tolist(), (rm1_kept / total).tolist(), strict=True):
             expanded[term] = expanded.get(term, 0.0) + (1.0 - original_weight) * w
-    return {t: w * qlen for t, w in expanded.items() if w > 0}
+    out = {t: w * qlen for t, w in expanded.items() if w > 0}
+    if cap_to_query and query:
+        floor = min(out.get(t, 0.0) for t in query)  # the lightest word the user typed
+        out = {t: (w if t in query else min(w, floor)) for t, w in out.items()}
+    return out

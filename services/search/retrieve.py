@@ -45,6 +45,8 @@ class RetrievalSettings:
     feedback_docs: int = 10
     feedback_terms: int = 10
     feedback_weight: float = 0.5
+    feedback_max_df: float = 0.1  # expansion terms in more of the documents are left out
+    feedback_cap: bool = True  # no expansion term outweighs a word of the query
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ def retrieve(
             index.doc_lengths,
             settings.feedback_terms,
             settings.feedback_weight,
+            df=index.arrays["df"],
+            max_df=settings.feedback_max_df,
+            cap_to_query=settings.feedback_cap,
         )
         # The expanded query reranks the documents holding a word of the user's query;
         # it does not bring in documents that hold none of them.

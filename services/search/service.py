@@ -121,6 +121,8 @@ class SearchService:
             feedback_docs=settings.feedback_docs,
             feedback_terms=settings.feedback_terms,
             feedback_weight=settings.feedback_weight,
+            feedback_max_df=settings.feedback_max_df,
+            feedback_cap=settings.feedback_cap,
         )
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
