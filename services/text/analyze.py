@@ -15,9 +15,13 @@ from importlib import resources
 
 import Stemmer
 
-# Words: runs of letters/digits, with inner apostrophes or dots kept for
-# "don't" and "u.s." before they are normalised away.
-_TOKEN = re.compile(r"\w+(?:['’.]\w+)*", re.UNICODE)
+# Tokens, tried in this order at each position:
+#   numbers with dots ("3.14", "1.2.3") stay whole, dots and all;
+#   initialisms ("u.s.a", "e.g": single characters between dots) are joined later ("usa");
+#   words, with inner apostrophes ("don't"). Any other dot separates: "node.js" is "node" and
+#   "js", "www.example-site.net" is "www", "example", "site", "net", so each part is findable.
+_TOKEN = re.compile(r"\d+(?:\.\d+)+(?!\w)|\w(?:\.\w)+(?!\w)|\w+(?:['’]\w+)*", re.UNICODE)
+_NUMBER = re.compile(r"\d+(?:\.\d+)+")
 MAX_TOKEN_LENGTH = 64  # longer "words" are base64, hashes or junk
 
 
@@ -83,8 +87,12 @@ def terms_of(surfaces: list[str]) -> list[str]:
     out = [""] * len(surfaces)
     if not kept:
         return out
-    # "don't" -> "dont", "u.s" -> "us": after the stop list, before stemming.
-    joined = "\n".join(surfaces[i] for i in kept).replace("'", "").replace(".", "")
+    # "don't" -> "dont", "u.s" -> "us" (a number keeps its dots): after the stop list,
+    # before stemming.
+    joined = "\n".join(
+        t.replace("'", "") if _NUMBER.fullmatch(t) else t.replace("'", "").replace(".", "")
+        for t in (surfaces[i] for i in kept)
+    )
     for i, term in zip(kept, _stemmer().stemWords(joined.split("\n")), strict=True):
         out[i] = term
     return out

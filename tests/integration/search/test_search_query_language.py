@@ -96,3 +96,26 @@ def test_a_phrase_too_few_documents_hold_ranks_them_first_then_its_words(client)
     assert "pages holding the words follow them" in page
     # Enough holders: the phrase stays a hard constraint.
     assert client.get("/api/search", params={"q": '"boundary layer"'}).json()["mode"] == "phrase"
+
+
+@pytest.fixture
+def dotted(settings):
+    docs = [
+        Doc("http://d.test/0", "Runtime", "Install node.js from www.example-site.net first."),
+        Doc("http://d.test/1", "Circle", "The ratio is 3.14 for a circle, as taught in the U.S.A."),
+        Doc("http://d.test/2", "Other", "Nothing about runtimes or circles here at all."),
+    ]
+    settings = settings.with_overrides(feedback_docs=0)
+    commit_documents(settings, docs, 0, "crawl-d")
+    publish_index(settings, docs, "v1")
+    return settings
+
+
+def test_words_inside_dotted_names_are_found(dotted):
+    from fastapi.testclient import TestClient
+
+    from services.search.app import create_app
+
+    with TestClient(create_app(dotted, recheck_seconds=0)) as client:
+        for q, expected in (("node.js", 0), ("node", 0), ("example site", 0), ("3.14", 1), ("USA", 1)):
+            assert hits(client, q)[:1] == [expected], q

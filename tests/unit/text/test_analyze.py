@@ -65,3 +65,15 @@ def test_rough_tokens_hold_exactly_the_surface_tokens(sample_data):
     assert rough_tokens("1990–95, end.") == ["1990–95".encode(), b"end."]
     assert rough_surfaces("1990–95".encode()) == ["1990", "95"]
     assert rough_surfaces(b"u.s.") == ["u.s"] and rough_surfaces(b"...") == []
+
+
+def test_dotted_names_are_findable_by_their_parts():
+    from services.text.analyze import analyze
+
+    assert analyze("www.example-site.net") == ["www", "exampl", "site", "net"]  # was one glued term
+    assert analyze("node.js") == ["node", "js"]
+    assert analyze("pi is 3.14, version 1.2.3") == ["pi", "3.14", "version", "1.2.3"]
+    assert analyze("U.S.A. and e.g.") == ["usa", "eg"]  # initialisms joined
+    assert analyze("the end.Next part") == ["end", "next", "part"]  # a missing space after a period
+    # Query and document meet: the same analysis on both sides.
+    assert set(analyze("example site")) <= set(analyze("Visit www.example-site.net today"))
