@@ -17,9 +17,13 @@ BM25 impacts already carry idf, but RM1 favours frequent words so strongly
 that a word in 40 % of the documents could get twice the weight of the rare
 word the user typed):
 
-* terms in more than ``max_df`` of the documents are not expansion candidates
-  (the user's own words always stay), as stop-word-like terms carry no topic;
-* no expansion term weighs more than the lightest word of the original query.
+* no expansion term weighs more than the lightest word of the original query
+  (on by default);
+* optionally, terms in more than ``max_df`` of the documents are not expansion
+  candidates (the user's own words always stay). Off by default: it helped
+  Cranfield, but on a small web site it left a long link-list page's rare
+  words to dominate the expansion, and that page then outranked the article
+  (docs/ranking.md).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class RetrievalSettings:
     feedback_docs: int = 10
     feedback_terms: int = 10
     feedback_weight: float = 0.5
-    feedback_max_df: float = 0.1  # expansion terms in more of the documents are left out
+    feedback_max_df: float = 1.0  # expansion terms in more of the documents are left out (1.0: off)
     feedback_cap: bool = True  # no expansion term outweighs a word of the query
 
 
