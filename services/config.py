@@ -121,6 +121,9 @@ class Settings:
     # Cranfield but let a link-list page's rare words win on the sample web: docs/ranking.md).
     feedback_max_df: float = 1.0
     feedback_cap: bool = True  # no expansion term weighs more than the lightest query word
+    # Feedback only for queries of at least this many terms: on short web queries RM3 drifts
+    # to the feedback documents' topic (docs/ranking.md, issue 14).
+    feedback_min_terms: int = 4
 
     # Search service.
     host: str = "127.0.0.1"

@@ -47,6 +47,7 @@ class RetrievalSettings:
     feedback_weight: float = 0.5
     feedback_max_df: float = 1.0  # expansion terms in more of the documents are left out (1.0: off)
     feedback_cap: bool = True  # no expansion term outweighs a word of the query
+    feedback_min_terms: int = 4  # shorter queries are precise: expansion drifts off them
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def retrieve(
             return Retrieval(_concat(ranked, rest, k), "and+or", found)
 
     ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top)
-    if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0]:
+    long_enough = len(query.terms) >= settings.feedback_min_terms
+    if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
         expanded = rm3_weights(
             weights,

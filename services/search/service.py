@@ -123,6 +123,7 @@ class SearchService:
             feedback_weight=settings.feedback_weight,
             feedback_max_df=settings.feedback_max_df,
             feedback_cap=settings.feedback_cap,
+            feedback_min_terms=settings.feedback_min_terms,
         )
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error

@@ -318,4 +318,27 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     body_node = tree.body or tree.root
     if body_node is not None:
         page.text = clean_text(body_node.text(deep=True, separator=" "))
+        if _BOILERPLATE_HINT.search(html):
+            page.text = _without_boilerplate(tree, page.text)
     return page
+
+
+# Page furniture: menus, site headers and footers, sidebars (HTML5 elements and ARIA roles).
+_BOILERPLATE_TAGS = ["nav", "header", "footer", "aside"]
+_BOILERPLATE_ROLES = '[role="navigation"], [role="banner"], [role="contentinfo"], [role="complementary"]'
+_BOILERPLATE_HINT = re.compile(r"<(?:nav|header|footer|aside)\b|\brole\s*=", re.I)
+_MIN_MAIN_SHARE = 0.2  # less main text than this (or < 200 chars): the markup is not trusted
+
+
+def _without_boilerplate(tree: LexborHTMLParser, full: str) -> str:
+    """The body text without page furniture, so menus and footers neither match queries nor
+    fill snippets (their links were already taken). A page whose "furniture" holds nearly all
+    its text (content wrapped in <header>, say) keeps its full text."""
+    for node in tree.css(_BOILERPLATE_ROLES):
+        node.decompose()
+    tree.strip_tags(_BOILERPLATE_TAGS)
+    body = tree.body or tree.root
+    main = clean_text(body.text(deep=True, separator=" ")) if body is not None else ""
+    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
+        return full
+    return main

@@ -76,3 +76,19 @@ def test_meta_refresh_and_canonical_are_read_as_browsers_read_them() -> None:
     assert page.canonical == "http://a.test/c"
     plain = parse_html(b"<title>x</title><meta name=refresh content='0;url=/no'>", "http://a.test/")
     assert plain.refresh_url == "" and plain.canonical == ""
+
+
+def test_page_furniture_is_left_out_of_the_text_but_its_links_are_kept() -> None:
+    from services.text.html import parse_html
+
+    main = "Walks along the river start at the mill every Sunday morning. " * 5
+    body = (
+        "<body><nav><a href=/b>Bridges</a></nav><div role=navigation><a href=/r>Rivers</a></div>"
+        f"<main><p>{main}</p></main><aside>Related: bridges</aside><footer>Copyright</footer></body>"
+    )
+    page = parse_html(body.encode(), "http://a.test/")
+    assert page.text == " ".join(main.split())
+    assert [u for u, _ in page.links] == ["http://a.test/b", "http://a.test/r"]
+    # Content wrapped in furniture (a page that is all <header>) keeps its text.
+    wrapped = parse_html(b"<header><h1>Short</h1><p>All content is here.</p></header>", "http://a.test/")
+    assert wrapped.text == "Short All content is here."
