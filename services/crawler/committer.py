@@ -46,6 +46,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.crawler import frontier
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
+from services.crawler.yields import LinkYield
 from services.storage.blobstore import BlobStore
 from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
 from services.storage.documents import DocumentWriter, NewDocument
@@ -84,8 +85,12 @@ class Committer:
         recrawl_max: float = 30 * DAY,
         transactions: threading.Lock | None = None,
         clock: Callable[[], float] = time.time,
+        yields: LinkYield | None = None,
     ) -> None:
         self.sessions = sessions
+        # The crawl's tally of dead prefixes (read here from the flush thread, written on the
+        # event loop; lookups only, never iterated here): links into a dead prefix start low.
+        self.yields = yields or LinkYield()
         self.clock = clock
         # Held around each of our transactions (not around block writing): the crawler
         # passes the lock its leases take, so one process's transactions never
@@ -343,7 +348,7 @@ class Committer:
         outcomes = []
         for r in results:
             if r.state == "new":
-                outcomes.append(Outcome(r.url_id, "new", r.status, r.error, r.retry_at))
+                outcomes.append(Outcome(r.url_id, "new", r.status, r.error, r.retry_at, priority=r.priority))
             elif r.url_id in intervals:
                 interval = intervals[r.url_id]
                 outcomes.append(Outcome(r.url_id, r.state, r.status, r.error, now + interval, interval))
@@ -361,8 +366,8 @@ class Committer:
         discovered = [t for r in results for t in r.found]
         for r in results:
             if r.links:
-                hub = hub_priority(len(r.links))
-                discovered += [NewUrl(link.url, r.depth + 1, hub, r.url_id) for link in r.links]
+                hub, limit, depth = hub_priority(len(r.links)), self.yields.limit, r.depth + 1
+                discovered += [NewUrl(link.url, depth, limit(link.url, hub), r.url_id) for link in r.links]
         return frontier.add_urls(session, discovered, now, partitions=self.partitions)
 
     def _next_interval(self, d: _Doc) -> float:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
 from services.crawler.scheduler import HostScheduler
+from services.crawler.yields import LinkYield
 from services.storage.db import retry_transaction
 
 # Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
@@ -126,3 +127,4 @@ class VisitContext:
     max_depth: int
     db: DatabaseThread
     clock: Clock = time.time
+    yields: LinkYield = field(default_factory=LinkYield)  # dead prefixes (yields.py)

@@ -47,6 +47,7 @@ from services.crawler.progress import CrawlStats, progress_counters, progress_li
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
+from services.crawler.yields import LinkYield
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.text.urls import normalize_url
@@ -121,6 +122,7 @@ class Crawler:
         init_db(self.engine)
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
+        self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
         self.committer = Committer(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
@@ -131,6 +133,7 @@ class Crawler:
             recrawl_max=settings.recrawl_max_interval,
             transactions=self.transactions,
             clock=clock,
+            yields=self.yields,
         )
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
@@ -184,6 +187,7 @@ class Crawler:
                     self.max_depth,
                     self.db,
                     self.clock,
+                    self.yields,
                 )
             )
             reporter = asyncio.create_task(self._report(started)) if self.progress else None
@@ -268,7 +272,9 @@ class Crawler:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
                 await self.db.transaction(frontier.renew_leases, seqs, self.clock() + LEASE_SECONDS)
                 self.hosts.forget_idle(asyncio.get_running_loop().time())
-                self.visitor.forget(set(self.hosts.hosts))
+                kept = set(self.hosts.hosts)
+                self.visitor.forget(kept)
+                self.yields.forget(kept)
                 last_renew = now
             with contextlib.suppress(TimeoutError):  # wake at least every second
                 await asyncio.wait_for(self.wake.wait(), timeout=1.0)

@@ -102,6 +102,7 @@ class Outcome:
     error: str | None = None
     available_at: float | None = None
     interval: float | None = None
+    priority: float | None = None  # a release's new priority (None: unchanged)
 
 
 def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, partitions: int = 1) -> int:
@@ -394,7 +395,7 @@ def finish(
     released, ended = [], []
     for o in outcomes:
         if o.state == "new" and o.available_at is None:
-            released.append({"uid": o.url_id, "at": now})
+            released.append({"uid": o.url_id, "at": now, "prio": o.priority})
         else:
             ended.append(
                 {
@@ -415,7 +416,12 @@ def finish(
         session.execute(
             frontier.update()
             .where(frontier.c.url_id == bindparam("uid"))
-            .values(state="new", batch_seq=None, available_at=bindparam("at")),
+            .values(
+                state="new",
+                batch_seq=None,
+                available_at=bindparam("at"),
+                priority=func.coalesce(bindparam("prio"), frontier.c.priority),
+            ),
             released,
         )
     if ended:

@@ -43,6 +43,7 @@ class UrlResult:
     retry_at: float | None = None  # state new: fetch again then
     interval: float | None = None  # the frontier row's recrawl interval when leased
     found: list[NewUrl] = field(default_factory=list)  # redirect targets, sitemap URLs: as they are
+    priority: float | None = None  # state new, released unfetched: its lowered priority (yields.py)
 
 
 @dataclass

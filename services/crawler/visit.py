@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from services.crawler.context import VisitContext
 from services.crawler.fetch import FetchResult, Timeouts, fetch
-from services.crawler.frontier import SITEMAP_PRIORITY, LeasedUrl, NewUrl
+from services.crawler.frontier import SEED_PRIORITY, SITEMAP_PRIORITY, LeasedUrl, NewUrl
 from services.crawler.outcome import is_retryable, judge_fetch
 from services.crawler.parse import (
     INDEXABLE,
@@ -30,6 +30,7 @@ from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
 from services.crawler.scheduler import HostQueue
 from services.crawler.sitemaps import discover_sitemap_urls
 from services.crawler.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
+from services.crawler.yields import is_dead
 from services.storage.blocks import ContentType
 from services.storage.models import Host
 from services.storage.records import Link
@@ -116,6 +117,8 @@ class Visitor:
         if ctx.budget.exhausted:
             result.state = "new"  # released: the next run fetches it
             return
+        if self._defer_dead(entry, result):
+            return
         queue = ctx.hosts.queue(host)
         if queue.pages is None:
             queue.pages = await ctx.db.transaction(_host_pages, host)
@@ -157,7 +160,9 @@ class Visitor:
             queue.failed(settings.max_crawl_delay)
         else:
             queue.succeeded()
-        if not judge_fetch(result, entry, fetched, settings, now=self.ctx.clock(), jitter=self.rng.random()):
+        judged = judge_fetch(result, entry, fetched, settings, now=self.ctx.clock(), jitter=self.rng.random())
+        ctx.yields.record(entry.url, is_dead(fetched.status, fetched.error))
+        if not judged:
             self._live(result)
             return
         await self._parse(entry, fetched, result)
@@ -168,7 +173,20 @@ class Visitor:
                 result.doc = None
                 result.error = "soft 404: the host's 'not found' page, answered with 200"
                 result.counters["soft_404"] += 1
+                ctx.yields.record(entry.url, True)  # counted live above; now known dead
         self._live(result)
+
+    def _defer_dead(self, entry: LeasedUrl, result: UrlResult) -> bool:
+        """Put a URL whose path prefix turned out mostly dead since it was queued back behind
+        the live ones, unfetched (no request spent); it comes back when nothing better waits."""
+        if entry.recrawl or entry.priority >= SEED_PRIORITY:
+            return False
+        cap = self.ctx.yields.cap(entry.url)
+        if cap is None or entry.priority <= cap:
+            return False
+        result.state, result.priority = "new", cap
+        result.counters["deferred_dead_prefix"] += 1
+        return True
 
     async def _not_found_page(self, host: str, rules: RobotsRules) -> NotFoundPage | None:
         """The host's answer to a path that cannot exist, asked once per host and crawl (one

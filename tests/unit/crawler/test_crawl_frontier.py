@@ -280,3 +280,20 @@ def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sess
         assert sorted(d.doc_num for d in docs) == [0, 1]
         assert next_doc_num(session) == 2  # the retry reserved nothing more
     assert set(blobs.list()) == {n for d in docs for n in (d.content_block, d.record_block)}
+
+
+def test_a_release_with_a_priority_puts_the_url_behind_the_others(sessions) -> None:
+    """What a visit does with a URL whose path prefix turned out dead (yields.py)."""
+    with sessions.begin() as session:
+        frontier.add_urls(
+            session, [NewUrl("http://a.test/old/1", 1, 5.0), NewUrl("http://a.test/new", 1, 2.0)]
+        )
+    first = _lease(sessions, limit=1)
+    assert [e.url for e in first.entries] == ["http://a.test/old/1"]
+    with sessions.begin() as session:
+        frontier.finish(session, [Outcome(first.entries[0].url_id, "new", priority=-9.0)], now=11.0)
+        assert session.get(FrontierEntry, first.entries[0].url_id).priority == -9.0
+    assert [e.url for e in _lease(sessions, now=12.0, limit=2).entries] == [
+        "http://a.test/new",
+        "http://a.test/old/1",
+    ]
