@@ -13,7 +13,10 @@ the same run with each contender in its own process:
 * scrapy: robots obeyed, storing nothing, same concurrency;
 * bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit);
 * nimbus-mariadb, nimbus-2p-mariadb (not in the default set): metadata on the
-  local MariaDB (a fresh database per run; NIMBUS_BENCH_MYSQL_URL).
+  local MariaDB (a fresh database per run; NIMBUS_BENCH_MYSQL_URL);
+* nimbus-base (with ``--baseline DIR``): `nimbus crawl` of another checkout (an
+  older commit: ``git worktree add DIR REV``) run by this venv's Python, so a change's
+  cost per page is measured against what it changed in the same run.
 
 Prints pages/s and CPU ms per page (user + system of the crawler process,
 from wait4) for each, and the ratios.
@@ -38,11 +41,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[str, float, float]:
-    """Run ``cmd``; returns (stdout+stderr, wall seconds, CPU seconds of the child)."""
+def run_measured(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[str, float, float]:
+    """Run ``cmd`` (in ``cwd``, default the repository); returns (stdout+stderr, wall seconds,
+    CPU seconds of the child)."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd or ROOT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -85,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-host", type=int, default=8, help="Nimbus requests in flight per host")
     p.add_argument("--port", type=int, default=8480)
     p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus", "nimbus-2p"])
+    p.add_argument("--baseline", type=Path, help="another checkout, run as nimbus-base (same venv)")
     args = p.parse_args(argv)
     crawl_pages = args.crawl_pages or args.pages
+    if args.baseline and "nimbus-base" not in args.only:
+        args.only.append("nimbus-base")
 
     web = subprocess.Popen(
         [PY, "-m", "benchmarks.synthweb", "--pages", str(args.pages), "--port", str(args.port)],
@@ -105,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.only:
             if name.startswith("nimbus"):
                 processes = 2 if "-2p" in name else 1
+                # The baseline checkout's own code: `-m` puts the working directory first on sys.path.
+                base = name == "nimbus-base"
+                if base and args.baseline is None:
+                    raise SystemExit("nimbus-base needs --baseline DIR (a checkout of the commit to compare)")
+                program = [PY, "-m", "services.cli"] if base else [str(ROOT / ".venv/bin/nimbus")]
                 with tempfile.TemporaryDirectory() as tmp, database(name, tmp) as db_url:
                     # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
                     env = {
@@ -115,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                         "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host),
                     }
                     cmd = [
-                        str(ROOT / ".venv/bin/nimbus"),
+                        *program,
                         "crawl",
                         *seeds,
                         "--max-pages",
@@ -130,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                         str(processes),
                         "--quiet",
                     ]
-                    text, wall, cpu = run_measured(cmd, env)
+                    text, wall, cpu = run_measured(cmd, env, cwd=args.baseline if base else None)
                 m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
                 if not m:
                     raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
@@ -167,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         web.terminate()
         web.wait(timeout=10)
 
+    if "nimbus" in results and "nimbus-base" in results:
+        n, b = results["nimbus"], results["nimbus-base"]
+        print(
+            f"nimbus/nimbus-base: {n['pages_per_s'] / b['pages_per_s']:.2f}x pages/s, "
+            f"{n['cpu_ms_per_page'] / b['cpu_ms_per_page']:.2f}x CPU per page"
+        )
     for ours in ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb"):
         if ours not in results:
             continue

@@ -100,7 +100,7 @@ class Settings:
     allowed_hosts: str = ""
 
     # Ranking.
-    pagerank_weight: float = 1.0  # BM25 points a top-linked page can gain (docs/ranking.md)
+    pagerank_weight: float = 0.2  # a top-linked page's text score times at most 1.2 (docs/ranking.md)
     pagerank_damping: float = 0.85
     pagerank_tolerance: float = 1e-8
     pagerank_max_iterations: int = 100

@@ -169,7 +169,12 @@ class Visitor:
         html = result.doc is not None and result.doc.parsed.content_type == ContentType.HTML
         if html and settings.soft404_probe and result.doc is not None:
             not_found = await self._not_found_page(host, rules)
-            if is_soft_404(words_of(result.doc.parsed.text, result.doc.url), not_found):
+            # Words only for hosts whose missing pages answer 200 (most answer 404: no cost).
+            if (
+                not_found is not None
+                and not_found.words
+                and is_soft_404(words_of(result.doc.parsed.text, result.doc.url), not_found)
+            ):
                 result.doc = None
                 result.error = "soft 404: the host's 'not found' page, answered with 200"
                 result.counters["soft_404"] += 1

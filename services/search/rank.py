@@ -1,28 +1,31 @@
-"""Scoring: BM25F impacts plus a bounded PageRank prior, with exact top-k. Pure numpy.
+"""Scoring: BM25F impacts times a bounded PageRank factor, with exact top-k. Pure numpy.
 
 The formula (docs/ranking.md)::
 
     text(q, d)  = sum over query terms t of  w_t * impact_td       (impact: services.ranking.bm25f)
     prior(d)    = s_d / (s_d + 1)   with   s_d = N * pagerank_d
-    final(q, d) = text(q, d) + W * prior(d)
+    final(q, d) = text(q, d) * (1 + W * prior(d))
 
 ``w_t`` is how often ``t`` occurs in the analyzed query (repeated words
 count: NOTES.md), or the term's weight in a feedback-expanded query. ``W`` is
 ``Settings.pagerank_weight``.
 
-PageRank is query-independent evidence, added as a saturating prior
-(Craswell et al., "Relevance weighting for query independent evidence",
-SIGIR 2005): ``N * pagerank_d`` is 1 for an average page, whose prior is
-W/2; no page, however linked, gains more than ``W`` over an unlinked one. It
-reorders documents of similar relevance but cannot lift a page that barely
-matches above one that matches well.
+PageRank is query-independent evidence, a saturating prior (Craswell et al.,
+"Relevance weighting for query independent evidence", SIGIR 2005): ``N *
+pagerank_d`` is 1 for an average page, whose prior is 1/2. It multiplies the
+text score instead of adding to it: no page, however linked, scores more than
+``1 + W`` times what its text earns, so links reorder documents whose text
+scores are within that factor and never lift a weak match above a strong one.
+Added in BM25 points (as before issue 14), the prior outweighed the whole text
+score of words that are on every page of a site (idf near 0): the
+best-linked pages came first for every such query (docs/ranking.md).
 
 Top-k: ``top_k_maxscore`` returns exactly the documents and scores of
 ``top_k_exhaustive`` (a test compares them on random queries). It is
 MaxScore (Turtle & Flood 1995) done a term at a time over numpy arrays:
 terms sorted by their bound ``w_t * max_impact_t``; documents that contain
 only the weakest terms cannot reach the k-th best score once that score
-exceeds the sum of those terms' bounds plus the largest prior, so only the
+exceeds the sum of those terms' bounds times the largest factor, so only the
 postings of the strong ("essential") terms are enumerated, and the others
 are probed for those candidates by binary search. Both paths score a
 candidate with the same function, term by term in query order, so equal
@@ -172,10 +175,15 @@ def best_of(docs: np.ndarray, final: np.ndarray, text: np.ndarray, k: int, total
     return Ranked(docs[pos], final[pos], text[pos], total)
 
 
+def combine(text: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Final scores of documents with ``text`` scores and (weighted) priors ``prior``."""
+    return text * (1.0 + prior)
+
+
 def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.ndarray, k: int) -> Ranked:
     """Exact top-k of a given candidate set (AND results, phrase matches)."""
     text = text_scores(terms, docs)
-    return best_of(docs, text + prior[docs], text, k, int(docs.shape[0]))
+    return best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
 
 
 def top_k_exhaustive(
@@ -219,7 +227,7 @@ def top_k_maxscore(
     by_bound = sorted(live, key=lambda t: -t.weight * t.max_impact)
     bounds = np.array([t.weight * t.max_impact for t in by_bound], dtype=np.float64)
     # rest[m]: the best a document can score holding none of the first m terms.
-    rest = np.concatenate([np.cumsum(bounds[::-1])[::-1], [0.0]]) + max_prior
+    rest = np.concatenate([np.cumsum(bounds[::-1])[::-1], [0.0]]) * (1.0 + max_prior)
     scored = np.zeros(0, DOC)
     final = text = np.zeros(0, np.float64)
     for m in range(1, len(by_bound) + 1):
@@ -233,7 +241,7 @@ def top_k_maxscore(
             new_text = text_scores(terms, new)
             scored = np.concatenate([scored, new])
             text = np.concatenate([text, new_text])
-            final = np.concatenate([final, new_text + prior[new]])
+            final = np.concatenate([final, combine(new_text, prior[new])])
         if m < len(by_bound) and scored.shape[0] >= k:
             kth = np.partition(final, final.shape[0] - k)[final.shape[0] - k]
             if kth > rest[m] * (1.0 + SAFETY) + SAFETY:

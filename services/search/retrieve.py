@@ -30,6 +30,7 @@ from services.search.rank import (
     QueryTerm,
     Ranked,
     best_of,
+    combine,
     conjunctive,
     intersect_docs,
     score_candidates,
@@ -40,7 +41,7 @@ from services.search.rank import (
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    pagerank_weight: float = 1.0
+    pagerank_weight: float = 0.2
     and_min_results: int = 10
     feedback_docs: int = 10
     feedback_terms: int = 10
@@ -118,7 +119,7 @@ def retrieve(
             keep = ~np.isin(docs, excluded)
             docs, text = docs[keep], text[keep]
         if docs.shape[0] >= settings.and_min_results:
-            ranked = best_of(docs, text + prior[docs], text, k, int(docs.shape[0]))
+            ranked = best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for: partial matches follow them.

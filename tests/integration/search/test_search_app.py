@@ -86,7 +86,7 @@ def expected_ranking(
                 text += qtf * idf * pseudo * (k1 + 1) / (pseudo + k1)
         if matched:
             s = n * pagerank[d]
-            scores.append((d, text + weight * s / (s + 1)))
+            scores.append((d, text * (1 + weight * s / (s + 1))))
     return sorted(scores, key=lambda s: (-s[1], s[0]))
 
 
@@ -130,7 +130,7 @@ def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):
     assert top["cached_url"] == f"/cached/{top['doc_num']}"
     assert top["pagerank"] == PAGERANK[top["doc_num"]]
     prior = len(CORPUS) * top["pagerank"] / (len(CORPUS) * top["pagerank"] + 1)
-    assert top["score"] == pytest.approx(top["text_score"] + WEIGHT * prior, rel=1e-9)
+    assert top["score"] == pytest.approx(top["text_score"] * (1 + WEIGHT * prior), rel=1e-9)
     marked = [top["snippet"][s["start"] : s["end"]].lower() for s in top["highlights"]]
     assert marked and set(marked) <= {"wing", "lift"}
     assert first["terms"] == ["wing", "lift"]

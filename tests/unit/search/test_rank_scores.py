@@ -47,11 +47,23 @@ def test_pagerank_prior_is_bounded_and_half_for_an_average_page():
 
 def test_prior_reorders_close_documents_only():
     a = term([0, 1], [2.0, 1.9])
-    prior = 0.5 * pagerank_prior(np.array([0.1, 0.9]), 2)  # doc 1 is the linked one
+    prior = 0.2 * pagerank_prior(np.array([0.1, 0.9]), 2)  # doc 1 is the linked one
     ranked = score_candidates([a], np.array([0, 1], np.int64), prior, 2)
-    assert ranked.docs.tolist() == [1, 0]  # 1.9 + 0.5*1.8/2.8 > 2.0 + 0.5*0.2/1.2
-    far = score_candidates([term([0, 1], [3.0, 1.0])], np.array([0, 1], np.int64), prior, 2)
-    assert far.docs.tolist() == [0, 1]  # the prior is at most 0.5 here: it cannot jump 2 points
+    assert ranked.docs.tolist() == [1, 0]  # 1.9 * (1 + 0.2*1.8/2.8) > 2.0 * (1 + 0.2*0.2/1.2)
+    far = score_candidates([term([0, 1], [3.0, 2.0])], np.array([0, 1], np.int64), prior, 2)
+    assert far.docs.tolist() == [0, 1]  # the factor is below 1.2: it cannot make up a third
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_the_prior_never_lifts_a_weak_match_above_a_strong_one_at_any_score_scale(scale: float):
+    """Words on every page have idf near 0 and tiny text scores; a prior in BM25 points
+    decided their order by links alone. A factor does not depend on the scale."""
+    weight = 0.2
+    prior = weight * pagerank_prior(np.array([1e-6, 1.0 - 1e-6]), 2)  # doc 1 holds all the rank
+    strong_weak = term([0, 1], [1.25 * scale, 1.0 * scale])  # doc 0 is the page about the query
+    assert score_candidates([strong_weak], np.array([0, 1], np.int64), prior, 2).docs.tolist() == [0, 1]
+    equal = term([0, 1], [scale, scale])
+    assert score_candidates([equal], np.array([0, 1], np.int64), prior, 2).docs.tolist() == [1, 0]
 
 
 def random_terms(rng: np.random.Generator, num_docs: int, count: int) -> list[QueryTerm]:
