@@ -226,7 +226,8 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
 
     result = build_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
     print(
-        f"published {result.segment}: {result.num_docs} documents, {result.num_terms} terms, "
+        f"published {result.segment}: {result.num_docs} documents "
+        f"({result.near_duplicates} near-duplicates folded), {result.num_terms} terms, "
         f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
     )
     return 0

@@ -72,6 +72,7 @@ class BuildResult:
     pagerank_iterations: int
     pagerank_delta: float
     seconds: float
+    near_duplicates: int = 0  # documents folded into a near-identical one (services.text.minhash)
 
 
 def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
@@ -189,10 +190,12 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         pagerank_iterations=ranks.iterations,
         pagerank_delta=ranks.delta,
         seconds=time.monotonic() - started,
+        near_duplicates=meta["near_duplicates"],
     )
     say(
         f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
-        f"{result.num_docs} docs, {result.num_terms} terms, {result.num_postings} postings, "
+        f"{result.num_docs} docs ({result.near_duplicates} near-duplicates folded), "
+        f"{result.num_terms} terms, {result.num_postings} postings, "
         f"pagerank {result.pagerank_iterations} iterations (L1 change "
         f"{result.pagerank_delta:.3g}) in {result.seconds:.1f} s"
     )

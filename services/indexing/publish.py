@@ -40,6 +40,7 @@ from services.storage.db import activate_index, chunked
 from services.storage.errors import StorageError
 from services.storage.models import IndexVersion, PageRankScore, table
 from services.storage.segment import SEGMENT_FORMAT, check_segment, write_segment
+from services.text.minhash import near_duplicate_groups, signatures, term_rows
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,14 @@ def _posting_arrays(
     fwd_terms = by_doc.indices.astype(np.uint32)
     fwd_tfs = by_doc.data.astype(np.uint16)
 
+    # Near-duplicates (services.text.minhash) by the words of title and body: the forward
+    # index also lists URL-word and anchor terms (frequency 0 here), which differ between
+    # copies of one page by design (session ids, dates in paths).
+    text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
+    sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
+    near_dup_of = near_duplicate_groups(text_offsets, text_terms, sigs)
+    del sigs, text_terms
+
     total = float(pagerank.sum())
     if not total > 0:
         raise PublishError("PageRank vector sums to zero: the PageRank run failed")
@@ -195,8 +204,17 @@ def _posting_arrays(
         "fwd_offsets": fwd_offsets,
         "fwd_terms": fwd_terms,
         "fwd_tfs": fwd_tfs,
+        "near_dup_of": near_dup_of,
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
+
+
+def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward index restricted to entries with a title or body frequency."""
+    keep = tfs > 0
+    kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    bounds = offsets.astype(np.int64)
+    return _offsets(kept_before[bounds[1:]] - kept_before[bounds[:-1]]), terms[keep]
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -233,6 +251,7 @@ def segment_meta(
         "num_docs": int(len(arrays["doc_lengths"])),
         "num_terms": int(len(arrays["df"])),
         "num_postings": int(len(arrays["post_docs"])),
+        "near_duplicates": int((arrays["near_dup_of"] != np.arange(len(arrays["near_dup_of"]))).sum()),
         "created_at": created_at,
         "pagerank_iterations": pagerank_iterations,
         "pagerank_damping": pagerank_damping,

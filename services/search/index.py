@@ -83,6 +83,25 @@ class SegmentIndex:
     def pagerank(self) -> np.ndarray:
         return self.arrays["pagerank"]
 
+    @cached_property
+    def folded(self) -> np.ndarray:
+        """Near-duplicates folded into another document (ascending): never results of their
+        own, listed under their group's representative (services.text.minhash)."""
+        group = self.arrays["near_dup_of"]
+        return np.flatnonzero(group != np.arange(group.shape[0], dtype=group.dtype)).astype(np.uint32)
+
+    def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
+        """representative -> the near-duplicates folded into it, for ``doc_nums``."""
+        folded = self.folded
+        if not folded.shape[0] or not doc_nums:
+            return {}
+        into = self.arrays["near_dup_of"][folded]
+        hit = np.isin(into, np.asarray(doc_nums, dtype=into.dtype))
+        out: dict[int, list[int]] = {}
+        for member, rep in zip(folded[hit].tolist(), into[hit].tolist(), strict=True):
+            out.setdefault(rep, []).append(member)
+        return out
+
     def term(self, term_id: int) -> str:
         offsets = self.arrays["term_offsets"]
         start, end = int(offsets[term_id]), int(offsets[term_id + 1])

@@ -84,6 +84,8 @@ def retrieve(
     excluded = union_docs(
         [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
     )
+    if index.folded.shape[0]:  # near-duplicates show under their group's first document
+        excluded = np.union1d(excluded, index.folded).astype(np.uint32)
     for phrase in query.excluded_phrases:
         excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)

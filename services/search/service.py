@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
 from services.malloc import keep_freed_memory
-from services.search.duplicates import other_urls
+from services.search.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.errors import NotFoundError
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import parse_query
@@ -172,7 +171,7 @@ class SearchService:
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
             return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
-        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index.pagerank)
+        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index)
         return done(
             total=total,
             hits=hits,
@@ -198,14 +197,27 @@ class SearchService:
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
     def _hits(
-        self, scored: Ranked, positions: Iterable[int], query_terms: set[str], pagerank: np.ndarray
+        self, scored: Ranked, positions: Iterable[int], query_terms: set[str], index: SegmentIndex
     ) -> list[SearchHit]:
+        pagerank = index.pagerank
         nums = [int(scored.docs[i]) for i in positions]
         if not nums:
             return []
+        folded = index.folded_into(nums)
         with self.sessions() as session:
             rows = session.scalars(select(Document).where(Document.doc_num.in_(nums))).all()
             duplicates = other_urls(session, nums)
+            members = [m for ms in folded.values() for m in ms[:ALSO_AT_LIMIT]]
+            near_urls = dict(
+                session.execute(
+                    select(Document.doc_num, Document.url).where(Document.doc_num.in_(members))
+                ).all()
+                if members
+                else []
+            )
+        for rep, ms in folded.items():  # exact copies first, then near-duplicates
+            near = [near_urls[m] for m in ms[:ALSO_AT_LIMIT] if m in near_urls]
+            duplicates[rep] = (duplicates.get(rep, []) + near)[:ALSO_AT_LIMIT]
         docs = {row.doc_num: row for row in rows}
         missing = [num for num in nums if num not in docs]
         if missing:

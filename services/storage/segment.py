@@ -104,8 +104,8 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 2. N documents, T terms, P postings, Q positions.
-SEGMENT_FORMAT = 2
+# The segment contract, format 3 (3 added near_dup_of). N documents, T terms, P postings, Q positions.
+SEGMENT_FORMAT = 3  # 3: near_dup_of
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,11 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     ),
     "fwd_terms": ArraySpec(np.dtype(np.uint32), "posting", "term ids, ascending per document"),
     "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body frequencies"),
+    "near_dup_of": ArraySpec(
+        np.dtype(np.uint32),
+        "doc",
+        "the document's near-duplicate group representative (itself if none; services.text.minhash)",
+    ),
     "pagerank": ArraySpec(np.dtype(np.float64), "doc", "PageRank by document number; sums to 1"),
 }
 

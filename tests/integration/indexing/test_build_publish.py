@@ -122,7 +122,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 2 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 3 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()

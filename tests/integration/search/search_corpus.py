@@ -23,7 +23,7 @@ from services.storage.blocks import ContentBlockWriter, ContentType
 from services.storage.db import activate_index, init_db, make_engine, session_factory
 from services.storage.models import Document
 from services.storage.records import Record, RecordBlockWriter
-from services.storage.segment import pack_segment
+from services.storage.segment import SEGMENT_FORMAT, pack_segment
 from services.text.analyze import analyze
 
 
@@ -130,7 +130,7 @@ def publish_index(
     """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id."""
     arrays = segment_arrays(docs, pagerank)
     meta = {
-        "format": 2,
+        "format": SEGMENT_FORMAT,
         "num_docs": len(docs),
         "num_terms": int(arrays["df"].shape[0]),
         "num_postings": int(arrays["post_docs"].shape[0]),

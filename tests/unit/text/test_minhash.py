@@ -1,0 +1,77 @@
+"""MinHash signatures (equal to datasketch's) and near-duplicate groups."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from datasketch import MinHash
+
+from services.text.minhash import (
+    NUM_PERM,
+    SEED,
+    near_duplicate_groups,
+    signatures,
+    term_rows,
+)
+
+WORDS = [f"w{i}" for i in range(600)] + ["zürich", "straße", "naïve"]
+
+
+def forward(docs: list[set[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """A forward index (offsets, term ids ascending per document) and its vocabulary."""
+    vocab = sorted({t for d in docs for t in d})
+    ids = {t: i for i, t in enumerate(vocab)}
+    offsets, terms = [0], []
+    for d in docs:
+        terms += sorted(ids[t] for t in d)
+        offsets.append(len(terms))
+    return np.array(offsets, np.uint64), np.array(terms, np.uint32), vocab
+
+
+def groups_of(docs: list[set[str]]) -> np.ndarray:
+    offsets, terms, vocab = forward(docs)
+    sigs = signatures(offsets, terms, term_rows([t.encode() for t in vocab]))
+    return near_duplicate_groups(offsets, terms, sigs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_signatures_equal_datasketch_minhash(seed: int) -> None:
+    rng = random.Random(seed)
+    docs = [set(rng.sample(WORDS, rng.randint(1, 150))) for _ in range(30)] + [set()]
+    offsets, terms, vocab = forward(docs)
+    sigs = signatures(offsets, terms, term_rows([t.encode() for t in vocab]))
+    for doc, ours in zip(docs[:-1], sigs[:-1], strict=True):
+        theirs = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="legacy")
+        theirs.update_batch([t.encode() for t in doc])
+        assert ours.tolist() == theirs.hashvalues.tolist()
+    assert (sigs[-1] == np.iinfo(np.uint32).max).all()  # an empty document
+
+
+def test_short_pages_a_token_or_two_apart_group_and_different_pages_do_not() -> None:
+    rng = random.Random(7)
+    error = set(rng.sample(WORDS, 30))  # a short "not found" page
+    echoes = [error | {f"path{i}", "html"} for i in range(3)]  # each echoes its own path
+    others = [set(rng.sample(WORDS, 40)) for _ in range(30)]
+    half = others[0] | set(rng.sample(WORDS, 10))  # shares most words, but not 90 %
+    tiny = [{"home"}, {"home"}]
+    docs = [*others[:10], echoes[0], *others[10:20], echoes[1], *others[20:], echoes[2], half, *tiny]
+    groups = groups_of(docs)
+    assert groups[10] == 10 and groups[21] == 10 and groups[32] == 10
+    folded = [d for d in range(len(docs)) if int(groups[d]) != d]
+    assert folded == [21, 32]  # only the echoes; a page sharing ~80 % of words stays its own
+    assert groups[-1] == len(docs) - 1  # too short to judge: never folded
+
+
+def test_long_pages_with_a_changed_date_group_at_any_collection_order() -> None:
+    rng = random.Random(11)
+    notice = set(rng.sample(WORDS, 200))
+    dated = [notice | {f"2006-05-{d}"} for d in range(10, 16)]
+    docs = [set(rng.sample(WORDS, 200)) for _ in range(50)]
+    positions = sorted(rng.sample(range(56), 6))
+    for pos, page in zip(positions, dated, strict=True):
+        docs.insert(pos, page)
+    groups = groups_of(docs)
+    assert {int(groups[p]) for p in positions} == {positions[0]}
+    assert sum(int(groups[d]) != d for d in range(len(docs))) == 5
