@@ -18,6 +18,7 @@ from urllib.parse import urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborNode as Node
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_\-:.]+)""", re.I)
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object"]
@@ -295,6 +296,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
                     page.canonical = urljoin(base, href)
                 break
 
+    anchors: list[tuple[Node, int]] = []  # followed links' nodes and their (cleaned) text's length
     if not page.nofollow:
         for a in tree.tags("a"):
             attributes = a.attributes
@@ -312,7 +314,10 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
                     continue
                 if urlsplit(url).scheme not in _FOLLOW_SCHEMES:
                     continue
-            page.links.append((url, clean_text(a.text(deep=True))))
+            anchor = clean_text(a.text(deep=True))
+            page.links.append((url, anchor))
+            if anchor:
+                anchors.append((a, len(anchor)))
 
     tree.strip_tags(_SKIP_TAGS)
     body_node = tree.body or tree.root
@@ -320,6 +325,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         page.text = clean_text(body_node.text(deep=True, separator=" "))
         if _has_furniture(tree, html):
             page.text = _without_boilerplate(tree, page.text)
+        elif len(anchors) >= _MIN_LIST_LINKS:
+            page.text = _without_link_lists(anchors, page.text)
     return page
 
 
@@ -354,3 +361,83 @@ def _without_boilerplate(tree: LexborHTMLParser, full: str) -> str:
     if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
         return full
     return main
+
+
+# Link lists of pages that mark no furniture (table and div layouts): a block of at least
+# _MIN_LIST_LINKS links whose text is mostly link text is a menu or a list of links, not
+# content (boilerpipe's and jusText's link-density feature; jusText calls a block with more
+# than 20 % link text bad, this is stricter, so short content with a few links stays).
+_MIN_LIST_LINKS = 3
+_LINK_DENSITY = 0.6  # link characters over all characters of the block
+_LIST_BLOCKS = frozenset(
+    {"ul", "ol", "dl", "menu", "table", "tbody", "tr", "td", "th", "div", "p", "li", "center"}
+)
+_UP = 3  # ancestors of a link that may be its list (a > li > ul, a > td > tr > tbody)
+
+
+def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> str:
+    """The body text without link lists, or ``full`` when they hold nearly all of it (a
+    site map, a directory page: then the links are the content).
+
+    A block's cleaned text is a run of the page's cleaned text, so it is cut out of the
+    string: the tree is neither changed nor read a second time (half the cost)."""
+    main = full
+    for text in _link_lists(anchors):
+        at = main.find(text)
+        if at >= 0:
+            main = f"{main[:at].rstrip()} {main[at + len(text) :].lstrip()}".strip()
+    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
+        return full
+    return main
+
+
+def _add(into: dict[int, list], node: Node, chars: int, links: int, key: int | None = None) -> None:
+    key = node.mem_id if key is None else key
+    entry = into.get(key)
+    if entry is None:
+        into[key] = [node, chars, links]
+    else:
+        entry[1] += chars
+        entry[2] += links
+
+
+def _link_lists(anchors: list[tuple[Node, int]]) -> list[str]:
+    """The cleaned text of the outermost blocks that are link lists, from the links' nodes
+    and text lengths.
+
+    Level by level up from the links, each distinct ancestor visited once (a menu's
+    twenty items share one list): the tree's properties are the cost here."""
+    level: dict[int, list] = {}  # mem_id -> [node, link characters, links] at this height
+    for a, chars in anchors:
+        parent = a.parent
+        if parent is not None:
+            _add(level, parent, chars, 1)
+    blocks: dict[int, list] = {}  # every list-like ancestor, with all links beneath it
+    for height in range(_UP):
+        above: dict[int, list] = {}
+        for key, (node, chars, links) in level.items():
+            if node.tag in _LIST_BLOCKS:
+                _add(blocks, node, chars, links, key)
+            if height + 1 < _UP and (parent := node.parent) is not None:
+                _add(above, parent, chars, links)
+        level = above
+    dense: dict[int, tuple[Node, str]] = {}
+    for key, (node, chars, links) in blocks.items():
+        if links >= _MIN_LIST_LINKS:
+            text = clean_text(node.text(deep=True, separator=" "))
+            if text and chars / len(text) >= _LINK_DENSITY:
+                dense[key] = (node, text)
+    outermost = []
+    for node, text in dense.values():
+        parent, inside = node.parent, False
+        for _ in range(_UP):
+            if parent is None:
+                break
+            if parent.mem_id in dense:
+                inside = True
+                break
+            parent = parent.parent
+        if not inside:
+            outermost.append(text)
+    return outermost
+

@@ -92,3 +92,52 @@ def test_page_furniture_is_left_out_of_the_text_but_its_links_are_kept() -> None
     # Content wrapped in furniture (a page that is all <header>) keeps its text.
     wrapped = parse_html(b"<header><h1>Short</h1><p>All content is here.</p></header>", "http://a.test/")
     assert wrapped.text == "Short All content is here."
+
+
+ARTICLE = (
+    "The stone bridge over the Wye was rebuilt in 1783 after the great flood carried away "
+    "three of its five arches; the masons reused the old piers and the parapet stones. "
+)
+
+
+def _table_layout(menu: str, content: str) -> str:
+    return (
+        "<html><body><table><tr><td>" + menu + "</td><td>" + content + "</td></tr></table>"
+        "<p>Copyright 2004 the society.</p></body></html>"
+    )
+
+
+def test_link_lists_of_table_and_div_layouts_are_left_out_of_the_text() -> None:
+    """Pages of the 2000s mark no <nav>: a block that is mostly links is a menu."""
+    cell_menu = "<br>".join(f'<a href="/{w}.html">{w.title()} pages</a>' for w in ("walks", "mills", "fish"))
+    rows_menu = (
+        "<table>"
+        + "".join(
+            f'<tr><td><a href="/{w}.html">{w.title()}</a></td></tr>'
+            for w in ("walks", "mills", "fish", "news")
+        )
+        + "</table>"
+    )
+    div_menu = (
+        '<div id="menu"><ul>'
+        + "".join(f'<li><a href="/{w}.html">{w.title()}</a></li>' for w in ("walks", "mills", "fish"))
+        + "</ul></div>"
+    )
+    for menu in (cell_menu, rows_menu, div_menu):
+        page = parse_html(_table_layout(menu, f"<p>{ARTICLE * 2}</p>").encode(), "http://x.test/")
+        assert "Mills" not in page.text and "rebuilt in 1783" in page.text, menu
+        assert {u for u, _ in page.links} >= {"http://x.test/mills.html", "http://x.test/fish.html"}
+
+
+def test_content_with_a_few_links_and_pages_that_are_all_links_keep_their_text() -> None:
+    inline = (
+        f'<p>{ARTICLE} See <a href="/a">the flood of 1795</a>, <a href="/b">the toll house</a> '
+        f'and <a href="/c">the ferry</a> for more.</p>'
+    )
+    page = parse_html(_table_layout("", inline).encode(), "http://x.test/")
+    assert "the toll house" in page.text  # links inside prose: not a list
+    directory = (
+        "<ul>" + "".join(f'<li><a href="/p{i}">Parish record {i}</a></li>' for i in range(40)) + "</ul>"
+    )
+    page = parse_html(f"<html><body><h1>Records</h1>{directory}</body></html>".encode(), "http://x.test/")
+    assert "Parish record 39" in page.text  # the links are the page: its text is kept
