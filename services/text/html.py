@@ -14,6 +14,7 @@ import codecs
 import contextlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
@@ -391,7 +392,7 @@ def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> str:
     return main
 
 
-def _add(into: dict[int, list], node: Node, chars: int, links: int, key: int | None = None) -> None:
+def _add(into: dict[int, list[Any]], node: Node, chars: int, links: int, key: int | None = None) -> None:
     key = node.mem_id if key is None else key
     entry = into.get(key)
     if entry is None:
@@ -407,14 +408,14 @@ def _link_lists(anchors: list[tuple[Node, int]]) -> list[str]:
 
     Level by level up from the links, each distinct ancestor visited once (a menu's
     twenty items share one list): the tree's properties are the cost here."""
-    level: dict[int, list] = {}  # mem_id -> [node, link characters, links] at this height
+    level: dict[int, list[Any]] = {}  # mem_id -> [node, link characters, links] at this height
     for a, chars in anchors:
         parent = a.parent
         if parent is not None:
             _add(level, parent, chars, 1)
-    blocks: dict[int, list] = {}  # every list-like ancestor, with all links beneath it
+    blocks: dict[int, list[Any]] = {}  # every list-like ancestor, with all links beneath it
     for height in range(_UP):
-        above: dict[int, list] = {}
+        above: dict[int, list[Any]] = {}
         for key, (node, chars, links) in level.items():
             if node.tag in _LIST_BLOCKS:
                 _add(blocks, node, chars, links, key)
@@ -440,4 +441,3 @@ def _link_lists(anchors: list[tuple[Node, int]]) -> list[str]:
         if not inside:
             outermost.append(text)
     return outermost
-
