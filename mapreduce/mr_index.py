@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import pybase64
 from mrjob.protocol import BytesProtocol
 from mrjob.step import MRStep
 
@@ -40,7 +41,8 @@ from mapreduce.record_job import RecordBlockJob
 
 TERM = "t"
 LENGTH = "l"
-TERM_KEY, LENGTH_KEY = b"t:", b"l:"
+FORMS = "f"
+TERM_KEY, LENGTH_KEY, FORMS_KEY = b"t:", b"l:", b"f:"
 PAGE, ANCHORS = b"m", b"a"
 FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blocks of 10,000 short pages
 
@@ -116,6 +118,8 @@ class MRIndex(RecordBlockJob):
                 yield key, b"%s,%d,%d,%d" % (PAGE, title, body or 0, url or 0)  # a page has all three
             if anchor is not None:
                 yield key, b"%s,%d" % (ANCHORS, anchor)
+        for doc, forms in postings.forms.items():  # one per page: anchors have none
+            yield b"%s%d" % (FORMS_KEY, doc), pybase64.b64encode(forms)
         for term, text in postings.encoded():
             yield TERM_KEY + term.encode("utf-8"), text
         self.increment_counter("index", "postings", int(postings.docs.shape[0]))
@@ -124,6 +128,11 @@ class MRIndex(RecordBlockJob):
         if key.startswith(TERM_KEY):
             self.count("index", "terms")
             yield key, join_pieces(list(values))
+        elif key.startswith(FORMS_KEY):
+            pieces = list(values)
+            if len(pieces) > 1:  # two map tasks indexed the page
+                raise duplicate_document(int(key[len(FORMS_KEY) :]))
+            yield key, pieces[0]
         else:
             lengths = merge_lengths(int(key[len(LENGTH_KEY) :]), values)
             yield key, b"%d,%d,%d,%d" % tuple(lengths)

@@ -25,13 +25,14 @@ import itertools
 import re
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
 from services.storage.records import Record
-from services.text.analyze import rough_surfaces, rough_tokens, terms_of
+from services.text.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
+from services.text.forms import build_filters, form_hashes
 
 TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -119,8 +120,10 @@ class PostingBuffer:
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
-        vocab, rough_term_ids, rough_kept = _rough_terms(roughs)
-        term, kept_per_seg = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
+        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs)
+        term, kept_per_seg, src = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
+        form = rough_form_ids[src]
+        del src
         n = int(term.shape[0])
         index_type = term.dtype  # int32 unless the flush is huge
         del roughs, rough_ids
@@ -141,13 +144,15 @@ class PostingBuffer:
         field_of = seg_field.astype(np.int8)[seg_of_kept]
         doc = seg_doc.astype(np.uint32)[seg_of_kept]
         del seg_of_kept
+        filters = _form_filters(doc, field_of, form, forms)
+        del form
 
         lengths: dict[int, list[int | None]] = {}
         for d, f, k in zip(seg_doc.tolist(), seg_field.tolist(), kept_per_seg.tolist(), strict=True):
             entry = lengths.setdefault(d, [None, None, None, None])
             entry[f] = (entry[f] or 0) + k
         if not n:
-            return Postings.empty(), lengths
+            return Postings.empty(), lengths  # no kept word: no filters either
 
         # Grouped by (term, document), stable so positions stay ascending. Pages arrive in
         # document order (a block's records, blocks by name), so a stable sort by term alone
@@ -178,13 +183,30 @@ class PostingBuffer:
         post_doc = doc[starts]
         term_starts = np.flatnonzero(np.concatenate([[True], post_term[1:] != post_term[:-1]]))
         terms_present = [vocab[t] for t in post_term[term_starts].tolist()]
-        return Postings(terms_present, term_starts, post_doc, tf, pos_counts, pos_values), lengths
+        return Postings(terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters), lengths
+
+
+def _form_filters(
+    doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str]
+) -> dict[int, bytes]:
+    """Each document's Bloom filter of the forms its title and body words were written in."""
+    text = (field_of == TITLE) | (field_of == BODY)
+    if not text.any():
+        return {}
+    width = max(len(forms), 1)
+    pairs = np.unique(doc[text].astype(np.int64) * width + form[text])
+    pair_docs, pair_forms = pairs // width, pairs % width
+    h1, h2 = form_hashes(forms)
+    docs, offsets, blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])
+    bounds = offsets.tolist()
+    return {d: blob[a:b] for d, a, b in zip(docs.tolist(), bounds[:-1], bounds[1:], strict=True)}
 
 
 def _kept_terms(
     rough_ids: np.ndarray, seg_len: np.ndarray, rough_term_ids: np.ndarray, rough_kept: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(the term id of every kept word, in order; kept words per segment).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the term id of every kept word, in order; kept words per segment; where each kept
+    word's ids sit in ``rough_term_ids``, to gather parallel arrays the same way).
 
     A rough token holds no kept term ("the", "..."), one ("wing.") or several
     ("1990–95"); stop words and overlong words take no position. Arrays are
@@ -201,12 +223,13 @@ def _kept_terms(
     kept_per_seg = (kept_before[seg_bounds[1:]] - kept_before[seg_bounds[:-1]]).astype(np.int64)
     src = np.repeat(rough_start[rough_ids] - (kept_end - kept), kept)
     src += np.arange(n, dtype=index_type)
-    return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg
+    return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg, src
 
 
-def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
-    many each one holds), with the word regex, the stop list and the stemmer run once per
+    many each one holds; the distinct written forms; the form id of each kept word, parallel
+    to the term ids), with the word regex, the stop list and the stemmer run once per
     distinct rough token or surface token."""
     surfaces_of = [rough_surfaces(r) for r in roughs]
     surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
@@ -216,10 +239,16 @@ def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray
     term_of = {s: ids[t] for s, t in zip(surfaces, terms, strict=True) if t}
     kept_of = [[term_of[s] for s in ss if s in term_of] for ss in surfaces_of]
     count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
-    flat = np.fromiter(
-        itertools.chain.from_iterable(kept_of), dtype=np.int32, count=int(count.sum(dtype=np.int64))
+    total = int(count.sum(dtype=np.int64))
+    flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32, count=total)
+    # The written form of each kept word, as ids into ``forms`` (services.text.forms).
+    forms = list(dict.fromkeys(surface_form(s) for s in surfaces if s in term_of))
+    form_ids = dict(zip(forms, range(len(forms)), strict=True))
+    form_of = {s: form_ids[surface_form(s)] for s in surfaces if s in term_of}
+    flat_forms = np.fromiter(
+        (form_of[s] for ss in surfaces_of for s in ss if s in term_of), dtype=np.int32, count=total
     )
-    return vocab, flat, count
+    return vocab, flat, count, forms, flat_forms
 
 
 @dataclass
@@ -232,6 +261,8 @@ class Postings:
     tfs: np.ndarray  # uint16 [P, 4]
     counts: np.ndarray  # uint32 [P]
     positions: np.ndarray  # uint32 [sum(counts)]
+    # doc_num -> Bloom filter of its title and body word forms (services.text.forms)
+    forms: dict[int, bytes] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> Postings:

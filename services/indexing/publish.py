@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pybase64
 from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mapreduce.mr_index import LENGTH, LENGTH_KEY, TERM, TERM_KEY
+from mapreduce.mr_index import FORMS, FORMS_KEY, LENGTH, LENGTH_KEY, TERM, TERM_KEY
 from mapreduce.postings_wire import TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
@@ -51,6 +52,7 @@ class IndexColumns:
 
     chunks: dict[bytes, bytes | str] = field(default_factory=dict)  # UTF-8 term -> wire text
     lengths: dict[int, list[int]] = field(default_factory=dict)
+    forms: dict[int, bytes] = field(default_factory=dict)  # doc -> Bloom filter of its word forms
 
 
 @dataclass
@@ -73,6 +75,8 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             cols.chunks[key] = value
         elif kind == LENGTH:
             cols.lengths[int(name)] = value
+        elif kind == FORMS:
+            cols.forms[int(name)] = value
         else:
             raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
     return cols
@@ -89,6 +93,8 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
                 yield (TERM, key[len(term_key) :].decode("utf-8")), value
             elif key.startswith(length_key):
                 yield (LENGTH, int(key[len(length_key) :])), [int(x) for x in value.split(b",")]
+            elif key.startswith(FORMS_KEY):
+                yield (FORMS, int(key[len(FORMS_KEY) :])), pybase64.b64decode(value)
             elif key:
                 raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
 
@@ -205,8 +211,20 @@ def _posting_arrays(
         "fwd_terms": fwd_terms,
         "fwd_tfs": fwd_tfs,
         "near_dup_of": near_dup_of,
+        **_form_arrays(cols.forms, num_docs),
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
+
+
+def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
+    """Each document's word-form filter (services.text.forms) in one array, with offsets."""
+    sizes = np.zeros(num_docs, dtype=np.uint64)
+    for doc, blob in forms.items():
+        if not 0 <= doc < num_docs:
+            raise PublishError(f"MRIndex sent word forms of doc_num {doc}, outside 0..{num_docs - 1}")
+        sizes[doc] = len(blob)
+    ordered = b"".join(forms[d] for d in sorted(forms))
+    return {"form_offsets": _offsets(sizes), "form_filters": np.frombuffer(ordered, dtype=np.uint8).copy()}
 
 
 def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from services.text.analyze import analyze
+from services.text.analyze import analyze_forms
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
@@ -32,6 +32,7 @@ class ParsedQuery:
     excluded: list[str] = field(default_factory=list)
     excluded_phrases: list[list[str]] = field(default_factory=list)
     any_word: bool = False  # explicit OR
+    forms: dict[str, str] = field(default_factory=dict)  # term -> the word as typed (first seen)
 
     @property
     def only_exclusions(self) -> bool:
@@ -45,6 +46,7 @@ class ParsedQuery:
 
 def parse_query(text: str) -> ParsedQuery:
     terms: Counter[str] = Counter()
+    forms: dict[str, str] = {}
     phrases: list[list[str]] = []
     excluded: list[str] = []
     excluded_phrases: list[list[str]] = []
@@ -61,13 +63,17 @@ def parse_query(text: str) -> ParsedQuery:
                 continue
             negate = negate_next or (word.startswith("-") and len(word) > 1)
             negate_next = False
-            analyzed = analyze(word[1:] if word.startswith("-") else word)
+            pairs = analyze_forms(word[1:] if word.startswith("-") else word)
+            analyzed = [term for term, _ in pairs]
             if negate:
                 excluded.extend(analyzed)
             else:
                 terms.update(analyzed)
+                for term, form in pairs:
+                    forms.setdefault(term, form)
             continue
-        analyzed = analyze(quoted or "")
+        pairs = analyze_forms(quoted or "")
+        analyzed = [term for term, _ in pairs]
         negate = bool(minus) or negate_next
         negate_next = False
         if negate:
@@ -77,6 +83,8 @@ def parse_query(text: str) -> ParsedQuery:
                 excluded_phrases.append(analyzed)
             continue
         terms.update(analyzed)
+        for term, form in pairs:
+            forms.setdefault(term, form)
         if len(analyzed) > 1:
             phrases.append(analyzed)
-    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases, any_word)
+    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases, any_word, forms)

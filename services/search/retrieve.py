@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from services.search.exact import RESCORE_WINDOW, rescore_exact_forms
 from services.search.feedback import rm3_weights
 from services.search.index import SegmentIndex
 from services.search.phrase import phrase_matches
@@ -216,3 +217,25 @@ def _concat(first: Ranked, rest: Ranked, k: int) -> Ranked:
         np.concatenate([first.text, rest.text])[:k],
         first.total + rest.total,
     )
+
+
+# Modes whose ranking is one list by score; "and+or" and "phrase+words" put whole groups
+# first, and their order is not the scores' (services.search.service).
+_BY_SCORE = frozenset({"or", "or+feedback", "and", "phrase"})
+
+
+def retrieve_ranked(
+    index: SegmentIndex, query: ParsedQuery, k: int, settings: RetrievalSettings = RetrievalSettings()
+) -> Retrieval:
+    """``retrieve``, then the words-as-typed rescore (``services.search.exact``) over at
+    least ``RESCORE_WINDOW`` first-phase hits: what search and evaluation rank by."""
+    if k <= 0:
+        return retrieve(index, query, k, settings)
+    result = retrieve(index, query, max(k, RESCORE_WINDOW), settings)
+    ranked = result.ranked
+    forms = [query.forms[t] for t in result.found if t in query.forms]
+    if result.mode in _BY_SCORE and forms:
+        ranked = rescore_exact_forms(index, forms, ranked, k)
+    elif ranked.docs.shape[0] > k:
+        ranked = Ranked(ranked.docs[:k], ranked.final[:k], ranked.text[:k], ranked.total)
+    return Retrieval(ranked, result.mode, result.found)

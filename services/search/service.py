@@ -33,7 +33,7 @@ from services.search.errors import NotFoundError
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import parse_query
 from services.search.rank import Ranked
-from services.search.retrieve import RetrievalSettings, retrieve
+from services.search.retrieve import RetrievalSettings, retrieve_ranked
 from services.search.snippets import Fragment, make_snippet
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.blocks import ContentType, sha1
@@ -166,7 +166,7 @@ class SearchService:
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         depth = min(first + per_page, MAX_RESULTS)
-        result = retrieve(index, query, depth, self.retrieval)
+        result = retrieve_ranked(index, query, depth, self.retrieval)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
@@ -193,7 +193,7 @@ class SearchService:
         query = parse_query(_clean(q))
         if index is None or query.empty or k <= 0:
             return []
-        ranked = retrieve(index, query, k, self.retrieval).ranked
+        ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
     def _hits(

@@ -104,8 +104,9 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 3 (3 added near_dup_of). N documents, T terms, P postings, Q positions.
-SEGMENT_FORMAT = 3  # 3: near_dup_of
+# The segment contract, format 3 (3 added near_dup_of and the word-form filters).
+# N documents, T terms, P postings, Q positions.
+SEGMENT_FORMAT = 3  # 3: near_dup_of, form_offsets, form_filters
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,12 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         "doc",
         "the document's near-duplicate group representative (itself if none; services.text.minhash)",
     ),
+    "form_offsets": ArraySpec(
+        np.dtype(np.uint64), "doc+1", "document d's word-form filter is form_filters[off[d]:off[d+1]]"
+    ),
+    "form_filters": ArraySpec(
+        np.dtype(np.uint8), "free", "Bloom filters of the documents' title and body word forms (text.forms)"
+    ),
     "pagerank": ArraySpec(np.dtype(np.float64), "doc", "PageRank by document number; sums to 1"),
 }
 
@@ -197,6 +204,8 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         raise bad("post_offsets does not end at the number of postings")
     if int(arrays["pos_offsets"][-1]) != arrays["positions"].shape[0]:
         raise bad("pos_offsets does not end at the number of positions")
+    if int(arrays["form_offsets"][-1]) != arrays["form_filters"].shape[0]:
+        raise bad("form_offsets does not end at the end of form_filters")
     if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
 

@@ -87,15 +87,22 @@ def terms_of(surfaces: list[str]) -> list[str]:
     out = [""] * len(surfaces)
     if not kept:
         return out
-    # "don't" -> "dont", "u.s" -> "us" (a number keeps its dots): after the stop list,
-    # before stemming.
-    joined = "\n".join(
-        t.replace("'", "") if _NUMBER.fullmatch(t) else t.replace("'", "").replace(".", "")
-        for t in (surfaces[i] for i in kept)
-    )
+    joined = "\n".join(surface_form(surfaces[i]) for i in kept)
     for i, term in zip(kept, _stemmer().stemWords(joined.split("\n")), strict=True):
         out[i] = term
     return out
+
+
+def surface_form(token: str) -> str:
+    """The form of a surface token that is stemmed: "don't" -> "dont", "u.s" -> "us" (a
+    number keeps its dots). A word as typed, for exact-form matching (services.text.forms)."""
+    return token.replace("'", "") if _NUMBER.fullmatch(token) else token.replace("'", "").replace(".", "")
+
+
+def analyze_forms(text: str) -> list[tuple[str, str]]:
+    """(index term, the word's form as written) of each kept word of ``text``, in order."""
+    surfaces = surface_tokens(text)
+    return [(term, surface_form(s)) for s, term in zip(surfaces, terms_of(surfaces), strict=True) if term]
 
 
 def analyze(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.mr_index import FORMS, LENGTH, TERM
 from mapreduce.postings import PostingBuffer
 from services.config import Settings
 from services.indexing.publish import collect_index_rows
@@ -120,6 +120,7 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, term], chunk.encode()) for term, chunk in chunks]
+    rows += [([FORMS, num], forms) for num, forms in chunks.forms.items()]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
     return publish_arrays(collect_index_rows(rows), ranks, len(docs))
 

@@ -20,9 +20,10 @@ from sqlalchemy import update
 from mapreduce.postings import url_words
 from services.config import Settings
 from services.search.app import create_app
+from services.search.exact import EXACT_FORM_BONUS
 from services.storage.db import make_engine, session_factory
 from services.storage.models import Document
-from services.text.analyze import analyze
+from services.text.analyze import analyze, analyze_forms
 
 XSS_BODY = b"<html><script>alert('stored')</script>\xff\xfe<p>Hypersonic flow</p></html>"
 CORPUS = [
@@ -86,7 +87,14 @@ def expected_ranking(
                 text += qtf * idf * pseudo * (k1 + 1) / (pseudo + k1)
         if matched:
             s = n * pagerank[d]
-            scores.append((d, text * (1 + weight * s / (s + 1))))
+            # The words-as-typed rescore (services.search.exact): the query's written forms
+            # the document holds in its title or body (exact here; a Bloom filter in the index).
+            typed = {form for _, form in analyze_forms(query)}
+            held = {
+                form for _, form in analyze_forms(f"{docs[d].title} {docs[d].description} {docs[d].text}")
+            }
+            bonus = 1 + EXACT_FORM_BONUS * len(typed & held) / len(typed)
+            scores.append((d, text * (1 + weight * s / (s + 1)) * bonus))
     return sorted(scores, key=lambda s: (-s[1], s[0]))
 
 
@@ -130,7 +138,8 @@ def test_api_ranks_by_the_formula_and_pages_through_hits(published, client):
     assert top["cached_url"] == f"/cached/{top['doc_num']}"
     assert top["pagerank"] == PAGERANK[top["doc_num"]]
     prior = len(CORPUS) * top["pagerank"] / (len(CORPUS) * top["pagerank"] + 1)
-    assert top["score"] == pytest.approx(top["text_score"] * (1 + WEIGHT * prior), rel=1e-9)
+    both_typed = 1 + EXACT_FORM_BONUS  # the top page holds "wing" and "lift" as typed
+    assert top["score"] == pytest.approx(top["text_score"] * (1 + WEIGHT * prior) * both_typed, rel=1e-9)
     marked = [top["snippet"][s["start"] : s["end"]].lower() for s in top["highlights"]]
     assert marked and set(marked) <= {"wing", "lift"}
     assert first["terms"] == ["wing", "lift"]

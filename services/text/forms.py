@@ -1,0 +1,69 @@
+"""Which word forms a document holds as written: a Bloom filter per document.
+
+The index holds stems, so "organization" and "organ" are one term (``organ``) and a page
+holding only "organ" matches the query "organization" as well as one holding the word the
+user typed. Elasticsearch answers this by indexing every token twice, stemmed and as is
+(``keyword_repeat``), which doubles the postings; here each document carries a Bloom filter
+of its title and body word forms (before stemming, ``analyze.surface_form``), about one byte
+per distinct form, and search gives a small bonus to the top results that hold the query's
+words as typed (``services.search.forms``).
+
+Filters are ``BITS_PER_FORM`` bits per form with ``HASHES`` probes (Kirsch and
+Mitzenmacher's double hashing): about 3 % false positives, and a false positive only
+withholds a tie-break.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+BITS_PER_FORM = 8
+HASHES = 3
+
+
+def form_hashes(forms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two 32-bit hashes of each form (blake2b: the same in every process and version)."""
+    digests = b"".join(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in forms)
+    both = np.frombuffer(digests, dtype="<u4").reshape(-1, 2).astype(np.uint64)
+    return both[:, 0], both[:, 1] | np.uint64(1)
+
+
+def build_filters(
+    pair_docs: np.ndarray, h1: np.ndarray, h2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bytes]:
+    """Filters for (document, form) pairs (unique, sorted by document; ``h1``/``h2`` per pair):
+    (the documents, their byte offsets into the filters (len + 1), the filters)."""
+    if not pair_docs.shape[0]:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64), b""
+    docs, counts = np.unique(pair_docs, return_counts=True)
+    sizes = counts * BITS_PER_FORM // 8
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    where = np.searchsorted(docs, pair_docs)
+    bits = (sizes[where] * 8).astype(np.uint64)
+    start = (offsets[:-1][where] * 8).astype(np.uint64)
+    filled = np.zeros(int(offsets[-1]) * 8, dtype=bool)
+    for i in range(HASHES):
+        filled[(start + (h1 + np.uint64(i) * h2) % bits).astype(np.int64)] = True
+    return docs, offsets, np.packbits(filled, bitorder="little").tobytes()
+
+
+def holds(filters: np.ndarray, offsets: np.ndarray, docs: np.ndarray, h1: int, h2: int) -> np.ndarray:
+    """Whether each of ``docs`` (probably) holds the form hashed to (``h1``, ``h2``); a
+    document without a filter holds nothing. ``offsets`` has one entry per document + 1."""
+    docs = np.asarray(docs, dtype=np.int64)
+    if not filters.shape[0]:
+        return np.zeros(docs.shape[0], dtype=bool)
+    start = offsets[docs].astype(np.int64)
+    size_bits = (offsets[docs + 1].astype(np.int64) - start) * 8
+    found: np.ndarray = size_bits > 0
+    safe_bits = np.maximum(size_bits, 1).astype(np.uint64)
+    last = filters.shape[0] - 1
+    for i in range(HASHES):
+        bit = (np.uint64(h1) + np.uint64(i) * np.uint64(h2)) % safe_bits
+        index = start * 8 + bit.astype(np.int64)
+        byte = filters[np.minimum(index // 8, last)]  # a document without a filter reads any
+        found &= (byte >> (index % 8)) & 1 == 1  # byte: found is False for it already
+    return found

@@ -1,0 +1,63 @@
+"""Per-document Bloom filters of word forms: no false negatives, few false positives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mapreduce.postings import PostingBuffer
+from services.storage.records import Record
+from services.text.forms import build_filters, form_hashes, holds
+
+
+def _filters(docs: list[list[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    vocab = sorted({f for d in docs for f in d})
+    ids = {f: i for i, f in enumerate(vocab)}
+    pairs = sorted({(d, ids[f]) for d, forms in enumerate(docs) for f in forms})
+    h1, h2 = form_hashes(vocab)
+    pair_docs = np.array([d for d, _ in pairs], np.int64)
+    pair_forms = np.array([f for _, f in pairs], np.int64)
+    found, offsets, blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])
+    full = np.zeros(len(docs) + 1, np.int64)  # offsets for every document, as publish stores them
+    for i, d in enumerate(found.tolist()):
+        full[d + 1] = offsets[i + 1] - offsets[i]
+    return np.frombuffer(blob, np.uint8), np.cumsum(full), vocab
+
+
+def test_every_form_a_document_holds_is_found_and_few_others_are() -> None:
+    rng = np.random.default_rng(5)
+    words = [f"form{i}" for i in range(5000)]
+    docs = [list(rng.choice(words, size=int(rng.integers(5, 400)), replace=False)) for _ in range(40)]
+    docs.append([])  # a document without title or body words
+    filters, offsets, _ = _filters(docs)
+    every = np.arange(len(docs))
+    false, asked = 0, 0
+    for probe in words[:600]:
+        h1, h2 = form_hashes([probe])
+        got = holds(filters, offsets, every, int(h1[0]), int(h2[0]))
+        truth = np.array([probe in d for d in docs])
+        assert not (truth & ~got).any()  # never a false negative
+        false += int((got & ~truth).sum())
+        asked += int((~truth).sum())
+    assert false / asked < 0.06  # ~3 % expected at 8 bits and 3 probes per form
+    assert not got[-1]
+
+
+def test_the_index_job_records_each_documents_forms_before_stemming() -> None:
+    buffer = PostingBuffer()
+    buffer.add(
+        Record(0, "http://x/a", "", "", "text/html", "Experiments", "The experiment's U.S. results", "")
+    )
+    buffer.add(Record(1, "http://x/b", "", "", "text/html", "Experience", "An experience", ""))
+    postings, _ = buffer.drain()
+    terms = dict(postings)
+    assert set(terms["experi"].docs.tolist()) == {0, 1}  # one stem for both words
+    blobs = [postings.forms[0], postings.forms[1]]
+    filters = np.frombuffer(b"".join(blobs), np.uint8)
+    offsets = np.array([0, len(blobs[0]), len(blobs[0]) + len(blobs[1])])
+    for form, expected in (
+        ("experiments", [True, False]),
+        ("experience", [False, True]),
+        ("us", [True, False]),
+    ):
+        h1, h2 = form_hashes([form])
+        assert holds(filters, offsets, np.array([0, 1]), int(h1[0]), int(h2[0])).tolist() == expected, form
