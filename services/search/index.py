@@ -90,6 +90,15 @@ class SegmentIndex:
         group = self.arrays["near_dup_of"]
         return np.flatnonzero(group != np.arange(group.shape[0], dtype=group.dtype)).astype(np.uint32)
 
+    @cached_property
+    def visible(self) -> np.ndarray | None:
+        """True for every document that may be a result (not folded); None when all may."""
+        if not self.folded.shape[0]:
+            return None
+        mask = np.ones(self.num_docs, dtype=bool)
+        mask[self.folded] = False
+        return mask
+
     def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
         """representative -> the near-duplicates folded into it, for ``doc_nums``."""
         folded = self.folded

@@ -85,8 +85,7 @@ def retrieve(
     excluded = union_docs(
         [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
     )
-    if index.folded.shape[0]:  # near-duplicates show under their group's first document
-        excluded = np.union1d(excluded, index.folded).astype(np.uint32)
+    visible = index.visible  # near-duplicates show under their group's first document
     for phrase in query.excluded_phrases:
         excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
@@ -99,6 +98,8 @@ def retrieve(
         else:
             required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
             candidates = _without(intersect_docs(required, index.num_docs), excluded)
+            if visible is not None:
+                candidates = candidates[visible[candidates]]
             for phrase in query.phrases:
                 candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
         if candidates.shape[0] < settings.and_min_results:
@@ -118,18 +119,22 @@ def retrieve(
 
     if not query.any_word and len(found) == len(query.terms) and len(terms) > 1:
         docs, text = conjunctive(terms, index.num_docs)
-        if excluded.shape[0]:
-            keep = ~np.isin(docs, excluded)
+        if excluded.shape[0] or visible is not None:
+            keep = ~np.isin(docs, excluded) if excluded.shape[0] else np.ones(docs.shape[0], dtype=bool)
+            if visible is not None:
+                keep &= visible[docs]
             docs, text = docs[keep], text[keep]
         if docs.shape[0] >= settings.and_min_results:
             ranked = best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for: partial matches follow them.
-            rest = top_k_maxscore(terms, prior, k, excluded=np.union1d(excluded, docs), max_prior=top)
+            rest = top_k_maxscore(
+                terms, prior, k, excluded=np.union1d(excluded, docs), max_prior=top, allowed=visible
+            )
             return Retrieval(_concat(ranked, rest, k), "and+or", found)
 
-    ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top)
+    ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top, allowed=visible)
     long_enough = len(query.terms) >= settings.feedback_min_terms
     if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
@@ -152,6 +157,8 @@ def retrieve(
         allowed = np.zeros(index.num_docs, dtype=bool)
         for t in terms:
             allowed[t.docs] = True
+        if visible is not None:
+            allowed &= visible
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
         ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
         return Retrieval(ranked, "or+feedback", found)

@@ -38,10 +38,12 @@ def build_filters(
     (the documents, their byte offsets into the filters (len + 1), the filters)."""
     if not pair_docs.shape[0]:
         return np.zeros(0, np.int64), np.zeros(1, np.int64), b""
-    docs, counts = np.unique(pair_docs, return_counts=True)
+    starts = np.flatnonzero(np.concatenate([[True], pair_docs[1:] != pair_docs[:-1]]))
+    docs = pair_docs[starts]  # sorted input: runs, no (hash-based, slow) np.unique
+    counts = np.diff(np.append(starts, pair_docs.shape[0]))
     sizes = counts * BITS_PER_FORM // 8
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    where = np.searchsorted(docs, pair_docs)
+    where = np.repeat(np.arange(docs.shape[0]), counts)
     bits = (sizes[where] * 8).astype(np.uint64)
     start = (offsets[:-1][where] * 8).astype(np.uint64)
     filled = np.zeros(int(offsets[-1]) * 8, dtype=bool)

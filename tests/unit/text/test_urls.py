@@ -75,3 +75,27 @@ def test_scope_admits_listed_hosts_and_subdomains():
 def test_rfc3986_normalization_keeps_what_the_server_receives(raw, expected):
     assert normalize_url(raw) == expected
     assert normalize_url(expected) == expected  # idempotent
+
+
+# Apache Nutch's BasicURLNormalizer cases (NUTCH-1098, percent-encoding; and its port,
+# fragment and dot-segment cases): another crawler's canonicalization suite.
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://foo.com/%66oo.html", "http://foo.com/foo.html"),
+        ("http://foo.com/%66oo.htm%6c", "http://foo.com/foo.html"),  # at the end of the URL
+        ("http://foo.com/%66oo.ht%6d%6c", "http://foo.com/foo.html"),  # adjacent escapes
+        ("http://foo.com/%66oo.htm%C0", "http://foo.com/foo.htm%C0"),  # high-bit bytes stay encoded
+        ("http://foo.com/%66oo.htm%1A", "http://foo.com/foo.htm%1A"),  # control bytes stay encoded
+        ("http://foo.com/%66oo.htm%c0", "http://foo.com/foo.htm%C0"),  # escapes in upper case
+        ("http://foo.com:80/index.html", "http://foo.com/index.html"),
+        ("https://foo.com:443/", "https://foo.com/"),
+        ("http://foo.com:8080", "http://foo.com:8080/"),
+        ("http://foo.com/foo.html#ref", "http://foo.com/foo.html"),
+        ("http://foo.com/aa/./foo.html", "http://foo.com/aa/foo.html"),
+        ("http://foo.com/aa/bb/../../foo.html", "http://foo.com/foo.html"),
+        ("HTTP://FOO.COM/Foo.html", "http://foo.com/Foo.html"),  # the path keeps its case
+    ],
+)
+def test_nutch_basic_url_normalizer_cases(raw, expected):
+    assert normalize_url(raw) == expected
