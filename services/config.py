@@ -100,6 +100,7 @@ class Settings:
     allowed_hosts: str = ""
 
     # Ranking.
+    near_duplicates: bool = True  # fold pages whose terms are >= 90 % the same (text/minhash.py)
     pagerank_weight: float = 0.2  # a top-linked page's text score times at most 1.2 (docs/ranking.md)
     pagerank_damping: float = 0.85
     pagerank_tolerance: float = 1e-8

@@ -162,7 +162,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
         read_s, stage = time.monotonic() - stage, time.monotonic()
-        arrays = segment_arrays(columns, ranks.ranks, num_docs)
+        arrays = segment_arrays(columns, ranks.ranks, num_docs, near_duplicates=settings.near_duplicates)
         del columns
         arrays_s, stage = time.monotonic() - stage, time.monotonic()
         meta = segment_meta(

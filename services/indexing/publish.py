@@ -100,7 +100,12 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
 
 
 def segment_arrays(
-    cols: IndexColumns, pagerank: np.ndarray, num_docs: int, params: BM25FParams = DEFAULT_PARAMS
+    cols: IndexColumns,
+    pagerank: np.ndarray,
+    num_docs: int,
+    params: BM25FParams = DEFAULT_PARAMS,
+    *,
+    near_duplicates: bool = True,
 ) -> dict[str, np.ndarray]:
     """The segment's arrays (the contract in ``services.storage.segment``) from the index
     columns and the PageRank vector."""
@@ -120,7 +125,15 @@ def segment_arrays(
         # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
         positions_job = helper.submit(lambda: (regions.positions(), _offsets(counts)))
         arrays = _posting_arrays(
-            regions.per_text, post_docs, field_tfs, sorted_terms, cols, pagerank, num_docs, params
+            regions.per_text,
+            post_docs,
+            field_tfs,
+            sorted_terms,
+            cols,
+            pagerank,
+            num_docs,
+            params,
+            near_duplicates,
         )
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
@@ -136,6 +149,7 @@ def _posting_arrays(
     pagerank: np.ndarray,
     num_docs: int,
     params: BM25FParams,
+    near_duplicates: bool = True,
 ) -> dict[str, np.ndarray]:
     """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
@@ -181,10 +195,12 @@ def _posting_arrays(
     # Near-duplicates (services.text.minhash) by the words of title and body: the forward
     # index also lists URL-word and anchor terms (frequency 0 here), which differ between
     # copies of one page by design (session ids, dates in paths).
-    text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
-    sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
-    near_dup_of = near_duplicate_groups(text_offsets, text_terms, sigs)
-    del sigs, text_terms
+    near_dup_of = np.arange(num_docs, dtype=np.uint32)
+    if near_duplicates:
+        text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
+        sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
+        near_dup_of = near_duplicate_groups(text_offsets, text_terms, sigs)
+        del sigs, text_terms
 
     total = float(pagerank.sum())
     if not total > 0:

@@ -18,7 +18,7 @@ from services.search.rank import Ranked
 from services.text.forms import form_hashes, holds
 
 EXACT_FORM_BONUS = 0.05  # the score of a page holding every query word as typed, times 1.05
-RESCORE_WINDOW = 30  # first-phase hits rescored when fewer are asked for
+RESCORE_WINDOW = 10  # first-phase hits rescored at least (Elasticsearch's rescore window default)
 
 
 def exact_form_share(index: SegmentIndex, forms: list[str], docs: np.ndarray) -> np.ndarray:
