@@ -134,6 +134,7 @@ def segment_arrays(
             num_docs,
             params,
             near_duplicates,
+            helper,
         )
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
@@ -149,7 +150,8 @@ def _posting_arrays(
     pagerank: np.ndarray,
     num_docs: int,
     params: BM25FParams,
-    near_duplicates: bool = True,
+    near_duplicates: bool,
+    helper: ThreadPoolExecutor,
 ) -> dict[str, np.ndarray]:
     """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
@@ -171,14 +173,6 @@ def _posting_arrays(
             )
         lengths[:, doc] = values
 
-    idf = bm25_idf(df, num_docs)
-    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
-    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params)
-    max_impact = np.zeros(len(df), dtype=np.float32)
-    if num_postings:
-        nonempty = df > 0
-        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
-
     # Forward index: the postings regrouped by document, terms ascending: the CSC form
     # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
     from scipy.sparse import csr_matrix
@@ -191,17 +185,22 @@ def _posting_arrays(
     fwd_offsets = by_doc.indptr.astype(np.uint64)
     fwd_terms = by_doc.indices.astype(np.uint32)
     fwd_tfs = by_doc.data.astype(np.uint16)
+    del by_doc, title_body
+    # Near-duplicates on the helper thread while this one computes the impacts (numpy
+    # releases the GIL; on the benchmark corpus they took 5-7 s of a 35 s build).
+    near_job = helper.submit(
+        _near_duplicates, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
+    )
 
-    # Near-duplicates (services.text.minhash) by the words of title and body: the forward
-    # index also lists URL-word and anchor terms (frequency 0 here), which differ between
-    # copies of one page by design (session ids, dates in paths).
-    near_dup_of = np.arange(num_docs, dtype=np.uint32)
-    if near_duplicates:
-        text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
-        sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
-        near_dup_of = near_duplicate_groups(text_offsets, text_terms, sigs)
-        del sigs, text_terms
+    idf = bm25_idf(df, num_docs)
+    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
+    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params)
+    max_impact = np.zeros(len(df), dtype=np.float32)
+    if num_postings:
+        nonempty = df > 0
+        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
 
+    near_dup_of = near_job.result()
     total = float(pagerank.sum())
     if not total > 0:
         raise PublishError("PageRank vector sums to zero: the PageRank run failed")
@@ -230,6 +229,24 @@ def _posting_arrays(
         **_form_arrays(cols.forms, num_docs),
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
+
+
+def _near_duplicates(
+    fwd_offsets: np.ndarray,
+    fwd_terms: np.ndarray,
+    fwd_tfs: np.ndarray,
+    sorted_terms: list[bytes],
+    num_docs: int,
+    enabled: bool,
+) -> np.ndarray:
+    """Each document's near-duplicate representative (services.text.minhash), by the words of
+    title and body: the forward index also lists URL-word and anchor terms (frequency 0
+    here), which differ between copies of one page by design (session ids, dates in paths)."""
+    if not enabled:
+        return np.arange(num_docs, dtype=np.uint32)
+    text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
+    sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
+    return near_duplicate_groups(text_offsets, text_terms, sigs)
 
 
 def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
