@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from services.config import Settings
 from services.search.head import HeadAsGet
 from services.search.http_errors import install_error_handlers
+from services.search.metrics import SearchMetrics, install_metrics
 from services.search.routes import api, cached, health, pages
 from services.search.service import SearchService
 from services.search.templating import WEBUI, build_templates
@@ -42,10 +43,12 @@ def create_app(
     app = FastAPI(title="Nimbus Search", lifespan=lifespan)
     app.state.service = svc
     app.state.templates = build_templates()
+    app.state.metrics = SearchMetrics()
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    install_metrics(app, app.state.metrics)
     app.add_middleware(HeadAsGet)
     return app
 

@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
+from services.search.metrics import SearchMetrics
 from services.search.service import SearchService
 
 
@@ -26,5 +27,11 @@ def get_templates(request: Request) -> Jinja2Templates:
     return templates
 
 
+def get_metrics(request: Request) -> SearchMetrics:
+    metrics: SearchMetrics = request.app.state.metrics
+    return metrics
+
+
 ServiceDep = Annotated[SearchService, Depends(get_service)]
+MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]

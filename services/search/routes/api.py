@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from services.search.deps import ServiceDep
+from services.search.deps import MetricsDep, ServiceDep
 from services.search.schemas import SearchResponse
 from services.search.service import MAX_RESULTS
 
@@ -15,10 +15,13 @@ router = APIRouter(prefix="/api")
 @router.get("/search", response_model=SearchResponse)
 def api_search(
     service: ServiceDep,
+    metrics: MetricsDep,
     q: str = Query("", max_length=1000, description="the query"),
     page: int = Query(1, ge=1, le=MAX_RESULTS, description="1-based page"),
 ) -> SearchResponse | JSONResponse:
     results = service.search(q, page)
+    if q.strip():
+        metrics.observe_search(results.mode, results.took_ms)
     if results.index_version is None:
         return JSONResponse(SearchResponse.from_results(results).model_dump(), status_code=503)
     return SearchResponse.from_results(results)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from services.search.deps import ServiceDep
+from services.search.deps import MetricsDep, ServiceDep
+from services.search.metrics import metrics_response
 from services.search.schemas import Health
 from services.search.templating import WEBUI
 
@@ -28,6 +29,12 @@ def healthz(service: ServiceDep) -> Response:
         num_terms=index.num_terms,
     )
     return JSONResponse(body.model_dump())
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(service: ServiceDep, registry: MetricsDep) -> Response:
+    """Prometheus's text format: request and query latency, queries by mode, the index."""
+    return metrics_response(registry, service)
 
 
 @router.get("/favicon.ico", include_in_schema=False)
