@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
         "seeds",
         nargs="*",
         metavar="SEED_URL",
-        help="absolute http(s) URLs to start from (none: continue the frontier in the database)",
+        help="absolute http(s) URLs to start from (none: continue the frontier in the database); "
+        "`nimbus crawl status` shows the crawler nodes and the frontier instead",
     )
     crawl.add_argument("--max-pages", type=_count, help="page requests this run (NIMBUS_MAX_PAGES)")
     crawl.add_argument("--max-depth", type=_count, help="links followed from a seed (NIMBUS_MAX_DEPTH)")
@@ -185,6 +186,8 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
     from services.crawler.crawl import run_crawl
     from services.text.errors import BadUrlError
 
+    if args.seeds == ["status"]:
+        return _crawl_status(settings)
     settings = settings.with_overrides(
         crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
     )
@@ -219,6 +222,27 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
             print(f"nimbus crawl: {line}", file=sys.stderr)
         return 1
     return 0 if stats.pages or not stats.errors else 1
+
+
+def _crawl_status(settings: Settings) -> int:
+    """The crawler nodes (from their heartbeats) and the frontier by state."""
+    import time
+
+    from services.crawler import frontier, heartbeat
+    from services.storage.db import init_db, make_engine, session_factory
+
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        with session_factory(engine)() as session:
+            now = time.time()
+            print(heartbeat.status_table(heartbeat.nodes(session, now), now))
+            states = frontier.count_by_state(session)
+            by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+            print(f"frontier: {by_state or 'empty'}")
+    finally:
+        engine.dispose()
+    return 0
 
 
 def _index(args: argparse.Namespace, settings: Settings) -> int:

@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.config import Settings
-from services.crawler import frontier
+from services.crawler import frontier, heartbeat
 from services.crawler.committer import Committer, FlushResult, UrlResult
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
+from services.crawler.heartbeat import BEAT_EVERY, Beat
 from services.crawler.progress import CrawlStats, progress_counters, progress_line
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
@@ -147,6 +148,8 @@ class Crawler:
         self.errors = 0
         self.counters: Counter[str] = Counter()
         self.worker_name = f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
+        self.node_id = heartbeat.node_id(self.worker_name)
+        self.started_at = clock()
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
@@ -168,6 +171,8 @@ class Crawler:
                 frontier.add_urls, seed_urls, self.clock(), partitions=self.settings.partitions
             )
             self.wake = asyncio.Event()
+            self.started_at = self.clock()
+            await self._beat("running")
             self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
             self.http = make_session(
                 self.settings.user_agent,
@@ -235,7 +240,7 @@ class Crawler:
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs
-        last_flush = last_renew = time.monotonic()
+        last_flush = last_renew = last_beat = time.monotonic()
         while True:
             self.wake.clear()  # cleared before looking, so no finished URL goes unnoticed
             if self.fatal is not None:
@@ -268,6 +273,9 @@ class Crawler:
                     return
                 dry = False
                 continue
+            if now - last_beat > BEAT_EVERY:
+                await self._beat("running")
+                last_beat = now
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
                 await self.db.transaction(frontier.renew_leases, seqs, self.clock() + LEASE_SECONDS)
@@ -399,11 +407,30 @@ class Crawler:
             log.warning(
                 "could not commit or release on stop; a restart takes the batches back", exc_info=True
             )
+        try:
+            await self._beat("stopped")
+        except Exception:
+            log.warning("could not write the last heartbeat", exc_info=True)
         await self.http.close()
         self.commits.shutdown(wait=True)
         self.db.shutdown()
         self.engine.dispose()
         self.spool.close()
+
+    async def _beat(self, state: str) -> None:
+        """This process's heartbeat row (heartbeat.py): what an operator sees of it."""
+        counters = {
+            "pages": self.budget.spent,
+            "bytes": self.visitor.bytes if hasattr(self, "visitor") else 0,
+            "errors": self.errors,
+            "leased_batches": len(self.batches),
+            "waiting_urls": self.budget.waiting,
+            "hosts": len(self.hosts.hosts),
+            "documents": int(self.counters.get("documents", 0)),
+        }
+        now = self.clock()
+        beat = Beat(self.node_id, "crawler", self.started_at, now, state, counters)
+        await self.db.transaction(heartbeat.beat, beat)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

@@ -155,6 +155,26 @@ class CrawlCounter(Base):
     value: Mapped[int] = mapped_column(Integer, default=0)
 
 
+class CrawlNode(Base):
+    """A crawler process's heartbeat: who it is, when it last beat, what it has done.
+
+    The operator's view of the crawl (``nimbus crawl status``) reads these rows: a node
+    whose beat is older than a few intervals is dead, whatever its ``state`` says.
+    """
+
+    __tablename__ = "crawl_nodes"
+
+    node_id: Mapped[str] = mapped_column(String(255), primary_key=True)  # host/partitions/pid
+    role: Mapped[str] = mapped_column(String(32))
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    version: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[float] = mapped_column(Double)
+    beat_at: Mapped[float] = mapped_column(Double)
+    state: Mapped[str] = mapped_column(String(16))  # running | stopped
+    counters: Mapped[str] = mapped_column(Text)  # JSON: pages, bytes, errors, queues, ...
+
+
 class PageRankScore(Base):
     __tablename__ = "pagerank"
 

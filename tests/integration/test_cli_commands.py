@@ -40,6 +40,17 @@ def test_crawl_then_index_through_the_cli(env, site, capsys):
     assert "published index/segment-" in out and "3 documents" in out
 
 
+def test_crawl_status_shows_each_crawler_process_and_the_frontier(env, site, capsys):
+    assert main(["crawl", site.origin + "/", "--max-pages", "10", "--delay", "0", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["crawl", "status"]) == 0
+    out = capsys.readouterr().out
+    node = next(line for line in out.splitlines() if " crawler " in line)
+    assert " stopped " in node and " 3 " in node  # its last beat: stopped cleanly, 3 pages
+    assert "0 running, 0 dead; 3 pages in all" in out
+    assert "frontier: 3 done" in out
+
+
 def test_bad_seed_and_empty_index_say_what_to_do(env, capsys):
     assert main(["crawl", "ftp://example.org/", "--quiet"]) == 2
     assert "give absolute http(s) URLs" in capsys.readouterr().err

@@ -1,0 +1,121 @@
+"""Heartbeats: each crawler process says, every few seconds, who it is and what it has done.
+
+One ``crawl_nodes`` row per process (host, pid, role, version, start, last beat, counters),
+written in the process's own transaction order like everything else it writes. The
+operator's view (``nimbus crawl status``) reads them: a node is dead when its last beat is
+older than ``DEAD_AFTER`` beats, whatever its row's state says, so the view never trusts a
+flag a killed process could not clear. All in the database, so it works from any machine
+that reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from importlib import metadata
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.storage.models import CrawlNode
+
+BEAT_EVERY = 5.0  # seconds between beats
+DEAD_AFTER = 4  # beats missed before a node is shown dead
+
+
+def version() -> str:
+    try:
+        return metadata.version("nimbus-search")
+    except metadata.PackageNotFoundError:  # a checkout run without installing
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One heartbeat of this process."""
+
+    node_id: str
+    role: str
+    started_at: float
+    at: float
+    state: str  # running | stopped
+    counters: dict[str, int]
+
+
+def node_id(worker: str) -> str:
+    """``worker`` (host and partitions) and the pid: unique while the process lives."""
+    return f"{worker}/{os.getpid()}"
+
+
+def beat(session: Session, b: Beat) -> None:
+    """Write (insert or refresh) this process's row."""
+    row = session.get(CrawlNode, b.node_id)
+    if row is None:
+        row = CrawlNode(
+            node_id=b.node_id,
+            role=b.role,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            version=version(),
+            started_at=b.started_at,
+        )
+        session.add(row)
+    row.beat_at, row.state = b.at, b.state
+    row.counters = json.dumps(b.counters, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    node_id: str
+    role: str
+    host: str
+    pid: int
+    version: str
+    started_at: float
+    beat_at: float
+    state: str  # running | stopped | dead
+    counters: dict[str, int]
+
+
+def nodes(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[NodeView]:
+    """Every node, newest first; a running node that missed ``DEAD_AFTER`` beats is dead."""
+    out = []
+    for row in session.scalars(select(CrawlNode).order_by(CrawlNode.started_at.desc())):
+        state = row.state
+        if state == "running" and now - row.beat_at > DEAD_AFTER * beat_every:
+            state = "dead"
+        out.append(
+            NodeView(
+                row.node_id,
+                row.role,
+                row.host,
+                row.pid,
+                row.version,
+                row.started_at,
+                row.beat_at,
+                state,
+                json.loads(row.counters or "{}"),
+            )
+        )
+    return out
+
+
+def status_table(views: list[NodeView], now: float) -> str:
+    """The operator's table: one line per node, then how many run and the pages of all."""
+    header = (
+        f"{'node':40s} {'role':8s} {'state':8s} {'beat':>8s} {'pages':>8s} {'bytes':>12s} "
+        f"{'errors':>7s} {'leased':>6s}"
+    )
+    lines = [header]
+    for v in views:
+        c = v.counters
+        lines.append(
+            f"{v.node_id[:40]:40s} {v.role:8s} {v.state:8s} {now - v.beat_at:7.0f}s {c.get('pages', 0):8d} "
+            f"{c.get('bytes', 0):12d} {c.get('errors', 0):7d} {c.get('leased_batches', 0):6d}"
+        )
+    live = [v for v in views if v.state == "running"]
+    pages = sum(v.counters.get("pages", 0) for v in views)
+    lines.append(f"{len(live)} running, {sum(v.state == 'dead' for v in views)} dead; {pages} pages in all")
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+"""Crawler heartbeats: one row per crawler process (issue 15, the operator's view).
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-24
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "crawl_nodes",
+        sa.Column("node_id", sa.String(length=255), nullable=False),
+        sa.Column("role", sa.String(length=32), nullable=False),
+        sa.Column("host", sa.String(length=255), nullable=False),
+        sa.Column("pid", sa.Integer(), nullable=False),
+        sa.Column("version", sa.String(length=64), nullable=False),
+        sa.Column("started_at", sa.Double(), nullable=False),
+        sa.Column("beat_at", sa.Double(), nullable=False),
+        sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("counters", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("node_id"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("crawl_nodes")
