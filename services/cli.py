@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="SEED_URL",
         help="absolute http(s) URLs to start from (none: continue the frontier in the database); "
-        "`nimbus crawl status` shows the crawler nodes and the frontier instead",
+        "`nimbus crawl status` shows the crawler nodes and the frontier; `pause`, `resume` and `stop` "
+        "ask every running crawler, on any machine; `seed URL...` adds URLs without crawling",
     )
     crawl.add_argument("--max-pages", type=_count, help="page requests this run (NIMBUS_MAX_PAGES)")
     crawl.add_argument("--max-depth", type=_count, help="links followed from a seed (NIMBUS_MAX_DEPTH)")
@@ -188,6 +189,8 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.seeds == ["status"]:
         return _crawl_status(settings)
+    if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
+        return _crawl_command(settings, args.seeds[0], args.seeds[1:])
     settings = settings.with_overrides(
         crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
     )
@@ -236,10 +239,47 @@ def _crawl_status(settings: Settings) -> int:
         init_db(engine)
         with session_factory(engine)() as session:
             now = time.time()
-            print(heartbeat.status_table(heartbeat.nodes(session, now), now))
+            views = heartbeat.nodes(session, now, settings.heartbeat_seconds)
+            print(heartbeat.status_table(views, now))
             states = frontier.count_by_state(session)
             by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
             print(f"frontier: {by_state or 'empty'}")
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _crawl_command(settings: Settings, name: str, urls: list[str]) -> int:
+    """Operator commands through the database, so they reach crawlers on every machine."""
+    import time
+
+    from services.crawler import frontier, heartbeat
+    from services.crawler.errors import CrawlCommandError
+    from services.storage.db import init_db, make_engine, session_factory
+    from services.text.errors import BadUrlError
+    from services.text.urls import normalize_url
+
+    if name == "seed" and not urls:
+        raise CrawlCommandError("nimbus crawl seed: give one or more absolute http(s) URLs")
+    if name != "seed" and urls:
+        raise CrawlCommandError(f"nimbus crawl {name} takes no URLs")
+    try:
+        seeds = [frontier.NewUrl(normalize_url(u), 0, frontier.SEED_PRIORITY) for u in urls]
+    except BadUrlError as exc:
+        raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        with session_factory(engine).begin() as session:
+            if name == "seed":
+                added = frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+                print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
+            else:
+                heartbeat.command(session, name, time.time())
+                print(
+                    f"asked every crawler to {name}; each reads it at its next heartbeat "
+                    f"(within {heartbeat.BEAT_EVERY:.0f} s)"
+                )
     finally:
         engine.dispose()
     return 0

@@ -43,7 +43,7 @@ from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitCon
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
-from services.crawler.heartbeat import BEAT_EVERY, Beat
+from services.crawler.heartbeat import Beat
 from services.crawler.progress import CrawlStats, progress_counters, progress_line
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
@@ -150,6 +150,7 @@ class Crawler:
         self.worker_name = f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
         self.node_id = heartbeat.node_id(self.worker_name)
         self.started_at = clock()
+        self.control = heartbeat.Control()  # the operator's last word, read at every beat
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
@@ -245,10 +246,13 @@ class Crawler:
             self.wake.clear()  # cleared before looking, so no finished URL goes unnoticed
             if self.fatal is not None:
                 raise self.fatal
+            if self.control.stops(self.started_at):
+                log.warning("stopping: `nimbus crawl stop` was asked; batches in flight are handed back")
+                return
             if self.flushing is not None and self.flushing.done():
                 self.counters.update(self.flushing.result().counters)  # raises a failed flush
                 self.flushing, dry = None, False
-            if not dry:
+            if not dry and not self.control.paused:  # paused: lease nothing, finish what is out
                 dry = await self._fill()
             self._drain()
             now = time.monotonic()
@@ -273,8 +277,8 @@ class Crawler:
                     return
                 dry = False
                 continue
-            if now - last_beat > BEAT_EVERY:
-                await self._beat("running")
+            if now - last_beat > self.settings.heartbeat_seconds:
+                await self._beat("paused" if self.control.paused else "running")
                 last_beat = now
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
@@ -430,7 +434,7 @@ class Crawler:
         }
         now = self.clock()
         beat = Beat(self.node_id, "crawler", self.started_at, now, state, counters)
-        await self.db.transaction(heartbeat.beat, beat)
+        self.control = await self.db.transaction(heartbeat.beat_and_read, beat)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

@@ -19,7 +19,7 @@ from importlib import metadata
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.storage.models import CrawlNode
+from services.storage.models import CrawlControl, CrawlNode
 
 BEAT_EVERY = 5.0  # seconds between beats
 DEAD_AFTER = 4  # beats missed before a node is shown dead
@@ -119,3 +119,39 @@ def status_table(views: list[NodeView], now: float) -> str:
     pages = sum(v.counters.get("pages", 0) for v in views)
     lines.append(f"{len(live)} running, {sum(v.state == 'dead' for v in views)} dead; {pages} pages in all")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Control:
+    """What the operator asked: pause leasing, or stop every node started before a time."""
+
+    paused: bool = False
+    stop_requested_at: float = 0.0
+
+    def stops(self, started_at: float) -> bool:
+        """A stop applies to the nodes running when it was asked, not to ones started later."""
+        return self.stop_requested_at > started_at
+
+
+def control(session: Session) -> Control:
+    values = {row.name: row.value for row in session.scalars(select(CrawlControl))}
+    return Control(bool(values.get("paused", 0.0)), float(values.get("stop_requested_at", 0.0)))
+
+
+def beat_and_read(session: Session, b: Beat) -> Control:
+    """One beat, and what the operator asks of the node now (one transaction)."""
+    beat(session, b)
+    return control(session)
+
+
+def command(session: Session, name: str, now: float) -> None:
+    """Record ``pause``, ``resume`` or ``stop`` for every crawler to read at its next beat."""
+    updates = {"pause": ("paused", 1.0), "resume": ("paused", 0.0), "stop": ("stop_requested_at", now)}
+    if name not in updates:
+        raise ValueError(f"unknown crawl command {name!r}: use pause, resume or stop")
+    key, value = updates[name]
+    row = session.get(CrawlControl, key)
+    if row is None:
+        session.add(CrawlControl(name=key, value=value, set_at=now))
+    else:
+        row.value, row.set_at = value, now

@@ -175,6 +175,17 @@ class CrawlNode(Base):
     counters: Mapped[str] = mapped_column(Text)  # JSON: pages, bytes, errors, queues, ...
 
 
+class CrawlControl(Base):
+    """What the operator asked of every crawler (``nimbus crawl pause|resume|stop``): read by
+    each process at every heartbeat, so a command works from any machine."""
+
+    __tablename__ = "crawl_control"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)  # paused | stop_requested_at
+    value: Mapped[float] = mapped_column(Double)
+    set_at: Mapped[float] = mapped_column(Double)
+
+
 class PageRankScore(Base):
     __tablename__ = "pagerank"
 

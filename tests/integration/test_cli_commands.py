@@ -51,6 +51,17 @@ def test_crawl_status_shows_each_crawler_process_and_the_frontier(env, site, cap
     assert "frontier: 3 done" in out
 
 
+def test_operator_commands_go_through_the_database(env, capsys):
+    assert main(["crawl", "seed", "http://127.0.0.1:9/a", "http://127.0.0.1:9/a#x"]) == 0
+    assert "1 new URLs in the frontier (1 known already)" in capsys.readouterr().out
+    assert main(["crawl", "pause"]) == 0
+    assert "asked every crawler to pause" in capsys.readouterr().out
+    assert main(["crawl", "seed"]) == 2  # no URLs
+    assert main(["crawl", "stop", "http://127.0.0.1:9/"]) == 2  # takes none
+    assert "takes no URLs" in capsys.readouterr().err
+    assert main(["crawl", "seed", "ftp://x/"]) == 2
+
+
 def test_bad_seed_and_empty_index_say_what_to_do(env, capsys):
     assert main(["crawl", "ftp://example.org/", "--quiet"]) == 2
     assert "give absolute http(s) URLs" in capsys.readouterr().err

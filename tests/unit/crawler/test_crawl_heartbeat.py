@@ -33,3 +33,21 @@ def test_a_node_that_stops_beating_is_dead_whatever_its_row_says(sessions) -> No
     table = status_table(list(views.values()), now)
     assert "1 running, 1 dead; 17 pages in all" in table
     assert table.count("\n") == 4  # header, three nodes, totals
+
+
+def test_commands_are_recorded_and_a_stop_applies_only_to_nodes_already_running(sessions) -> None:
+    from services.crawler.heartbeat import command, control
+
+    with sessions.begin() as session:
+        assert control(session) == control(session).__class__()  # nothing asked yet
+        command(session, "pause", 50.0)
+    with sessions.begin() as session:
+        assert control(session).paused
+        command(session, "resume", 60.0)
+        command(session, "stop", 70.0)
+    with sessions() as session:
+        now = control(session)
+    assert not now.paused
+    assert now.stops(started_at=65.0) and not now.stops(started_at=75.0)
+    with sessions.begin() as session, pytest.raises(ValueError, match="pause, resume or stop"):
+        command(session, "restart", 80.0)

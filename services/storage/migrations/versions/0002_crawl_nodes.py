@@ -1,4 +1,5 @@
-"""Crawler heartbeats: one row per crawler process (issue 15, the operator's view).
+"""Crawler heartbeats (one row per crawler process) and the operator's commands to them
+(issue 15, the operator's view).
 
 Revision ID: 0002
 Revises: 0001
@@ -30,7 +31,15 @@ def upgrade() -> None:
         sa.Column("counters", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("node_id"),
     )
+    op.create_table(
+        "crawl_control",
+        sa.Column("name", sa.String(length=64), nullable=False),
+        sa.Column("value", sa.Double(), nullable=False),
+        sa.Column("set_at", sa.Double(), nullable=False),
+        sa.PrimaryKeyConstraint("name"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("crawl_control")
     op.drop_table("crawl_nodes")
