@@ -300,7 +300,7 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from services.search.app import create_app
+    from services.admin.app import create_app
 
     settings = settings.with_overrides(host=args.host, port=args.port, serve_workers=args.workers)
     print(
@@ -308,7 +308,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     if settings.serve_workers > 1:  # each worker process builds its app from the environment
         uvicorn.run(
-            "services.search.app:create_app_from_env",
+            "services.admin.app:create_app_from_env",
             factory=True,
             host=settings.host,
             port=settings.port,

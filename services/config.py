@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from services.errors import NimbusError
@@ -132,6 +132,8 @@ class Settings:
     port: int = 8000
     serve_workers: int = 1  # uvicorn worker processes (`nimbus serve --workers`)
     results_per_page: int = 10
+    # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
+    admin_token: str = field(default="", repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -1,0 +1,1 @@
+"""The operator's dashboard: the crawl cluster seen and steered from the web service."""

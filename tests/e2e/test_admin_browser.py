@@ -1,0 +1,106 @@
+"""The admin dashboard in a real browser: sign in with the token, pause the crawl; and no
+state-changing request works without the session and its CSRF token."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from polling import wait_for
+
+from services.config import Settings
+
+CHROMIUM = Path("/usr/bin/chromium")
+TOKEN = "browser-admin-token"
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def admin_url(settings: Settings):
+    import uvicorn
+
+    from services.admin.app import create_app
+    from services.crawler import heartbeat
+    from services.storage.db import init_db, make_engine, session_factory
+
+    admin = settings.with_overrides(admin_token=TOKEN)
+    engine = make_engine(admin.database_url)
+    init_db(engine)
+    with session_factory(engine).begin() as session:
+        now = time.time()
+        heartbeat.beat(
+            session, heartbeat.Beat("ec2-a/all/7", "crawler", now - 30, now, "running", {"pages": 42})
+        )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(admin), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
+    yield f"http://127.0.0.1:{port}", session_factory(engine)
+    server.should_exit = True
+    thread.join(timeout=10)
+    engine.dispose()
+
+
+@pytest.fixture
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium missing: run `make services` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def test_sign_in_see_the_nodes_and_pause(browser, admin_url) -> None:
+    from services.crawler import heartbeat
+
+    url, sessions = admin_url
+    page = browser.new_page()
+    response = page.goto(url + "/admin")
+    assert response is not None and response.status == 401
+    page.fill("input[name=token]", "wrong")
+    page.click("button[type=submit]")
+    assert "not the admin token" in page.inner_text("main")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_selector("table#nodes")
+    assert "ec2-a/all/7" in page.inner_text("table#nodes")
+    page.click("button[value=pause]")
+    page.wait_for_selector("#summary strong")
+    assert "paused" in page.inner_text("#summary")
+    with sessions() as session:
+        assert heartbeat.control(session).paused
+
+
+def test_no_state_change_without_the_session_and_csrf(browser, admin_url) -> None:
+    from services.crawler import heartbeat
+
+    url, sessions = admin_url
+    stranger = browser.new_context()  # no cookie: another site's page, or a script
+    for path, form in (("/admin/command", {"action": "stop"}), ("/admin/seed", {"urls": "http://x.test/"})):
+        response = stranger.request.post(url + path, form=form, max_redirects=0)
+        assert response.status == 403, path
+    signed = browser.new_context()
+    page = signed.new_page()
+    page.goto(url + "/admin")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_selector("table#nodes")
+    # Signed in, but a request without the form's CSRF token (what a forged form sends) is refused.
+    forged = signed.request.post(url + "/admin/command", form={"action": "stop"}, max_redirects=0)
+    assert forged.status == 403
+    with sessions() as session:
+        assert heartbeat.control(session).stop_requested_at == 0.0

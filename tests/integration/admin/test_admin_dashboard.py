@@ -1,0 +1,106 @@
+"""/admin: token, session cookie, CSRF, and what it shows and does through the database."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from services.admin.app import create_app
+from services.config import Settings
+from services.crawler import frontier, heartbeat
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.models import FrontierEntry
+
+TOKEN = "s3cret-admin-token"
+
+
+@pytest.fixture
+def admin_settings(settings: Settings) -> Settings:
+    return settings.with_overrides(admin_token=TOKEN)
+
+
+@pytest.fixture
+def sessions(admin_settings: Settings):
+    engine = make_engine(admin_settings.database_url)
+    init_db(engine)
+    yield session_factory(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def client(admin_settings: Settings, sessions):
+    now = time.time()
+    with sessions.begin() as session:  # two crawler processes: one beating, one killed long ago
+        heartbeat.beat(
+            session, heartbeat.Beat("w1/all/11", "crawler", now - 60, now, "running", {"pages": 120})
+        )
+        heartbeat.beat(
+            session, heartbeat.Beat("w2/all/12", "crawler", now - 900, now - 600, "running", {"pages": 30})
+        )
+        frontier.add_urls(
+            session, [frontier.NewUrl("http://a.test/x", 1), frontier.NewUrl("http://a.test/y", 1)]
+        )
+    with TestClient(create_app(admin_settings, recheck_seconds=0)) as c:
+        yield c
+
+
+def _sign_in(client: TestClient) -> str:
+    response = client.post("/admin/login", data={"token": TOKEN}, follow_redirects=False)
+    assert response.status_code == 303
+    page = client.get("/admin")
+    assert page.status_code == 200
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+    assert found
+    return found.group(1)
+
+
+def test_without_a_token_setting_there_is_no_dashboard(settings: Settings) -> None:
+    with TestClient(create_app(settings, recheck_seconds=0)) as c:
+        assert c.get("/admin").status_code == 404
+        assert c.get("/admin/api/status", headers={"Authorization": "Bearer "}).status_code == 404
+
+
+def test_pages_ask_for_the_token_and_the_api_answers_401(client: TestClient) -> None:
+    page = client.get("/admin")
+    assert page.status_code == 401 and 'name="token"' in page.text
+    wrong = client.post("/admin/login", data={"token": "guess"}, follow_redirects=False)
+    assert wrong.status_code == 401 and "not the admin token" in wrong.text
+    assert client.get("/admin/api/status").status_code == 401
+    assert client.get("/admin/api/status", headers={"Authorization": "Bearer guess"}).status_code == 401
+    ok = client.get("/admin/api/status", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200
+    body = ok.json()
+    states = {n["node_id"]: n["state"] for n in body["nodes"]}
+    assert states == {"w1/all/11": "running", "w2/all/12": "dead"}  # no beat for 10 minutes
+    assert body["frontier"] == {"new": 2} and body["pages"] == 150
+
+
+def test_the_dashboard_shows_nodes_and_its_forms_act_only_with_the_session_and_csrf(client, sessions):
+    csrf = _sign_in(client)
+    page = client.get("/admin").text
+    assert "w1/all/11" in page and 'class="dead"' in page and "1 running of 2 nodes" in page
+    # A form posted without the CSRF token (as another site could make a browser do) is refused,
+    # and so is one with a token but no session.
+    assert client.post("/admin/command", data={"action": "pause"}).status_code == 403
+    anonymous = TestClient(client.app)
+    assert anonymous.post("/admin/command", data={"action": "pause", "csrf": csrf}).status_code == 403
+    assert anonymous.post("/admin/seed", data={"urls": "http://b.test/", "csrf": csrf}).status_code == 403
+    with sessions() as session:
+        assert not heartbeat.control(session).paused
+    done = client.post("/admin/command", data={"action": "pause", "csrf": csrf}, follow_redirects=False)
+    assert done.status_code == 303
+    added = client.post("/admin/seed", data={"urls": "http://b.test/\nhttp://c.test/", "csrf": csrf})
+    assert added.status_code == 200  # followed the redirect back to the dashboard
+    with sessions() as session:
+        assert heartbeat.control(session).paused
+        assert session.get(FrontierEntry, frontier.url_id("http://b.test/")) is not None
+    assert "<strong>paused</strong>" in client.get("/admin").text
+    assert client.post("/admin/seed", data={"urls": "ftp://x/", "csrf": csrf}).status_code == 400
+
+
+def test_a_forged_or_expired_session_cookie_is_not_a_session(client: TestClient) -> None:
+    client.cookies.set("nimbus_admin", "9999999999.abcd.deadbeef", path="/admin")
+    assert client.get("/admin").status_code == 401
