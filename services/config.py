@@ -79,6 +79,7 @@ class Settings:
     sitemaps: bool = True  # seed each new host's frontier from its sitemaps
     # Ask each host once for a path that cannot exist; pages like its answer are soft 404s.
     soft404_probe: bool = True
+    metrics_port: int = 0  # crawler /metrics (Prometheus) on this port, + i for process i; 0: off
     heartbeat_seconds: float = 5.0  # crawler heartbeats; operator commands take effect within one
     recrawl_min_interval: float = 86_400.0  # 1 day: a page that changes every visit
     recrawl_max_interval: float = 30 * 86_400.0  # 30 days: a page that never changes

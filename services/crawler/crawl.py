@@ -35,6 +35,7 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from services.config import Settings
 from services.crawler import frontier, heartbeat
@@ -44,6 +45,7 @@ from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
 from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
 from services.crawler.heartbeat import Beat
+from services.crawler.metrics import MetricsServer
 from services.crawler.progress import CrawlStats, progress_counters, progress_line
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
@@ -161,6 +163,16 @@ class Crawler:
         return self.budget.spent
 
     async def run(self, seeds: list[str]) -> CrawlStats:
+        metrics = None
+        if self.settings.metrics_port:
+            metrics = MetricsServer(self.settings.metrics_port, self.snapshot, self.settings.host)
+        try:
+            return await self._run(seeds)
+        finally:
+            if metrics is not None:
+                metrics.close()
+
+    async def _run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
         with self._identity_lock():
             released = await self.db.transaction(frontier.release_worker, self.worker_name)
@@ -421,9 +433,9 @@ class Crawler:
         self.engine.dispose()
         self.spool.close()
 
-    async def _beat(self, state: str) -> None:
-        """This process's heartbeat row (heartbeat.py): what an operator sees of it."""
-        counters = {
+    def snapshot(self) -> dict[str, Any]:
+        """What this process has done and holds now: its heartbeat's counters and /metrics."""
+        return {
             "pages": self.budget.spent,
             "bytes": self.visitor.bytes if hasattr(self, "visitor") else 0,
             "errors": self.errors,
@@ -431,7 +443,12 @@ class Crawler:
             "waiting_urls": self.budget.waiting,
             "hosts": len(self.hosts.hosts),
             "documents": int(self.counters.get("documents", 0)),
+            "committed": dict(self.counters),
         }
+
+    async def _beat(self, state: str) -> None:
+        """This process's heartbeat row (heartbeat.py): what an operator sees of it."""
+        counters = {k: v for k, v in self.snapshot().items() if isinstance(v, int)}
         now = self.clock()
         beat = Beat(self.node_id, "crawler", self.started_at, now, state, counters)
         self.control = await self.db.transaction(heartbeat.beat_and_read, beat)

@@ -35,11 +35,13 @@ def split_partitions(partitions: list[int], processes: int) -> list[list[int]]:
     return shares
 
 
-def child_settings(settings: Settings, share: list[int], processes: int) -> Settings:
-    """One child's settings: its partitions and its part of the concurrency."""
+def child_settings(settings: Settings, share: list[int], processes: int, index: int = 0) -> Settings:
+    """One child's settings: its partitions, its part of the concurrency, its metrics port
+    (``NIMBUS_METRICS_PORT`` + its index, so each process answers on its own)."""
     return settings.with_overrides(
         partition_ids=",".join(str(p) for p in share),
         concurrency=max(1, settings.concurrency // processes),
+        metrics_port=settings.metrics_port + index if settings.metrics_port else 0,
     )
 
 
@@ -86,7 +88,7 @@ def run_crawl_processes(
         ctx.Process(
             target=_child,
             name=f"nimbus-crawl-{i}",
-            args=(child_settings(settings, share, processes), seeds, budget, depth, results),
+            args=(child_settings(settings, share, processes, i), seeds, budget, depth, results),
         )
         for i, (share, budget) in enumerate(zip(shares, budgets, strict=True))
     ]
