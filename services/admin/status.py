@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from services.crawler import frontier, heartbeat
 from services.storage.db import read_counters
-from services.storage.models import FrontierEntry, Host
+from services.storage.models import FetchBatch, FrontierEntry, Host
 
 POLICY_COUNTERS = (
     "documents",
@@ -36,6 +36,16 @@ class HostLine:
     errors: int
 
 
+CHART_MINUTES = 60
+
+
+@dataclass
+class Minute:
+    start: float  # epoch seconds
+    pages: int
+    errors: int
+
+
 @dataclass
 class ClusterStatus:
     nodes: list[heartbeat.NodeView]
@@ -43,6 +53,23 @@ class ClusterStatus:
     counters: dict[str, int]
     busiest: list[HostLine] = field(default_factory=list)
     paused: bool = False
+    minutes: list[Minute] = field(default_factory=list)  # the last CHART_MINUTES, oldest first
+
+    def chart(self, width: int = 600, height: int = 120) -> dict[str, str | int]:
+        """SVG polyline points for pages and errors per minute (served as markup, no script)."""
+        top = max([m.pages for m in self.minutes] + [m.errors for m in self.minutes] + [1])
+        step = width / max(len(self.minutes) - 1, 1)
+
+        def points(values: list[int]) -> str:
+            return " ".join(f"{i * step:.1f},{height - v * height / top:.1f}" for i, v in enumerate(values))
+
+        return {
+            "pages": points([m.pages for m in self.minutes]),
+            "errors": points([m.errors for m in self.minutes]),
+            "top": top,
+            "width": width,
+            "height": height,
+        }
 
     @property
     def running(self) -> int:
@@ -69,10 +96,25 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         for r in rows
     ]  # fmt: skip
     counters = read_counters(session)
+    first = (int(now) // 60 - CHART_MINUTES + 1) * 60
+    per_minute: dict[int, list[int]] = {}
+    ledger = select(FetchBatch.committed_at, FetchBatch.pages, FetchBatch.errors).where(
+        FetchBatch.state == "committed",
+        FetchBatch.committed_at >= first,
+        FetchBatch.pages + FetchBatch.errors > 0,
+    )
+    for committed_at, pages, errors in session.execute(ledger):
+        slot = per_minute.setdefault(int(committed_at or 0) // 60 * 60, [0, 0])
+        slot[0] += pages
+        slot[1] += errors
+    minutes = [
+        Minute(float(t), *per_minute.get(t, [0, 0])) for t in range(first, first + CHART_MINUTES * 60, 60)
+    ]
     return ClusterStatus(
         nodes=heartbeat.nodes(session, now, beat_every),
         frontier=frontier.count_by_state(session),
         counters={name: counters.get(name, 0) for name in POLICY_COUNTERS},
         busiest=busiest,
         paused=heartbeat.control(session).paused,
+        minutes=minutes,
     )

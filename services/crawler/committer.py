@@ -194,7 +194,13 @@ class Committer:
                 counts["documents"] += len(fresh)
                 counts["frontier_added"] += new_urls
                 bump_counters(session, dict(counts))
-                frontier.commit_batches(session, pending.seqs, now)
+                frontier.commit_batches(
+                    session,
+                    pending.seqs,
+                    now,
+                    pages=sum(r.counters.get("pages", 0) for r in pending.results),
+                    errors=sum(_is_error(r) for r in pending.results),
+                )
         except BaseException:
             self.writer.discard(blocks)
             raise
@@ -389,3 +395,10 @@ class Committer:
                 .values(pages=hosts.c.pages + bindparam("n")),
                 [{"h": h, "n": n} for h, n in per_host.items()],
             )
+
+
+def _is_error(result: UrlResult) -> bool:
+    """A fetch that failed, or an HTTP status of 400 or more (the dashboard's error rate)."""
+    if result.status is not None:
+        return result.status >= 400
+    return result.error is not None and result.counters.get("pages", 0) > 0

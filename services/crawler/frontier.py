@@ -468,13 +468,20 @@ def release_worker(session: Session, worker: str) -> int:
     return len(seqs)
 
 
-def commit_batches(session: Session, seqs: Iterable[int], now: float) -> None:
-    """Mark batches committed in the ledger (inside the committer's transaction)."""
+def commit_batches(
+    session: Session, seqs: Iterable[int], now: float, *, pages: int = 0, errors: int = 0
+) -> None:
+    """Mark batches committed in the ledger (inside the committer's transaction); the flush's
+    pages and errors go on its last batch (the dashboard sums them per minute)."""
     seqs = list(seqs)
     if seqs:
         session.execute(
             update(FetchBatch).where(FetchBatch.seq.in_(seqs)).values(state="committed", committed_at=now)
         )
+        if pages or errors:
+            session.execute(
+                update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
+            )
 
 
 def next_available(

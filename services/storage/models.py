@@ -144,6 +144,10 @@ class FetchBatch(Base):
     created_at: Mapped[float] = mapped_column(Double, default=0.0)
     committed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     num_urls: Mapped[int] = mapped_column(Integer, default=0)
+    # Pages fetched and errors (fetch failures, HTTP >= 400) of the flush that committed this
+    # batch, on the flush's last batch: the dashboard's per-minute chart sums them.
+    pages: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    errors: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class CrawlCounter(Base):

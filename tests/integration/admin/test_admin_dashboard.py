@@ -104,3 +104,23 @@ def test_the_dashboard_shows_nodes_and_its_forms_act_only_with_the_session_and_c
 def test_a_forged_or_expired_session_cookie_is_not_a_session(client: TestClient) -> None:
     client.cookies.set("nimbus_admin", "9999999999.abcd.deadbeef", path="/admin")
     assert client.get("/admin").status_code == 401
+
+
+def test_the_chart_sums_the_ledger_per_minute(client: TestClient, sessions) -> None:
+    from services.storage.models import FetchBatch
+
+    now = time.time()
+    minute = int(now) // 60 * 60
+    with sessions.begin() as session:  # three flushes: two in this minute, one five minutes ago
+        for at, pages, errors in ((minute + 1, 30, 2), (minute + 2, 12, 0), (minute - 300, 7, 7)):
+            session.add(
+                FetchBatch(state="committed", committed_at=at, num_urls=pages, pages=pages, errors=errors)
+            )
+        session.add(FetchBatch(state="leased", created_at=now, num_urls=32))  # not committed: not counted
+    body = client.get("/admin/api/status", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    minutes = {int(m["start"]): (m["pages"], m["errors"]) for m in body["minutes"]}
+    assert len(minutes) == 60
+    assert minutes[minute] == (42, 2) and minutes[minute - 300] == (7, 7)
+    assert sum(p for p, _ in minutes.values()) == 49
+    _sign_in(client)
+    assert '<svg id="progress"' in client.get("/admin").text

@@ -15,10 +15,12 @@ from collections.abc import Iterator
 import pytest
 from loopback_http import QuietHandler
 from loopback_http import serve as serve_http
+from sqlalchemy import text
 from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
+from services.storage.db import make_engine
 
 SECTIONS, PAGES_PER_SECTION = 6, 6
 DEAD_PER_PAGE = 20  # 12 under /old/, 5 under /cgi-bin/, 1 missing in a live section, 2 to a dead host
@@ -107,3 +109,9 @@ def test_every_live_page_is_reached_within_a_few_times_their_number(
     assert not missed, f"{len(missed)} of {len(live)} live pages not reached in {budget} requests: {missed}"
     pages = [p for p in requests if p != "/robots.txt"]
     assert len(pages) <= budget
+    # The commit ledger carries pages and errors per flush (the dashboard's chart).
+    engine = make_engine(settings.database_url)
+    with engine.connect() as conn:
+        ledger = conn.execute(text("SELECT SUM(pages), SUM(errors) FROM fetch_batches")).one()
+    engine.dispose()
+    assert ledger == (len(pages), sum(p not in set(live) for p in pages))  # every 404 an error

@@ -1,5 +1,5 @@
-"""Crawler heartbeats (one row per crawler process) and the operator's commands to them
-(issue 15, the operator's view).
+"""Crawler heartbeats (one row per crawler process), the operator's commands to them, and
+pages and errors in the ledger for the dashboard's chart (issue 15, the operator's view).
 
 Revision ID: 0002
 Revises: 0001
@@ -38,8 +38,14 @@ def upgrade() -> None:
         sa.Column("set_at", sa.Double(), nullable=False),
         sa.PrimaryKeyConstraint("name"),
     )
+    with op.batch_alter_table("fetch_batches") as batch:
+        batch.add_column(sa.Column("pages", sa.Integer(), server_default="0", nullable=False))
+        batch.add_column(sa.Column("errors", sa.Integer(), server_default="0", nullable=False))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("fetch_batches") as batch:
+        batch.drop_column("errors")
+        batch.drop_column("pages")
     op.drop_table("crawl_control")
     op.drop_table("crawl_nodes")
