@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not m:
                     raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
                 pages, seconds = int(m.group(1)), float(m.group(2))
+                trips = re.search(r"([\d.]+) per stored page", text)
+                round_trips = float(trips.group(1)) if trips else float("nan")
             else:
                 cmd = [
                     PY,
@@ -170,11 +172,17 @@ def main(argv: list[str] | None = None) -> int:
                 "pages_per_s": pages / seconds,
                 "cpu_ms_per_page": 1000 * cpu / max(pages, 1),
                 "wall": wall,
+                "round_trips": round_trips if name.startswith("nimbus") else float("nan"),
             }
             r = results[name]
             print(
                 f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
-                f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)",
+                f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)"
+                + (
+                    f", {r['round_trips']:.2f} database round trips per stored page"
+                    if name.startswith("nimbus")
+                    else ""
+                ),
                 flush=True,
             )
     finally:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import logging
 import random
 import socket
@@ -36,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import event
 
 from services.config import Settings
 from services.crawler import frontier, heartbeat
@@ -123,6 +126,9 @@ class Crawler:
         self.partitions = settings.partition_list
         self.engine = make_engine(settings.database_url, immediate=True)  # several crawlers may share it
         init_db(self.engine)
+        # Statements sent to the database (an executemany is one): the round trips a page costs.
+        self.round_trips = itertools.count()
+        event.listen(self.engine, "before_cursor_execute", lambda *_args: next(self.round_trips))
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
@@ -218,7 +224,7 @@ class Crawler:
             seconds=time.monotonic() - started,
             errors=self.errors,
             bytes=self.visitor.bytes,
-            counters=dict(self.counters),
+            counters={**self.counters, "db_round_trips": next(self.round_trips)},
         )
         if self.progress:
             print(

@@ -21,7 +21,11 @@ class CrawlStats:
         return self.pages / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
-        return f"crawled {self.pages} pages in {self.seconds:.1f} s ({self.pages_per_second:.1f} pages/s)"
+        line = f"crawled {self.pages} pages in {self.seconds:.1f} s ({self.pages_per_second:.1f} pages/s)"
+        trips, stored = self.counters.get("db_round_trips", 0), self.counters.get("documents", 0)
+        if trips and stored:
+            line += f"; {trips} database round trips, {trips / stored:.2f} per stored page"
+        return line
 
 
 def human_bytes(n: float) -> str:
