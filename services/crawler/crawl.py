@@ -53,7 +53,7 @@ from services.crawler.progress import CrawlStats, progress_counters, progress_li
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
-from services.crawler.yields import LinkYield
+from services.crawler.yields import CAPPED_BELOW, LinkYield
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.text.urls import normalize_url
@@ -337,6 +337,10 @@ class Crawler:
         ):
             budget = self.budget.leasable()
             wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.budget.waiting) // size))
+            # With work in flight, the links it will add may be live: leave the URLs of dead
+            # prefixes until the crawl is otherwise idle (yields.py); they spent the budget
+            # while new live links waited for their commit.
+            busy = bool(self.batches or self.committer.pending or self.flushing is not None)
             leases = await self.db.transaction(
                 frontier.lease_batches,
                 batches=wanted,
@@ -347,6 +351,7 @@ class Crawler:
                 max_depth=self.max_depth,
                 worker=self.worker_name,
                 partitions=self.partitions,
+                min_priority=CAPPED_BELOW if busy else None,
             )
             for lease in leases:
                 self._dispatch(lease)

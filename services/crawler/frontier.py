@@ -240,6 +240,7 @@ def _lease_new(
     max_depth: int,
     worker: str,
     partitions: Sequence[int] | None,
+    min_priority: float | None = None,
 ) -> Lease | None:
     """A new batch of up to ``limit`` ready URLs (due recrawls first), or None."""
     # Plain rows of the columns a lease needs, not ORM entities: a third of a lease's time.
@@ -258,15 +259,18 @@ def _lease_new(
         # "+ 0" keeps planners from choosing ix_frontier_ready for the
         # available_at range instead, which sorts every ready row per lease
         # (15 ms at 10,000 rows on SQLite, growing with the frontier; 0.2 ms this way).
+        ready = [
+            FrontierEntry.state == "new",
+            FrontierEntry.available_at + 0 <= now,
+            FrontierEntry.depth <= max_depth,
+        ]
+        if min_priority is not None:  # leave the URLs of dead prefixes for later (yields.py)
+            ready.append(FrontierEntry.priority >= min_priority)
         rows += session.execute(
             _ready(partitions)
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mysql")
             .with_hint(FrontierEntry, "FORCE INDEX (ix_frontier_lease)", "mariadb")
-            .where(
-                FrontierEntry.state == "new",
-                FrontierEntry.available_at + 0 <= now,
-                FrontierEntry.depth <= max_depth,
-            )
+            .where(*ready)
             .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
             .limit(limit - len(rows))
             .with_for_update(skip_locked=True)
@@ -299,6 +303,7 @@ def lease_batches(
     max_depth: int,
     worker: str = "",
     partitions: Sequence[int] | None = None,
+    min_priority: float | None = None,
 ) -> list[Lease]:
     """Up to ``batches`` leases of up to ``limit`` URLs each, ``budget`` URLs in all, in one transaction.
 
@@ -316,7 +321,9 @@ def lease_batches(
         leases.append(lease)
         budget -= len(lease.entries)
     while len(leases) < batches and budget > 0:  # then new ones: none of these has expired
-        lease = _lease_new(session, min(limit, budget), now, expires, max_depth, worker, partitions)
+        lease = _lease_new(
+            session, min(limit, budget), now, expires, max_depth, worker, partitions, min_priority
+        )
         if lease is None:
             break
         leases.append(lease)

@@ -186,8 +186,8 @@ class Visitor:
         the live ones, unfetched (no request spent); it comes back when nothing better waits."""
         if entry.recrawl or entry.priority >= SEED_PRIORITY:
             return False
-        cap = self.ctx.yields.cap(entry.url)
-        if cap is None or entry.priority <= cap:
+        cap = self.ctx.yields.defers(entry.url, entry.priority)
+        if cap is None:
             return False
         result.state, result.priority = "new", cap
         result.counters["deferred_dead_prefix"] += 1

@@ -24,8 +24,13 @@ from dataclasses import dataclass
 
 MIN_EVIDENCE = 3  # answers a prefix needs before it is judged
 MIN_DEAD = 3  # a prefix is "mostly dead" only after this many dead answers ...
-DEAD_SHARE = 0.5  # ... and when its smoothed live share is below this
+# ... and when its smoothed live share is below this: at least three answers in four dead. A
+# live section with a stray missing page per page is half dead and must not sink with /old/.
+DEAD_SHARE = 0.25
 SCALE = 4.0  # priority points per halving of the live share (hub priorities are 0..~10)
+# Every cap is below this: a crawler with work in flight leases nothing under it, since the
+# links that work will add may be live; dead-prefix URLs wait until the crawl is otherwise idle.
+CAPPED_BELOW = SCALE * math.log2(DEAD_SHARE)
 
 # 4xx that speak of the server's load, not of the URL; every other 4xx (gone, broken, forbidden)
 # is a request that yielded no page.
@@ -108,6 +113,13 @@ class LinkYield:
             if tally is not None and tally.live + tally.dead >= MIN_EVIDENCE:
                 return tally.cap()
         return None
+
+    def defers(self, url: str, priority: float) -> float | None:
+        """The priority a queued URL should go back to unfetched, or None to fetch it now: only
+        when its prefix's cap is a whole halving (``SCALE``) below where it waits, so a URL
+        already sunk with its prefix is not put back again each time one more answer arrives."""
+        cap = self.cap(url)
+        return cap if cap is not None and priority > cap + SCALE else None
 
     def limit(self, url: str, priority: float) -> float:
         """``priority``, lowered to the cap of ``url``'s prefix when that is mostly dead."""

@@ -10,6 +10,7 @@ what the host has already answered for each path prefix.
 from __future__ import annotations
 
 import socket
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -106,7 +107,12 @@ def test_every_live_page_is_reached_within_a_few_times_their_number(
     )
     stored = {d.url.removeprefix(base) for d in stored_documents(settings)}
     missed = sorted(set(live) - stored)
-    assert not missed, f"{len(missed)} of {len(live)} live pages not reached in {budget} requests: {missed}"
+    spent = Counter(
+        "live" if p in set(live) else p.split("/")[1] + ("/gone" if "gone" in p else "")
+        for p in requests
+        if p != "/robots.txt"
+    )
+    assert not missed, f"{len(missed)} of {len(live)} live pages not reached in {budget} requests: {spent}"
     pages = [p for p in requests if p != "/robots.txt"]
     assert len(pages) <= budget
     # The commit ledger carries pages and errors per flush (the dashboard's chart).
