@@ -14,12 +14,19 @@ the mapper skips every other record (counter ``blocks/stale_records_skipped``).
 A document recrawled twice within one block's lifetime has two records there;
 records are only appended, so the later one is the current one. A line with a
 bare block name (hand-made inputs) reads every record of the block.
+
+An entry may also say where the record is: ``<doc_num>:<index>`` (the record's
+position in its block, the documents row's ``content_index``). The record at
+that position is the document's, whatever doc_num it carries: crawl workers
+write blocks before the committer numbers the documents (``services.crawler.
+ordered_commit``), so their records carry -1 and get their number here.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import groupby
 
 from mrjob.protocol import StandardJSONProtocol
@@ -30,15 +37,16 @@ from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.records import Record, iter_records
 
 
-def manifest_lines(current: Iterable[tuple[str, int]]) -> Iterator[str]:
-    """Manifest lines (with newline) from (record_block, doc_num) pairs of the documents table.
+def manifest_lines(current: Iterable[tuple[str, int] | tuple[str, int, int]]) -> Iterator[str]:
+    """Manifest lines (with newline) from (record_block, doc_num[, content_index]) rows of the
+    documents table.
 
-    The pairs must come ordered by block (``ORDER BY record_block, doc_num``), so one
+    The rows must come ordered by block (``ORDER BY record_block, doc_num``), so one
     block's doc_nums are in memory at a time, never the whole table. A block
-    holding no current record has no pair, so it is not listed and never read.
+    holding no current record has no row, so it is not listed and never read.
     """
     done: set[str] = set()
-    for block, group in groupby(current, key=lambda pair: pair[0]):
+    for block, group in groupby(current, key=lambda row: row[0]):
         if block in done:
             raise ManifestError(
                 f"record block {block!r} came twice: pass the documents ordered by record_block"
@@ -49,42 +57,68 @@ def manifest_lines(current: Iterable[tuple[str, int]]) -> Iterator[str]:
                 f"record block name {block!r} contains a tab or newline; "
                 "rename the block (the manifest is tab-separated)"
             )
-        nums = ",".join(str(num) for num in sorted(int(n) for _b, n in group))
+        entries = sorted((int(row[1]), *(int(x) for x in row[2:])) for row in group)
+        nums = ",".join(":".join(str(x) for x in entry) for entry in entries)
         yield f"{block}\t{nums}\n"
 
 
-def parse_manifest_line(line: str) -> tuple[str, frozenset[int] | None]:
-    """(block name, doc_nums whose current record it holds, or None for "every record")."""
+@dataclass(frozen=True)
+class Wanted:
+    """Which records of a block are current: by doc_num, and by position where the line says."""
+
+    nums: frozenset[int]
+    positions: dict[int, int]  # record position in the block -> its doc_num
+
+    def __len__(self) -> int:
+        return len(self.nums)
+
+
+def parse_manifest_line(line: str) -> tuple[str, Wanted | None]:
+    """(block name, the records it holds that are current, or None for "every record")."""
     name, tab, nums = line.strip("\r\n").partition("\t")
     name = name.strip()
     if not tab:
         return name, None
+    listed: set[int] = set()
+    positions: dict[int, int] = {}
     try:
-        return name, frozenset(int(n) for n in nums.split(",") if n.strip())
+        for entry in nums.split(","):
+            if not entry.strip():
+                continue
+            num, colon, index = entry.partition(":")
+            listed.add(int(num))
+            if colon:
+                positions[int(index)] = int(num)
     except ValueError as exc:
         raise ManifestError(
             f"manifest line for {name!r} has a bad doc_num list ({exc}): expected "
-            "'<block>\\t<doc_num>,<doc_num>,...'; rebuild it with `nimbus index`"
+            "'<block>\\t<doc_num>[:<index>],...'; rebuild it with `nimbus index`"
         ) from exc
+    return name, Wanted(frozenset(listed), positions)
 
 
-def current_records(records: Iterable[Record], wanted: frozenset[int] | None) -> tuple[list[Record], int]:
+def current_records(records: Iterable[Record], wanted: Wanted | None) -> tuple[list[Record], int]:
     """(records to index, stale records skipped) of one block, in block order.
 
-    With ``wanted`` None every record counts. Otherwise only doc_nums in
-    ``wanted``, and of a doc_num that occurs twice only its last record (appended
-    later, so newer); everything else is a stale version.
+    With ``wanted`` None every record counts. A doc_num listed with its position
+    takes the record there (renumbered). Otherwise only doc_nums in ``wanted``,
+    and of a doc_num that occurs twice only its last record (appended later, so
+    newer); everything else is a stale version.
     """
     if wanted is None:
         kept = list(records)
         return kept, 0
     latest: dict[int, Record] = {}
     seen = 0
-    for record in records:
+    for position, record in enumerate(records):
         seen += 1
-        if record.doc_num in wanted:
-            latest.pop(record.doc_num, None)  # re-insert: block order of the latest version
-            latest[record.doc_num] = record
+        num = wanted.positions.get(position)
+        if num is not None:
+            record.doc_num = num
+        elif wanted.positions or record.doc_num not in wanted.nums:
+            continue
+        latest.pop(record.doc_num, None)  # re-insert: block order of the latest version
+        latest[record.doc_num] = record
     return list(latest.values()), seen - len(latest)
 
 

@@ -68,14 +68,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SEED_URL",
         help="absolute http(s) URLs to start from (none: continue the frontier in the database); "
         "`nimbus crawl status` shows the crawler nodes and the frontier; `pause`, `resume` and `stop` "
-        "ask every running crawler, on any machine; `seed URL...` adds URLs without crawling",
+        "ask every running crawler, on any machine; `seed URL...` adds URLs without crawling; "
+        "`worker` and `committer` run one role of a crawl cluster (machines sharing one database "
+        "and one bucket: many workers, one elected committer and its standbys)",
     )
     crawl.add_argument("--max-pages", type=_count, help="page requests this run (NIMBUS_MAX_PAGES)")
     crawl.add_argument("--max-depth", type=_count, help="links followed from a seed (NIMBUS_MAX_DEPTH)")
     crawl.add_argument("--delay", type=_seconds, help="seconds between requests to one host")
     crawl.add_argument("--concurrency", type=_positive, help="requests in flight, all processes together")
     crawl.add_argument(
-        "--processes", type=_positive, help="crawler processes sharing the host partitions (one per core)"
+        "--processes",
+        type=_positive,
+        help="worker processes sharing the host partitions (one per core); 2 or more run as a crawl "
+        "cluster on this machine: that many workers and one committer process",
+    )
+    crawl.add_argument(
+        "--id", dest="identity", help="`crawl worker`: this worker's name (default: host and partitions)"
     )
     crawl.add_argument("--quiet", action="store_true", help="no live progress line")
 
@@ -191,14 +199,16 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
         return _crawl_status(settings)
     if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
         return _crawl_command(settings, args.seeds[0], args.seeds[1:])
+    if args.seeds[:1] in (["worker"], ["committer"]):
+        return _crawl_role(args, settings)
     settings = settings.with_overrides(
         crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
     )
     try:
         if settings.crawl_processes > 1:
-            from services.crawler.processes import run_crawl_processes
+            from services.crawler.cluster import run_local_cluster
 
-            stats = run_crawl_processes(
+            stats = run_local_cluster(
                 settings,
                 args.seeds,
                 settings.crawl_processes,
@@ -225,6 +235,41 @@ def _crawl(args: argparse.Namespace, settings: Settings) -> int:
             print(f"nimbus crawl: {line}", file=sys.stderr)
         return 1
     return 0 if stats.pages or not stats.errors else 1
+
+
+def _crawl_role(args: argparse.Namespace, settings: Settings) -> int:
+    """One role of a crawl cluster, for a machine of its own (``infra/``)."""
+    from services.crawler.crawl import run_crawl
+    from services.crawler.errors import CrawlCommandError
+
+    role, rest = args.seeds[0], args.seeds[1:]
+    if rest:
+        raise CrawlCommandError(
+            f"nimbus crawl {role} takes no URLs; add seeds with `nimbus crawl seed URL...`"
+        )
+    if role == "committer":
+        from services.crawler.cluster import run_committer
+
+        counters = run_committer(settings)
+        print(
+            f"committer stopped: {counters['batches_committed']} batches, "
+            f"{counters['documents']} documents committed",
+            file=sys.stderr,
+        )
+        return 0
+    settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
+    stats = run_crawl(
+        settings,
+        [],
+        max_pages=args.max_pages,
+        max_depth=args.max_depth,
+        progress=not args.quiet,
+        role="worker",
+        identity=args.identity,
+    )
+    if args.quiet:
+        print(stats.summary(), file=sys.stderr)
+    return 0
 
 
 def _crawl_status(settings: Settings) -> int:

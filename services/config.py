@@ -88,6 +88,10 @@ class Settings:
     # empty: all), so processes given disjoint ids never share a host.
     partitions: int = 64
     crawl_processes: int = 1  # `nimbus crawl` splits the partitions among this many processes
+    # A crawl cluster's send window: batches out (leased or acknowledged, not yet committed)
+    # per live worker. Commit is in sequence order, so one slow batch holds back the rest;
+    # the window bounds what piles up behind it.
+    send_window: int = 64
     partition_ids: str = ""
     max_body_bytes: int = 10 * 1024 * 1024  # 10 MB
     block_max_bytes: int = 200 * 1024 * 1024  # 200 MB: the report's content-block cap
@@ -211,6 +215,8 @@ class Settings:
             )
         if self.partitions < 1:
             raise SettingsError("NIMBUS_PARTITIONS must be at least 1")
+        if self.send_window < 1:
+            raise SettingsError(f"NIMBUS_SEND_WINDOW={self.send_window}: use 1 or more batches per worker")
         bad = [p for p in self.partition_list or [] if not 0 <= p < self.partitions]
         if bad:
             raise SettingsError(

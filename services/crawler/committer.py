@@ -128,6 +128,7 @@ class Committer:
         """Buffer a completed batch; the caller adds batches in sequence order."""
         self._pending.seqs.append(seq)
         self._pending.results.extend(results)
+        self._pending.sizes.append(len(results))
         for result in results:
             if result.doc is not None:
                 self._docs += 1

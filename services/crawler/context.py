@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 from services.crawler.scheduler import HostScheduler
 from services.crawler.yields import LinkYield
-from services.storage.db import retry_transaction
+from services.storage.db import is_transient, retry_transaction
 
 # Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
 # expiry, recrawl due dates, robots.txt freshness. Injected so tests move time instead of
@@ -108,7 +108,9 @@ class DatabaseThread:
             with self.transactions, self.sessions.begin() as session:
                 return work(session)
 
-        return retry_transaction(once, attempts=self.attempts, what=what)
+        # Lock conflicts and lost connections (a failover, a killed connection): the
+        # transaction never committed, so running it again is right.
+        return retry_transaction(once, attempts=self.attempts, what=what, retry_on=is_transient)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)

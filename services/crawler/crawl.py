@@ -42,6 +42,7 @@ from sqlalchemy import event
 
 from services.config import Settings
 from services.crawler import frontier, heartbeat
+from services.crawler.acker import Acker
 from services.crawler.committer import Committer, FlushResult, UrlResult
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
@@ -55,7 +56,7 @@ from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
 from services.crawler.yields import CAPPED_BELOW, LinkYield
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.db import init_db, lock_counter, make_engine, session_factory
 from services.text.urls import normalize_url
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
@@ -87,8 +88,16 @@ def run_crawl(
     max_depth: int | None = None,
     progress: bool = True,
     clock: Clock = time.time,
+    role: str = "crawler",
+    identity: str | None = None,
 ) -> CrawlStats:
     """Crawl from ``seeds`` until the frontier is exhausted or ``max_pages`` pages were fetched.
+
+    ``role`` "crawler" commits its own batches (one machine); "worker" is a crawl
+    cluster's worker: it acknowledges its batches to the cluster's committer
+    (``acker``, ``ordered_commit``) and ends when the whole cluster has nothing left.
+    ``identity`` names the worker (default: host and partitions); a restart under the
+    same identity takes back its predecessor's batches and spool.
 
     ``None`` limits come from ``settings``; ``max_pages`` counts this run's
     requests for pages (robots.txt and sitemaps excluded). Running again on the
@@ -102,6 +111,8 @@ def run_crawl(
         max_depth=settings.max_depth if max_depth is None else max_depth,
         progress=progress,
         clock=clock,
+        role=role,
+        identity=identity,
     )
     return asyncio.run(crawler.run(normalized))
 
@@ -117,8 +128,13 @@ class Crawler:
         max_depth: int,
         progress: bool,
         clock: Clock = time.time,
+        role: str = "crawler",
+        identity: str | None = None,
     ) -> None:
+        if role not in ("crawler", "worker"):
+            raise ValueError(f"a crawler's role is crawler or worker, not {role!r}")
         self.settings = settings
+        self.role = role
         self.clock = clock
         self.budget = PageBudget(max_pages)
         self.max_depth = max_depth
@@ -132,7 +148,8 @@ class Crawler:
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
-        self.committer = Committer(
+        self.worker_name = identity or f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
+        self.committer = (Acker if role == "worker" else Committer)(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
             max_block_bytes=settings.block_max_bytes,
@@ -144,6 +161,12 @@ class Crawler:
             clock=clock,
             yields=self.yields,
         )
+        if isinstance(self.committer, Acker):
+            self.committer.worker = self.worker_name
+        # A worker with no partitions of its own shares them with the live workers, anew at
+        # every beat; the send window grows with them (heartbeat.share, frontier.lease_batches).
+        self.dynamic_partitions = role == "worker" and not settings.partition_ids
+        self.window: int | None = settings.send_window if role == "worker" else None
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
         # queued behind it left the fetchers without work (one flush runs at a time).
@@ -155,10 +178,11 @@ class Crawler:
         self.workers: set[asyncio.Task[None]] = set()
         self.errors = 0
         self.counters: Counter[str] = Counter()
-        self.worker_name = f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
         self.node_id = heartbeat.node_id(self.worker_name)
         self.started_at = clock()
         self.control = heartbeat.Control()  # the operator's last word, read at every beat
+        self.live_workers = 1  # a cluster's live workers, as of the last beat
+        self._last_beat_at = 0.0
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
@@ -191,6 +215,8 @@ class Crawler:
             )
             self.wake = asyncio.Event()
             self.started_at = self.clock()
+            if self.role == "worker":
+                await self.db.transaction(lock_counter, frontier.LEASE_LOCK)  # exists before leases
             await self._beat("running")
             self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
             self.http = make_session(
@@ -291,6 +317,9 @@ class Crawler:
                 and self.flushing is None
                 and (dry or self.budget.leasable() <= 0)
             ):
+                if self.budget.leasable() > 0 and await self._cluster_busy():
+                    dry = False
+                    continue
                 if self.budget.leasable() <= 0 or not await self._await_retries():
                     return
                 dry = False
@@ -308,6 +337,24 @@ class Crawler:
                 last_renew = now
             with contextlib.suppress(TimeoutError):  # wake at least every second
                 await asyncio.wait_for(self.wake.wait(), timeout=1.0)
+
+    async def _cluster_busy(self) -> bool:
+        """A worker out of work waits while the cluster has batches out: committing them
+        adds the URLs it will fetch next. Checked every half second."""
+        if self.role != "worker":
+            return False
+        out = await self.db.transaction(frontier.outstanding)
+        if not out:
+            return False
+        now = time.monotonic()
+        if now - self._last_beat_at > self.settings.heartbeat_seconds:
+            await self._beat("paused" if self.control.paused else "running")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopped_waiting(), timeout=0.5)
+        return not self.control.stops(self.started_at)
+
+    async def _stopped_waiting(self) -> None:
+        await self.wake.wait()
 
     async def _await_retries(self) -> bool:
         """Sleep until the next retry is due if that is soon; False when nothing is waiting."""
@@ -352,6 +399,7 @@ class Crawler:
                 worker=self.worker_name,
                 partitions=self.partitions,
                 min_priority=CAPPED_BELOW if busy else None,
+                window=None if self.window is None else self.window * max(1, self.live_workers),
             )
             for lease in leases:
                 self._dispatch(lease)
@@ -461,8 +509,14 @@ class Crawler:
         """This process's heartbeat row (heartbeat.py): what an operator sees of it."""
         counters = {k: v for k, v in self.snapshot().items() if isinstance(v, int)}
         now = self.clock()
-        beat = Beat(self.node_id, "crawler", self.started_at, now, state, counters)
+        self._last_beat_at = time.monotonic()
+        beat = Beat(self.node_id, self.role, self.started_at, now, state, counters)
         self.control = await self.db.transaction(heartbeat.beat_and_read, beat)
+        if self.role == "worker":
+            live = await self.db.transaction(heartbeat.live_workers, now, self.settings.heartbeat_seconds)
+            self.live_workers = len(live)
+            if self.dynamic_partitions:
+                self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

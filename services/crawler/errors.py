@@ -29,3 +29,11 @@ class ParseError(CrawlerError, ValueError):
     def __init__(self, message: str, kind: str = "other") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class NotLeaderError(CrawlerError):
+    """This committer lost its election (a standby took over): it must not commit."""
+
+
+class AckManifestError(CrawlerError, ValueError):
+    """A worker's acknowledgement manifest could not be read (damaged, or another format)."""

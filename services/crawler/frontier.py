@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from sqlalchemy import Row, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
-from services.storage.db import chunked
+from services.storage.db import chunked, lock_counter
 from services.storage.models import FetchBatch, FrontierEntry, table
 from services.text.urls import host_key, url_id
 
@@ -304,6 +304,7 @@ def lease_batches(
     worker: str = "",
     partitions: Sequence[int] | None = None,
     min_priority: float | None = None,
+    window: int | None = None,
 ) -> list[Lease]:
     """Up to ``batches`` leases of up to ``limit`` URLs each, ``budget`` URLs in all, in one transaction.
 
@@ -311,7 +312,20 @@ def lease_batches(
     transaction waits its turn for the database's write lock (on SQLite, one
     lock for all crawler processes), and one per 32-URL batch meant ~30 a
     second per process at full speed.
+
+    ``window`` (a cluster's worker): sequence numbers are handed out under one lock, so
+    a batch the committer sees has no lower seq still to appear (MySQL assigns
+    auto-increment values before commit, in any order); and no more than ``window``
+    batches are out, leased or acknowledged but not yet committed.
     """
+    if window is not None:
+        lock_counter(session, LEASE_LOCK)
+        out = session.scalar(
+            select(func.count()).select_from(FetchBatch).where(FetchBatch.state.in_(("leased", "acked")))
+        )
+        new_batches = max(0, window - int(out or 0))
+    else:
+        new_batches = batches
     expires = now + lease_seconds
     leases: list[Lease] = []
     while len(leases) < batches:  # expired batches first, as lease_batch takes them
@@ -320,7 +334,10 @@ def lease_batches(
             break
         leases.append(lease)
         budget -= len(lease.entries)
-    while len(leases) < batches and budget > 0:  # then new ones: none of these has expired
+    # Then new ones (none of these has expired); an expired batch is out already, so the
+    # window never keeps it from being handed out again: it may be what the commit waits for.
+    new_batches = min(new_batches, batches - len(leases))
+    while new_batches > 0 and budget > 0:
         lease = _lease_new(
             session, min(limit, budget), now, expires, max_depth, worker, partitions, min_priority
         )
@@ -328,6 +345,7 @@ def lease_batches(
             break
         leases.append(lease)
         budget -= len(lease.entries)
+        new_batches -= 1
     return leases
 
 
@@ -370,6 +388,7 @@ def _lease_expired(
         if mine is not None and any(r.partition not in mine for r in rows):
             continue  # another crawler's hosts: it takes this batch over
         batch.leased_by, batch.lease_expires = worker, expires
+        batch.reschedules = (batch.reschedules or 0) + 1
         if rows:
             for row in rows:
                 row.available_at = expires
@@ -489,6 +508,60 @@ def commit_batches(
             session.execute(
                 update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
             )
+
+
+LEASE_LOCK = "lease_seq"  # the counter row a cluster's leases lock (lease_batches)
+
+
+def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: str, now: float) -> list[int]:
+    """Acknowledge ``worker``'s batches with the blob name of their results manifest.
+
+    Only batches still leased to ``worker`` take it: a late acknowledgement (the lease
+    expired and another worker has the batch) or a repeated one changes nothing. Returns
+    the seqs acknowledged.
+    """
+    mine = list(
+        session.scalars(
+            select(FetchBatch.seq)
+            .where(
+                FetchBatch.seq.in_(list(seqs)), FetchBatch.state == "leased", FetchBatch.leased_by == worker
+            )
+            .with_for_update()
+        )
+    )
+    if mine:
+        session.execute(
+            update(FetchBatch)
+            .where(FetchBatch.seq.in_(mine))
+            .values(state="acked", manifest=manifest, acked_at=now)
+        )
+    return mine
+
+
+def expire_leases_of(session: Session, workers: Iterable[str]) -> int:
+    """Hand out again at once the batches leased by ``workers`` (nodes shown dead)."""
+    workers = list(workers)
+    if not workers:
+        return 0
+    seqs = list(
+        session.scalars(
+            select(FetchBatch.seq).where(
+                FetchBatch.state == "leased", FetchBatch.leased_by.in_(workers), FetchBatch.lease_expires > 0
+            )
+        )
+    )
+    renew_leases(session, seqs, 0.0)
+    return len(seqs)
+
+
+def outstanding(session: Session) -> dict[str, int]:
+    """Batches leased or acknowledged and not yet committed, by state."""
+    rows = session.execute(
+        select(FetchBatch.state, func.count())
+        .where(FetchBatch.state.in_(("leased", "acked")))
+        .group_by(FetchBatch.state)
+    )
+    return {state: count for state, count in rows}
 
 
 def next_available(

@@ -102,6 +102,40 @@ def nodes(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[
     return out
 
 
+def live_workers(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[str]:
+    """The identities (node ids without the pid) of the workers beating now."""
+    rows = session.execute(
+        select(CrawlNode.node_id).where(
+            CrawlNode.role == "worker",
+            CrawlNode.state.in_(("running", "paused")),
+            CrawlNode.beat_at >= now - DEAD_AFTER * beat_every,
+        )
+    )
+    return sorted({node.rsplit("/", 1)[0] for (node,) in rows})
+
+
+def dead_workers(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[str]:
+    """Identities of workers that stopped beating without stopping cleanly, and have no
+    live successor under the same identity: their leases can be handed out at once."""
+    live = set(live_workers(session, now, beat_every))
+    rows = session.execute(
+        select(CrawlNode.node_id).where(
+            CrawlNode.role == "worker",
+            CrawlNode.state.in_(("running", "paused")),
+            CrawlNode.beat_at < now - DEAD_AFTER * beat_every,
+        )
+    )
+    return sorted({node.rsplit("/", 1)[0] for (node,) in rows} - live)
+
+
+def share(workers: list[str], me: str, partitions: int) -> list[int]:
+    """``me``'s share of the host partitions among the live ``workers``: every partition has
+    exactly one owner, and a worker's hosts change only when the set of workers does."""
+    names = sorted(set(workers) | {me})
+    index, count = names.index(me), len(names)
+    return [p for p in range(partitions) if p % count == index]
+
+
 def status_table(views: list[NodeView], now: float) -> str:
     """The operator's table: one line per node, then how many run and the pages of all."""
     header = (

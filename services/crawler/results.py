@@ -60,4 +60,5 @@ class Pending:
 
     seqs: list[int] = field(default_factory=list)
     results: list[UrlResult] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # results per batch, in ``seqs`` order
     reserved: tuple[int, int] | None = None  # (first doc number, count) reserved for this flush

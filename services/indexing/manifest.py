@@ -56,12 +56,14 @@ def write_manifest_parts(
     count = max(1, min(parts, num_blocks))
     paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
     rows = session.execute(
-        select(Document.record_block, Document.doc_num).order_by(Document.record_block, Document.doc_num)
+        select(Document.record_block, Document.doc_num, Document.content_index).order_by(
+            Document.record_block, Document.doc_num
+        )
     )
     blocks = 0
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
-        for i, line in enumerate(manifest_lines((block, num) for block, num in rows)):
+        for i, line in enumerate(manifest_lines((block, num, index) for block, num, index in rows)):
             files[min(count - 1, i * count // max(1, num_blocks))].write(line)
             blocks += 1
     return paths, blocks

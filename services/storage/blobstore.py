@@ -164,7 +164,9 @@ class S3BlobStore(BlobStore):
         return self.prefix + _check_name(name)
 
     def _translate(self, exc: Exception, name: str) -> Exception:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        # A ClientError carries the service's answer; a BotoCoreError (a connection reset, a
+        # body cut short) has none, or an attribute set to None.
+        code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code", "")
         if code in {"NoSuchKey", "404", "NotFound"}:
             return BlobNotFoundError(f"blob {name!r} not found in {self.url}")
         if code == "NoSuchBucket":

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -137,6 +137,24 @@ def is_retryable(exc: BaseException) -> bool:
     return bool(args) and args[0] in RETRYABLE_MYSQL_ERRORS
 
 
+# The server went away or could not be reached (a restart, a failover, a dropped connection):
+# the transaction never committed, and a new connection from the pool may well work.
+CONNECTION_LOST_MYSQL_ERRORS = {1927, 2003, 2006, 2013}  # 1927: MariaDB, "connection was killed"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lock conflict or a lost connection: the transaction did not commit; running it again,
+    on a fresh connection, is right. (A crawl cluster's roles outlive a database failover.)"""
+    if is_retryable(exc):
+        return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    args: tuple[object, ...] = getattr(getattr(exc, "orig", None), "args", ())
+    return bool(args) and args[0] in CONNECTION_LOST_MYSQL_ERRORS
+
+
 def retry_transaction(
     work: Callable[[], T],
     *,
@@ -154,6 +172,8 @@ def retry_transaction(
             if attempt == attempts or not retry_on(exc):
                 raise
             log.warning("%s: %s; trying again (attempt %d of %d)", what, exc, attempt + 1, attempts)
+            if not is_retryable(exc):  # a lost connection: give the server a moment
+                time.sleep(min(2.0, 0.1 * 2**attempt))
     raise AssertionError("unreachable")
 
 
@@ -266,7 +286,13 @@ def lock_commits(session: Session) -> None:
     very first commit inserts the row (a racing second one gets an
     IntegrityError and retries).
     """
-    _set_counter(session, COMMITS_COUNTER, table(CrawlCounter).c.value + 1, first=1)
+    lock_counter(session, COMMITS_COUNTER)
+
+
+def lock_counter(session: Session, name: str) -> None:
+    """Serialize transactions on the counter row ``name`` (held until the caller's
+    transaction ends): each takes it as its first statement."""
+    _set_counter(session, name, table(CrawlCounter).c.value + 1, first=1)
 
 
 RESERVED_COUNTER = "doc_nums_reserved"  # one past the highest doc_num handed out

@@ -121,11 +121,13 @@ class DocumentWriter:
         """Hand out ``count`` doc numbers, under the lock (``lock``); returns the first."""
         return reserve_doc_nums(session, count)
 
-    def write(self, docs: Iterable[NewDocument]) -> WrittenDocs:
+    def write(self, docs: Iterable[NewDocument], name_from: int | None = None) -> WrittenDocs:
         """Cut ``docs`` into blocks under the caps and put each block pair (no lock held).
 
         Each block pair is named after the smallest doc number it holds (manifests list
-        blocks in name order, so runs of names cover runs of documents). A failure part
+        blocks in name order, so runs of names cover runs of documents), or after
+        ``name_from``: a crawl worker's first batch seq, since it writes before the
+        committer numbers the documents (in seq order, so names still follow). A failure part
         of the way deletes the blocks already written, then raises.
         """
         written = WrittenDocs()
@@ -133,7 +135,10 @@ class DocumentWriter:
             for group in cut_blocks(docs, _body_size, self.max_block_docs, self.max_block_bytes):
                 stored = [(doc.body, doc.content_type, doc.record()) for doc in group]
                 placements, names = write_block_pair(
-                    self.blobs, stored, min(d.doc_num for d in group), self.max_block_bytes
+                    self.blobs,
+                    stored,
+                    min(d.doc_num for d in group) if name_from is None else name_from,
+                    self.max_block_bytes,
                 )
                 written.blocks += names
                 written.rows += [

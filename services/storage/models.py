@@ -148,6 +148,13 @@ class FetchBatch(Base):
     # batch, on the flush's last batch: the dashboard's per-minute chart sums them.
     pages: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     errors: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # A crawl cluster's worker acknowledges a batch (state "acked") with the blob name of its
+    # results manifest; the committer commits acked batches in seq order (ordered_commit.py).
+    manifest: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    acked_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    reschedules: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # leases taken over
+
+    __table_args__ = (Index("ix_fetch_batches_state_seq", "state", "seq"),)
 
 
 class CrawlCounter(Base):
@@ -188,6 +195,20 @@ class CrawlControl(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)  # paused | stop_requested_at
     value: Mapped[float] = mapped_column(Double)
     set_at: Mapped[float] = mapped_column(Double)
+
+
+class RoleLease(Base):
+    """A role only one process may hold at a time (the crawl cluster's committer): the holder
+    renews it at every beat; a standby takes it over once it has expired. ``term`` counts
+    holders, so a deposed one's transactions are refused (``services.crawler.election``)."""
+
+    __tablename__ = "role_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(255))
+    term: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[float] = mapped_column(Double)
+    acquired_at: Mapped[float] = mapped_column(Double)
 
 
 class PageRankScore(Base):

@@ -1,4 +1,5 @@
-"""Several crawler processes share one database and blob store by host partition."""
+"""A crawl cluster on one machine: worker processes share one database and blob store by host
+partition, and one committer process commits their acknowledged batches in sequence order."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import pytest
 from sqlalchemy import select
 
 from services.crawler import frontier
+from services.crawler.cluster import run_local_cluster
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import partition_of
-from services.crawler.processes import child_settings, run_crawl_processes, split_partitions
+from services.crawler.processes import child_settings, split_partitions
 from services.demo.sampleweb import Resource, Site, SiteServer
+from services.indexing.build import build_index
+from services.search.service import SearchService
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import read_block
 from services.storage.db import init_db, make_engine, session_factory
@@ -40,7 +44,7 @@ def _site(name: str, pages: int) -> SiteServer:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
-def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, backend, request):
+def test_two_workers_and_a_committer_crawl_every_page_once_with_dense_doc_numbers(settings, backend, request):
     if backend == "mariadb":
         settings = settings.with_overrides(database_url=request.getfixturevalue("mysql_url"))
     sites = [_site(f"site{i}", 6) for i in range(4)]
@@ -50,7 +54,7 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, ba
         owned = sorted({partition_of(s.origin, settings.partitions) for s in sites})
         assert len(owned) >= 2, "four ports hashed into one partition: rerun"
         settings = settings.with_overrides(partition_ids=",".join(map(str, owned)))
-        stats = run_crawl_processes(settings, seeds, 2, max_pages=200, progress=False)
+        stats = run_local_cluster(settings, seeds, 2, max_pages=200, progress=False)
         served = {
             s.origin + path
             for s in sites
@@ -64,6 +68,14 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, ba
         with sessions() as session:
             docs = session.scalars(select(Document).order_by(Document.doc_num)).all()
         assert [d.doc_num for d in docs] == list(range(28))
+        with sessions() as session:
+            ledger = session.execute(
+                select(FetchBatch.seq, FetchBatch.state, FetchBatch.committed_at).order_by(FetchBatch.seq)
+            ).all()
+        assert {state for _seq, state, _at in ledger} == {"committed"}
+        committed_at = [at for _seq, _state, at in ledger]
+        assert committed_at == sorted(committed_at)  # commit order is sequence order
+        assert stats.counters["documents"] == 28
         blobs = open_blobstore(settings.blob_url)
         stored = {
             e.doc_id.hex() for name in {d.content_block for d in docs} for e, _ in read_block(blobs.get(name))
@@ -71,6 +83,16 @@ def test_two_processes_crawl_every_page_once_with_dense_doc_numbers(settings, ba
         assert {d.doc_id for d in docs} <= stored
         # A later single-process run on the same database finds nothing left to do.
         assert run_crawl(settings, seeds, max_pages=50, progress=False).pages == 0
+        # The workers' records carry no doc numbers; the index takes them from the documents.
+        build_index(settings.with_overrides(feedback_docs=0), progress=False)
+        service = SearchService(settings, recheck_seconds=0)
+        try:
+            hits = service.search("wing number 35").hits
+            assert hits and hits[0].url.endswith("/p5") and hits[0].title.endswith(" 5")
+            by_url = {d.url: d.doc_num for d in docs}
+            assert hits[0].doc_num == by_url[hits[0].url]
+        finally:
+            service.close()
     finally:
         for site in sites:
             site.stop()

@@ -74,7 +74,8 @@ def test_manifest_lists_where_each_current_record_lives(
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, RECRAWLED)
     with gzip.open(db_manifest(settings, tmp_path), "rt") as fh:
         text = fh.read()
-    assert text == "records/test-000.rec.gz\t1\nrecords/test-001.rec.gz\t0,2,3\n"
+    # doc_num:position of its current record in the block (CURRENT, by hand)
+    assert text == "records/test-000.rec.gz\t1:1\nrecords/test-001.rec.gz\t0:0,2:3,3:1\n"
 
 
 def test_mr_index_reads_only_current_records(

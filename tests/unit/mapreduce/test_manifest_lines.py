@@ -6,6 +6,7 @@ import pytest
 
 from mapreduce.record_job import (
     ManifestError,
+    Wanted,
     current_records,
     manifest_lines,
     parse_manifest_line,
@@ -28,9 +29,16 @@ def test_lines_group_sorted_pairs_per_block_and_round_trip() -> None:
     pairs = [("records/a.rec.gz", 3), ("records/a.rec.gz", 1), ("records/b.rec.gz", 2)]
     lines = list(manifest_lines(pairs))
     assert lines == ["records/a.rec.gz\t1,3\n", "records/b.rec.gz\t2\n"]
-    assert parse_manifest_line(lines[0]) == ("records/a.rec.gz", frozenset({1, 3}))
+    assert parse_manifest_line(lines[0]) == ("records/a.rec.gz", Wanted(frozenset({1, 3}), {}))
     assert parse_manifest_line("records/old.rec.gz\n") == ("records/old.rec.gz", None)
-    assert parse_manifest_line("records/none.rec.gz\t\n") == ("records/none.rec.gz", frozenset())
+    assert parse_manifest_line("records/none.rec.gz\t\n") == ("records/none.rec.gz", Wanted(frozenset(), {}))
+
+
+def test_lines_with_positions_round_trip() -> None:
+    rows = [("records/w.rec.gz", 7, 2), ("records/w.rec.gz", 5, 0)]
+    lines = list(manifest_lines(rows))
+    assert lines == ["records/w.rec.gz\t5:0,7:2\n"]
+    assert parse_manifest_line(lines[0]) == ("records/w.rec.gz", Wanted(frozenset({5, 7}), {0: 5, 2: 7}))
 
 
 def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
@@ -44,11 +52,20 @@ def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
 
 def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:
     block = [rec(0, "old"), rec(1, "one"), rec(0, "mid"), rec(2, "two"), rec(0, "new")]
-    kept, stale = current_records(iter(block), frozenset({0, 2}))
+    kept, stale = current_records(iter(block), Wanted(frozenset({0, 2}), {}))
     assert [(r.doc_num, r.text) for r in kept] == [(2, "two"), (0, "new")]
     assert stale == 3
     everything, none = current_records(iter(block), None)
     assert len(everything) == 5 and none == 0
+
+
+def test_positions_pick_and_number_records_written_before_their_doc_nums() -> None:
+    """A crawl worker's block: records carry -1; the committer's numbers come with the manifest,
+    and only the listed positions count (a duplicate's record is never indexed)."""
+    block = [rec(-1, "a"), rec(-1, "duplicate of a"), rec(-1, "c")]
+    kept, stale = current_records(iter(block), Wanted(frozenset({4, 9}), {0: 9, 2: 4}))
+    assert [(r.doc_num, r.text) for r in kept] == [(9, "a"), (4, "c")]
+    assert stale == 1
 
 
 def test_map_tasks_one_per_core_locally_many_on_emr_or_as_set():

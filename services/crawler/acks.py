@@ -1,0 +1,150 @@
+"""A worker's acknowledgement of fetched batches: the manifest the committer commits from.
+
+In a crawl cluster a worker writes its pages' content and record blocks itself
+and then acknowledges its batches with one small manifest per flush (a gzip
+JSON blob beside the blocks): per leased URL how it ended, and for a page
+its docId, where its bytes and record landed, and the fields of its
+documents row; its out-links come as frontier URLs with the priority the
+worker gave them (the worker knows its hosts' dead prefixes, ``yields.py``).
+The committer needs nothing else: it never reads a page or a record.
+
+JSON, not pickle: a manifest crosses machines and is read from a shared
+bucket, so reading one must never run code. Pure logic; the I/O is in
+``acker`` (worker) and ``ordered_commit`` (committer).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.crawler.errors import AckManifestError
+from services.crawler.frontier import NewUrl
+from services.crawler.parse import ParsedDoc
+from services.crawler.results import FetchedDoc, UrlResult
+from services.storage.blocks import ContentType
+
+FORMAT = 1
+PLACEMENT = (
+    "content_block",
+    "content_index",
+    "content_offset",
+    "record_block",
+    "record_offset",
+    "record_length",
+)
+
+
+@dataclass
+class AckedBatch:
+    """One leased batch as its worker acknowledged it."""
+
+    seq: int
+    results: list[UrlResult]
+    placements: dict[str, dict[str, Any]] = field(default_factory=dict)  # url_id -> block columns
+
+
+def manifest_name(first_seq: int, token: str) -> str:
+    return f"acks/{first_seq:010d}-{token}.json.gz"
+
+
+def encode(worker: str, batches: list[AckedBatch]) -> bytes:
+    """The manifest of one flush: every batch's results, links already turned into frontier URLs."""
+    data = {
+        "format": FORMAT,
+        "worker": worker,
+        "batches": [
+            {"seq": b.seq, "urls": [_url(r, b.placements.get(r.url_id)) for r in b.results]} for b in batches
+        ],
+    }
+    return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), compresslevel=1)
+
+
+def decode(data: bytes, name: str) -> tuple[str, list[AckedBatch]]:
+    """(worker, batches) of a manifest; a damaged or foreign one raises naming the blob."""
+    try:
+        parsed = json.loads(gzip.decompress(data))
+        if parsed.get("format") != FORMAT:
+            raise AckManifestError(
+                f"ack manifest {name} has format {parsed.get('format')!r}, this committer reads "
+                f"{FORMAT}: run workers and committer of the same Nimbus version"
+            )
+        batches = [
+            AckedBatch(
+                int(b["seq"]),
+                [_result(u) for u in b["urls"]],
+                {u["url_id"]: u["doc"]["placement"] for u in b["urls"] if u.get("doc")},
+            )
+            for b in parsed["batches"]
+        ]
+        return str(parsed["worker"]), batches
+    except AckManifestError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise AckManifestError(
+            f"ack manifest {name} cannot be read ({exc!r}); the batch is handed out again "
+            "once its lease is released"
+        ) from exc
+
+
+def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "url_id": r.url_id,
+        "url": r.url,
+        "depth": r.depth,
+        "state": r.state,
+        "status": r.status,
+        "error": r.error,
+        "retry_at": r.retry_at,
+        "interval": r.interval,
+        "priority": r.priority,
+        "counters": dict(r.counters),
+        "found": [[n.url, n.depth, n.priority, n.discovered_from] for n in r.found],
+    }
+    if r.doc is not None and placement is not None:
+        d, p = r.doc, r.doc.parsed
+        out["doc"] = {
+            "url": d.url,
+            "doc_id": d.doc_id,
+            "status": d.status,
+            "fetched_at": d.fetched_at,
+            "content_type": p.content_type.mime,
+            "title": p.title,
+            "lang": p.lang,
+            "length": len(d.body) if d.body else placement.get("length", 0),
+            "placement": {k: placement[k] for k in PLACEMENT},
+        }
+    return out
+
+
+def _result(u: dict[str, Any]) -> UrlResult:
+    doc = None
+    if u.get("doc"):
+        d = u["doc"]
+        parsed = ParsedDoc(ContentType.from_mime(d["content_type"]), title=d["title"], lang=d["lang"])
+        doc = AckedDoc(d["url"], b"", parsed, float(d["fetched_at"]), int(d["status"]), str(d["doc_id"]))
+        doc.length = int(d["length"])
+    return UrlResult(
+        url_id=str(u["url_id"]),
+        url=str(u["url"]),
+        depth=int(u["depth"]),
+        state=str(u["state"]),
+        status=u["status"],
+        error=u["error"],
+        doc=doc,
+        counters=Counter(u["counters"]),
+        retry_at=u["retry_at"],
+        interval=u["interval"],
+        found=[NewUrl(url, int(depth), float(prio), frm) for url, depth, prio, frm in u["found"]],
+        priority=u["priority"],
+    )
+
+
+@dataclass
+class AckedDoc(FetchedDoc):
+    """A page as a manifest names it: its bytes are in a block already, not here."""
+
+    length: int = 0

@@ -1,0 +1,199 @@
+"""The crawl cluster's committer: acknowledged batches in, rows out, strictly in sequence order.
+
+Yioop's selective-repeat ordered commit. Workers lease batches (each a
+``fetch_batches`` seq), fetch them, write their blocks and acknowledge them
+with a manifest (``acker``) in whatever order they finish. The one elected
+committer (``election``) takes the lowest seq not yet committed; while that
+batch is still out, everything behind it waits, however many later ones
+were acknowledged. When it is acknowledged, the committer reads the
+manifests of the run of acknowledged batches that starts there and commits
+them in one transaction: dense document numbers (reserved in that very
+transaction, so a crash leaves no gap), document and duplicate rows, the
+batches' frontier rows, the URLs they found, host page counts, counters and
+the ledger. The transaction begins with the election's fence, so a deposed
+committer cannot commit; and it commits only batches still "acked", so
+nothing is committed twice.
+
+A manifest that cannot be read sends its batches back to be fetched again
+(their frontier rows are still leased under the same seq).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy.orm import Session
+
+from services.crawler import acks, election
+from services.crawler.acks import AckedBatch, AckedDoc
+from services.crawler.committer import Committer, _is_error
+from services.crawler.errors import AckManifestError
+from services.crawler.results import UrlResult
+from services.storage.db import bump_counters, lock_commits, reserve_doc_nums
+from services.storage.documents import LANG_CHARS, TITLE_CHARS
+from services.storage.errors import BlobNotFoundError
+from services.storage.models import FetchBatch
+from services.text.urls import url_id
+
+log = logging.getLogger(__name__)
+
+MAX_RUN = 64  # batches committed in one transaction at most
+
+
+@dataclass
+class CommitResult:
+    seqs: list[int] = field(default_factory=list)
+    documents: int = 0
+    pages: int = 0
+    new_urls: int = 0
+    sent_back: list[int] = field(default_factory=list)  # unreadable manifests: fetched again
+    counters: Counter[str] = field(default_factory=Counter)
+
+
+def next_run(session: Session, limit: int = MAX_RUN) -> list[tuple[int, str]]:
+    """(seq, manifest) of the acknowledged batches that come next in sequence order: from the
+    lowest seq not committed, up to the first that is still out."""
+    rows = session.execute(
+        select(FetchBatch.seq, FetchBatch.state, FetchBatch.manifest)
+        .where(FetchBatch.state != "committed")
+        .order_by(FetchBatch.seq)
+        .limit(limit)
+    ).all()
+    run: list[tuple[int, str]] = []
+    for seq, state, manifest in rows:
+        if state != "acked" or not manifest:
+            break
+        run.append((seq, manifest))
+    return run
+
+
+class OrderedCommitter(Committer):
+    """Commits acknowledged batches (module docstring); reuses the single-process committer's
+    row logic (duplicates, recrawls, frontier, host counts)."""
+
+    me: str = ""
+    term: int = 0
+    _manifests: dict[str, dict[int, AckedBatch]]
+
+    def load(self, run: list[tuple[int, str]]) -> tuple[list[AckedBatch], list[int]]:
+        """The batches of ``run`` from their manifests (read once each), and the seqs whose
+        manifest could not be read."""
+        cache: dict[str, dict[int, AckedBatch]] = {}
+        batches: list[AckedBatch] = []
+        broken: list[int] = []
+        for seq, name in run:
+            if name not in cache:
+                try:
+                    _worker, acked = acks.decode(self.blobs.get(name), name)
+                    cache[name] = {b.seq: b for b in acked}
+                except (AckManifestError, BlobNotFoundError) as exc:  # other storage errors: retried
+                    log.error("%s", exc)
+                    cache[name] = {}
+            batch = cache[name].get(seq)
+            if batch is None:
+                broken.append(seq)
+            elif not broken:  # in order: nothing after a broken batch is committed now
+                batches.append(batch)
+        return batches, broken
+
+    def commit_next(self) -> CommitResult:
+        """Commit the next run of acknowledged batches, if any (one transaction)."""
+        with self.sessions() as session:
+            run = next_run(session)
+        if not run:
+            return CommitResult()
+        batches, broken = self.load(run)
+        if broken and not batches:
+            return self._send_back(broken)
+        return self._commit(batches)
+
+    def _send_back(self, seqs: list[int]) -> CommitResult:
+        with self.sessions.begin() as session:
+            election.fence(session, election.COMMITTER, self.me, self.term)
+            session.execute(
+                update(FetchBatch)
+                .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "acked")
+                .values(state="leased", manifest=None, acked_at=None, lease_expires=0.0)
+            )
+            bump_counters(session, {"ack_manifests_unreadable": len(seqs)})
+        return CommitResult(sent_back=seqs)
+
+    def _commit(self, batches: list[AckedBatch]) -> CommitResult:
+        now = self.clock()
+        results: list[UrlResult] = [r for b in batches for r in b.results]
+        placements: dict[str, dict[str, Any]] = {}
+        for b in batches:
+            placements.update(b.placements)
+        seqs = [b.seq for b in batches]
+        counts: Counter[str] = Counter()
+        for r in results:
+            counts.update(r.counters)
+        with self.sessions.begin() as session:
+            election.fence(session, election.COMMITTER, self.me, self.term)
+            lock_commits(session)
+            docs, duplicates = self._sort_docs(session, results, counts, now)
+            stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
+            number = reserve_doc_nums(session, sum(d.existing is None for d in stored))
+            fresh, changed = [], {}
+            for d in stored:
+                row = _row(d.result, cast(AckedDoc, d.doc), placements[d.result.url_id])
+                if d.existing is None:
+                    row["doc_num"], number = number, number + 1
+                    fresh.append(row)
+                else:
+                    row["doc_num"] = d.existing.doc_num
+                    changed[d.existing.url_id] = row
+            self.writer.insert(session, fresh)
+            self._update_recrawled(session, docs, changed, counts)
+            self._record_duplicates(session, duplicates, now)
+            new_urls = self._record_frontier(session, results, docs, now)
+            self._count_host_pages(session, results)
+            pages = sum(r.counters.get("pages", 0) for r in results)
+            counts["documents"] += len(fresh)
+            counts["frontier_added"] += new_urls
+            counts["batches_committed"] += len(seqs)
+            bump_counters(session, dict(counts))
+            done = cast(
+                CursorResult[Any],
+                session.execute(
+                    update(FetchBatch)
+                    .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "acked")
+                    .values(state="committed", committed_at=now)
+                ),
+            )
+            if done.rowcount != len(seqs):  # cannot happen under the fence: refuse, roll back
+                raise AckManifestError(f"batches {seqs} changed state while being committed")
+            errors = sum(_is_error(r) for r in results)
+            if pages or errors:
+                session.execute(
+                    update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
+                )
+        return CommitResult(seqs, len(fresh), pages, new_urls, counters=counts)
+
+
+def _row(result: UrlResult, doc: AckedDoc, placement: dict[str, Any]) -> dict[str, Any]:
+    """A documents row from a manifest's page (its doc_num is the caller's)."""
+    return {
+        "url_id": url_id(doc.url),
+        "url": doc.url,
+        "doc_id": doc.doc_id,
+        "content_type": doc.parsed.content_type.mime,
+        "title": doc.parsed.title[:TITLE_CHARS],
+        "lang": doc.parsed.lang[:LANG_CHARS],
+        "length": doc.length,
+        "status": doc.status,
+        "depth": result.depth,
+        "last_crawled": doc.fetched_at,
+        **{k: placement[k] for k in acks.PLACEMENT},
+    }
+
+
+def lag(session: Session) -> tuple[int, int]:
+    """(batches acknowledged and waiting, the lowest seq not committed or 0)."""
+    waiting = session.scalar(select(func.count()).select_from(FetchBatch).where(FetchBatch.state == "acked"))
+    low = session.scalar(select(func.min(FetchBatch.seq)).where(FetchBatch.state != "committed"))
+    return int(waiting or 0), int(low or 0)

@@ -1,0 +1,168 @@
+"""The crawl cluster's pure parts and its small database protocols (SQLite): the committer
+election and its fence, worker shares of the partitions, the ack manifest, the ledger's
+acknowledgements and the order in which acknowledged batches are committed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from services.config import Settings
+from services.crawler import acks, election, frontier
+from services.crawler.errors import AckManifestError, NotLeaderError
+from services.crawler.frontier import NewUrl
+from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, dead_workers, live_workers, share
+from services.crawler.ordered_commit import next_run
+from services.crawler.parse import ParsedDoc
+from services.crawler.results import FetchedDoc, UrlResult
+from services.storage.blocks import ContentType
+from services.storage.db import init_db, make_engine, session_factory
+from services.storage.models import FetchBatch
+
+
+@pytest.fixture
+def sessions(settings: Settings):
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    yield session_factory(engine)
+    engine.dispose()
+
+
+def test_one_holder_at_a_time_a_standby_takes_over_only_after_expiry(sessions) -> None:
+    with sessions.begin() as s:
+        assert election.acquire(s, "committer", "a", now=100.0, ttl=15.0) == 1
+    with sessions.begin() as s:
+        assert election.acquire(s, "committer", "b", now=110.0, ttl=15.0) is None  # a's lease runs
+        assert election.acquire(s, "committer", "a", now=112.0, ttl=15.0) == 1  # a renews
+    with sessions.begin() as s:
+        assert election.acquire(s, "committer", "b", now=126.0, ttl=15.0) is None  # renewed to 127
+        assert election.acquire(s, "committer", "b", now=128.0, ttl=15.0) == 2  # a stopped beating
+    with sessions.begin() as s, pytest.raises(NotLeaderError, match="a no longer holds.*b \\(term 2\\)"):
+        election.fence(s, "committer", "a", 1)  # a wakes up mid-commit: refused
+    with sessions.begin() as s:
+        election.fence(s, "committer", "b", 2)
+        election.release(s, "committer", "b")
+    with sessions.begin() as s:
+        assert election.acquire(s, "committer", "c", now=129.0, ttl=15.0) == 3  # released: at once
+
+
+def test_every_partition_has_exactly_one_live_owner() -> None:
+    workers = ["h1/w0", "h2/w1", "h3/w2"]
+    shares = [share(workers, w, 64) for w in workers]
+    assert sorted(p for s in shares for p in s) == list(range(64))
+    assert share([], "h9/w", 8) == list(range(8))  # alone: everything
+    assert share(["h1/w0"], "h2/w1", 4) == [1, 3]  # not yet seen by itself: still counted
+
+
+def test_live_and_dead_workers_from_heartbeats(sessions) -> None:
+    with sessions.begin() as s:
+        beat(s, Beat("h1/w0/11", "worker", 0.0, 100.0, "running", {}))
+        beat(s, Beat("h2/w1/12", "worker", 0.0, 60.0, "running", {}))  # killed long ago
+        beat(s, Beat("h3/w2/13", "worker", 0.0, 60.0, "stopped", {}))  # stopped cleanly
+        beat(s, Beat("h1/w0/10", "worker", 0.0, 50.0, "running", {}))  # h1/w0's killed predecessor
+        beat(s, Beat("h4/c/14", "committer", 0.0, 100.0, "running", {}))
+    now = 100.0 + DEAD_AFTER * 5.0 - 1
+    with sessions() as s:
+        assert live_workers(s, now, 5.0) == ["h1/w0"]
+        assert dead_workers(s, now, 5.0) == ["h2/w1"]  # h1/w0 has a live successor
+
+
+def _result(n: int, *, doc: bool = True) -> UrlResult:
+    r = UrlResult(f"{n:040x}", f"http://h.test/{n}", 1, "done", status=200, interval=None)
+    r.counters["pages"] += 1
+    r.found.append(NewUrl(f"http://h.test/{n}/next", 2, 3.5, r.url_id))
+    if doc:
+        parsed = ParsedDoc(ContentType.HTML, title=f"Page {n} ü", lang="en")
+        r.doc = FetchedDoc(r.url, b"<p>body</p>", parsed, 1234.5)
+    return r
+
+
+def test_ack_manifest_round_trips_what_the_committer_needs() -> None:
+    placement = {k: i for i, k in enumerate(acks.PLACEMENT)} | {"content_block": "c", "record_block": "r"}
+    batches = [
+        acks.AckedBatch(7, [_result(1), _result(2, doc=False)], {f"{1:040x}": placement | {"length": 11}}),
+        acks.AckedBatch(9, [_result(3, doc=False)]),
+    ]
+    worker, back = acks.decode(acks.encode("h1/w0", batches), "acks/x.json.gz")
+    assert worker == "h1/w0" and [b.seq for b in back] == [7, 9]
+    first = back[0].results[0]
+    assert first.doc is not None and first.doc.doc_id == batches[0].results[0].doc.doc_id  # type: ignore[union-attr]
+    assert first.doc.parsed.title == "Page 1 ü" and first.doc.parsed.content_type is ContentType.HTML
+    assert first.doc.length == 11 and first.doc.body == b""  # type: ignore[attr-defined]
+    assert back[0].placements[first.url_id]["content_block"] == "c"
+    assert first.found[0].priority == 3.5 and first.counters["pages"] == 1
+    assert back[0].results[1].doc is None
+
+
+def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
+    with pytest.raises(AckManifestError, match="acks/bad.json.gz cannot be read"):
+        acks.decode(b"not gzip", "acks/bad.json.gz")
+    foreign = gzip.compress(json.dumps({"format": 99, "worker": "x", "batches": []}).encode())
+    with pytest.raises(AckManifestError, match="format 99.*same Nimbus version"):
+        acks.decode(foreign, "acks/new.json.gz")
+
+
+def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:
+    row = FetchBatch(
+        state=state, leased_by=worker, lease_expires=1e9, created_at=0.0, num_urls=1, manifest=manifest
+    )
+    s.add(row)
+    s.flush()
+    return row.seq
+
+
+def test_acks_are_taken_only_from_the_lease_holder_and_only_once(sessions) -> None:
+    with sessions.begin() as s:
+        a, b = _batch(s, "leased", "w1"), _batch(s, "leased", "w2")
+    with sessions.begin() as s:
+        assert frontier.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
+    with sessions.begin() as s:
+        assert frontier.ack_batches(s, [a], "w1", "acks/2", 2.0) == []  # repeated: ignored
+        assert s.get(FetchBatch, a).manifest == "acks/1"
+        assert frontier.outstanding(s) == {"acked": 1, "leased": 1}
+
+
+def test_acknowledged_batches_commit_in_sequence_order_only(sessions) -> None:
+    with sessions.begin() as s:
+        done = _batch(s, "committed")
+        first = _batch(s, "leased")  # still out: everything behind it waits
+        second = _batch(s, "acked", manifest="acks/2")
+    with sessions() as s:
+        assert next_run(s) == []
+    with sessions.begin() as s:
+        s.get(FetchBatch, first).state, s.get(FetchBatch, first).manifest = "acked", "acks/1"
+        third = _batch(s, "leased")
+        _batch(s, "acked", manifest="acks/4")
+    with sessions() as s:
+        assert next_run(s) == [(first, "acks/1"), (second, "acks/2")]
+    assert done < first < second < third
+
+
+def test_a_send_window_bounds_the_batches_out(sessions) -> None:
+    with sessions.begin() as s:
+        frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(10)], 0.0)
+        _batch(s, "acked", manifest="acks/0")
+    with sessions.begin() as s:
+        leases = frontier.lease_batches(
+            s, batches=8, limit=1, budget=100, now=1.0, lease_seconds=60, max_depth=5, worker="w", window=3
+        )
+    assert len(leases) == 2  # one acknowledged batch out already
+
+
+def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
+    """The batch the commit waits for may be one whose worker died: a full window must not
+    keep it from being handed out again, or the cluster stops."""
+    with sessions.begin() as s:
+        frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(4)], 0.0)
+        [dead] = frontier.lease_batches(
+            s, batches=1, limit=1, budget=10, now=1.0, lease_seconds=60, max_depth=5, worker="gone", window=2
+        )
+        _batch(s, "acked", manifest="acks/9")
+    with sessions.begin() as s:
+        leases = frontier.lease_batches(
+            s, batches=4, limit=1, budget=10, now=100.0, lease_seconds=60, max_depth=5, worker="w", window=2
+        )
+        assert [lease.seq for lease in leases] == [dead.seq]
+        assert s.get(FetchBatch, dead.seq).reschedules == 1
