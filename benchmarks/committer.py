@@ -1,0 +1,133 @@
+"""Committer ceiling: how many pages per second one crawl-cluster committer commits when the
+workers are not the limit.
+
+    .venv/bin/python -m benchmarks.committer [--pages 20000] [--mariadb] [--worker-rate R]
+
+Pre-fetched batches: the benchmark leases ``--pages`` frontier URLs (64 hosts, batches of
+32) as a worker would, gives each a synthetic 6 KB page with 20 out-links, and
+acknowledges them through the worker's own code (``acker``: blocks and a manifest per
+8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
+sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
+page and its database round trips per page (statements; an executemany is one). The
+database server's CPU is not counted (it is another machine in AWS).
+
+With ``--worker-rate`` (pages/s of one worker process on the crawl benchmark, same
+machine) it also prints the ratio, the number of workers one committer carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tempfile
+import time
+from pathlib import Path
+
+from sqlalchemy import event
+
+from benchmarks.crawl import database
+from services.crawler import election, frontier
+from services.crawler.acker import Acker
+from services.crawler.frontier import NewUrl
+from services.crawler.ordered_commit import OrderedCommitter
+from services.crawler.parse import ParsedDoc
+from services.crawler.results import FetchedDoc, UrlResult
+from services.storage.blobstore import open_blobstore
+from services.storage.blocks import ContentType
+from services.storage.db import init_db, lock_counter, make_engine, session_factory
+from services.storage.records import Link
+
+WORDS = [
+    "wing",
+    "lift",
+    "drag",
+    "flow",
+    "boundary",
+    "layer",
+    "shock",
+    "pressure",
+    "heat",
+    "transfer",
+    "supersonic",
+    "plate",
+]
+
+
+def _page(n: int) -> tuple[bytes, ParsedDoc]:
+    text = " ".join(WORDS[(n * 7 + i) % len(WORDS)] for i in range(800))
+    links = [Link(f"http://h{(n + i) % 64}.bench/p{n * 20 + i}", f"page {i}") for i in range(20)]
+    body = f"<html><title>Page {n}</title><p>{text}</p></html>".encode()
+    return body, ParsedDoc(ContentType.HTML, title=f"Page {n}", text=text, lang="en", links=links)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="committer ceiling benchmark")
+    p.add_argument("--pages", type=int, default=20_000)
+    p.add_argument("--mariadb", action="store_true", help="metadata on the local MariaDB")
+    p.add_argument("--worker-rate", type=float, help="one worker's pages/s (crawl benchmark)")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, database("x-mariadb" if args.mariadb else "x", tmp) as url:
+        engine = make_engine(url, immediate=True)
+        init_db(engine)
+        sessions = session_factory(engine)
+        blobs = open_blobstore(f"file://{Path(tmp) / 'blobs'}")
+        caps = {"max_block_bytes": 200 * 1024 * 1024, "max_block_docs": 10_000, "partitions": 64}
+        with sessions.begin() as s:
+            lock_counter(s, frontier.LEASE_LOCK)
+            seeds = [NewUrl(f"http://h{n % 64}.bench/s{n}", 0, 1.0) for n in range(args.pages)]
+            frontier.add_urls(s, seeds, 0.0, partitions=64)
+        acker = Acker(sessions, blobs, **caps)
+        acker.worker = "bench"
+        started = time.process_time()
+        made = 0
+        while made < args.pages:
+            with sessions.begin() as s:
+                leases = frontier.lease_batches(
+                    s, batches=8, limit=32, budget=10**9, now=1.0, lease_seconds=1e9, max_depth=9,
+                    worker="bench", window=10**9,
+                )  # fmt: skip
+            if not leases:
+                break
+            for lease in leases:
+                results = []
+                for e in lease.entries:
+                    body, parsed = _page(made)
+                    made += 1
+                    r = UrlResult(e.url_id, e.url, e.depth, "done", status=200)
+                    r.doc, r.links = FetchedDoc(e.url, body, parsed, 2.0), list(parsed.links)
+                    r.counters["pages"] += 1
+                    results.append(r)
+                acker.add_batch(lease.seq, results)
+            acker.commit(acker.take())
+        ack_cpu = time.process_time() - started
+        statements = itertools.count()
+        event.listen(engine, "before_cursor_execute", lambda *_a: next(statements))
+        committer = OrderedCommitter(sessions, blobs, **caps)
+        with sessions.begin() as s:
+            committer.term = election.acquire(s, election.COMMITTER, "bench", time.time(), 1e9) or 0
+        committer.me = "bench"
+        before = next(statements)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        committed = batches = 0
+        while result := committer.commit_next():
+            if not result.seqs:
+                break
+            committed += result.pages
+            batches += len(result.seqs)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        trips = next(statements) - before - 1
+        engine.dispose()
+    rate = committed / wall
+    backend = "MariaDB" if args.mariadb else "SQLite"
+    print(f"worker side (blocks + manifest + ack): {1000 * ack_cpu / made:.3f} CPU ms/page")
+    print(
+        f"committer ({backend}): {committed} pages in {batches} batches, {rate:,.0f} pages/s, "
+        f"{1000 * cpu / committed:.3f} CPU ms/page, {trips / committed:.2f} DB round trips/page"
+    )
+    if args.worker_rate:
+        print(f"one worker: {args.worker_rate:,.0f} pages/s; ceiling/worker = {rate / args.worker_rate:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
