@@ -102,7 +102,7 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
         "interval": r.interval,
         "priority": r.priority,
         "counters": dict(r.counters),
-        "found": [[n.url, n.depth, n.priority, n.discovered_from] for n in r.found],
+        "found": [[n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks] for n in r.found],
     }
     if r.doc is not None and placement is not None:
         d, p = r.doc, r.doc.parsed
@@ -138,7 +138,9 @@ def _result(u: dict[str, Any]) -> UrlResult:
         counters=Counter(u["counters"]),
         retry_at=u["retry_at"],
         interval=u["interval"],
-        found=[NewUrl(url, int(depth), float(prio), frm) for url, depth, prio, frm in u["found"]],
+        found=[
+            NewUrl(url, int(d), float(p), frm, int(hops), int(n)) for url, d, p, frm, hops, n in u["found"]
+        ],
         priority=u["priority"],
     )
 

@@ -72,7 +72,7 @@ def test_live_and_dead_workers_from_heartbeats(sessions) -> None:
 def _result(n: int, *, doc: bool = True) -> UrlResult:
     r = UrlResult(f"{n:040x}", f"http://h.test/{n}", 1, "done", status=200, interval=None)
     r.counters["pages"] += 1
-    r.found.append(NewUrl(f"http://h.test/{n}/next", 2, 3.5, r.url_id))
+    r.found.append(NewUrl(f"http://h.test/{n}/next", 2, 3.5, r.url_id, hops=2, inlinks=3))
     if doc:
         parsed = ParsedDoc(ContentType.HTML, title=f"Page {n} ü", lang="en")
         r.doc = FetchedDoc(r.url, b"<p>body</p>", parsed, 1234.5)
@@ -93,6 +93,7 @@ def test_ack_manifest_round_trips_what_the_committer_needs() -> None:
     assert first.doc.length == 11 and first.doc.body == b""  # type: ignore[attr-defined]
     assert back[0].placements[first.url_id]["content_block"] == "c"
     assert first.found[0].priority == 3.5 and first.counters["pages"] == 1
+    assert (first.found[0].hops, first.found[0].inlinks) == (2, 3)  # a redirect chain's length
     assert back[0].results[1].doc is None
 
 
