@@ -219,11 +219,16 @@ class S3BlobStore(BlobStore):
             raise self._translate(exc, name) from exc
 
     def list(self, prefix: str = "") -> Iterator[str]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
         paginator = self.client.get_paginator("list_objects_v2")
         names = []
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
-            for obj in page.get("Contents", []):
-                names.append(obj["Key"][len(self.prefix) :])
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+                for obj in page.get("Contents", []):
+                    names.append(obj["Key"][len(self.prefix) :])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, prefix) from exc
         yield from sorted(names)
 
     def delete(self, name: str) -> None:
