@@ -31,7 +31,7 @@ from services.crawler.results import FlushResult, Pending, UrlResult
 from services.storage.db import is_transient
 from services.storage.documents import NewDocument
 from services.storage.errors import StorageError
-from services.text.urls import url_id
+from services.text.urls import host_key, url_id
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,19 @@ class Acker(Committer):
         them (its tally of its hosts' dead prefixes)."""
         if r.links:
             hub, limit, depth = hub_priority(len(r.links)), self.yields.limit, r.depth + 1
-            r.found += [NewUrl(link.url, depth, limit(link.url, hub), r.url_id) for link in r.links]
+            r.found += [
+                NewUrl(
+                    link.url,
+                    depth,
+                    limit(link.url, hub),
+                    r.url_id,
+                    0,
+                    1,
+                    url_id(link.url),
+                    host_key(link.url),
+                )
+                for link in r.links
+            ]
             r.links = []
 
     @staticmethod

@@ -16,10 +16,11 @@ bucket, so reading one must never run code. Pure logic; the I/O is in
 from __future__ import annotations
 
 import gzip
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+import ujson
 
 from services.crawler.errors import AckManifestError
 from services.crawler.frontier import NewUrl
@@ -60,13 +61,14 @@ def encode(worker: str, batches: list[AckedBatch]) -> bytes:
             {"seq": b.seq, "urls": [_url(r, b.placements.get(r.url_id)) for r in b.results]} for b in batches
         ],
     }
-    return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), compresslevel=1)
+    # ujson: the committer decodes every manifest of the cluster, 3-4x the standard module.
+    return gzip.compress(ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False).encode(), 1)
 
 
 def decode(data: bytes, name: str) -> tuple[str, list[AckedBatch]]:
     """(worker, batches) of a manifest; a damaged or foreign one raises naming the blob."""
     try:
-        parsed = json.loads(gzip.decompress(data))
+        parsed = ujson.loads(gzip.decompress(data))
         if parsed.get("format") != FORMAT:
             raise AckManifestError(
                 f"ack manifest {name} has format {parsed.get('format')!r}, this committer reads "
@@ -102,7 +104,9 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
         "interval": r.interval,
         "priority": r.priority,
         "counters": dict(r.counters),
-        "found": [[n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks] for n in r.found],
+        "found": [
+            [n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks, n.key, n.host] for n in r.found
+        ],
     }
     if r.doc is not None and placement is not None:
         d, p = r.doc, r.doc.parsed
@@ -138,9 +142,7 @@ def _result(u: dict[str, Any]) -> UrlResult:
         counters=Counter(u["counters"]),
         retry_at=u["retry_at"],
         interval=u["interval"],
-        found=[
-            NewUrl(url, int(d), float(p), frm, int(hops), int(n)) for url, d, p, frm, hops, n in u["found"]
-        ],
+        found=[NewUrl(*entry) for entry in u["found"]],  # the fields in order (``_url``)
         priority=u["priority"],
     )
 

@@ -23,6 +23,9 @@ from services.storage.models import CrawlControl, CrawlNode
 
 BEAT_EVERY = 5.0  # seconds between beats
 DEAD_AFTER = 4  # beats missed before a node is shown dead
+# What a beating node says of itself; each is "dead" once its beats stop (a committer on
+# standby as much as a running worker). "stopped" is a clean end and stays so.
+LIVE_STATES = ("running", "paused", "standby")
 
 
 def version() -> str:
@@ -40,7 +43,7 @@ class Beat:
     role: str
     started_at: float
     at: float
-    state: str  # running | stopped
+    state: str  # running | paused | standby (a committer not elected) | stopped
     counters: dict[str, int]
 
 
@@ -84,7 +87,7 @@ def nodes(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[
     out = []
     for row in session.scalars(select(CrawlNode).order_by(CrawlNode.started_at.desc())):
         state = row.state
-        if state == "running" and now - row.beat_at > DEAD_AFTER * beat_every:
+        if state in LIVE_STATES and now - row.beat_at > DEAD_AFTER * beat_every:
             state = "dead"
         out.append(
             NodeView(

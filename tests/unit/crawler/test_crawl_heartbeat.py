@@ -51,3 +51,11 @@ def test_commands_are_recorded_and_a_stop_applies_only_to_nodes_already_running(
     assert now.stops(started_at=65.0) and not now.stops(started_at=75.0)
     with sessions.begin() as session, pytest.raises(ValueError, match="pause, resume or stop"):
         command(session, "restart", 80.0)
+
+
+def test_a_standby_committer_that_stops_beating_is_dead_too(sessions) -> None:
+    with sessions.begin() as session:
+        beat(session, Beat("c/committer/9", "committer", 100.0, 100.0, "standby", {}))
+    with sessions() as session:
+        [view] = nodes(session, 100.0 + DEAD_AFTER * BEAT_EVERY + 1)
+    assert view.state == "dead"
