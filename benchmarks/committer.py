@@ -53,9 +53,16 @@ WORDS = [
 ]
 
 
-def _page(n: int) -> tuple[bytes, ParsedDoc]:
+def _url(n: int) -> str:
+    return f"http://h{n % 64}.bench/p{n}"
+
+
+def _page(n: int, pages: int, fresh_links: bool) -> tuple[bytes, ParsedDoc]:
+    """Page ``n``: 20 links, to pages of the collection (as on a site, where most links lead
+    to known pages) or, with ``fresh_links``, to 20 URLs nobody has seen (the worst case)."""
     text = " ".join(WORDS[(n * 7 + i) % len(WORDS)] for i in range(800))
-    links = [Link(f"http://h{(n + i) % 64}.bench/p{n * 20 + i}", f"page {i}") for i in range(20)]
+    targets = [pages + n * 20 + i if fresh_links else (n * 7919 + i * 104_729) % pages for i in range(20)]
+    links = [Link(_url(t), f"page {t}") for t in targets]
     body = f"<html><title>Page {n}</title><p>{text}</p></html>".encode()
     return body, ParsedDoc(ContentType.HTML, title=f"Page {n}", text=text, lang="en", links=links)
 
@@ -65,6 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=20_000)
     p.add_argument("--mariadb", action="store_true", help="metadata on the local MariaDB")
     p.add_argument("--worker-rate", type=float, help="one worker's pages/s (crawl benchmark)")
+    p.add_argument(
+        "--links",
+        choices=["collection", "new"],
+        default="collection",
+        help="links to the collection's own pages (a site) or to new URLs only (worst case)",
+    )
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, database("x-mariadb" if args.mariadb else "x", tmp) as url:
         engine = make_engine(url, immediate=True)
@@ -74,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         caps = {"max_block_bytes": 200 * 1024 * 1024, "max_block_docs": 10_000, "partitions": 64}
         with sessions.begin() as s:
             lock_counter(s, frontier.LEASE_LOCK)
-            seeds = [NewUrl(f"http://h{n % 64}.bench/s{n}", 0, 1.0) for n in range(args.pages)]
+            seeds = [NewUrl(_url(n), 0, 1.0) for n in range(args.pages)]
             frontier.add_urls(s, seeds, 0.0, partitions=64)
         acker = Acker(sessions, blobs, **caps)
         acker.worker = "bench"
@@ -91,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             for lease in leases:
                 results = []
                 for e in lease.entries:
-                    body, parsed = _page(made)
+                    body, parsed = _page(made, args.pages, args.links == "new")
                     made += 1
                     r = UrlResult(e.url_id, e.url, e.depth, "done", status=200)
                     r.doc, r.links = FetchedDoc(e.url, body, parsed, 2.0), list(parsed.links)
@@ -115,14 +128,17 @@ def main(argv: list[str] | None = None) -> int:
             committed += result.pages
             batches += len(result.seqs)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        skipped = committer.finished.skipped
         trips = next(statements) - before - 1
         engine.dispose()
     rate = committed / wall
     backend = "MariaDB" if args.mariadb else "SQLite"
     print(f"worker side (blocks + manifest + ack): {1000 * ack_cpu / made:.3f} CPU ms/page")
     print(
-        f"committer ({backend}): {committed} pages in {batches} batches, {rate:,.0f} pages/s, "
-        f"{1000 * cpu / committed:.3f} CPU ms/page, {trips / committed:.2f} DB round trips/page"
+        f"committer ({backend}, links to {args.links} URLs): {committed} pages in {batches} batches, "
+        f"{rate:,.0f} pages/s, {1000 * cpu / committed:.3f} CPU ms/page, "
+        f"{trips / committed:.2f} DB round trips/page, {skipped / committed:.1f} links/page to finished "
+        "pages left out"
     )
     if args.worker_rate:
         print(f"one worker: {args.worker_rate:,.0f} pages/s; ceiling/worker = {rate / args.worker_rate:.1f}x")

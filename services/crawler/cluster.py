@@ -114,7 +114,10 @@ class CommitterNode:
         now = self.clock()
 
         def work(session: Session) -> None:
+            was = self.term
             self.term = election.acquire(session, election.COMMITTER, self.node_id, now, self.ttl)
+            if self.term and self.term != was:  # newly elected: learn what the crawl has finished
+                self.committer.finished.load(session)
             self.committer.term = self.term or 0
             self.waiting, _low = lag(session)
             shown = state or ("running" if self.term else "standby")

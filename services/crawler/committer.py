@@ -36,7 +36,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select
@@ -50,7 +50,7 @@ from services.crawler.yields import LinkYield
 from services.storage.blobstore import BlobStore
 from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
 from services.storage.documents import DocumentWriter, NewDocument
-from services.storage.models import Document, DuplicateUrl, Host, table
+from services.storage.models import Document, DuplicateUrl, FrontierEntry, Host, table
 from services.text.urls import host_key, url_id
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
@@ -103,6 +103,7 @@ class Committer:
         self.partitions = partitions
         self.recrawl_min, self.recrawl_max = recrawl_min, recrawl_max
         self._pending = Pending()
+        self.finished = FinishedUrls()
         self._doc_bytes = 0
         self._docs = 0
 
@@ -370,12 +371,13 @@ class Committer:
         frontier.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
         outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
         frontier.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
+        self.finished.add(o.url_id for o in outcomes if o.state != "new")
         discovered = [t for r in results for t in r.found]
         for r in results:
             if r.links:
                 hub, limit, depth = hub_priority(len(r.links)), self.yields.limit, r.depth + 1
                 discovered += [NewUrl(link.url, depth, limit(link.url, hub), r.url_id) for link in r.links]
-        return frontier.add_urls(session, discovered, now, partitions=self.partitions)
+        return frontier.add_urls(session, self.finished.unknown(discovered), now, partitions=self.partitions)
 
     def _next_interval(self, d: _Doc) -> float:
         """Adaptive recrawl: halve when the content changed, double when not, within the bounds."""
@@ -396,6 +398,52 @@ class Committer:
                 .values(pages=hosts.c.pages + bindparam("n")),
                 [{"h": h, "n": n} for h, n in per_host.items()],
             )
+
+
+class FinishedUrls:
+    """url_ids this committer saw finished (fetched or failed): links to them are left out.
+
+    Most links on a site lead to pages already crawled, and their frontier upsert is a
+    no-op (only a waiting URL's priority counts its in-links): each still cost a row in the
+    insert statement and a B-tree lookup in the database, the committer's largest cost.
+    Heritrix keeps such a set (``UriUniqFilter``). Kept as 64-bit prefixes of the url_ids
+    (a collision, about 1 in 10^8 at 10^6 URLs, would leave one new URL out), bounded by
+    ``cap`` (emptied when full: the set is only a shortcut; without it the upsert decides).
+    A finished URL that later waits again (a recrawl released unfetched) only misses the
+    in-link bumps to its priority.
+    """
+
+    def __init__(self, cap: int = 2_000_000) -> None:
+        self.cap = cap
+        self._keys: set[int] = set()
+        self.skipped = 0
+
+    def add(self, url_ids: Iterable[str]) -> None:
+        keys = [int(uid[:16], 16) for uid in url_ids]
+        if len(self._keys) + len(keys) > self.cap:
+            self._keys.clear()
+        self._keys.update(keys)
+
+    def load(self, session: Session) -> int:
+        """Fill the set from the frontier's finished rows (up to ``cap``): a newly elected
+        committer skips links to pages its predecessors committed. Returns how many."""
+        rows = session.scalars(
+            select(FrontierEntry.url_id).where(FrontierEntry.state.in_(("done", "failed"))).limit(self.cap)
+        )
+        self._keys = {int(uid[:16], 16) for uid in rows}
+        return len(self._keys)
+
+    def unknown(self, urls: list[NewUrl]) -> list[NewUrl]:
+        """``urls`` less those finished (each given its url_id, so it is computed once)."""
+        keys = self._keys
+        out = []
+        for new in urls:
+            if not new.key:
+                new.key = url_id(new.url)
+            if int(new.key[:16], 16) not in keys:
+                out.append(new)
+        self.skipped += len(urls) - len(out)
+        return out
 
 
 def _is_error(result: UrlResult) -> bool:
