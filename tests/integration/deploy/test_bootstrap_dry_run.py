@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -18,6 +20,17 @@ COMMON = [
     "--db-host", "db.internal", "--db-port", "3306",
     "--region", "eu-west-1", "--log-group", "/nimbus/s/ROLE",
 ]  # fmt: skip
+NIMBUS = "/opt/nimbus/venv/bin/nimbus"
+SEEDS = "http://a.test/ http://b.test/"
+ADMIN_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:AdminTokenSecret-x-AbCdEf"
+ADMIN_ENV = "/run/nimbus-admin/admin.env"
+LB_CIDRS = "10.40.0.0/20,10.40.16.0/20"
+# What the template passes each role besides COMMON (infra/nimbus.yaml, the launch templates).
+ROLE_ARGS = {
+    "worker": ["--metrics-port", "9100"],
+    "committer": ["--metrics-port", "9100", "--seeds", SEEDS],
+    "search": ["--workers", "4", "--admin-token-secret", ADMIN_SECRET, "--proxy-cidrs", LB_CIDRS],
+}
 
 
 def _bootstrap(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,14 +42,28 @@ def _bootstrap(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _role(root: Path, role: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _bootstrap(root, "--role", role, *[a.replace("ROLE", role) for a in COMMON], *extra)
+
+
 def _unit(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
 
 
-@pytest.mark.parametrize("role", ["crawler", "search"])
+def _directives(text: str, key: str) -> list[str]:
+    """Every value of a unit directive that may repeat (ExecStartPre, EnvironmentFile), in order."""
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(f"{key}=")]
+
+
+def _unit_commands(stdout: str, unit: str) -> list[str]:
+    """What the dry run says the role's unit will run, in order."""
+    prefix = f"would run in {unit}: "
+    return [line.removeprefix(prefix) for line in stdout.splitlines() if line.startswith(prefix)]
+
+
+@pytest.mark.parametrize("role", ["worker", "committer", "search"])
 def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role: str) -> None:
-    extra = ["--seeds", "http://a.test/ http://b.test/"] if role == "crawler" else ["--workers", "4"]
-    done = _bootstrap(tmp_path, "--role", role, *[a.replace("ROLE", role) for a in COMMON], *extra)
+    done = _role(tmp_path, role, *ROLE_ARGS[role])
     assert done.returncode == 0, done.stderr
     would = [
         line.removeprefix("would run: ") for line in done.stdout.splitlines() if line.startswith("would run")
@@ -51,24 +78,131 @@ def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role:
     assert env["NIMBUS_BLOB_URL"] == "s3://data-bucket/nimbus" and env["AWS_REGION"] == "eu-west-1"
     assert env["NIMBUS_DATABASE_INSTANCE"] == "nimbus-database-x" and "NIMBUS_DATABASE_URL" not in env
 
-    unit_path = tmp_path / f"etc/systemd/system/nimbus-{role}.service"
-    unit = _unit(unit_path.read_text())
-    assert (unit["User"], unit["EnvironmentFile"]) == ("nimbus", "/etc/nimbus/nimbus.env")
-    assert unit["ExecStartPre"] == "/opt/nimbus/venv/bin/nimbus migrate"
+    text = (tmp_path / f"etc/systemd/system/nimbus-{role}.service").read_text()
+    unit = _unit(text)
+    assert unit["User"] == "nimbus" and _directives(text, "EnvironmentFile")[0] == "/etc/nimbus/nimbus.env"
+    assert f"{NIMBUS} migrate" in _directives(text, "ExecStartPre")
     assert unit["Restart"] in {"always", "on-failure"} and unit["NoNewPrivileges"] == "yes"
     assert unit["ProtectSystem"] == "strict" and unit["ReadWritePaths"] == "/var/lib/nimbus"
-    if role == "crawler":
-        assert unit["ExecStart"] == "/opt/nimbus/venv/bin/nimbus crawl --quiet $NIMBUS_SEEDS"
-        assert env["NIMBUS_SEEDS"] == "http://a.test/ http://b.test/"
+    if role == "worker":
+        assert (
+            unit["ExecStart"] == f"{NIMBUS} crawl worker --quiet --max-pages 1000000"
+            and unit["Restart"] == "always"
+        )
+        assert (env["NIMBUS_HOST"], env["NIMBUS_METRICS_PORT"]) == ("0.0.0.0", "9100")
+        assert "NIMBUS_SEEDS" not in env  # workers lease from the frontier the committers seed
+    elif role == "committer":
+        assert unit["ExecStart"] == f"{NIMBUS} crawl committer" and unit["Restart"] == "always"
+        assert (env["NIMBUS_METRICS_PORT"], env["NIMBUS_SEEDS"]) == ("9100", SEEDS)
     else:
-        assert unit["ExecStart"] == "/opt/nimbus/venv/bin/nimbus serve --workers ${NIMBUS_SERVE_WORKERS}"
+        assert unit["ExecStart"] == f"{NIMBUS} serve --workers ${{NIMBUS_SERVE_WORKERS}}"
         assert (env["NIMBUS_HOST"], env["NIMBUS_SERVE_WORKERS"]) == ("0.0.0.0", "4")
+        assert env["NIMBUS_ADMIN_TOKEN_SECRET"] == ADMIN_SECRET and "NIMBUS_ADMIN_TOKEN" not in env
+        assert "NIMBUS_METRICS_PORT" not in env  # the service's /metrics is on its own port, 8000
+        assert env["FORWARDED_ALLOW_IPS"] == LB_CIDRS  # uvicorn: https behind the load balancer
     agent = (tmp_path / "opt/aws/amazon-cloudwatch-agent/etc/amazon-cloudwatch-agent.json").read_text()
     assert f'"log_group_name": "/nimbus/s/{role}"' in agent and f"/var/log/nimbus/{role}.log" in agent
 
     for path in tmp_path.rglob("*"):  # nothing secret anywhere
         if path.is_file():
             assert "password" not in path.read_text().lower(), path
+
+
+def test_committer_seeds_the_frontier_then_commits(tmp_path: Path) -> None:
+    """The dry run names what the committer's unit runs, in order: the schema, the seeds (only
+    adds frontier rows, so both committers may run it at every start), then the committer."""
+    done = _role(tmp_path / "seeded", "committer", *ROLE_ARGS["committer"])
+    assert done.returncode == 0, done.stderr
+    assert _unit_commands(done.stdout, "nimbus-committer.service") == [
+        f"{NIMBUS} migrate",
+        f"{NIMBUS} crawl seed $NIMBUS_SEEDS",
+        f"{NIMBUS} crawl committer",
+    ]
+    text = (tmp_path / "seeded/etc/systemd/system/nimbus-committer.service").read_text()
+    assert _directives(text, "ExecStartPre") == [f"{NIMBUS} migrate", f"{NIMBUS} crawl seed $NIMBUS_SEEDS"]
+
+    # Without seeds there is nothing to add: `nimbus crawl seed` with no URL would fail the unit.
+    done = _role(tmp_path / "plain", "committer", "--metrics-port", "9100", "--seeds", "")
+    assert done.returncode == 0, done.stderr
+    assert _unit_commands(done.stdout, "nimbus-committer.service") == [
+        f"{NIMBUS} migrate",
+        f"{NIMBUS} crawl committer",
+    ]
+
+
+def test_worker_runs_the_worker_role(tmp_path: Path) -> None:
+    done = _role(tmp_path, "worker", *ROLE_ARGS["worker"])
+    assert done.returncode == 0, done.stderr
+    assert _unit_commands(done.stdout, "nimbus-worker.service") == [
+        f"{NIMBUS} migrate",
+        f"{NIMBUS} crawl worker --quiet --max-pages 1000000",
+    ]
+
+
+def test_search_reads_the_admin_token_into_its_environment_at_each_start(tmp_path: Path) -> None:
+    """The token is fetched as root before the service starts, into a root-only file on tmpfs
+    that systemd loads into the environment; the settings file names only the secret."""
+    done = _role(tmp_path, "search", *ROLE_ARGS["search"])
+    assert done.returncode == 0, done.stderr
+    fetch = f"+/opt/nimbus/bin/nimbus-admin-token {ADMIN_ENV}"
+    assert _unit_commands(done.stdout, "nimbus-search.service")[0] == fetch
+    text = (tmp_path / "etc/systemd/system/nimbus-search.service").read_text()
+    assert _directives(text, "ExecStartPre") == [fetch, f"{NIMBUS} migrate"]
+    # "-": the file does not exist yet when systemd starts the fetch itself.
+    assert _directives(text, "EnvironmentFile") == ["/etc/nimbus/nimbus.env", f"-{ADMIN_ENV}"]
+
+    done = _role(tmp_path / "off", "search", "--workers", "4")  # no secret: no dashboard
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "off/etc/systemd/system/nimbus-search.service").read_text()
+    assert _directives(text, "ExecStartPre") == [f"{NIMBUS} migrate"] and "admin" not in text
+
+
+def _fake_aws(bin_dir: Path, answer: str) -> None:
+    """An ``aws`` on PATH that records its arguments and prints ``answer`` as the secret."""
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "aws"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" > "{bin_dir}/args"\nprintf "%s\\n" {answer!r}\n')
+    script.chmod(0o755)
+
+
+def _fetch_token(tmp_path: Path, answer: str) -> subprocess.CompletedProcess[str]:
+    assert _role(tmp_path / "root", "search", *ROLE_ARGS["search"]).returncode == 0
+    _fake_aws(tmp_path / "bin", answer)
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "AWS_REGION": "eu-west-1",
+        "NIMBUS_ADMIN_TOKEN_SECRET": ADMIN_SECRET,
+    }
+    return subprocess.run(
+        [str(tmp_path / "root/opt/nimbus/bin/nimbus-admin-token"), str(tmp_path / "run/admin.env")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def test_admin_token_script_writes_an_environment_file_only_its_owner_reads(tmp_path: Path) -> None:
+    done = _fetch_token(tmp_path, "Tok3nFromSecretsManager")
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "run/admin.env"
+    assert written.read_text() == "NIMBUS_ADMIN_TOKEN=Tok3nFromSecretsManager\n"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+    args = (tmp_path / "bin/args").read_text().split()
+    assert args == [
+        "secretsmanager", "get-secret-value", "--region", "eu-west-1", "--secret-id", ADMIN_SECRET,
+        "--query", "SecretString", "--output", "text",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", ["", 'two words"', "a$b"])
+def test_admin_token_script_refuses_what_an_env_file_cannot_carry(tmp_path: Path, answer: str) -> None:
+    """An empty token or one systemd would read differently fails the start, saying why,
+    rather than starting the dashboard with a token the operator did not set."""
+    done = _fetch_token(tmp_path, answer)
+    assert done.returncode == 1 and "cannot carry" in done.stderr
+    assert not (tmp_path / "run/admin.env").exists()
 
 
 def _complaints(analyze: str, unit: Path) -> list[str]:
@@ -83,9 +217,9 @@ def test_units_pass_systemd_analyze_where_it_exists(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed on this machine")
-    for role in ("crawler", "search"):
+    for role, extra in ROLE_ARGS.items():
         root = tmp_path / role
-        assert _bootstrap(root, "--role", role, *COMMON).returncode == 0
+        assert _role(root, role, *extra).returncode == 0
         for unit in (root / "etc/systemd/system").glob("*.service"):
             assert _complaints(analyze, unit) == [], unit.name
     broken = tmp_path / "broken.service"  # the check can fail: a typo is reported
@@ -97,9 +231,14 @@ def test_units_pass_systemd_analyze_where_it_exists(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--role", "crawler"], "missing --bucket"),
-        (["--role", "indexer", *COMMON], "--role must be crawler or search"),
+        (["--role", "worker"], "missing --bucket"),
+        (["--role", "crawler", *COMMON], "--role must be worker, committer or search"),
         (["--role", "search", *COMMON, "--workers", "0"], "--workers must be a positive number"),
+        (["--role", "worker", *COMMON, "--metrics-port", "http"], "--metrics-port must be a port number"),
+        (["--role", "worker", *COMMON, "--seeds", SEEDS], "--seeds is for the committer role"),
+        (["--role", "worker", *COMMON, "--admin-token-secret", ADMIN_SECRET], "are for the search role"),
+        (["--role", "committer", *COMMON, "--proxy-cidrs", LB_CIDRS], "are for the search role"),
+        (["--role", "search", *COMMON, "--proxy-cidrs", "10.0.0.0/8 *"], "--proxy-cidrs must be CIDRs"),
         (["--role", "search", *COMMON, "--bogus"], "unknown argument --bogus"),
     ],
 )

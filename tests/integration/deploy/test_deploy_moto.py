@@ -10,6 +10,7 @@ on the template itself in tests/unit/deploy.
 from __future__ import annotations
 
 import ast
+import base64
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,10 +88,15 @@ def test_a_deployed_stack_has_the_resources_the_issue_asks_for(deployed, release
     # (moto's RDS puts a stack's DB in the default group; the template names DatabaseSecurityGroup.)
     db_group = next(g for g in groups.values() if physical[g["GroupId"]] == "DatabaseSecurityGroup")
     sources = {pair["GroupId"] for rule in db_group["IpPermissions"] for pair in rule["UserIdGroupPairs"]}
-    assert {physical[s] for s in sources} == {"CrawlerSecurityGroup", "SearchSecurityGroup"}
+    assert {physical[s] for s in sources} == {
+        "CrawlerSecurityGroup",
+        "CommitterSecurityGroup",
+        "SearchSecurityGroup",
+    }
     assert all(not rule["IpRanges"] for rule in db_group["IpPermissions"])
-    crawler = next(g for g in groups.values() if physical[g["GroupId"]] == "CrawlerSecurityGroup")
-    assert crawler["IpPermissions"] == []  # crawlers accept no traffic at all
+    for closed in ("CrawlerSecurityGroup", "CommitterSecurityGroup"):
+        group = next(g for g in groups.values() if physical[g["GroupId"]] == closed)
+        assert group["IpPermissions"] == [], closed  # workers and committers accept no traffic at all
     for group in groups.values():
         for rule in group["IpPermissions"]:
             assert not (rule.get("FromPort", 0) <= 22 <= rule.get("ToPort", -1)), group["GroupName"]
@@ -135,6 +141,121 @@ def test_a_deployed_stack_has_the_resources_the_issue_asks_for(deployed, release
     logs = _client("logs", moto_server)
     group = logs.describe_log_groups(logGroupNamePrefix=out["CrawlerLogGroup"])["logGroups"][0]
     assert group["retentionInDays"] == 30
+
+
+def _policy(iam, role_name: str) -> dict:
+    (name,) = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
+    if isinstance(document, str):  # moto hands back the template's policy as Python's repr
+        document = ast.literal_eval(unquote(document))
+    return document
+
+
+def test_the_crawl_cluster_runs_workers_and_two_committers(deployed, moto_server):
+    """Read back through Auto Scaling, EC2, IAM, ELBv2 and Logs: the crawler group boots the
+    worker role, the committer group is exactly two instances booting the committer role, and
+    the load balancer never forwards /metrics."""
+    deployer, result, _said = deployed
+    stack = deployer.target.stack_name
+    resources = _client("cloudformation", moto_server).describe_stack_resources(StackName=stack)
+    physical = {  # (moto lists the resources it skips without a physical id)
+        r["LogicalResourceId"]: r["PhysicalResourceId"]
+        for r in resources["StackResources"]
+        if "PhysicalResourceId" in r
+    }
+
+    asg, ec2 = _client("autoscaling", moto_server), _client("ec2", moto_server)
+    groups = {
+        g["AutoScalingGroupName"]: g
+        for g in asg.describe_auto_scaling_groups(
+            AutoScalingGroupNames=[physical["CrawlerGroup"], physical["CommitterGroup"]]
+        )["AutoScalingGroups"]
+    }
+    committers = groups[physical["CommitterGroup"]]
+    assert (committers["MinSize"], committers["MaxSize"], committers["DesiredCapacity"]) == (2, 2, 2)
+    assert len(committers["VPCZoneIdentifier"].split(",")) == 2  # one committer per AZ
+
+    def boot(group: dict) -> tuple[dict, str]:
+        lt_id = group["LaunchTemplate"]["LaunchTemplateId"]
+        (version,) = ec2.describe_launch_template_versions(LaunchTemplateId=lt_id)["LaunchTemplateVersions"]
+        data = version["LaunchTemplateData"]
+        return data, base64.b64decode(data["UserData"]).decode()
+
+    data, script = boot(committers)
+    assert data["InstanceType"] == "t3.small"
+    assert "CommitterInstanceProfile" in data["IamInstanceProfile"]["Arn"]
+    assert "--role committer " in script and '--metrics-port "9100"' in script and "--seeds" in script
+    assert f'--log-group "/nimbus/{stack}/committer"' in script
+    _data, script = boot(groups[physical["CrawlerGroup"]])
+    assert "--role worker " in script and "--seeds" not in script
+    assert f'--log-group "/nimbus/{stack}/crawler"' in script
+    (search,) = asg.describe_auto_scaling_groups(AutoScalingGroupNames=[physical["SearchGroup"]])[
+        "AutoScalingGroups"
+    ]
+    _data, script = boot(search)
+    assert '--proxy-cidrs "10.40.0.0/20,10.40.16.0/20"' in script  # the load balancer's subnets
+
+    logs = _client("logs", moto_server)
+    (group,) = logs.describe_log_groups(logGroupNamePrefix=result.outputs["CommitterLogGroup"])["logGroups"]
+    assert group["retentionInDays"] == 30
+
+    # Of the instance roles, only the search role has a secret besides RDS's own (the admin
+    # token; moto makes no Secrets Manager resources, so the template test checks the ARN).
+    iam = _client("iam", moto_server)
+    secret_reads = {}
+    for role in ("CrawlerRole", "CommitterRole", "SearchRole"):
+        statements = _policy(iam, physical[role])["Statement"]
+        secret_reads[role] = sorted(
+            s["Sid"] for s in statements if "secretsmanager:GetSecretValue" in s["Action"]
+        )
+    assert secret_reads == {
+        "CrawlerRole": ["DatabaseSecret"],
+        "CommitterRole": ["DatabaseSecret"],
+        "SearchRole": ["AdminToken", "DatabaseSecret"],
+    }
+
+    elb = _client("elbv2", moto_server)
+    rules = elb.describe_rules(ListenerArn=physical["HttpListener"])["Rules"]
+    hidden = [r for r in rules if not r["IsDefault"]]
+    assert [(c["PathPatternConfig"]["Values"], a["Type"], a["FixedResponseConfig"]["StatusCode"])
+            for r in hidden for c in r["Conditions"] for a in r["Actions"]] == [
+        (["/metrics", "/metrics/*"], "fixed-response", "404")
+    ]  # fmt: skip
+
+
+def test_a_named_prometheus_group_may_scrape_metrics_and_nothing_else_may(deployed, release, moto_server):
+    """Closed by default (the test above); naming a Prometheus server's security group through
+    an update admits that group, and only it, to the metrics ports."""
+    deployer, _result, _said = deployed
+    stack = deployer.target.stack_name
+    cfn, ec2 = _client("cloudformation", moto_server), _client("ec2", moto_server)
+
+    def groups() -> dict[str, dict]:
+        resources = cfn.describe_stack_resources(StackName=stack)["StackResources"]
+        ids = {
+            r["PhysicalResourceId"]: r["LogicalResourceId"]
+            for r in resources
+            if r.get("ResourceType") == "AWS::EC2::SecurityGroup"
+        }
+        found = ec2.describe_security_groups(GroupIds=list(ids))["SecurityGroups"]
+        return {ids[g["GroupId"]]: g for g in found}
+
+    vpc = groups()["CrawlerSecurityGroup"]["VpcId"]
+    scraper = ec2.create_security_group(GroupName=f"prometheus-{stack}", Description="Prometheus", VpcId=vpc)
+    deployer.deploy(release, {"MetricsScraperSecurityGroup": scraper["GroupId"]})
+    opened = groups()
+    for name, port in (
+        ("CrawlerSecurityGroup", 9100),
+        ("CommitterSecurityGroup", 9100),
+        ("SearchSecurityGroup", 8000),
+    ):
+        from_scraper = [
+            (rule["FromPort"], rule["ToPort"], rule["IpRanges"])
+            for rule in opened[name]["IpPermissions"]
+            if any(pair["GroupId"] == scraper["GroupId"] for pair in rule["UserIdGroupPairs"])
+        ]
+        assert from_scraper == [(port, port, [])], name
+    assert len(opened["CrawlerSecurityGroup"]["IpPermissions"]) == 1  # still nothing else
 
 
 def test_a_second_deploy_without_changes_says_so_and_an_update_goes_through(deployed, release, moto_server):
