@@ -24,10 +24,11 @@ def identify(text: str, hint: str = "") -> str:
         return fallback
     data = sample.encode("utf-8", "replace")  # lone surrogates from a bad decode: CLD2 wants UTF-8
     try:
-        reliable, _bytes, details = pycld2.detect(data)
+        # isPlainText: our text has no markup left; CLD2 then skips its tag scan (0.07 -> 0.054 ms).
+        reliable, _bytes, details = pycld2.detect(data, isPlainText=True)
     except pycld2.error:  # CLD2 rejects control characters: drop them and ask once more
         try:
-            reliable, _bytes, details = pycld2.detect(data.translate(None, _CONTROL_BYTES))
+            reliable, _bytes, details = pycld2.detect(data.translate(None, _CONTROL_BYTES), isPlainText=True)
         except pycld2.error:
             return fallback
     code = details[0][1]
