@@ -177,6 +177,7 @@ class Crawler:
         )
         self.workers: set[asyncio.Task[None]] = set()
         self.errors = 0
+        self.kinds: Counter[str] = Counter()  # documents by type, errors by kind (_tally)
         self.counters: Counter[str] = Counter()
         self.node_id = heartbeat.node_id(self.worker_name)
         self.started_at = clock()
@@ -450,6 +451,7 @@ class Crawler:
                     result.counters["internal_error"] += 1
                 if result.state == "failed" or result.retry_at is not None:
                     self.errors += 1
+                self._tally(result)
                 if _spooled(result):
                     self.spool.append(result)
                 batch.results[entry.url_id] = result
@@ -460,6 +462,16 @@ class Crawler:
             self.fatal = exc
             self.wake.set()
             raise
+
+    def _tally(self, result: UrlResult) -> None:
+        """Pages by type and errors by kind, for the heartbeat (the operator's per-node view)."""
+        if result.doc is not None:
+            self.kinds[result.doc.parsed.content_type.name.lower()] += 1
+        if result.status is not None and result.status >= 400:
+            self.kinds[f"errors_http_{result.status}"] += 1
+        for name, count in result.counters.items():
+            if name.startswith("fetch_error_"):
+                self.kinds["errors_" + name.removeprefix("fetch_error_")] += count
 
     async def _shutdown(self, reporter: asyncio.Task[None] | None) -> None:
         """Stop workers, commit what is complete (flushed on stop), release the rest's leases."""
@@ -502,6 +514,7 @@ class Crawler:
             "waiting_urls": self.budget.waiting,
             "hosts": len(self.hosts.hosts),
             "documents": int(self.counters.get("documents", 0)),
+            **{kind: int(n) for kind, n in self.kinds.items()},  # html, pdf, errors_<kind>
             "committed": dict(self.counters),
         }
 

@@ -2,8 +2,10 @@
 
 Read on each scrape from the crawler's own state (a collector, not gauges set now and
 then): pages requested, bytes, errors, committed counters by name (statuses, policy
-decisions), leased batches, URLs waiting in host queues, hosts held. ``NIMBUS_METRICS_PORT``
-turns it on; with ``--processes N`` process i answers on that port + i.
+decisions), documents by type, errors by kind, leased batches, URLs waiting in host queues,
+hosts held; a cluster's committer adds batches committed, acknowledged batches waiting and
+its election term. ``NIMBUS_METRICS_PORT`` turns it on; with ``--processes N`` worker i
+answers on that port + i and the committer on that port + N.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ _GAUGES = {
     "leased_batches": "Fetch batches this process holds",
     "waiting_urls": "Leased URLs waiting in this process's host queues",
     "hosts": "Hosts this process has queues for",
+    "acked_waiting": "Committer: acknowledged batches waiting for their turn",
+    "term": "Committer: its election term (0: standing by)",
 }
 _COUNTERS = {
     "pages": "Page requests made (robots.txt and sitemaps excluded)",
     "bytes": "Body bytes fetched",
     "errors": "Host worker failures",
+    "documents": "Documents committed",
+    "batches_committed": "Committer: fetch batches committed",
 }
+_TYPES = ("html", "pdf", "text", "other")
 
 
 class CrawlCollector(Collector):
@@ -49,6 +56,19 @@ class CrawlCollector(Collector):
         for name, value in sorted(now.get("committed", {}).items()):
             decisions.add_metric([name], float(value))
         yield decisions
+        fetched = CounterMetricFamily(
+            "nimbus_crawl_documents_fetched", "Pages fetched that became documents, by type", labels=["type"]
+        )
+        for kind in _TYPES:
+            fetched.add_metric([kind], float(now.get(kind, 0)))
+        yield fetched
+        errors = CounterMetricFamily(
+            "nimbus_crawl_fetch_errors", "Fetches that failed or answered >= 400, by kind", labels=["kind"]
+        )
+        for name, value in sorted(now.items()):
+            if name.startswith("errors_"):
+                errors.add_metric([name.removeprefix("errors_")], float(value))
+        yield errors
 
 
 class MetricsServer:

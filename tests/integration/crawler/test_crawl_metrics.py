@@ -58,6 +58,12 @@ def test_metrics_while_crawling(settings: Settings, slow_site) -> None:  # noqa:
                  what="committed statuses in /metrics")  # fmt: skip
         now = _scrape(port)
         assert now["nimbus_crawl_bytes_total"] > 0 and "nimbus_crawl_leased_batches" in now
+        assert now["nimbus_crawl_documents_fetched_total[html]"] >= 10
+        assert now["nimbus_crawl_documents_fetched_total[pdf]"] == 0
+        # The heartbeat carries the same counts: pages by type, for the dashboard's node table.
+        with session_factory(engine)() as session:
+            [node] = heartbeat.nodes(session, time.time(), 0.1)
+        assert node.counters["html"] >= 10 and "waiting_urls" in node.counters
     finally:
         with session_factory(engine).begin() as session:
             heartbeat.command(session, "stop", time.time())
