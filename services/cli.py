@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -352,6 +353,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         f"serving on http://{settings.host}:{settings.port}/ ({settings.serve_workers} workers)", flush=True
     )
     if settings.serve_workers > 1:  # each worker process builds its app from the environment
+        # /metrics of all workers together: prometheus-client reads its directory from the
+        # environment when the workers import it; stale files of an earlier run would add up.
+        metrics_dir = Path(settings.var_dir) / "metrics" / f"serve-{settings.port}"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        os.environ["NIMBUS_METRICS_DIR"] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         uvicorn.run(
             "services.admin.app:create_app_from_env",
             factory=True,

@@ -136,6 +136,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     serve_workers: int = 1  # uvicorn worker processes (`nimbus serve --workers`)
+    # Where several workers keep their /metrics values (prometheus-client's multiprocess mode),
+    # so a scrape that reaches any of them reports all; `nimbus serve --workers N` sets it.
+    metrics_dir: str = ""
     results_per_page: int = 10
     # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
     admin_token: str = field(default="", repr=False)

@@ -43,7 +43,7 @@ def create_app(
     app = FastAPI(title="Nimbus Search", lifespan=lifespan)
     app.state.service = svc
     app.state.templates = build_templates()
-    app.state.metrics = SearchMetrics()
+    app.state.metrics = SearchMetrics(settings.metrics_dir)
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
     install_error_handlers(app)
     for router in ROUTERS:

@@ -3,8 +3,9 @@
 Request latency by route, query latency and counts by retrieval mode, and the active
 index (version, documents). One registry per app, not the library's global one: tests
 build many apps in one process, and each must count only its own requests. With
-``nimbus serve --workers N`` each worker process answers for itself (a scrape reaches
-one of them); prometheus-client's multiprocess mode is the step beyond.
+``nimbus serve --workers N`` the workers share prometheus-client's multiprocess mode
+(``NIMBUS_METRICS_DIR``, exported as ``PROMETHEUS_MULTIPROC_DIR`` before they start): each
+writes its values to files there, and a scrape, whichever worker it reaches, sums them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    multiprocess,
 )
 
 from services.search.service import SearchService
@@ -31,7 +33,8 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 class SearchMetrics:
     """The app's metrics, registered in its own registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, multiprocess_dir: str = "") -> None:
+        self.multiprocess_dir = multiprocess_dir
         self.registry = CollectorRegistry()
         self.requests = Histogram(
             "nimbus_http_request_seconds",
@@ -49,11 +52,18 @@ class SearchMetrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        # Across workers: the newest index any live worker has loaded.
         self.index_version = Gauge(
-            "nimbus_index_version", "The active index version (0: none yet)", registry=self.registry
+            "nimbus_index_version",
+            "The active index version (0: none yet)",
+            registry=self.registry,
+            multiprocess_mode="livemax",
         )
         self.index_documents = Gauge(
-            "nimbus_index_documents", "Documents in the active index", registry=self.registry
+            "nimbus_index_documents",
+            "Documents in the active index",
+            registry=self.registry,
+            multiprocess_mode="livemax",
         )
 
     def observe_search(self, mode: str, took_ms: float) -> None:
@@ -65,7 +75,11 @@ class SearchMetrics:
         index = service.index()
         self.index_version.set(index.version_id if index is not None else 0)
         self.index_documents.set(index.num_docs if index is not None else 0)
-        return generate_latest(self.registry)
+        if not self.multiprocess_dir:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=self.multiprocess_dir)  # every worker's files
+        return generate_latest(merged)
 
 
 def install_metrics(app: FastAPI, metrics: SearchMetrics) -> None:

@@ -53,3 +53,61 @@ def test_requests_queries_and_the_index_are_counted(client) -> None:
     assert cached == [1]  # one label set for every /cached/N: labels stay bounded
     assert after[("nimbus_search_query_seconds_count", ())] == 3
     assert not any(dict(labels).get("route") == "/metrics" for _, labels in after)  # scrapes not timed
+
+
+def test_several_workers_report_their_requests_together(published, tmp_path) -> None:
+    """`nimbus serve --workers 2`: a scrape reaches one worker, and still counts every
+    request, whichever worker answered it (prometheus-client's multiprocess mode)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+    from pathlib import Path
+
+    from polling import wait_for
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIMBUS_", "PROMETHEUS_"))}
+    env |= {
+        "NIMBUS_DATABASE_URL": published.database_url,
+        "NIMBUS_BLOB_URL": published.blob_url,
+        "NIMBUS_VAR_DIR": str(published.var_dir),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+    }
+    cmd = [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", "2"]
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> str:
+        with urllib.request.urlopen(base + path, timeout=10) as response:
+            return response.read().decode()
+
+    def up() -> bool:
+        try:
+            return bool(get("/healthz"))
+        except OSError:
+            return False
+
+    try:
+        wait_for(up, timeout=60, what="nimbus serve --workers 2 answering")
+        metrics_dir = Path(published.var_dir) / "metrics" / f"serve-{port}"
+
+        def writers() -> set[str]:  # the pids with value files: each worker's gauges make one
+            return {p.name.rsplit("_", 1)[-1] for p in metrics_dir.glob("*.db")}
+
+        wait_for(lambda: len(writers()) >= 2, timeout=60, what="both workers keeping their metrics")
+        for i in range(30):
+            get(f"/api/search?q=wing+{i}")
+        for _ in range(6):  # whichever worker answers the scrape
+            counts = {}
+            for family in text_string_to_metric_families(get("/metrics")):
+                for s in family.samples:
+                    if s.name == "nimbus_search_queries_total":
+                        counts[s.labels["mode"]] = s.value
+            assert sum(counts.values()) == 30, counts
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
