@@ -164,6 +164,7 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
                 "counters": status.counters,
                 "paused": status.paused,
                 "busiest_hosts": [h.__dict__ for h in status.busiest],
+                "slowest_hosts": [h.__dict__ for h in status.slowest],
                 "minutes": [m.__dict__ for m in status.minutes],
             }
         )

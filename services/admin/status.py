@@ -36,6 +36,15 @@ class HostLine:
     errors: int
 
 
+@dataclass
+class SlowHost:
+    host: str
+    delay: float  # seconds between requests: robots.txt's Crawl-delay, or ours when none
+    errors: int  # retryable failures seen (they slow the host down further)
+    pages: int
+    waiting: int
+
+
 CHART_MINUTES = 60
 
 
@@ -52,6 +61,7 @@ class ClusterStatus:
     frontier: dict[str, int]
     counters: dict[str, int]
     busiest: list[HostLine] = field(default_factory=list)
+    slowest: list[SlowHost] = field(default_factory=list)  # by delay, then errors
     paused: bool = False
     minutes: list[Minute] = field(default_factory=list)  # the last CHART_MINUTES, oldest first
 
@@ -111,6 +121,7 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         Minute(float(t), *per_minute.get(t, [0, 0])) for t in range(first, first + CHART_MINUTES * 60, 60)
     ]
     return ClusterStatus(
+        slowest=slowest_hosts(session, hosts),
         nodes=heartbeat.nodes(session, now, beat_every),
         frontier=frontier.count_by_state(session),
         counters={name: counters.get(name, 0) for name in POLICY_COUNTERS},
@@ -118,3 +129,22 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         paused=heartbeat.control(session).paused,
         minutes=minutes,
     )
+
+
+def slowest_hosts(session: Session, limit: int = 10) -> list[SlowHost]:
+    """Hosts that hold the crawl back: the longest Crawl-delay first, then the most errors."""
+    delay = func.coalesce(Host.crawl_delay, 0.0)
+    rows = session.execute(
+        select(Host.host, delay, Host.errors, Host.pages)
+        .where((delay > 0) | (Host.errors > 0))
+        .order_by(delay.desc(), Host.errors.desc(), Host.host)
+        .limit(limit)
+    ).all()
+    waiting = dict(
+        session.execute(
+            select(FrontierEntry.host, func.count())
+            .where(FrontierEntry.state == "new", FrontierEntry.host.in_([r[0] for r in rows]))
+            .group_by(FrontierEntry.host)
+        ).all()
+    )
+    return [SlowHost(h, float(d), int(e or 0), int(p or 0), int(waiting.get(h, 0))) for h, d, e, p in rows]

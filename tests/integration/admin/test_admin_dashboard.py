@@ -124,3 +124,18 @@ def test_the_chart_sums_the_ledger_per_minute(client: TestClient, sessions) -> N
     assert sum(p for p, _ in minutes.values()) == 49
     _sign_in(client)
     assert '<svg id="progress"' in client.get("/admin").text
+
+
+def test_the_slowest_hosts_are_those_with_the_longest_delay_then_the_most_errors(client, sessions) -> None:
+    from services.storage.models import Host
+
+    with sessions.begin() as session:
+        session.add(Host(host="http://a.test", crawl_delay=30.0, errors=1, pages=4))
+        session.add(Host(host="http://b.test", crawl_delay=None, errors=7, pages=9))
+        session.add(Host(host="http://c.test", crawl_delay=None, errors=0, pages=50))  # not slow
+    body = client.get("/admin/api/status", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    slow = [(h["host"], h["delay"], h["errors"], h["waiting"]) for h in body["slowest_hosts"]]
+    assert slow == [("http://a.test", 30.0, 1, 2), ("http://b.test", 0.0, 7, 0)]
+    _sign_in(client)
+    page = client.get("/admin").text
+    assert 'id="slow-hosts"' in page and "http://a.test" in page.split('id="slow-hosts"')[1]
