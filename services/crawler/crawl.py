@@ -184,6 +184,7 @@ class Crawler:
         self.control = heartbeat.Control()  # the operator's last word, read at every beat
         self.live_workers = 1  # a cluster's live workers, as of the last beat
         self._last_beat_at = 0.0
+        self._last_wait_note = time.monotonic()
         self.fatal: BaseException | None = None  # what stopped a host worker: ends the crawl
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
@@ -348,6 +349,14 @@ class Crawler:
         if not out:
             return False
         now = time.monotonic()
+        if now - self._last_wait_note > 30.0:  # say why a worker sits idle
+            self._last_wait_note = now
+            log.warning(
+                "worker idle: %d batches acknowledged and %d leased wait for the committer "
+                "(is a `nimbus crawl committer` running against this database?)",
+                out.get("acked", 0),
+                out.get("leased", 0),
+            )
         if now - self._last_beat_at > self.settings.heartbeat_seconds:
             await self._beat("paused" if self.control.paused else "running")
         with contextlib.suppress(TimeoutError):
