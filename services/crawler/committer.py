@@ -201,7 +201,7 @@ class Committer:
                     pending.seqs,
                     now,
                     pages=sum(r.counters.get("pages", 0) for r in pending.results),
-                    errors=sum(_is_error(r) for r in pending.results),
+                    errors=sum(counts_as_error(r) for r in pending.results),
                 )
         except BaseException:
             self.writer.discard(blocks)
@@ -446,7 +446,7 @@ class FinishedUrls:
         return out
 
 
-def _is_error(result: UrlResult) -> bool:
+def counts_as_error(result: UrlResult) -> bool:
     """A fetch that failed, or an HTTP status of 400 or more (the dashboard's error rate)."""
     if result.status is not None:
         return result.status >= 400

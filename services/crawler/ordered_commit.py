@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from services.crawler import acks, election
 from services.crawler.acks import AckedBatch, AckedDoc
-from services.crawler.committer import Committer, _is_error
+from services.crawler.committer import Committer, counts_as_error
 from services.crawler.errors import AckManifestError
 from services.crawler.results import UrlResult
 from services.storage.db import bump_counters, lock_commits, reserve_doc_nums
@@ -167,7 +167,7 @@ class OrderedCommitter(Committer):
             )
             if done.rowcount != len(seqs):  # cannot happen under the fence: refuse, roll back
                 raise AckManifestError(f"batches {seqs} changed state while being committed")
-            errors = sum(_is_error(r) for r in results)
+            errors = sum(counts_as_error(r) for r in results)
             if pages or errors:
                 session.execute(
                     update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
