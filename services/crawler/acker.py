@@ -25,11 +25,10 @@ import uuid
 from collections import Counter
 
 from services.crawler import acks, frontier
-from services.crawler.committer import Committer
+from services.crawler.committer import Committer, new_document
 from services.crawler.frontier import NewUrl, hub_priority
 from services.crawler.results import FlushResult, Pending, UrlResult
 from services.storage.db import is_transient
-from services.storage.documents import NewDocument
 from services.storage.errors import StorageError
 from services.text.urls import host_key, url_id
 
@@ -64,7 +63,7 @@ class Acker(Committer):
             counts.update(result.counters)
             self._links_to_frontier(result)
         fetched = [r for r in pending.results if r.doc is not None]
-        written = self.writer.write((self._document(r) for r in fetched), name_from=pending.seqs[0])
+        written = self.writer.write((new_document(r, -1) for r in fetched), name_from=pending.seqs[0])
         placements = {r.url_id: row for r, row in zip(fetched, written.rows, strict=True)}
         batches, start = [], 0
         for seq, size in zip(pending.seqs, pending.sizes, strict=True):
@@ -113,25 +112,3 @@ class Acker(Committer):
                 for link in r.links
             ]
             r.links = []
-
-    @staticmethod
-    def _document(r: UrlResult) -> NewDocument:
-        doc = r.doc
-        assert doc is not None
-        p = doc.parsed
-        return NewDocument(
-            doc_num=-1,  # the committer numbers documents, in sequence order
-            url=doc.url,
-            url_id=url_id(doc.url),
-            body=doc.body,
-            content_type=p.content_type,
-            title=p.title,
-            text=p.text,
-            description=p.description,
-            lang=p.lang,
-            links=p.links,
-            fetched_at=doc.fetched_at,
-            status=doc.status,
-            depth=r.depth,
-            doc_id=doc.doc_id,
-        )

@@ -26,17 +26,11 @@ from services.crawler.errors import AckManifestError
 from services.crawler.frontier import NewUrl
 from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
+from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
 
 FORMAT = 1
-PLACEMENT = (
-    "content_block",
-    "content_index",
-    "content_offset",
-    "record_block",
-    "record_offset",
-    "record_length",
-)
+PLACEMENT = PLACEMENT_COLUMNS  # the block columns a manifest carries per page
 
 
 @dataclass

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.crawler import election, frontier, heartbeat
+from services.crawler.committer import committer_options
 from services.crawler.errors import CrawlerError, NotLeaderError
 from services.crawler.heartbeat import Beat
 from services.crawler.metrics import MetricsServer
@@ -59,11 +60,7 @@ class CommitterNode:
         self.committer = OrderedCommitter(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
-            max_block_bytes=settings.block_max_bytes,
-            max_block_docs=settings.block_max_docs,
-            partitions=settings.partitions,
-            recrawl_min=settings.recrawl_min_interval,
-            recrawl_max=settings.recrawl_max_interval,
+            **committer_options(settings),
             clock=clock,
         )
         self.node_id = heartbeat.node_id(f"{socket.gethostname()}/committer")

@@ -38,16 +38,19 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.config import Settings
 from services.crawler import frontier
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.yields import LinkYield
 from services.storage.blobstore import BlobStore
+from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
 from services.storage.documents import DocumentWriter, NewDocument
 from services.storage.models import Document, DuplicateUrl, FrontierEntry, Host, table
@@ -253,29 +256,11 @@ class Committer:
         out: list[NewDocument] = []
         number = base
         for d in docs:
-            doc, p = d.doc, d.doc.parsed
             if d.existing is not None:
                 doc_num = d.existing.doc_num
             else:
                 doc_num, number = number, number + 1
-            out.append(
-                NewDocument(
-                    doc_num=doc_num,
-                    url=doc.url,
-                    url_id=url_id(doc.url),
-                    body=doc.body,
-                    content_type=p.content_type,
-                    title=p.title,
-                    text=p.text,
-                    description=p.description,
-                    lang=p.lang,
-                    links=p.links,
-                    fetched_at=doc.fetched_at,
-                    status=doc.status,
-                    depth=d.result.depth,
-                    doc_id=doc.doc_id,
-                )
-            )
+            out.append(new_document(d.result, doc_num))
         return out
 
     def _update_recrawled(
@@ -296,21 +281,9 @@ class Committer:
                 live.last_crawled = d.doc.fetched_at
                 counts["recrawl_unchanged"] += 1
                 continue
-            for key in (
-                "doc_id",
-                "content_type",
-                "title",
-                "lang",
-                "length",
-                "status",
-                "last_crawled",
-                "content_block",
-                "content_index",
-                "content_offset",
-                "record_block",
-                "record_offset",
-                "record_length",
-            ):
+            for key in ("doc_id", "content_type", "title", "lang", "length", "status", "last_crawled"):
+                setattr(live, key, new[key])
+            for key in PLACEMENT_COLUMNS:
                 setattr(live, key, new[key])
             live.versions = (live.versions or 1) + 1
             counts["recrawl_changed"] += 1
@@ -444,6 +417,42 @@ class FinishedUrls:
                 out.append(new)
         self.skipped += len(urls) - len(out)
         return out
+
+
+def new_document(result: UrlResult, doc_num: int) -> NewDocument:
+    """What to store of a fetched page under ``doc_num`` (-1: a cluster worker's, numbered
+    later by the committer)."""
+    doc = result.doc
+    if doc is None:
+        raise ValueError(f"{result.url} has no fetched document to store")
+    p = doc.parsed
+    return NewDocument(
+        doc_num=doc_num,
+        url=doc.url,
+        url_id=url_id(doc.url),
+        body=doc.body,
+        content_type=p.content_type,
+        title=p.title,
+        text=p.text,
+        description=p.description,
+        lang=p.lang,
+        links=p.links,
+        fetched_at=doc.fetched_at,
+        status=doc.status,
+        depth=result.depth,
+        doc_id=doc.doc_id,
+    )
+
+
+def committer_options(settings: Settings) -> dict[str, Any]:
+    """A committer's settings (block caps, partitions, recrawl bounds), as keyword arguments."""
+    return {
+        "max_block_bytes": settings.block_max_bytes,
+        "max_block_docs": settings.block_max_docs,
+        "partitions": settings.partitions,
+        "recrawl_min": settings.recrawl_min_interval,
+        "recrawl_max": settings.recrawl_max_interval,
+    }
 
 
 def counts_as_error(result: UrlResult) -> bool:

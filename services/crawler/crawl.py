@@ -43,7 +43,7 @@ from sqlalchemy import event
 from services.config import Settings
 from services.crawler import frontier, heartbeat
 from services.crawler.acker import Acker
-from services.crawler.committer import Committer, FlushResult, UrlResult
+from services.crawler.committer import Committer, FlushResult, UrlResult, committer_options
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
@@ -152,11 +152,7 @@ class Crawler:
         self.committer = (Acker if role == "worker" else Committer)(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
-            max_block_bytes=settings.block_max_bytes,
-            max_block_docs=settings.block_max_docs,
-            partitions=settings.partitions,
-            recrawl_min=settings.recrawl_min_interval,
-            recrawl_max=settings.recrawl_max_interval,
+            **committer_options(settings),
             transactions=self.transactions,
             clock=clock,
             yields=self.yields,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TypeVar
 
 from services.storage.blobstore import BlobStore
@@ -53,6 +53,10 @@ class Placement:
 
     def columns(self) -> dict[str, object]:
         return asdict(self)
+
+
+# The documents table's columns that say where a document's bytes and record are.
+PLACEMENT_COLUMNS = tuple(f.name for f in fields(Placement))
 
 
 def write_block_pair(
