@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
 
@@ -88,3 +89,14 @@ def s3_bucket(moto_server: str) -> str:
     name = f"nimbus-{uuid.uuid4().hex[:10]}"
     boto3.client("s3", endpoint_url=moto_server).create_bucket(Bucket=name)
     return name
+
+
+@pytest.fixture
+def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    """Sessions on ``settings``' database (SQLite in the test's directory), schema made."""
+    from services.storage.db import init_db, make_engine, session_factory
+
+    engine = make_engine(settings.database_url)
+    init_db(engine)
+    yield session_factory(engine)
+    engine.dispose()

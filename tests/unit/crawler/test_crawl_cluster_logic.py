@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from services.config import Settings
 from services.crawler import acks, election, frontier
 from services.crawler.errors import AckManifestError, NotLeaderError
 from services.crawler.frontier import NewUrl
@@ -18,16 +17,7 @@ from services.crawler.ordered_commit import next_run
 from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.blocks import ContentType
-from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import FetchBatch
-
-
-@pytest.fixture
-def sessions(settings: Settings):
-    engine = make_engine(settings.database_url)
-    init_db(engine)
-    yield session_factory(engine)
-    engine.dispose()
 
 
 def test_one_holder_at_a_time_a_standby_takes_over_only_after_expiry(sessions) -> None:

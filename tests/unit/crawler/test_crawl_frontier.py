@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-import pytest
 from sqlalchemy import select
 
 from services.config import Settings
@@ -16,26 +15,15 @@ from services.crawler.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType, read_block
 from services.storage.db import (
-    init_db,
     lock_commits,
-    make_engine,
     next_doc_num,
     read_counters,
     reserve_doc_nums,
-    session_factory,
 )
 from services.storage.documents import DocumentWriter, NewDocument, WrittenDocs
 from services.storage.models import Document, FetchBatch, FrontierEntry
 from services.storage.records import Link, iter_records
 from services.text.urls import url_id
-
-
-@pytest.fixture
-def sessions(settings: Settings):
-    engine = make_engine(settings.database_url)
-    init_db(engine)
-    yield session_factory(engine)
-    engine.dispose()
 
 
 def _lease(sessions, now: float = 10.0, limit: int = 10, max_depth: int = 5):

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.config import Settings
 from services.crawler.heartbeat import BEAT_EVERY, DEAD_AFTER, Beat, beat, nodes, status_table
-from services.storage.db import init_db, make_engine, session_factory
-
-
-@pytest.fixture
-def sessions(settings: Settings):
-    engine = make_engine(settings.database_url)
-    init_db(engine)
-    yield session_factory(engine)
-    engine.dispose()
 
 
 def test_a_node_that_stops_beating_is_dead_whatever_its_row_says(sessions) -> None:
