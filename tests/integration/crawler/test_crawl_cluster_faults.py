@@ -114,8 +114,15 @@ def test_cluster_commits_every_page_once_in_order_through_kills_and_faults(
             proxy.reset_for(8)
             proxy.wait_for_resets(8, timeout=60)
             # 2. kill -9 a worker mid-batch (it holds leases and unacknowledged results).
+            held_by_w1 = (
+                select(func.count())
+                .select_from(FetchBatch)
+                .where(FetchBatch.state == "leased", FetchBatch.leased_by == "faulty/w1")
+            )
+            wait_for(lambda: count(held_by_w1) > 0, timeout=60, what="w1 holding a batch")
             procs["w1"].send_signal(signal.SIGKILL)
             procs["w1"].wait(timeout=10)
+            held = count(held_by_w1)  # frozen now: what it held unacknowledged at the kill
             done = count(committed)
             wait_for(lambda: count(committed) >= done + 3, timeout=60, what="commits after a worker died")
             # 3. kill -9 the active committer: the standby takes over.
@@ -200,5 +207,6 @@ def test_cluster_commits_every_page_once_in_order_through_kills_and_faults(
     assert sum(m.pages for m in status.minutes) == pages_in_ledger == counters["pages"]
     with sessions() as s:
         reschedules = s.scalar(select(func.sum(FetchBatch.reschedules)))
-    assert reschedules and reschedules >= 1  # the killed worker's batches were handed out again
+    if held:  # the killed worker's unacknowledged batches were handed out again
+        assert reschedules and reschedules >= held
     engine.dispose()
