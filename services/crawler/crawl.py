@@ -520,6 +520,7 @@ class Crawler:
             "hosts": len(self.hosts.hosts),
             "documents": int(self.counters.get("documents", 0)),
             **{kind: int(n) for kind, n in self.kinds.items()},  # html, pdf, errors_<kind>
+            "fetch_latency": self.visitor.latency if hasattr(self, "visitor") else None,
             "committed": dict(self.counters),
         }
 

@@ -2,22 +2,50 @@
 
 Read on each scrape from the crawler's own state (a collector, not gauges set now and
 then): pages requested, bytes, errors, committed counters by name (statuses, policy
-decisions), documents by type, errors by kind, leased batches, URLs waiting in host queues,
-hosts held; a cluster's committer adds batches committed, acknowledged batches waiting and
-its election term. ``NIMBUS_METRICS_PORT`` turns it on; with ``--processes N`` worker i
-answers on that port + i and the committer on that port + N.
+decisions), documents by type, errors by kind, a histogram of fetch latency, leased
+batches, URLs waiting in host queues, hosts held; a cluster's committer adds batches
+committed, acknowledged batches waiting and its election term. ``NIMBUS_METRICS_PORT``
+turns it on; with ``--processes N`` worker i answers on that port + i and the committer
+on that port + N.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 Snapshot = Callable[[], dict[str, Any]]
+
+# Seconds from sending a request to having its body: loopback in milliseconds, the web in
+# tens of ms to the fetch timeout.
+FETCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class LatencyHistogram:
+    """Request latencies as bucket counts, kept by the crawl loop (one add per request, no
+    locks: the event loop's thread writes, a scrape reads a copy)."""
+
+    def __init__(self, buckets: tuple[float, ...] = FETCH_BUCKETS) -> None:
+        self.buckets = buckets
+        self.counts = [0] * (len(buckets) + 1)  # the last: above every bucket
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(self.buckets, seconds)] += 1
+        self.sum += seconds
+
+    def family(self, name: str, help_text: str) -> HistogramMetricFamily:
+        cumulative, total = [], 0
+        for bound, count in zip([*map(str, self.buckets), "+Inf"], list(self.counts), strict=True):
+            total += count
+            cumulative.append((bound, total))
+        return HistogramMetricFamily(name, help_text, buckets=cumulative, sum_value=self.sum)
+
 
 _GAUGES = {
     "leased_batches": "Fetch batches this process holds",
@@ -40,7 +68,7 @@ class CrawlCollector(Collector):
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily]:
         now = self.snapshot()
         for name, help_text in _COUNTERS.items():
             family = CounterMetricFamily(f"nimbus_crawl_{name}", help_text)
@@ -62,6 +90,9 @@ class CrawlCollector(Collector):
         for kind in _TYPES:
             fetched.add_metric([kind], float(now.get(kind, 0)))
         yield fetched
+        latency = now.get("fetch_latency")
+        if isinstance(latency, LatencyHistogram):
+            yield latency.family("nimbus_crawl_fetch_seconds", "Time to fetch a page (request to body)")
         errors = CounterMetricFamily(
             "nimbus_crawl_fetch_errors", "Fetches that failed or answered >= 400, by kind", labels=["kind"]
         )

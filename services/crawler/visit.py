@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import Counter
 
 from sqlalchemy.orm import Session
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session
 from services.crawler.context import VisitContext
 from services.crawler.fetch import FetchResult, Timeouts, fetch
 from services.crawler.frontier import SEED_PRIORITY, SITEMAP_PRIORITY, LeasedUrl, NewUrl
+from services.crawler.metrics import LatencyHistogram
 from services.crawler.outcome import is_retryable, judge_fetch
 from services.crawler.parse import (
     INDEXABLE,
@@ -104,6 +106,7 @@ class Visitor:
         self.scope = self.settings.allowed_host_set
         self.languages = self.settings.language_set
         self.bytes = 0
+        self.latency = LatencyHistogram()  # page fetches, for /metrics
         self.live_counters: Counter[str] = Counter()  # not yet committed, for the progress line
         self.rng = random.Random()
         self.timeouts = Timeouts.from_settings(self.settings)
@@ -143,6 +146,7 @@ class Visitor:
         await self._polite_wait(queue)
         head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
         async with ctx.slots:
+            started = time.perf_counter()
             fetched = await fetch(
                 ctx.http,
                 entry.url,
@@ -151,6 +155,7 @@ class Visitor:
                 head_first=head,
                 timeouts=self.timeouts,
             )
+            self.latency.observe(time.perf_counter() - started)
         self.bytes += len(fetched.body)
         if fetched.error in ("too_large", "wrong_type"):
             queue.trusted = 0

@@ -60,6 +60,9 @@ def test_metrics_while_crawling(settings: Settings, slow_site) -> None:  # noqa:
         assert now["nimbus_crawl_bytes_total"] > 0 and "nimbus_crawl_leased_batches" in now
         assert now["nimbus_crawl_documents_fetched_total[html]"] >= 10
         assert now["nimbus_crawl_documents_fetched_total[pdf]"] == 0
+        fetches = now["nimbus_crawl_fetch_seconds_count"]
+        assert fetches >= 10 and now["nimbus_crawl_fetch_seconds_bucket[+Inf]"] == fetches
+        assert 0 < now["nimbus_crawl_fetch_seconds_sum"] < fetches * 30
         # The heartbeat carries the same counts: pages by type, for the dashboard's node table.
         with session_factory(engine)() as session:
             [node] = heartbeat.nodes(session, time.time(), 0.1)
