@@ -18,6 +18,7 @@ clocks; they must agree to within a fraction of ``ttl`` (NTP does far better).
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.crawler.errors import NotLeaderError
@@ -29,10 +30,8 @@ COMMITTER = "committer"
 def acquire(session: Session, role: str, me: str, now: float, ttl: float) -> int | None:
     """Take or renew ``role`` for ``me``; its term when we hold it, None when another does."""
     row = session.scalars(select(RoleLease).where(RoleLease.name == role).with_for_update()).first()
-    if row is None:  # the first holder ever (a racing insert fails, and its caller retries)
-        session.add(RoleLease(name=role, holder=me, term=1, expires_at=now + ttl, acquired_at=now))
-        session.flush()
-        return 1
+    if row is None:
+        return insert_first(session, role, me, now, ttl)
     if row.holder == me and row.expires_at >= now:
         row.expires_at = now + ttl
         return row.term
@@ -40,6 +39,18 @@ def acquire(session: Session, role: str, me: str, now: float, ttl: float) -> int
         row.holder, row.term, row.expires_at, row.acquired_at = me, row.term + 1, now + ttl, now
         return row.term
     return None
+
+
+def insert_first(session: Session, role: str, me: str, now: float, ttl: float) -> int | None:
+    """The first holder ever: term 1, or None when another process inserted the row first
+    (two committers starting together both find no row and race to insert it; the loser
+    stands by, its transaction intact, instead of failing)."""
+    try:
+        with session.begin_nested():  # a savepoint: losing the race keeps the transaction
+            session.add(RoleLease(name=role, holder=me, term=1, expires_at=now + ttl, acquired_at=now))
+    except IntegrityError:
+        return None
+    return 1
 
 
 def fence(session: Session, role: str, me: str, term: int) -> None:

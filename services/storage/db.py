@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -282,9 +282,8 @@ def lock_commits(session: Session) -> None:
     statement of its transaction, so no number is handed out twice.
 
     On SQLite the first write of a transaction takes the database's write
-    lock (others wait, busy timeout); on MySQL the row lock serializes. The
-    very first commit inserts the row (a racing second one gets an
-    IntegrityError and retries).
+    lock (others wait, busy timeout); on MySQL the row lock serializes (the
+    very first time, two racing inserts are settled in ``_set_counter``).
     """
     lock_counter(session, COMMITS_COUNTER)
 
@@ -325,11 +324,15 @@ def reserve_doc_nums(session: Session, count: int) -> int:
 
 def _set_counter(session: Session, name: str, value: object, *, first: int) -> None:
     """UPDATE the counter row to ``value`` (a number or an expression); the very first
-    time, INSERT it with ``first`` (a racing second insert gets an IntegrityError)."""
+    time, INSERT it with ``first``. Two processes starting together may both find no row:
+    the one whose insert loses (in a savepoint, so its transaction goes on) updates the
+    row the other inserted, waiting for its lock, as if it had come second."""
     counters = table(CrawlCounter)
-    done = cast(
-        CursorResult[Any],
-        session.execute(update(counters).where(counters.c.name == name).values(value=value)),
-    )
+    change = update(counters).where(counters.c.name == name).values(value=value)
+    done = cast(CursorResult[Any], session.execute(change))
     if done.rowcount == 0:
-        session.execute(insert(counters).values(name=name, value=first))
+        try:
+            with session.begin_nested():
+                session.execute(insert(counters).values(name=name, value=first))
+        except IntegrityError:
+            session.execute(change)

@@ -8,6 +8,7 @@ import gzip
 import json
 
 import pytest
+from sqlalchemy import func, select
 
 from services.crawler import acks, election, frontier
 from services.crawler.errors import AckManifestError, NotLeaderError
@@ -192,3 +193,16 @@ def test_a_new_committer_learns_the_finished_urls_from_the_frontier(sessions) ->
     with sessions() as s:
         assert finished.load(s) == 2
     assert [n.url for n in finished.unknown([NewUrl(u, 1) for u in urls])] == [urls[2]]  # still waiting
+
+
+def test_two_committers_starting_together_elect_one_and_neither_fails(sessions) -> None:
+    """Both find no lease row and both insert it: the loser stands by instead of failing (a
+    fault-test run lost its standby to this race: IntegrityError, process gone)."""
+    with sessions.begin() as s:
+        assert election.insert_first(s, "committer", "a", now=100.0, ttl=15.0) == 1
+    with sessions.begin() as s:  # b, whose SELECT found no row a moment before
+        assert election.insert_first(s, "committer", "b", now=100.0, ttl=15.0) is None
+        _batch(s, "leased")  # its transaction goes on
+    with sessions() as s:
+        assert election.holder(s, "committer").holder == "a"  # type: ignore[union-attr]
+        assert s.scalar(select(func.count()).select_from(FetchBatch)) == 1
