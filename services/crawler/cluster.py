@@ -35,10 +35,10 @@ from services.crawler.committer import committer_options
 from services.crawler.errors import CrawlerError, NotLeaderError
 from services.crawler.heartbeat import Beat
 from services.crawler.metrics import MetricsServer
-from services.crawler.ordered_commit import OrderedCommitter, lag
+from services.crawler.ordered_commit import OrderedCommitter
 from services.crawler.progress import CrawlStats
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, is_transient, lock_counter, make_engine, session_factory
+from services.storage.db import init_db, is_transient, make_engine, session_factory
 from services.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -116,13 +116,13 @@ class CommitterNode:
             if self.term and self.term != was:  # newly elected: learn what the crawl has finished
                 self.committer.finished.load(session)
             self.committer.term = self.term or 0
-            self.waiting, _low = lag(session)
+            self.waiting = _acked(session)
             shown = state or ("running" if self.term else "standby")
             counters = {k: v for k, v in self.snapshot().items() if isinstance(v, int)}
-            heartbeat.beat(session, Beat(self.node_id, "committer", self.started_at, now, shown, counters))
-            self.control = heartbeat.control(session)
+            beat = Beat(self.node_id, "committer", self.started_at, now, shown, counters)
+            self.control = heartbeat.beat_and_read(session, beat)
             if self.term:
-                dead = heartbeat.dead_workers(session, now, self.settings.heartbeat_seconds)
+                _live, dead = heartbeat.workers(session, now, self.settings.heartbeat_seconds)
                 if frontier.expire_leases_of(session, dead):
                     self.counters["leases_of_dead_workers"] += 1
 
@@ -134,7 +134,6 @@ class CommitterNode:
         metrics = None
         if self.settings.metrics_port:
             metrics = MetricsServer(self.settings.metrics_port, self.snapshot, self.settings.host)
-        self._transaction(lambda s: lock_counter(s, frontier.LEASE_LOCK), "creating the lease lock")
         last_beat = -1e9
         try:
             while not self.stop.is_set():
@@ -157,7 +156,7 @@ class CommitterNode:
                 if result.seqs or result.sent_back:
                     continue
                 if done is not None and done():
-                    self.waiting, _low = self._transaction(lag, "reading the ledger")
+                    self.waiting = self._transaction(_acked, "reading the ledger")
                     if not self.waiting:
                         return
                 self.stop.wait(IDLE_POLL)
@@ -172,6 +171,11 @@ class CommitterNode:
             if metrics is not None:
                 metrics.close()
             self.engine.dispose()
+
+
+def _acked(session: Session) -> int:
+    """Acknowledged batches waiting for their turn."""
+    return frontier.outstanding(session).get("acked", 0)
 
 
 def _in_transaction(sessions: Any, work: Callable[[Session], T]) -> T:
@@ -226,9 +230,7 @@ def run_local_cluster(
         normalize_url(seed)  # fail fast, before any process starts
     engine = make_engine(settings.database_url)
     try:
-        init_db(engine)
-        with session_factory(engine).begin() as session:
-            lock_counter(session, frontier.LEASE_LOCK)
+        init_db(engine)  # once, here: children creating tables at the same moment would collide
     finally:
         engine.dispose()
     pages = settings.max_pages if max_pages is None else max_pages

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.crawler import frontier, heartbeat
@@ -56,7 +57,7 @@ from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
 from services.crawler.yields import CAPPED_BELOW, LinkYield
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, lock_counter, make_engine, session_factory
+from services.storage.db import init_db, make_engine, session_factory
 from services.text.urls import normalize_url
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
@@ -213,8 +214,6 @@ class Crawler:
             )
             self.wake = asyncio.Event()
             self.started_at = self.clock()
-            if self.role == "worker":
-                await self.db.transaction(lock_counter, frontier.LEASE_LOCK)  # exists before leases
             await self._beat("running")
             self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
             self.http = make_session(
@@ -356,11 +355,8 @@ class Crawler:
         if now - self._last_beat_at > self.settings.heartbeat_seconds:
             await self._beat("paused" if self.control.paused else "running")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopped_waiting(), timeout=0.5)
+            await asyncio.wait_for(self.wake.wait(), timeout=0.5)
         return not self.control.stops(self.started_at)
-
-    async def _stopped_waiting(self) -> None:
-        await self.wake.wait()
 
     async def _await_retries(self) -> bool:
         """Sleep until the next retry is due if that is soon; False when nothing is waiting."""
@@ -530,12 +526,18 @@ class Crawler:
         now = self.clock()
         self._last_beat_at = time.monotonic()
         beat = Beat(self.node_id, self.role, self.started_at, now, state, counters)
-        self.control = await self.db.transaction(heartbeat.beat_and_read, beat)
-        if self.role == "worker":
-            live = await self.db.transaction(heartbeat.live_workers, now, self.settings.heartbeat_seconds)
-            self.live_workers = len(live)
-            if self.dynamic_partitions:
-                self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
+        if self.role != "worker":
+            self.control = await self.db.transaction(heartbeat.beat_and_read, beat)
+            return
+
+        def beat_and_look(session: Session) -> tuple[heartbeat.Control, list[str]]:
+            control = heartbeat.beat_and_read(session, beat)
+            return control, heartbeat.workers(session, now, self.settings.heartbeat_seconds)[0]
+
+        self.control, live = await self.db.transaction(beat_and_look)
+        self.live_workers = len(live)
+        if self.dynamic_partitions:
+            self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

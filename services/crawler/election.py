@@ -66,7 +66,3 @@ def release(session: Session, role: str, me: str) -> None:
     row = session.get(RoleLease, role, with_for_update=True)
     if row is not None and row.holder == me:
         row.expires_at = 0.0
-
-
-def holder(session: Session, role: str) -> RoleLease | None:
-    return session.get(RoleLease, role)

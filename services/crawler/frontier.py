@@ -363,10 +363,7 @@ def lease_batches(
     """
     if window is not None:
         lock_counter(session, LEASE_LOCK)
-        out = session.scalar(
-            select(func.count()).select_from(FetchBatch).where(FetchBatch.state.in_(("leased", "acked")))
-        )
-        new_batches = max(0, window - int(out or 0))
+        new_batches = max(0, window - sum(outstanding(session).values()))
     else:
         new_batches = batches
     expires = now + lease_seconds
@@ -528,13 +525,7 @@ def renew_leases(session: Session, seqs: Iterable[int], until: float) -> None:
 
 def release_worker(session: Session, worker: str) -> int:
     """Expire every lease held under ``worker`` (a dead predecessor with our identity)."""
-    seqs = list(
-        session.scalars(
-            select(FetchBatch.seq).where(FetchBatch.state == "leased", FetchBatch.leased_by == worker)
-        )
-    )
-    renew_leases(session, seqs, 0.0)
-    return len(seqs)
+    return expire_leases_of(session, [worker])
 
 
 def commit_batches(

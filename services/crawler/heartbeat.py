@@ -105,30 +105,20 @@ def nodes(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[
     return out
 
 
-def live_workers(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[str]:
-    """The identities (node ids without the pid) of the workers beating now."""
+def workers(session: Session, now: float, beat_every: float = BEAT_EVERY) -> tuple[list[str], list[str]]:
+    """Identities (node ids without the pid) of the workers (live, dead). Dead: stopped
+    beating without stopping cleanly and with no live successor under the same identity,
+    so their leases can be handed out at once."""
     rows = session.execute(
-        select(CrawlNode.node_id).where(
-            CrawlNode.role == "worker",
-            CrawlNode.state.in_(("running", "paused")),
-            CrawlNode.beat_at >= now - DEAD_AFTER * beat_every,
+        select(CrawlNode.node_id, CrawlNode.beat_at).where(
+            CrawlNode.role == "worker", CrawlNode.state.in_(("running", "paused"))
         )
     )
-    return sorted({node.rsplit("/", 1)[0] for (node,) in rows})
-
-
-def dead_workers(session: Session, now: float, beat_every: float = BEAT_EVERY) -> list[str]:
-    """Identities of workers that stopped beating without stopping cleanly, and have no
-    live successor under the same identity: their leases can be handed out at once."""
-    live = set(live_workers(session, now, beat_every))
-    rows = session.execute(
-        select(CrawlNode.node_id).where(
-            CrawlNode.role == "worker",
-            CrawlNode.state.in_(("running", "paused")),
-            CrawlNode.beat_at < now - DEAD_AFTER * beat_every,
-        )
-    )
-    return sorted({node.rsplit("/", 1)[0] for (node,) in rows} - live)
+    live: set[str] = set()
+    silent: set[str] = set()
+    for node, beat_at in rows:
+        (live if beat_at >= now - DEAD_AFTER * beat_every else silent).add(node.rsplit("/", 1)[0])
+    return sorted(live), sorted(silent - live)
 
 
 def share(workers: list[str], me: str, partitions: int) -> list[int]:

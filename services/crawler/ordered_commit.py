@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from services.crawler import acks, election
@@ -77,7 +77,6 @@ class OrderedCommitter(Committer):
 
     me: str = ""
     term: int = 0
-    _manifests: dict[str, dict[int, AckedBatch]]
 
     def load(self, run: list[tuple[int, str]]) -> tuple[list[AckedBatch], list[int]]:
         """The batches of ``run`` from their manifests (read once each), and the seqs whose
@@ -190,10 +189,3 @@ def _row(result: UrlResult, doc: AckedDoc, placement: dict[str, Any]) -> dict[st
         "last_crawled": doc.fetched_at,
         **{k: placement[k] for k in acks.PLACEMENT},
     }
-
-
-def lag(session: Session) -> tuple[int, int]:
-    """(batches acknowledged and waiting, the lowest seq not committed or 0)."""
-    waiting = session.scalar(select(func.count()).select_from(FetchBatch).where(FetchBatch.state == "acked"))
-    low = session.scalar(select(func.min(FetchBatch.seq)).where(FetchBatch.state != "committed"))
-    return int(waiting or 0), int(low or 0)

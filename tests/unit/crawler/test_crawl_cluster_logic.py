@@ -13,12 +13,12 @@ from sqlalchemy import func, select
 from services.crawler import acks, election, frontier
 from services.crawler.errors import AckManifestError, NotLeaderError
 from services.crawler.frontier import NewUrl
-from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, dead_workers, live_workers, share
+from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, share, workers
 from services.crawler.ordered_commit import next_run
 from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.blocks import ContentType
-from services.storage.models import FetchBatch
+from services.storage.models import FetchBatch, RoleLease
 
 
 def test_one_holder_at_a_time_a_standby_takes_over_only_after_expiry(sessions) -> None:
@@ -56,8 +56,9 @@ def test_live_and_dead_workers_from_heartbeats(sessions) -> None:
         beat(s, Beat("h4/c/14", "committer", 0.0, 100.0, "running", {}))
     now = 100.0 + DEAD_AFTER * 5.0 - 1
     with sessions() as s:
-        assert live_workers(s, now, 5.0) == ["h1/w0"]
-        assert dead_workers(s, now, 5.0) == ["h2/w1"]  # h1/w0 has a live successor
+        live, dead = workers(s, now, 5.0)
+        assert live == ["h1/w0"]
+        assert dead == ["h2/w1"]  # h1/w0 has a live successor
 
 
 def _result(n: int, *, doc: bool = True) -> UrlResult:
@@ -204,5 +205,5 @@ def test_two_committers_starting_together_elect_one_and_neither_fails(sessions) 
         assert election.insert_first(s, "committer", "b", now=100.0, ttl=15.0) is None
         _batch(s, "leased")  # its transaction goes on
     with sessions() as s:
-        assert election.holder(s, "committer").holder == "a"  # type: ignore[union-attr]
+        assert s.get(RoleLease, "committer").holder == "a"  # type: ignore[union-attr]
         assert s.scalar(select(func.count()).select_from(FetchBatch)) == 1
