@@ -46,6 +46,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
 from services.crawler import frontier
+from services.crawler.errors import BatchStateError
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.yields import LinkYield
@@ -191,25 +192,50 @@ class Committer:
                 # Committers take turns again for the rows (short: the blocks are written).
                 # Two flushes interleaving on MySQL deadlocked on counters and host rows.
                 self.writer.lock(session)
-                self.writer.insert(session, fresh)
-                self._update_recrawled(session, docs, changed, counts)
-                self._record_duplicates(session, duplicates, now)
-                new_urls = self._record_frontier(session, pending.results, docs, now)
-                self._count_host_pages(session, pending.results)
-                counts["documents"] += len(fresh)
-                counts["frontier_added"] += new_urls
-                bump_counters(session, dict(counts))
-                frontier.commit_batches(
-                    session,
-                    pending.seqs,
-                    now,
-                    pages=sum(r.counters.get("pages", 0) for r in pending.results),
-                    errors=sum(counts_as_error(r) for r in pending.results),
+                new_urls = self._record(
+                    session, pending.results, pending.seqs, docs, fresh, changed, duplicates, counts, now
                 )
         except BaseException:
             self.writer.discard(blocks)
             raise
         return FlushResult(documents=len(fresh), blocks=blocks, new_urls=new_urls, counters=counts)
+
+    def _record(
+        self,
+        session: Session,
+        results: list[UrlResult],
+        seqs: list[int],
+        docs: list[_Doc],
+        fresh: list[dict[str, Any]],
+        changed: dict[str, dict[str, Any]],
+        duplicates: list[tuple[UrlResult, Document | _Doc]],
+        counts: Counter[str],
+        now: float,
+        *,
+        from_state: str | None = None,
+    ) -> int:
+        """Everything a commit writes once its document rows are known (both committers, in
+        their transaction under the commit lock): the rows, recrawls, duplicates, frontier,
+        host counts, counters and the ledger. Returns the new frontier URLs."""
+        self.writer.insert(session, fresh)
+        self._update_recrawled(session, docs, changed, counts)
+        self._record_duplicates(session, duplicates, now)
+        new_urls = self._record_frontier(session, results, docs, now)
+        self._count_host_pages(session, results)
+        counts["documents"] += len(fresh)
+        counts["frontier_added"] += new_urls
+        bump_counters(session, dict(counts))
+        marked = frontier.commit_batches(
+            session,
+            seqs,
+            now,
+            pages=sum(r.counters.get("pages", 0) for r in results),
+            errors=sum(counts_as_error(r) for r in results),
+            from_state=from_state,
+        )
+        if from_state is not None and marked != len(seqs):  # cannot happen under the fence
+            raise BatchStateError(f"batches {seqs} changed state while being committed; rolled back")
+        return new_urls
 
     def _sort_docs(
         self, session: Session, results: list[UrlResult], counts: Counter[str], now: float

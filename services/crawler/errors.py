@@ -37,3 +37,7 @@ class NotLeaderError(CrawlerError):
 
 class AckManifestError(CrawlerError, ValueError):
     """A worker's acknowledgement manifest could not be read (damaged, or another format)."""
+
+
+class BatchStateError(CrawlerError):
+    """A batch being committed was no longer in the state the commit expected."""

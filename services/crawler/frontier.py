@@ -30,9 +30,10 @@ import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from pymysql.converters import escape_string
-from sqlalchemy import Row, bindparam, func, select, update
+from sqlalchemy import CursorResult, Row, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from services.storage.db import chunked, lock_counter
@@ -529,19 +530,30 @@ def release_worker(session: Session, worker: str) -> int:
 
 
 def commit_batches(
-    session: Session, seqs: Iterable[int], now: float, *, pages: int = 0, errors: int = 0
-) -> None:
+    session: Session,
+    seqs: Iterable[int],
+    now: float,
+    *,
+    pages: int = 0,
+    errors: int = 0,
+    from_state: str | None = None,
+) -> int:
     """Mark batches committed in the ledger (inside the committer's transaction); the flush's
-    pages and errors go on its last batch (the dashboard sums them per minute)."""
+    pages and errors go on its last batch (the dashboard sums them per minute). With
+    ``from_state``, only batches in that state change. Returns how many changed."""
     seqs = list(seqs)
+    changed = 0
     if seqs:
-        session.execute(
-            update(FetchBatch).where(FetchBatch.seq.in_(seqs)).values(state="committed", committed_at=now)
-        )
+        mark = update(FetchBatch).where(FetchBatch.seq.in_(seqs))
+        if from_state is not None:
+            mark = mark.where(FetchBatch.state == from_state)
+        done = cast(CursorResult[Any], session.execute(mark.values(state="committed", committed_at=now)))
+        changed = done.rowcount
         if pages or errors:
             session.execute(
                 update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
             )
+    return changed
 
 
 LEASE_LOCK = "lease_seq"  # the counter row a cluster's leases lock (lease_batches)

@@ -25,16 +25,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from services.crawler import acks, election
 from services.crawler.acks import AckedBatch, AckedDoc
-from services.crawler.committer import Committer, counts_as_error
+from services.crawler.committer import Committer
 from services.crawler.errors import AckManifestError
 from services.crawler.results import UrlResult
 from services.storage.db import bump_counters, lock_commits, reserve_doc_nums
-from services.storage.documents import LANG_CHARS, TITLE_CHARS
+from services.storage.documents import document_row
 from services.storage.errors import BlobNotFoundError
 from services.storage.models import FetchBatch
 from services.text.urls import url_id
@@ -139,53 +139,33 @@ class OrderedCommitter(Committer):
             number = reserve_doc_nums(session, sum(d.existing is None for d in stored))
             fresh, changed = [], {}
             for d in stored:
-                row = _row(d.result, cast(AckedDoc, d.doc), placements[d.result.url_id])
+                doc, placement = cast(AckedDoc, d.doc), placements[d.result.url_id]
                 if d.existing is None:
-                    row["doc_num"], number = number, number + 1
-                    fresh.append(row)
+                    fresh.append(_row(d.result, doc, placement, number))
+                    number += 1
                 else:
-                    row["doc_num"] = d.existing.doc_num
-                    changed[d.existing.url_id] = row
-            self.writer.insert(session, fresh)
-            self._update_recrawled(session, docs, changed, counts)
-            self._record_duplicates(session, duplicates, now)
-            new_urls = self._record_frontier(session, results, docs, now)
-            self._count_host_pages(session, results)
-            pages = sum(r.counters.get("pages", 0) for r in results)
-            counts["documents"] += len(fresh)
-            counts["frontier_added"] += new_urls
+                    changed[d.existing.url_id] = _row(d.result, doc, placement, d.existing.doc_num)
             counts["batches_committed"] += len(seqs)
-            bump_counters(session, dict(counts))
-            done = cast(
-                CursorResult[Any],
-                session.execute(
-                    update(FetchBatch)
-                    .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "acked")
-                    .values(state="committed", committed_at=now)
-                ),
+            new_urls = self._record(
+                session, results, seqs, docs, fresh, changed, duplicates, counts, now, from_state="acked"
             )
-            if done.rowcount != len(seqs):  # cannot happen under the fence: refuse, roll back
-                raise AckManifestError(f"batches {seqs} changed state while being committed")
-            errors = sum(counts_as_error(r) for r in results)
-            if pages or errors:
-                session.execute(
-                    update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
-                )
+        pages = sum(r.counters.get("pages", 0) for r in results)
         return CommitResult(seqs, len(fresh), pages, new_urls, counters=counts)
 
 
-def _row(result: UrlResult, doc: AckedDoc, placement: dict[str, Any]) -> dict[str, Any]:
-    """A documents row from a manifest's page (its doc_num is the caller's)."""
-    return {
-        "url_id": url_id(doc.url),
-        "url": doc.url,
-        "doc_id": doc.doc_id,
-        "content_type": doc.parsed.content_type.mime,
-        "title": doc.parsed.title[:TITLE_CHARS],
-        "lang": doc.parsed.lang[:LANG_CHARS],
-        "length": doc.length,
-        "status": doc.status,
-        "depth": result.depth,
-        "last_crawled": doc.fetched_at,
-        **{k: placement[k] for k in acks.PLACEMENT},
-    }
+def _row(result: UrlResult, doc: AckedDoc, placement: dict[str, Any], doc_num: int) -> dict[str, Any]:
+    """A documents row from a manifest's page."""
+    return document_row(
+        doc_num=doc_num,
+        url=doc.url,
+        url_id=url_id(doc.url),
+        doc_id=doc.doc_id,
+        mime=doc.parsed.content_type.mime,
+        title=doc.parsed.title,
+        lang=doc.parsed.lang,
+        length=doc.length,
+        status=doc.status,
+        depth=result.depth,
+        fetched_at=doc.fetched_at,
+        placement={k: placement[k] for k in acks.PLACEMENT},
+    )

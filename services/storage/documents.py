@@ -165,18 +165,51 @@ class DocumentWriter:
 
 
 def _row(doc: NewDocument, placement: dict[str, Any]) -> dict[str, Any]:
+    return document_row(
+        doc_num=doc.doc_num,
+        url=doc.url,
+        url_id=doc.url_id,
+        doc_id=doc.doc_id,
+        mime=doc.content_type.mime,
+        title=doc.title,
+        lang=doc.lang,
+        length=len(doc.body),
+        status=doc.status,
+        depth=doc.depth,
+        fetched_at=doc.fetched_at,
+        placement=placement,
+    )
+
+
+def document_row(
+    *,
+    doc_num: int,
+    url: str,
+    url_id: str,
+    doc_id: str,
+    mime: str,
+    title: str,
+    lang: str,
+    length: int,
+    status: int,
+    depth: int,
+    fetched_at: float,
+    placement: dict[str, Any],
+) -> dict[str, Any]:
+    """A documents row (title and language cut to their columns), for a writer that put the
+    blocks itself or a cluster committer whose worker did (``placement``: where they are)."""
     return {
-        "url_id": doc.url_id,
-        "doc_num": doc.doc_num,
-        "url": doc.url,
-        "doc_id": doc.doc_id,
-        "content_type": doc.content_type.mime,
-        "title": doc.title[:TITLE_CHARS],
-        "lang": doc.lang[:LANG_CHARS],
-        "length": len(doc.body),
-        "status": doc.status,
-        "depth": doc.depth,
-        "last_crawled": doc.fetched_at,
+        "url_id": url_id,
+        "doc_num": doc_num,
+        "url": url,
+        "doc_id": doc_id,
+        "content_type": mime,
+        "title": title[:TITLE_CHARS],
+        "lang": lang[:LANG_CHARS],
+        "length": length,
+        "status": status,
+        "depth": depth,
+        "last_crawled": fetched_at,
         **placement,
     }
 
