@@ -8,7 +8,7 @@ translation exactly as it would in production.
 
 What these tests pin down: botocore retries a reset put (standard retry mode, its
 default: 3 attempts, jittered backoff of at most 50 ms * 2^i), so a fault shorter than
-that is invisible and a longer one fails the put within a fraction of a second; the
+that is invisible and a longer one fails the put after exactly those attempts; the
 failed put leaves nothing readable; once the fault ends, puts and gets work again; and
 every operation reports a reset as a StorageError naming its blob (list() names its prefix).
 """
@@ -16,7 +16,6 @@ every operation reports a reset as a StorageError naming its blob (list() names 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -102,17 +101,14 @@ def exception_chain(exc: BaseException | None) -> list[BaseException]:
 @pytest.mark.parametrize("write", [put, put_through_writer], ids=["put", "writer"])
 def test_a_put_during_resets_is_retried_then_fails_and_stores_nothing(store, proxy, stored, write):
     proxy.start_resetting()
-    started = time.monotonic()
     with pytest.raises(StorageError, match=re.escape(NAME)) as raised:
         write(store, NAME, DATA)
-    elapsed = time.monotonic() - started
 
     # A real reset, seen by botocore as a connection closed mid-request, on every attempt.
     assert not isinstance(raised.value, BlobNotFoundError)
     assert isinstance(raised.value.__cause__, ConnectionClosedError), exception_chain(raised.value)
     assert proxy.resets == ATTEMPTS
     assert proxy.accepted == 1 + ATTEMPTS  # the warm put's connection, then one per attempt
-    assert elapsed < 5.0, f"a reset put took {elapsed:.2f} s to fail: more retries or longer backoff?"
 
     proxy.stop_resetting()
     assert stored() == [f"nimbus/{WARM}"]
