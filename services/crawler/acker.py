@@ -20,7 +20,6 @@ another worker has them) is ignored by the ledger, and its blobs deleted.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections import Counter
 
@@ -28,7 +27,7 @@ from services.crawler import acks, frontier
 from services.crawler.committer import Committer, new_document
 from services.crawler.frontier import NewUrl, hub_priority
 from services.crawler.results import FlushResult, Pending, UrlResult
-from services.storage.db import is_transient
+from services.storage.db import is_transient, retry_with_backoff
 from services.storage.errors import StorageError
 from services.text.urls import host_key, url_id
 
@@ -45,17 +44,14 @@ class Acker(Committer):
     def commit(self, pending: Pending) -> FlushResult:
         if not pending.seqs:
             return FlushResult()
-        delay = 0.25
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                return self._ack_once(pending)
-            except Exception as exc:
-                if attempt == ATTEMPTS or not (isinstance(exc, StorageError) or is_transient(exc)):
-                    raise
-                log.warning("acknowledging batches %s: %s; trying again in %.1f s", pending.seqs, exc, delay)
-                time.sleep(delay)
-                delay = min(8.0, delay * 2)
-        raise AssertionError("unreachable")
+        return retry_with_backoff(
+            lambda: self._ack_once(pending),
+            what=f"acknowledging batches {pending.seqs}",
+            retry_on=lambda exc: isinstance(exc, StorageError) or is_transient(exc),
+            attempts=ATTEMPTS,
+            first=0.25,
+            cap=8.0,
+        )
 
     def _ack_once(self, pending: Pending) -> FlushResult:
         counts: Counter[str] = Counter()

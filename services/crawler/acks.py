@@ -112,7 +112,7 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
             "content_type": p.content_type.mime,
             "title": p.title,
             "lang": p.lang,
-            "length": len(d.body) if d.body else placement.get("length", 0),
+            "length": len(d.body),
             "placement": {k: placement[k] for k in PLACEMENT},
         }
     return out

@@ -38,7 +38,7 @@ from services.crawler.metrics import MetricsServer
 from services.crawler.ordered_commit import OrderedCommitter
 from services.crawler.progress import CrawlStats
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, is_transient, make_engine, session_factory
+from services.storage.db import init_db, is_transient, make_engine, retry_with_backoff, session_factory
 from services.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -93,17 +93,20 @@ class CommitterNode:
         return self._retrying(lambda: _in_transaction(self.sessions, work), what)
 
     def _retrying(self, work: Callable[[], T], what: str) -> T:
-        delay = 0.1
-        while True:
-            try:
-                return work()
-            except Exception as exc:
-                if not (is_transient(exc) or isinstance(exc, StorageError)) or self.stop.is_set():
-                    raise
-                self.counters["transient_errors"] += 1
-                log.warning("%s: %s; trying again in %.1f s", what, exc, delay)
-                self.stop.wait(delay)
-                delay = min(5.0, delay * 2)
+        """``work()`` until it works, through transient faults; a stop ends the waiting."""
+
+        def count(_exc: BaseException) -> None:
+            self.counters["transient_errors"] += 1
+
+        return retry_with_backoff(
+            work,
+            what=what,
+            retry_on=lambda exc: (
+                (is_transient(exc) or isinstance(exc, StorageError)) and not self.stop.is_set()
+            ),
+            wait=self.stop.wait,
+            on_retry=count,
+        )
 
     def beat(self, state: str | None = None) -> None:
         """Renew or seek the lease, beat, read the operator's word; the leader also hands out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import itertools
 import logging
 import os
 import sqlite3
@@ -153,6 +154,36 @@ def is_transient(exc: BaseException) -> bool:
         return False
     args: tuple[object, ...] = getattr(getattr(exc, "orig", None), "args", ())
     return bool(args) and args[0] in CONNECTION_LOST_MYSQL_ERRORS
+
+
+def retry_with_backoff(
+    work: Callable[[], T],
+    *,
+    what: str,
+    retry_on: Callable[[BaseException], bool],
+    attempts: int | None = None,
+    wait: Callable[[float], object] = time.sleep,
+    first: float = 0.1,
+    cap: float = 5.0,
+    on_retry: Callable[[BaseException], None] | None = None,
+) -> T:
+    """``work()``, run again after a growing pause (``first`` doubling up to ``cap``) while it
+    fails with an error ``retry_on`` accepts, at most ``attempts`` times (None: until it
+    works). For faults that last a while (a failover, a store resetting connections), where
+    ``retry_transaction``'s immediate retries would all fail together."""
+    delay = first
+    for attempt in itertools.count(1):
+        try:
+            return work()
+        except Exception as exc:
+            if attempt == attempts or not retry_on(exc):
+                raise
+            if on_retry is not None:
+                on_retry(exc)
+            log.warning("%s: %s; trying again in %.1f s", what, exc, delay)
+            wait(delay)
+            delay = min(cap, delay * 2)
+    raise AssertionError("unreachable")
 
 
 def retry_transaction(
