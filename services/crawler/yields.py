@@ -108,6 +108,13 @@ class LinkYield:
         tallies = self.tallies
         if not tallies:
             return None
+        # A prefix's dead answers are among its host's: a host with fewer than MIN_DEAD has no
+        # capped prefix, and most links go to such hosts (half the commit's link work without this).
+        start = url.find("//")
+        slash = url.find("/", start + 2 if start >= 0 else 0)
+        host = tallies.get(url if slash < 0 else url[:slash])
+        if host is None or host.dead < MIN_DEAD:
+            return None
         for key in prefixes(url):
             tally = tallies.get(key)
             if tally is not None and tally.live + tally.dead >= MIN_EVIDENCE:
