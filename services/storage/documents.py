@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from services.storage.blobstore import BlobStore
@@ -32,7 +31,7 @@ from services.storage.block_pair import cut_blocks, write_block_pair
 from services.storage.blocks import ContentType, sha1
 from services.storage.db import lock_commits, reserve_doc_nums
 from services.storage.errors import StorageError
-from services.storage.models import Document
+from services.storage.models import Document, table
 from services.storage.records import Link, Record
 
 TITLE_CHARS = 2000  # the documents row keeps a title prefix; the record keeps it whole
@@ -152,8 +151,8 @@ class DocumentWriter:
     @staticmethod
     def insert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         """Insert document rows (from ``write``) in the caller's transaction."""
-        if rows:
-            session.execute(insert(Document), list(rows))
+        if rows:  # Core executemany: the ORM's bulk-insert path costs twice as much per row
+            session.execute(table(Document).insert(), list(rows))
 
     def discard(self, blocks: Iterable[str]) -> None:
         """Delete blocks whose rows will never be committed (best effort: an orphan is harmless)."""
