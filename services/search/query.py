@@ -10,8 +10,15 @@
 
 Words go through the index analyzer, so a stop word inside a phrase is
 skipped just as it was at index time, and a phrase of one term is a word.
+    solar | wind           the same as OR
+    site:nasa.gov wind     only pages on that host or its subdomains (several site: widen)
+    -site:nasa.gov wind    never pages on it
+    filetype:pdf wind      only PDFs (pdf, html; several widen)
+    intitle:wind solar     "wind" must be in the title (and counts as a word)
+
 An unclosed quote runs to the end of the query. ``OR`` and ``NOT`` are
-operators only in capitals ("or" is a stop word anyway).
+operators only in capitals ("or" is a stop word anyway); operator names are
+case-insensitive, and an unknown one (``foo:bar``) is searched as words.
 """
 
 from __future__ import annotations
@@ -23,6 +30,19 @@ from dataclasses import dataclass, field
 from services.text.analyze import analyze_forms
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
+# filetype: values people type -> the stored type's name (services.storage.blocks.ContentType)
+FILETYPES = {"pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}
+_HOST = re.compile(r"^[a-z0-9.\-\[\]:]+$")
+
+
+def _site(value: str) -> str | None:
+    """The host of a site: value ("nasa.gov", "https://www.nasa.gov/x" -> "www.nasa.gov")."""
+    host = value.lower().split("://", 1)[-1].split("/", 1)[0].strip(".")
+    host = host.split("@")[-1]
+    if host.count(":") == 1:  # a port says nothing about which site
+        host = host.split(":")[0]
+    return host if host and _HOST.match(host) else None
 
 
 @dataclass(frozen=True)
@@ -33,11 +53,25 @@ class ParsedQuery:
     excluded_phrases: list[list[str]] = field(default_factory=list)
     any_word: bool = False  # explicit OR
     forms: dict[str, str] = field(default_factory=dict)  # term -> the word as typed (first seen)
+    sites: list[str] = field(default_factory=list)  # site:host, lower case, any of them
+    excluded_sites: list[str] = field(default_factory=list)
+    filetypes: list[str] = field(default_factory=list)  # canonical names (FILETYPES values)
+    in_title: list[str] = field(default_factory=list)  # analyzed terms each title must hold
+
+    @property
+    def filtered(self) -> bool:
+        """Whether an operator restricts which documents may be results."""
+        return bool(self.sites or self.excluded_sites or self.filetypes or self.in_title)
 
     @property
     def only_exclusions(self) -> bool:
         """Nothing to search for, only things to leave out ("-wind")."""
-        return not self.terms and bool(self.excluded or self.excluded_phrases)
+        return (
+            not self.terms
+            and not self.sites
+            and not self.filetypes
+            and bool(self.excluded or self.excluded_phrases or self.excluded_sites)
+        )
 
     @property
     def empty(self) -> bool:
@@ -52,12 +86,38 @@ def parse_query(text: str) -> ParsedQuery:
     excluded_phrases: list[list[str]] = []
     any_word = False
     negate_next = False
+    sites: list[str] = []
+    excluded_sites: list[str] = []
+    filetypes: list[str] = []
+    in_title: list[str] = []
     for match in _PIECE.finditer(text):
         minus, quoted, word = match.group(1), match.group(2), match.group(3)
         if word is not None:
-            if word == "OR":
+            if word in ("OR", "|"):
                 any_word = True
                 continue
+            operator = _OPERATOR.fullmatch(word)
+            if operator is not None:
+                name, value = operator.group(2).lower(), operator.group(3)
+                negate = bool(operator.group(1)) or negate_next
+                negate_next = False
+                if name == "site" and (host := _site(value)) is not None:
+                    (excluded_sites if negate else sites).append(host)
+                    continue
+                kind = value.lower().lstrip(".")
+                if name == "filetype" and kind.isalnum() and not negate:
+                    filetypes.append(FILETYPES.get(kind, kind))  # a type never stored matches nothing
+                    continue
+                if name == "intitle" and not negate:
+                    pairs = analyze_forms(value)
+                    in_title.extend(term for term, _ in pairs)
+                    terms.update(term for term, _ in pairs)
+                    for term, form in pairs:
+                        forms.setdefault(term, form)
+                    continue
+                word = ("-" if negate else "") + value  # an operator we cannot apply: its words
+            if "|" in word.strip("|") and not word.startswith("-"):
+                any_word = True  # wind|solar
             if word == "NOT":
                 negate_next = True
                 continue
@@ -87,4 +147,15 @@ def parse_query(text: str) -> ParsedQuery:
             forms.setdefault(term, form)
         if len(analyzed) > 1:
             phrases.append(analyzed)
-    return ParsedQuery(terms, phrases, sorted(set(excluded) - set(terms)), excluded_phrases, any_word, forms)
+    return ParsedQuery(
+        terms,
+        phrases,
+        sorted(set(excluded) - set(terms)),
+        excluded_phrases,
+        any_word,
+        forms,
+        sorted(set(sites)),
+        sorted(set(excluded_sites)),
+        sorted(set(filetypes)),
+        list(dict.fromkeys(in_title)),
+    )

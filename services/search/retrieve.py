@@ -55,7 +55,7 @@ class RetrievalSettings:
 @dataclass(frozen=True)
 class Retrieval:
     ranked: Ranked
-    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "phrase+words", "none"
+    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "phrase+words", "browse", "none"
     found: list[str]  # query terms present in the index
 
     def phrase_relaxed(self) -> bool:
@@ -73,8 +73,14 @@ def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
 
 
 def retrieve(
-    index: SegmentIndex, query: ParsedQuery, k: int, settings: RetrievalSettings = RetrievalSettings()
+    index: SegmentIndex,
+    query: ParsedQuery,
+    k: int,
+    settings: RetrievalSettings = RetrievalSettings(),
+    allowed: np.ndarray | None = None,
 ) -> Retrieval:
+    """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
+    operators' mask, ``services.search.filters``) when it is given."""
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: index.term_id(term) for term in query.terms}
@@ -86,9 +92,13 @@ def retrieve(
         [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
     )
     visible = index.visible  # near-duplicates show under their group's first document
+    if allowed is not None:
+        visible = allowed if visible is None else allowed & visible
     for phrase in query.excluded_phrases:
         excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
+    if not query.terms and visible is not None and allowed is not None and k > 0:
+        return Retrieval(_browse(visible, excluded, prior, k), "browse", found)
     if not terms or k <= 0:
         return Retrieval(empty, "none", found)
 
@@ -192,6 +202,13 @@ def _phrase_then_words(
     return Retrieval(_concat(first, rest, k), "phrase+words", found)
 
 
+def _browse(allowed: np.ndarray, excluded: np.ndarray, prior: np.ndarray, k: int) -> Ranked:
+    """Operators without words ("site:nasa.gov"): every allowed document, best prior first."""
+    docs = _without(np.flatnonzero(allowed).astype(np.uint32), excluded)
+    scores = prior[docs]
+    return best_of(docs, scores, np.zeros(docs.shape[0]), k, int(docs.shape[0]))
+
+
 def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
     """Every document holding ``phrase`` (analyzed terms)."""
     looked_up = [index.term_id(t) for t in phrase]
@@ -232,13 +249,17 @@ _BY_SCORE = frozenset({"or", "or+feedback", "and", "phrase"})
 
 
 def retrieve_ranked(
-    index: SegmentIndex, query: ParsedQuery, k: int, settings: RetrievalSettings = RetrievalSettings()
+    index: SegmentIndex,
+    query: ParsedQuery,
+    k: int,
+    settings: RetrievalSettings = RetrievalSettings(),
+    allowed: np.ndarray | None = None,
 ) -> Retrieval:
     """``retrieve``, then the words-as-typed rescore (``services.search.exact``) over at
     least ``RESCORE_WINDOW`` first-phase hits: what search and evaluation rank by."""
     if k <= 0:
-        return retrieve(index, query, k, settings)
-    result = retrieve(index, query, max(k, RESCORE_WINDOW), settings)
+        return retrieve(index, query, k, settings, allowed)
+    result = retrieve(index, query, max(k, RESCORE_WINDOW), settings, allowed)
     ranked = result.ranked
     forms = [query.forms[t] for t in result.found if t in query.forms]
     if result.mode in _BY_SCORE and forms:

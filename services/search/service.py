@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from services.config import Settings
 from services.malloc import keep_freed_memory
 from services.search.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.errors import NotFoundError
+from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import parse_query
 from services.search.rank import Ranked
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
+MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
 MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
@@ -134,6 +137,8 @@ class SearchService:
         # Snippet records are fetched in parallel: on S3 each is a ranged GET
         # whose latency, not its few kilobytes, is the cost.
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
+        self._facts_lock = threading.Lock()
+        self._facts_cache: tuple[int, DocFacts] | None = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -142,10 +147,12 @@ class SearchService:
     def index(self) -> SegmentIndex | None:
         return self.holder.current()
 
-    def search(self, q: str, page: int = 1) -> SearchResults:
+    def search(self, q: str, page: int = 1, size: int | None = None) -> SearchResults:
+        """One page of results; ``size`` results per page (the setting's when None), at most
+        MAX_PAGE_SIZE."""
         started = time.perf_counter()
         q = _clean(q)
-        per_page = max(1, self.settings.results_per_page)
+        per_page = min(MAX_PAGE_SIZE, max(1, size if size is not None else self.settings.results_per_page))
         page = max(1, page)
 
         def done(**kwargs: Any) -> SearchResults:
@@ -160,13 +167,14 @@ class SearchService:
         query = parse_query(q)
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
-        if query.empty:
+        if query.empty and not query.filtered:
             wordless = not any(ch.isalnum() for ch in q)
             message = NO_WORDS_MESSAGE if wordless else STOP_WORDS_MESSAGE
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         depth = min(first + per_page, MAX_RESULTS)
-        result = retrieve_ranked(index, query, depth, self.retrieval)
+        allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+        result = retrieve_ranked(index, query, depth, self.retrieval, allowed)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
@@ -181,6 +189,23 @@ class SearchService:
             some_words_only=result.some_words_only(query),
             phrase_relaxed=result.phrase_relaxed(),
         )
+
+    def _facts(self, index: SegmentIndex) -> DocFacts:
+        """Hosts and types of the index's documents, read once per index version (site:,
+        filetype:); concurrent first queries wait for one read."""
+        with self._facts_lock:
+            cached = self._facts_cache
+            if cached is not None and cached[0] == index.version_id:
+                return cached[1]
+            with self.sessions() as session:
+                rows = session.execute(
+                    select(Document.doc_num, Document.url, Document.content_type).where(
+                        Document.doc_num < index.num_docs
+                    )
+                )
+                facts = DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
+            self._facts_cache = (index.version_id, facts)
+            return facts
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 
 from services.search.deps import MetricsDep, ServiceDep
 from services.search.schemas import SearchResponse
-from services.search.service import MAX_RESULTS
+from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS
 
 router = APIRouter(prefix="/api")
 
@@ -18,8 +18,11 @@ def api_search(
     metrics: MetricsDep,
     q: str = Query("", max_length=1000, description="the query"),
     page: int = Query(1, ge=1, le=MAX_RESULTS, description="1-based page"),
+    size: int | None = Query(
+        None, ge=1, description=f"results per page (default: the server's setting; at most {MAX_PAGE_SIZE})"
+    ),
 ) -> SearchResponse | JSONResponse:
-    results = service.search(q, page)
+    results = service.search(q, page, size)
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     if results.index_version is None:

@@ -56,3 +56,28 @@ def test_a_negated_phrase_is_excluded_as_a_phrase_and_exclusions_alone_say_so():
     assert dict(q.terms) == {"wing": 1} and q.excluded_phrases == [["boundari", "layer"]]
     assert parse_query("-wing").only_exclusions and parse_query("NOT wing").only_exclusions
     assert not parse_query("the").only_exclusions  # stop words only: another message
+
+
+def test_operators_are_parsed_and_case_insensitive():
+    q = parse_query("wing SITE:NASA.gov -site:esa.int filetype:PDF intitle:Lift")
+    assert q.sites == ["nasa.gov"] and q.excluded_sites == ["esa.int"]
+    assert q.filetypes == ["pdf"] and q.in_title == ["lift"]
+    assert set(q.terms) == {"wing", "lift"}  # intitle: words are searched for too
+    assert q.filtered and not q.only_exclusions
+
+
+def test_operator_values_are_normalised_or_left_as_words():
+    assert parse_query("site:https://www.a.com:8080/x/ y").sites == ["www.a.com"]
+    assert parse_query("filetype:htm y").filetypes == ["html"]
+    assert parse_query("filetype:exe y").filetypes == ["exe"]  # never stored: matches nothing
+    unknown = parse_query("foo:bar")
+    assert not unknown.filtered and set(unknown.terms) == {"foo", "bar"}
+    assert not parse_query("site:").filtered  # no value: the word "site"
+    assert parse_query("NOT site:a.com wing").excluded_sites == ["a.com"]
+    assert parse_query("-site:a.com").only_exclusions
+
+
+def test_a_bar_is_or():
+    assert parse_query("wind | solar").any_word
+    assert parse_query("wind|solar").any_word and set(parse_query("wind|solar").terms) == {"wind", "solar"}
+    assert not parse_query("wind solar").any_word
