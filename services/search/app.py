@@ -20,11 +20,12 @@ from services.config import Settings
 from services.search.head import HeadAsGet
 from services.search.http_errors import install_error_handlers
 from services.search.metrics import SearchMetrics, install_metrics
-from services.search.routes import api, cached, health, pages
+from services.search.routes import api, cached, docs, health, pages
+from services.search.security import SecurityHeaders
 from services.search.service import SearchService
 from services.search.templating import WEBUI, build_templates
 
-ROUTERS = (pages.router, api.router, cached.router, health.router)
+ROUTERS = (pages.router, api.router, cached.router, health.router, docs.router)
 
 
 def create_app(
@@ -40,16 +41,19 @@ def create_app(
         if owned:
             svc.close()
 
-    app = FastAPI(title="Nimbus Search", lifespan=lifespan)
+    # /docs and /redoc are ours (routes/docs.py): FastAPI's load their scripts from a CDN.
+    app = FastAPI(title="Nimbus Search", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = svc
     app.state.templates = build_templates()
     app.state.metrics = SearchMetrics(settings.metrics_dir)
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
+    app.mount("/static-docs", StaticFiles(directory=docs.DOCS_ASSETS), name="static-docs")
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
     install_metrics(app, app.state.metrics)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)
     return app
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -32,9 +33,29 @@ def status_for(exc: BaseException) -> int:
     return 500
 
 
+MAX_ERRORS = 5  # problems listed per bad request
+MAX_MESSAGE_CHARS = 200
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NimbusError, _answer)
     app.add_exception_handler(SQLAlchemyError, _answer)
+    app.add_exception_handler(RequestValidationError, _bad_request)
+
+
+def _bad_request(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each bad parameter and what is wrong with it, never echoing its value
+    (FastAPI's default answer repeats the input: a 100 KB query came back whole)."""
+    problems = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = [
+        {
+            "loc": [str(part)[:MAX_MESSAGE_CHARS] for part in problem.get("loc", ())][:4],
+            "msg": str(problem.get("msg", "invalid"))[:MAX_MESSAGE_CHARS],
+            "type": str(problem.get("type", ""))[:MAX_MESSAGE_CHARS],
+        }
+        for problem in problems[:MAX_ERRORS]
+    ]
+    return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
 
 
 def _answer(request: Request, exc: Exception) -> JSONResponse:

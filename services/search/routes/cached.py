@@ -23,7 +23,7 @@ from services.search.deps import ServiceDep, TemplatesDep
 router = APIRouter(prefix="/cached")
 
 CACHED_HEADERS = {
-    "Content-Security-Policy": "sandbox",
+    "Content-Security-Policy": "sandbox; frame-ancestors 'self'",  # framed by our /view only
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex",

@@ -29,3 +29,9 @@ def search_page(
         "search.html",
         {"results": results, "page_links": page_links(results.page, results.pages)},
     )
+
+
+@router.get("/help", response_class=HTMLResponse)
+def help_page(request: Request, templates: TemplatesDep) -> HTMLResponse:
+    """The query language, for people (the API's is at /docs)."""
+    return templates.TemplateResponse(request, "help.html", {})

@@ -10,7 +10,9 @@ DOCS = [
     Doc("http://nasa.gov/wing", "Wing design", "Wing lift in supersonic flow."),  # 0
     Doc("http://www.nasa.gov/lift", "Lift", "Lift of a wing at low speed."),  # 1
     Doc("http://fakenasa.gov/wing", "Wing", "A wing, copied: lift and flow."),  # 2
-    Doc("http://esa.int/report.pdf", "Wing report", "Wing lift measured.", content_type="application/pdf"),  # 3
+    Doc(
+        "http://esa.int/report.pdf", "Wing report", "Wing lift measured.", content_type="application/pdf"
+    ),  # 3
     Doc("http://esa.int/shock", "Shock waves", "Shock and wing lift."),  # 4
     Doc("http://esa.int/nozzle", "Nozzle", "Nozzle flow, no lifting surfaces."),  # 5
 ]

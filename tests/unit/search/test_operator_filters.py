@@ -25,7 +25,9 @@ def test_sites_hold_subdomains_but_not_lookalikes():
 
 
 def test_types_from_mime_or_name_and_unknown_types_match_nothing():
-    assert stored_type("text/html; charset=utf-8") == ContentType.HTML and stored_type("PDF") == ContentType.PDF
+    assert (
+        stored_type("text/html; charset=utf-8") == ContentType.HTML and stored_type("PDF") == ContentType.PDF
+    )
     assert stored_type("") == ContentType.OTHER and type_code("exe") is None and type_code("other") is None
     facts = DocFacts.from_rows(ROWS, 4)
     assert facts.of_types(["pdf"]).tolist() == [False, False, True, True]
@@ -34,4 +36,8 @@ def test_types_from_mime_or_name_and_unknown_types_match_nothing():
 
 def test_documents_without_a_row_match_no_site():
     facts = DocFacts.from_rows(ROWS[:1], 3)
-    assert facts.host_of.tolist() == [0, -1, -1] and facts.on_sites(["nasa.gov"]).tolist() == [True, False, False]
+    assert facts.host_of.tolist() == [0, -1, -1] and facts.on_sites(["nasa.gov"]).tolist() == [
+        True,
+        False,
+        False,
+    ]

@@ -1,0 +1,77 @@
+"""The API's answers to bad input, the security headers and the offline API docs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from search_corpus import Doc, commit_documents, publish_index
+
+DOCS = [Doc("http://h.test/0", "Wing", "Wing lift <script>alert(1)</script>.")]
+
+
+@pytest.fixture
+def published(settings):
+    commit_documents(settings, DOCS, 0, "crawl-h")
+    publish_index(settings, DOCS, "v1")
+    return settings
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "x" * 65_000},  # httpx sends at most 64 KiB of query string
+        {"q": "wing", "page": "zero"},
+        {"q": "wing", "page": "0"},
+        {"q": "wing", "page": "99999999999999999999999"},
+        {"q": "wing", "size": "-1"},
+        {"q": "wing", "size": "1e9"},
+    ],
+)
+def test_bad_parameters_get_a_short_4xx_that_does_not_echo_them(client, params):
+    response = client.get("/api/search", params=params)
+    assert response.status_code == 422
+    body = response.json()
+    assert len(response.content) < 2_000, "the error must not repeat a huge input"
+    assert "x" * 200 not in response.text
+    assert isinstance(body["detail"], list) and body["detail"][0]["loc"][0] == "query"
+    assert "input" not in body["detail"][0]
+
+
+def test_unknown_paths_and_methods_are_4xx_not_500(client):
+    assert client.get("/api/nothing-here").status_code == 404
+    assert client.post("/api/search", json={"q": "wing"}).status_code == 405
+    assert client.get("/cached/not-a-number").status_code == 422
+    assert client.get("/cached/99999999999999999999").status_code in (404, 422)
+
+
+def test_every_html_page_has_a_policy_without_inline_script(client):
+    for path in ("/", "/?q=wing", "/cached/0/view", "/help"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        policy = response.headers["content-security-policy"]
+        script = re.search(r"script-src ([^;]*)", policy)
+        assert script is not None and "'unsafe-inline'" not in script.group(1), path
+        assert "frame-ancestors 'none'" in policy, path
+        assert response.headers["referrer-policy"] and response.headers["x-content-type-options"] == "nosniff"
+        assert "<script>" not in response.text.lower(), path  # no inline script on our pages
+    framed = client.get("/cached/0/display").headers["content-security-policy"]
+    assert framed.startswith("sandbox") and "frame-ancestors 'self'" in framed
+
+
+def test_cors_is_off_by_default(client):
+    response = client.get("/api/search", params={"q": "wing"}, headers={"Origin": "https://evil.example"})
+    assert response.status_code == 200 and "access-control-allow-origin" not in response.headers
+
+
+def test_api_docs_are_served_from_here_without_inline_script(client):
+    for path in ("/docs", "/redoc"):
+        html = client.get(path).text
+        sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert sources and all(s.startswith("/") for s in sources), sources  # no CDN
+        for source in sources:
+            assert client.get(source).status_code == 200, source
+        assert not re.search(r"<script>(?!</script>)", html)  # every script is a file
+    schema = client.get("/openapi.json").json()
+    assert "/api/search" in schema["paths"]
+    assert {p["name"] for p in schema["paths"]["/api/search"]["get"]["parameters"]} >= {"q", "page", "size"}
