@@ -93,3 +93,23 @@ class Health(BaseModel):
     segment: str | None = None
     num_docs: int = 0
     num_terms: int = 0
+
+
+class ErrorDetail(BaseModel):
+    """A failed request: what went wrong, in a sentence (never a traceback)."""
+
+    detail: str
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
+    """OpenAPI ``responses`` for the errors a route may answer (``http_errors``)."""
+    said = {
+        404: "no such document",
+        503: "the index or the document store is unavailable (or nothing is published yet)",
+        500: "the service failed; the operator's log has the details",
+    }
+    # Errors are JSON on every route, HTML pages included (``http_errors``).
+    return {
+        status: {"model": ErrorDetail, "description": said[status], "content": {"application/json": {}}}
+        for status in statuses
+    }

@@ -6,13 +6,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from services.search.deps import MetricsDep, ServiceDep
-from services.search.schemas import SearchResponse
+from services.search.schemas import SearchResponse, error_responses
 from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS
 
 router = APIRouter(prefix="/api")
 
 
-@router.get("/search", response_model=SearchResponse)
+@router.get("/search", response_model=SearchResponse, responses=error_responses(500, 503))
 def api_search(
     service: ServiceDep,
     metrics: MetricsDep,

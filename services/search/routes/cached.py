@@ -14,13 +14,26 @@ browser from second-guessing the stored type.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from services.search.cached_copy import display_html, header_charset
 from services.search.deps import ServiceDep, TemplatesDep
+from services.search.schemas import error_responses
 
-router = APIRouter(prefix="/cached")
+router = APIRouter(prefix="/cached", responses=error_responses(404, 503))
+
+# Stored bytes come back in their own type: the schema says which types that may be.
+STORED_TYPES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the stored bytes, in their stored type",
+        "content": {
+            t: {} for t in ("text/html", "application/pdf", "text/plain", "application/octet-stream")
+        },
+    }
+}
 
 CACHED_HEADERS = {
     "Content-Security-Policy": "sandbox; frame-ancestors 'self'",  # framed by our /view only
@@ -30,7 +43,7 @@ CACHED_HEADERS = {
 }
 
 
-@router.get("/{doc_num}")
+@router.get("/{doc_num}", response_class=Response, responses=STORED_TYPES)
 def cached(doc_num: int, service: ServiceDep) -> Response:
     copy = service.cached(doc_num)
     # Content-Type set as a header, not media_type: Starlette would append
@@ -38,7 +51,7 @@ def cached(doc_num: int, service: ServiceDep) -> Response:
     return Response(content=copy.body, headers={"Content-Type": copy.media_type, **CACHED_HEADERS})
 
 
-@router.get("/{doc_num}/display")
+@router.get("/{doc_num}/display", response_class=Response, responses=STORED_TYPES)
 def cached_display(doc_num: int, service: ServiceDep) -> Response:
     copy = service.cached(doc_num)
     if copy.media_type.split(";")[0].strip().lower() != "text/html":
