@@ -140,6 +140,9 @@ class Settings:
     # so a scrape that reaches any of them reports all; `nimbus serve --workers N` sets it.
     metrics_dir: str = ""
     results_per_page: int = 10
+    # Requests per client address and worker process, in the `limits` notation ("20/second",
+    # "1200/minute"); "off" for none (a load test). /healthz, /metrics and static files are free.
+    rate_limit: str = "1200/minute"
     # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
     admin_token: str = field(default="", repr=False)
 
@@ -190,6 +193,15 @@ class Settings:
         return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
     def validate(self) -> None:
+        if self.rate_limit != "off":
+            from limits import parse
+
+            try:
+                parse(self.rate_limit)
+            except ValueError as exc:
+                raise SettingsError(
+                    f"NIMBUS_RATE_LIMIT={self.rate_limit!r}: use a rate like 20/second or 1200/minute, or off"
+                ) from exc
         if self.mr_runner not in {"inline", "local", "emr"}:
             raise SettingsError(
                 f"NIMBUS_MR_RUNNER={self.mr_runner!r} is not a runner: use inline, local or emr"

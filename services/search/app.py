@@ -20,6 +20,7 @@ from services.config import Settings
 from services.search.head import HeadAsGet
 from services.search.http_errors import install_error_handlers
 from services.search.metrics import SearchMetrics, install_metrics
+from services.search.ratelimit import RateLimit
 from services.search.routes import api, cached, docs, health, pages
 from services.search.security import SecurityHeaders
 from services.search.service import SearchService
@@ -53,7 +54,9 @@ def create_app(
         app.include_router(router)
     install_metrics(app, app.state.metrics)
     app.add_middleware(HeadAsGet)
-    app.add_middleware(SecurityHeaders)
+    if settings.rate_limit != "off":
+        app.add_middleware(RateLimit, rate=settings.rate_limit)
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
 
 

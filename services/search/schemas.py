@@ -69,6 +69,7 @@ class SearchResponse(BaseModel):
         "'phrase'"
     )
     hits: list[SearchHit]
+    suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
 
     @classmethod
     def from_results(cls, results: SearchResults) -> SearchResponse:
@@ -84,7 +85,13 @@ class SearchResponse(BaseModel):
             index_version=results.index_version,
             mode=results.mode,
             hits=[SearchHit.from_hit(hit) for hit in results.hits],
+            suggestion=results.suggestion,
         )
+
+
+class SuggestResponse(BaseModel):
+    query: str
+    suggestions: list[str] = Field(description="the query with its last word completed, most frequent first")
 
 
 class Health(BaseModel):

@@ -33,10 +33,11 @@ from services.search.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.errors import NotFoundError
 from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
-from services.search.query import parse_query
+from services.search.query import ParsedQuery, parse_query
 from services.search.rank import Ranked
-from services.search.retrieve import RetrievalSettings, retrieve_ranked
+from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
 from services.search.snippets import Fragment, make_snippet
+from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.blocks import ContentType, sha1
 from services.storage.db import init_db, make_engine, session_factory
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
+MAX_SUGGEST_CHARS = 200  # completions are for what a person is typing
 MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
 MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 NO_INDEX_MESSAGE = (
@@ -91,6 +93,7 @@ class SearchResults:
     mode: str = ""  # how the query ran: and, and+or, or, or+feedback, phrase (services.search.retrieve)
     some_words_only: bool = False  # no document held every word: the page says so
     phrase_relaxed: bool = False  # few documents held the quoted phrase: its words follow
+    suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
 
     @property
     def pages(self) -> int:
@@ -139,6 +142,8 @@ class SearchService:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
         self._facts_lock = threading.Lock()
         self._facts_cache: tuple[int, DocFacts] | None = None
+        self._vocabulary_lock = threading.Lock()
+        self._vocabulary_cache: tuple[int, Vocabulary] | None = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -180,6 +185,9 @@ class SearchService:
         if first >= MAX_RESULTS:
             return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
         hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index)
+        suggestion = ""
+        if len(result.found) < len(query.terms) or total < per_page:
+            suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
         return done(
             total=total,
             hits=hits,
@@ -188,7 +196,49 @@ class SearchService:
             mode=result.mode,
             some_words_only=result.some_words_only(query),
             phrase_relaxed=result.phrase_relaxed(),
+            suggestion=suggestion,
         )
+
+    def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> str:
+        """A corrected query, when one finds clearly more documents (``suggest``)."""
+        corrected = corrected_query(q, self.vocabulary(index), known)
+        if corrected is None:
+            return ""
+        query = parse_query(corrected)
+        allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+        result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
+        better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
+        return corrected if clearly_better(total, better) else ""
+
+    def suggest(self, q: str, limit: int = COMPLETIONS) -> list[str]:
+        """Completions of the query's last word, the rest of the query kept as typed."""
+        index = self.holder.current()
+        text = " ".join(q.split())[:MAX_SUGGEST_CHARS]
+        if index is None or not text or q[-1:].isspace():
+            return []
+        head, _, last = text.rpartition(" ")
+        words = self.vocabulary(index).complete(last, limit)
+        return [f"{head} {w}" if head else w for w in words]
+
+    def vocabulary(self, index: SegmentIndex) -> Vocabulary:
+        """The index version's vocabulary (titles' words, ``suggest``), built once per version."""
+        with self._vocabulary_lock:
+            cached = self._vocabulary_cache
+            if cached is not None and cached[0] == index.version_id:
+                return cached[1]
+            df = index.arrays["df"]
+
+            def df_of(stem: str) -> int:
+                term_id = index.term_id(stem)
+                return 0 if term_id is None else int(df[term_id])
+
+            with self.sessions() as session:
+                titles = session.scalars(
+                    select(Document.title).where(Document.doc_num < index.num_docs)
+                ).all()
+            vocabulary = Vocabulary.build((t or "" for t in titles), df_of)
+            self._vocabulary_cache = (index.version_id, vocabulary)
+            return vocabulary
 
     def _facts(self, index: SegmentIndex) -> DocFacts:
         """Hosts and types of the index's documents, read once per index version (site:,
@@ -310,6 +360,14 @@ class SearchService:
                 "docId (corrupt block or wrong offset in the documents table)"
             )
         return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type), doc.last_crawled or 0.0)
+
+
+def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:
+    """Documents that answer the whole query: none when a word is not in the index or no
+    document holds every word (the results are then partial matches)."""
+    if len(result.found) < len(query.terms) or result.some_words_only(query) or result.mode == "none":
+        return 0
+    return total
 
 
 def _media_type(content_type: str) -> str:

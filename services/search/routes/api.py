@@ -6,8 +6,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from services.search.deps import MetricsDep, ServiceDep
-from services.search.schemas import SearchResponse, error_responses
-from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS
+from services.search.schemas import SearchResponse, SuggestResponse, error_responses
+from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS, MAX_SUGGEST_CHARS
+from services.search.suggest import COMPLETIONS
 
 router = APIRouter(prefix="/api")
 
@@ -28,3 +29,12 @@ def api_search(
     if results.index_version is None:
         return JSONResponse(SearchResponse.from_results(results).model_dump(), status_code=503)
     return SearchResponse.from_results(results)
+
+
+@router.get("/suggest", response_model=SuggestResponse, responses=error_responses(500, 503))
+def api_suggest(
+    service: ServiceDep,
+    q: str = Query("", max_length=MAX_SUGGEST_CHARS, description="what has been typed so far"),
+    limit: int = Query(COMPLETIONS, ge=1, le=20, description="completions wanted"),
+) -> SuggestResponse:
+    return SuggestResponse(query=q, suggestions=service.suggest(q, limit))

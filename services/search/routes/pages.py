@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from services.search.deps import MetricsDep, ServiceDep, TemplatesDep
+from services.search.service import MAX_RESULTS
 from services.search.templating import page_links
 
 router = APIRouter()
@@ -20,7 +21,9 @@ def search_page(
     q: str = "",
     page: str = "1",
 ) -> HTMLResponse:
-    number = int(page) if page.isdigit() and int(page) > 0 else 1  # forgiving for humans
+    # Forgiving for humans: anything but a plain positive number is page 1 ("²" is a digit
+    # to str.isdigit but not to int: the schema fuzzer found that 500).
+    number = int(page) if page.isascii() and page.isdigit() and 0 < int(page) <= MAX_RESULTS else 1
     results = service.search(q, number)
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)

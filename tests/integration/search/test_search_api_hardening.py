@@ -75,3 +75,34 @@ def test_api_docs_are_served_from_here_without_inline_script(client):
     schema = client.get("/openapi.json").json()
     assert "/api/search" in schema["paths"]
     assert {p["name"] for p in schema["paths"]["/api/search"]["get"]["parameters"]} >= {"q", "page", "size"}
+
+
+def test_a_client_over_its_rate_gets_429_with_retry_after_and_others_do_not(published):
+    from fastapi.testclient import TestClient
+
+    from services.search.app import create_app
+
+    app = create_app(published.with_overrides(rate_limit="3/minute"), recheck_seconds=0)
+    with TestClient(app) as one, TestClient(app, client=("10.0.0.2", 5000)) as other:
+        assert [one.get("/api/search", params={"q": "wing"}).status_code for _ in range(3)] == [200] * 3
+        refused = one.get("/api/search", params={"q": "wing"})
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert "3 per 1 minute" in refused.json()["detail"]
+        assert refused.headers["content-security-policy"]  # refusals carry the security headers
+        assert one.get("/").status_code == 429  # pages too, as text for people
+        assert one.get("/healthz").status_code == 200  # load balancers are never limited
+        assert other.get("/api/search", params={"q": "wing"}).status_code == 200
+
+
+def test_a_malformed_rate_is_a_settings_error_naming_the_variable():
+    from services.config import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="NIMBUS_RATE_LIMIT"):
+        Settings.from_env({"NIMBUS_RATE_LIMIT": "lots"})
+    assert Settings.from_env({"NIMBUS_RATE_LIMIT": "off"}).rate_limit == "off"
+
+
+@pytest.mark.parametrize("page", ["²", "٣", "0", "-1", "1" * 40, "abc", ""])
+def test_the_page_takes_any_page_number_a_person_types(client, page):
+    response = client.get("/", params={"q": "wing", "page": page})
+    assert response.status_code == 200 and "h.test/0" in response.text

@@ -21,7 +21,10 @@ DOCS = [
 def fuzzed_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     base = Settings(
-        database_url=f"sqlite:///{root}/nimbus.db", blob_url=f"file://{root}/blobs", var_dir=str(root / "var")
+        database_url=f"sqlite:///{root}/nimbus.db",
+        blob_url=f"file://{root}/blobs",
+        var_dir=str(root / "var"),
+        rate_limit="off",  # a 429 after many examples would be the limit working, not a bug
     )
     commit_documents(base, DOCS, 0, "crawl-f")
     publish_index(base, DOCS, "v1")

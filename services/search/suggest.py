@@ -1,0 +1,127 @@
+"""Spelling help and completions from the words the index holds.
+
+The index keeps stems ("bodi"), which people neither type nor want to read, so the
+vocabulary is built of surface words: the words of the documents' titles (read once per
+index version), each counted by the document frequency of its stem in the index. Words
+whose stem the index lacks are left out, so a correction always finds something. (Words
+that occur in no title are not offered: a vocabulary of body words needs the index job
+to emit one, a step not taken yet.)
+
+* **Did you mean**: SymSpell (symmetric delete, the ``symspellpy`` library) finds, per
+  query word the index does not hold, the closest vocabulary word within two edits,
+  ties broken by document frequency; the service offers the corrected query only when it
+  finds clearly more results (``clearly_better``).
+* **Completions**: the vocabulary sorted, a prefix found by bisection, the most frequent
+  words under it; the one- and two-letter prefixes' answers are computed up front, so no
+  request scans a large range.
+
+Pure: the service hands in the titles and the index's terms.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from symspellpy import SymSpell, Verbosity
+
+from services.text.analyze import analyze
+
+MAX_EDITS = 2
+COMPLETIONS = 8
+_PRECOMPUTED_PREFIX = 2
+_WORD = re.compile(r"[^\W\d_]{2,30}")  # letters only: numbers and codes are not misspelled
+
+
+class Vocabulary:
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+        self.words = sorted(counts)
+        self._spell = SymSpell(max_dictionary_edit_distance=MAX_EDITS, prefix_length=7)
+        for word, count in counts.items():
+            self._spell.create_dictionary_entry(word, count)
+        self._tops: dict[str, list[str]] = {}
+        by_prefix: dict[str, list[tuple[int, str]]] = {}
+        for word, count in counts.items():
+            for n in range(1, min(_PRECOMPUTED_PREFIX, len(word)) + 1):
+                by_prefix.setdefault(word[:n], []).append((count, word))
+        for prefix, pairs in by_prefix.items():
+            self._tops[prefix] = [w for _, w in heapq.nlargest(COMPLETIONS, pairs)]
+
+    @classmethod
+    def build(cls, titles: Iterable[str], df_of: Callable[[str], int]) -> Vocabulary:
+        """From document titles, each word counted by its stem's document frequency in the
+        index (``df_of``: 0 when the index lacks it; such words are left out)."""
+        counts: Counter[str] = Counter()
+        for title in titles:
+            for word in _WORD.findall(title.lower()):
+                if word in counts:
+                    continue
+                stems = analyze(word)
+                freq = df_of(stems[0]) if len(stems) == 1 else 0
+                if freq:
+                    counts[word] = freq
+        return cls(counts)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def correct(self, word: str) -> str | None:
+        """The vocabulary word closest to ``word`` (within two edits, the most frequent of
+        the closest), or None when there is none or ``word`` is itself a word here."""
+        low = word.lower()
+        if low in self.counts or not _WORD.fullmatch(low):
+            return None
+        found = self._spell.lookup(low, Verbosity.CLOSEST, max_edit_distance=MAX_EDITS)
+        best = max(found, key=lambda s: (-s.distance, s.count), default=None)
+        return None if best is None else str(best.term)
+
+    def complete(self, prefix: str, limit: int = COMPLETIONS) -> list[str]:
+        """Up to ``limit`` words starting with ``prefix``, the most frequent first."""
+        low = prefix.lower()
+        if not low:
+            return []
+        if len(low) <= _PRECOMPUTED_PREFIX:
+            return self._tops.get(low, [])[:limit]
+        start = bisect.bisect_left(self.words, low)
+        end = bisect.bisect_left(self.words, low + "\uffff", start)
+        return heapq.nlargest(limit, self.words[start:end], key=lambda w: (self.counts[w], w))
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def corrected_query(query: str, vocabulary: Vocabulary, known: set[str]) -> str | None:
+    """``query`` with each plain word the index does not hold (its stem not in ``known``)
+    replaced by its correction; operators, phrases' quotes and exclusions kept as typed.
+    None when nothing changes."""
+    changed = False
+
+    def fix(match: re.Match[str]) -> str:
+        nonlocal changed
+        token = match.group(0)
+        if ":" in token or token in ("OR", "NOT", "|"):
+            return token
+        core = token.strip("\"'-")
+        stems = analyze(core)
+        if not core or not stems or all(s in known for s in stems):
+            return token
+        better = vocabulary.correct(core)
+        if better is None:
+            return token
+        changed = True
+        return token.replace(core, better)
+
+    out = _TOKEN.sub(fix, query)
+    return out if changed else None
+
+
+def clearly_better(original_total: int, corrected_total: int) -> bool:
+    """Offer a correction only when it finds clearly more: twice as many, and at least
+    three more (a correction that finds one page where there were none is worth it too)."""
+    if original_total == 0:
+        return corrected_total > 0
+    return corrected_total >= 2 * original_total and corrected_total >= original_total + 3

@@ -1,0 +1,55 @@
+"""Did you mean, and completions, from the index's vocabulary (the titles' words)."""
+
+from __future__ import annotations
+
+import pytest
+from search_corpus import Doc, commit_documents, publish_index
+
+DOCS = [
+    Doc("http://s.test/0", "Supersonic wing design", "Supersonic flow over a wing."),
+    Doc("http://s.test/1", "Supersonic nozzles", "Nozzle flow at supersonic speed."),
+    Doc("http://s.test/2", "Supersonic shock waves", "Shock waves in supersonic flow."),
+    Doc("http://s.test/3", "Superheated steam", "Steam tables."),
+    Doc("http://s.test/4", "Wing lift", "Lift of a wing."),
+    Doc("http://s.test/5", "Wind tunnels", "A wind tunnel for wing models."),
+]
+
+
+@pytest.fixture
+def published(settings):
+    settings = settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0)
+    commit_documents(settings, DOCS, 0, "crawl-s")
+    publish_index(settings, DOCS, "v1")
+    return settings
+
+
+def search(client, q: str) -> dict:
+    return client.get("/api/search", params={"q": q}).json()
+
+
+def test_a_misspelled_word_gets_a_correction_that_finds_more(client):
+    body = search(client, "supersnoic flow")
+    assert body["suggestion"] == "supersonic flow"
+    page = client.get("/", params={"q": "supersnoic flow"}).text
+    assert "Did you mean" in page and 'href="/?q=supersonic%20flow"' in page
+
+
+def test_operators_phrases_and_exclusions_are_kept_as_typed(client):
+    assert search(client, '"supersnoic flow" site:s.test')["suggestion"] == '"supersonic flow" site:s.test'
+    assert search(client, "wnig -supersnoic")["suggestion"] == "wing -supersonic"
+
+
+def test_no_suggestion_when_the_query_is_fine_or_nothing_better_is_found(client):
+    assert search(client, "supersonic flow")["suggestion"] == ""
+    assert search(client, "qqqqzzzz")["suggestion"] == ""  # nothing within two edits
+    assert "Did you mean" not in client.get("/", params={"q": "wing"}).text
+
+
+def test_completions_of_the_last_word_most_frequent_first(client):
+    got = client.get("/api/suggest", params={"q": "sup"}).json()["suggestions"]
+    assert got[0] == "supersonic" and "superheated" in got
+    assert client.get("/api/suggest", params={"q": "shock wa"}).json()["suggestions"] == ["shock waves"]
+    assert client.get("/api/suggest", params={"q": "w", "limit": 2}).json()["suggestions"] == ["wing", "wind"]
+    assert client.get("/api/suggest", params={"q": "wing "}).json()["suggestions"] == []  # next word: none
+    assert client.get("/api/suggest", params={"q": "zzz"}).json()["suggestions"] == []
+    assert client.get("/api/suggest", params={"q": "x" * 201}).status_code == 422
