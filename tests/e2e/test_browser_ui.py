@@ -33,7 +33,7 @@ def server_url(pipeline):
 
 
 @pytest.fixture(scope="module")
-def page():
+def chromium():
     if not CHROMIUM.exists():
         pytest.fail("Chromium missing: run `make services` (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
@@ -51,9 +51,29 @@ def page():
                 "--no-first-run",
             ],
         )
-        page = browser.new_page()
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(chromium):
+    return chromium.new_page()
+
+
+@pytest.fixture
+def browser_page(chromium):
+    """A page of its own (its routes and listeners end with the test)."""
+    context = chromium.new_context()
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Screenshots to look at after a run: var/test-artifacts (never committed)."""
+    path = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def test_query_shows_ranked_results_with_snippets(page, server_url, tmp_path):
@@ -74,3 +94,68 @@ def test_cached_link_opens_the_stored_copy(page, server_url):
     response = page.goto(server_url + href if href.startswith("/") else href)
     assert response.status == 200
     assert "Anarchism" in page.title()
+
+
+def _offline(page, server_url):
+    """Every request that is not to our server fails: what a private deployment sees."""
+    outside: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(server_url):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside
+
+
+def _errors(page) -> list[str]:
+    """Console errors (CSP violations are reported there) and uncaught script errors."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+def test_api_docs_render_offline_under_the_site_policy(browser_page, server_url, artifacts):
+    outside = _offline(browser_page, server_url)
+    errors = _errors(browser_page)
+    browser_page.goto(server_url + "/docs")
+    browser_page.locator(".opblock-summary-path", has_text="/api/search").first.wait_for(timeout=20_000)
+    browser_page.screenshot(path=str(artifacts / "docs.png"), full_page=True)
+    browser_page.goto(server_url + "/redoc")
+    browser_page.get_by_text("/api/suggest").first.wait_for(timeout=20_000)
+    browser_page.screenshot(path=str(artifacts / "redoc.png"))
+    # The policy may block Redoc's "powered by" logo from its CDN (that is the point of it);
+    # no script or style of the viewers may be refused.
+    refused = [e for e in errors if "script-src" in e or "style-src" in e or "worker-src" in e]
+    assert outside == [] and refused == [], errors
+
+
+def test_did_you_mean_operators_and_completions(browser_page, server_url, artifacts):
+    errors = _errors(browser_page)
+    browser_page.goto(server_url + "/?q=anarchsm")
+    link = browser_page.locator(".did-you-mean a")
+    assert link.inner_text() == "anarchism"
+    link.click()
+    browser_page.wait_for_url("**q=anarchism**")
+    assert "Anarchism" in browser_page.locator("li.hit h2 a").first.inner_text()
+    # An operator narrows the same results to one host.
+    host = server_url.split("//")[1].split(":")[0]
+    browser_page.goto(server_url + f"/?q=anarchism+-site:{host}")
+    assert (
+        browser_page.locator("li.hit").count() == 0
+        or host not in browser_page.locator("li.hit .url").first.inner_text()
+    )
+    # Typing fills the completions; the keyboard submits the box as ever.
+    browser_page.goto(server_url + "/")
+    browser_page.locator("#q").press_sequentially("anarc", delay=30)
+    options = browser_page.locator("#suggestions option")
+    wait_for(lambda: options.count() > 0, timeout=10, what="completions in the datalist")
+    assert all(v.startswith("anarc") for v in options.evaluate_all("os => os.map(o => o.value)"))
+    browser_page.keyboard.press("Enter")
+    browser_page.wait_for_url("**q=anarc**")
+    browser_page.screenshot(path=str(artifacts / "completions.png"))
+    assert errors == [], errors
