@@ -133,9 +133,11 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
             f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})"
         )
+        # The link graph, kept in the segment for page info (in-links, out-link counts).
+        graph = dict(adjacency_rows(links.path))
         if settings.pagerank_level == "host" or settings.pagerank_engine == "memory":
             # The host graph is small (hosts, not pages): it always runs in memory.
-            adjacency = adjacency_from_mapping(dict(adjacency_rows(links.path)), num_docs)
+            adjacency = adjacency_from_mapping(graph, num_docs)
             iteration = (
                 settings.pagerank_damping,
                 settings.pagerank_tolerance,
@@ -162,7 +164,10 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
         read_s, stage = time.monotonic() - stage, time.monotonic()
-        arrays = segment_arrays(columns, ranks.ranks, num_docs, near_duplicates=settings.near_duplicates)
+        arrays = segment_arrays(
+            columns, ranks.ranks, num_docs, near_duplicates=settings.near_duplicates, links=graph
+        )
+        del graph
         del columns
         arrays_s, stage = time.monotonic() - stage, time.monotonic()
         meta = segment_meta(

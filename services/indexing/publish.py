@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,9 +106,10 @@ def segment_arrays(
     params: BM25FParams = DEFAULT_PARAMS,
     *,
     near_duplicates: bool = True,
+    links: Mapping[int, Sequence[int]] | None = None,
 ) -> dict[str, np.ndarray]:
     """The segment's arrays (the contract in ``services.storage.segment``) from the index
-    columns and the PageRank vector."""
+    columns, the PageRank vector and the link graph (``doc -> targets``; none: no links)."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
@@ -138,7 +139,31 @@ def segment_arrays(
         )
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
+    arrays.update(link_arrays(links or {}, num_docs))
     return arrays
+
+
+def link_arrays(links: Mapping[int, Sequence[int]], num_docs: int) -> dict[str, np.ndarray]:
+    """In-links (CSR by target, sources ascending) and out-link counts, for page info: the
+    link graph is otherwise gone once PageRank is computed."""
+    sources = np.fromiter((doc for doc, targets in links.items() for _ in targets), dtype=np.int64, count=-1)
+    targets = np.fromiter((t for ts in links.values() for t in ts), dtype=np.int64, count=-1)
+    inside = (sources >= 0) & (sources < num_docs) & (targets >= 0) & (targets < num_docs)
+    if not inside.all():
+        bad = int(np.flatnonzero(~inside)[0])
+        raise PublishError(
+            f"link graph names doc_num {int(max(sources[bad], targets[bad]))} outside 0..{num_docs - 1}: "
+            "rebuild from a consistent crawl"
+        )
+    # One int64 key per link, target-major: unique sorts by target, then source, and drops
+    # a page's repeated links to the same page.
+    keys = np.unique(targets * max(num_docs, 1) + sources)
+    by_target, source = np.divmod(keys, max(num_docs, 1))
+    return {
+        "in_offsets": _offsets(np.bincount(by_target, minlength=num_docs)),
+        "in_docs": source.astype(np.uint32),
+        "out_counts": np.bincount(source, minlength=num_docs).astype(np.uint32),
+    }
 
 
 def _posting_arrays(

@@ -104,9 +104,10 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 3 (3 added near_dup_of and the word-form filters).
-# N documents, T terms, P postings, Q positions.
-SEGMENT_FORMAT = 3  # 3: near_dup_of, form_offsets, form_filters
+# The segment contract, format 4 (3 added near_dup_of and the word-form filters, 4 the link
+# graph for page info). N documents, T terms, P postings, Q positions, E links.
+SEGMENT_FORMAT = 4  # 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts
+READABLE_FORMATS = frozenset({3, 4})  # a format-3 segment serves without the link arrays
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class ArraySpec:
     dtype: np.dtype
     per: str  # term | term+1 | posting | posting+1 | doc | doc+1 | free (checked by a rule)
     meaning: str
+    since: int = 3  # the format that added it (older segments lack it)
 
 
 SEGMENT_ARRAYS: dict[str, ArraySpec] = {
@@ -165,6 +167,13 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         np.dtype(np.uint8), "free", "Bloom filters of the documents' title and body word forms (text.forms)"
     ),
     "pagerank": ArraySpec(np.dtype(np.float64), "doc", "PageRank by document number; sums to 1"),
+    "in_offsets": ArraySpec(
+        np.dtype(np.uint64), "doc+1", "document d's in-links are in_docs[off[d]:off[d+1]]", since=4
+    ),
+    "in_docs": ArraySpec(
+        np.dtype(np.uint32), "free", "the documents linking to each document, ascending per document", since=4
+    ),
+    "out_counts": ArraySpec(np.dtype(np.uint32), "doc", "links from the document to crawled pages", since=4),
 }
 
 
@@ -179,9 +188,10 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         )
 
     found = meta.get("format", SEGMENT_FORMAT)
-    if found != SEGMENT_FORMAT:
-        raise bad(f"it is format {found}, this version reads format {SEGMENT_FORMAT}")
-    for name, spec in SEGMENT_ARRAYS.items():
+    if found not in READABLE_FORMATS:
+        raise bad(f"it is format {found}, this version reads formats {sorted(READABLE_FORMATS)}")
+    expected = {name: spec for name, spec in SEGMENT_ARRAYS.items() if spec.since <= found}
+    for name, spec in expected.items():
         if name not in arrays:
             raise bad(f"array {name!r} is missing")
         if arrays[name].dtype != spec.dtype:
@@ -191,7 +201,7 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         "term": arrays["df"].shape[0],
         "posting": arrays["post_docs"].shape[0],
     }
-    for name, spec in SEGMENT_ARRAYS.items():
+    for name, spec in expected.items():
         if spec.per == "free":
             continue
         unit, _, plus = spec.per.partition("+")
@@ -206,6 +216,8 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         raise bad("pos_offsets does not end at the number of positions")
     if int(arrays["form_offsets"][-1]) != arrays["form_filters"].shape[0]:
         raise bad("form_offsets does not end at the end of form_filters")
+    if "in_offsets" in expected and int(arrays["in_offsets"][-1]) != arrays["in_docs"].shape[0]:
+        raise bad("in_offsets does not end at the number of in-links")
     if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
 

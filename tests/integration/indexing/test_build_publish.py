@@ -122,7 +122,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 3 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 4 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
@@ -156,6 +156,12 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     pagerank = np.asarray(arrays["pagerank"])
     assert pagerank.sum() == pytest.approx(1.0, abs=1e-12)
     assert np.abs(pagerank - networkx_ranks(settings.pagerank_damping)).max() < 1e-6
+
+    # The link graph for page info: in-links per document (sources ascending), out-link counts.
+    offsets = arrays["in_offsets"].tolist()
+    in_links = [arrays["in_docs"][offsets[d] : offsets[d + 1]].tolist() for d in range(N)]
+    assert in_links == [sorted(s for s in range(N) if d in ADJACENCY[s]) for d in range(N)]
+    assert arrays["out_counts"].tolist() == [len(targets) for targets in ADJACENCY]
     return arrays
 
 

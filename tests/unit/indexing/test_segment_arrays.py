@@ -9,6 +9,7 @@ import pytest
 
 from mapreduce.postings_wire import Chunk
 from services.indexing.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
+from services.storage.errors import SegmentContractError
 from services.storage.segment import segment_dtypes
 
 
@@ -80,7 +81,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 3 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 4 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["bm25f"]["k1"] == 1.2
 
 
@@ -111,3 +112,24 @@ def test_inconsistent_job_output_is_refused(rows: list, message: str) -> None:
 def test_pagerank_vector_must_cover_every_document() -> None:
     with pytest.raises(PublishError, match="2 entries for 3 documents"):
         segment_arrays(collect_index_rows(ROWS), np.array([0.5, 0.5]), 3)
+
+
+def test_link_arrays_hold_in_links_by_target_and_out_counts():
+    from services.indexing.publish import link_arrays
+
+    arrays = link_arrays({0: [1, 2, 2], 2: [1], 3: []}, 4)  # 0 links to 2 twice: once here
+    offsets, sources = arrays["in_offsets"].tolist(), arrays["in_docs"].tolist()
+    assert [sources[offsets[d] : offsets[d + 1]] for d in range(4)] == [[], [0, 2], [0], []]
+    assert arrays["out_counts"].tolist() == [2, 0, 1, 0]
+    with pytest.raises(PublishError, match="outside 0..3"):
+        link_arrays({0: [7]}, 4)
+
+
+def test_a_format_3_segment_is_still_read_without_the_link_arrays():
+    from services.storage.segment import check_segment
+
+    arrays = arrays_for(ROWS)
+    old = {k: v for k, v in arrays.items() if k not in ("in_offsets", "in_docs", "out_counts")}
+    check_segment(old, {"format": 3, "num_docs": 3}, "old.nseg")  # no error
+    with pytest.raises(SegmentContractError, match="in_offsets"):
+        check_segment(old, {"format": 4, "num_docs": 3}, "new.nseg")
