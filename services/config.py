@@ -8,10 +8,12 @@ below ``services`` reads ``os.environ`` itself: components take a
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from services.errors import NimbusError
 
@@ -145,6 +147,13 @@ class Settings:
     rate_limit: str = "1200/minute"
     # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
     admin_token: str = field(default="", repr=False)
+    # The weather answer box: when the whole query names a city, its current weather from an
+    # Open-Meteo-style API at this base URL (the public one is https://api.open-meteo.com);
+    # empty switches the box off. The page waits for the provider at most weather_timeout
+    # seconds; answers are cached per place for weather_cache_seconds (failures for a minute).
+    weather_url: str = ""
+    weather_timeout: float = 0.3
+    weather_cache_seconds: float = 600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -244,6 +253,25 @@ class Settings:
             )
         if not 0.0 < self.pagerank_damping < 1.0:
             raise SettingsError("NIMBUS_PAGERANK_DAMPING must lie strictly between 0 and 1")
+        if self.weather_url:
+            try:
+                parts = urlsplit(self.weather_url)
+                usable = parts.scheme in {"http", "https"} and bool(parts.hostname)
+            except ValueError:  # "http://[::1" and the like
+                usable = False
+            if not usable:
+                raise SettingsError(
+                    f"NIMBUS_WEATHER_URL={self.weather_url!r}: use an http(s) base URL like "
+                    "https://api.open-meteo.com, or leave it empty (no weather answer)"
+                )
+        if not (self.weather_timeout > 0.0 and math.isfinite(self.weather_timeout)):
+            raise SettingsError(
+                f"NIMBUS_WEATHER_TIMEOUT={self.weather_timeout}: use a positive number of seconds, like 0.3"
+            )
+        if not (self.weather_cache_seconds >= 0.0 and math.isfinite(self.weather_cache_seconds)):
+            raise SettingsError(
+                f"NIMBUS_WEATHER_CACHE_SECONDS={self.weather_cache_seconds}: use 0 (no cache) or more seconds"
+            )
 
 
 def _convert(key: str, raw: str, default: object) -> object:

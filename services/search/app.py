@@ -10,9 +10,11 @@ block, and FastAPI runs them on its thread pool.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
@@ -20,13 +22,17 @@ from services.config import Settings
 from services.search.head import HeadAsGet
 from services.search.http_errors import install_error_handlers
 from services.search.metrics import SearchMetrics, install_metrics
+from services.search.places import shared_gazetteer
 from services.search.ratelimit import RateLimit
-from services.search.routes import api, cached, docs, health, pages
+from services.search.routes import api, cached, docs, health, pageinfo, pages
 from services.search.security import SecurityHeaders
 from services.search.service import SearchService
 from services.search.templating import WEBUI, build_templates
+from services.search.weather import WeatherClient
 
-ROUTERS = (pages.router, api.router, cached.router, health.router, docs.router)
+log = logging.getLogger(__name__)
+
+ROUTERS = (pages.router, api.router, pageinfo.router, cached.router, health.router, docs.router)
 
 
 def create_app(
@@ -35,18 +41,37 @@ def create_app(
     """The search app; ``recheck_seconds`` bounds how stale the active index version may be."""
     owned = service is None
     svc = service or SearchService(settings, recheck_seconds=recheck_seconds)
+    weather = (
+        WeatherClient(settings.weather_url, settings.weather_timeout, settings.weather_cache_seconds)
+        if settings.weather_url
+        else None
+    )
+    places = shared_gazetteer() if weather is not None else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if owned:
-            svc.close()
+        if places is not None:
+            # Built off the event loop before the first request (about a second, once per
+            # process), so no query waits for it; the page asks only a ready gazetteer.
+            try:
+                await anyio.to_thread.run_sync(places.warm)
+            except Exception:
+                log.exception("gazetteer failed to load: no weather answers")
+        try:
+            yield
+        finally:
+            if weather is not None:
+                weather.close()
+            if owned:
+                svc.close()
 
     # /docs and /redoc are ours (routes/docs.py): FastAPI's load their scripts from a CDN.
     app = FastAPI(title="Nimbus Search", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = svc
     app.state.templates = build_templates()
     app.state.metrics = SearchMetrics(settings.metrics_dir)
+    app.state.weather = weather  # None: no weather answer box
+    app.state.places = places
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
     app.mount("/static-docs", StaticFiles(directory=docs.DOCS_ASSETS), name="static-docs")
     install_error_handlers(app)

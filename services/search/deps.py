@@ -14,7 +14,9 @@ from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
 from services.search.metrics import SearchMetrics
+from services.search.places import Gazetteer
 from services.search.service import SearchService
+from services.search.weather import WeatherClient
 
 
 def get_service(request: Request) -> SearchService:
@@ -32,6 +34,20 @@ def get_metrics(request: Request) -> SearchMetrics:
     return metrics
 
 
+def get_weather(request: Request) -> WeatherClient | None:
+    """The weather provider's client; ``None`` when the answer box is off (no NIMBUS_WEATHER_URL)."""
+    weather: WeatherClient | None = getattr(request.app.state, "weather", None)
+    return weather
+
+
+def get_places(request: Request) -> Gazetteer | None:
+    """The gazetteer that tells whether a query names a place; ``None`` with the weather box off."""
+    places: Gazetteer | None = getattr(request.app.state, "places", None)
+    return places
+
+
 ServiceDep = Annotated[SearchService, Depends(get_service)]
 MetricsDep = Annotated[SearchMetrics, Depends(get_metrics)]
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]
+WeatherDep = Annotated[WeatherClient | None, Depends(get_weather)]
+PlacesDep = Annotated[Gazetteer | None, Depends(get_places)]

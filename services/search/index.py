@@ -111,6 +111,22 @@ class SegmentIndex:
             out.setdefault(rep, []).append(member)
         return out
 
+    @property
+    def has_links(self) -> bool:
+        """Format-4 segments keep the link graph (page info); older ones do not."""
+        return "in_offsets" in self.arrays
+
+    def in_links(self, doc: int) -> np.ndarray:
+        """The documents linking to ``doc`` (ascending); empty without the link graph."""
+        if not self.has_links:
+            return np.zeros(0, dtype=np.uint32)
+        offsets = self.arrays["in_offsets"]
+        return self.arrays["in_docs"][int(offsets[doc]) : int(offsets[doc + 1])]
+
+    def out_count(self, doc: int) -> int | None:
+        """Links from ``doc`` to crawled pages; None without the link graph."""
+        return int(self.arrays["out_counts"][doc]) if self.has_links else None
+
     def term(self, term_id: int) -> str:
         offsets = self.arrays["term_offsets"]
         start, end = int(offsets[term_id]), int(offsets[term_id + 1])

@@ -57,6 +57,9 @@ class Retrieval:
     ranked: Ranked
     mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "phrase+words", "browse", "none"
     found: list[str]  # query terms present in the index
+    # Documents holding every word, when the AND was tried and too few held them for an AND
+    # result (the OR that follows ranks them among partial matches); None when not tried.
+    all_words: int | None = None
 
     def phrase_relaxed(self) -> bool:
         """Too few documents held the quoted phrase: documents with its words follow them."""
@@ -64,7 +67,12 @@ class Retrieval:
 
     def some_words_only(self, query: ParsedQuery) -> bool:
         """The user asked for several words (not with OR), and no document held them all."""
-        return self.mode in {"or", "or+feedback"} and len(query.terms) > 1 and not query.any_word
+        return (
+            self.mode in {"or", "or+feedback"}
+            and len(query.terms) > 1
+            and not query.any_word
+            and not self.all_words
+        )
 
 
 def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
@@ -127,7 +135,8 @@ def retrieve(
                 candidates = narrowed
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
 
-    if not query.any_word and len(found) == len(query.terms) and len(terms) > 1:
+    and_tried = not query.any_word and len(found) == len(query.terms) and len(terms) > 1
+    if and_tried:
         docs, text = conjunctive(terms, index.num_docs)
         if excluded.shape[0] or visible is not None:
             keep = ~np.isin(docs, excluded) if excluded.shape[0] else np.ones(docs.shape[0], dtype=bool)
@@ -144,6 +153,7 @@ def retrieve(
             )
             return Retrieval(_concat(ranked, rest, k), "and+or", found)
 
+    all_words = int(docs.shape[0]) if and_tried else None
     ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top, allowed=visible)
     long_enough = len(query.terms) >= settings.feedback_min_terms
     if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
@@ -171,8 +181,8 @@ def retrieve(
             allowed &= visible
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
         ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
-        return Retrieval(ranked, "or+feedback", found)
-    return Retrieval(ranked, "or", found)
+        return Retrieval(ranked, "or+feedback", found, all_words)
+    return Retrieval(ranked, "or", found, all_words)
 
 
 def _phrase_then_words(
@@ -266,4 +276,4 @@ def retrieve_ranked(
         ranked = rescore_exact_forms(index, forms, ranked, k)
     elif ranked.docs.shape[0] > k:
         ranked = Ranked(ranked.docs[:k], ranked.final[:k], ranked.text[:k], ranked.total)
-    return Retrieval(ranked, result.mode, result.found)
+    return Retrieval(ranked, result.mode, result.found, result.all_words)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from services.search.explain import ScoreBreakdown
+from services.search.service import PageInfo, SearchResults
 from services.search.service import SearchHit as Hit
-from services.search.service import SearchResults
 
 
 class Highlight(BaseModel):
@@ -30,6 +31,8 @@ class SearchHit(BaseModel):
     also_at: list[str] = Field(
         default_factory=list, description="up to 5 other URLs serving the same content"
     )
+    content_type: str = Field("text/html", description="the stored MIME type")
+    page_info_url: str = Field("", description="what is known about the page (/page/{doc_num})")
 
     @classmethod
     def from_hit(cls, hit: Hit) -> SearchHit:
@@ -50,6 +53,8 @@ class SearchHit(BaseModel):
             highlights=spans,
             cached_url=hit.cached_url,
             also_at=list(hit.also_at),
+            content_type=hit.content_type,
+            page_info_url=f"/page/{hit.doc_num}",
         )
 
 
@@ -120,3 +125,103 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
         status: {"model": ErrorDetail, "description": said[status], "content": {"application/json": {}}}
         for status in statuses
     }
+
+
+class TermScore(BaseModel):
+    term: str = Field(description="as indexed (stemmed)")
+    word: str = Field(description="as typed")
+    weight: float = Field(description="occurrences in the query")
+    impact: float = Field(description="BM25F impact of the term in the document (0: absent)")
+    score: float = Field(description="weight * impact")
+    tfs: dict[str, int] = Field(description="term frequency per field: title, body, anchor, url")
+
+
+class ScoreParts(BaseModel):
+    query: str
+    mode: str
+    rank: int | None = Field(description="1-based position among the results; null beyond them")
+    terms: list[TermScore]
+    words_score: float
+    feedback_score: float = Field(description="what RM3's expansion terms added on top of the words")
+    text_score: float
+    pagerank: float
+    prior: float = Field(description="W * s / (s + 1), s = N * pagerank")
+    exact_bonus: float = Field(description="the words-as-typed bonus, a fraction of the score")
+    final_score: float
+
+    @classmethod
+    def from_breakdown(cls, b: ScoreBreakdown) -> ScoreParts:
+        return cls(
+            query=b.query,
+            mode=b.mode,
+            rank=b.rank,
+            terms=[
+                TermScore(
+                    term=t.term, word=t.word, weight=t.weight, impact=t.impact, score=t.score, tfs=t.tfs
+                )
+                for t in b.terms
+            ],
+            words_score=b.words_score,
+            feedback_score=b.feedback_score,
+            text_score=b.text_score,
+            pagerank=b.pagerank,
+            prior=b.prior,
+            exact_bonus=b.exact_bonus,
+            final_score=b.final_score,
+        )
+
+
+class InLinkModel(BaseModel):
+    doc_num: int
+    url: str
+    title: str
+    anchor: str
+
+
+class PageInfoResponse(BaseModel):
+    doc_num: int
+    url: str
+    title: str
+    content_type: str
+    size: int = Field(description="bytes as stored")
+    lang: str
+    status: int
+    depth: int = Field(description="links from a seed when first crawled")
+    last_crawled: float = Field(description="Unix time")
+    versions: int = Field(description="fetches that found new content")
+    unchanged: int = Field(description="recrawls that found it unchanged")
+    in_link_count: int | None = Field(description="null when the index keeps no link graph")
+    in_links: list[InLinkModel] = Field(description="up to 20, best-linked first")
+    out_link_count: int | None
+    same_content: list[str] = Field(description="other URLs serving the same bytes")
+    near_duplicates: list[str] = Field(description="pages shown under this one (nearly the same text)")
+    shown_under: str = Field(description="the page this one is shown under in results, if any")
+    cached_url: str
+    score: ScoreParts | None = Field(description="why it ranked where it did for the query q")
+
+    @classmethod
+    def from_info(cls, info: PageInfo) -> PageInfoResponse:
+        return cls(
+            doc_num=info.doc_num,
+            url=info.url,
+            title=info.title,
+            content_type=info.content_type,
+            size=info.size,
+            lang=info.lang,
+            status=info.status,
+            depth=info.depth,
+            last_crawled=info.last_crawled,
+            versions=info.versions,
+            unchanged=info.unchanged,
+            in_link_count=info.in_link_count,
+            in_links=[
+                InLinkModel(doc_num=i.doc_num, url=i.url, title=i.title, anchor=i.anchor)
+                for i in info.in_links
+            ],
+            out_link_count=info.out_link_count,
+            same_content=info.same_content,
+            near_duplicates=info.near_duplicates,
+            shown_under=info.shown_under,
+            cached_url=f"/cached/{info.doc_num}",
+            score=None if info.score is None else ScoreParts.from_breakdown(info.score),
+        )

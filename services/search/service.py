@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -31,6 +32,7 @@ from services.config import Settings
 from services.malloc import keep_freed_memory
 from services.search.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.errors import NotFoundError
+from services.search.explain import ScoreBreakdown, breakdown
 from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import ParsedQuery, parse_query
@@ -43,7 +45,7 @@ from services.storage.blocks import ContentType, sha1
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.errors import StorageError
 from services.storage.models import Document
-from services.storage.records import decode_record
+from services.storage.records import Record, decode_record
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,7 @@ class SearchHit:
     snippet: list[Fragment]
     cached_url: str
     also_at: list[str] = field(default_factory=list)  # other URLs serving the same bytes
+    content_type: str = "text/html"  # the stored MIME type (a badge for PDFs)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class SearchResults:
     index_version: int | None = None
     mode: str = ""  # how the query ran: and, and+or, or, or+feedback, phrase (services.search.retrieve)
     some_words_only: bool = False  # no document held every word: the page says so
+    few_all_words: int = 0  # so few documents held every word that partial matches joined them
     phrase_relaxed: bool = False  # few documents held the quoted phrase: its words follow
     suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
 
@@ -99,6 +103,39 @@ class SearchResults:
     def pages(self) -> int:
         """Pages a user can reach (at most MAX_RESULTS results deep)."""
         return math.ceil(min(self.total, MAX_RESULTS) / self.per_page) if self.per_page else 0
+
+
+PAGE_INFO_LIST = 20  # in-links and other URLs shown on page info
+
+
+@dataclass(frozen=True)
+class InLink:
+    doc_num: int
+    url: str
+    title: str
+    anchor: str  # the link's text on the linking page ("" when it has none)
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    doc_num: int
+    url: str
+    title: str
+    content_type: str
+    size: int  # bytes as stored
+    lang: str
+    status: int
+    depth: int  # links from a seed
+    last_crawled: float
+    versions: int  # fetches that found new content
+    unchanged: int  # recrawls that found it unchanged
+    in_link_count: int | None  # None: the index keeps no link graph (format 3) or lacks the page
+    in_links: list[InLink]  # up to PAGE_INFO_LIST, best-linked first
+    out_link_count: int | None
+    same_content: list[str]  # other URLs serving these exact bytes
+    near_duplicates: list[str]  # pages folded under this one (nearly the same text)
+    shown_under: str  # the page this one is folded under in results ("" when none)
+    score: ScoreBreakdown | None  # for the query given, when it is in the index
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,7 @@ class SearchService:
             index_version=index.version_id,
             mode=result.mode,
             some_words_only=result.some_words_only(query),
+            few_all_words=result.all_words or 0 if result.mode in {"or", "or+feedback"} else 0,
             phrase_relaxed=result.phrase_relaxed(),
             suggestion=suggestion,
         )
@@ -314,29 +352,109 @@ class SearchService:
                     snippet=snippet,
                     cached_url=f"/cached/{num}",
                     also_at=[url for url in duplicates.get(num, []) if url != doc.url],
+                    content_type=_media_type(doc.content_type),
                 )
             )
         return hits
 
     def _snippet(self, doc: Document, query_terms: set[str]) -> list[Fragment]:
+        record = self._record(doc, "snippet")
+        return [] if record is None else make_snippet(record.text, query_terms, record.description)
+
+    def _record(self, doc: Document, purpose: str) -> Record | None:
+        """The document's record (one ranged read), or None, logged, when it cannot be read."""
         end = doc.record_offset + doc.record_length
         try:
             member = self.blobs.get(doc.record_block, doc.record_offset, end)
             record = decode_record(member, doc.record_block)
         except StorageError as exc:
-            log.warning("no snippet for doc %d: %s", doc.doc_num, exc)
-            return []
+            log.warning("no %s for doc %d: %s", purpose, doc.doc_num, exc)
+            return None
         if record.doc_num != doc.doc_num:
             # The row's offset points at another document's record: say so, show no wrong text.
             log.warning(
-                "no snippet for doc %d: its record at %s:%d is doc %d's",
+                "no %s for doc %d: its record at %s:%d is doc %d's",
+                purpose,
                 doc.doc_num,
                 doc.record_block,
                 doc.record_offset,
                 record.doc_num,
             )
-            return []
-        return make_snippet(record.text, query_terms, record.description)
+            return None
+        return record
+
+    def page_info(self, doc_num: int, q: str = "") -> PageInfo:
+        """What is known about one document, and, with a query, why it ranked where it did."""
+        if not 0 <= doc_num <= MAX_DOC_NUM:
+            raise NotFoundError(f"no document number {doc_num}")
+        index = self.holder.current()
+        in_index = index is not None and doc_num < index.num_docs
+        with self.sessions() as session:
+            doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
+            if doc is None:
+                raise NotFoundError(f"no document number {doc_num}")
+            same = other_urls(session, [doc_num], limit=PAGE_INFO_LIST).get(doc_num, [])
+            sources: list[int] = []
+            near: list[int] = []
+            representative = doc_num
+            if index is not None and in_index:
+                linking = index.in_links(doc_num)
+                best = np.argsort(-index.pagerank[linking], kind="stable")[:PAGE_INFO_LIST]
+                sources = [int(d) for d in linking[best]]
+                near = index.folded_into([doc_num]).get(doc_num, [])[:PAGE_INFO_LIST]
+                representative = int(index.arrays["near_dup_of"][doc_num])
+            wanted = set(sources) | set(near) | {representative}
+            rows = {
+                row.doc_num: row
+                for row in session.scalars(select(Document).where(Document.doc_num.in_(sorted(wanted))))
+            }
+        targets = {doc.url, *same}
+        anchors = self._pool.map(lambda num: self._anchor(rows.get(num), targets), sources)
+        in_links = [
+            InLink(num, rows[num].url, rows[num].title or rows[num].url, anchor)
+            for num, anchor in zip(sources, anchors, strict=True)
+            if num in rows
+        ]
+        linked = None
+        if index is not None and in_index and index.has_links:
+            linked = int(index.in_links(doc_num).shape[0])
+        score = None
+        query = parse_query(_clean(q))
+        if index is not None and in_index and not query.empty:
+            allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, allowed)
+            score = breakdown(
+                index, query, _clean(q), doc_num, result.ranked, result.mode, self.retrieval.pagerank_weight
+            )
+        return PageInfo(
+            doc_num=doc_num,
+            url=doc.url,
+            title=doc.title or doc.url,
+            content_type=_media_type(doc.content_type),
+            size=doc.length,
+            lang=doc.lang,
+            status=doc.status,
+            depth=doc.depth,
+            last_crawled=doc.last_crawled or 0.0,
+            versions=doc.versions,
+            unchanged=doc.unchanged,
+            in_link_count=linked,
+            in_links=in_links,
+            out_link_count=index.out_count(doc_num) if index is not None and in_index else None,
+            same_content=same,
+            near_duplicates=[rows[m].url for m in near if m in rows],
+            shown_under=rows[representative].url
+            if representative != doc_num and representative in rows
+            else "",
+            score=score,
+        )
+
+    def _anchor(self, source: Document | None, targets: set[str]) -> str:
+        """The anchor text of ``source``'s link to one of ``targets`` ("" when none or unreadable)."""
+        record = None if source is None else self._record(source, "anchor text")
+        if record is None:
+            return ""
+        return next((link.anchor for link in record.links if link.url in targets and link.anchor), "")
 
     def cached(self, doc_num: int) -> CachedCopy:
         """The stored bytes of one document, read with one ranged read and checked by SHA-1."""

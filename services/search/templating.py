@@ -18,6 +18,7 @@ def build_templates(webui: Path = WEBUI) -> Jinja2Templates:
     )
     env.filters["safe_href"] = safe_href
     env.filters["utc"] = utc
+    env.filters["display_url"] = display_url
     return Jinja2Templates(env=env)
 
 
@@ -25,6 +26,18 @@ def safe_href(url: str) -> str:
     """``url`` if it is http(s), else "#": autoescaping stops markup, not ``javascript:`` links."""
     scheme = url.split(":", 1)[0].strip().lower() if ":" in url else ""
     return url if scheme in {"http", "https"} else "#"
+
+
+MAX_URL_CHARS = 80  # a result's URL as shown; the link itself keeps all of it
+
+
+def display_url(url: str) -> str:
+    """A URL shortened for display as engines do: no scheme, the middle elided when long."""
+    shown = url.split("://", 1)[-1]
+    if len(shown) <= MAX_URL_CHARS:
+        return shown
+    keep = MAX_URL_CHARS - 1
+    return shown[: keep * 2 // 3] + "…" + shown[-(keep - keep * 2 // 3) :]
 
 
 def utc(timestamp: float) -> str:

@@ -46,3 +46,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     finally:
         wiki.stop()
         iana.stop()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Screenshots to look at after a run: var/test-artifacts (never committed)."""
+    path = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

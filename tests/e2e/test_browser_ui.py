@@ -68,14 +68,6 @@ def browser_page(chromium):
     context.close()
 
 
-@pytest.fixture(scope="session")
-def artifacts() -> Path:
-    """Screenshots to look at after a run: var/test-artifacts (never committed)."""
-    path = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def test_query_shows_ranked_results_with_snippets(page, server_url, tmp_path):
     page.goto(server_url + "/")
     page.fill("input[name=q]", "anarchism")

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from services.search.deps import MetricsDep, ServiceDep, TemplatesDep
+from services.search.deps import MetricsDep, PlacesDep, ServiceDep, TemplatesDep, WeatherDep
+from services.search.places import Gazetteer
 from services.search.service import MAX_RESULTS
 from services.search.templating import page_links
+from services.search.weather import WeatherClient, WeatherLookup
 
 router = APIRouter()
 
@@ -18,20 +20,40 @@ def search_page(
     service: ServiceDep,
     templates: TemplatesDep,
     metrics: MetricsDep,
+    weather: WeatherDep,
+    places: PlacesDep,
     q: str = "",
     page: str = "1",
 ) -> HTMLResponse:
     # Forgiving for humans: anything but a plain positive number is page 1 ("²" is a digit
     # to str.isdigit but not to int: the schema fuzzer found that 500).
     number = int(page) if page.isascii() and page.isdigit() and 0 < int(page) <= MAX_RESULTS else 1
+    # The weather box asks its provider while the index is searched, and the page waits for it
+    # at most the weather timeout: a slow or broken provider costs no box, never a slow page.
+    lookup = _weather_lookup(q, number, weather, places)
     results = service.search(q, number)
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     return templates.TemplateResponse(
         request,
         "search.html",
-        {"results": results, "page_links": page_links(results.page, results.pages)},
+        {
+            "results": results,
+            "page_links": page_links(results.page, results.pages),
+            "answer": lookup.result() if lookup is not None else None,
+        },
     )
+
+
+def _weather_lookup(
+    q: str, page: int, weather: WeatherClient | None, places: Gazetteer | None
+) -> WeatherLookup | None:
+    """A weather lookup for a query that names a place, on the first page only; a gazetteer
+    still loading (the service just started) means no box rather than a wait."""
+    if weather is None or places is None or page != 1 or not q.strip() or not places.ready:
+        return None
+    place = places.match(q)
+    return weather.start(place) if place is not None else None
 
 
 @router.get("/help", response_class=HTMLResponse)

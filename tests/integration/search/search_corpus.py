@@ -9,7 +9,7 @@ job's postings against hand-computed ones), and an active IndexVersion.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentBlockWriter, ContentType
 from services.storage.db import activate_index, init_db, make_engine, session_factory
 from services.storage.models import Document
-from services.storage.records import Record, RecordBlockWriter
+from services.storage.records import Link, Record, RecordBlockWriter
 from services.storage.segment import SEGMENT_FORMAT, pack_segment
 from services.text.analyze import analyze
 
@@ -35,6 +35,7 @@ class Doc:
     description: str = ""
     content_type: str = "text/html"
     body: bytes = b""  # the "fetched" bytes; made up from the text when empty
+    links: list[tuple[str, str]] = field(default_factory=list)  # (url, anchor text) out of the page
 
     def raw(self) -> bytes:
         return self.body or f"<html><title>{self.title}</title><p>{self.text}</p>".encode()
@@ -66,6 +67,7 @@ def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, st
             lang="en",
             content_block=content_name,
             content_index=index,
+            links=[Link(url, anchor) for url, anchor in doc.links],
         )
         offset, length = records.add(record)
         rows.append(
@@ -122,7 +124,12 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     rows += [([TERM, term], chunk.encode()) for term, chunk in chunks]
     rows += [([FORMS, num], forms) for num, forms in chunks.forms.items()]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
-    return publish_arrays(collect_index_rows(rows), ranks, len(docs))
+    number = {doc.url: num for num, doc in enumerate(docs)}
+    graph = {
+        num: [number[url] for url, _ in doc.links if url in number and number[url] != num]
+        for num, doc in enumerate(docs)
+    }
+    return publish_arrays(collect_index_rows(rows), ranks, len(docs), links=graph)
 
 
 def publish_index(

@@ -38,7 +38,7 @@ def test_words_are_anded_when_enough_documents_hold_them_all(client):
 
 
 def test_and_falls_back_to_or_when_too_few_documents_hold_every_word(client):
-    # Only doc 3 holds both "heat" and "shock": fewer than and_min_results (2).
+    # No document holds both "heat" and "shock": fewer than and_min_results (2).
     assert docs(client, "heat shock") == [2, 3, 4]
 
 
@@ -62,6 +62,10 @@ def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
     assert body["mode"] == "or"
     page = client.get("/", params={"q": "heat shock"}).text
     assert "No page holds all of your words" in page
+    # Only doc 3 holds "heat" and "boundary", too few for an AND result: the page must not
+    # say that none does.
+    page = client.get("/", params={"q": "heat boundary"}).text
+    assert "Only 1 page holds all of your words" in page and "No page holds all" not in page
     assert client.get("/api/search", params={"q": "boundary layer"}).json()["mode"] in {"and", "and+or"}
     assert "No page holds all" not in client.get("/", params={"q": "boundary layer"}).text
     assert "No page holds all" not in client.get("/", params={"q": "wedge OR nozzle"}).text
