@@ -75,6 +75,7 @@ bench: install
 	$(BIN)/python -m benchmarks.committer
 	$(BIN)/python -m benchmarks.pagerank
 	$(BIN)/python -m benchmarks.index
+	$(BIN)/python -m benchmarks.search_page
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache

@@ -65,6 +65,7 @@ class SegmentIndex:
         plain = {name: np.asarray(array) for name, array in arrays.items()}
         index = cls(version_id, segment or path.name, Path(path), dict(meta), plain)
         index.term_id("")  # builds the dictionary's sample now, not in the first query's time
+        index.folded_into([])  # and the near-duplicate groups
         return index
 
     @property
@@ -101,13 +102,17 @@ class SegmentIndex:
 
     def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
         """representative -> the near-duplicates folded into it, for ``doc_nums``."""
+        groups = self._groups
+        return {num: groups[num] for num in doc_nums if num in groups}
+
+    @cached_property
+    def _groups(self) -> dict[int, list[int]]:
+        """Every representative's folded members (ascending), built once per segment: a
+        scan of all folded documents per query cost 0.7 ms when half of them were folded."""
         folded = self.folded
-        if not folded.shape[0] or not doc_nums:
-            return {}
-        into = self.arrays["near_dup_of"][folded]
-        hit = np.isin(into, np.asarray(doc_nums, dtype=into.dtype))
         out: dict[int, list[int]] = {}
-        for member, rep in zip(folded[hit].tolist(), into[hit].tolist(), strict=True):
+        into = self.arrays["near_dup_of"][folded]
+        for member, rep in zip(folded.tolist(), into.tolist(), strict=True):
             out.setdefault(rep, []).append(member)
         return out
 

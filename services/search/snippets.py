@@ -72,9 +72,9 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
     first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
-    margin = window * CHARS_PER_WORD * 2
+    margin = window * CHARS_PER_WORD  # ~ a window of words each side: enough to centre it
     lo = max(0, first - margin)
-    spans = [(a + lo, b + lo) for a, b in (m.span() for m in _WORD.finditer(text[lo : last + margin]))]
+    spans = [m.span() for m in _WORD.finditer(text, lo, last + margin)]
     if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1 : lo + 1] or ""):
         spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
@@ -106,16 +106,53 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
 def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
     """(start, end, query terms) of every matching word, in text order.
 
-    A Snowball stem starts with its word's first letters, so a regex over
-    two-letter prefixes (run in C) finds the candidates and only those go
-    through the analyzer.
+    A Snowball stem starts with its word's first letters, so only words starting with a
+    query term's first two letters are candidates, and only those go through the analyzer.
+    The candidates are found with ``str.find`` on the lower-cased text (C's fast search, 4x
+    the prefix regex on a page: the regex tried every position), kept at word starts as the
+    regex's look-behinds did. Where lower-casing changes the text's length (a few Unicode
+    letters), offsets would not line up: the regex does it.
     """
-    prefixes = sorted({t[:2] for t in terms if t})
+    prefixes = sorted({t[:2].lower() for t in terms if t})
     if not prefixes:
         return []
-    pattern = _candidate_pattern(tuple(prefixes))
+    low = text.lower()
+    if len(low) != len(text):
+        return _matches_by_regex(text, terms, tuple(prefixes))
+    starts: set[int] = set()
+    for prefix in prefixes:
+        at = low.find(prefix)
+        while at >= 0:
+            if (
+                at == 0
+                or not _word_char(low[at - 1])
+                and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
+            ):
+                starts.add(at)
+            at = low.find(prefix, at + 1)
     out = []
-    for m in pattern.finditer(text):
+    for at in sorted(starts):
+        m = _WORD.match(text, at)
+        if m is None:
+            continue
+        found = _word_terms(m.group()) & terms
+        if found:
+            out.append((at, m.end(), found))
+    return out
+
+
+_JOINERS = "'’."
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _matches_by_regex(
+    text: str, terms: frozenset[str], prefixes: tuple[str, ...]
+) -> list[tuple[int, int, frozenset[str]]]:
+    out = []
+    for m in _candidate_pattern(prefixes).finditer(text):
         found = _word_terms(m.group()) & terms
         if found:
             out.append((m.start(), m.end(), found))

@@ -23,6 +23,9 @@ from services.storage.errors import BlobNotFoundError, StorageError
 
 class BlobStore(ABC):
     url: str
+    # Reads cost a network round trip (S3): callers with several to make overlap them in
+    # threads. Local reads are cheaper done in turn (no thread hand-off, no GIL contention).
+    remote: bool = False
 
     @abstractmethod
     def put(self, name: str, data: bytes) -> None:
@@ -149,6 +152,8 @@ class FileBlobStore(BlobStore):
 
 
 class S3BlobStore(BlobStore):
+    remote = True
+
     def __init__(
         self, bucket: str, prefix: str = "", endpoint_url: str | None = None, client: Any = None
     ) -> None:

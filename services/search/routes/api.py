@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from services.search.deps import MetricsDep, ServiceDep
 from services.search.schemas import SearchResponse, SuggestResponse, error_responses
@@ -22,13 +22,15 @@ def api_search(
     size: int | None = Query(
         None, ge=1, description=f"results per page (default: the server's setting; at most {MAX_PAGE_SIZE})"
     ),
-) -> SearchResponse | JSONResponse:
+) -> Response:
     results = service.search(q, page, size)
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
-    if results.index_version is None:
-        return JSONResponse(SearchResponse.from_results(results).model_dump(), status_code=503)
-    return SearchResponse.from_results(results)
+    # Serialized here, once: a returned model would be validated and serialized again by
+    # FastAPI against response_model (which stays, for the schema).
+    body = SearchResponse.from_results(results).model_dump_json()
+    status = 503 if results.index_version is None else 200
+    return Response(body, status_code=status, media_type="application/json")
 
 
 @router.get("/suggest", response_model=SuggestResponse, responses=error_responses(500, 503))

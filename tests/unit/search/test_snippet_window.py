@@ -89,3 +89,35 @@ def test_long_documents_find_the_best_stretch_far_from_the_start():
 def test_apostrophes_and_case_still_match():
     fragments = make_snippet("The AIRCRAFT's wings (see 'Wing design').", terms("wing aircraft"))
     assert marked(fragments) == ["AIRCRAFT's", "wings", "Wing"]
+
+
+def test_the_fast_candidate_scan_finds_what_the_regex_found():
+    """str.find over the lower-cased text against the look-behind regex it replaced, on
+    texts mixing cases, joiners ("don't", "e.g."), digits, underscores and non-Latin words."""
+    import random
+
+    from services.search.snippets import _matches, _matches_by_regex
+
+    rng = random.Random(5)
+    words = [
+        "Wing",
+        "wings",
+        "rewing",
+        "don't",
+        "o'wing",
+        "e.g.wing",
+        "_wing",
+        "wing_x",
+        "Winglet",
+        "flow",
+        "FLOWS",
+        "reflow",
+    ]
+    words += ["Ölfluss", "straße", "Flöße", "2wing", "wing2", "wi", "w", "pressure", "İstanbul"]
+    terms = frozenset({"wing", "flow", "pressur", "ölfluss"})
+    for _ in range(300):
+        text = "".join(
+            rng.choice(words) + rng.choice([" ", ", ", ". ", "'", "\n", "-", ""]) for _ in range(40)
+        )
+        prefixes = tuple(sorted({t[:2] for t in terms}))
+        assert _matches(text, terms) == _matches_by_regex(text, terms, prefixes), text

@@ -1,0 +1,239 @@
+"""Whole-page search speed: `/api/search`, `/` and `/api/suggest` over HTTP, one client and
+64 concurrent connections, on the 100,000-document benchmark index.
+
+    .venv/bin/python -m benchmarks.search_page [--docs 100000] [--workers 2] [--seconds 20]
+
+Prepares (once; kept under var/bench/search-<docs>) the corpus of ``benchmarks.textcorpus``,
+ingested as record blocks and indexed by ``nimbus index``; then starts ``nimbus serve
+--workers N`` (rate limit off) and measures, from outside the server, as a browser or an
+API client would see it:
+
+* one client, keep-alive, every query once after a warm-up pass: p50/p95/p99 in ms of
+  ``/api/search?q=`` and ``/?q=`` (HTML), and of ``/api/suggest?q=`` for a prefix of each
+  query's first word (HTTP included: an upper bound of the server-side time);
+* load: locust, headless, 64 users on FastHttpUser with no wait (64 connections, closed
+  loop) for ``--seconds``: requests/s, failures, p50/p95/p99. Locust runs on the same two
+  cores as the server, so its own CPU is taken from the server's.
+
+No peer is named for this figure in the issue: the goals are absolute (p50 <= 3 ms and p95
+<= 10 ms for one client, >= 500 requests/s with 0 errors under load, suggest p95 <= 5 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.textcorpus import DATA, build
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def prepare(docs: int, state: Path) -> dict[str, str]:
+    """The benchmark index (built when missing); returns the environment that serves it."""
+    from services.config import Settings
+    from services.eval.run import state_settings
+
+    settings = state_settings(Settings.from_env({}), state / "nimbus").with_overrides(mr_runner="inline")
+    env = {
+        **os.environ,
+        "NIMBUS_DATABASE_URL": settings.database_url,
+        "NIMBUS_BLOB_URL": settings.blob_url,
+        "NIMBUS_VAR_DIR": str(settings.var_dir),
+        "NIMBUS_RATE_LIMIT": "off",
+    }
+    if (state / "ready").exists():
+        return env
+    from services.ingest.writer import ingest_documents
+    from services.storage.documents import SourceDoc
+
+    shutil.rmtree(state, ignore_errors=True)
+    (state / "nimbus").mkdir(parents=True)
+    corpus = state / "corpus"
+    build(DATA, docs, 500, corpus)
+    with (corpus / "docs.jsonl").open(encoding="utf-8") as fh:
+        source = (json.loads(line) for line in fh)
+        result = ingest_documents(
+            (SourceDoc(d["id"], d["title"], d["text"]) for d in source), "bench", settings, progress=False
+        )
+    print(f"ingest: {result.summary()}", flush=True)
+    subprocess.run([sys.executable, "-m", "services.cli", "index"], env=env, check=True, cwd=ROOT)
+    (state / "ready").write_text("ok\n")
+    return env
+
+
+def queries_of(state: Path) -> list[str]:
+    with (state / "corpus" / "queries.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve(env: dict[str, str], workers: int, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv/bin/nimbus"), "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json().get("status") == "ok":
+                return proc
+        except (httpx.HTTPError, ValueError):
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("nimbus serve exited before it answered /healthz")
+        time.sleep(0.2)  # a benchmark polling a server start, not a test
+    proc.kill()
+    raise RuntimeError("nimbus serve did not answer /healthz within 120 s")
+
+
+def one_client(base: str, queries: list[str]) -> dict[str, dict[str, float]]:
+    prefixes = [q.split()[0][: max(2, len(q.split()[0]) // 2)] for q in queries]
+    paths = {
+        "/api/search": [("/api/search", {"q": q}) for q in queries],
+        "/ (HTML)": [("/", {"q": q}) for q in queries],
+        "/api/suggest": [("/api/suggest", {"q": p}) for p in prefixes],
+    }
+    out = {}
+    with httpx.Client(base_url=base, timeout=30) as client:
+        for name, requests in paths.items():
+            for path, params in requests:  # warm-up: caches, page faults, lazily built tables
+                client.get(path, params=params).raise_for_status()
+            times = []
+            for path, params in requests:
+                start = time.perf_counter()
+                client.get(path, params=params).raise_for_status()
+                times.append((time.perf_counter() - start) * 1000)
+            out[name] = {
+                "p50": statistics.median(times),
+                "p95": percentile(times, 0.95),
+                "p99": percentile(times, 0.99),
+            }
+    return out
+
+
+LOCUSTFILE = """
+import random
+from locust import constant
+from locust import task
+from locust.contrib.fasthttp import FastHttpUser
+
+QUERIES = {queries!r}
+
+
+class Searcher(FastHttpUser):
+    wait_time = constant(0)
+
+    @task
+    def search(self):
+        self.client.get("/api/search", params={{"q": random.choice(QUERIES)}}, name="/api/search")
+"""
+
+
+def load(base: str, queries: list[str], seconds: int, users: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        locustfile = Path(tmp) / "locustfile.py"
+        locustfile.write_text(LOCUSTFILE.format(queries=queries))
+        prefix = Path(tmp) / "run"
+        subprocess.run(
+            [
+                str(ROOT / ".venv/bin/locust"),
+                "-f",
+                str(locustfile),
+                "--headless",
+                "-u",
+                str(users),
+                "-r",
+                str(users),
+                "-t",
+                f"{seconds}s",
+                "--host",
+                base,
+                "--csv",
+                str(prefix),
+                "--only-summary",
+                "--loglevel",
+                "ERROR",
+            ],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        with open(f"{prefix}_stats.csv", encoding="utf-8") as fh:
+            row = next(r for r in csv.DictReader(fh) if r["Name"] == "Aggregated")
+    return {
+        "requests": float(row["Request Count"]),
+        "failures": float(row["Failure Count"]),
+        "rps": float(row["Requests/s"]),
+        "p50": float(row["50%"]),
+        "p95": float(row["95%"]),
+        "p99": float(row["99%"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="whole-page search speed")
+    p.add_argument("--docs", type=int, default=100_000)
+    p.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    p.add_argument("--seconds", type=int, default=20, help="length of the load run")
+    p.add_argument("--users", type=int, default=64, help="concurrent connections of the load run")
+    p.add_argument("--prepare-only", action="store_true")
+    args = p.parse_args(argv)
+    state = ROOT / "var" / "bench" / f"search-{args.docs}"
+    env = prepare(args.docs, state)
+    if args.prepare_only:
+        return 0
+    queries = queries_of(state)
+    random.Random(7).shuffle(queries)
+    port = free_port()
+    proc = serve(env, args.workers, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        single = one_client(base, queries)
+        for name, figures in single.items():
+            print(
+                f"one client {name:13s} p50 {figures['p50']:6.2f} ms  p95 {figures['p95']:6.2f} ms  "
+                f"p99 {figures['p99']:6.2f} ms  ({len(queries)} queries, {args.docs} documents)",
+                flush=True,
+            )
+        loaded = load(base, queries, args.seconds, args.users)
+        print(
+            f"load: {args.users} connections, {args.workers} workers, {args.seconds} s: "
+            f"{loaded['rps']:.0f} requests/s, {loaded['failures']:.0f} failures of {loaded['requests']:.0f}, "
+            f"p50 {loaded['p50']:.0f} ms  p95 {loaded['p95']:.0f} ms  p99 {loaded['p99']:.0f} ms",
+            flush=True,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
