@@ -8,6 +8,10 @@ ingested as record blocks and indexed by ``nimbus index``; then starts ``nimbus 
 --workers N`` (rate limit off) and measures, from outside the server, as a browser or an
 API client would see it:
 
+Twice: with the result cache off (every answer computed: the figure for a query not asked
+before) and on (the default; after the warm-up pass every answer is a cache hit, as a
+repeated query is).
+
 * one client, keep-alive, every query once after a warm-up pass: p50/p95/p99 in ms of
   ``/api/search?q=`` and ``/?q=`` (HTML), and of ``/api/suggest?q=`` for a prefix of each
   query's first word (HTTP included: an upper bound of the server-side time);
@@ -211,27 +215,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     queries = queries_of(state)
     random.Random(7).shuffle(queries)
-    port = free_port()
-    proc = serve(env, args.workers, port)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        single = one_client(base, queries)
-        for name, figures in single.items():
+    for label, cache in (("cache off (every answer computed)", "0"), ("cache on (the default)", "")):
+        port = free_port()
+        proc = serve({**env, "NIMBUS_RESULT_CACHE_SIZE": cache}, args.workers, port)
+        base = f"http://127.0.0.1:{port}"
+        print(
+            f"-- {label}, {args.workers} workers, {args.docs} documents, {len(queries)} queries", flush=True
+        )
+        try:
+            single = one_client(base, queries)
+            for name, figures in single.items():
+                print(
+                    f"one client {name:13s} p50 {figures['p50']:6.2f} ms  p95 {figures['p95']:6.2f} ms  "
+                    f"p99 {figures['p99']:6.2f} ms",
+                    flush=True,
+                )
+            loaded = load(base, queries, args.seconds, args.users)
             print(
-                f"one client {name:13s} p50 {figures['p50']:6.2f} ms  p95 {figures['p95']:6.2f} ms  "
-                f"p99 {figures['p99']:6.2f} ms  ({len(queries)} queries, {args.docs} documents)",
+                f"load: {args.users} connections, {args.seconds} s: {loaded['rps']:.0f} requests/s, "
+                f"{loaded['failures']:.0f} failures of {loaded['requests']:.0f}, "
+                f"p50 {loaded['p50']:.0f} ms  p95 {loaded['p95']:.0f} ms  p99 {loaded['p99']:.0f} ms",
                 flush=True,
             )
-        loaded = load(base, queries, args.seconds, args.users)
-        print(
-            f"load: {args.users} connections, {args.workers} workers, {args.seconds} s: "
-            f"{loaded['rps']:.0f} requests/s, {loaded['failures']:.0f} failures of {loaded['requests']:.0f}, "
-            f"p50 {loaded['p50']:.0f} ms  p95 {loaded['p95']:.0f} ms  p99 {loaded['p99']:.0f} ms",
-            flush=True,
-        )
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
     return 0
 
 

@@ -142,6 +142,10 @@ class Settings:
     # so a scrape that reaches any of them reports all; `nimbus serve --workers N` sets it.
     metrics_dir: str = ""
     results_per_page: int = 10
+    # Answers kept per search worker (query, page, size, index version), for at most
+    # result_cache_seconds, so a recrawled page's new title shows within that time. 0: off.
+    result_cache_size: int = 2048
+    result_cache_seconds: float = 300.0
     # Requests per client address and worker process, in the `limits` notation ("20/second",
     # "1200/minute"); "off" for none (a load test). /healthz, /metrics and static files are free.
     rate_limit: str = "1200/minute"
@@ -202,6 +206,10 @@ class Settings:
         return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
     def validate(self) -> None:
+        if self.result_cache_size < 0 or self.result_cache_seconds < 0:
+            raise SettingsError(
+                "NIMBUS_RESULT_CACHE_SIZE and NIMBUS_RESULT_CACHE_SECONDS must be 0 (off) or more"
+            )
         if self.rate_limit != "off":
             from limits import parse
 

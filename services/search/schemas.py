@@ -75,6 +75,7 @@ class SearchResponse(BaseModel):
     )
     hits: list[SearchHit]
     suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
+    cached: bool = Field(False, description="answered from the result cache (same query, page, size, index)")
 
     @classmethod
     def from_results(cls, results: SearchResults) -> SearchResponse:
@@ -91,6 +92,7 @@ class SearchResponse(BaseModel):
             mode=results.mode,
             hits=[SearchHit.from_hit(hit) for hit in results.hits],
             suggestion=results.suggestion,
+            cached=results.cached,
         )
 
 

@@ -18,9 +18,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +37,7 @@ from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.query import ParsedQuery, parse_query
 from services.search.rank import Ranked
+from services.search.result_cache import ResultCache
 from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
 from services.search.snippets import Fragment, make_snippet
 from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
@@ -98,6 +99,7 @@ class SearchResults:
     few_all_words: int = 0  # so few documents held every word that partial matches joined them
     phrase_relaxed: bool = False  # few documents held the quoted phrase: its words follow
     suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
+    cached: bool = False  # answered from the result cache (services.search.result_cache)
 
     @property
     def pages(self) -> int:
@@ -199,6 +201,9 @@ class SearchService:
         # Snippet records are fetched in parallel: on S3 each is a ranged GET
         # whose latency, not its few kilobytes, is the cost.
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
+        self.results: ResultCache[SearchResults] = ResultCache(
+            settings.result_cache_size, settings.result_cache_seconds
+        )
         self._facts_lock = threading.Lock()
         self._facts_cache: tuple[int, DocFacts] | None = None
         self._vocabulary_lock = threading.Lock()
@@ -228,6 +233,17 @@ class SearchService:
             return done(total=0, message=NO_INDEX_MESSAGE)
         if not q:
             return done(total=0, index_version=index.version_id)
+        key = (index.version_id, q, page, per_page)
+        cached = self.results.get(key)
+        if cached is not None:
+            return replace(cached, took_ms=(time.perf_counter() - started) * 1000.0, cached=True)
+        answer = self._search(q, page, per_page, index, done)
+        self.results.put(key, answer)
+        return answer
+
+    def _search(
+        self, q: str, page: int, per_page: int, index: SegmentIndex, done: Callable[..., SearchResults]
+    ) -> SearchResults:
         query = parse_query(q)
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)

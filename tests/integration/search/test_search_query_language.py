@@ -123,3 +123,13 @@ def test_words_inside_dotted_names_are_found(dotted):
     with TestClient(create_app(dotted, recheck_seconds=0)) as client:
         for q, expected in (("node.js", 0), ("node", 0), ("example site", 0), ("3.14", 1), ("USA", 1)):
             assert hits(client, q)[:1] == [expected], q
+
+
+def test_a_repeated_query_is_answered_from_the_cache_until_the_index_changes(published, client):
+    first = client.get("/api/search", params={"q": "boundary layer"}).json()
+    again = client.get("/api/search", params={"q": "boundary layer"}).json()
+    assert not first["cached"] and again["cached"]
+    assert [h["doc_num"] for h in again["hits"]] == [h["doc_num"] for h in first["hits"]]
+    assert not client.get("/api/search", params={"q": "boundary layer", "page": 2}).json()["cached"]
+    publish_index(published, DOCS, "v2")  # a new index version: answers are computed again
+    assert not client.get("/api/search", params={"q": "boundary layer"}).json()["cached"]
