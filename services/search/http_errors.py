@@ -8,11 +8,13 @@ never a traceback; the log gets the full story.
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.errors import NimbusError
 from services.search.errors import NotFoundError, SearchIndexError
@@ -41,6 +43,34 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NimbusError, _answer)
     app.add_exception_handler(SQLAlchemyError, _answer)
     app.add_exception_handler(RequestValidationError, _bad_request)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+def wants_html(request: Request) -> bool:
+    """A person's browser on one of our pages (not the API): errors come as a page."""
+    return not request.url.path.startswith("/api/") and "text/html" in request.headers.get("accept", "")
+
+
+def _page(request: Request, status: int, message: str) -> Response:
+    """The error as a page with a search box and what to try, never a traceback."""
+    templates = request.app.state.templates
+    return cast(
+        Response,
+        templates.TemplateResponse(
+            request, "error.html", {"status": status, "message": message}, status_code=status
+        ),
+    )
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown paths and methods: JSON for programs, a page for people."""
+    status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
+    detail = str(exc.detail) if isinstance(exc, StarletteHTTPException) else FAILED
+    if wants_html(request):
+        message = "There is no page at this address." if status == 404 else detail
+        return _page(request, status, message)
+    headers = getattr(exc, "headers", None)
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
 def _bad_request(request: Request, exc: Exception) -> JSONResponse:
@@ -58,13 +88,17 @@ def _bad_request(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail or "invalid request"}, status_code=422)
 
 
-def _answer(request: Request, exc: Exception) -> JSONResponse:
+def _answer(request: Request, exc: Exception) -> Response:
     status = status_for(exc)
     where = f"{request.method} {request.url.path}"
     if status == 404:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-    if status == 503:
+        detail = str(exc)
+    elif status == 503:
         log.error("%s failed: %s", where, exc)
-        return JSONResponse({"detail": UNAVAILABLE}, status_code=503)
-    log.error("%s failed", where, exc_info=exc)
-    return JSONResponse({"detail": FAILED}, status_code=500)
+        detail = UNAVAILABLE
+    else:
+        log.error("%s failed", where, exc_info=exc)
+        detail = FAILED
+    if wants_html(request):
+        return _page(request, status, detail)
+    return JSONResponse({"detail": detail}, status_code=status)

@@ -122,9 +122,13 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
         503: "the index or the document store is unavailable (or nothing is published yet)",
         500: "the service failed; the operator's log has the details",
     }
-    # Errors are JSON on every route, HTML pages included (``http_errors``).
+    # JSON for programs; a page for a browser on an HTML route (``http_errors``).
     return {
-        status: {"model": ErrorDetail, "description": said[status], "content": {"application/json": {}}}
+        status: {
+            "model": ErrorDetail,
+            "description": said[status],
+            "content": {"application/json": {}, "text/html": {}},
+        }
         for status in statuses
     }
 

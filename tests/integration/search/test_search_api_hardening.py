@@ -106,3 +106,14 @@ def test_a_malformed_rate_is_a_settings_error_naming_the_variable():
 def test_the_page_takes_any_page_number_a_person_types(client, page):
     response = client.get("/", params={"q": "wing", "page": page})
     assert response.status_code == 200 and "h.test/0" in response.text
+
+
+def test_people_get_error_pages_and_programs_get_json(client):
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    for path in ("/page/99", "/cached/99/view", "/no/such/page"):
+        page = client.get(path, headers=browser)
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html"), path
+        assert 'role="search"' in page.text and 'href="/help"' in page.text and "Traceback" not in page.text
+    for path in ("/api/page/99", "/no/such/page"):
+        assert client.get(path).json()["detail"], path  # no Accept: text/html, so JSON
+    assert client.get("/api/page/99", headers=browser).headers["content-type"] == "application/json"
