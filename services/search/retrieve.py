@@ -121,7 +121,7 @@ def retrieve(
             for phrase in query.phrases:
                 candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
         if candidates.shape[0] < settings.and_min_results:
-            return _phrase_then_words(index, query, terms, candidates, prior, k, settings, found)
+            return _phrase_then_words(index, query, terms, candidates, prior, k, settings, found, allowed)
         if not query.any_word and len(found) == len(query.terms):
             # The candidates hold the phrases' words already: intersect with the others only.
             in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
@@ -194,6 +194,7 @@ def _phrase_then_words(
     k: int,
     settings: RetrievalSettings,
     found: list[str],
+    allowed: np.ndarray | None,
 ) -> Retrieval:
     """A quoted phrase as a soft constraint: the few documents holding it first, then the
     documents holding its words (AND, else OR), as for an unquoted query.
@@ -203,7 +204,8 @@ def _phrase_then_words(
     every holder ranks above every document that only has the words.
     """
     first = score_candidates(terms, holding, prior, k) if holding.shape[0] else None
-    words = retrieve(index, replace(query, phrases=[]), k + int(holding.shape[0]), settings)
+    # The operators' mask goes along: the words' results are the query's results too.
+    words = retrieve(index, replace(query, phrases=[]), k + int(holding.shape[0]), settings, allowed)
     rest = words.ranked
     if first is None:
         return Retrieval(rest, "phrase+words", found)

@@ -76,6 +76,9 @@ class SearchResponse(BaseModel):
     hits: list[SearchHit]
     suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
     cached: bool = Field(False, description="answered from the result cache (same query, page, size, index)")
+    fewer: list[str] = Field(
+        default_factory=list, description="nothing found: shorter queries that find some"
+    )
 
     @classmethod
     def from_results(cls, results: SearchResults) -> SearchResponse:
@@ -93,6 +96,7 @@ class SearchResponse(BaseModel):
             hits=[SearchHit.from_hit(hit) for hit in results.hits],
             suggestion=results.suggestion,
             cached=results.cached,
+            fewer=results.fewer,
         )
 
 

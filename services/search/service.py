@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -100,6 +101,7 @@ class SearchResults:
     phrase_relaxed: bool = False  # few documents held the quoted phrase: its words follow
     suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
     cached: bool = False  # answered from the result cache (services.search.result_cache)
+    fewer: list[str] = field(default_factory=list)  # nothing found: shorter queries that find some
 
     @property
     def pages(self) -> int:
@@ -264,6 +266,7 @@ class SearchService:
         if len(result.found) < len(query.terms) or total < per_page:
             suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
         return done(
+            fewer=self._fewer(q, index) if total == 0 else [],
             total=total,
             hits=hits,
             terms=result.found,
@@ -274,6 +277,23 @@ class SearchService:
             phrase_relaxed=result.phrase_relaxed(),
             suggestion=suggestion,
         )
+
+    def _fewer(self, q: str, index: SegmentIndex, limit: int = 3) -> list[str]:
+        """For a query that found nothing: the query without one of its parts (a word, a
+        quoted phrase, an operator), for each that finds something; at most ``limit``."""
+        parts = [m.group(0) for m in _PART.finditer(q)]
+        out: list[str] = []
+        for i in range(len(parts)) if len(parts) > 1 else ():
+            shorter = " ".join(parts[:i] + parts[i + 1 :])
+            query = parse_query(shorter)
+            if query.empty and not query.filtered:
+                continue
+            allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+            if retrieve_ranked(index, query, 1, self.retrieval, allowed).ranked.docs.shape[0]:
+                out.append(shorter)
+                if len(out) == limit:
+                    break
+        return out
 
     def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> str:
         """A corrected query, when one finds clearly more documents (``suggest``)."""
@@ -518,6 +538,9 @@ class SearchService:
                 "docId (corrupt block or wrong offset in the documents table)"
             )
         return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type), doc.last_crawled or 0.0)
+
+
+_PART = re.compile(r'-?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words
 
 
 def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:

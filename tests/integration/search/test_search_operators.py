@@ -50,6 +50,8 @@ def test_filetype_and_intitle(client):
 
 def test_operators_combine_with_phrases_or_and_exclusions(client):
     assert docs(client, '"wing lift" site:esa.int') == [3, 4]
+    # A phrase no page holds falls back to its words: still only on the site asked for.
+    assert docs(client, '"lift wing" site:esa.int') == [3, 4, 5]  # 5: "lifting"; no nasa.gov page
     assert docs(client, "shock | nozzle site:esa.int") == [4, 5]
     assert docs(client, "shock OR nozzle -site:esa.int") == []
     assert docs(client, "wing site:esa.int -shock") == [3]
@@ -87,3 +89,14 @@ def test_size_is_honoured_capped_and_checked(client):
 def test_the_page_applies_operators_too(client):
     page = client.get("/", params={"q": "wing site:esa.int"}).text
     assert "http://esa.int/shock" in page and "http://nasa.gov/wing" not in page
+
+
+def test_a_query_that_finds_nothing_offers_shorter_ones_that_do(client):
+    body = client.get("/api/search", params={"q": "nozzle site:nasa.gov"}).json()
+    assert body["total"] == 0 and body["fewer"] == ["site:nasa.gov", "nozzle"]
+    assert all(client.get("/api/search", params={"q": f}).json()["total"] > 0 for f in body["fewer"])
+    body = client.get("/api/search", params={"q": '"shock waves" site:nasa.gov'}).json()
+    assert body["total"] == 0 and '"shock waves"' in body["fewer"]  # a phrase stays whole
+    page = client.get("/", params={"q": "nozzle site:nasa.gov"}).text
+    assert "Fewer words find pages" in page and 'href="/?q=nozzle"' in page
+    assert client.get("/api/search", params={"q": "wing"}).json()["fewer"] == []
