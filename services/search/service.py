@@ -165,6 +165,16 @@ class PageInfo:
 
 
 @dataclass(frozen=True)
+class CachedText:
+    doc_num: int
+    url: str
+    title: str
+    text: str
+    media_type: str
+    fetched_at: float = 0.0
+
+
+@dataclass(frozen=True)
 class CachedCopy:
     doc_num: int
     url: str
@@ -538,6 +548,27 @@ class SearchService:
                 "docId (corrupt block or wrong offset in the documents table)"
             )
         return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type), doc.last_crawled or 0.0)
+
+    def cached_text(self, doc_num: int) -> CachedText:
+        """The text the engine extracted from a document (a PDF's words, readable in the
+        browser as a page), from its record."""
+        if not 0 <= doc_num <= MAX_DOC_NUM:
+            raise NotFoundError(f"no document number {doc_num}")
+        with self.sessions() as session:
+            doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
+        if doc is None:
+            raise NotFoundError(f"no document number {doc_num}")
+        record = self._record(doc, "extracted text")
+        if record is None:
+            raise NotFoundError(f"the extracted text of document {doc_num} is unavailable")
+        return CachedText(
+            doc_num,
+            doc.url,
+            doc.title or doc.url,
+            record.text,
+            _media_type(doc.content_type),
+            doc.last_crawled,
+        )
 
 
 _PART = re.compile(r'-?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words

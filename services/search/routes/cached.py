@@ -4,7 +4,8 @@
 * ``/cached/{n}/display``: for HTML, a copy fit to show (``cached_copy``);
   other types as stored;
 * ``/cached/{n}/view``: our page, with a banner naming the original URL and
-  the crawl time, framing the display copy in a sandbox.
+  the crawl time, framing the display copy in a sandbox;
+* ``/cached/{n}/text``: the text the engine extracted (a PDF's words as a page).
 
 A cached copy is someone else's page: "sandbox" without allow-scripts runs it
 in a unique opaque origin with scripts, forms and plugins off, so stored
@@ -69,3 +70,11 @@ def cached_view(request: Request, doc_num: int, service: ServiceDep, templates: 
     return templates.TemplateResponse(
         request, "cached.html", {"copy": copy, "frame_url": f"/cached/{doc_num}/display"}
     )
+
+
+@router.get("/{doc_num}/text", response_class=HTMLResponse)
+def cached_text(request: Request, doc_num: int, service: ServiceDep, templates: TemplatesDep) -> HTMLResponse:
+    """What the index read from the document: for a PDF, its words without a PDF viewer."""
+    text = service.cached_text(doc_num)
+    paragraphs = [p.strip() for p in text.text.split("\n\n") if p.strip()] or [text.text]
+    return templates.TemplateResponse(request, "cached_text.html", {"copy": text, "paragraphs": paragraphs})

@@ -74,3 +74,12 @@ def test_the_html_page_shows_it_and_unknown_documents_are_404(client):
     assert client.get("/api/page/99").status_code == 404
     assert client.get("/api/page/-1").status_code in (404, 422)
     assert client.get("/api/page/1", params={"q": "x" * 1001}).status_code == 422
+
+
+def test_a_pdf_is_badged_and_readable_as_its_extracted_text(client):
+    page = client.get("/", params={"q": "nothing"}).text
+    assert 'class="badge"' in page and 'href="/cached/3/text"' in page
+    text = client.get("/cached/3/text")
+    assert text.status_code == 200 and "Nothing about it." in text.text and "application/pdf" in text.text
+    assert "script-src 'self'" in text.headers["content-security-policy"]
+    assert client.get("/cached/99/text").status_code == 404
