@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,23 +15,31 @@ CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def server_url(pipeline):
+@contextmanager
+def serving(app) -> Iterator[str]:
+    """``app`` under uvicorn on a free loopback port, for the length of the block."""
     import uvicorn
-
-    from services.search.app import create_app
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(pipeline.settings), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server_url(pipeline):
+    from services.search.app import create_app
+
+    with serving(create_app(pipeline.settings)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +161,66 @@ def test_did_you_mean_operators_and_completions(browser_page, server_url, artifa
     browser_page.wait_for_url("**q=anarc**")
     browser_page.screenshot(path=str(artifacts / "completions.png"))
     assert errors == [], errors
+
+
+def test_a_phone_sized_screen_and_keyboard_only_use(chromium, server_url, artifacts):
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(server_url + "/?q=anarchism")
+        # Nothing wider than the screen: no sideways scrolling on a phone.
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        assert page.locator("#q").is_visible() and page.locator("li.hit").first.is_visible()
+        page.screenshot(path=str(artifacts / "phone-results.png"), full_page=True)
+        # Keyboard only: the skip link comes first, then the search box, then the results.
+        page.goto(server_url + "/?q=anarchism")
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        order = []
+        for _ in range(12):
+            page.keyboard.press("Tab")
+            order.append(page.evaluate("(e => e.className || e.id || e.tagName)(document.activeElement)"))
+        assert order[0] == "skip" and order.index("q") < order.index("cached")
+        page.keyboard.press("Shift+Tab")
+        while page.evaluate("document.activeElement.className") != "page-info":
+            page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/page/**")
+        assert page.locator("table.scores").is_visible()  # the score breakdown for the query
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        page.screenshot(path=str(artifacts / "phone-page-info.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_results_paginate(browser_page, server_url):
+    browser_page.goto(server_url + "/?q=the+anarchism+of+history")
+    first = browser_page.locator("li.hit h2 a").first.inner_text()
+    browser_page.locator("nav.pages a[rel=next]").click()
+    browser_page.wait_for_url("**page=2**")
+    assert browser_page.locator("li.hit").count() > 0
+    assert browser_page.locator("li.hit h2 a").first.inner_text() != first
+    assert browser_page.locator("nav.pages [aria-current=page]").inner_text() == "2"
+
+
+def test_the_weather_box_with_the_provider_and_without_it(pipeline, browser_page, artifacts):
+    from fake_weather import FakeProvider
+
+    from services.search.app import create_app
+
+    fake = FakeProvider()
+    fake.thread.start()
+    try:
+        app = create_app(pipeline.settings.with_overrides(weather_url=fake.url, result_cache_size=0))
+        with serving(app) as url:
+            wait_for(lambda: app.state.places.ready, timeout=60, what="the gazetteer to load")
+            browser_page.goto(url + "/?q=weather+in+paris")
+            box = browser_page.get_by_role("region", name="Weather")
+            assert "12" in box.locator(".answer-temperature").inner_text()
+            assert "Paris" in box.inner_text()
+            browser_page.screenshot(path=str(artifacts / "weather.png"))
+            fake.mode = "error"
+            browser_page.goto(url + "/?q=lyon")
+            assert browser_page.get_by_role("region", name="Weather").count() == 0
+            assert browser_page.locator("footer.site").is_visible()  # the page itself is whole
+    finally:
+        fake.stop()
