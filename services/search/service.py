@@ -323,8 +323,12 @@ class SearchService:
         if index is None or not text or q[-1:].isspace():
             return []
         head, _, last = text.rpartition(" ")
-        words = self.vocabulary(index).complete(last, limit)
-        return [f"{head} {w}" if head else w for w in words]
+        vocabulary = self.vocabulary(index)
+        ends = vocabulary.complete_phrase(last if not head else f"{head.rpartition(' ')[2]} {last}", limit)
+        before = head.rpartition(" ")[0] if head else ""
+        phrases = [f"{before} {p}".strip() if head else p for p in ends]
+        words = [f"{head} {w}" if head else w for w in vocabulary.complete(last, limit)]
+        return list(dict.fromkeys(phrases + words))[:limit]
 
     def vocabulary(self, index: SegmentIndex) -> Vocabulary:
         """The index version's vocabulary (titles' words, ``suggest``), built once per version."""

@@ -11,9 +11,10 @@ to emit one, a step not taken yet.)
   query word the index does not hold, the closest vocabulary word within two edits,
   ties broken by document frequency; the service offers the corrected query only when it
   finds clearly more results (``clearly_better``).
-* **Completions**: the vocabulary sorted, a prefix found by bisection, the most frequent
-  words under it; the one- and two-letter prefixes' answers are computed up front, so no
-  request scans a large range.
+* **Completions**: frequent phrases of the titles (two words in a row in at least two
+  titles) that start with what was typed, then the vocabulary's words completing the last
+  word; each list sorted, a prefix found by bisection, the most frequent first; the one- and
+  two-letter word prefixes' answers are computed up front, so no request scans a large range.
 
 Pure: the service hands in the titles and the index's terms.
 """
@@ -32,14 +33,17 @@ from services.text.analyze import analyze
 
 MAX_EDITS = 2
 COMPLETIONS = 8
+MIN_PHRASE_TITLES = 2
 _PRECOMPUTED_PREFIX = 2
 _WORD = re.compile(r"[^\W\d_]{2,30}")  # letters only: numbers and codes are not misspelled
 
 
 class Vocabulary:
-    def __init__(self, counts: Counter[str]) -> None:
+    def __init__(self, counts: Counter[str], phrases: Counter[str] | None = None) -> None:
         self.counts = counts
         self.words = sorted(counts)
+        self.phrases = phrases or Counter()
+        self._phrase_list = sorted(self.phrases)
         self._spell = SymSpell(max_dictionary_edit_distance=MAX_EDITS, prefix_length=7)
         for word, count in counts.items():
             self._spell.create_dictionary_entry(word, count)
@@ -56,15 +60,29 @@ class Vocabulary:
         """From document titles, each word counted by its stem's document frequency in the
         index (``df_of``: 0 when the index lacks it; such words are left out)."""
         counts: Counter[str] = Counter()
+        pairs: Counter[str] = Counter()
+        known: set[str] = set()  # words whose stem the index lacks are looked up once
         for title in titles:
-            for word in _WORD.findall(title.lower()):
-                if word in counts:
+            words = _WORD.findall(title.lower())
+            for word in words:
+                if word in counts or word in known:
                     continue
+                known.add(word)
                 stems = analyze(word)
                 freq = df_of(stems[0]) if len(stems) == 1 else 0
                 if freq:
                     counts[word] = freq
-        return cls(counts)
+            pairs.update({f"{a} {b}" for a, b in zip(words, words[1:], strict=False)})
+        # Frequent phrases: two title words in a row, in at least MIN_PHRASE_TITLES titles,
+        # both words the index holds (a name, a term of art: "boundary layer").
+        phrases = Counter(
+            {
+                p: n
+                for p, n in pairs.items()
+                if n >= MIN_PHRASE_TITLES and all(w in counts for w in p.split(" "))
+            }
+        )
+        return cls(counts, phrases)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -86,12 +104,21 @@ class Vocabulary:
             return []
         if len(low) <= _PRECOMPUTED_PREFIX:
             return self._tops.get(low, [])[:limit]
-        start = bisect.bisect_left(self.words, low)
-        end = bisect.bisect_left(self.words, low + "\uffff", start)
-        return heapq.nlargest(limit, self.words[start:end], key=lambda w: (self.counts[w], w))
+        return _top(self.words, self.counts, low, limit)
+
+    def complete_phrase(self, text: str, limit: int = COMPLETIONS) -> list[str]:
+        """Frequent phrases starting with ``text`` (at least two letters), the most frequent first."""
+        low = text.lower()
+        return _top(self._phrase_list, self.phrases, low, limit) if len(low) >= 2 else []
 
 
 _TOKEN = re.compile(r"\S+")
+
+
+def _top(sorted_keys: list[str], counts: Counter[str], prefix: str, limit: int) -> list[str]:
+    start = bisect.bisect_left(sorted_keys, prefix)
+    end = bisect.bisect_left(sorted_keys, prefix + "\uffff", start)
+    return heapq.nlargest(limit, sorted_keys[start:end], key=lambda k: (counts[k], k))
 
 
 def corrected_query(query: str, vocabulary: Vocabulary, known: set[str]) -> str | None:

@@ -12,6 +12,7 @@ DOCS = [
     Doc("http://s.test/3", "Superheated steam", "Steam tables."),
     Doc("http://s.test/4", "Wing lift", "Lift of a wing."),
     Doc("http://s.test/5", "Wind tunnels", "A wind tunnel for wing models."),
+    Doc("http://s.test/6", "Shock waves", "Shock waves measured."),  # "shock waves": in two titles
 ]
 
 
@@ -49,7 +50,22 @@ def test_completions_of_the_last_word_most_frequent_first(client):
     got = client.get("/api/suggest", params={"q": "sup"}).json()["suggestions"]
     assert got[0] == "supersonic" and "superheated" in got
     assert client.get("/api/suggest", params={"q": "shock wa"}).json()["suggestions"] == ["shock waves"]
-    assert client.get("/api/suggest", params={"q": "w", "limit": 2}).json()["suggestions"] == ["wing", "wind"]
+    assert client.get("/api/suggest", params={"q": "w", "limit": 2}).json()["suggestions"] == [
+        "wing",
+        "waves",
+    ]
     assert client.get("/api/suggest", params={"q": "wing "}).json()["suggestions"] == []  # next word: none
     assert client.get("/api/suggest", params={"q": "zzz"}).json()["suggestions"] == []
     assert client.get("/api/suggest", params={"q": "x" * 201}).status_code == 422
+
+
+def test_frequent_title_phrases_complete_before_single_words(client):
+    assert client.get("/api/suggest", params={"q": "sho"}).json()["suggestions"][:2] == [
+        "shock waves",
+        "shock",
+    ]
+    assert client.get("/api/suggest", params={"q": "measured shock w"}).json()["suggestions"][0] == (
+        "measured shock waves"
+    )
+    # A pair in one title only is no phrase: typing "sup" offers words, not "supersonic wing".
+    assert all(" " not in s for s in client.get("/api/suggest", params={"q": "sup"}).json()["suggestions"])
