@@ -174,15 +174,25 @@ def test_a_phone_sized_screen_and_keyboard_only_use(chromium, server_url, artifa
         page.screenshot(path=str(artifacts / "phone-results.png"), full_page=True)
         # Keyboard only: the skip link comes first, then the search box, then the results.
         page.goto(server_url + "/?q=anarchism")
-        page.evaluate("document.activeElement && document.activeElement.blur()")
-        order = []
+        focused = "(e => e.className || e.id || e.tagName)(document.activeElement)"
+        assert page.evaluate(focused) == "q"  # the search box has the focus on arrival
+        before = []
+        for _ in range(2):  # backwards from the box: the home link, then the skip link
+            page.keyboard.press("Shift+Tab")
+            before.append(page.evaluate(focused))
+        assert before == ["brand", "skip"], before
+        order = ["skip"]
         for _ in range(12):
             page.keyboard.press("Tab")
-            order.append(page.evaluate("(e => e.className || e.id || e.tagName)(document.activeElement)"))
-        assert order[0] == "skip" and order.index("q") < order.index("cached")
-        page.keyboard.press("Shift+Tab")
-        while page.evaluate("document.activeElement.className") != "page-info":
+            order.append(page.evaluate(focused))
+        assert order[:4] == ["skip", "brand", "q", "BUTTON"] and order.index("q") < order.index("cached"), (
+            order
+        )
+        for _ in range(40):  # on to the first result's "page info" link, by keyboard alone
+            if page.evaluate("document.activeElement.className") == "page-info":
+                break
             page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.className") == "page-info"
         page.keyboard.press("Enter")
         page.wait_for_url("**/page/**")
         assert page.locator("table.scores").is_visible()  # the score breakdown for the query
