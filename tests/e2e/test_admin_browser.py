@@ -3,13 +3,11 @@ state-changing request works without the session and its CSRF token."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from polling import wait_for
+from serving import serving
 
 from services.config import Settings
 
@@ -20,8 +18,6 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def admin_url(settings: Settings):
-    import uvicorn
-
     from services.admin.app import create_app
     from services.crawler import heartbeat
     from services.storage.db import init_db, make_engine, session_factory
@@ -34,18 +30,8 @@ def admin_url(settings: Settings):
         heartbeat.beat(
             session, heartbeat.Beat("ec2-a/all/7", "crawler", now - 30, now, "running", {"pages": 42})
         )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(admin), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
-    yield f"http://127.0.0.1:{port}", session_factory(engine)
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(admin)) as url:
+        yield url, session_factory(engine)
     engine.dispose()
 
 

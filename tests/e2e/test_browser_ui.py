@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from polling import wait_for
+from serving import serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser
-
-
-@contextmanager
-def serving(app) -> Iterator[str]:
-    """``app`` under uvicorn on a free loopback port, for the length of the block."""
-    import uvicorn
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,10 @@ cached copies, and nothing of theirs runs (Chromium listens for dialogs and erro
 
 from __future__ import annotations
 
-import socket
-import threading
 from pathlib import Path
 
 import pytest
-from polling import wait_for
+from serving import serving
 
 from services.config import Settings
 from services.demo.sampleweb import Resource, Site, SiteServer
@@ -49,8 +47,6 @@ def hostile_site() -> Site:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """The hostile site crawled and indexed, and the search app serving it."""
-    import uvicorn
-
     from services.crawler.crawl import run_crawl
     from services.indexing.build import build_index
     from services.search.app import create_app
@@ -70,18 +66,8 @@ def hostile(tmp_path_factory):
         build_index(settings, progress=False)
     finally:
         site.stop()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, timeout=30, what="uvicorn to start")
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture
