@@ -42,7 +42,8 @@ from mapreduce.record_job import RecordBlockJob
 TERM = "t"
 LENGTH = "l"
 FORMS = "f"
-TERM_KEY, LENGTH_KEY, FORMS_KEY = b"t:", b"l:", b"f:"
+VOCABULARY = "v"  # a written form -> documents holding it (did you mean, completions)
+TERM_KEY, LENGTH_KEY, FORMS_KEY, VOCABULARY_KEY = b"t:", b"l:", b"f:", b"v:"
 PAGE, ANCHORS = b"m", b"a"
 FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blocks of 10,000 short pages
 
@@ -120,6 +121,8 @@ class MRIndex(RecordBlockJob):
                 yield key, b"%s,%d" % (ANCHORS, anchor)
         for doc, forms in postings.forms.items():  # one per page: anchors have none
             yield b"%s%d" % (FORMS_KEY, doc), pybase64.b64encode(forms)
+        for form, held in postings.vocabulary.items():
+            yield VOCABULARY_KEY + form.encode("utf-8"), b"%d" % held
         for term, text in postings.encoded():
             yield TERM_KEY + term.encode("utf-8"), text
         self.increment_counter("index", "postings", int(postings.docs.shape[0]))
@@ -128,6 +131,8 @@ class MRIndex(RecordBlockJob):
         if key.startswith(TERM_KEY):
             self.count("index", "terms")
             yield key, join_pieces(list(values))
+        elif key.startswith(VOCABULARY_KEY):
+            yield key, b"%d" % sum(int(v) for v in values)
         elif key.startswith(FORMS_KEY):
             pieces = list(values)
             if len(pieces) > 1:  # two map tasks indexed the page

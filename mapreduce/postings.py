@@ -144,7 +144,7 @@ class PostingBuffer:
         field_of = seg_field.astype(np.int8)[seg_of_kept]
         doc = seg_doc.astype(np.uint32)[seg_of_kept]
         del seg_of_kept
-        filters = _form_filters(doc, field_of, form, forms)
+        filters, vocabulary = _form_filters(doc, field_of, form, forms)
         del form
 
         lengths: dict[int, list[int | None]] = {}
@@ -183,16 +183,21 @@ class PostingBuffer:
         post_doc = doc[starts]
         term_starts = np.flatnonzero(np.concatenate([[True], post_term[1:] != post_term[:-1]]))
         terms_present = [vocab[t] for t in post_term[term_starts].tolist()]
-        return Postings(terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters), lengths
+        postings = Postings(
+            terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters, vocabulary
+        )
+        return postings, lengths
 
 
 def _form_filters(
     doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str]
-) -> dict[int, bytes]:
-    """Each document's Bloom filter of the forms its title and body words were written in."""
+) -> tuple[dict[int, bytes], dict[str, int]]:
+    """Each document's Bloom filter of the forms its title and body words were written in,
+    and how many documents hold each form (from the same distinct pairs: the spelling
+    vocabulary costs one bincount)."""
     text = (field_of == TITLE) | (field_of == BODY)
     if not text.any():
-        return {}
+        return {}, {}
     width = max(len(forms), 1)
     pairs = doc[text].astype(np.int64) * width + form[text]
     pairs.sort()  # then drop repeats: numpy's hash-based unique took 1.4 s a block, this 0.1
@@ -201,7 +206,10 @@ def _form_filters(
     h1, h2 = form_hashes(forms)
     docs, offsets, blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])
     bounds = offsets.tolist()
-    return {d: blob[a:b] for d, a, b in zip(docs.tolist(), bounds[:-1], bounds[1:], strict=True)}
+    filters = {d: blob[a:b] for d, a, b in zip(docs.tolist(), bounds[:-1], bounds[1:], strict=True)}
+    held = np.bincount(pair_forms, minlength=len(forms))
+    vocabulary = {forms[i]: int(held[i]) for i in np.flatnonzero(held).tolist()}
+    return filters, vocabulary
 
 
 def _kept_terms(
@@ -265,6 +273,8 @@ class Postings:
     positions: np.ndarray  # uint32 [sum(counts)]
     # doc_num -> Bloom filter of its title and body word forms (services.text.forms)
     forms: dict[int, bytes] = field(default_factory=dict)
+    # written form -> documents of this flush holding it (the spelling vocabulary)
+    vocabulary: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> Postings:

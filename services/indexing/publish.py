@@ -32,7 +32,16 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from mapreduce.mr_index import FORMS, FORMS_KEY, LENGTH, LENGTH_KEY, TERM, TERM_KEY
+from mapreduce.mr_index import (
+    FORMS,
+    FORMS_KEY,
+    LENGTH,
+    LENGTH_KEY,
+    TERM,
+    TERM_KEY,
+    VOCABULARY,
+    VOCABULARY_KEY,
+)
 from mapreduce.postings_wire import TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
@@ -53,6 +62,7 @@ class IndexColumns:
     chunks: dict[bytes, bytes | str] = field(default_factory=dict)  # UTF-8 term -> wire text
     lengths: dict[int, list[int]] = field(default_factory=dict)
     forms: dict[int, bytes] = field(default_factory=dict)  # doc -> Bloom filter of its word forms
+    vocabulary: dict[str, int] = field(default_factory=dict)  # written form -> documents holding it
 
 
 @dataclass
@@ -77,6 +87,8 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             cols.lengths[int(name)] = value
         elif kind == FORMS:
             cols.forms[int(name)] = value
+        elif kind == VOCABULARY:
+            cols.vocabulary[name] = cols.vocabulary.get(name, 0) + int(value)
         else:
             raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
     return cols
@@ -95,6 +107,8 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
                 yield (LENGTH, int(key[len(length_key) :])), [int(x) for x in value.split(b",")]
             elif key.startswith(FORMS_KEY):
                 yield (FORMS, int(key[len(FORMS_KEY) :])), pybase64.b64decode(value)
+            elif key.startswith(VOCABULARY_KEY):
+                yield (VOCABULARY, key[len(VOCABULARY_KEY) :].decode("utf-8")), int(value)
             elif key:
                 raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
 
@@ -252,6 +266,7 @@ def _posting_arrays(
         "fwd_tfs": fwd_tfs,
         "near_dup_of": near_dup_of,
         **_form_arrays(cols.forms, num_docs),
+        **vocabulary_arrays(cols.vocabulary),
         "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
     }
 
@@ -272,6 +287,23 @@ def _near_duplicates(
     text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
     sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
     return near_duplicate_groups(text_offsets, text_terms, sigs)
+
+
+MIN_VOCABULARY_DOCS = 2  # a form in one document only is as likely a typo as a word
+
+
+def vocabulary_arrays(vocabulary: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """The written forms in at least MIN_VOCABULARY_DOCS documents, sorted by their UTF-8
+    bytes, with their document counts: what spelling help and completions offer."""
+    kept = sorted(
+        (form.encode("utf-8"), held) for form, held in vocabulary.items() if held >= MIN_VOCABULARY_DOCS
+    )
+    lengths = np.array([len(f) for f, _ in kept], dtype=np.uint64)
+    return {
+        "vocab_bytes": np.frombuffer(b"".join(f for f, _ in kept), dtype=np.uint8).copy(),
+        "vocab_offsets": _offsets(lengths),
+        "vocab_df": np.array([h for _, h in kept], dtype=np.uint32),
+    }
 
 
 def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -115,6 +115,16 @@ class SegmentIndex:
         for member, rep in zip(folded.tolist(), into.tolist(), strict=True):
             out.setdefault(rep, []).append(member)
         return out
+
+    def vocabulary(self) -> Iterator[tuple[str, int]]:
+        """(written form, documents holding it) for forms in two or more documents; nothing
+        from a segment older than format 5."""
+        if "vocab_df" not in self.arrays:
+            return
+        raw = self.arrays["vocab_bytes"].tobytes()
+        offsets = self.arrays["vocab_offsets"].tolist()
+        for i, held in enumerate(self.arrays["vocab_df"].tolist()):
+            yield raw[offsets[i] : offsets[i + 1]].decode("utf-8"), held
 
     @property
     def has_links(self) -> bool:

@@ -346,7 +346,7 @@ class SearchService:
                 titles = session.scalars(
                     select(Document.title).where(Document.doc_num < index.num_docs)
                 ).all()
-            vocabulary = Vocabulary.build((t or "" for t in titles), df_of)
+            vocabulary = Vocabulary.build((t or "" for t in titles), df_of, index.vocabulary())
             self._vocabulary_cache = (index.version_id, vocabulary)
             return vocabulary
 

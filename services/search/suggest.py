@@ -1,11 +1,11 @@
 """Spelling help and completions from the words the index holds.
 
 The index keeps stems ("bodi"), which people neither type nor want to read, so the
-vocabulary is built of surface words: the words of the documents' titles (read once per
-index version), each counted by the document frequency of its stem in the index. Words
-whose stem the index lacks are left out, so a correction always finds something. (Words
-that occur in no title are not offered: a vocabulary of body words needs the index job
-to emit one, a step not taken yet.)
+vocabulary is built of words as written: the index job counts, for every form written in
+titles and bodies, the documents holding it, and the segment keeps the forms in two or more
+(``vocab_*``: a form in one document only is as likely a typo as a word); the words of the
+documents' titles are added, counted by their stem's document frequency (the only source
+for a segment older than format 5). A correction always finds something.
 
 * **Did you mean**: SymSpell (symmetric delete, the ``symspellpy`` library) finds, per
   query word the index does not hold, the closest vocabulary word within two edits,
@@ -56,10 +56,13 @@ class Vocabulary:
             self._tops[prefix] = [w for _, w in heapq.nlargest(COMPLETIONS, pairs)]
 
     @classmethod
-    def build(cls, titles: Iterable[str], df_of: Callable[[str], int]) -> Vocabulary:
-        """From document titles, each word counted by its stem's document frequency in the
-        index (``df_of``: 0 when the index lacks it; such words are left out)."""
-        counts: Counter[str] = Counter()
+    def build(
+        cls, titles: Iterable[str], df_of: Callable[[str], int], forms: Iterable[tuple[str, int]] = ()
+    ) -> Vocabulary:
+        """From the index's written forms (``forms``: form, documents holding it) and the
+        document titles, whose words count by their stem's document frequency in the index
+        (``df_of``: 0 when the index lacks it; such words are left out)."""
+        counts: Counter[str] = Counter({f: n for f, n in forms if _WORD.fullmatch(f)})
         pairs: Counter[str] = Counter()
         known: set[str] = set()  # words whose stem the index lacks are looked up once
         for title in titles:

@@ -106,8 +106,9 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 # The segment contract, format 4 (3 added near_dup_of and the word-form filters, 4 the link
 # graph for page info). N documents, T terms, P postings, Q positions, E links.
-SEGMENT_FORMAT = 4  # 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts
-READABLE_FORMATS = frozenset({3, 4})  # a format-3 segment serves without the link arrays
+# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*
+SEGMENT_FORMAT = 5
+READABLE_FORMATS = frozenset({3, 4, 5})  # older segments serve without the newer arrays
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,13 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         np.dtype(np.uint32), "free", "the documents linking to each document, ascending per document", since=4
     ),
     "out_counts": ArraySpec(np.dtype(np.uint32), "doc", "links from the document to crawled pages", since=4),
+    "vocab_bytes": ArraySpec(
+        np.dtype(np.uint8), "free", "written word forms in 2+ documents, UTF-8, sorted by bytes", since=5
+    ),
+    "vocab_offsets": ArraySpec(
+        np.dtype(np.uint64), "free", "form i is vocab_bytes[off[i]:off[i+1]] (forms + 1 entries)", since=5
+    ),
+    "vocab_df": ArraySpec(np.dtype(np.uint32), "free", "documents holding each form", since=5),
 }
 
 
@@ -218,6 +226,11 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         raise bad("form_offsets does not end at the end of form_filters")
     if "in_offsets" in expected and int(arrays["in_offsets"][-1]) != arrays["in_docs"].shape[0]:
         raise bad("in_offsets does not end at the number of in-links")
+    if "vocab_df" in expected and (
+        arrays["vocab_offsets"].shape[0] != arrays["vocab_df"].shape[0] + 1
+        or int(arrays["vocab_offsets"][-1]) != arrays["vocab_bytes"].shape[0]
+    ):
+        raise bad("vocab_offsets does not match vocab_df and vocab_bytes")
     if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
 

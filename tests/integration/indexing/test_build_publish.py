@@ -122,7 +122,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 4 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 5 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
@@ -162,6 +162,13 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     in_links = [arrays["in_docs"][offsets[d] : offsets[d + 1]].tolist() for d in range(N)]
     assert in_links == [sorted(s for s in range(N) if d in ADJACENCY[s]) for d in range(N)]
     assert arrays["out_counts"].tolist() == [len(targets) for targets in ADJACENCY]
+
+    # The spelling vocabulary: forms written in the titles and bodies of two or more documents.
+    raw, offsets = arrays["vocab_bytes"].tobytes(), arrays["vocab_offsets"].tolist()
+    forms = [raw[a:b].decode() for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    vocabulary = dict(zip(forms, arrays["vocab_df"].tolist(), strict=True))
+    assert forms == sorted(forms) and vocabulary["rain"] == 3 and vocabulary["water"] == 2
+    assert "sunny" not in vocabulary and "clouds" not in vocabulary  # one document each
     return arrays
 
 

@@ -56,9 +56,11 @@ def manifest(tmp_path: Path, num_blocks: int = 2) -> Path:
     return path
 
 
-def index_output(output: JobOutput) -> tuple[dict, dict]:
-    """{term: {doc: [tf fields..., positions]}} and {doc: field lengths} from MRIndex rows."""
+def index_output(output: JobOutput, vocabulary: dict | None = None) -> tuple[dict, dict]:
+    """{term: {doc: [tf fields..., positions]}} and {doc: field lengths} from MRIndex rows
+    (written forms and their document counts into ``vocabulary`` when given)."""
     postings, lengths = {}, {}
+    vocabulary = {} if vocabulary is None else vocabulary
     for (kind, name), value in read_index_rows(output.path):
         if kind == "t":
             docs, tt, tb, ta, tu, counts, positions = Chunk.decode(value).as_lists()
@@ -68,8 +70,10 @@ def index_output(output: JobOutput) -> tuple[dict, dict]:
                 d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i] : starts[i + 1]]]
                 for i, d in enumerate(docs)
             }
-        else:
+        elif kind == "l":
             lengths[name] = value
+        elif kind == "v":
+            vocabulary[name] = value
     return postings, lengths
 
 
@@ -80,9 +84,12 @@ def test_mr_index_inline_postings_and_lengths(
     out = run_job(
         MRIndex, [manifest(tmp_path)], settings, output=tmp_path / "index.jsonl", scratch=tmp_path / "scratch"
     )
-    postings, lengths = index_output(out)
+    vocabulary: dict = {}
+    postings, lengths = index_output(out, vocabulary)
     assert postings == FRUIT_POSTINGS
     assert lengths == FRUIT_LENGTHS
+    # Every written form of the titles and bodies, with the documents holding it.
+    assert vocabulary == {"apples": 1, "blue": 1, "green": 1, "pears": 2, "red": 2, "sky": 1}
     assert out.counter("blocks", "records") == 3
     assert out.counter("index", "postings") == 13
     assert out.counter("index", "terms") == len(FRUIT_POSTINGS)  # one row per term: df = its length

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.mr_index import FORMS, LENGTH, TERM
+from mapreduce.mr_index import FORMS, LENGTH, TERM, VOCABULARY
 from mapreduce.postings import PostingBuffer
 from services.config import Settings
 from services.indexing.publish import collect_index_rows
@@ -123,6 +123,7 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, term], chunk.encode()) for term, chunk in chunks]
     rows += [([FORMS, num], forms) for num, forms in chunks.forms.items()]
+    rows += [([VOCABULARY, form], held) for form, held in chunks.vocabulary.items()]
     ranks = np.array(pagerank or [1.0 / len(docs)] * len(docs), dtype=np.float64)
     number = {doc.url: num for num, doc in enumerate(docs)}
     graph = {

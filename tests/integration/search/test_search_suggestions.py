@@ -69,3 +69,12 @@ def test_frequent_title_phrases_complete_before_single_words(client):
     )
     # A pair in one title only is no phrase: typing "sup" offers words, not "supersonic wing".
     assert all(" " not in s for s in client.get("/api/suggest", params={"q": "sup"}).json()["suggestions"])
+
+
+def test_words_of_the_bodies_count_too_when_two_documents_hold_them(client):
+    # "flow" is in no title, in three bodies (the index job's vocabulary); "tables" in one.
+    assert (
+        client.get("/api/search", params={"q": "supersonic flwo"}).json()["suggestion"] == "supersonic flow"
+    )
+    assert "flow" in client.get("/api/suggest", params={"q": "fl"}).json()["suggestions"]
+    assert "tables" not in client.get("/api/suggest", params={"q": "tab"}).json()["suggestions"]
