@@ -212,3 +212,25 @@ def test_the_weather_box_with_the_provider_and_without_it(pipeline, browser_page
             assert browser_page.locator("footer.site").is_visible()  # the page itself is whole
     finally:
         fake.stop()
+
+
+def test_the_pages_pass_axe_cores_accessibility_rules(browser_page, server_url, pipeline):
+    """axe-core (the rules of Deque's accessibility checker) on each kind of page: no moderate,
+    serious or critical violation (missing labels, names, contrast, landmarks, ARIA misuse)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    pages = ["/", "/?q=anarchism", "/?q=qqqzzz", "/help", "/page/0?q=anarchism", "/cached/0/view"]
+    pages.append("/no/such/page")
+    found = {}
+    for path in pages:
+        browser_page.goto(server_url + path)
+        violations = axe.run(browser_page).response["violations"]
+        bad = [
+            f"{v['id']} ({v['impact']}): {v['help']}"
+            for v in violations
+            if v["impact"] in ("serious", "critical")
+        ]
+        if bad:
+            found[path] = bad
+    assert found == {}, found
