@@ -57,6 +57,9 @@ def create_app(
                 await anyio.to_thread.run_sync(places.warm)
             except Exception:
                 log.exception("gazetteer failed to load: no weather answers")
+        # The spelling vocabulary and the documents' hosts for the index being served, before
+        # the first request (a second or two on 100,000 documents), not in its time.
+        await anyio.to_thread.run_sync(svc.warm)
         try:
             yield
         finally:

@@ -30,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
+from services.errors import NimbusError
 from services.malloc import keep_freed_memory
 from services.search.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.errors import NotFoundError
@@ -349,6 +350,17 @@ class SearchService:
             vocabulary = Vocabulary.build((t or "" for t in titles), df_of, index.vocabulary())
             self._vocabulary_cache = (index.version_id, vocabulary)
             return vocabulary
+
+    def warm(self) -> None:
+        """Build what the first suggestion, correction or site: query would otherwise wait
+        for; a failure is logged and left to the first request to meet."""
+        try:
+            index = self.holder.current()
+            if index is not None:
+                self.vocabulary(index)
+                self._facts(index)
+        except (NimbusError, SQLAlchemyError) as exc:  # the service still starts: /healthz says why
+            log.warning("could not prepare suggestions for the index being served: %s", exc)
 
     def _facts(self, index: SegmentIndex) -> DocFacts:
         """Hosts and types of the index's documents, read once per index version (site:,

@@ -78,3 +78,15 @@ def test_words_of_the_bodies_count_too_when_two_documents_hold_them(client):
     )
     assert "flow" in client.get("/api/suggest", params={"q": "fl"}).json()["suggestions"]
     assert "tables" not in client.get("/api/suggest", params={"q": "tab"}).json()["suggestions"]
+
+
+def test_the_vocabulary_is_ready_before_the_first_request(published):
+    from fastapi.testclient import TestClient
+
+    from services.search.app import create_app
+
+    app = create_app(published, recheck_seconds=0)
+    service = app.state.service
+    assert service._vocabulary_cache is None
+    with TestClient(app):  # start-up only: no request made
+        assert service._vocabulary_cache is not None and service._facts_cache is not None
