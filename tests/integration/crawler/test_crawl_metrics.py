@@ -63,10 +63,16 @@ def test_metrics_while_crawling(settings: Settings, slow_site) -> None:  # noqa:
         fetches = now["nimbus_crawl_fetch_seconds_count"]
         assert fetches >= 10 and now["nimbus_crawl_fetch_seconds_bucket[+Inf]"] == fetches
         assert 0 < now["nimbus_crawl_fetch_seconds_sum"] < fetches * 30
+
         # The heartbeat carries the same counts: pages by type, for the dashboard's node table.
-        with session_factory(engine)() as session:
-            [node] = heartbeat.nodes(session, time.time(), 0.1)
-        assert node.counters["html"] >= 10 and "waiting_urls" in node.counters
+        # It is written on its own beat, so it may lag /metrics by one: wait for the beat.
+        def beat_counters() -> dict[str, float]:
+            with session_factory(engine)() as session:
+                [node] = heartbeat.nodes(session, time.time(), 0.1)
+            return node.counters
+
+        wait_for(lambda: beat_counters().get("html", 0) >= 10, timeout=30, what="html pages in the heartbeat")
+        assert "waiting_urls" in beat_counters()
     finally:
         with session_factory(engine).begin() as session:
             heartbeat.command(session, "stop", time.time())
