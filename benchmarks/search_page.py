@@ -109,7 +109,7 @@ def serve(env: dict[str, str], workers: int, port: int) -> subprocess.Popen[byte
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json().get("status") == "ok":
                 return proc
         except (httpx.HTTPError, ValueError):
-            pass
+            pass  # not answering yet (or not yet JSON): ask again below
         if proc.poll() is not None:
             raise RuntimeError("nimbus serve exited before it answered /healthz")
         time.sleep(0.2)  # a benchmark polling a server start, not a test

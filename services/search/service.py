@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +36,7 @@ from services.search.errors import NotFoundError
 from services.search.explain import ScoreBreakdown, breakdown
 from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
+from services.search.per_version import PerVersion
 from services.search.query import ParsedQuery, parse_query
 from services.search.rank import Ranked
 from services.search.result_cache import ResultCache
@@ -56,6 +56,7 @@ MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
 MAX_SUGGEST_CHARS = 200  # completions are for what a person is typing
 MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
+MAX_FEWER_PARTS = 8  # "fewer words" is offered for queries of at most this many parts
 MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
@@ -217,10 +218,8 @@ class SearchService:
         self.results: ResultCache[SearchResults] = ResultCache(
             settings.result_cache_size, settings.result_cache_seconds
         )
-        self._facts_lock = threading.Lock()
-        self._facts_cache: tuple[int, DocFacts] | None = None
-        self._vocabulary_lock = threading.Lock()
-        self._vocabulary_cache: tuple[int, Vocabulary] | None = None
+        self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
+        self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -266,7 +265,7 @@ class SearchService:
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         depth = min(first + per_page, MAX_RESULTS)
-        allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+        allowed = self._allowed(query, index)
         result = retrieve_ranked(index, query, depth, self.retrieval, allowed)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
@@ -284,7 +283,7 @@ class SearchService:
             index_version=index.version_id,
             mode=result.mode,
             some_words_only=result.some_words_only(query),
-            few_all_words=result.all_words or 0 if result.mode in {"or", "or+feedback"} else 0,
+            few_all_words=result.all_words or 0,  # set only when the AND gave way to OR
             phrase_relaxed=result.phrase_relaxed(),
             suggestion=suggestion,
         )
@@ -294,12 +293,13 @@ class SearchService:
         quoted phrase, an operator), for each that finds something; at most ``limit``."""
         parts = [m.group(0) for m in _PART.finditer(q)]
         out: list[str] = []
-        for i in range(len(parts)) if len(parts) > 1 else ():
+        # One retrieval per part tried: a pasted paragraph that found nothing is not cut up.
+        for i in range(len(parts)) if 1 < len(parts) <= MAX_FEWER_PARTS else ():
             shorter = " ".join(parts[:i] + parts[i + 1 :])
             query = parse_query(shorter)
             if query.empty and not query.filtered:
                 continue
-            allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+            allowed = self._allowed(query, index)
             if retrieve_ranked(index, query, 1, self.retrieval, allowed).ranked.docs.shape[0]:
                 out.append(shorter)
                 if len(out) == limit:
@@ -312,7 +312,7 @@ class SearchService:
         if corrected is None:
             return ""
         query = parse_query(corrected)
-        allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+        allowed = self._allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
         return corrected if clearly_better(total, better) else ""
@@ -332,24 +332,19 @@ class SearchService:
         return list(dict.fromkeys(phrases + words))[:limit]
 
     def vocabulary(self, index: SegmentIndex) -> Vocabulary:
-        """The index version's vocabulary (titles' words, ``suggest``), built once per version."""
-        with self._vocabulary_lock:
-            cached = self._vocabulary_cache
-            if cached is not None and cached[0] == index.version_id:
-                return cached[1]
-            df = index.arrays["df"]
+        """The index version's vocabulary (``suggest``), built once per version."""
+        return self.vocabularies.get(index)
 
-            def df_of(stem: str) -> int:
-                term_id = index.term_id(stem)
-                return 0 if term_id is None else int(df[term_id])
+    def _build_vocabulary(self, index: SegmentIndex) -> Vocabulary:
+        df = index.arrays["df"]
 
-            with self.sessions() as session:
-                titles = session.scalars(
-                    select(Document.title).where(Document.doc_num < index.num_docs)
-                ).all()
-            vocabulary = Vocabulary.build((t or "" for t in titles), df_of, index.vocabulary())
-            self._vocabulary_cache = (index.version_id, vocabulary)
-            return vocabulary
+        def df_of(stem: str) -> int:
+            term_id = index.term_id(stem)
+            return 0 if term_id is None else int(df[term_id])
+
+        with self.sessions() as session:
+            titles = session.scalars(select(Document.title).where(Document.doc_num < index.num_docs)).all()
+        return Vocabulary.build((t or "" for t in titles), df_of, index.vocabulary())
 
     def warm(self) -> None:
         """Build what the first suggestion, correction or site: query would otherwise wait
@@ -357,27 +352,24 @@ class SearchService:
         try:
             index = self.holder.current()
             if index is not None:
-                self.vocabulary(index)
-                self._facts(index)
+                self.vocabularies.get(index)
+                self.facts.get(index)
         except (NimbusError, SQLAlchemyError) as exc:  # the service still starts: /healthz says why
             log.warning("could not prepare suggestions for the index being served: %s", exc)
 
-    def _facts(self, index: SegmentIndex) -> DocFacts:
-        """Hosts and types of the index's documents, read once per index version (site:,
-        filetype:); concurrent first queries wait for one read."""
-        with self._facts_lock:
-            cached = self._facts_cache
-            if cached is not None and cached[0] == index.version_id:
-                return cached[1]
-            with self.sessions() as session:
-                rows = session.execute(
-                    select(Document.doc_num, Document.url, Document.content_type).where(
-                        Document.doc_num < index.num_docs
-                    )
+    def _read_facts(self, index: SegmentIndex) -> DocFacts:
+        """Hosts and types of the index's documents (site:, filetype:), one read per version."""
+        with self.sessions() as session:
+            rows = session.execute(
+                select(Document.doc_num, Document.url, Document.content_type).where(
+                    Document.doc_num < index.num_docs
                 )
-                facts = DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
-            self._facts_cache = (index.version_id, facts)
-            return facts
+            )
+            return DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
+
+    def _allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None:
+        """The operators' document mask for ``query`` (None: no operator)."""
+        return operator_mask(query, index, self.facts.get(index) if needs_facts(query) else None)
 
     def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``
@@ -503,7 +495,7 @@ class SearchService:
         score = None
         query = parse_query(_clean(q))
         if index is not None and in_index and not query.empty:
-            allowed = operator_mask(query, index, self._facts(index) if needs_facts(query) else None)
+            allowed = self._allowed(query, index)
             result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, allowed)
             score = breakdown(
                 index, query, _clean(q), doc_num, result.ranked, result.mode, self.retrieval.pagerank_weight

@@ -100,3 +100,6 @@ def test_a_query_that_finds_nothing_offers_shorter_ones_that_do(client):
     page = client.get("/", params={"q": "nozzle site:nasa.gov"}).text
     assert "Fewer words find pages" in page and 'href="/?q=nozzle"' in page
     assert client.get("/api/search", params={"q": "wing"}).json()["fewer"] == []
+    # A long query is not cut up part by part (one retrieval each): nothing offered.
+    long = "nozzle site:nasa.gov " + " ".join(f"qz{i}" for i in range(8))
+    assert client.get("/api/search", params={"q": long}).json()["fewer"] == []

@@ -87,6 +87,6 @@ def test_the_vocabulary_is_ready_before_the_first_request(published):
 
     app = create_app(published, recheck_seconds=0)
     service = app.state.service
-    assert service._vocabulary_cache is None
+    assert not service.vocabularies.ready
     with TestClient(app):  # start-up only: no request made
-        assert service._vocabulary_cache is not None and service._facts_cache is not None
+        assert service.vocabularies.ready and service.facts.ready
