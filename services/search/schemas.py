@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from services.search.explain import ScoreBreakdown
 from services.search.service import PageInfo, SearchResults
 from services.search.service import SearchHit as Hit
 
@@ -159,27 +158,6 @@ class ScoreParts(BaseModel):
     exact_bonus: float = Field(description="the words-as-typed bonus, a fraction of the score")
     final_score: float
 
-    @classmethod
-    def from_breakdown(cls, b: ScoreBreakdown) -> ScoreParts:
-        return cls(
-            query=b.query,
-            mode=b.mode,
-            rank=b.rank,
-            terms=[
-                TermScore(
-                    term=t.term, word=t.word, weight=t.weight, impact=t.impact, score=t.score, tfs=t.tfs
-                )
-                for t in b.terms
-            ],
-            words_score=b.words_score,
-            feedback_score=b.feedback_score,
-            text_score=b.text_score,
-            pagerank=b.pagerank,
-            prior=b.prior,
-            exact_bonus=b.exact_bonus,
-            final_score=b.final_score,
-        )
-
 
 class InLinkModel(BaseModel):
     doc_num: int
@@ -211,27 +189,8 @@ class PageInfoResponse(BaseModel):
 
     @classmethod
     def from_info(cls, info: PageInfo) -> PageInfoResponse:
-        return cls(
-            doc_num=info.doc_num,
-            url=info.url,
-            title=info.title,
-            content_type=info.content_type,
-            size=info.size,
-            lang=info.lang,
-            status=info.status,
-            depth=info.depth,
-            last_crawled=info.last_crawled,
-            versions=info.versions,
-            unchanged=info.unchanged,
-            in_link_count=info.in_link_count,
-            in_links=[
-                InLinkModel(doc_num=i.doc_num, url=i.url, title=i.title, anchor=i.anchor)
-                for i in info.in_links
-            ],
-            out_link_count=info.out_link_count,
-            same_content=info.same_content,
-            near_duplicates=info.near_duplicates,
-            shown_under=info.shown_under,
-            cached_url=f"/cached/{info.doc_num}",
-            score=None if info.score is None else ScoreParts.from_breakdown(info.score),
+        """Read off the service's dataclasses by attribute (pydantic's ``from_attributes``, the
+        nested models and ``TermPart.score`` included): the fields are listed once, above."""
+        return cls.model_validate(
+            {**vars(info), "cached_url": f"/cached/{info.doc_num}"}, from_attributes=True
         )
