@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from services.search.service import PageInfo, SearchResults
-from services.search.service import SearchHit as Hit
+from services.search.answers import PageInfo, SearchResults
+from services.search.answers import SearchHit as Hit
 
 
 class Highlight(BaseModel):
