@@ -4,14 +4,12 @@ state-changing request works without the session and its CSRF token."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from serving import serving
 
 from services.config import Settings
 
-CHROMIUM = Path("/usr/bin/chromium")
 TOKEN = "browser-admin-token"
 pytestmark = pytest.mark.browser
 
@@ -35,26 +33,11 @@ def admin_url(settings: Settings):
     engine.dispose()
 
 
-@pytest.fixture
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium missing: run `make services` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
-        )
-        yield chromium
-        chromium.close()
-
-
-def test_sign_in_see_the_nodes_and_pause(browser, admin_url) -> None:
+def test_sign_in_see_the_nodes_and_pause(chromium, admin_url) -> None:
     from services.crawler import heartbeat
 
     url, sessions = admin_url
-    page = browser.new_page()
+    page = chromium.new_page()
     response = page.goto(url + "/admin")
     assert response is not None and response.status == 401
     page.fill("input[name=token]", "wrong")
@@ -71,15 +54,15 @@ def test_sign_in_see_the_nodes_and_pause(browser, admin_url) -> None:
         assert heartbeat.control(session).paused
 
 
-def test_no_state_change_without_the_session_and_csrf(browser, admin_url) -> None:
+def test_no_state_change_without_the_session_and_csrf(chromium, admin_url) -> None:
     from services.crawler import heartbeat
 
     url, sessions = admin_url
-    stranger = browser.new_context()  # no cookie: another site's page, or a script
+    stranger = chromium.new_context()  # no cookie: another site's page, or a script
     for path, form in (("/admin/command", {"action": "stop"}), ("/admin/seed", {"urls": "http://x.test/"})):
         response = stranger.request.post(url + path, form=form, max_redirects=0)
         assert response.status == 403, path
-    signed = browser.new_context()
+    signed = chromium.new_context()
     page = signed.new_page()
     page.goto(url + "/admin")
     page.fill("input[name=token]", TOKEN)

@@ -4,15 +4,12 @@ cached copies, and nothing of theirs runs (Chromium listens for dialogs and erro
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from serving import serving
 
 from services.config import Settings
 from services.demo.sampleweb import Resource, Site, SiteServer
 
-CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser
 
 ALERT = "alert(document.domain)"
@@ -71,20 +68,15 @@ def hostile(tmp_path_factory):
 
 
 @pytest.fixture
-def watched_page(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium missing: run `make services` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox"])
-        page = browser.new_page()
-        seen: list[str] = []
-        page.on("dialog", lambda d: (seen.append(f"dialog: {d.message}"), d.dismiss()))
-        page.on("pageerror", lambda e: seen.append(f"error: {e}"))
-        page.on("console", lambda m: seen.append(f"console: {m.text}") if m.type == "error" else None)
-        yield page, seen
-        browser.close()
+def watched_page(chromium):
+    context = chromium.new_context()
+    page = context.new_page()
+    seen: list[str] = []
+    page.on("dialog", lambda d: (seen.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on("pageerror", lambda e: seen.append(f"error: {e}"))
+    page.on("console", lambda m: seen.append(f"console: {m.text}") if m.type == "error" else None)
+    yield page, seen
+    context.close()
 
 
 def test_nothing_hostile_runs_in_results_page_info_or_cached_copies(hostile, watched_page, artifacts):
