@@ -106,14 +106,16 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
 def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
     """(start, end, query terms) of every matching word, in text order.
 
-    A Snowball stem starts with its word's first letters, so only words starting with a
-    query term's first two letters are candidates, and only those go through the analyzer.
-    The candidates are found with ``str.find`` on the lower-cased text (C's fast search, 4x
-    the prefix regex on a page: the regex tried every position), kept at word starts as the
-    regex's look-behinds did. Where lower-casing changes the text's length (a few Unicode
-    letters), offsets would not line up: the regex does it.
+    A Snowball stem starts with its word's first letters, bar its last one or two (happy ->
+    happi, hoping -> hope), so only words starting with a query term's first letters (up to
+    four, at most all but its last) are candidates, and only those go through the analyzer;
+    the analyzer drops inner apostrophes (Yup'ik -> yupik), so words holding one are
+    candidates too. The candidates are found with ``str.find`` on the lower-cased text (C's
+    fast search; a prefix regex tried every position), kept at word starts. Where
+    lower-casing changes the text's length (a few Unicode letters), offsets would not line
+    up: the regex does it.
     """
-    prefixes = sorted({t[:2].lower() for t in terms if t})
+    prefixes = sorted({t[: _prefix_length(t)].lower() for t in terms if t})
     if not prefixes:
         return []
     low = text.lower()
@@ -123,13 +125,18 @@ def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset
     for prefix in prefixes:
         at = low.find(prefix)
         while at >= 0:
-            if (
-                at == 0
-                or not _word_char(low[at - 1])
-                and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
-            ):
+            if _word_start(low, at):
                 starts.add(at)
             at = low.find(prefix, at + 1)
+    for apostrophe in _APOSTROPHES:
+        at = low.find(apostrophe)
+        while at >= 0:
+            if 0 < at < len(low) - 1 and _word_char(low[at + 1]):
+                begin = at
+                while begin > 0 and not _word_start(low, begin):
+                    begin -= 1
+                starts.add(begin)
+            at = low.find(apostrophe, at + 1)
     out = []
     for at in sorted(starts):
         m = _WORD.match(text, at)
@@ -139,6 +146,22 @@ def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset
         if found:
             out.append((at, m.end(), found))
     return out
+
+
+def _prefix_length(term: str) -> int:
+    return min(4, max(2, len(term) - 1))
+
+
+def _word_start(low: str, at: int) -> bool:
+    """Whether a word of ``_WORD`` may start at ``at`` (the regex's look-behinds)."""
+    return (
+        at == 0
+        or not _word_char(low[at - 1])
+        and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
+    )
+
+
+_APOSTROPHES = ("'", "’")
 
 
 _JOINERS = "'’."
@@ -162,7 +185,11 @@ def _matches_by_regex(
 @lru_cache(maxsize=1024)
 def _candidate_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
     alternatives = "|".join(re.escape(p) for p in prefixes)
-    return re.compile(rf"(?<!\w)(?<!\w['’.])(?:{alternatives})\w*(?:['’.]\w+)*", re.IGNORECASE)
+    # A word starting with a prefix, or any word holding an apostrophe (see ``_matches``).
+    return re.compile(
+        rf"(?<!\w)(?<!\w['’.])(?:(?:{alternatives})\w*(?:['’.]\w+)*|\w+(?:\.\w+)*['’]\w+(?:['’.]\w+)*)",
+        re.IGNORECASE,
+    )
 
 
 def _densest(matches: list[tuple[int, int, frozenset[str]]], width: int) -> tuple[int, int]:
