@@ -72,14 +72,19 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
     first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
-    margin = window * CHARS_PER_WORD  # ~ a window of words each side: enough to centre it
-    lo = max(0, first - margin)
-    spans = [m.span() for m in _WORD.finditer(text, lo, last + margin)]
+    # About half a window of words each side is enough to centre it; room that one end of
+    # the text lacks goes to the other (a match in the first line shows the lines after it).
+    half = (window // 2 + 4) * CHARS_PER_WORD
+    lo = max(0, first - half)
+    hi = last + half + (half - (first - lo))
+    if hi > len(text):
+        lo = max(0, lo - (hi - len(text)))
+    spans = [m.span() for m in _WORD.finditer(text, lo, hi)]
     if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1 : lo + 1] or ""):
         spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
         return [] if require_match else _plain(text)
-    marks = {start for start, _end, _terms in matches if lo <= start <= last + margin}
+    marks = {start for start, _end, _terms in matches if lo <= start <= hi}
     hit_words = [i for i, (a, _b) in enumerate(spans) if a in marks and first <= a <= last]
     start = _centre(hit_words, len(spans), window)
     end = min(len(spans), start + window)
