@@ -14,7 +14,11 @@ PAGE_LINKS = 10  # numbered page links shown around the current page
 
 def build_templates(webui: Path = WEBUI) -> Jinja2Templates:
     env = Environment(
-        loader=FileSystemLoader(webui / "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+        loader=FileSystemLoader(webui / "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,  # templates change with a deploy, not under a running server
     )
     env.filters["safe_href"] = safe_href
     env.filters["utc"] = utc
