@@ -121,6 +121,8 @@ class FileBlobStore(BlobStore):
             raise
 
     def get(self, name: str, start: int | None = None, end: int | None = None) -> bytes:
+        if end is not None:
+            return self._read_range(name, start or 0, end)
         path = self._path(name)
         try:
             with path.open("rb") as fh:
@@ -131,6 +133,25 @@ class FileBlobStore(BlobStore):
                 return fh.read(max(0, end - (start or 0)))
         except FileNotFoundError as exc:
             raise BlobNotFoundError(f"blob {name!r} not found in {self.url}") from exc
+
+    def _read_range(self, name: str, start: int, end: int) -> bytes:
+        """A ranged read with one pread on a plain descriptor: a results page makes ten (its
+        records), and a buffered file object and a Path cost more than the read."""
+        try:
+            fd = os.open(os.path.join(self.root, _check_name(name)), os.O_RDONLY)
+        except FileNotFoundError as exc:
+            raise BlobNotFoundError(f"blob {name!r} not found in {self.url}") from exc
+        try:
+            parts, at = [], start
+            while at < end:
+                part = os.pread(fd, end - at, at)
+                if not part:  # past the end of the blob: what there is, as a file read gives
+                    break
+                parts.append(part)
+                at += len(part)
+            return b"".join(parts)
+        finally:
+            os.close(fd)
 
     def size(self, name: str) -> int:
         try:

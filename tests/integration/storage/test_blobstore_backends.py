@@ -23,6 +23,9 @@ def test_put_get_ranges_and_list(store):
     assert store.get("content/a.ncb") == b"0123456789"
     assert store.get("content/a.ncb", 2, 5) == b"234"
     assert store.get("content/a.ncb", 7) == b"789"
+    assert store.get("content/a.ncb", 0, 3) == b"012"
+    assert store.get("content/a.ncb", 8, 50) == b"89"  # a range past the end: what there is
+    assert store.get("content/a.ncb", 4, 4) == b""
     assert store.size("content/a.ncb") == 10
     assert list(store.list("content/")) == ["content/a.ncb"]
     assert list(store.list()) == ["content/a.ncb", "records/a.rec.gz"]
@@ -46,6 +49,8 @@ def test_download_copies_in_chunks_atomically(store, tmp_path):
 def test_missing_blob_is_a_named_error(store):
     with pytest.raises(BlobNotFoundError, match="nope"):
         store.get("content/nope.ncb")
+    with pytest.raises(BlobNotFoundError, match="nope"):
+        store.get("content/nope.ncb", 10, 20)  # a ranged read names it too
 
 
 def test_single_document_ranged_read_from_a_content_block(store):
