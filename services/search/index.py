@@ -316,6 +316,14 @@ class IndexHolder:
         finally:
             self._lock.release()
 
+    def fresh(self) -> bool:
+        """Whether ``current()`` would answer at once, without asking the database or loading
+        a version."""
+        checked = self._checked_at
+        return (
+            self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
+        )
+
     def _refresh(self) -> None:
         try:
             with self._sessions() as session:

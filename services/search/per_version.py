@@ -25,7 +25,7 @@ class PerVersion(Generic[T]):
                 self._built = (index.version_id, self._build(index))
             return self._built[1]
 
-    @property
-    def ready(self) -> bool:
-        """Whether a table has been built (for some version)."""
-        return self._built is not None
+    def ready_for(self, index: SegmentIndex) -> bool:
+        """Whether ``get(index)`` would answer at once, without building."""
+        built = self._built
+        return built is not None and built[0] == index.version_id

@@ -138,6 +138,18 @@ class SearchService:
     def index(self) -> SegmentIndex | None:
         return self.holder.current()
 
+    def answers_at_once(self) -> bool:
+        """Whether a search or a completion now would wait on nothing but the CPU: every
+        store on this machine (a memory-mapped segment, files in the page cache, SQLite), the
+        index version checked recently and its tables built. The web app then answers on its
+        event loop: the hand-off to a worker thread and back cost more than the search
+        (docs/benchmarks.md). Otherwise, a request that may wait on S3, MySQL or a version
+        being loaded goes to the thread pool and the others go on meanwhile."""
+        if self.blobs.remote or self.engine.dialect.name != "sqlite" or not self.holder.fresh():
+            return False
+        index = self.holder.current()
+        return index is not None and self.vocabularies.ready_for(index) and self.facts.ready_for(index)
+
     def search(self, q: str, page: int = 1, size: int | None = None) -> SearchResults:
         """One page of results; ``size`` results per page (the setting's when None), at most
         MAX_PAGE_SIZE."""

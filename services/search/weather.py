@@ -181,6 +181,10 @@ class WeatherLookup:
         self._place = place
         self._deadline = deadline
 
+    def done(self) -> bool:
+        """Whether ``result()`` would answer without waiting."""
+        return self._future.done()
+
     def result(self) -> Weather | None:
         try:
             weather = self._future.result(timeout=max(0.0, self._deadline - time.monotonic()))

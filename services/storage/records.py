@@ -94,7 +94,7 @@ def decode_record(member: bytes, name: str = "record block") -> Record:
     """Decode one record from its gzip member (a ranged read)."""
     try:
         # ISA-L's inflate and ujson: a results page decodes ten records (2x gzip + json).
-        return Record.from_dict(ujson.loads(igzip.decompress(member)))
+        return Record.from_dict(ujson.loads(isal_zlib.decompress(member, 31)))  # 31: gzip framing
     except (OSError, EOFError, zlib.error, _INFLATE_ERROR, ValueError, TypeError) as exc:
         raise BlockFormatError(f"{name}: corrupt record ({exc})") from exc
 

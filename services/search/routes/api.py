@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from services.search.deps import MetricsDep, ServiceDep
+from services.search.deps import MetricsDep, ServiceDep, run_search_work
 from services.search.schemas import SearchResponse, SuggestResponse, error_responses
 from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS, MAX_SUGGEST_CHARS
 from services.search.suggest import COMPLETIONS
@@ -14,7 +16,7 @@ router = APIRouter(prefix="/api")
 
 
 @router.get("/search", response_model=SearchResponse, responses=error_responses(500, 503))
-def api_search(
+async def api_search(
     service: ServiceDep,
     metrics: MetricsDep,
     q: str = Query("", max_length=1000, description="the query"),
@@ -23,7 +25,7 @@ def api_search(
         None, ge=1, description=f"results per page (default: the server's setting; at most {MAX_PAGE_SIZE})"
     ),
 ) -> Response:
-    results = service.search(q, page, size)
+    results = await run_search_work(service, partial(service.search, q, page, size))
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     # Serialized here, once: a returned model would be validated and serialized again by
@@ -34,9 +36,11 @@ def api_search(
 
 
 @router.get("/suggest", response_model=SuggestResponse, responses=error_responses(500, 503))
-def api_suggest(
+async def api_suggest(
     service: ServiceDep,
     q: str = Query("", max_length=MAX_SUGGEST_CHARS, description="what has been typed so far"),
     limit: int = Query(COMPLETIONS, ge=1, le=20, description="completions wanted"),
 ) -> SuggestResponse:
-    return SuggestResponse(query=q, suggestions=service.suggest(q, limit))
+    return SuggestResponse(
+        query=q, suggestions=await run_search_work(service, partial(service.suggest, q, limit))
+    )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from services.search.deps import MetricsDep, PlacesDep, ServiceDep, TemplatesDep, WeatherDep
+from services.search.deps import MetricsDep, PlacesDep, ServiceDep, TemplatesDep, WeatherDep, run_search_work
 from services.search.places import Gazetteer
 from services.search.service import MAX_RESULTS
 from services.search.templating import page_links
@@ -15,7 +18,7 @@ router = APIRouter()
 
 
 @router.get("/", response_class=HTMLResponse)
-def search_page(
+async def search_page(
     request: Request,
     service: ServiceDep,
     templates: TemplatesDep,
@@ -31,17 +34,17 @@ def search_page(
     # The weather box asks its provider while the index is searched, and the page waits for it
     # at most the weather timeout: a slow or broken provider costs no box, never a slow page.
     lookup = _weather_lookup(q, number, weather, places)
-    results = service.search(q, number)
+    results = await run_search_work(service, partial(service.search, q, number))
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
+    answer = None
+    if lookup is not None:
+        # Still on its way after the search: waited for off the event loop (up to its timeout).
+        answer = lookup.result() if lookup.done() else await anyio.to_thread.run_sync(lookup.result)
     return templates.TemplateResponse(
         request,
         "search.html",
-        {
-            "results": results,
-            "page_links": page_links(results.page, results.pages),
-            "answer": lookup.result() if lookup is not None else None,
-        },
+        {"results": results, "page_links": page_links(results.page, results.pages), "answer": answer},
     )
 
 

@@ -244,3 +244,25 @@ def test_a_new_index_version_is_picked_up_without_restart(published, client):
     assert old.version_id != version and old.num_docs == 6
     assert old.postings(old.term_id("wing"))[0].tolist() == [0, 1, 3]
     assert old.term_id("supersonic") is None
+
+
+@pytest.mark.parametrize(
+    "published", ["local", pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True
+)
+def test_answers_on_the_event_loop_only_when_nothing_is_remote_and_the_same_either_way(published, client):
+    """Local stores and a recently checked, prepared version: searches run on the event loop;
+    S3 or MySQL, or a version due for a check: on the thread pool. The answers are the same."""
+    with TestClient(create_app(published, recheck_seconds=3600)) as settled:
+        service = settled.app.state.service
+        for params in ({"q": "wing wing lift"}, {"q": "wing", "page": 2}, {"q": "wnig"}):
+            inline = settled.get("/api/search", params=params).json()
+            pooled = client.get("/api/search", params=params).json()
+            assert {k: v for k, v in inline.items() if k != "took_ms"} == {
+                k: v for k, v in pooled.items() if k != "took_ms"
+            }
+        assert settled.get("/api/suggest", params={"q": "wi"}).json() == client.get(
+            "/api/suggest", params={"q": "wi"}
+        ).json()
+        assert service.answers_at_once() is (published.blob_url.startswith("file://"))
+    # A version due for a check may mean a database read and a load: never on the loop.
+    assert client.app.state.service.answers_at_once() is False

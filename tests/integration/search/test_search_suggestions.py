@@ -87,6 +87,7 @@ def test_the_vocabulary_is_ready_before_the_first_request(published):
 
     app = create_app(published, recheck_seconds=0)
     service = app.state.service
-    assert not service.vocabularies.ready
+    index = service.index()
+    assert not service.vocabularies.ready_for(index) and not service.facts.ready_for(index)
     with TestClient(app):  # start-up only: no request made
-        assert service.vocabularies.ready and service.facts.ready
+        assert service.vocabularies.ready_for(index) and service.facts.ready_for(index)
