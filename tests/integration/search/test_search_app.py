@@ -260,9 +260,10 @@ def test_answers_on_the_event_loop_only_when_nothing_is_remote_and_the_same_eith
             assert {k: v for k, v in inline.items() if k != "took_ms"} == {
                 k: v for k, v in pooled.items() if k != "took_ms"
             }
-        assert settled.get("/api/suggest", params={"q": "wi"}).json() == client.get(
-            "/api/suggest", params={"q": "wi"}
-        ).json()
+        assert (
+            settled.get("/api/suggest", params={"q": "wi"}).json()
+            == client.get("/api/suggest", params={"q": "wi"}).json()
+        )
         assert service.answers_at_once() is (published.blob_url.startswith("file://"))
     # A version due for a check may mean a database read and a load: never on the loop.
     assert client.app.state.service.answers_at_once() is False
