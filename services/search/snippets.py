@@ -9,7 +9,7 @@ escape each fragment and wrap matches in ``<mark>`` themselves.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -84,8 +84,13 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
         spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
         return [] if require_match else _plain(text)
-    marks = {start for start, _end, _terms in matches if lo <= start <= hi}
-    hit_words = [i for i, (a, _b) in enumerate(spans) if a in marks and first <= a <= last]
+    # The words that match, by index into spans (found by bisection: there are few of them).
+    marked = []
+    for at, _end, _terms in matches:
+        i = bisect_left(spans, (at,))
+        if i < len(spans) and spans[i][0] == at:
+            marked.append(i)
+    hit_words = [i for i in marked if first <= spans[i][0] <= last]
     start = _centre(hit_words, len(spans), window)
     end = min(len(spans), start + window)
     at_start = lo == 0 and start == 0
@@ -97,8 +102,9 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     if not at_start:
         out.append(Fragment(ELLIPSIS + " ", False))
     pos = first_char
-    for a, b in spans[start:end]:
-        if a in marks:
+    for i in marked:
+        if start <= i < end:
+            a, b = spans[i]
             _append(out, _squash(text[pos:a]), False)
             _append(out, text[a:b], True)
             pos = b
@@ -133,14 +139,16 @@ def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset
             if _word_start(low, at):
                 starts.add(at)
             at = low.find(prefix, at + 1)
+    backwards = ""
     for apostrophe in _APOSTROPHES:
         at = low.find(apostrophe)
         while at >= 0:
             if 0 < at < len(low) - 1 and _word_char(low[at + 1]):
-                begin = at
-                while begin > 0 and not _word_start(low, begin):
-                    begin -= 1
-                starts.add(begin)
+                # Back to the start of the word holding it: the word's characters before the
+                # apostrophe, matched on the reversed text (one C call, not a Python loop).
+                backwards = backwards or low[::-1]
+                run = _BACK_TO_WORD_START.match(backwards, len(low) - at)
+                starts.add(at - (run.end() - run.start()) if run else at)
             at = low.find(apostrophe, at + 1)
     out = []
     for at in sorted(starts):
@@ -167,6 +175,9 @@ def _word_start(low: str, at: int) -> bool:
 
 
 _APOSTROPHES = ("'", "’")
+# Read on the reversed text from just before an apostrophe: word characters, and joiners with a
+# word character before them (after them, reversed), as far as the word goes.
+_BACK_TO_WORD_START = re.compile(r"(?:\w|['’.](?=\w))*")
 
 
 _JOINERS = "'’."
@@ -200,19 +211,20 @@ def _candidate_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
 def _densest(matches: list[tuple[int, int, frozenset[str]]], width: int) -> tuple[int, int]:
     """Character span (first match start, last match start) of the best stretch ``width`` wide:
     most distinct query terms, then most matching words; the earliest wins a tie."""
-    distinct: Counter[str] = Counter()
+    counts: dict[str, int] = {}  # a plain dict: Counter's update and subtract are Python loops
     best_key, best = (-1, -1), (matches[0][0], matches[0][0])
     left = 0
     for right, (start, _end, found) in enumerate(matches):
-        distinct.update(found)
+        for term in found:
+            counts[term] = counts.get(term, 0) + 1
         while matches[left][0] <= start - width:
-            old = matches[left][2]
-            distinct.subtract(old)
-            for term in old:
-                if distinct[term] <= 0:
-                    del distinct[term]
+            for term in matches[left][2]:
+                if counts[term] == 1:
+                    del counts[term]
+                else:
+                    counts[term] -= 1
             left += 1
-        key = (len(distinct), right - left + 1)
+        key = (len(counts), right - left + 1)
         if key > best_key:  # strict: the earliest window wins a tie
             best_key, best = key, (matches[left][0], start)
     return best
@@ -243,8 +255,11 @@ def _plain(text: str) -> list[Fragment]:
     return [Fragment(text, False)] if text else []
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
+    return _SPACES.sub(" ", text)
 
 
 def _append(out: list[Fragment], text: str, match: bool) -> None:
