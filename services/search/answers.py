@@ -9,6 +9,7 @@ from typing import Protocol
 
 from services.search.explain import ScoreBreakdown
 from services.search.snippets import Fragment
+from services.storage.blocks import ContentType
 
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
 
@@ -112,3 +113,14 @@ class CachedCopy:
     body: bytes
     media_type: str
     fetched_at: float = 0.0  # when the crawler (or an ingest) stored these bytes, Unix time
+
+
+def media_type(content_type: str) -> str:
+    """The stored MIME type, or the block type's if only a type name was stored."""
+    value = (content_type or "").strip()
+    if "/" in value:
+        return value
+    try:
+        return ContentType[value.upper()].mime
+    except KeyError:
+        return ContentType.OTHER.mime

@@ -159,3 +159,11 @@ def parse_query(text: str) -> ParsedQuery:
         sorted(set(filetypes)),
         list(dict.fromkeys(in_title)),
     )
+
+
+MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
+
+
+def clean_query(q: str) -> str:
+    """The query as searched: whitespace runs collapsed, at most MAX_QUERY_CHARS."""
+    return " ".join(q.split())[:MAX_QUERY_CHARS]

@@ -30,30 +30,19 @@ from sqlalchemy.exc import SQLAlchemyError
 from services.config import Settings
 from services.errors import NimbusError
 from services.malloc import keep_freed_memory
-from services.search.answers import (
-    MAX_RESULTS,
-    CachedCopy,
-    CachedText,
-    InLink,
-    PageInfo,
-    RecordPlace,
-    SearchHit,
-    SearchResults,
-)
+from services.search.answers import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
 from services.search.duplicates import ALSO_AT_LIMIT, other_urls
-from services.search.errors import NotFoundError
-from services.search.explain import breakdown
 from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
+from services.search.page_views import PageViews
 from services.search.per_version import PerVersion
-from services.search.query import ParsedQuery, parse_query
+from services.search.query import ParsedQuery, clean_query, parse_query
 from services.search.rank import Ranked
 from services.search.result_cache import ResultCache
 from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
 from services.search.snippets import make_snippet
 from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.blocks import ContentType, sha1
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.errors import StorageError
 from services.storage.models import Document
@@ -61,11 +50,9 @@ from services.storage.records import Record, decode_record
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 MAX_SUGGEST_CHARS = 200  # completions are for what a person is typing
 MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
 MAX_FEWER_PARTS = 8  # "fewer words" is offered for queries of at most this many parts
-MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
@@ -92,7 +79,6 @@ _HIT_ROWS = select(
     Document.record_offset,
     Document.record_length,
 ).where(Document.doc_num.in_(bindparam("doc_nums", expanding=True)))
-PAGE_INFO_LIST = 20  # in-links and other URLs shown on page info
 
 
 class SearchService:
@@ -122,17 +108,18 @@ class SearchService:
         self.holder = IndexHolder(
             self.sessions, self.blobs, Path(settings.var_dir) / "segments", recheck_seconds=recheck_seconds
         )
-        # Snippet records are fetched in parallel: on S3 each is a ranged GET
-        # whose latency, not its few kilobytes, is the cost.
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="snippets")
+        # Snippet records (and page info's anchor texts) are fetched in parallel: on S3
+        # each is a ranged GET whose latency, not its few kilobytes, is the cost.
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="records")
         self.results: ResultCache[SearchResults] = ResultCache(
             settings.result_cache_size, settings.result_cache_seconds
         )
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
+        self.pages = PageViews(self)  # page info, cached copies, extracted text
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True)
         self.engine.dispose()
 
     def index(self) -> SegmentIndex | None:
@@ -154,7 +141,7 @@ class SearchService:
         """One page of results; ``size`` results per page (the setting's when None), at most
         MAX_PAGE_SIZE."""
         started = time.perf_counter()
-        q = _clean(q)
+        q = clean_query(q)
         per_page = min(MAX_PAGE_SIZE, max(1, size if size is not None else self.settings.results_per_page))
         page = max(1, page)
 
@@ -187,7 +174,7 @@ class SearchService:
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         depth = min(first + per_page, MAX_RESULTS)
-        allowed = self._allowed(query, index)
+        allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, depth, self.retrieval, allowed)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
@@ -221,7 +208,7 @@ class SearchService:
             query = parse_query(shorter)
             if query.empty and not query.filtered:
                 continue
-            allowed = self._allowed(query, index)
+            allowed = self.allowed(query, index)
             if retrieve_ranked(index, query, 1, self.retrieval, allowed).ranked.docs.shape[0]:
                 out.append(shorter)
                 if len(out) == limit:
@@ -234,7 +221,7 @@ class SearchService:
         if corrected is None:
             return ""
         query = parse_query(corrected)
-        allowed = self._allowed(query, index)
+        allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
         return corrected if clearly_better(total, better) else ""
@@ -289,7 +276,7 @@ class SearchService:
             )
             return DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
 
-    def _allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None:
+    def allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None:
         """The operators' document mask for ``query`` (None: no operator)."""
         return operator_mask(query, index, self.facts.get(index) if needs_facts(query) else None)
 
@@ -301,7 +288,7 @@ class SearchService:
         listed before it: the order, not the score, is the ranking.
         """
         index = self.holder.current()
-        query = parse_query(_clean(q))
+        query = parse_query(clean_query(q))
         if index is None or query.empty or k <= 0:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
@@ -332,8 +319,8 @@ class SearchService:
         found = [(i, docs[int(scored.docs[i])]) for i in positions if int(scored.docs[i]) in docs]
         # Records from S3 are fetched side by side (each a round trip); the snippets are made
         # in this thread (pure Python: threads would only take turns at the GIL).
-        fetch = self._pool.map if self.blobs.remote else map
-        records = list(fetch(lambda item: self._record(item[1], "snippet"), found))
+        fetch = self.pool.map if self.blobs.remote else map
+        records = list(fetch(lambda item: self.record(item[1], "snippet"), found))
         snippets = [[] if r is None else make_snippet(r.text, query_terms, r.description) for r in records]
         hits = []
         for (i, doc), snippet in zip(found, snippets, strict=True):
@@ -349,12 +336,12 @@ class SearchService:
                     snippet=snippet,
                     cached_url=f"/cached/{num}",
                     also_at=[url for url in duplicates.get(num, []) if url != doc.url],
-                    content_type=_media_type(doc.content_type),
+                    content_type=media_type(doc.content_type),
                 )
             )
         return hits
 
-    def _record(self, doc: RecordPlace, purpose: str) -> Record | None:
+    def record(self, doc: RecordPlace, purpose: str) -> Record | None:
         """The document's record (one ranged read), or None, logged, when it cannot be read."""
         end = doc.record_offset + doc.record_length
         try:
@@ -376,123 +363,6 @@ class SearchService:
             return None
         return record
 
-    def page_info(self, doc_num: int, q: str = "") -> PageInfo:
-        """What is known about one document, and, with a query, why it ranked where it did."""
-        if not 0 <= doc_num <= MAX_DOC_NUM:
-            raise NotFoundError(f"no document number {doc_num}")
-        index = self.holder.current()
-        in_index = index is not None and doc_num < index.num_docs
-        with self.sessions() as session:
-            doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
-            if doc is None:
-                raise NotFoundError(f"no document number {doc_num}")
-            same = other_urls(session, [doc_num], limit=PAGE_INFO_LIST).get(doc_num, [])
-            sources: list[int] = []
-            near: list[int] = []
-            representative = doc_num
-            if index is not None and in_index:
-                linking = index.in_links(doc_num)
-                best = np.argsort(-index.pagerank[linking], kind="stable")[:PAGE_INFO_LIST]
-                sources = [int(d) for d in linking[best]]
-                near = index.folded_into([doc_num]).get(doc_num, [])[:PAGE_INFO_LIST]
-                representative = int(index.arrays["near_dup_of"][doc_num])
-            wanted = set(sources) | set(near) | {representative}
-            rows = {
-                row.doc_num: row
-                for row in session.scalars(select(Document).where(Document.doc_num.in_(sorted(wanted))))
-            }
-        targets = {doc.url, *same}
-        anchors = self._pool.map(lambda num: self._anchor(rows.get(num), targets), sources)
-        in_links = [
-            InLink(num, rows[num].url, rows[num].title or rows[num].url, anchor)
-            for num, anchor in zip(sources, anchors, strict=True)
-            if num in rows
-        ]
-        linked = None
-        if index is not None and in_index and index.has_links:
-            linked = int(index.in_links(doc_num).shape[0])
-        score = None
-        query = parse_query(_clean(q))
-        if index is not None and in_index and not query.empty:
-            allowed = self._allowed(query, index)
-            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, allowed)
-            score = breakdown(
-                index, query, _clean(q), doc_num, result.ranked, result.mode, self.retrieval.pagerank_weight
-            )
-        return PageInfo(
-            doc_num=doc_num,
-            url=doc.url,
-            title=doc.title or doc.url,
-            content_type=_media_type(doc.content_type),
-            size=doc.length,
-            lang=doc.lang,
-            status=doc.status,
-            depth=doc.depth,
-            last_crawled=doc.last_crawled or 0.0,
-            versions=doc.versions,
-            unchanged=doc.unchanged,
-            in_link_count=linked,
-            in_links=in_links,
-            out_link_count=index.out_count(doc_num) if index is not None and in_index else None,
-            same_content=same,
-            near_duplicates=[rows[m].url for m in near if m in rows],
-            shown_under=rows[representative].url
-            if representative != doc_num and representative in rows
-            else "",
-            score=score,
-        )
-
-    def _anchor(self, source: Document | None, targets: set[str]) -> str:
-        """The anchor text of ``source``'s link to one of ``targets`` ("" when none or unreadable)."""
-        record = None if source is None else self._record(source, "anchor text")
-        if record is None:
-            return ""
-        return next((link.anchor for link in record.links if link.url in targets and link.anchor), "")
-
-    def cached(self, doc_num: int) -> CachedCopy:
-        """The stored bytes of one document, read with one ranged read and checked by SHA-1."""
-        if not 0 <= doc_num <= MAX_DOC_NUM:  # beyond the column's range: no such document
-            raise NotFoundError(f"no document number {doc_num}")
-        try:
-            with self.sessions() as session:
-                doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot look up document {doc_num}: {exc}") from exc
-        if doc is None:
-            raise NotFoundError(f"no document number {doc_num}")
-        start = doc.content_offset
-        try:
-            body = self.blobs.get(doc.content_block, start, start + doc.length)
-        except StorageError as exc:
-            raise NotFoundError(f"stored copy of document {doc_num} is unavailable: {exc}") from exc
-        if sha1(body).hex() != doc.doc_id.lower():
-            raise StorageError(
-                f"stored copy of document {doc_num} in {doc.content_block} does not match its "
-                "docId (corrupt block or wrong offset in the documents table)"
-            )
-        return CachedCopy(doc_num, doc.url, body, _media_type(doc.content_type), doc.last_crawled or 0.0)
-
-    def cached_text(self, doc_num: int) -> CachedText:
-        """The text the engine extracted from a document (a PDF's words, readable in the
-        browser as a page), from its record."""
-        if not 0 <= doc_num <= MAX_DOC_NUM:
-            raise NotFoundError(f"no document number {doc_num}")
-        with self.sessions() as session:
-            doc = session.scalars(select(Document).where(Document.doc_num == doc_num)).first()
-        if doc is None:
-            raise NotFoundError(f"no document number {doc_num}")
-        record = self._record(doc, "extracted text")
-        if record is None:
-            raise NotFoundError(f"the extracted text of document {doc_num} is unavailable")
-        return CachedText(
-            doc_num,
-            doc.url,
-            doc.title or doc.url,
-            record.text,
-            _media_type(doc.content_type),
-            doc.last_crawled,
-        )
-
 
 _PART = re.compile(r'-?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words
 
@@ -503,19 +373,3 @@ def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:
     if len(result.found) < len(query.terms) or result.some_words_only(query) or result.mode == "none":
         return 0
     return total
-
-
-def _media_type(content_type: str) -> str:
-    """The stored MIME type, or the block type's if only a type name was stored."""
-    value = (content_type or "").strip()
-    if "/" in value:
-        return value
-    try:
-        return ContentType[value.upper()].mime
-    except KeyError:
-        return ContentType.OTHER.mime
-
-
-def _clean(q: str) -> str:
-    """The query as searched: whitespace runs collapsed, at most MAX_QUERY_CHARS."""
-    return " ".join(q.split())[:MAX_QUERY_CHARS]

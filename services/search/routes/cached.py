@@ -46,7 +46,7 @@ CACHED_HEADERS = {
 
 @router.get("/{doc_num}", response_class=Response, responses=STORED_TYPES)
 def cached(doc_num: int, service: ServiceDep) -> Response:
-    copy = service.cached(doc_num)
+    copy = service.pages.cached(doc_num)
     # Content-Type set as a header, not media_type: Starlette would append
     # "charset=utf-8" to text/* and mislabel pages stored in other encodings.
     return Response(content=copy.body, headers={"Content-Type": copy.media_type, **CACHED_HEADERS})
@@ -54,7 +54,7 @@ def cached(doc_num: int, service: ServiceDep) -> Response:
 
 @router.get("/{doc_num}/display", response_class=Response, responses=STORED_TYPES)
 def cached_display(doc_num: int, service: ServiceDep) -> Response:
-    copy = service.cached(doc_num)
+    copy = service.pages.cached(doc_num)
     if copy.media_type.split(";")[0].strip().lower() != "text/html":
         return Response(content=copy.body, headers={"Content-Type": copy.media_type, **CACHED_HEADERS})
     html = display_html(copy.body, copy.url, header_charset(copy.media_type))
@@ -66,7 +66,7 @@ def cached_display(doc_num: int, service: ServiceDep) -> Response:
 
 @router.get("/{doc_num}/view", response_class=HTMLResponse)
 def cached_view(request: Request, doc_num: int, service: ServiceDep, templates: TemplatesDep) -> HTMLResponse:
-    copy = service.cached(doc_num)
+    copy = service.pages.cached(doc_num)
     return templates.TemplateResponse(
         request, "cached.html", {"copy": copy, "frame_url": f"/cached/{doc_num}/display"}
     )
@@ -75,6 +75,6 @@ def cached_view(request: Request, doc_num: int, service: ServiceDep, templates: 
 @router.get("/{doc_num}/text", response_class=HTMLResponse)
 def cached_text(request: Request, doc_num: int, service: ServiceDep, templates: TemplatesDep) -> HTMLResponse:
     """What the index read from the document: for a PDF, its words without a PDF viewer."""
-    text = service.cached_text(doc_num)
+    text = service.pages.cached_text(doc_num)
     paragraphs = [p.strip() for p in text.text.split("\n\n") if p.strip()] or [text.text]
     return templates.TemplateResponse(request, "cached_text.html", {"copy": text, "paragraphs": paragraphs})

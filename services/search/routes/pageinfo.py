@@ -10,8 +10,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from services.search.deps import ServiceDep, TemplatesDep
+from services.search.query import MAX_QUERY_CHARS
 from services.search.schemas import PageInfoResponse, error_responses
-from services.search.service import MAX_QUERY_CHARS
 
 router = APIRouter(responses=error_responses(404, 503))
 
@@ -22,7 +22,7 @@ def api_page_info(
     service: ServiceDep,
     q: str = Query("", max_length=MAX_QUERY_CHARS, description="a query: adds its score breakdown"),
 ) -> PageInfoResponse:
-    return PageInfoResponse.from_info(service.page_info(doc_num, q))
+    return PageInfoResponse.from_info(service.pages.page_info(doc_num, q))
 
 
 @router.get("/page/{doc_num}", response_class=HTMLResponse)
@@ -33,5 +33,5 @@ def page_info(
     templates: TemplatesDep,
     q: str = Query("", max_length=MAX_QUERY_CHARS),
 ) -> HTMLResponse:
-    info = PageInfoResponse.from_info(service.page_info(doc_num, q))
+    info = PageInfoResponse.from_info(service.pages.page_info(doc_num, q))
     return templates.TemplateResponse(request, "page.html", {"info": info, "query": q})

@@ -65,7 +65,7 @@ def test_ingested_documents_read_back_by_ranged_reads(ingest_settings, tmp_path)
     try:
         for row, spec in zip(rows, DOCS, strict=True):
             body = (f"{spec['title']}\n\n{spec['text']}" if spec["title"] else spec["text"]).encode()
-            cached = service.cached(row.doc_num)  # one ranged read, checked against the docId
+            cached = service.pages.cached(row.doc_num)  # one ranged read, checked against the docId
             assert (cached.body, cached.media_type, cached.url) == (body, "text/plain", row.url)
             member = blobs.get(row.record_block, row.record_offset, row.record_offset + row.record_length)
             record = decode_record(member)
