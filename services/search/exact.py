@@ -23,14 +23,11 @@ RESCORE_WINDOW = 10  # first-phase hits rescored at least (Elasticsearch's resco
 
 def exact_form_share(index: SegmentIndex, forms: list[str], docs: np.ndarray) -> np.ndarray:
     """The share of ``forms`` (the query's words as typed) each of ``docs`` holds."""
-    share = np.zeros(docs.shape[0], dtype=np.float64)
     if not forms or not docs.shape[0]:
-        return share
+        return np.zeros(docs.shape[0], dtype=np.float64)
     h1, h2 = form_hashes(forms)
-    filters, offsets = index.arrays["form_filters"], index.arrays["form_offsets"]
-    for a, b in zip(h1.tolist(), h2.tolist(), strict=True):
-        share += holds(filters, offsets, docs, a, b)
-    return share / len(forms)
+    found = holds(index.arrays["form_filters"], index.arrays["form_offsets"], docs, h1, h2)
+    return found.sum(axis=0) / len(forms)
 
 
 def rescore_exact_forms(index: SegmentIndex, forms: list[str], ranked: Ranked, k: int) -> Ranked:

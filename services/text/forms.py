@@ -52,19 +52,28 @@ def build_filters(
     return docs, offsets, np.packbits(filled, bitorder="little").tobytes()
 
 
-def holds(filters: np.ndarray, offsets: np.ndarray, docs: np.ndarray, h1: int, h2: int) -> np.ndarray:
+def holds(
+    filters: np.ndarray, offsets: np.ndarray, docs: np.ndarray, h1: int | np.ndarray, h2: int | np.ndarray
+) -> np.ndarray:
     """Whether each of ``docs`` (probably) holds the form hashed to (``h1``, ``h2``); a
-    document without a filter holds nothing. ``offsets`` has one entry per document + 1."""
+    document without a filter holds nothing. ``offsets`` has one entry per document + 1.
+
+    With arrays of hashes (several forms), one row per form: all forms in one pass of numpy
+    operations (a query's forms one by one cost numpy's per-call overhead each time)."""
     docs = np.asarray(docs, dtype=np.int64)
+    f1 = np.asarray(h1, dtype=np.uint64)
+    f2 = np.asarray(h2, dtype=np.uint64)
+    shape = (*f1.shape, docs.shape[0])
     if not filters.shape[0]:
-        return np.zeros(docs.shape[0], dtype=bool)
+        return np.zeros(shape, dtype=bool)
     start = offsets[docs].astype(np.int64)
     size_bits = (offsets[docs + 1].astype(np.int64) - start) * 8
-    found: np.ndarray = size_bits > 0
     safe_bits = np.maximum(size_bits, 1).astype(np.uint64)
+    f1, f2 = f1[..., None], f2[..., None]  # forms down, documents across
+    found: np.ndarray = np.broadcast_to(size_bits > 0, shape).copy()
     last = filters.shape[0] - 1
     for i in range(HASHES):
-        bit = (np.uint64(h1) + np.uint64(i) * np.uint64(h2)) % safe_bits
+        bit = (f1 + np.uint64(i) * f2) % safe_bits
         index = start * 8 + bit.astype(np.int64)
         byte = filters[np.minimum(index // 8, last)]  # a document without a filter reads any
         found &= (byte >> (index % 8)) & 1 == 1  # byte: found is False for it already

@@ -61,3 +61,24 @@ def test_the_index_job_records_each_documents_forms_before_stemming() -> None:
     ):
         h1, h2 = form_hashes([form])
         assert holds(filters, offsets, np.array([0, 1]), int(h1[0]), int(h2[0])).tolist() == expected, form
+
+
+def test_several_forms_at_once_answer_as_each_form_alone():
+    rng = np.random.default_rng(4)
+    docs_forms = [[f"w{rng.integers(0, 60)}" for _ in range(rng.integers(0, 12))] for _ in range(40)]
+    pairs = sorted({(d, f) for d, forms in enumerate(docs_forms) for f in forms})
+    h1, h2 = form_hashes([f for _, f in pairs])
+    docs, offsets_by_doc, blob = build_filters(np.array([d for d, _ in pairs]), h1, h2)
+    offsets = np.zeros(41, dtype=np.int64)  # one entry per document + 1, empty filters between
+    starts, ends = offsets_by_doc[:-1].tolist(), offsets_by_doc[1:].tolist()
+    for d, start, end in zip(docs.tolist(), starts, ends, strict=True):
+        offsets[d] = start
+        offsets[d + 1 :] = end
+    filters = np.frombuffer(blob, dtype=np.uint8)
+    every = np.arange(40)
+    q1, q2 = form_hashes(["w1", "w7", "w33", "never"])
+    together = holds(filters, offsets, every, q1, q2)
+    assert together.shape == (4, 40)
+    for i in range(4):
+        assert together[i].tolist() == holds(filters, offsets, every, int(q1[i]), int(q2[i])).tolist()
+    assert together[:3].any()  # the test is about something: some documents hold these forms
