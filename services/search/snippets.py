@@ -13,6 +13,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from services.text.analyze import analyze
 
@@ -79,7 +80,10 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     hi = last + half + (half - (first - lo))
     if hi > len(text):
         lo = max(0, lo - (hi - len(text)))
-    spans = [m.span() for m in _WORD.finditer(text, lo, hi)]
+    # The words before the stretch, then at most a window's worth from its first match: the
+    # window holds that match, so it ends within them.
+    spans = [m.span() for m in _WORD.finditer(text, lo, first)]
+    spans += [m.span() for m in islice(_WORD.finditer(text, first, hi), window)]
     if lo > 0 and spans and spans[0][0] == lo and _WORD.match(text[lo - 1 : lo + 1] or ""):
         spans = spans[1:]  # the neighbourhood began inside a word
     if not spans:
