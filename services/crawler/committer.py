@@ -371,12 +371,14 @@ class Committer:
         outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
         frontier.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
         self.finished.add(o.url_id for o in outcomes if o.state != "new")
-        discovered = [t for r in results for t in r.found]
+        discovered = self.finished.unknown([t for r in results for t in r.found])
         for r in results:
             if r.links:
                 hub, limit, depth = hub_priority(len(r.links)), self.yields.limit, r.depth + 1
-                discovered += [NewUrl(link.url, depth, limit(link.url, hub), r.url_id) for link in r.links]
-        return frontier.add_urls(session, self.finished.unknown(discovered), now, partitions=self.partitions)
+                # Links to finished pages are left out before a NewUrl and a priority is made.
+                keyed = self.finished.unknown_keys([(link.url, url_id(link.url)) for link in r.links])
+                discovered += [NewUrl(url, depth, limit(url, hub), r.url_id, key=key) for url, key in keyed]
+        return frontier.add_urls(session, discovered, now, partitions=self.partitions)
 
     def _next_interval(self, d: _Doc) -> float:
         """Adaptive recrawl: halve when the content changed, double when not, within the bounds."""
@@ -431,6 +433,13 @@ class FinishedUrls:
         )
         self._keys = {int(uid[:16], 16) for uid in rows}
         return len(self._keys)
+
+    def unknown_keys(self, urls: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """(url, url_id) pairs less those finished."""
+        keys = self._keys
+        out = [pair for pair in urls if int(pair[1][:16], 16) not in keys]
+        self.skipped += len(urls) - len(out)
+        return out
 
     def unknown(self, urls: list[NewUrl]) -> list[NewUrl]:
         """``urls`` less those finished (each given its url_id, so it is computed once)."""
