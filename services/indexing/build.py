@@ -18,7 +18,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import func, select
@@ -43,9 +42,6 @@ from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document
 from services.text.urls import host_key
-
-if TYPE_CHECKING:
-    pass
 
 
 def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:

@@ -23,7 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 class Base(DeclarativeBase):
-    pass
+    """The tables' common base: one metadata for ``init_db`` and the migrations."""
 
 
 def table(model: type[Base]) -> Table:
