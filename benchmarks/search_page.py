@@ -14,7 +14,9 @@ repeated query is).
 
 * one client, keep-alive, every query once after a warm-up pass: p50/p95/p99 in ms of
   ``/api/search?q=`` and ``/?q=`` (HTML), and of ``/api/suggest?q=`` for a prefix of each
-  query's first word (HTTP included: an upper bound of the server-side time);
+  query's first word (HTTP included: an upper bound of the server-side time); beside it the
+  search's own p50 as the server reports it (``took_ms``), and the CPU each worker last ran
+  on (this VM's two vCPUs run the same search 31 % apart);
 * load: locust, headless, 64 users on FastHttpUser with no wait (64 connections, closed
   loop) for ``--seconds``: requests/s, failures, p50/p95/p99. Locust runs on the same two
   cores as the server, so its own CPU is taken from the server's.
@@ -129,17 +131,36 @@ def one_client(base: str, queries: list[str]) -> dict[str, dict[str, float]]:
         for name, requests in paths.items():
             for path, params in requests:  # warm-up: caches, page faults, lazily built tables
                 client.get(path, params=params).raise_for_status()
-            times = []
+            times, inside = [], []
             for path, params in requests:
                 start = time.perf_counter()
-                client.get(path, params=params).raise_for_status()
+                response = client.get(path, params=params)
                 times.append((time.perf_counter() - start) * 1000)
+                response.raise_for_status()
+                if path == "/api/search":
+                    inside.append(float(response.json()["took_ms"]))
             out[name] = {
                 "p50": statistics.median(times),
                 "p95": percentile(times, 0.95),
                 "p99": percentile(times, 0.99),
             }
+            if inside:  # the search's own time, as the server measured it (HTTP excluded)
+                out[name]["search p50"] = statistics.median(inside)
     return out
+
+
+def worker_cpus(supervisor: int) -> dict[int, int]:
+    """pid -> the CPU each worker of ``supervisor`` last ran on (/proc/<pid>/stat, field 39):
+    on a VM whose vCPUs differ in speed the one-client figures depend on it."""
+    cpus = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+        if int(fields[1]) == supervisor:  # fields[1] is the parent pid (field 4 of stat)
+            cpus[int(stat.parent.name)] = int(fields[36])
+    return cpus
 
 
 LOCUSTFILE = """
@@ -225,11 +246,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             single = one_client(base, queries)
             for name, figures in single.items():
+                inside = ""
+                if "search p50" in figures:
+                    inside = f"  (search itself p50 {figures['search p50']:.2f} ms)"
                 print(
                     f"one client {name:13s} p50 {figures['p50']:6.2f} ms  p95 {figures['p95']:6.2f} ms  "
-                    f"p99 {figures['p99']:6.2f} ms",
+                    f"p99 {figures['p99']:6.2f} ms{inside}",
                     flush=True,
                 )
+            cpus = ", ".join(f"pid {pid} on CPU {cpu}" for pid, cpu in sorted(worker_cpus(proc.pid).items()))
+            print(f"workers after the one-client run: {cpus or 'unknown'}", flush=True)
             loaded = load(base, queries, args.seconds, args.users)
             print(
                 f"load: {args.users} connections, {args.seconds} s: {loaded['rps']:.0f} requests/s, "
