@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python -m benchmarks.pagerank
 	$(BIN)/python -m benchmarks.index
 	$(BIN)/python -m benchmarks.search_page
+	$(BIN)/python -m benchmarks.block_cache
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache

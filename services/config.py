@@ -146,6 +146,10 @@ class Settings:
     # result_cache_seconds, so a recrawled page's new title shows within that time. 0: off.
     result_cache_size: int = 2048
     result_cache_seconds: float = 300.0
+    # Record blocks a search instance keeps whole on its disk (under var_dir/blocks) when the
+    # blob store is remote (S3): a results page then reads its ten records locally, not by
+    # ten ranged GETs. Blocks are written once and never change. Bytes; 0: off.
+    record_cache_bytes: int = 2 << 30
     # Requests per client address and worker process, in the `limits` notation ("20/second",
     # "1200/minute"); "off" for none (a load test). /healthz, /metrics and static files are free.
     rate_limit: str = "1200/minute"
@@ -206,6 +210,10 @@ class Settings:
         return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
     def validate(self) -> None:
+        if self.record_cache_bytes < 0:
+            raise SettingsError(
+                f"NIMBUS_RECORD_CACHE_BYTES={self.record_cache_bytes}: use 0 (off) or a number of bytes"
+            )
         if self.result_cache_size < 0 or self.result_cache_seconds < 0:
             raise SettingsError(
                 "NIMBUS_RESULT_CACHE_SIZE and NIMBUS_RESULT_CACHE_SECONDS must be 0 (off) or more"

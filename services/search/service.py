@@ -43,6 +43,7 @@ from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_rank
 from services.search.snippets import make_snippet
 from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.storage.blobstore import BlobStore, open_blobstore
+from services.storage.block_cache import BlockCache
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.errors import StorageError
 from services.storage.models import Document
@@ -105,6 +106,11 @@ class SearchService:
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
         self.sessions = session_factory(self.engine)
         self.blobs = blobs or open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        # From S3, record blocks are kept whole on this machine's disk as they are first read.
+        self.blocks: BlockCache | None = None
+        if self.blobs.remote and settings.record_cache_bytes:
+            cache_dir = Path(settings.var_dir) / "blocks"
+            self.blocks = BlockCache(self.blobs, cache_dir, settings.record_cache_bytes)
         self.holder = IndexHolder(
             self.sessions, self.blobs, Path(settings.var_dir) / "segments", recheck_seconds=recheck_seconds
         )
@@ -120,6 +126,8 @@ class SearchService:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+        if self.blocks is not None:
+            self.blocks.close()
         self.engine.dispose()
 
     def index(self) -> SegmentIndex | None:
@@ -345,7 +353,7 @@ class SearchService:
         """The document's record (one ranged read), or None, logged, when it cannot be read."""
         end = doc.record_offset + doc.record_length
         try:
-            member = self.blobs.get(doc.record_block, doc.record_offset, end)
+            member = (self.blocks or self.blobs).get(doc.record_block, doc.record_offset, end)
             record = decode_record(member, doc.record_block)
         except StorageError as exc:
             log.warning("no %s for doc %d: %s", purpose, doc.doc_num, exc)

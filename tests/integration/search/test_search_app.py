@@ -267,3 +267,28 @@ def test_answers_on_the_event_loop_only_when_nothing_is_remote_and_the_same_eith
         assert service.answers_at_once() is (published.blob_url.startswith("file://"))
     # A version due for a check may mean a database read and a load: never on the loop.
     assert client.app.state.service.answers_at_once() is False
+
+
+@pytest.mark.parametrize("published", [pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
+def test_record_blocks_read_from_s3_are_kept_on_disk_and_read_there(published):
+    from polling import wait_for
+    from sqlalchemy import select
+
+    from services.search.service import SearchService
+    from services.storage.models import Document
+
+    service = SearchService(published.with_overrides(result_cache_size=0))
+    try:
+        first = service.search("wing", size=10)
+        assert first.hits and all(hit.snippet for hit in first.hits)
+        with service.engine.connect() as connection:
+            nums = [hit.doc_num for hit in first.hits]
+            blocks = set(connection.scalars(select(Document.record_block).where(Document.doc_num.in_(nums))))
+        assert service.blocks is not None
+        wait_for(lambda: all(service.blocks.holds(b) for b in blocks), timeout=20, what="the blocks copied")
+        for name in blocks:
+            service.blobs.delete(name)  # only the local copies can answer now
+        again = service.search("wing", size=10)
+        assert [hit.snippet for hit in again.hits] == [hit.snippet for hit in first.hits]
+    finally:
+        service.close()
