@@ -158,7 +158,13 @@ def worker_cpus(supervisor: int) -> dict[int, int]:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # the process ended while we looked
-        if int(fields[1]) == supervisor:  # fields[1] is the parent pid (field 4 of stat)
+        if int(fields[1]) != supervisor:  # fields[1] is the parent pid (field 4 of stat)
+            continue
+        try:
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in command:  # a worker, not multiprocessing's resource tracker
             cpus[int(stat.parent.name)] = int(fields[36])
     return cpus
 
