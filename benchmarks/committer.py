@@ -26,7 +26,7 @@ from pathlib import Path
 from sqlalchemy import event
 
 from benchmarks.crawl import database
-from services.crawler import election, frontier
+from services.crawler import election, fetch_batches, frontier
 from services.crawler.acker import Acker
 from services.crawler.frontier import NewUrl
 from services.crawler.ordered_commit import OrderedCommitter
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         blobs = open_blobstore(f"file://{Path(tmp) / 'blobs'}")
         caps = {"max_block_bytes": 200 * 1024 * 1024, "max_block_docs": 10_000, "partitions": 64}
         with sessions.begin() as s:
-            lock_counter(s, frontier.LEASE_LOCK)
+            lock_counter(s, fetch_batches.LEASE_LOCK)
             seeds = [NewUrl(_url(n), 0, 1.0) for n in range(args.pages)]
             frontier.add_urls(s, seeds, 0.0, partitions=64)
         acker = Acker(sessions, blobs, **caps)
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         made = 0
         while made < args.pages:
             with sessions.begin() as s:
-                leases = frontier.lease_batches(
+                leases = fetch_batches.lease_batches(
                     s, batches=8, limit=32, budget=10**9, now=1.0, lease_seconds=1e9, max_depth=9,
                     worker="bench", window=10**9,
                 )  # fmt: skip

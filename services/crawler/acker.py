@@ -23,7 +23,7 @@ import logging
 import uuid
 from collections import Counter
 
-from services.crawler import acks, frontier
+from services.crawler import acks, fetch_batches
 from services.crawler.committer import Committer, new_document
 from services.crawler.frontier import NewUrl, hub_priority
 from services.crawler.results import FlushResult, Pending, UrlResult
@@ -75,7 +75,7 @@ class Acker(Committer):
         try:
             self.blobs.put(name, acks.encode(self.worker, batches))
             with self.transactions, self.sessions.begin() as session:
-                taken = frontier.ack_batches(session, pending.seqs, self.worker, name, self.clock())
+                taken = fetch_batches.ack_batches(session, pending.seqs, self.worker, name, self.clock())
         except BaseException:
             self.writer.discard(blobs)
             raise

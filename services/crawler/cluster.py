@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 
 from services.config import Settings
-from services.crawler import election, frontier, heartbeat
+from services.crawler import election, fetch_batches, heartbeat
 from services.crawler.committer import committer_options
 from services.crawler.errors import CrawlerError, NotLeaderError
 from services.crawler.heartbeat import Beat
@@ -126,7 +126,7 @@ class CommitterNode:
             self.control = heartbeat.beat_and_read(session, beat)
             if self.term:
                 _live, dead = heartbeat.workers(session, now, self.settings.heartbeat_seconds)
-                if frontier.expire_leases_of(session, dead):
+                if fetch_batches.expire_leases_of(session, dead):
                     self.counters["leases_of_dead_workers"] += 1
 
         self._transaction(work, "committer heartbeat")
@@ -178,7 +178,7 @@ class CommitterNode:
 
 def _acked(session: Session) -> int:
     """Acknowledged batches waiting for their turn."""
-    return frontier.outstanding(session).get("acked", 0)
+    return fetch_batches.outstanding(session).get("acked", 0)
 
 
 def _in_transaction(sessions: Any, work: Callable[[Session], T]) -> T:

@@ -45,7 +45,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
-from services.crawler import frontier
+from services.crawler import fetch_batches, frontier
 from services.crawler.errors import BatchStateError
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
@@ -225,7 +225,7 @@ class Committer:
         counts["documents"] += len(fresh)
         counts["frontier_added"] += new_urls
         bump_counters(session, dict(counts))
-        marked = frontier.commit_batches(
+        marked = fetch_batches.commit_batches(
             session,
             seqs,
             now,

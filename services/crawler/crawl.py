@@ -42,13 +42,14 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from services.config import Settings
-from services.crawler import frontier, heartbeat
+from services.crawler import fetch_batches, frontier, heartbeat
 from services.crawler.acker import Acker
 from services.crawler.committer import Committer, FlushResult, UrlResult, committer_options
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.fetch import make_session
-from services.crawler.frontier import SEED_PRIORITY, Lease, LeasedUrl, NewUrl
+from services.crawler.fetch_batches import Lease, LeasedUrl
+from services.crawler.frontier import SEED_PRIORITY, NewUrl
 from services.crawler.heartbeat import Beat
 from services.crawler.metrics import MetricsServer
 from services.crawler.progress import CrawlStats, progress_counters, progress_line
@@ -161,7 +162,7 @@ class Crawler:
         if isinstance(self.committer, Acker):
             self.committer.worker = self.worker_name
         # A worker with no partitions of its own shares them with the live workers, anew at
-        # every beat; the send window grows with them (heartbeat.share, frontier.lease_batches).
+        # every beat; the send window grows with them (heartbeat.share, fetch_batches.lease_batches).
         self.dynamic_partitions = role == "worker" and not settings.partition_ids
         self.window: int | None = settings.send_window if role == "worker" else None
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
@@ -204,7 +205,7 @@ class Crawler:
     async def _run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
         with self._identity_lock():
-            released = await self.db.transaction(frontier.release_worker, self.worker_name)
+            released = await self.db.transaction(fetch_batches.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
             self.recovered = self.spool.recover()
@@ -326,7 +327,7 @@ class Crawler:
                 last_beat = now
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
-                await self.db.transaction(frontier.renew_leases, seqs, self.clock() + LEASE_SECONDS)
+                await self.db.transaction(fetch_batches.renew_leases, seqs, self.clock() + LEASE_SECONDS)
                 self.hosts.forget_idle(asyncio.get_running_loop().time())
                 kept = set(self.hosts.hosts)
                 self.visitor.forget(kept)
@@ -340,7 +341,7 @@ class Crawler:
         adds the URLs it will fetch next. Checked every half second."""
         if self.role != "worker":
             return False
-        out = await self.db.transaction(frontier.outstanding)
+        out = await self.db.transaction(fetch_batches.outstanding)
         if not out:
             return False
         now = time.monotonic()
@@ -391,7 +392,7 @@ class Crawler:
             # while new live links waited for their commit.
             busy = bool(self.batches or self.committer.pending or self.flushing is not None)
             leases = await self.db.transaction(
-                frontier.lease_batches,
+                fetch_batches.lease_batches,
                 batches=wanted,
                 limit=size,
                 budget=budget,
@@ -490,7 +491,7 @@ class Crawler:
                 self.counters.update(flushed.counters)
             seqs = [b.lease.seq for b in self.batches] + self.committer.seqs
             if seqs:
-                await self.db.transaction(frontier.renew_leases, seqs, 0.0)
+                await self.db.transaction(fetch_batches.renew_leases, seqs, 0.0)
         except Exception:  # keep the original error; the leases are taken back anyway
             log.warning(
                 "could not commit or release on stop; a restart takes the batches back", exc_info=True

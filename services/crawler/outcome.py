@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from services.config import Settings
 from services.crawler.fetch import FetchResult
-from services.crawler.frontier import LeasedUrl, NewUrl
+from services.crawler.fetch_batches import LeasedUrl
+from services.crawler.frontier import NewUrl
 from services.crawler.results import UrlResult
 
 _NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")

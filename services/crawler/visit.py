@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from services.crawler.context import VisitContext
 from services.crawler.fetch import FetchResult, Timeouts, fetch
-from services.crawler.frontier import SEED_PRIORITY, SITEMAP_PRIORITY, LeasedUrl, NewUrl
+from services.crawler.fetch_batches import LeasedUrl
+from services.crawler.frontier import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
 from services.crawler.metrics import LatencyHistogram
 from services.crawler.outcome import is_retryable, judge_fetch
 from services.crawler.parse import (

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event, func, select, text
 
 from services.config import Settings
-from services.crawler import frontier
+from services.crawler import fetch_batches, frontier
 from services.crawler.acker import Acker
 from services.crawler.cluster import CommitterNode
 from services.crawler.frontier import NewUrl
@@ -62,7 +62,7 @@ def test_a_killed_connection_mid_ack_and_mid_commit_loses_and_repeats_nothing(
     acker.worker = "worker-k"
     ack_killed = _kill_once(worker_engine, admin, "UPDATE fetch_batches SET state")
     with sessions.begin() as s:
-        leases = frontier.lease_batches(
+        leases = fetch_batches.lease_batches(
             s, batches=4, limit=3, budget=100, now=time.time(), lease_seconds=600, max_depth=5,
             worker="worker-k", window=100,
         )  # fmt: skip

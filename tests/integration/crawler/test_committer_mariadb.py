@@ -10,7 +10,7 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from services.crawler import frontier
+from services.crawler import fetch_batches, frontier
 from services.crawler.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import NewUrl
 from services.crawler.parse import ParsedDoc
@@ -36,7 +36,9 @@ def test_overlapping_flushes_commit_their_rows_one_after_the_other(mysql_url, tm
     leases = []
     for _ in range(2):
         with sessions.begin() as session:
-            leases.append(frontier.lease_batch(session, limit=1, now=10.0, lease_seconds=60, max_depth=5))
+            leases.append(
+                fetch_batches.lease_batch(session, limit=1, now=10.0, lease_seconds=60, max_depth=5)
+            )
     # Counters in opposite orders: the rows two interleaved transactions would lock crosswise.
     other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
     entry = leases[1].entries[0]

@@ -8,7 +8,7 @@ import threading
 import pytest
 from sqlalchemy import select
 
-from services.crawler import frontier
+from services.crawler import fetch_batches
 from services.crawler.cluster import run_local_cluster
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import partition_of
@@ -116,7 +116,7 @@ def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
         try:
             with sessions.begin() as session:
                 assert (
-                    frontier.lease_batch(
+                    fetch_batches.lease_batch(
                         session, limit=0, now=1e9, lease_seconds=60, max_depth=5, worker=worker
                     )
                     is None

@@ -10,7 +10,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from services.crawler import acks, election, frontier
+from services.crawler import acks, election, fetch_batches, frontier
 from services.crawler.errors import AckManifestError, NotLeaderError
 from services.crawler.frontier import NewUrl
 from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, share, workers
@@ -110,11 +110,11 @@ def test_acks_are_taken_only_from_the_lease_holder_and_only_once(sessions) -> No
     with sessions.begin() as s:
         a, b = _batch(s, "leased", "w1"), _batch(s, "leased", "w2")
     with sessions.begin() as s:
-        assert frontier.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
+        assert fetch_batches.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
     with sessions.begin() as s:
-        assert frontier.ack_batches(s, [a], "w1", "acks/2", 2.0) == []  # repeated: ignored
+        assert fetch_batches.ack_batches(s, [a], "w1", "acks/2", 2.0) == []  # repeated: ignored
         assert s.get(FetchBatch, a).manifest == "acks/1"
-        assert frontier.outstanding(s) == {"acked": 1, "leased": 1}
+        assert fetch_batches.outstanding(s) == {"acked": 1, "leased": 1}
 
 
 def test_acknowledged_batches_commit_in_sequence_order_only(sessions) -> None:
@@ -138,7 +138,7 @@ def test_a_send_window_bounds_the_batches_out(sessions) -> None:
         frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(10)], 0.0)
         _batch(s, "acked", manifest="acks/0")
     with sessions.begin() as s:
-        leases = frontier.lease_batches(
+        leases = fetch_batches.lease_batches(
             s, batches=8, limit=1, budget=100, now=1.0, lease_seconds=60, max_depth=5, worker="w", window=3
         )
     assert len(leases) == 2  # one acknowledged batch out already
@@ -149,12 +149,12 @@ def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
     keep it from being handed out again, or the cluster stops."""
     with sessions.begin() as s:
         frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(4)], 0.0)
-        [dead] = frontier.lease_batches(
+        [dead] = fetch_batches.lease_batches(
             s, batches=1, limit=1, budget=10, now=1.0, lease_seconds=60, max_depth=5, worker="gone", window=2
         )
         _batch(s, "acked", manifest="acks/9")
     with sessions.begin() as s:
-        leases = frontier.lease_batches(
+        leases = fetch_batches.lease_batches(
             s, batches=4, limit=1, budget=10, now=100.0, lease_seconds=60, max_depth=5, worker="w", window=2
         )
         assert [lease.seq for lease in leases] == [dead.seq]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from services.config import Settings
-from services.crawler import frontier
+from services.crawler import fetch_batches, frontier
 from services.crawler.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import NewUrl, Outcome
 from services.crawler.parse import ParsedDoc
@@ -28,7 +28,9 @@ from services.text.urls import url_id
 
 def _lease(sessions, now: float = 10.0, limit: int = 10, max_depth: int = 5):
     with sessions.begin() as session:
-        return frontier.lease_batch(session, limit=limit, now=now, lease_seconds=60.0, max_depth=max_depth)
+        return fetch_batches.lease_batch(
+            session, limit=limit, now=now, lease_seconds=60.0, max_depth=max_depth
+        )
 
 
 def test_add_urls_deduplicates_in_memory_and_against_the_table(sessions) -> None:
@@ -68,7 +70,7 @@ def test_expired_batch_is_handed_out_again_under_its_sequence_number(sessions) -
     assert again.seq == lease.seq
     assert sorted(e.url for e in again.entries) == ["http://a.test/1", "http://a.test/2"]
     with sessions.begin() as session:
-        frontier.renew_leases(session, [lease.seq], until=0.0)  # what a stopping crawler does
+        fetch_batches.renew_leases(session, [lease.seq], until=0.0)  # what a stopping crawler does
     assert _lease(sessions, now=72.0).seq == lease.seq
 
 
@@ -87,7 +89,7 @@ def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
             ],
             now=11.0,
         )
-        frontier.commit_batches(session, [lease.seq], now=11.0)
+        fetch_batches.commit_batches(session, [lease.seq], now=11.0)
         rows = {r.url_id: r for r in session.scalars(select(FrontierEntry))}
         assert (rows[ids[0]].state, rows[ids[0]].last_status, rows[ids[0]].attempts) == ("done", 200, 1)
         assert (rows[ids[1]].state, rows[ids[1]].last_error) == ("failed", "http 503")
@@ -195,7 +197,7 @@ def test_lease_batches_takes_several_batches_in_one_transaction_within_the_budge
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(25)])
     with sessions.begin() as session:
-        leases = frontier.lease_batches(
+        leases = fetch_batches.lease_batches(
             session, batches=4, limit=10, budget=22, now=10.0, lease_seconds=60.0, max_depth=5
         )
     assert [len(lease.entries) for lease in leases] == [10, 10, 2]  # the budget ends the third
@@ -203,7 +205,7 @@ def test_lease_batches_takes_several_batches_in_one_transaction_within_the_budge
     leased = [e.url for lease in leases for e in lease.entries]
     assert len(set(leased)) == 22
     with sessions.begin() as session:
-        rest = frontier.lease_batches(
+        rest = fetch_batches.lease_batches(
             session, batches=4, limit=10, budget=100, now=10.0, lease_seconds=60.0, max_depth=5
         )
     assert [len(lease.entries) for lease in rest] == [3]  # what is left, then nothing ready
@@ -228,7 +230,7 @@ def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> 
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
         query = (
-            frontier._ready([0, 1])
+            fetch_batches._ready([0, 1])
             .where(
                 FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= 1.0, FrontierEntry.depth <= 5
             )
