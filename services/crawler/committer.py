@@ -36,7 +36,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 from services.crawler import fetch_batches, frontier
 from services.crawler.errors import BatchStateError
+from services.crawler.finished_urls import FinishedUrls
 from services.crawler.frontier import NewUrl, Outcome, hub_priority
 from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.yields import LinkYield
@@ -54,7 +55,7 @@ from services.storage.blobstore import BlobStore
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
 from services.storage.documents import DocumentWriter, NewDocument
-from services.storage.models import Document, DuplicateUrl, FrontierEntry, Host, table
+from services.storage.models import Document, DuplicateUrl, Host, table
 from services.text.urls import host_key, url_id
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
@@ -399,59 +400,6 @@ class Committer:
                 .values(pages=hosts.c.pages + bindparam("n")),
                 [{"h": h, "n": n} for h, n in per_host.items()],
             )
-
-
-class FinishedUrls:
-    """url_ids this committer saw finished (fetched or failed): links to them are left out.
-
-    Most links on a site lead to pages already crawled, and their frontier upsert is a
-    no-op (only a waiting URL's priority counts its in-links): each still cost a row in the
-    insert statement and a B-tree lookup in the database, the committer's largest cost.
-    Heritrix keeps such a set (``UriUniqFilter``). Kept as 64-bit prefixes of the url_ids
-    (a collision, about 1 in 10^8 at 10^6 URLs, would leave one new URL out), bounded by
-    ``cap`` (emptied when full: the set is only a shortcut; without it the upsert decides).
-    A finished URL that later waits again (a recrawl released unfetched) only misses the
-    in-link bumps to its priority.
-    """
-
-    def __init__(self, cap: int = 2_000_000) -> None:
-        self.cap = cap
-        self._keys: set[int] = set()
-        self.skipped = 0
-
-    def add(self, url_ids: Iterable[str]) -> None:
-        keys = [int(uid[:16], 16) for uid in url_ids]
-        if len(self._keys) + len(keys) > self.cap:
-            self._keys.clear()
-        self._keys.update(keys)
-
-    def load(self, session: Session) -> int:
-        """Fill the set from the frontier's finished rows (up to ``cap``): a newly elected
-        committer skips links to pages its predecessors committed. Returns how many."""
-        rows = session.scalars(
-            select(FrontierEntry.url_id).where(FrontierEntry.state.in_(("done", "failed"))).limit(self.cap)
-        )
-        self._keys = {int(uid[:16], 16) for uid in rows}
-        return len(self._keys)
-
-    def unknown_keys(self, urls: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """(url, url_id) pairs less those finished."""
-        keys = self._keys
-        out = [pair for pair in urls if int(pair[1][:16], 16) not in keys]
-        self.skipped += len(urls) - len(out)
-        return out
-
-    def unknown(self, urls: list[NewUrl]) -> list[NewUrl]:
-        """``urls`` less those finished (each given its url_id, so it is computed once)."""
-        keys = self._keys
-        out = []
-        for new in urls:
-            if not new.key:
-                new.key = url_id(new.url)
-            if int(new.key[:16], 16) not in keys:
-                out.append(new)
-        self.skipped += len(urls) - len(out)
-        return out
 
 
 def new_document(result: UrlResult, doc_num: int) -> NewDocument:

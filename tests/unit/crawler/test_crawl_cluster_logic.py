@@ -162,7 +162,7 @@ def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
 
 
 def test_links_to_finished_urls_are_left_out_and_the_set_stays_bounded() -> None:
-    from services.crawler.committer import FinishedUrls
+    from services.crawler.finished_urls import FinishedUrls
     from services.text.urls import url_id
 
     finished = FinishedUrls(cap=3)
@@ -177,7 +177,7 @@ def test_links_to_finished_urls_are_left_out_and_the_set_stays_bounded() -> None
 
 
 def test_a_new_committer_learns_the_finished_urls_from_the_frontier(sessions) -> None:
-    from services.crawler.committer import FinishedUrls
+    from services.crawler.finished_urls import FinishedUrls
     from services.text.urls import url_id
 
     urls = [f"http://h.test/{i}" for i in range(3)]
