@@ -12,21 +12,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from services.aws_database import resolve_database_url
+from services.cli import crawl_commands, deploy_commands, serve_command
 from services.config import Settings
 from services.errors import NimbusError
 
-if TYPE_CHECKING:
-    from services.deploy.driver import Deployer
-
 # The sample data of a checkout (data/README.md); an installed wheel has none: pass --data.
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _count(text: str) -> int:
@@ -192,145 +188,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _crawl(args: argparse.Namespace, settings: Settings) -> int:
-    from services.crawler.crawl import run_crawl
-    from services.text.errors import BadUrlError
-
-    if args.seeds == ["status"]:
-        return _crawl_status(settings)
-    if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
-        return _crawl_command(settings, args.seeds[0], args.seeds[1:])
-    if args.seeds[:1] in (["worker"], ["committer"]):
-        return _crawl_role(args, settings)
-    settings = settings.with_overrides(
-        crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
-    )
-    try:
-        if settings.crawl_processes > 1:
-            from services.crawler.cluster import run_local_cluster
-
-            stats = run_local_cluster(
-                settings,
-                args.seeds,
-                settings.crawl_processes,
-                max_pages=args.max_pages,
-                max_depth=args.max_depth,
-                progress=not args.quiet,
-            )
-        else:
-            stats = run_crawl(
-                settings,
-                args.seeds,
-                max_pages=args.max_pages,
-                max_depth=args.max_depth,
-                progress=not args.quiet,
-            )
-    except BadUrlError as exc:
-        raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
-    if args.quiet:  # the live line is off; the summary is always printed
-        print(stats.summary(), file=sys.stderr)
-    if stats.pages == 0 and args.seeds:
-        from services.crawler.diagnose import why_nothing
-
-        for line in why_nothing(settings, args.seeds):
-            print(f"nimbus crawl: {line}", file=sys.stderr)
-        return 1
-    return 0 if stats.pages or not stats.errors else 1
-
-
-def _crawl_role(args: argparse.Namespace, settings: Settings) -> int:
-    """One role of a crawl cluster, for a machine of its own (``infra/``)."""
-    from services.crawler.crawl import run_crawl
-    from services.crawler.errors import CrawlCommandError
-
-    role, rest = args.seeds[0], args.seeds[1:]
-    if rest:
-        raise CrawlCommandError(
-            f"nimbus crawl {role} takes no URLs; add seeds with `nimbus crawl seed URL...`"
-        )
-    if role == "committer":
-        from services.crawler.cluster import run_committer
-
-        counters = run_committer(settings)
-        print(
-            f"committer stopped: {counters['batches_committed']} batches, "
-            f"{counters['documents']} documents committed",
-            file=sys.stderr,
-        )
-        return 0
-    settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
-    stats = run_crawl(
-        settings,
-        [],
-        max_pages=args.max_pages,
-        max_depth=args.max_depth,
-        progress=not args.quiet,
-        role="worker",
-        identity=args.identity,
-    )
-    if args.quiet:
-        print(stats.summary(), file=sys.stderr)
-    return 0
-
-
-def _crawl_status(settings: Settings) -> int:
-    """The crawler nodes (from their heartbeats) and the frontier by state."""
-    import time
-
-    from services.crawler import frontier, heartbeat
-    from services.storage.db import init_db, make_engine, session_factory
-
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine)() as session:
-            now = time.time()
-            views = heartbeat.nodes(session, now, settings.heartbeat_seconds)
-            print(heartbeat.status_table(views, now))
-            states = frontier.count_by_state(session)
-            by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
-            print(f"frontier: {by_state or 'empty'}")
-    finally:
-        engine.dispose()
-    return 0
-
-
-def _crawl_command(settings: Settings, name: str, urls: list[str]) -> int:
-    """Operator commands through the database, so they reach crawlers on every machine."""
-    import time
-
-    from services.crawler import frontier, heartbeat
-    from services.crawler.errors import CrawlCommandError
-    from services.storage.db import init_db, make_engine, session_factory
-    from services.text.errors import BadUrlError
-    from services.text.urls import normalize_url
-
-    if name == "seed" and not urls:
-        raise CrawlCommandError("nimbus crawl seed: give one or more absolute http(s) URLs")
-    if name != "seed" and urls:
-        raise CrawlCommandError(f"nimbus crawl {name} takes no URLs")
-    try:
-        seeds = [frontier.NewUrl(normalize_url(u), 0, frontier.SEED_PRIORITY) for u in urls]
-    except BadUrlError as exc:
-        raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine).begin() as session:
-            if name == "seed":
-                added = frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
-                print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
-            else:
-                heartbeat.command(session, name, time.time())
-                print(
-                    f"asked every crawler to {name}; each reads it at its next heartbeat "
-                    f"(within {heartbeat.BEAT_EVERY:.0f} s)"
-                )
-    finally:
-        engine.dispose()
-    return 0
-
-
 def _index(args: argparse.Namespace, settings: Settings) -> int:
     from services.indexing.build import build_index
 
@@ -341,53 +198,6 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
         f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
     )
     return 0
-
-
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from services.admin.app import create_app
-
-    settings = settings.with_overrides(host=args.host, port=args.port, serve_workers=args.workers)
-    print(
-        f"serving on http://{settings.host}:{settings.port}/ ({settings.serve_workers} workers)", flush=True
-    )
-    if settings.serve_workers > 1:  # each worker process builds its app from the environment
-        # /metrics of all workers together: prometheus-client reads its directory from the
-        # environment when the workers import it; stale files of an earlier run would add up.
-        metrics_dir = Path(settings.var_dir) / "metrics" / f"serve-{settings.port}"
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        metrics_dir.mkdir(parents=True)
-        os.environ["NIMBUS_METRICS_DIR"] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-        _serve_workers(settings)
-    else:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
-    return 0
-
-
-def _serve_workers(settings: Settings) -> None:
-    """uvicorn's several-worker mode, with Nagle's algorithm off on every connection.
-
-    uvicorn binds the shared socket with protocol 0, and asyncio sets TCP_NODELAY only on
-    sockets whose protocol says TCP: each response's second write then waited for the
-    client's delayed ACK, 40 ms on every request (measured: /healthz 44 ms with two workers,
-    2 ms with one). The same socket, re-wrapped so the kernel names its protocol, fixes it."""
-    import socket
-
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
-    config = uvicorn.Config(
-        "services.admin.app:create_app_from_env",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.serve_workers,
-        log_level="info",
-    )
-    bound = config.bind_socket()
-    sock = socket.socket(fileno=bound.detach())  # family, type and protocol read from the kernel
-    Multiprocess(config, sockets=[sock]).run()
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -464,55 +274,15 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
-    from services.deploy.driver import Deployer, Target
-
-    target = Target(
-        args.stack_name,
-        region=args.region or settings.aws_region,
-        profile=args.profile,
-        endpoint_url=args.endpoint_url or settings.aws_endpoint_url,
-    )
-    return Deployer(target)
-
-
-def _deploy(args: argparse.Namespace, settings: Settings) -> int:
-    from services.deploy import template
-    from services.deploy.stack import parse_overrides
-    from services.release import build_wheel
-
-    overrides = parse_overrides(args.param, template.parameter_names(template.load()))
-    deployer = _deployer(args, settings)  # credentials first: no wheel built for nothing
-    result = deployer.deploy(build_wheel(args.dist), overrides)
-    for key, value in sorted(result.outputs.items()):
-        print(f"{key}\t{value}")
-    if {"BucketName", "Region", "DatabaseInstance"} <= set(result.outputs):
-        from services.deploy.stack import settings_env
-
-        print("# nimbus against this stack (e.g. `make index-emr`): no password, it is read from RDS")
-        for key, value in settings_env(result.outputs).items():
-            print(f"export {key}={value}")
-    return 0
-
-
-def _destroy(args: argparse.Namespace, settings: Settings) -> int:
-    _deployer(args, settings).destroy(delete_data=args.delete_data)
-    return 0
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "migrate": _migrate,
-    "deploy": _deploy,
-    "destroy": _destroy,
-    "crawl": _crawl,
+    "deploy": deploy_commands.deploy,
+    "destroy": deploy_commands.destroy,
+    "crawl": crawl_commands.crawl,
     "index": _index,
-    "serve": _serve,
+    "serve": serve_command.serve,
     "demo": _demo,
     "eval": _eval,
     "sampleweb": _sampleweb,
     "compare": _compare,
 }
-
-
-if __name__ == "__main__":
-    sys.exit(main())
