@@ -156,3 +156,11 @@ def publish_index(
             return activate_index(session, name, meta["num_docs"], meta["num_terms"]).id
     finally:
         engine.dispose()
+
+
+def publish_corpus(settings: Settings, docs: list[Doc], stem: str) -> Settings:
+    """``docs`` committed as one crawl (``stem``) and indexed as version "v1": what most
+    search tests start from; returns ``settings`` for the fixture to hand on."""
+    commit_documents(settings, docs, 0, stem)
+    publish_index(settings, docs, "v1")
+    return settings

@@ -5,16 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 DOCS = [Doc("http://h.test/0", "Wing", "Wing lift <script>alert(1)</script>.")]
 
 
 @pytest.fixture
 def published(settings):
-    commit_documents(settings, DOCS, 0, "crawl-h")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(settings, DOCS, "crawl-h")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ holding the form the user typed ranks first (the index itself holds only stems).
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 FRAME = "The {} was described in the annual report of the county, with figures for every parish."
 # Pairs sharing a stem (Snowball English: experiment/experience -> experi, animal/animate ->
@@ -23,10 +23,7 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    settings = settings.with_overrides(results_per_page=10, feedback_docs=0)
-    commit_documents(settings, DOCS, 0, "crawl-forms")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(settings.with_overrides(results_per_page=10, feedback_docs=0), DOCS, "crawl-forms")
 
 
 def urls(client, q: str) -> list[str]:

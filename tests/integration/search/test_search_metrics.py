@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://m.test/a", "Wing lift", "The wing of an aircraft produces lift."),
@@ -14,9 +14,7 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    commit_documents(settings, DOCS, 0, "crawl-m")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(settings, DOCS, "crawl-m")
 
 
 def samples(client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

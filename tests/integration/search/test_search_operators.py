@@ -4,7 +4,7 @@ phrases, exclusions and paging; and the API's ``size``."""
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://nasa.gov/wing", "Wing design", "Wing lift in supersonic flow."),  # 0
@@ -20,10 +20,9 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    settings = settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0)
-    commit_documents(settings, DOCS, 0, "crawl-ops")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(
+        settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0), DOCS, "crawl-ops"
+    )
 
 
 def docs(client, q: str, **params) -> list[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, commit_documents, publish_corpus, publish_index
 
 DOCS = [
     Doc("http://q.test/0", "Boundary layer", "The boundary layer of a wing in supersonic flow."),
@@ -16,10 +16,9 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    settings = settings.with_overrides(results_per_page=10, and_min_results=2, feedback_docs=0)
-    commit_documents(settings, DOCS, 0, "crawl-q")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(
+        settings.with_overrides(results_per_page=10, and_min_results=2, feedback_docs=0), DOCS, "crawl-q"
+    )
 
 
 def hits(client, q: str) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 from services.errors import NimbusError
 from services.search.app import create_app
@@ -25,9 +25,7 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    commit_documents(settings, DOCS, 0, "c1")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(settings, DOCS, "c1")
 
 
 def test_cached_view_frames_a_display_copy_under_a_banner(client):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://s.test/0", "Supersonic wing design", "Supersonic flow over a wing."),
@@ -18,10 +18,9 @@ DOCS = [
 
 @pytest.fixture
 def published(settings):
-    settings = settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0)
-    commit_documents(settings, DOCS, 0, "crawl-s")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(
+        settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0), DOCS, "crawl-s"
+    )
 
 
 def search(client, q: str) -> dict:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from fake_weather import FakeProvider
 from fastapi.testclient import TestClient
-from search_corpus import Doc, commit_documents, publish_index
+from search_corpus import Doc, publish_corpus
 
 from services.search.app import create_app
 from services.search.places import Place
@@ -51,10 +51,11 @@ def closed_url() -> str:
 
 @pytest.fixture
 def published(settings):
-    settings = settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0)
-    commit_documents(settings, DOCS, 0, "crawl-weather")
-    publish_index(settings, DOCS, "v1")
-    return settings
+    return publish_corpus(
+        settings.with_overrides(results_per_page=10, and_min_results=1, feedback_docs=0),
+        DOCS,
+        "crawl-weather",
+    )
 
 
 @pytest.fixture
