@@ -123,6 +123,8 @@ class SearchService:
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
         self.pages = PageViews(self)  # page info, cached copies, extracted text
+        # Every store on this machine: no request waits on the network (answers_at_once).
+        self._local_io = not self.blobs.remote and self.engine.dialect.name == "sqlite"
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -140,7 +142,7 @@ class SearchService:
         event loop: the hand-off to a worker thread and back cost more than the search
         (docs/benchmarks.md). Otherwise, a request that may wait on S3, MySQL or a version
         being loaded goes to the thread pool and the others go on meanwhile."""
-        if self.blobs.remote or self.engine.dialect.name != "sqlite" or not self.holder.fresh():
+        if not self._local_io or not self.holder.fresh():
             return False
         index = self.holder.current()
         return index is not None and self.vocabularies.ready_for(index) and self.facts.ready_for(index)

@@ -30,6 +30,7 @@ class BlockCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._sizes: OrderedDict[str, int] = OrderedDict()  # least recently read first
+        self._total = 0  # the sizes' sum
         self._pending: set[str] = set()
         self._too_big: set[str] = set()
         self._downloads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="block-cache")
@@ -39,13 +40,12 @@ class BlockCache:
             if path.name.startswith((".part-", ".tmp-")):
                 path.unlink(missing_ok=True)  # a download cut short by a stop
                 continue
-            self._sizes[path.relative_to(cache_dir).as_posix()] = path.stat().st_size
+            self._keep(path.relative_to(cache_dir).as_posix(), path.stat().st_size)
         self._evict()
 
     @property
     def cached_bytes(self) -> int:
-        with self._lock:
-            return sum(self._sizes.values())
+        return self._total
 
     def holds(self, name: str) -> bool:
         with self._lock:
@@ -89,8 +89,7 @@ class BlockCache:
                 return
             self.remote.download(name, self.local.root / name)
             with self._lock:
-                self._sizes[name] = size
-                self._sizes.move_to_end(name)
+                self._keep(name, size)
             self._evict()
         except (StorageError, OSError) as exc:  # the ranged reads go on; a later read tries again
             log.warning("could not keep a local copy of %s: %s", name, exc)
@@ -98,10 +97,17 @@ class BlockCache:
             with self._lock:
                 self._pending.discard(name)
 
+    def _keep(self, name: str, size: int) -> None:
+        """Count a copy in (the lock held, or no other thread yet)."""
+        self._total += size - self._sizes.get(name, 0)
+        self._sizes[name] = size
+        self._sizes.move_to_end(name)
+
     def _evict(self) -> None:
         while True:
             with self._lock:
-                if sum(self._sizes.values()) <= self.max_bytes or not self._sizes:
+                if self._total <= self.max_bytes or not self._sizes:
                     return
-                name, _size = self._sizes.popitem(last=False)
+                name, size = self._sizes.popitem(last=False)
+                self._total -= size
             self.local.delete(name)
