@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ujson
 from pydantic import BaseModel, Field
 
 from services.search.answers import PageInfo, SearchResults
@@ -97,6 +98,58 @@ class SearchResponse(BaseModel):
             cached=results.cached,
             fewer=results.fewer,
         )
+
+
+def search_response_json(results: SearchResults) -> bytes:
+    """The body ``SearchResponse.from_results(results).model_dump_json()`` gives, written from
+    plain dicts: building and validating the twenty-odd models of a results page cost about
+    0.1 ms a request, a tenth of a cold search. The models stay the schema (OpenAPI, the
+    schema fuzzer); a test holds the two bodies equal. A score that is not finite (never
+    expected) goes the models' way, which writes it as null."""
+    data = {
+        "query": results.query,
+        "terms": results.terms,
+        "total": results.total,
+        "page": results.page,
+        "per_page": results.per_page,
+        "pages": results.pages,
+        "took_ms": round(results.took_ms, 3),
+        "message": results.message,
+        "index_version": results.index_version,
+        "mode": results.mode,
+        "hits": [_hit_dict(hit) for hit in results.hits],
+        "suggestion": results.suggestion,
+        "cached": results.cached,
+        "fewer": results.fewer,
+    }
+    try:
+        text = ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)
+    except OverflowError:
+        return SearchResponse.from_results(results).model_dump_json().encode()
+    return text.encode()
+
+
+def _hit_dict(hit: Hit) -> dict[str, object]:
+    text, spans, pos = [], [], 0
+    for fragment in hit.snippet:
+        if fragment.match:
+            spans.append({"start": pos, "end": pos + len(fragment.text)})
+        text.append(fragment.text)
+        pos += len(fragment.text)
+    return {
+        "doc_num": hit.doc_num,
+        "url": hit.url,
+        "title": hit.title,
+        "score": float(hit.score),
+        "text_score": float(hit.text_score),
+        "pagerank": float(hit.pagerank),
+        "snippet": "".join(text),
+        "highlights": spans,
+        "cached_url": hit.cached_url,
+        "also_at": list(hit.also_at),
+        "content_type": hit.content_type,
+        "page_info_url": f"/page/{hit.doc_num}",
+    }
 
 
 class SuggestResponse(BaseModel):

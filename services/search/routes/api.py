@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from services.search.deps import MetricsDep, ServiceDep, run_search_work
-from services.search.schemas import SearchResponse, SuggestResponse, error_responses
+from services.search.schemas import SearchResponse, SuggestResponse, error_responses, search_response_json
 from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS, MAX_SUGGEST_CHARS
 from services.search.suggest import COMPLETIONS
 
@@ -28,9 +28,9 @@ async def api_search(
     results = await run_search_work(service, partial(service.search, q, page, size))
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
-    # Serialized here, once: a returned model would be validated and serialized again by
-    # FastAPI against response_model (which stays, for the schema).
-    body = SearchResponse.from_results(results).model_dump_json()
+    # Serialized here, once, from plain dicts: a returned model would be validated and
+    # serialized again by FastAPI against response_model (which stays, for the schema).
+    body = search_response_json(results)
     status = 503 if results.index_version is None else 200
     return Response(body, status_code=status, media_type="application/json")
 
