@@ -330,7 +330,7 @@ class SearchService:
         # Records from S3 are fetched side by side (each a round trip); the snippets are made
         # in this thread (pure Python: threads would only take turns at the GIL).
         fetch = self.pool.map if self.blobs.remote else map
-        records = list(fetch(lambda item: self.record(item[1], "snippet"), found))
+        records = list(fetch(lambda item: self.record(item[1], "snippet", links=False), found))
         snippets = [[] if r is None else make_snippet(r.text, query_terms, r.description) for r in records]
         hits = []
         for (i, doc), snippet in zip(found, snippets, strict=True):
@@ -351,12 +351,13 @@ class SearchService:
             )
         return hits
 
-    def record(self, doc: RecordPlace, purpose: str) -> Record | None:
-        """The document's record (one ranged read), or None, logged, when it cannot be read."""
+    def record(self, doc: RecordPlace, purpose: str, links: bool = True) -> Record | None:
+        """The document's record (one ranged read), or None, logged, when it cannot be read;
+        ``links=False``: without its out-links (a snippet needs the text only)."""
         end = doc.record_offset + doc.record_length
         try:
             member = (self.blocks or self.blobs).get(doc.record_block, doc.record_offset, end)
-            record = decode_record(member, doc.record_block)
+            record = decode_record(member, doc.record_block, links)
         except StorageError as exc:
             log.warning("no %s for doc %d: %s", purpose, doc.doc_num, exc)
             return None

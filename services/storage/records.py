@@ -58,9 +58,12 @@ class Record:
         return ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Record:
-        links = [Link(**link) if isinstance(link, dict) else Link(*link) for link in data.get("links", [])]
-        return cls(**{**data, "links": links})
+    def from_dict(cls, data: dict[str, Any], links: bool = True) -> Record:
+        """``links=False`` leaves ``links`` empty: a page's hundred links as objects cost more
+        than its inflate and parse together, and a snippet needs only the text."""
+        listed = data.get("links", []) if links else []
+        made = [Link(**link) if isinstance(link, dict) else Link(*link) for link in listed]
+        return cls(**{**data, "links": made})
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(Record))
@@ -90,11 +93,13 @@ class RecordBlockWriter:
         return self._buf.getvalue()
 
 
-def decode_record(member: bytes, name: str = "record block") -> Record:
-    """Decode one record from its gzip member (a ranged read)."""
+def decode_record(member: bytes, name: str = "record block", links: bool = True) -> Record:
+    """Decode one record from its gzip member (a ranged read); ``links=False``: without its
+    links (``Record.from_dict``)."""
     try:
         # ISA-L's inflate and ujson: a results page decodes ten records (2x gzip + json).
-        return Record.from_dict(ujson.loads(isal_zlib.decompress(member, 31)))  # 31: gzip framing
+        data = ujson.loads(isal_zlib.decompress(member, 31))  # 31: gzip framing
+        return Record.from_dict(data, links)
     except (OSError, EOFError, zlib.error, _INFLATE_ERROR, ValueError, TypeError) as exc:
         raise BlockFormatError(f"{name}: corrupt record ({exc})") from exc
 

@@ -39,6 +39,15 @@ def test_each_member_decodes_alone():
         assert decode_record(data[offset : offset + length]) == rec
 
 
+def test_a_member_decodes_without_its_links_for_a_snippet():
+    writer = RecordBlockWriter()
+    rec = _records()[3]
+    offset, length = writer.add(rec)
+    light = decode_record(writer.to_bytes()[offset : offset + length], links=False)
+    assert light.links == [] and rec.links
+    assert (light.doc_num, light.text, light.title, light.url) == (rec.doc_num, rec.text, rec.title, rec.url)
+
+
 def test_corrupt_member_is_a_clear_error():
     writer = RecordBlockWriter()
     offset, length = writer.add(_records()[0])
