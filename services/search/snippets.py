@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
+from typing import NamedTuple
 
 from services.text.analyze import analyze
 
@@ -27,8 +27,10 @@ ELLIPSIS = "…"
 _WORD = re.compile(r"\w+(?:['’.]\w+)*", re.UNICODE)
 
 
-@dataclass(frozen=True)
-class Fragment:
+class Fragment(NamedTuple):
+    """A piece of a snippet; a named tuple, not a frozen dataclass: a page makes about eighty
+    of them, and a frozen dataclass's ``__init__`` costs four times a tuple's."""
+
     text: str
     match: bool
 
@@ -263,6 +265,10 @@ _SPACES = re.compile(r"\s+")
 
 
 def _squash(text: str) -> str:
+    # Most gaps between words are single spaces: nothing to squash (``isprintable`` is False
+    # for every whitespace character but the ASCII space).
+    if text.isprintable() and "  " not in text:
+        return text
     return _SPACES.sub(" ", text)
 
 
