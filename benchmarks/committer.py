@@ -8,7 +8,7 @@ Pre-fetched batches: the benchmark leases ``--pages`` frontier URLs (64 hosts, b
 acknowledges them through the worker's own code (``acker``: blocks and a manifest per
 8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
 sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
-page and its database round trips per page (statements; an executemany is one). The
+page and its database round trips per page (``services.storage.db.RoundTrips``). The
 database server's CPU is not counted (it is another machine in AWS).
 
 With ``--worker-rate`` (pages/s of one worker process on the crawl benchmark, same
@@ -18,12 +18,9 @@ machine) it also prints the ratio, the number of workers one committer carries.
 from __future__ import annotations
 
 import argparse
-import itertools
 import tempfile
 import time
 from pathlib import Path
-
-from sqlalchemy import event
 
 from benchmarks.crawl import database
 from services.crawler import election, fetch_batches, frontier
@@ -34,7 +31,7 @@ from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
-from services.storage.db import init_db, lock_counter, make_engine, session_factory
+from services.storage.db import RoundTrips, init_db, lock_counter, make_engine, session_factory
 from services.storage.records import Link
 
 WORDS = [
@@ -113,13 +110,12 @@ def main(argv: list[str] | None = None) -> int:
                 acker.add_batch(lease.seq, results)
             acker.commit(acker.take())
         ack_cpu = time.process_time() - started
-        statements = itertools.count()
-        event.listen(engine, "before_cursor_execute", lambda *_a: next(statements))
+        trips = RoundTrips(engine)
         committer = OrderedCommitter(sessions, blobs, **caps)
         with sessions.begin() as s:
             committer.term = election.acquire(s, election.COMMITTER, "bench", time.time(), 1e9) or 0
         committer.me = "bench"
-        before = next(statements)
+        before = trips.count
         cpu0, wall0 = time.process_time(), time.perf_counter()
         committed = batches = 0
         while result := committer.commit_next():
@@ -129,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             batches += len(result.seqs)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         skipped = committer.finished.skipped
-        trips = next(statements) - before - 1
+        round_trips = trips.count - before
         engine.dispose()
     rate = committed / wall
     backend = "MariaDB" if args.mariadb else "SQLite"
@@ -137,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"committer ({backend}, links to {args.links} URLs): {committed} pages in {batches} batches, "
         f"{rate:,.0f} pages/s, {1000 * cpu / committed:.3f} CPU ms/page, "
-        f"{trips / committed:.2f} DB round trips/page, {skipped / committed:.1f} links/page to finished "
-        "pages left out"
+        f"{round_trips / committed:.2f} DB round trips/page, "
+        f"{skipped / committed:.1f} links/page to finished pages left out"
     )
     if args.worker_rate:
         print(f"one worker: {args.worker_rate:,.0f} pages/s; ceiling/worker = {rate / args.worker_rate:.1f}x")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import itertools
 import logging
 import random
 import socket
@@ -38,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from services.config import Settings
@@ -58,7 +56,7 @@ from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
 from services.crawler.yields import CAPPED_BELOW, LinkYield
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.db import RoundTrips, init_db, make_engine, session_factory
 from services.text.urls import normalize_url
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]
@@ -144,9 +142,7 @@ class Crawler:
         self.partitions = settings.partition_list
         self.engine = make_engine(settings.database_url, immediate=True)  # several crawlers may share it
         init_db(self.engine)
-        # Statements sent to the database (an executemany is one): the round trips a page costs.
-        self.round_trips = itertools.count()
-        event.listen(self.engine, "before_cursor_execute", lambda *_args: next(self.round_trips))
+        self.round_trips = RoundTrips(self.engine)  # what a page costs the database
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
@@ -248,7 +244,7 @@ class Crawler:
             seconds=time.monotonic() - started,
             errors=self.errors,
             bytes=self.visitor.bytes,
-            counters={**self.counters, "db_round_trips": next(self.round_trips)},
+            counters={**self.counters, "db_round_trips": self.round_trips.count},
         )
         if self.progress:
             print(

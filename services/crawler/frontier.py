@@ -257,6 +257,9 @@ def finish(
     # transactions that lock rows in one order cannot deadlock on them (InnoDB).
     released.sort(key=lambda row: str(row["uid"]))
     ended.sort(key=lambda row: str(row["uid"]))
+    if _mysql(session):
+        _finish_mysql(session, released, ended)
+        return
     frontier = table(FrontierEntry)
     if released:
         session.execute(
@@ -285,6 +288,47 @@ def finish(
             ),
             ended,
         )
+
+
+def _mysql(session: Session) -> bool:
+    return session.get_bind().dialect.name in ("mysql", "mariadb")
+
+
+# MySQL: PyMySQL sends an executemany of UPDATE as one statement per row (only INSERT and
+# REPLACE become multi-row statements), so a committed page cost a round trip here alone.
+# Instead, one UPDATE per chunk joins the frontier to the chunk's rows (a UNION ALL derived
+# table), driven by the chunk (STRAIGHT_JOIN): its rows are locked in the chunk's order, which
+# is primary-key order, as everywhere else.
+_FINISH_CHUNK = 1000
+_RELEASE_SET = (
+    "SET f.state = 'new', f.batch_seq = NULL, f.available_at = v.at, "
+    "f.priority = COALESCE(v.prio, f.priority)"
+)
+_END_SET = (
+    "SET f.state = v.state, f.batch_seq = NULL, f.attempts = f.attempts + 1, "
+    "f.last_status = v.status, f.last_error = v.error, f.available_at = v.at, "
+    "f.recrawl_interval = COALESCE(v.ival, f.recrawl_interval)"
+)
+
+
+def _finish_mysql(session: Session, released: list[dict], ended: list[dict]) -> None:
+    connection = session.connection()
+    back = [(r["uid"], r["at"], r["prio"]) for r in released]
+    done = [(r["uid"], r["state"], r["status"], r["error"], r["at"], r["interval"]) for r in ended]
+    for columns, rows, assignments in (
+        (("uid", "at", "prio"), back, _RELEASE_SET),
+        (("uid", "state", "status", "error", "at", "ival"), done, _END_SET),
+    ):
+        for chunk in chunked(rows, _FINISH_CHUNK):
+            values = tuple(value for row in chunk for value in row)
+            connection.exec_driver_sql(_joined_update(columns, len(chunk), assignments), values)
+
+
+def _joined_update(columns: tuple[str, ...], n: int, assignments: str) -> str:
+    marks = ", ".join(["%s"] * len(columns))
+    first = ", ".join(f"%s AS {c}" for c in columns)
+    rows = " UNION ALL ".join([f"SELECT {first}"] + [f"SELECT {marks}"] * (n - 1))
+    return f"UPDATE ({rows}) AS v STRAIGHT_JOIN frontier AS f ON f.url_id = v.uid {assignments}"
 
 
 def next_available(

@@ -7,6 +7,7 @@ import itertools
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -28,7 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from services.storage.models import CrawlCounter, Document, IndexVersion, table
 
@@ -76,6 +77,47 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
     # the end of the index, so two crawler processes inserting their new batches
     # deadlocked each other (found by the two-process MariaDB benchmark).
     return create_engine(url, pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+
+
+class RoundTrips:
+    """The round trips an engine's work costs the database, counted as the driver sends them:
+    a statement is one; an ``executemany`` is one on SQLite (in process) and for PyMySQL's
+    INSERT and REPLACE (sent as one multi-row statement), but one per row for any other
+    statement on MySQL (PyMySQL loops over ``execute``); a COMMIT or ROLLBACK is one (a pool's
+    reset of a connection whose transaction already ended sends none); on MySQL the pool's ping
+    at every checkout (``pool_pre_ping``) is one. Thread-safe."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+        self._per_row = engine.dialect.name in ("mysql", "mariadb")
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "commit", self._one)
+        event.listen(engine, "rollback", self._one)
+        event.listen(engine, "reset", self._reset)
+        if getattr(engine.pool, "_pre_ping", False):
+            event.listen(engine, "checkout", self._one)
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def _add(self, n: int) -> None:
+        with self._lock:
+            self._count += n
+
+    def _one(self, *_args: object) -> None:
+        self._add(1)
+
+    def _statement(
+        self, _conn: object, _cursor: object, statement: str, parameters: Any, _context: object, many: bool
+    ) -> None:
+        batched = not many or not self._per_row or statement.lstrip()[:7].upper() in ("INSERT ", "REPLACE")
+        self._add(1 if batched else len(parameters))
+
+    def _reset(self, _dbapi: object, _record: object, state: PoolResetState) -> None:
+        if not state.transaction_was_reset and not state.terminate_only:
+            self._add(1)
 
 
 def _writers_lock(engine: Engine, database: str | None) -> None:
