@@ -83,9 +83,10 @@ class RoundTrips:
     """The round trips an engine's work costs the database, counted as the driver sends them:
     a statement is one; an ``executemany`` is one on SQLite (in process) and for PyMySQL's
     INSERT and REPLACE (sent as one multi-row statement), but one per row for any other
-    statement on MySQL (PyMySQL loops over ``execute``); a COMMIT or ROLLBACK is one (a pool's
-    reset of a connection whose transaction already ended sends none); on MySQL the pool's ping
-    at every checkout (``pool_pre_ping``) is one. Thread-safe."""
+    statement on MySQL (PyMySQL loops over ``execute``); a COMMIT or ROLLBACK is one, and so is
+    the ROLLBACK the pool sends when a connection comes back, even after a COMMIT (not after
+    the connection rolled back itself; MariaDB's Com_commit and Com_rollback agree); on MySQL
+    the pool's ping at every checkout (``pool_pre_ping``) is one. Thread-safe."""
 
     def __init__(self, engine: Engine) -> None:
         self._count = 0
