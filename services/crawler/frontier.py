@@ -313,8 +313,10 @@ _END_SET = (
 
 def _finish_mysql(session: Session, released: list[dict], ended: list[dict]) -> None:
     connection = session.connection()
-    back = [(r["uid"], r["at"], r["prio"]) for r in released]
-    done = [(r["uid"], r["state"], r["status"], r["error"], r["at"], r["interval"]) for r in ended]
+    back: list[tuple[object, ...]] = [(r["uid"], r["at"], r["prio"]) for r in released]
+    done: list[tuple[object, ...]] = [
+        (r["uid"], r["state"], r["status"], r["error"], r["at"], r["interval"]) for r in ended
+    ]
     for columns, rows, assignments in (
         (("uid", "at", "prio"), back, _RELEASE_SET),
         (("uid", "state", "status", "error", "at", "ival"), done, _END_SET),
