@@ -34,29 +34,6 @@ class SearchHit(BaseModel):
     content_type: str = Field("text/html", description="the stored MIME type")
     page_info_url: str = Field("", description="what is known about the page (/page/{doc_num})")
 
-    @classmethod
-    def from_hit(cls, hit: Hit) -> SearchHit:
-        text, spans, pos = [], [], 0
-        for fragment in hit.snippet:
-            if fragment.match:
-                spans.append(Highlight(start=pos, end=pos + len(fragment.text)))
-            text.append(fragment.text)
-            pos += len(fragment.text)
-        return cls(
-            doc_num=hit.doc_num,
-            url=hit.url,
-            title=hit.title,
-            score=hit.score,
-            text_score=hit.text_score,
-            pagerank=hit.pagerank,
-            snippet="".join(text),
-            highlights=spans,
-            cached_url=hit.cached_url,
-            also_at=list(hit.also_at),
-            content_type=hit.content_type,
-            page_info_url=f"/page/{hit.doc_num}",
-        )
-
 
 class SearchResponse(BaseModel):
     query: str
@@ -82,22 +59,7 @@ class SearchResponse(BaseModel):
 
     @classmethod
     def from_results(cls, results: SearchResults) -> SearchResponse:
-        return cls(
-            query=results.query,
-            terms=results.terms,
-            total=results.total,
-            page=results.page,
-            per_page=results.per_page,
-            pages=results.pages,
-            took_ms=round(results.took_ms, 3),
-            message=results.message,
-            index_version=results.index_version,
-            mode=results.mode,
-            hits=[SearchHit.from_hit(hit) for hit in results.hits],
-            suggestion=results.suggestion,
-            cached=results.cached,
-            fewer=results.fewer,
-        )
+        return cls.model_validate(_response_dict(results))
 
 
 def search_response_json(results: SearchResults) -> bytes:
@@ -106,7 +68,17 @@ def search_response_json(results: SearchResults) -> bytes:
     0.1 ms a request, a tenth of a cold search. The models stay the schema (OpenAPI, the
     schema fuzzer); a test holds the two bodies equal. A score that is not finite (never
     expected) goes the models' way, which writes it as null."""
-    data = {
+    data = _response_dict(results)
+    try:
+        text = ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)
+    except OverflowError:
+        return SearchResponse.from_results(results).model_dump_json().encode()
+    return text.encode()
+
+
+def _response_dict(results: SearchResults) -> dict[str, object]:
+    """The response's fields, read off the service's answer once for both writers."""
+    return {
         "query": results.query,
         "terms": results.terms,
         "total": results.total,
@@ -122,11 +94,6 @@ def search_response_json(results: SearchResults) -> bytes:
         "cached": results.cached,
         "fewer": results.fewer,
     }
-    try:
-        text = ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)
-    except OverflowError:
-        return SearchResponse.from_results(results).model_dump_json().encode()
-    return text.encode()
 
 
 def _hit_dict(hit: Hit) -> dict[str, object]:
