@@ -43,6 +43,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _data_option(parser: argparse.ArgumentParser) -> None:
+    """``--data``: the sample data the demo and the sample web serve."""
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the sample data directory (default: the checkout's data/)",
+    )
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -96,12 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     demo = sub.add_parser("demo", help="sample web -> crawl -> index -> serve, offline")
-    demo.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help="the sample data directory (default: the checkout's data/)",
-    )
+    _data_option(demo)
     demo.add_argument("--port", type=_count, help="port for the UI (NIMBUS_PORT)")
 
     ev = sub.add_parser("eval", help="measure ranking quality on a judged collection (MAP, nDCG@10, ...)")
@@ -130,12 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     web = sub.add_parser("sampleweb", help="serve the loopback sample web (for trying the crawler)")
-    web.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help="the sample data directory (default: the checkout's data/)",
-    )
+    _data_option(web)
 
     migrate = sub.add_parser(
         "migrate", help="bring the database schema to this release's (Alembic, under a lock)"

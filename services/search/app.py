@@ -4,8 +4,9 @@
 search service and the templates go on ``app.state``, where the dependencies
 in ``deps`` find them, and each part of the site is a router in ``routes/``.
 A test builds an app on temporary storage; ``uvicorn`` serves the real one
-(``nimbus serve``). Handlers are plain ``def``: their database and blob reads
-block, and FastAPI runs them on its thread pool.
+(``nimbus serve``). The search routes are ``async``: a search answers on the event loop
+when every store is local and on the thread pool otherwise (``deps.run_search_work``);
+the other handlers are plain ``def``, run on FastAPI's thread pool, as their reads block.
 """
 
 from __future__ import annotations
