@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import random
 import socket
@@ -34,7 +33,6 @@ import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -49,6 +47,7 @@ from services.crawler.fetch import make_session
 from services.crawler.fetch_batches import Lease, LeasedUrl
 from services.crawler.frontier import SEED_PRIORITY, NewUrl
 from services.crawler.heartbeat import Beat
+from services.crawler.identity_lock import identity_lock
 from services.crawler.metrics import MetricsServer
 from services.crawler.progress import CrawlStats, progress_counters, progress_line
 from services.crawler.scheduler import HostScheduler
@@ -200,7 +199,7 @@ class Crawler:
 
     async def _run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
-        with self._identity_lock():
+        with identity_lock(self.settings.var_dir, self.worker_name, self.settings.partition_ids):
             released = await self.db.transaction(fetch_batches.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
@@ -253,29 +252,6 @@ class Crawler:
                 flush=True,
             )
         return stats
-
-    @contextlib.contextmanager
-    def _identity_lock(self):
-        """Hold a lock file for our identity, so a live crawler's leases are never taken back."""
-        path = (
-            Path(self.settings.var_dir)
-            / "crawler-locks"
-            / (self.worker_name.replace("/", "_").replace(",", "_") + ".lock")
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise CrawlerBusyError(
-                    f"another crawler for partitions {self.settings.partition_ids or 'all'} is running "
-                    f"from {self.settings.var_dir} (lock {path}); give each crawler its own "
-                    "NIMBUS_PARTITION_IDS or wait for it to stop"
-                ) from exc
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs
