@@ -54,3 +54,36 @@ def test_a_torn_last_record_is_ignored(tmp_path):
 def test_one_spool_per_crawler_identity(tmp_path):
     assert spool_dir(tmp_path, "host/0-31,40") != spool_dir(tmp_path, "host/all")
     assert spool_dir(tmp_path, "host/all").parent == tmp_path / "spool"
+
+
+def test_a_parsed_page_comes_back_whole(tmp_path):
+    """Links are pickled as plain lists (ParsedDoc/UrlResult.__getstate__): all fields return."""
+    from collections import Counter
+
+    from services.crawler.fetch import FetchResult
+    from services.crawler.parse import parse_document
+    from services.crawler.results import FetchedDoc
+
+    url = "http://a.test/page"
+    body = (
+        b"<html lang=de><title>T</title><body><p>Text \xc3\xa9</p>"
+        b"<a href=/x>X</a> <a href='http://b.test/y'></a> <a href=/z>Zed</a></body></html>"
+    )
+    parsed = parse_document(FetchResult(url, url, 200, "text/html", body), url)
+    result = UrlResult(
+        "f" * 40,
+        url,
+        2,
+        state="done",
+        status=200,
+        doc=FetchedDoc(url, body, parsed, 12.5),
+        links=parsed.links[1:],
+        counters=Counter(pages=1, html=1),
+    )
+    spool = Spool(tmp_path)
+    spool.recover()
+    spool.append(result)
+    back = Spool(tmp_path).recover()[result.url_id]
+    assert back == result
+    assert [link.url for link in back.links] == ["http://b.test/y", "http://a.test/z"]
+    assert back.doc is not None and back.doc.parsed.links[0].anchor == "X"
