@@ -49,6 +49,13 @@ class FinishedUrls:
         self._keys = {_prefix(uid) for uid in rows}
         return len(self._keys)
 
+    def seen(self, uid: str) -> bool:
+        """Whether ``uid`` is finished; a hit counts in ``skipped`` (the caller leaves it out)."""
+        if _prefix(uid) in self._keys:
+            self.skipped += 1
+            return True
+        return False
+
     def unknown_keys(self, urls: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """(url, url_id) pairs less those finished."""
         return self._unknown(urls, itemgetter(1))

@@ -87,7 +87,7 @@ class OrderedCommitter(Committer):
         for seq, name in run:
             if name not in cache:
                 try:
-                    _worker, acked = acks.decode(self.blobs.get(name), name)
+                    _worker, acked = acks.decode(self.blobs.get(name), name, self.finished.seen)
                     cache[name] = {b.seq: b for b in acked}
                 except (AckManifestError, BlobNotFoundError) as exc:  # other storage errors: retried
                     log.error("%s", exc)

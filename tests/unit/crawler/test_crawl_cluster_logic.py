@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from services.crawler import acks, election, fetch_batches, frontier
 from services.crawler.errors import AckManifestError, NotLeaderError
+from services.crawler.finished_urls import FinishedUrls
 from services.crawler.frontier import NewUrl
 from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, share, workers
 from services.crawler.ordered_commit import next_run
@@ -19,6 +20,7 @@ from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.blocks import ContentType
 from services.storage.models import FetchBatch, RoleLease
+from services.text.urls import url_id
 
 
 def test_one_holder_at_a_time_a_standby_takes_over_only_after_expiry(sessions) -> None:
@@ -89,9 +91,25 @@ def test_ack_manifest_round_trips_what_the_committer_needs() -> None:
     assert back[0].results[1].doc is None
 
 
+def test_links_to_finished_pages_are_left_out_while_decoding() -> None:
+    finished = FinishedUrls()
+    r = _result(1)
+    r.found.append(NewUrl("http://h.test/done", 2, 1.0, r.url_id, key=url_id("http://h.test/done")))
+    r.found.append(NewUrl("http://h.test/waits", 2, 1.0, r.url_id, key=url_id("http://h.test/waits")))
+    finished.add([url_id("http://h.test/done")])
+    _worker, back = acks.decode(acks.encode("w", [acks.AckedBatch(1, [r])]), "acks/y.json.gz", finished.seen)
+    # Kept: the waiting URL, and the one without a url_id (the committer computes and checks it).
+    assert [n.url for n in back[0].results[0].found] == ["http://h.test/1/next", "http://h.test/waits"]
+    assert finished.skipped == 1
+
+
 def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
     with pytest.raises(AckManifestError, match="acks/bad.json.gz cannot be read"):
         acks.decode(b"not gzip", "acks/bad.json.gz")
+    whole = acks.encode("h1/w0", [acks.AckedBatch(7, [_result(1, doc=False)])])
+    for damaged in (whole[:-4], whole[:12] + bytes(16) + whole[28:], b""):  # cut, bad deflate, empty
+        with pytest.raises(AckManifestError, match="acks/cut.json.gz cannot be read"):
+            acks.decode(damaged, "acks/cut.json.gz")
     foreign = gzip.compress(json.dumps({"format": 99, "worker": "x", "batches": []}).encode())
     with pytest.raises(AckManifestError, match="format 99.*same Nimbus version"):
         acks.decode(foreign, "acks/new.json.gz")
