@@ -30,7 +30,7 @@ from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
 
-FORMAT = 1
+FORMAT = 2  # 2: an out-link found on the page itself as [url, priority, url_id, host]
 # ISA-L's inflate error is no OSError; its stub declares it as an instance (it is a class).
 _INFLATE_ERROR: type[Exception] = igzip_lib.IsalError  # type: ignore[assignment]
 PLACEMENT = PLACEMENT_COLUMNS  # the block columns a manifest carries per page
@@ -96,6 +96,7 @@ def decode(
 
 
 def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
+    depth = r.depth + 1
     out: dict[str, Any] = {
         "url_id": r.url_id,
         "url": r.url,
@@ -107,8 +108,14 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
         "interval": r.interval,
         "priority": r.priority,
         "counters": dict(r.counters),
+        # A link on the page (one level down, from this page, no redirect, one in-link) in
+        # four fields, anything else in all eight: a manifest is mostly links, and its size
+        # is the committer's JSON decoding and the worker's encoding.
         "found": [
-            [n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks, n.key, n.host] for n in r.found
+            [n.url, n.priority, n.key, n.host]
+            if n.depth == depth and n.discovered_from == r.url_id and n.hops == 0 and n.inlinks == 1
+            else [n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks, n.key, n.host]
+            for n in r.found
         ],
     }
     if r.doc is not None and placement is not None:
@@ -134,10 +141,18 @@ def _result(u: dict[str, Any], finished: Callable[[str], bool] | None) -> UrlRes
         parsed = ParsedDoc(ContentType.from_mime(d["content_type"]), title=d["title"], lang=d["lang"])
         doc = AckedDoc(d["url"], b"", parsed, float(d["fetched_at"]), int(d["status"]), str(d["doc_id"]))
         doc.length = int(d["length"])
+    uid, depth = str(u["url_id"]), int(u["depth"])
+    found = []
+    for e in u["found"]:  # the two forms of ``_url``; the url_id ("": the committer computes it)
+        if len(e) == 4:
+            if not (finished and e[2] and finished(e[2])):
+                found.append(NewUrl(e[0], depth + 1, e[1], uid, 0, 1, e[2], e[3]))
+        elif not (finished and e[6] and finished(e[6])):
+            found.append(NewUrl(*e))
     return UrlResult(
-        url_id=str(u["url_id"]),
+        url_id=uid,
         url=str(u["url"]),
-        depth=int(u["depth"]),
+        depth=depth,
         state=str(u["state"]),
         status=u["status"],
         error=u["error"],
@@ -145,8 +160,7 @@ def _result(u: dict[str, Any], finished: Callable[[str], bool] | None) -> UrlRes
         counters=Counter(u["counters"]),
         retry_at=u["retry_at"],
         interval=u["interval"],
-        # The fields in order (``_url``); entry[6] is the url_id ("": the committer computes it).
-        found=[NewUrl(*e) for e in u["found"] if finished is None or not (e[6] and finished(e[6]))],
+        found=found,
         priority=u["priority"],
     )
 

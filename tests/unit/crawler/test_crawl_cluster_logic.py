@@ -101,6 +101,9 @@ def test_links_to_finished_pages_are_left_out_while_decoding() -> None:
     # Kept: the waiting URL, and the one without a url_id (the committer computes and checks it).
     assert [n.url for n in back[0].results[0].found] == ["http://h.test/1/next", "http://h.test/waits"]
     assert finished.skipped == 1
+    # A link on the page travels in the short form, a redirect chain's target in the long
+    # one; both come back whole.
+    assert back[0].results[0].found == [r.found[0], r.found[2]]
 
 
 def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
