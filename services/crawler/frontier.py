@@ -23,6 +23,7 @@ finishing URLs) are single ``executemany`` statements, not row-at-a-time ORM wor
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import zlib
@@ -41,8 +42,11 @@ SEED_PRIORITY = 1e9  # seeds go first, even when resuming a large frontier
 SITEMAP_PRIORITY = -1.0  # sitemap URLs wait behind anything a page linked to
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def partition_of(host: str, partitions: int) -> int:
-    """Stable partition of a ``scheme://host:port`` key (CRC-32: same in every process)."""
+    """Stable partition of a ``scheme://host:port`` key (CRC-32: same in every process).
+
+    Cached: the committer asks for every URL it adds, and a crawl's URLs share few hosts."""
     return zlib.crc32(host.encode("utf-8")) % partitions
 
 
