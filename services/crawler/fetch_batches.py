@@ -159,6 +159,7 @@ def lease_batches(
 
 
 _FRONTIER = table(FrontierEntry)  # Core: the lease statements skip the ORM's compile and row layers
+_BATCHES = table(FetchBatch)
 _LEASED_COLUMNS = tuple(
     _FRONTIER.c[name]
     for name in ("url_id", "url", "host", "depth", "priority", "attempts", "hops", "recrawl_interval")
@@ -208,7 +209,7 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
     )
 
 
-_INSERT_BATCH = insert(table(FetchBatch)).values(
+_INSERT_BATCH = insert(_BATCHES).values(
     state="leased",
     leased_by=bindparam("leased_by"),
     lease_expires=bindparam("lease_expires"),
@@ -223,10 +224,19 @@ _MARK_LEASED = (
 )
 
 
+_ANY_EXPIRED = (
+    select(_BATCHES.c.seq)
+    .where(_BATCHES.c.state == "leased", _BATCHES.c.lease_expires <= bindparam("now"))
+    .limit(1)
+)
+
+
 def _lease_expired(
     session: Session, now: float, expires: float, worker: str, partitions: Sequence[int] | None
 ) -> Lease | None:
     """Take over the oldest expired batch whose URLs all lie in our partitions."""
+    if session.execute(_ANY_EXPIRED, {"now": now}).first() is None:
+        return None  # the usual answer, from a prebuilt statement without ORM entities or locks
     expired = session.scalars(
         select(FetchBatch)
         .where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
