@@ -31,6 +31,7 @@ from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
 
 FORMAT = 2  # 2: an out-link found on the page itself as [url, priority, url_id, host]
+READS = (1, 2)  # format 1 (every link in eight fields) is read too: workers upgraded after the committer
 # ISA-L's inflate error is no OSError; its stub declares it as an instance (it is a class).
 _INFLATE_ERROR: type[Exception] = igzip_lib.IsalError  # type: ignore[assignment]
 PLACEMENT = PLACEMENT_COLUMNS  # the block columns a manifest carries per page
@@ -72,10 +73,10 @@ def decode(
     of all links; the objects were a tenth of the committer's CPU)."""
     try:
         parsed = ujson.loads(igzip.decompress(data))
-        if parsed.get("format") != FORMAT:
+        if parsed.get("format") not in READS:
             raise AckManifestError(
                 f"ack manifest {name} has format {parsed.get('format')!r}, this committer reads "
-                f"{FORMAT}: run workers and committer of the same Nimbus version"
+                f"{', '.join(map(str, READS))}: run workers and committer of the same Nimbus version"
             )
         batches = [
             AckedBatch(

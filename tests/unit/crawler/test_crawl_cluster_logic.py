@@ -106,6 +106,15 @@ def test_links_to_finished_pages_are_left_out_while_decoding() -> None:
     assert back[0].results[0].found == [r.found[0], r.found[2]]
 
 
+def test_a_format_1_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
+    link = ["http://h.test/a", 2, 1.5, "f" * 40, 0, 1, url_id("http://h.test/a"), "http://h.test"]
+    url = {"url_id": "f" * 40, "url": "http://h.test/", "depth": 1, "state": "done", "status": 200}
+    url |= {"error": None, "retry_at": None, "interval": None, "priority": None, "counters": {"pages": 1}}
+    old = {"format": 1, "worker": "old", "batches": [{"seq": 4, "urls": [url | {"found": [link]}]}]}
+    worker, back = acks.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
+    assert worker == "old" and back[0].results[0].found == [NewUrl(*link)]
+
+
 def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
     with pytest.raises(AckManifestError, match="acks/bad.json.gz cannot be read"):
         acks.decode(b"not gzip", "acks/bad.json.gz")
