@@ -77,7 +77,7 @@ def write_block_pair(
     records = RecordBlockWriter()
     spots: list[tuple[int, int, int]] = []
     for body, content_type, record in docs:
-        index = content.add(body, content_type, bytes.fromhex(record.url_id))
+        index = content.add(body, content_type, bytes.fromhex(record.url_id), bytes.fromhex(record.doc_id))
         record.content_block, record.content_index = content_name, index
         offset, length = records.add(record)
         spots.append((index, offset, length))

@@ -102,8 +102,9 @@ class ContentBlockWriter:
     def fits(self, body_length: int) -> bool:
         return self.size + ENTRY_SIZE + body_length <= self.max_bytes
 
-    def add(self, body: bytes, content_type: ContentType, url_id: bytes) -> int:
-        """Append a document; returns its index in the block."""
+    def add(self, body: bytes, content_type: ContentType, url_id: bytes, doc_id: bytes | None = None) -> int:
+        """Append a document; returns its index in the block. ``doc_id``: the body's SHA-1 when
+        the caller has it already (readers check it against the bytes)."""
         if len(url_id) != 20:
             raise ValueError("url_id must be a 20-byte SHA-1 digest")
         if not self.fits(len(body)) and self._bodies:
@@ -111,7 +112,7 @@ class ContentBlockWriter:
                 f"content block would exceed {self.max_bytes} bytes; flush it and start a new one"
             )
         self._bodies.append(body)
-        self._meta.append((sha1(body), ContentType(content_type), url_id))
+        self._meta.append((doc_id or sha1(body), ContentType(content_type), url_id))
         self._body_bytes += len(body)
         return len(self._bodies) - 1
 
