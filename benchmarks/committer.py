@@ -9,7 +9,9 @@ acknowledges them through the worker's own code (``acker``: blocks and a manifes
 8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
 sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
 page and its database round trips per page (``services.storage.db.RoundTrips``). The
-database server's CPU is not counted (it is another machine in AWS).
+database server's CPU is not counted in the committer's (it is another machine in AWS);
+with ``--mariadb`` against a server on this machine it is printed beside it, read from
+the server process's ``/proc`` entry: what one page costs the database (RDS) itself.
 
 With ``--worker-rate`` (pages/s of one worker process on the crawl benchmark, same
 machine) it also prints the ratio, the number of workers one committer carries.
@@ -18,6 +20,7 @@ machine) it also prints the ratio, the number of workers one committer carries.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +51,20 @@ WORDS = [
     "supersonic",
     "plate",
 ]
+
+
+def _server_cpu() -> float | None:
+    """CPU seconds of a local MariaDB/MySQL server process so far (None: none found here)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if text[text.index("(") + 1 : text.rindex(")")] in ("mariadbd", "mysqld"):
+            fields = text[text.rindex(")") + 2 :].split()
+            return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return None
 
 
 def _url(n: int) -> str:
@@ -116,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             committer.term = election.acquire(s, election.COMMITTER, "bench", time.time(), 1e9) or 0
         committer.me = "bench"
         before = trips.count
+        server0 = _server_cpu() if args.mariadb else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
         committed = batches = 0
         while result := committer.commit_next():
@@ -124,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             committed += result.pages
             batches += len(result.seqs)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        server = None if server0 is None else (_server_cpu() or server0) - server0
         skipped = committer.finished.skipped
         round_trips = trips.count - before
         engine.dispose()
@@ -136,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{round_trips / committed:.2f} DB round trips/page, "
         f"{skipped / committed:.1f} links/page to finished pages left out"
     )
+    if server is not None:
+        print(f"database server (local mariadbd): {1000 * server / committed:.3f} CPU ms/page")
     if args.worker_rate:
         print(f"one worker: {args.worker_rate:,.0f} pages/s; ceiling/worker = {rate / args.worker_rate:.1f}x")
     return 0
