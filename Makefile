@@ -72,6 +72,7 @@ lint: install
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m benchmarks.crawl
+	$(BIN)/python -m benchmarks.crawl_threads
 	$(BIN)/python -m benchmarks.committer
 	$(BIN)/python -m benchmarks.pagerank
 	$(BIN)/python -m benchmarks.index

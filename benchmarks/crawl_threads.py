@@ -1,0 +1,128 @@
+"""Where a crawled page's CPU goes, by thread: the event loop, the commit thread, the lease thread.
+
+    .venv/bin/python -m benchmarks.crawl_threads [--pages 10000]
+
+Starts benchmarks.synthweb, then runs one Nimbus crawl *in this process* (SQLite and
+file:// blobs in a temporary directory, politeness delay 0, 8 requests per host, as
+benchmarks.crawl does) while a sampler reads every thread's user + system time from
+``/proc/self/task/<tid>/stat`` (Linux). Prints CPU ms per crawled page for each thread
+by name, and the whole process's.
+
+benchmarks.crawl gives one number per crawler; this one says which part of Nimbus to
+look at. A profiler's shares inflate Python code and ignore time outside the GIL;
+thread CPU is what the kernel charged, C libraries (SQLite, zlib, lexbor) included.
+Pair it with ``py-spy record --threads`` for the functions inside one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_SECONDS = 0.2  # a thread's last reading before it exits is what counts
+
+
+class ThreadCpu:
+    """The latest CPU seconds of every thread this process has run, by thread name."""
+
+    def __init__(self) -> None:
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._last: dict[str, tuple[str, float]] = {}  # tid -> (name, seconds)
+        self._before: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    def __enter__(self) -> ThreadCpu:
+        self.sample()
+        self._before = {tid: seconds for tid, (_name, seconds) in self._last.items()}  # imports etc.
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_SECONDS):
+            self.sample()
+
+    def sample(self) -> None:
+        names = {str(t.native_id): t.name for t in threading.enumerate()}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+            except OSError:  # the thread ended between listdir and read
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            seconds = (int(fields[11]) + int(fields[12])) / self._tick  # utime + stime
+            name = names.get(tid) or self._last.get(tid, (f"thread {tid}", 0.0))[0]
+            self._last[tid] = (name, seconds)
+
+    def by_name(self) -> Counter[str]:
+        """Seconds per thread name, numbered pool threads folded (``nimbus-commit_0`` ->
+        ``nimbus-commit``)."""
+        totals: Counter[str] = Counter()
+        for tid, (name, seconds) in self._last.items():
+            key = name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
+            totals[key] += seconds - self._before.get(tid, 0.0)
+        return totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="crawl CPU per page, by thread")
+    p.add_argument("--pages", type=int, default=10_000)
+    p.add_argument("--port", type=int, default=8485)
+    args = p.parse_args(argv)
+    if not Path("/proc/self/task").is_dir():
+        raise SystemExit("crawl_threads reads /proc/self/task: Linux only")
+    web = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.synthweb", "--pages", str(args.pages), "--port", str(args.port)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        text=True,
+    )
+    try:
+        assert web.stdout is not None
+        seeds = json.loads(web.stdout.readline())["seeds"]
+        with tempfile.TemporaryDirectory() as tmp:
+            from services.config import Settings
+            from services.crawler.crawl import run_crawl
+
+            settings = Settings.from_env(
+                {
+                    **os.environ,
+                    "NIMBUS_DATABASE_URL": f"sqlite:///{tmp}/nimbus.db",
+                    "NIMBUS_BLOB_URL": f"file://{tmp}/blobs",
+                    "NIMBUS_VAR_DIR": tmp,
+                    "NIMBUS_PER_HOST_CONCURRENCY": "8",
+                }
+            ).with_overrides(crawl_delay=0.0, concurrency=32)
+            cpu0 = time.process_time()
+            with ThreadCpu() as threads:
+                stats = run_crawl(settings, seeds, max_pages=args.pages, max_depth=100, progress=False)
+            cpu = time.process_time() - cpu0
+    finally:
+        web.terminate()
+        web.wait(timeout=10)
+    pages = max(stats.pages, 1)
+    print(stats.summary())
+    print(f"{'thread':24s} CPU ms/page")
+    for name, seconds in threads.by_name().most_common():
+        if name != "bench-sampler" and seconds > 0:
+            print(f"{name:24s} {1000 * seconds / pages:7.3f}")
+    print(f"{'whole process':24s} {1000 * cpu / pages:7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
