@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,7 +114,8 @@ def run_crawl(
         role=role,
         identity=identity,
     )
-    return asyncio.run(crawler.run(normalized))
+    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+        return runner.run(crawler.run(normalized))
 
 
 class Crawler:
@@ -554,6 +556,17 @@ class Crawler:
                 nbytes=self.visitor.bytes,
             )
             print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop (libuv, in C) where it is installed, as the search service runs
+    under uvicorn: 3-5 % of a crawled page's CPU less than asyncio's selector loop on the
+    crawl benchmark (docs/benchmarks.md). None: asyncio's own (Windows has no uvloop)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _spooled(result: UrlResult) -> bool:
