@@ -20,7 +20,6 @@ machine) it also prints the ratio, the number of workers one committer carries.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from benchmarks.crawl import MARIADB, database
+from benchmarks.proc_stat import command, cpu_seconds
 from services.crawler import election, fetch_batches, frontier
 from services.crawler.acker import Acker
 from services.crawler.frontier import NewUrl
@@ -57,15 +57,13 @@ WORDS = [
 
 def _server_cpu() -> float | None:
     """CPU seconds of a local MariaDB/MySQL server process so far (None: none found here)."""
-    tick = os.sysconf("SC_CLK_TCK")
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
         except OSError:
             continue
-        if text[text.index("(") + 1 : text.rindex(")")] in ("mariadbd", "mysqld"):
-            fields = text[text.rindex(")") + 2 :].split()
-            return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        if command(text) in ("mariadbd", "mysqld"):
+            return cpu_seconds(text)
     return None
 
 

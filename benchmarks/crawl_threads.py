@@ -27,6 +27,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.proc_stat import cpu_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_SECONDS = 0.2  # a thread's last reading before it exits is what counts
 
@@ -35,7 +37,6 @@ class ThreadCpu:
     """The latest CPU seconds of every thread this process has run, by thread name."""
 
     def __init__(self) -> None:
-        self._tick = os.sysconf("SC_CLK_TCK")
         self._last: dict[str, tuple[str, float]] = {}  # tid -> (name, seconds)
         self._before: dict[str, float] = {}
         self._stop = threading.Event()
@@ -63,8 +64,7 @@ class ThreadCpu:
                 stat = Path(f"/proc/self/task/{tid}/stat").read_text()
             except OSError:  # the thread ended between listdir and read
                 continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            seconds = (int(fields[11]) + int(fields[12])) / self._tick  # utime + stime
+            seconds = cpu_seconds(stat)
             name = names.get(tid) or self._last.get(tid, (f"thread {tid}", 0.0))[0]
             self._last[tid] = (name, seconds)
 
