@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ujson
-from isal import igzip, igzip_lib
+from isal import igzip
 
 from services.crawler.errors import AckManifestError
 from services.crawler.frontier import NewUrl
@@ -29,11 +29,10 @@ from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
+from services.storage.records import INFLATE_ERROR
 
 FORMAT = 2  # 2: an out-link found on the page itself as [url, priority, url_id, host]
 READS = (1, 2)  # format 1 (every link in eight fields) is read too: workers upgraded after the committer
-# ISA-L's inflate error is no OSError; its stub declares it as an instance (it is a class).
-_INFLATE_ERROR: type[Exception] = igzip_lib.IsalError  # type: ignore[assignment]
 PLACEMENT = PLACEMENT_COLUMNS  # the block columns a manifest carries per page
 
 
@@ -89,7 +88,7 @@ def decode(
         return str(parsed["worker"]), batches
     except AckManifestError:
         raise
-    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, _INFLATE_ERROR) as exc:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, INFLATE_ERROR) as exc:
         raise AckManifestError(
             f"ack manifest {name} cannot be read ({exc!r}); the batch is handed out again "
             "once its lease is released"

@@ -22,8 +22,9 @@ from isal import igzip, isal_zlib
 
 from services.storage.errors import BlockFormatError
 
-# isal's stub declares its error as an instance; it is a class (igzip_lib.IsalError).
-_INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
+# ISA-L's inflate error (igzip_lib.IsalError, no OSError); its stub declares it as an
+# instance, it is a class. Anything inflating with ISA-L catches this one name.
+INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
 
 
 @dataclass
@@ -110,7 +111,7 @@ def decode_record(member: bytes, name: str = "record block", links: bool = True)
         # ISA-L's inflate and ujson: a results page decodes ten records (2x gzip + json).
         data = ujson.loads(isal_zlib.decompress(member, 31))  # 31: gzip framing
         return Record.from_dict(data, links)
-    except (OSError, EOFError, zlib.error, _INFLATE_ERROR, ValueError, TypeError) as exc:
+    except (OSError, EOFError, zlib.error, INFLATE_ERROR, ValueError, TypeError) as exc:
         raise BlockFormatError(f"{name}: corrupt record ({exc})") from exc
 
 
@@ -137,7 +138,7 @@ def _members(data: bytes, name: str) -> Iterator[bytes]:
                 piece = view[at : at + 65536]
                 at += len(piece)
                 parts.append(member.decompress(piece))
-        except _INFLATE_ERROR as exc:
+        except INFLATE_ERROR as exc:
             raise BlockFormatError(f"{name}: corrupt or truncated record block ({exc})") from exc
         at -= len(member.unused_data)
         yield b"".join(parts)
