@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.crawler.errors import ParseError
 from services.crawler.fetch import FetchResult, header_charset
 from services.storage.blocks import ContentType
-from services.storage.records import Link, pack_links, unpack_links
+from services.storage.records import Link, LinksPickledFlat
 from services.text.errors import BadUrlError, PdfError
 from services.text.html import parse_html
 from services.text.lang import identify
@@ -27,7 +26,7 @@ MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>,
 
 
 @dataclass
-class ParsedDoc:
+class ParsedDoc(LinksPickledFlat):
     content_type: ContentType
     title: str = ""
     text: str = ""
@@ -39,12 +38,6 @@ class ParsedDoc:
     refresh_url: str = ""  # <meta http-equiv=refresh> target (normalized), "" when none
     refresh_delay: float = 0.0
     canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "links": pack_links(self.links)}  # the spool: 2x faster
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, links=unpack_links(state["links"]))
 
 
 def accept_content_type(header: str) -> bool:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.crawler.frontier import NewUrl
 from services.crawler.parse import ParsedDoc
 from services.storage.blocks import sha1
-from services.storage.records import Link, pack_links, unpack_links
+from services.storage.records import Link, LinksPickledFlat
 
 
 @dataclass
@@ -29,7 +28,7 @@ class FetchedDoc:
 
 
 @dataclass
-class UrlResult:
+class UrlResult(LinksPickledFlat):
     """How one leased frontier URL ended, and what it produced."""
 
     url_id: str
@@ -45,12 +44,6 @@ class UrlResult:
     interval: float | None = None  # the frontier row's recrawl interval when leased
     found: list[NewUrl] = field(default_factory=list)  # redirect targets, sitemap URLs: as they are
     priority: float | None = None  # state new, released unfetched: its lowered priority (yields.py)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "links": pack_links(self.links)}  # the spool (parse.ParsedDoc too)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, links=unpack_links(state["links"]))
 
 
 @dataclass

@@ -33,14 +33,20 @@ class Link:
     anchor: str = ""
 
 
-def pack_links(links: list[Link]) -> tuple[list[str], list[str]]:
-    """Links as two plain lists, for pickling: pickle takes ~1 us per dataclass instance and
-    a page has ~20 links (the crawler's write-ahead spool pickles every page)."""
-    return [link.url for link in links], [link.anchor for link in links]
+class LinksPickledFlat:
+    """For a dataclass with a ``links: list[Link]`` field: its pickle holds the links as two
+    plain lists. Pickle takes ~1 us per dataclass instance and a page has ~20 links (the
+    crawler's write-ahead spool pickles every page: 43 -> 30 us a page)."""
 
+    links: list[Link]
 
-def unpack_links(packed: tuple[list[str], list[str]]) -> list[Link]:
-    return [Link(url, anchor) for url, anchor in zip(*packed, strict=True)]
+    def __getstate__(self) -> dict[str, Any]:
+        links = self.links
+        return {**self.__dict__, "links": ([k.url for k in links], [k.anchor for k in links])}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        urls, anchors = state["links"]
+        self.__dict__.update(state, links=[Link(u, a) for u, a in zip(urls, anchors, strict=True)])
 
 
 @dataclass

@@ -57,7 +57,7 @@ def test_one_spool_per_crawler_identity(tmp_path):
 
 
 def test_a_parsed_page_comes_back_whole(tmp_path):
-    """Links are pickled as plain lists (ParsedDoc/UrlResult.__getstate__): all fields return."""
+    """Links are pickled as plain lists (records.LinksPickledFlat): all fields return."""
     from collections import Counter
 
     from services.crawler.fetch import FetchResult
