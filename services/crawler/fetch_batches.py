@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import BindParameter, CursorResult, Row, Select, bindparam, func, insert, select, update
+from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from services.storage.db import lock_counter
@@ -58,11 +58,18 @@ def lease_batch(
     first), then ``url_id``, which mixes hosts pseudo-randomly. Only rows of
     ``partitions`` (``None``: all) are leased. Returns ``None`` when nothing is ready.
     """
-    expires = now + lease_seconds
-    again = _lease_expired(session, now, expires, worker, partitions)
-    if again is not None or limit <= 0:
-        return again
-    return _lease_new(session, limit, now, expires, max_depth, worker, partitions)
+    leases = lease_batches(
+        session,
+        batches=1,
+        limit=limit,
+        budget=limit,
+        now=now,
+        lease_seconds=lease_seconds,
+        max_depth=max_depth,
+        worker=worker,
+        partitions=partitions,
+    )
+    return leases[0] if leases else None
 
 
 def _lease_new(
@@ -137,7 +144,7 @@ def lease_batches(
         new_batches = batches
     expires = now + lease_seconds
     leases: list[Lease] = []
-    while len(leases) < batches:  # expired batches first, as lease_batch takes them
+    while len(leases) < batches:  # expired batches first
         lease = _lease_expired(session, now, expires, worker, partitions)
         if lease is None:
             break
@@ -160,17 +167,19 @@ def lease_batches(
 
 _FRONTIER = table(FrontierEntry)  # Core: the lease statements skip the ORM's compile and row layers
 _BATCHES = table(FetchBatch)
+_NOW, _LIMIT = bindparam("now", type_=Double), bindparam("limit", type_=Integer)
 _LEASED_COLUMNS = tuple(
     _FRONTIER.c[name]
     for name in ("url_id", "url", "host", "depth", "priority", "attempts", "hops", "recrawl_interval")
 )
 
 
-def _ready(partitions: Sequence[int] | BindParameter[Any] | None) -> Select:
-    """The columns a lease needs, of ``partitions``' rows (``None``: all)."""
+def _ready(by_partition: bool) -> Select:
+    """The columns a lease needs; ``by_partition``: of the rows in the ``parts`` parameter's
+    partitions only."""
     query = select(*_LEASED_COLUMNS)
-    if partitions is not None:
-        query = query.where(_FRONTIER.c.host_partition.in_(partitions))
+    if by_partition:
+        query = query.where(_FRONTIER.c.host_partition.in_(bindparam("parts", expanding=True)))
     return query
 
 
@@ -178,10 +187,10 @@ def _ready(partitions: Sequence[int] | BindParameter[Any] | None) -> Select:
 def _due_statement(by_partition: bool) -> Select:
     """Due recrawls, oldest due first (parameters: now, limit[, parts])."""
     return (
-        _ready(bindparam("parts", expanding=True) if by_partition else None)
-        .where(_FRONTIER.c.state == "done", _FRONTIER.c.available_at <= bindparam("now"))
+        _ready(by_partition)
+        .where(_FRONTIER.c.state == "done", _FRONTIER.c.available_at <= _NOW)
         .order_by(_FRONTIER.c.available_at)
-        .limit(bindparam("limit"))
+        .limit(_LIMIT)
         .with_for_update(skip_locked=True)
     )
 
@@ -195,16 +204,16 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
     which sorts every ready row per lease (15 ms at 10,000 rows on SQLite, growing with
     the frontier; 0.2 ms this way)."""
     c = _FRONTIER.c
-    ready = [c.state == "new", c.available_at + 0 <= bindparam("now"), c.depth <= bindparam("max_depth")]
+    ready = [c.state == "new", c.available_at + 0 <= _NOW, c.depth <= bindparam("max_depth", type_=Integer)]
     if by_priority:  # leave the URLs of dead prefixes for later (yields.py)
-        ready.append(c.priority >= bindparam("min_priority"))
+        ready.append(c.priority >= bindparam("min_priority", type_=Double))
     return (
-        _ready(bindparam("parts", expanding=True) if by_partition else None)
+        _ready(by_partition)
         .with_hint(_FRONTIER, "FORCE INDEX (ix_frontier_lease)", "mysql")
         .with_hint(_FRONTIER, "FORCE INDEX (ix_frontier_lease)", "mariadb")
         .where(*ready)
         .order_by(c.priority.desc(), c.depth, c.url_id)
-        .limit(bindparam("limit"))
+        .limit(_LIMIT)
         .with_for_update(skip_locked=True)
     )
 
@@ -225,9 +234,7 @@ _MARK_LEASED = (
 
 
 _ANY_EXPIRED = (
-    select(_BATCHES.c.seq)
-    .where(_BATCHES.c.state == "leased", _BATCHES.c.lease_expires <= bindparam("now"))
-    .limit(1)
+    select(_BATCHES.c.seq).where(_BATCHES.c.state == "leased", _BATCHES.c.lease_expires <= _NOW).limit(1)
 )
 
 

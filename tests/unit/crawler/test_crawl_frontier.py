@@ -229,14 +229,8 @@ def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> 
     """The partition and availability filters are answered from the index, in lease order."""
     with sessions.begin() as session:
         frontier.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
-        query = (
-            fetch_batches._ready([0, 1])
-            .where(
-                FrontierEntry.state == "new", FrontierEntry.available_at + 0 <= 1.0, FrontierEntry.depth <= 5
-            )
-            .order_by(FrontierEntry.priority.desc(), FrontierEntry.depth, FrontierEntry.url_id)
-            .limit(10)
-        )
+        # The lease's own statement, with its parameters bound.
+        query = fetch_batches._new_statement(True, False).params(parts=[0, 1], now=1.0, max_depth=5, limit=10)
         sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         plan = " ".join(row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
     assert "ix_frontier_lease" in plan and "TEMP B-TREE" not in plan, plan
