@@ -560,8 +560,8 @@ class Crawler:
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop (libuv, in C) where it is installed, as the search service runs
-    under uvicorn: 3-5 % of a crawled page's CPU less than asyncio's selector loop on the
-    crawl benchmark (docs/benchmarks.md). None: asyncio's own (Windows has no uvloop)."""
+    under uvicorn: a few per cent of a crawled page's CPU less than asyncio's selector loop
+    (docs/benchmarks.md). None: asyncio's own, where uvloop is missing."""
     try:
         import uvloop
     except ImportError:
