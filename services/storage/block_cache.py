@@ -35,12 +35,12 @@ class BlockCache:
         self._too_big: set[str] = set()
         self._downloads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="block-cache")
         # Copies left by an earlier run are used, the most recently written last.
-        kept = [(path.stat().st_mtime, path) for path in Path(cache_dir).rglob("*") if path.is_file()]
-        for _mtime, path in sorted(kept):
+        kept = [(path.stat(), path) for path in Path(cache_dir).rglob("*") if path.is_file()]
+        for stat, path in sorted(kept, key=lambda item: item[0].st_mtime):
             if path.name.startswith((".part-", ".tmp-")):
                 path.unlink(missing_ok=True)  # a download cut short by a stop
                 continue
-            self._keep(path.relative_to(cache_dir).as_posix(), path.stat().st_size)
+            self._keep(path.relative_to(cache_dir).as_posix(), stat.st_size)
         self._evict()
 
     @property
