@@ -109,8 +109,9 @@ class FrontierEntry(Base):
     batch_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # hash(host) % partitions; the column name avoids MySQL's reserved word PARTITION
-    partition: Mapped[int] = mapped_column("host_partition", Integer, default=0, index=True)
+    # hash(host) % partitions; the column name avoids MySQL's reserved word PARTITION. No index
+    # of its own (migration 0004): the lease filters on it inside ix_frontier_lease.
+    partition: Mapped[int] = mapped_column("host_partition", Integer, default=0)
     hops: Mapped[int] = mapped_column(Integer, default=0)  # redirects that led here
     inlinks: Mapped[int] = mapped_column(Integer, default=0)  # links seen while it waited
     recrawl_interval: Mapped[float | None] = mapped_column(Double, nullable=True)  # adaptive
