@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import NamedTuple
 
-from services.text.analyze import analyze
+from services.text.analyze import CJK, analyze
 
 WINDOW_WORDS = 30
 # The window is chosen among the first 100,000 characters: enough for any
@@ -23,8 +23,10 @@ WINDOW_WORDS = 30
 MAX_SCAN_CHARS = 100_000
 ELLIPSIS = "…"
 
-# The analyzer's word pattern, applied to the original text so spans stay exact.
-_WORD = re.compile(r"\w+(?:['’.]\w+)*", re.UNICODE)
+# The analyzer's word pattern, applied to the original text so spans stay exact; a CJK
+# character is a word of its own (the analyzer indexes CJK text as character bigrams).
+_WORD = re.compile(rf"[{CJK}]|[^\W{CJK}]+(?:['’.][^\W{CJK}]+)*")
+_CJK_CHAR = re.compile(f"[{CJK}]")
 
 
 class Fragment(NamedTuple):
@@ -121,7 +123,35 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
 
 
 def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
-    """(start, end, query terms) of every matching word, in text order.
+    """(start, end, query terms) of every matching word, in text order: a CJK character is
+    a match when a query bigram holds it there (``_cjk_matches``)."""
+    bigrams = {t for t in terms if len(t) == 2 and _CJK_CHAR.search(t)}
+    found = _word_matches(text, terms - bigrams)
+    if not bigrams:
+        return found
+    by_start = {at: (end, words) for at, end, words in found}
+    for at, end, words in _cjk_matches(text, bigrams):
+        if at in by_start:
+            words = words | by_start[at][1]
+        by_start[at] = (end, words)
+    return [(at, end, words) for at, (end, words) in sorted(by_start.items())]
+
+
+def _cjk_matches(text: str, bigrams: set[str]) -> list[tuple[int, int, frozenset[str]]]:
+    """Both characters of every occurrence of a query bigram, as one-character matches (the
+    bigram's text is its term: NFKC and case folding leave CJK characters as they are)."""
+    out: dict[int, set[str]] = {}
+    for term in bigrams:
+        at = text.find(term)
+        while at >= 0:
+            out.setdefault(at, set()).add(term)
+            out.setdefault(at + 1, set()).add(term)
+            at = text.find(term, at + 1)
+    return [(at, at + 1, frozenset(words)) for at, words in out.items()]
+
+
+def _word_matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
+    """(start, end, query terms) of every word that matches, in text order.
 
     A Snowball stem starts with its word's first letters, bar its last one or two (happy ->
     happi, hoping -> hope), so only words starting with a query term's first letters (up to
@@ -177,6 +207,7 @@ def _word_start(low: str, at: int) -> bool:
         at == 0
         or not _word_char(low[at - 1])
         and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
+        or _CJK_CHAR.match(low, at) is not None  # every CJK character is a word
     )
 
 
@@ -275,7 +306,7 @@ def _squash(text: str) -> str:
 def _append(out: list[Fragment], text: str, match: bool) -> None:
     if not text:
         return
-    if out and out[-1].match == match and not match:
-        out[-1] = Fragment(out[-1].text + text, False)
+    if out and out[-1].match == match:  # adjacent matches: CJK characters, one <mark>
+        out[-1] = Fragment(out[-1].text + text, match)
     else:
         out.append(Fragment(text, match))

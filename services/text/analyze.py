@@ -3,7 +3,8 @@
 The same code runs at index time (MapReduce mappers) and at query time (the
 search service), so a query word and a document word meet on the same term.
 Unicode word tokenization, case folding, an English stop list, and Snowball
-stemming through PyStemmer (the C build of the Snowball stemmers).
+stemming through PyStemmer (the C build of the Snowball stemmers). Chinese,
+Japanese and Korean text is cut into overlapping character bigrams (``CJK``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ import Stemmer
 _TOKEN = re.compile(r"\d+(?:\.\d+)+(?!\w)|\w(?:\.\w)+(?!\w)|\w+(?:['’]\w+)*", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)+")
 MAX_TOKEN_LENGTH = 64  # longer "words" are base64, hashes or junk
+
+# CJK: Han ideographs (with the iteration marks), Hiragana, Katakana and Hangul syllables.
+# Chinese and Japanese put no space between words (Korean spaces phrases: a word carries its
+# particles), so ``\w+`` takes a whole clause as one "word" and a query word never meets it.
+# A run of these characters becomes its overlapping bigrams, a lone one stays a unigram: the
+# dictionary-free scheme of Lucene's CJKBigramFilter (Elasticsearch's and Solr's "cjk"
+# analyzers), which finds a word of any length as consecutive bigrams, so phrase queries work
+# on positions as for other words. Thai, also unspaced, needs a dictionary and is left whole.
+CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+_CJK_CHAR = re.compile(f"[{CJK}]")
+_CJK_RUNS = re.compile(f"([{CJK}]+)")
 
 
 @lru_cache(maxsize=1)
@@ -45,7 +57,28 @@ def _normalize(text: str) -> str:
 def surface_tokens(text: str) -> list[str]:
     """Case-folded, NFKC-normalised word tokens as they stand: before the stop list,
     the length cap and stemming (``terms_of`` finishes them)."""
-    return _TOKEN.findall(_normalize(text))
+    normal = _normalize(text)
+    tokens = _TOKEN.findall(normal)
+    return tokens if normal.isascii() else _cjk_split(tokens)  # isascii: O(1) on a str
+
+
+def _cjk_split(tokens: list[str]) -> list[str]:
+    """``tokens`` with each run of CJK characters inside them cut into bigrams (see ``CJK``)."""
+    out: list[str] = []
+    for token in tokens:
+        if token.isascii() or _CJK_CHAR.search(token) is None:
+            out.append(token)
+            continue
+        for i, part in enumerate(_CJK_RUNS.split(token)):  # odd parts are the CJK runs
+            if i % 2 == 0:
+                part = part.strip("'’.")  # "東京's": the joiner belonged to the CJK side
+                if part:
+                    out.append(part)
+            elif len(part) == 1:
+                out.append(part)
+            else:
+                out.extend(part[j : j + 2] for j in range(len(part) - 1))
+    return out
 
 
 # Bytes that never occur inside a token (ASCII characters that are neither word characters
@@ -71,7 +104,9 @@ def rough_tokens(text: str) -> list[bytes]:
 
 def rough_surfaces(rough: bytes) -> list[str]:
     """The surface tokens of one rough token (none, one or several)."""
-    return _TOKEN.findall(rough.decode("utf-8", "surrogatepass"))
+    text = rough.decode("utf-8", "surrogatepass")
+    tokens = _TOKEN.findall(text)
+    return tokens if text.isascii() else _cjk_split(tokens)
 
 
 def terms_of(surfaces: list[str]) -> list[str]:

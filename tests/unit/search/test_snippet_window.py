@@ -131,3 +131,23 @@ def test_the_fast_candidate_scan_finds_what_the_regex_found():
             if set(analyze(text[a:b])[:1]) & found
         }
         assert old <= set(_matches(text, terms)), text
+
+
+def test_cjk_words_are_marked_inside_unspaced_text():
+    """The analyzer indexes CJK text as character bigrams: the snippet marks exactly the
+    characters a query word's bigrams cover, as one mark, wherever they sit in a clause."""
+    text = "委員会は火曜日に集まり、東京大学の図書館で会議を開いた。"
+    assert marked(make_snippet(text, terms("図書館"))) == ["図書館"]
+    assert marked(make_snippet(text, terms("東京 会議"))) == ["東京", "会議"]
+    assert marked(make_snippet(text, terms("図"))) == ["図"]  # a one-character query
+    assert marked(make_snippet(text, terms("大阪"))) == []  # no match: the text's start, unmarked
+    assert snippet_text(make_snippet(text, terms("図書館"))).replace(ELLIPSIS, "").strip() in text
+    mixed = make_snippet("The Tokyo 東京 wing report", terms("東京 wing"))
+    assert marked(mixed) == ["東京", "wing"]
+
+
+def test_a_cjk_window_is_found_in_a_long_page():
+    text = "前書き。" * 200 + "東京大学の図書館で会議を開いた。" + "後書き。" * 200
+    fragments = make_snippet(text, terms("図書館 会議"))
+    assert marked(fragments) == ["図書館", "会議"]
+    assert snippet_text(fragments).startswith(ELLIPSIS)

@@ -77,3 +77,27 @@ def test_dotted_names_are_findable_by_their_parts():
     assert analyze("the end.Next part") == ["end", "next", "part"]  # a missing space after a period
     # Query and document meet: the same analysis on both sides.
     assert set(analyze("example site")) <= set(analyze("Visit www.example-site.net today"))
+
+
+def test_cjk_runs_become_overlapping_bigrams():
+    """Chinese and Japanese write no spaces: a clause used to be one term (and past 64
+    characters none), so a query word never met it. Bigrams, as Lucene's CJKBigramFilter."""
+    japanese = "委員会は火曜日に集まり、東京大学の図書館で会議を開いた。"
+    terms = analyze(japanese)
+    assert terms[:4] == ["委員", "員会", "会は", "は火"]
+    assert all(len(t) == 2 for t in terms)
+    # A word of any length is its consecutive bigrams: the query meets the page.
+    assert analyze("図書館") == ["図書", "書館"]
+    assert set(analyze("図書館")) <= set(terms) and set(analyze("東京大学")) <= set(terms)
+    assert analyze("図") == ["図"]  # a lone character is a unigram
+    assert analyze("中文字符") == ["中文", "文字", "字符"]
+    assert analyze("도서관에서") == ["도서", "서관", "관에", "에서"]  # Hangul: particles attach to words
+    assert analyze("ｶﾀｶﾅ") == ["カタ", "タカ", "カナ"]  # half-width Katakana: NFKC first
+
+
+def test_cjk_beside_other_scripts_and_digits():
+    assert analyze("東京2020 Olympics") == ["東京", "2020", "olymp"]
+    assert analyze("Hello 世界 connections") == ["hello", "世界", "connect"]
+    assert analyze("東京's") == ["東京", "s"]
+    assert analyze("русский текст") == ["русский", "текст"]  # other non-ASCII words unchanged
+    assert analyze("x" + "漢" * 100) == ["x"] + ["漢漢"] * 99  # long runs are no longer dropped
