@@ -66,6 +66,7 @@ def make_snippet(
 
 
 CHARS_PER_WORD = 8  # a word and its space, on average in English text
+CJK_CHARS_PER_WORD = 3
 
 
 def _best_window(text: str, terms: frozenset[str], window: int, require_match: bool) -> list[Fragment]:
@@ -77,6 +78,10 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
     first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
+    if _CJK_CHAR.match(text, first):
+        # Each CJK character is a "word" here: a window of them is three times as many, about
+        # the width of an English one (still within the neighbourhood cut below).
+        window *= CJK_CHARS_PER_WORD
     # About half a window of words each side is enough to centre it; room that one end of
     # the text lacks goes to the other (a match in the first line shows the lines after it).
     half = (window // 2 + 4) * CHARS_PER_WORD

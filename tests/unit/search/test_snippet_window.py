@@ -151,3 +151,13 @@ def test_a_cjk_window_is_found_in_a_long_page():
     fragments = make_snippet(text, terms("図書館 会議"))
     assert marked(fragments) == ["図書館", "会議"]
     assert snippet_text(fragments).startswith(ELLIPSIS)
+
+
+def test_a_cjk_snippet_is_as_wide_as_an_english_one():
+    """A CJK character is a "word" of the window: the window takes three times as many, so a
+    snippet shows a clause or two, not ten characters each side of the match."""
+    text = "前書きの文章です。" * 30 + "東京大学の図書館で会議を開いた。" + "後書きの文章です。" * 30
+    shown = snippet_text(make_snippet(text, terms("図書館")))
+    assert 80 <= len(shown.replace(ELLIPSIS, "").strip()) <= 100
+    english = snippet_text(make_snippet(f"{filler(100)} wing {filler(100)}", terms("wing")))
+    assert len(english.split()) <= 32  # English windows unchanged: 30 words and the ellipses
