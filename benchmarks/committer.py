@@ -34,6 +34,7 @@ from services.crawler.frontier import NewUrl
 from services.crawler.ordered_commit import OrderedCommitter
 from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
+from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
 from services.storage.db import RoundTrips, init_db, lock_counter, make_engine, session_factory
@@ -138,11 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         server0 = _server_cpu() if args.mariadb and local else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
         committed = batches = 0
-        while result := committer.commit_next():
-            if not result.seqs:
-                break
-            committed += result.pages
-            batches += len(result.seqs)
+        with fewer_collections():  # as run_committer, the committer process's loop, runs
+            while result := committer.commit_next():
+                if not result.seqs:
+                    break
+                committed += result.pages
+                batches += len(result.seqs)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         server = None if server0 is None else (_server_cpu() or server0) - server0
         skipped = committer.finished.skipped

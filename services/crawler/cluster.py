@@ -37,6 +37,7 @@ from services.crawler.heartbeat import Beat
 from services.crawler.metrics import MetricsServer
 from services.crawler.ordered_commit import OrderedCommitter
 from services.crawler.progress import CrawlStats
+from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, is_transient, make_engine, retry_with_backoff, session_factory
 from services.storage.errors import StorageError
@@ -189,7 +190,8 @@ def _in_transaction(sessions: Any, work: Callable[[Session], T]) -> T:
 def run_committer(settings: Settings, *, done: Callable[[], bool] | None = None) -> Counter[str]:
     """``nimbus crawl committer``: one committer node until stopped; its counters."""
     node = CommitterNode(settings)
-    node.run(done)
+    with fewer_collections():
+        node.run(done)
     return node.counters
 
 

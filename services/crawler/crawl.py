@@ -55,6 +55,7 @@ from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
 from services.crawler.yields import CAPPED_BELOW, LinkYield
+from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.db import RoundTrips, init_db, make_engine, session_factory
 from services.text.urls import normalize_url
@@ -114,7 +115,7 @@ def run_crawl(
         role=role,
         identity=identity,
     )
-    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+    with fewer_collections(), asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
         return runner.run(crawler.run(normalized))
 
 
