@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import NamedTuple
 
-from services.text.analyze import CJK, analyze
+from services.text.analyze import CJK, CJK_CHAR, analyze
 
 WINDOW_WORDS = 30
 # The window is chosen among the first 100,000 characters: enough for any
@@ -26,7 +26,6 @@ ELLIPSIS = "…"
 # The analyzer's word pattern, applied to the original text so spans stay exact; a CJK
 # character is a word of its own (the analyzer indexes CJK text as character bigrams).
 _WORD = re.compile(rf"[{CJK}]|[^\W{CJK}]+(?:['’.][^\W{CJK}]+)*")
-_CJK_CHAR = re.compile(f"[{CJK}]")
 
 
 class Fragment(NamedTuple):
@@ -78,7 +77,7 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
     first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
-    if _CJK_CHAR.match(text, first):
+    if CJK_CHAR.match(text, first):
         # Each CJK character is a "word" here: a window of them is three times as many, about
         # the width of an English one (still within the neighbourhood cut below).
         window *= CJK_CHARS_PER_WORD
@@ -130,7 +129,7 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
 def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
     """(start, end, query terms) of every matching word, in text order: a CJK character is
     a match when a query bigram holds it there (``_cjk_matches``)."""
-    bigrams = {t for t in terms if len(t) == 2 and _CJK_CHAR.search(t)}
+    bigrams = {t for t in terms if len(t) == 2 and CJK_CHAR.search(t)}
     found = _word_matches(text, terms - bigrams)
     if not bigrams:
         return found
@@ -212,7 +211,7 @@ def _word_start(low: str, at: int) -> bool:
         at == 0
         or not _word_char(low[at - 1])
         and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
-        or _CJK_CHAR.match(low, at) is not None  # every CJK character is a word
+        or CJK_CHAR.match(low, at) is not None  # every CJK character is a word
     )
 
 

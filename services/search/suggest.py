@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 from symspellpy import SymSpell, Verbosity
 
-from services.text.analyze import CJK, analyze
+from services.text.analyze import CJK_CHAR, analyze
 
 MAX_EDITS = 2
 COMPLETIONS = 8
@@ -37,8 +37,7 @@ MIN_PHRASE_TITLES = 2
 _PRECOMPUTED_PREFIX = 2
 _WORD = re.compile(r"[^\W\d_]{2,30}")  # letters only: numbers and codes are not misspelled
 # Edit distance over CJK characters (each a syllable or a morpheme, indexed as bigrams) is no
-# spelling model: 図書室 is not a typo of 図書館. Such words are never corrected.
-_CJK_CHAR = re.compile(f"[{CJK}]")
+# spelling model: 図書室 is not a typo of 図書館. Such words (``CJK_CHAR``) are never corrected.
 
 
 class Vocabulary:
@@ -97,7 +96,7 @@ class Vocabulary:
         """The vocabulary word closest to ``word`` (within two edits, the most frequent of
         the closest), or None when there is none or ``word`` is itself a word here."""
         low = word.lower()
-        if low in self.counts or not _WORD.fullmatch(low) or _CJK_CHAR.search(low):
+        if low in self.counts or not _WORD.fullmatch(low) or CJK_CHAR.search(low):
             return None
         found = self._spell.lookup(low, Verbosity.CLOSEST, max_edit_distance=MAX_EDITS)
         best = max(found, key=lambda s: (-s.distance, s.count), default=None)

@@ -33,7 +33,7 @@ MAX_TOKEN_LENGTH = 64  # longer "words" are base64, hashes or junk
 # analyzers), which finds a word of any length as consecutive bigrams, so phrase queries work
 # on positions as for other words. Thai, also unspaced, needs a dictionary and is left whole.
 CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
-_CJK_CHAR = re.compile(f"[{CJK}]")
+CJK_CHAR = re.compile(f"[{CJK}]")  # one CJK character (search and snippets use it too)
 _CJK_RUNS = re.compile(f"([{CJK}]+)")
 
 
@@ -66,7 +66,7 @@ def _cjk_split(tokens: list[str]) -> list[str]:
     """``tokens`` with each run of CJK characters inside them cut into bigrams (see ``CJK``)."""
     out: list[str] = []
     for token in tokens:
-        if token.isascii() or _CJK_CHAR.search(token) is None:
+        if token.isascii() or CJK_CHAR.search(token) is None:
             out.append(token)
             continue
         for i, part in enumerate(_CJK_RUNS.split(token)):  # odd parts are the CJK runs
