@@ -57,7 +57,12 @@ def _normalize(text: str) -> str:
 def surface_tokens(text: str) -> list[str]:
     """Case-folded, NFKC-normalised word tokens as they stand: before the stop list,
     the length cap and stemming (``terms_of`` finishes them)."""
-    normal = _normalize(text)
+    return _tokens(_normalize(text))
+
+
+def _tokens(normal: str) -> list[str]:
+    """The word pattern's tokens of normalised text, CJK runs cut into bigrams: the one step
+    ``surface_tokens`` and ``rough_surfaces`` share, so the index job and queries agree."""
     tokens = _TOKEN.findall(normal)
     return tokens if normal.isascii() else _cjk_split(tokens)  # isascii: O(1) on a str
 
@@ -104,9 +109,7 @@ def rough_tokens(text: str) -> list[bytes]:
 
 def rough_surfaces(rough: bytes) -> list[str]:
     """The surface tokens of one rough token (none, one or several)."""
-    text = rough.decode("utf-8", "surrogatepass")
-    tokens = _TOKEN.findall(text)
-    return tokens if text.isascii() else _cjk_split(tokens)
+    return _tokens(rough.decode("utf-8", "surrogatepass"))
 
 
 def terms_of(surfaces: list[str]) -> list[str]:
