@@ -27,7 +27,6 @@ import contextlib
 import logging
 import random
 import socket
-import sys
 import threading
 import time
 from collections import Counter, deque
@@ -50,7 +49,7 @@ from services.crawler.frontier import SEED_PRIORITY, NewUrl
 from services.crawler.heartbeat import Beat
 from services.crawler.identity_lock import identity_lock
 from services.crawler.metrics import MetricsServer
-from services.crawler.progress import CrawlStats, progress_counters, progress_line
+from services.crawler.progress import CrawlStats, Progress, progress_counters, report_progress, show
 from services.crawler.scheduler import HostScheduler
 from services.crawler.spool import Spool, spool_dir
 from services.crawler.visit import Visitor
@@ -236,7 +235,11 @@ class Crawler:
                     self.yields,
                 )
             )
-            reporter = asyncio.create_task(self._report(started)) if self.progress else None
+            reporter = (
+                asyncio.create_task(report_progress(started, self._progress, self._queued))
+                if self.progress
+                else None
+            )
             try:
                 await self._loop()
             finally:
@@ -249,11 +252,7 @@ class Crawler:
             counters={**self.counters, "db_round_trips": self.round_trips.count},
         )
         if self.progress:
-            print(
-                f"\r\x1b[K{stats.summary()}" if sys.stderr.isatty() else stats.summary(),
-                file=sys.stderr,
-                flush=True,
-            )
+            show(stats.summary(), final=True)
         return stats
 
     async def _loop(self) -> None:
@@ -530,33 +529,14 @@ class Crawler:
         future.add_done_callback(forget)
         return future
 
-    async def _report(self, started: float) -> None:
-        """The live progress line on stderr (rewritten in place on a terminal)."""
-        tty = sys.stderr.isatty()
-        every = 1.0 if tty else 10.0
-        queued: int | None = None
-        last_count = last_pages = 0.0
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(every)
-            now = time.monotonic()
-            if now - last_count >= 5.0:  # a COUNT over the frontier: not every second
-                states = await self.db.transaction(frontier.count_by_state)
-                queued = states.get("new", 0) + states.get("leased", 0)
-                last_count = now
-            rate = (self.pages - last_pages) / max(now - last, 1e-9)
-            last, last_pages = now, self.pages
-            counters = progress_counters(self.counters, self.visitor.live_counters)
-            line = progress_line(
-                pages=self.pages,
-                elapsed=now - started,
-                recent_rate=rate,
-                queued=queued,
-                counters=counters,
-                errors=self.errors,
-                nbytes=self.visitor.bytes,
-            )
-            print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+    def _progress(self) -> Progress:
+        counters = progress_counters(self.counters, self.visitor.live_counters)
+        return Progress(self.pages, self.errors, self.visitor.bytes, counters)
+
+    async def _queued(self) -> int:
+        """URLs waiting or out (the progress line's "queued")."""
+        states = await self.db.transaction(frontier.count_by_state)
+        return states.get("new", 0) + states.get("leased", 0)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+QUEUE_COUNT_EVERY = 5.0  # seconds between COUNTs over the frontier: not one every line
 
 
 @dataclass
@@ -64,3 +70,54 @@ def progress_line(
         f"queued {queue_text}  status {status_text}  errors {errors}  {human_bytes(nbytes)}  "
         f"documents {counters.get('documents', 0)}"
     )
+
+
+@dataclass
+class Progress:
+    """A crawl's figures at one moment, as the progress line shows them."""
+
+    pages: int
+    errors: int
+    nbytes: int
+    counters: Counter[str]  # ``progress_counters``: committed, with live status codes
+
+
+def show(line: str, *, final: bool = False) -> None:
+    """A line on stderr: rewritten in place on a terminal (a new line only when ``final``),
+    one line each elsewhere (logs)."""
+    tty = sys.stderr.isatty()
+    end = "\n" if final or not tty else ""
+    print(f"\r\x1b[K{line}" if tty else line, end=end, file=sys.stderr, flush=True)
+
+
+async def report_progress(
+    started: float,
+    now: Callable[[], Progress],
+    queued: Callable[[], Awaitable[int]],
+    every: float | None = None,
+) -> None:
+    """The live progress line, every second on a terminal and every ten elsewhere, until
+    cancelled; ``queued()`` (a COUNT over the frontier) at most every ``QUEUE_COUNT_EVERY``."""
+    every = (1.0 if sys.stderr.isatty() else 10.0) if every is None else every
+    waiting: int | None = None
+    last_count = last_pages = 0.0
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(every)
+        at = time.monotonic()
+        if at - last_count >= QUEUE_COUNT_EVERY:
+            waiting, last_count = await queued(), at
+        state = now()
+        rate = (state.pages - last_pages) / max(at - last, 1e-9)
+        last, last_pages = at, state.pages
+        show(
+            progress_line(
+                pages=state.pages,
+                elapsed=at - started,
+                recent_rate=rate,
+                queued=waiting,
+                counters=state.counters,
+                errors=state.errors,
+                nbytes=state.nbytes,
+            )
+        )
