@@ -211,7 +211,10 @@ def _word_start(low: str, at: int) -> bool:
         at == 0
         or not _word_char(low[at - 1])
         and not (at >= 2 and low[at - 1] in _JOINERS and _word_char(low[at - 2]))
-        or CJK_CHAR.match(low, at) is not None  # every CJK character is a word
+        # every CJK character is a word; CJK[0] is the class's lowest code point, so the
+        # comparison spares the regex at the mid-word candidates of other scripts
+        or low[at] >= CJK[0]
+        and CJK_CHAR.match(low, at) is not None
     )
 
 

@@ -32,6 +32,7 @@ MAX_TOKEN_LENGTH = 64  # longer "words" are base64, hashes or junk
 # dictionary-free scheme of Lucene's CJKBigramFilter (Elasticsearch's and Solr's "cjk"
 # analyzers), which finds a word of any length as consecutive bigrams, so phrase queries work
 # on positions as for other words. Thai, also unspaced, needs a dictionary and is left whole.
+# The ranges ascend (CJK[0] is the lowest code point: snippets test it before the regex).
 CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 CJK_CHAR = re.compile(f"[{CJK}]")  # one CJK character (search and snippets use it too)
 _CJK_RUNS = re.compile(f"([{CJK}]+)")
