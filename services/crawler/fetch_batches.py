@@ -241,7 +241,13 @@ _ANY_EXPIRED = (
 def _lease_expired(
     session: Session, now: float, expires: float, worker: str, partitions: Sequence[int] | None
 ) -> Lease | None:
-    """Take over the oldest expired batch whose URLs all lie in our partitions."""
+    """Take over the oldest expired batch with URLs in our partitions.
+
+    Its URLs in other partitions go back to the frontier for their owners to lease. A
+    batch may span partitions, and when a worker dies the live ones share its partitions
+    anew (``heartbeat.share``), so no one may own all of a batch's hosts. Taking only
+    whole batches then left it leased for good, and the ordered commit waited on its
+    sequence number forever."""
     if session.execute(_ANY_EXPIRED, {"now": now}).first() is None:
         return None  # the usual answer, from a prebuilt statement without ORM entities or locks
     expired = session.scalars(
@@ -256,8 +262,12 @@ def _lease_expired(
         rows = session.scalars(
             select(FrontierEntry).where(FrontierEntry.batch_seq == batch.seq, FrontierEntry.state == "leased")
         ).all()
-        if mine is not None and any(r.partition not in mine for r in rows):
-            continue  # another crawler's hosts: it takes this batch over
+        if mine is not None:
+            ours = [r for r in rows if r.partition in mine]
+            if rows and not ours:
+                continue  # another crawler's hosts: it takes this batch over
+            _hand_back([r for r in rows if r.partition not in mine], now)
+            rows, batch.num_urls = ours, len(ours)
         batch.leased_by, batch.lease_expires = worker, expires
         batch.reschedules = (batch.reschedules or 0) + 1
         if rows:
@@ -266,6 +276,13 @@ def _lease_expired(
             return Lease(batch.seq, [_leased(r, False) for r in rows])
         batch.state, batch.committed_at = "committed", now  # nothing left in it
     return None
+
+
+def _hand_back(rows: Sequence[FrontierEntry], now: float) -> None:
+    """Unlease ``rows``, due now: first visits as new URLs, recrawls as due ones."""
+    for row in rows:
+        row.state = "new" if row.recrawl_interval is None else "done"
+        row.batch_seq, row.available_at = None, now
 
 
 def _leased(row: Row | FrontierEntry, recrawl: bool) -> LeasedUrl:

@@ -19,7 +19,7 @@ from services.crawler.ordered_commit import next_run
 from services.crawler.parse import ParsedDoc
 from services.crawler.results import FetchedDoc, UrlResult
 from services.storage.blocks import ContentType
-from services.storage.models import FetchBatch, RoleLease
+from services.storage.models import FetchBatch, FrontierEntry, RoleLease
 from services.text.urls import url_id
 
 
@@ -189,6 +189,41 @@ def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
         )
         assert [lease.seq for lease in leases] == [dead.seq]
         assert s.get(FetchBatch, dead.seq).reschedules == 1
+
+
+def test_a_dead_workers_batch_split_by_the_new_shares_is_taken_by_its_owners(sessions) -> None:
+    """Three workers share 4 partitions; one dies holding a batch whose hosts the two left
+    now own between them. Its batch goes on under its sequence number with the first
+    owner's URLs; the rest go back to the frontier, and the other owner leases them."""
+    parts = 4
+    hosts = {}
+    for i in range(100):  # a host in each partition
+        hosts.setdefault(frontier.partition_of(f"http://h{i}.test", parts), f"http://h{i}.test")
+    urls = [NewUrl(f"{h}/", 0, 1.0) for _p, h in sorted(hosts.items())]
+    alive = ["a", "b"]
+    share_a, share_b = share(alive, "a", parts), share(alive, "b", parts)
+    lease = {"limit": 4, "budget": 10, "lease_seconds": 60, "max_depth": 5, "window": 8}
+    with sessions.begin() as s:
+        frontier.add_urls(s, urls, 0.0, partitions=parts)
+        [dead] = fetch_batches.lease_batches(s, batches=1, now=1.0, worker="gone", **lease)
+    assert len(dead.entries) == 4  # every partition in it
+    recrawl = next(e.url_id for e in dead.entries if frontier.partition_of(e.host, parts) in share_b)
+    with sessions.begin() as s:
+        s.get(FrontierEntry, recrawl).recrawl_interval = 86_400.0  # fetched before: a recrawl
+    with sessions.begin() as s:
+        [taken] = fetch_batches.lease_batches(
+            s, batches=1, now=100.0, worker="a", partitions=share_a, **lease
+        )
+        assert taken.seq == dead.seq
+        assert {frontier.partition_of(e.host, parts) for e in taken.entries} == set(share_a)
+        assert s.get(FetchBatch, dead.seq).num_urls == len(share_a)
+        back = s.get(FrontierEntry, recrawl)
+        assert (back.state, back.batch_seq, back.available_at) == ("done", None, 100.0)  # due again
+    with sessions.begin() as s:
+        [rest] = fetch_batches.lease_batches(s, batches=1, now=100.0, worker="b", partitions=share_b, **lease)
+    assert rest.seq > dead.seq
+    assert {frontier.partition_of(e.host, parts) for e in rest.entries} == set(share_b)
+    assert {e.url for e in taken.entries + rest.entries} == {u.url for u in urls}
 
 
 def test_links_to_finished_urls_are_left_out_and_the_set_stays_bounded() -> None:
