@@ -73,7 +73,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m benchmarks.crawl
 	$(BIN)/python -m benchmarks.crawl_threads
-	$(BIN)/python -m benchmarks.committer
+	$(BIN)/python -m benchmarks.committer --worker
 	$(BIN)/python -m benchmarks.pagerank
 	$(BIN)/python -m benchmarks.index
 	$(BIN)/python -m benchmarks.search_page

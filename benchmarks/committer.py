@@ -13,8 +13,11 @@ database server's CPU is not counted in the committer's (it is another machine i
 with ``--mariadb`` against a server on this machine it is printed beside it, read from
 the server process's ``/proc`` entry: what one page costs the database (RDS) itself.
 
-With ``--worker-rate`` (pages/s of one worker process on the crawl benchmark, same
-machine) it also prints the ratio, the number of workers one committer carries.
+With ``--worker`` it first crawls the crawl benchmark's synthetic web with one Nimbus
+process (``benchmarks.crawl --only nimbus``) in the same run, and prints the ratio of the
+two rates: the number of workers one committer carries. (This VM's speed drifts by 2-3x
+over hours, so a worker rate from another run does not compare; ``--worker-rate R`` still
+takes one.)
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from benchmarks.crawl import MARIADB, database
+from benchmarks.crawl import MARIADB, database, measure
 from benchmarks.proc_stat import command, cpu_seconds
 from services.crawler import election, fetch_batches, frontier
 from services.crawler.acker import Acker
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=20_000)
     p.add_argument("--mariadb", action="store_true", help="metadata on the local MariaDB")
     p.add_argument("--worker-rate", type=float, help="one worker's pages/s (crawl benchmark)")
+    p.add_argument("--worker", action="store_true", help="measure one worker's pages/s first, same run")
     p.add_argument(
         "--links",
         choices=["collection", "new"],
@@ -94,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         help="links to the collection's own pages (a site) or to new URLs only (worst case)",
     )
     args = p.parse_args(argv)
+    if args.worker:
+        one = measure(["--only", "nimbus", "--pages", str(args.pages)])["nimbus"]
+        args.worker_rate = one["pages_per_s"]
     with tempfile.TemporaryDirectory() as tmp, database("x-mariadb" if args.mariadb else "x", tmp) as url:
         engine = make_engine(url, immediate=True)
         init_db(engine)

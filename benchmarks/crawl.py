@@ -84,6 +84,30 @@ def database(name: str, tmp: str) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    results = measure(argv)
+    if "nimbus" in results and "nimbus-base" in results:
+        n, b = results["nimbus"], results["nimbus-base"]
+        print(
+            f"nimbus/nimbus-base: {n['pages_per_s'] / b['pages_per_s']:.2f}x pages/s, "
+            f"{n['cpu_ms_per_page'] / b['cpu_ms_per_page']:.2f}x CPU per page"
+        )
+    for ours in ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb"):
+        if ours not in results:
+            continue
+        n = results[ours]
+        for peer in ("scrapy", "bare"):
+            if peer in results:
+                q = results[peer]
+                print(
+                    f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
+                    f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page"
+                )
+    return 0
+
+
+def measure(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Crawl the synthetic web with each contender named by ``--only``, printing a line for
+    each; their figures by name (pages, seconds, pages_per_s, cpu_ms_per_page, ...)."""
     p = argparse.ArgumentParser(description="crawl benchmark")
     p.add_argument("--pages", type=int, default=20_000, help="pages in the synthetic web")
     p.add_argument("--crawl-pages", type=int, default=None, help="pages each crawler fetches")
@@ -188,25 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         web.terminate()
         web.wait(timeout=10)
-
-    if "nimbus" in results and "nimbus-base" in results:
-        n, b = results["nimbus"], results["nimbus-base"]
-        print(
-            f"nimbus/nimbus-base: {n['pages_per_s'] / b['pages_per_s']:.2f}x pages/s, "
-            f"{n['cpu_ms_per_page'] / b['cpu_ms_per_page']:.2f}x CPU per page"
-        )
-    for ours in ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb"):
-        if ours not in results:
-            continue
-        n = results[ours]
-        for peer in ("scrapy", "bare"):
-            if peer in results:
-                q = results[peer]
-                print(
-                    f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
-                    f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page"
-                )
-    return 0
+    return results
 
 
 if __name__ == "__main__":
