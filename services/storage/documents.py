@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from services.storage.blobstore import BlobStore
 from services.storage.block_pair import cut_blocks, write_block_pair
 from services.storage.blocks import ContentType, sha1
-from services.storage.db import lock_commits, reserve_doc_nums
+from services.storage.db import insert_rows, lock_commits, reserve_doc_nums
 from services.storage.errors import StorageError
 from services.storage.models import Document, table
 from services.storage.records import Link, Record
@@ -151,8 +151,7 @@ class DocumentWriter:
     @staticmethod
     def insert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         """Insert document rows (from ``write``) in the caller's transaction."""
-        if rows:  # Core executemany: the ORM's bulk-insert path costs twice as much per row
-            session.execute(table(Document).insert(), list(rows))
+        insert_rows(session, table(Document), rows)  # the ORM's bulk insert: 3x the CPU a row
 
     def discard(self, blocks: Iterable[str]) -> None:
         """Delete blocks whose rows will never be committed (best effort: an orphan is harmless)."""

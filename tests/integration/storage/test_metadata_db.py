@@ -11,11 +11,12 @@ from services.storage.db import (
     active_index,
     bump_counters,
     init_db,
+    insert_rows,
     make_engine,
     read_counters,
     session_factory,
 )
-from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore
+from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore, table
 from services.text.urls import url_id
 
 
@@ -61,6 +62,24 @@ def test_documents_round_trip_with_unicode_and_precise_times(sessions):
         assert [d.url for d in docs] == ["http://a.test/", long_url]
         assert docs[0].title == "Tïtle 0"
         assert docs[1].last_crawled == pytest.approx(1_700_000_000.123456, abs=1e-5)
+
+
+def test_insert_rows_takes_dicts_and_fills_the_defaults_a_row_leaves_out(sessions):
+    rows = []
+    for n in range(3):
+        doc = _doc(n, f"http://a.test/{n}?q='x'%s")  # quotes and a format mark: bound, not spliced
+        row = {c.key: getattr(doc, c.key) for c in table(Document).columns if getattr(doc, c.key) is not None}
+        rows.append(row)
+    rows[2]["versions"] = 4
+    with sessions.begin() as s:
+        insert_rows(s, table(Document), rows)
+        insert_rows(s, table(Document), [])
+    with sessions() as s:
+        docs = s.scalars(select(Document).order_by(Document.doc_num)).all()
+    assert [(d.url, d.title, d.versions, d.unchanged, d.status) for d in docs] == [
+        (f"http://a.test/{n}?q='x'%s", f"Tïtle {n}", 4 if n == 2 else 1, 0, 200) for n in range(3)
+    ]
+    assert docs[0].last_crawled == pytest.approx(1_700_000_000.123456, abs=1e-5)
 
 
 def test_doc_num_is_unique(sessions):
