@@ -115,6 +115,35 @@ def test_a_format_1_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
     assert worker == "old" and back[0].results[0].found == [NewUrl(*link)]
 
 
+def test_a_pages_links_travel_in_columns_and_come_back_in_order() -> None:
+    r = _result(1, doc=False)
+    urls = [f"http://h.test/{i}" for i in range(5)] + ["http://h.test/odd\nname"]
+    r.found += [
+        NewUrl(u, 2, 0.5 + i, r.url_id, key=url_id(u), host="http://h.test") for i, u in enumerate(urls)
+    ]
+    data = acks.encode("w", [acks.AckedBatch(1, [r])])
+    [sent] = json.loads(gzip.decompress(data))["batches"][0]["urls"]
+    assert sent["links"][0].split(acks.SEP) == urls[:5] and len(sent["found"]) == 2  # the rest in full
+    _worker, back = acks.decode(data, "acks/c.json.gz")
+    assert back[0].results[0].found == [r.found[0], r.found[6], *r.found[1:6]]
+    sent["links"][1].pop()  # a priority short: the columns no longer line up
+    damaged = {"format": 3, "worker": "w", "batches": [{"seq": 1, "urls": [sent]}]}
+    with pytest.raises(AckManifestError, match="acks/d.json.gz cannot be read.*do not line up"):
+        acks.decode(gzip.compress(json.dumps(damaged).encode()), "acks/d.json.gz")
+
+
+def test_a_format_2_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
+    key = url_id("http://h.test/a")
+    url = {"url_id": "f" * 40, "url": "http://h.test/", "depth": 1, "state": "done", "status": 200}
+    url |= {"error": None, "retry_at": None, "interval": None, "priority": None, "counters": {"pages": 1}}
+    link = ["http://h.test/a", 1.5, key, "http://h.test"]
+    old = {"format": 2, "worker": "old", "batches": [{"seq": 4, "urls": [url | {"found": [link]}]}]}
+    _worker, back = acks.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
+    assert back[0].results[0].found == [
+        NewUrl("http://h.test/a", 2, 1.5, "f" * 40, 0, 1, key, "http://h.test")
+    ]
+
+
 def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
     with pytest.raises(AckManifestError, match="acks/bad.json.gz cannot be read"):
         acks.decode(b"not gzip", "acks/bad.json.gz")
