@@ -357,7 +357,8 @@ def insert_rows(session: Session, into: Table, rows: Sequence[dict[str, Any]]) -
     if connection.dialect.positional:
         params: list[Any] = [tuple(row[k] if k in row else defaults[k] for k in keys) for row in rows]
     else:
-        params = [row if len(row) == len(keys) else {**defaults, **row} for row in rows]
+        whole = set(keys)
+        params = [row if whole <= row.keys() else {**defaults, **row} for row in rows]
     connection.exec_driver_sql(sql, params)
 
 
