@@ -27,14 +27,13 @@ import functools
 import math
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pymysql.converters import escape_string
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.storage.db import chunked
+from services.storage.db import chunked, mysql_quote
 from services.storage.models import FrontierEntry
 from services.text.urls import host_key, url_id
 
@@ -150,22 +149,23 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
         head, tail = _upsert_sql(session).split(" VALUES ", 1)
         tail = tail.split(") ", 1)[1]
         conn = session.connection().execution_options(no_parameters=True)
+        quote = mysql_quote(session)
         for chunk in chunked(rows, 2000):
-            conn.exec_driver_sql(f"{head} VALUES {_mysql_values(chunk)} {tail}")
+            conn.exec_driver_sql(f"{head} VALUES {_mysql_values(chunk, quote)} {tail}")
     return _last_rowid(session) - before if sqlite else len(fresh) - before
 
 
-def _mysql_values(rows: list[tuple]) -> str:
+def _mysql_values(rows: list[tuple], quote: Callable[[str], str]) -> str:
     """The rows of ``add_urls`` as MySQL literals. url_ids are hex digests and the numbers
-    are ours; URL and host are escaped as PyMySQL escapes strings (backslash escapes,
-    the server's default mode). Sent with no parameters, so a ``%`` is only a character."""
+    are ours; URL and host are quoted as the server reads strings (``mysql_quote``: its
+    sql_mode decides). Sent with no parameters, so a ``%`` is only a character."""
     out = []
     for uid, url, host, part, prio, now, depth, source, hops, inlinks, _state, _attempts in rows:
         if not (math.isfinite(prio) and math.isfinite(now)):
             raise ValueError(f"priority {prio!r} or time {now!r} of {url} is not a finite number")
         frm = "NULL" if source is None else f"'{_hex(source)}'"
         out.append(
-            f"('{_hex(uid)}','{escape_string(url)}','{escape_string(host)}',{int(part)},{prio!r},"
+            f"('{_hex(uid)}',{quote(url)},{quote(host)},{int(part)},{prio!r},"
             f"{now!r},{int(depth)},{frm},{int(hops)},{int(inlinks)},'new',0)"
         )
     return ",".join(out)

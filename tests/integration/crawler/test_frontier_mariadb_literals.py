@@ -5,7 +5,7 @@ signs and non-ASCII characters must land exactly as given, and nothing else gets
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from services.crawler import frontier
 from services.crawler.frontier import NewUrl
@@ -25,8 +25,18 @@ HOSTILE = [
 ]
 
 
-def test_hostile_urls_round_trip_and_upserts_still_count_inlinks(mysql_url: str) -> None:
+@pytest.mark.parametrize("mode", ["default", "NO_BACKSLASH_ESCAPES"])
+def test_hostile_urls_round_trip_and_upserts_still_count_inlinks(mysql_url: str, mode: str) -> None:
+    """Also with the server's NO_BACKSLASH_ESCAPES mode (an operator's choice; then a
+    backslash is a plain character and only a doubled quote escapes a quote)."""
     engine = make_engine(mysql_url)
+    if mode != "default":
+
+        @event.listens_for(engine, "connect")
+        def _mode(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(f"SET SESSION sql_mode = CONCAT(@@sql_mode, ',{mode}')")
+
     init_db(engine)
     sessions = session_factory(engine)
     with sessions.begin() as s:
@@ -45,6 +55,6 @@ def test_hostile_urls_round_trip_and_upserts_still_count_inlinks(mysql_url: str)
 
 def test_a_value_that_is_not_ours_is_refused() -> None:
     with pytest.raises(ValueError, match="not a url_id"):
-        frontier._mysql_values([("x' OR 1", "u", "h", 0, 1.0, 0.0, 0, None, 0, 0, "new", 0)])
+        frontier._mysql_values([("x' OR 1", "u", "h", 0, 1.0, 0.0, 0, None, 0, 0, "new", 0)], repr)
     with pytest.raises(ValueError, match="finite"):
-        frontier._mysql_values([("0" * 40, "u", "h", 0, float("inf"), 0.0, 0, None, 0, 0, "new", 0)])
+        frontier._mysql_values([("0" * 40, "u", "h", 0, float("inf"), 0.0, 0, None, 0, 0, "new", 0)], repr)

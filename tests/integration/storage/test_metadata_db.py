@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import func, inspect, select, text
+from sqlalchemy import event, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
 from services.storage.db import (
@@ -80,6 +80,38 @@ def test_insert_rows_takes_dicts_and_fills_the_defaults_a_row_leaves_out(session
         (f"http://a.test/{n}?q='x'%s", f"Tïtle {n}", 4 if n == 2 else 1, 0, 200) for n in range(3)
     ]
     assert docs[0].last_crawled == pytest.approx(1_700_000_000.123456, abs=1e-5)
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("mode", ["", ",NO_BACKSLASH_ESCAPES"])
+def test_insert_rows_on_mysql_quotes_as_the_server_reads_strings(mysql_url, mode):
+    """The rows go as literals (no driver parameters): hostile strings land exactly as given
+    whether or not the server's sql_mode makes a backslash a plain character."""
+    engine = make_engine(mysql_url)
+
+    @event.listens_for(engine, "connect")
+    def _mode(dbapi_connection, _record):
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET SESSION sql_mode = CONCAT(@@sql_mode, '{mode}')")
+
+    init_db(engine)
+    sessions = session_factory(engine)
+    hostile = ["it's", "back\\slash\\", "'); DROP TABLE documents; --", "%s %(x)s", "Zürich \u00e9", '"']
+    rows = []
+    for n, title in enumerate(hostile):
+        doc = _doc(n, f"http://a.test/{title}")
+        rows.append(
+            {c.key: getattr(doc, c.key) for c in table(Document).columns if getattr(doc, c.key) is not None}
+        )
+        rows[-1]["title"] = title
+    with sessions.begin() as s:
+        insert_rows(s, table(Document), rows)
+    with sessions() as s:
+        got = s.execute(
+            select(Document.title, Document.url, Document.versions).order_by(Document.doc_num)
+        ).all()
+    assert got == [(t, f"http://a.test/{t}", 1) for t in hostile]
+    engine.dispose()
 
 
 def test_doc_num_is_unique(sessions):
