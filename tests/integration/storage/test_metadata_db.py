@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import event, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
+from services.storage.bulk_sql import insert_rows
 from services.storage.db import (
     activate_index,
     active_index,
     bump_counters,
     init_db,
-    insert_rows,
     make_engine,
     read_counters,
     session_factory,

@@ -1,4 +1,4 @@
-"""MySQL literals built by type (``storage.db.mysql_literal``): numbers exact, NULL, strings
+"""MySQL literals built by type (``storage.bulk_sql.mysql_literal``): numbers exact, NULL, strings
 through the connection's quoting, and nothing else."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from services.storage.db import mysql_literal
+from services.storage.bulk_sql import mysql_literal
 
 
 def _quote(text: str) -> str:
