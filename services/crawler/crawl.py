@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import socket
 import threading
 import time
@@ -554,7 +553,3 @@ def _spooled(result: UrlResult) -> bool:
     """Whether a result is worth keeping across a kill: it came from a request (not a
     URL released unfetched because the page budget ran out)."""
     return not (result.state == "new" and result.retry_at is None)
-
-
-def jitter() -> float:
-    return random.random()
