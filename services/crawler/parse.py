@@ -111,7 +111,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     ctype = classify(result.content_type, result.body)
     if ctype == ContentType.HTML:
         page = parse_html(result.body, result.final_url, header_charset(result.content_type))
-        return ParsedDoc(
+        parsed = ParsedDoc(
             content_type=ctype,
             title=page.title,
             text=page.text,
@@ -124,6 +124,11 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             refresh_delay=page.refresh_delay,
             canonical=_normalized_or_empty(page.canonical),
         )
+        if parsed.canonical and parsed.canonical != page_url:
+            # The site names the URL it prefers: crawl that one too; if its bytes are these,
+            # duplicate detection folds the two (docId), as it does for any copy.
+            parsed.links.append(Link(parsed.canonical, parsed.title))
+        return parsed
     if ctype == ContentType.PDF:
         try:
             pdf = parse_pdf(result.body, name=page_url)

@@ -259,10 +259,7 @@ class Visitor:
         if self._refreshes_away(entry, parsed, final, result):
             return
         if parsed.canonical and parsed.canonical != final:
-            # The site names the URL it prefers: crawl that one too; if its bytes are these,
-            # duplicate detection folds the two (docId), as it does for any copy.
-            counters["canonical_elsewhere"] += 1
-            parsed.links.append(Link(parsed.canonical, parsed.title))
+            counters["canonical_elsewhere"] += 1  # parse_document added it to the links
         links = self._admissible(parsed.links, counters)
         if entry.depth + 1 <= self.ctx.max_depth:
             result.links = links
@@ -275,7 +272,10 @@ class Visitor:
             result.error = f"language {parsed.lang}"
             counters["language_skipped"] += 1
             return
-        result.doc = FetchedDoc(final, fetched.body, parsed, self.ctx.clock(), fetched.status or 200)
+        result.doc = FetchedDoc(
+            final, fetched.body, parsed, self.ctx.clock(), fetched.status or 200,
+            content_type=fetched.content_type,
+        )  # fmt: skip
 
     def _refreshes_away(self, entry: LeasedUrl, parsed: ParsedDoc, final: str, result: UrlResult) -> bool:
         """A short ``<meta http-equiv=refresh>`` to another URL is a redirect (as Google and

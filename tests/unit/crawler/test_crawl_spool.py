@@ -57,7 +57,8 @@ def test_one_spool_per_crawler_identity(tmp_path):
 
 
 def test_a_parsed_page_comes_back_whole(tmp_path):
-    """Links are pickled as plain lists (records.LinksPickledFlat): all fields return."""
+    """Links are pickled as plain lists (records.LinksPickledFlat) and the page as its bytes,
+    parsed again on recovery: all fields return."""
     from collections import Counter
 
     from services.crawler.fetch import FetchResult
@@ -76,7 +77,7 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
         2,
         state="done",
         status=200,
-        doc=FetchedDoc(url, body, parsed, 12.5),
+        doc=FetchedDoc(url, body, parsed, 12.5, content_type="text/html"),
         links=parsed.links[1:],
         counters=Counter(pages=1, html=1),
     )
@@ -87,3 +88,53 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
     assert back == result
     assert [link.url for link in back.links] == ["http://b.test/y", "http://a.test/z"]
     assert back.doc is not None and back.doc.parsed.links[0].anchor == "X"
+
+
+def _fetched_page(url: str, body: bytes, content_type: str) -> UrlResult:
+    from services.crawler.fetch import FetchResult
+    from services.crawler.parse import parse_document
+    from services.crawler.results import FetchedDoc
+
+    parsed = parse_document(FetchResult(url, url, 200, content_type, body), url)
+    doc = FetchedDoc(url, body, parsed, 3.0, content_type=content_type)
+    return UrlResult("e" * 40, url, 1, state="done", status=200, doc=doc, links=list(parsed.links))
+
+
+def test_a_page_is_spooled_as_its_bytes_and_parsed_again_the_same(tmp_path):
+    """The header's charset (no meta tag) and the canonical link come back: the parse is
+    redone from the same bytes and Content-Type, not stored."""
+    text = "Привет мир, это страница на русском языке о поисковых системах и индексах. " * 4
+    body = (
+        f"<html><head><title>Поиск</title><link rel=canonical href=/main></head>"
+        f"<body><p>{text}</p><a href=/other>другая</a></body></html>"
+    ).encode("cp1251")
+    result = _fetched_page("http://a.test/page?ref=1", body, "text/html; charset=windows-1251")
+    assert result.doc is not None
+    assert result.doc.parsed.charset == "cp1251" and result.doc.parsed.lang == "ru"
+    assert [link.url for link in result.doc.parsed.links][-1] == "http://a.test/main"  # canonical
+    spool = Spool(tmp_path)
+    spool.recover()
+    spool.append(result)
+    segment = next(tmp_path.glob("segment-*.spool")).read_bytes()
+    assert "поисковых".encode() not in segment  # the text is not stored, only the bytes
+    back = Spool(tmp_path).recover()[result.url_id]
+    assert back == result
+
+
+def test_a_page_that_no_longer_parses_is_fetched_again(tmp_path, caplog):
+    """Recovery parses again; a body the parser now refuses is skipped with a warning (its
+    URL is fetched again), and the other results of the segment still come back."""
+    from services.crawler.parse import ParsedDoc
+    from services.crawler.results import FetchedDoc
+    from services.storage.blocks import ContentType
+
+    broken = _result(7)
+    broken.doc = FetchedDoc(broken.url, b"  ", ParsedDoc(ContentType.HTML), 1.0, content_type="text/html")
+    spool = Spool(tmp_path)
+    spool.recover()
+    spool.append(_result(1))
+    spool.append(broken)
+    spool.append(_result(2))
+    found = Spool(tmp_path).recover()
+    assert sorted(found) == sorted([_result(1).url_id, _result(2).url_id])
+    assert "corrupt record" in caplog.text and "empty body" in caplog.text
