@@ -29,8 +29,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from benchmarks.crawl import MARIADB, database, measure
-from benchmarks.proc_stat import command, cpu_seconds
+from benchmarks.crawl import LOCAL_HOSTS, MARIADB, database, measure
+from benchmarks.proc_stat import database_server_cpu
 from services.crawler import election, fetch_batches, frontier
 from services.crawler.acker import Acker
 from services.crawler.frontier import NewUrl
@@ -57,18 +57,6 @@ WORDS = [
     "supersonic",
     "plate",
 ]
-
-
-def _server_cpu() -> float | None:
-    """CPU seconds of a local MariaDB/MySQL server process so far (None: none found here)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        if command(text) in ("mariadbd", "mysqld"):
-            return cpu_seconds(text)
-    return None
 
 
 def _url(n: int) -> str:
@@ -142,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         committer.me = "bench"
         before = trips.count
         # A remote server's CPU is not ours to read (a local mariadbd would be the wrong one).
-        local = make_url(MARIADB).host in ("127.0.0.1", "localhost", None)
-        server0 = _server_cpu() if args.mariadb and local else None
+        local = make_url(MARIADB).host in LOCAL_HOSTS
+        server0 = database_server_cpu() if args.mariadb and local else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
         committed = batches = 0
         with fewer_collections():  # as run_committer, the committer process's loop, runs
@@ -153,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 committed += result.pages
                 batches += len(result.seqs)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        server = None if server0 is None else (_server_cpu() or server0) - server0
+        server = None if server0 is None else (database_server_cpu() or server0) - server0
         skipped = committer.finished.skipped
         round_trips = trips.count - before
         engine.dispose()
