@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Program
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
+from services.storage.migrations import HEAD
 from services.storage.models import CrawlCounter, Document, IndexVersion, table
 
 log = logging.getLogger(__name__)
@@ -274,11 +275,23 @@ def _set_wal(cur: sqlite3.Cursor) -> None:
 
 def init_db(engine: Engine) -> None:
     """Bring the schema to this release's (``migrate.upgrade_to_head``: a fresh database is
-    created, an older one migrated, under a lock several starting processes share)."""
-    from services.storage.migrate import upgrade_to_head
+    created, an older one migrated, under a lock several starting processes share). A
+    database stamped with this release's head needs neither, nor Alembic's import."""
+    if _stamped_revision(engine) != HEAD:
+        from services.storage.migrate import upgrade_to_head
 
-    upgrade_to_head(engine)
+        upgrade_to_head(engine)
     _drop_obsolete_indexes(engine)
+
+
+def _stamped_revision(engine: Engine) -> str | None:
+    """The revision in ``alembic_version`` (None: no such table yet, or no row)."""
+    try:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    except (OperationalError, ProgrammingError):
+        return None
+    return None if found is None else str(found)
 
 
 # Indexes earlier versions created that nothing uses now: each costs every frontier insert.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from services.cli import main
-from services.storage.db import make_engine
+from services.storage.db import init_db, make_engine
 from services.storage.errors import MigrationError
 from services.storage.migrate import (
     MIGRATIONS,
@@ -151,3 +153,26 @@ def test_nimbus_migrate_says_what_it_did(tmp_path: Path, capsys: pytest.CaptureF
     assert f"from no schema to {head()}" in capsys.readouterr().out
     assert main(["migrate", "--database-url", url]) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_database_at_head_is_opened_without_importing_alembic(url: str) -> None:
+    """Every crawler process calls init_db; on a current database it is one query."""
+    engine = make_engine(url)
+    init_db(engine)
+    engine.dispose()
+    code = (
+        "import sys; from services.storage.db import init_db, make_engine; "
+        "init_db(make_engine(sys.argv[1])); print(sorted(m for m in sys.modules if m.startswith('alembic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_init_db_still_migrates_a_database_at_an_older_revision(url: str) -> None:
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        command.upgrade(config(conn), "0003")
+    init_db(engine)
+    assert current_revision(engine) == head()
+    assert _diffs(engine) == []
+    engine.dispose()
