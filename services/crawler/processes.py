@@ -5,8 +5,9 @@ One Python process saturates one core (fetching, parsing and the event loop
 share the GIL), so a machine with more cores runs more processes. They share
 the database and the blob store exactly as crawlers on several machines do:
 hosts hash into partitions, each process leases only its own (so politeness
-state never has to be shared); the committer numbers their documents. Children are
-spawned fresh (no forked event loops or database connections).
+state never has to be shared); the committer numbers their documents. Children
+fork from a fork server that has only imported the crawler (no forked event
+loops, threads or database connections).
 """
 
 from __future__ import annotations

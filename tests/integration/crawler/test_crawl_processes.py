@@ -138,3 +138,38 @@ def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
         t.join(timeout=60)
     engine.dispose()
     assert not errors, errors[0]
+
+
+def test_forked_children_get_the_environment_and_directory_of_the_clusters_start(tmp_path, monkeypatch):
+    """Children fork from a fork server that started earlier, with the environment of then;
+    ``_as_parent`` gives them the parent's of now (credentials, say), as spawning did."""
+    import os
+    import subprocess
+
+    from services.crawler.cluster import _as_parent, _process_context
+
+    ctx = _process_context()
+    warm = ctx.Process(target=subprocess.check_call, args=(["true"],))  # the server is up now
+    warm.start()
+    warm.join()
+    monkeypatch.setenv("NIMBUS_TEST_MARK", "set-after-the-server-started")
+    monkeypatch.chdir(tmp_path)
+    parent = (dict(os.environ), str(tmp_path))
+    script = 'echo "${NIMBUS_TEST_MARK:-unset} $(pwd)" > "$0"'
+    seen = {}
+    for name, target, args in (
+        (
+            "as_parent",
+            _as_parent,
+            (parent, subprocess.check_call, ["sh", "-c", script, str(tmp_path / "as_parent")]),
+        ),
+        ("plain", subprocess.check_call, (["sh", "-c", script, str(tmp_path / "plain")],)),
+    ):
+        child = ctx.Process(target=target, args=args)
+        child.start()
+        child.join()
+        assert child.exitcode == 0
+        seen[name] = (tmp_path / name).read_text().split()
+    assert seen["as_parent"] == ["set-after-the-server-started", str(tmp_path)]
+    if ctx.get_start_method() == "forkserver":  # what _as_parent is for
+        assert seen["plain"][0] == "unset"
