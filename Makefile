@@ -75,7 +75,7 @@ lint: install
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m compileall -q services benchmarks
-	$(BIN)/python -m benchmarks.crawl
+	$(BIN)/python -m benchmarks.crawl --rounds 3
 	$(BIN)/python -m benchmarks.crawl_threads
 	$(BIN)/python -m benchmarks.committer --worker
 	$(BIN)/python -m benchmarks.pagerank

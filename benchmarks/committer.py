@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     if args.worker:
-        one = measure(["--only", "nimbus", "--pages", str(args.pages)])["nimbus"]
+        one = measure(["--only", "nimbus", "--pages", str(args.pages)])[0]["nimbus"]
         args.worker_rate = one["pages_per_s"]
     with tempfile.TemporaryDirectory() as tmp, database("x-mariadb" if args.mariadb else "x", tmp) as url:
         engine = make_engine(url, immediate=True)

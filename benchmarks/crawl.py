@@ -1,6 +1,6 @@
 """Crawl benchmark: Nimbus against Scrapy and a bare asyncio loop on one synthetic web.
 
-    .venv/bin/python -m benchmarks.crawl [--pages 20000] [--concurrency 32]
+    .venv/bin/python -m benchmarks.crawl [--pages 20000] [--concurrency 32] [--rounds 3]
 
 Starts benchmarks.synthweb in its own process (>= 20,000 pages of real text,
 10-30 links each, 4 loopback hosts, robots.txt per host), then crawls it in
@@ -19,7 +19,8 @@ the same run with each contender in its own process:
   cost per page is measured against what it changed in the same run.
 
 Prints pages/s and CPU ms per page (user + system of the crawler process,
-from wait4) for each, and the ratios.
+from wait4) for each, and the ratios; with ``--rounds N`` every contender runs N times in
+turn, and the ratios of each round (one phase of the VM) and their medians are printed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import contextlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,36 +92,59 @@ def database(name: str, tmp: str) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = measure(argv)
-    if "nimbus" in results and "nimbus-base" in results:
-        n, b = results["nimbus"], results["nimbus-base"]
-        print(
-            f"nimbus/nimbus-base: {n['pages_per_s'] / b['pages_per_s']:.2f}x pages/s, "
-            f"{n['cpu_ms_per_page'] / b['cpu_ms_per_page']:.2f}x CPU per page"
-        )
-    for ours in ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb"):
-        if ours not in results:
-            continue
-        n = results[ours]
-        for peer in ("scrapy", "bare"):
-            if peer in results:
-                q = results[peer]
-                print(
-                    f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
-                    f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page"
-                    + (
-                        f" ({(n['cpu_ms_per_page'] + server) / q['cpu_ms_per_page']:.2f}x with the "
-                        "database server's)"
-                        if (server := n["server_cpu_ms_per_page"]) == server  # not NaN
-                        else ""
-                    )
-                )
+    rounds = measure(argv)
+    for number, results in enumerate(rounds, 1):
+        if len(rounds) > 1:
+            print(f"round {number}:")
+        for line in ratio_lines(results):
+            print(line)
+    if len(rounds) > 1:
+        print(f"medians over {len(rounds)} rounds (each ratio taken within its round, one phase of the VM):")
+        for ours, peer in _pairs(rounds[0]):
+            cpu = sorted(r[ours]["cpu_ms_per_page"] / r[peer]["cpu_ms_per_page"] for r in rounds)
+            rate = sorted(r[ours]["pages_per_s"] / r[peer]["pages_per_s"] for r in rounds)
+            print(
+                f"{ours}/{peer}: {statistics.median(rate):.2f}x pages/s, "
+                f"{statistics.median(cpu):.2f}x CPU per page (rounds: {', '.join(f'{c:.2f}' for c in cpu)})"
+            )
     return 0
 
 
-def measure(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
-    """Crawl the synthetic web with each contender named by ``--only``, printing a line for
-    each; their figures by name (pages, seconds, pages_per_s, cpu_ms_per_page, ...)."""
+OURS = ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb")
+
+
+def _pairs(results: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    """(ours, peer) pairs to compare: against the baseline checkout, Scrapy and the bare loop."""
+    pairs = [("nimbus", "nimbus-base")] if "nimbus" in results and "nimbus-base" in results else []
+    return pairs + [(o, q) for o in OURS if o in results for q in ("scrapy", "bare") if q in results]
+
+
+def ratio_lines(results: dict[str, dict[str, float]]) -> list[str]:
+    """One round's ratios, ours over each peer, as printed."""
+    lines = []
+    for ours, peer in _pairs(results):
+        n, q = results[ours], results[peer]
+        server = n["server_cpu_ms_per_page"]
+        lines.append(
+            f"{ours}/{peer}: {n['pages_per_s'] / q['pages_per_s']:.2f}x pages/s, "
+            f"{n['cpu_ms_per_page'] / q['cpu_ms_per_page']:.2f}x CPU per page"
+            + (
+                f" ({(n['cpu_ms_per_page'] + server) / q['cpu_ms_per_page']:.2f}x with the database server's)"
+                if server == server and peer != "nimbus-base"  # not NaN
+                else ""
+            )
+        )
+    return lines
+
+
+def measure(argv: list[str] | None = None) -> list[dict[str, dict[str, float]]]:
+    """Crawl the synthetic web with each contender named by ``--only``, ``--rounds`` times
+    in turn, printing a line for each crawl; per round, the figures by name (pages,
+    seconds, pages_per_s, cpu_ms_per_page, ...).
+
+    Rounds interleave the contenders (A B C, A B C, ...) because this VM's speed drifts by
+    a third within minutes: a ratio within one round compares one phase, and the median of
+    several rounds' ratios is the figure to quote."""
     p = argparse.ArgumentParser(description="crawl benchmark")
     p.add_argument("--pages", type=int, default=20_000, help="pages in the synthetic web")
     p.add_argument("--crawl-pages", type=int, default=None, help="pages each crawler fetches")
@@ -128,7 +153,10 @@ def measure(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     p.add_argument("--port", type=int, default=8480)
     p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus", "nimbus-2p"])
     p.add_argument("--baseline", type=Path, help="another checkout, run as nimbus-base (same venv)")
+    p.add_argument("--rounds", type=int, default=1, help="run every contender this many times, in turn")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     crawl_pages = args.crawl_pages or args.pages
     if args.baseline and "nimbus-base" not in args.only:
         args.only.append("nimbus-base")
@@ -146,96 +174,103 @@ def measure(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             f"{crawl_pages} pages at concurrency {args.concurrency}",
             flush=True,
         )
-        results: dict[str, dict[str, float]] = {}
-        for name in args.only:
-            server_cpu = float("nan")  # a local database server's CPU seconds (-mariadb only)
-            if name.startswith("nimbus"):
-                processes = 2 if "-2p" in name else 1
-                # The baseline checkout's own code: `-m` puts the working directory first on sys.path.
-                base = name == "nimbus-base"
-                if base and args.baseline is None:
-                    raise SystemExit("nimbus-base needs --baseline DIR (a checkout of the commit to compare)")
-                program = [PY, "-m", "services.cli"] if base else [str(ROOT / ".venv/bin/nimbus")]
-                with tempfile.TemporaryDirectory() as tmp, database(name, tmp) as db_url:
-                    # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
-                    env = {
-                        **os.environ,
-                        "NIMBUS_DATABASE_URL": db_url,
-                        "NIMBUS_BLOB_URL": f"file://{tmp}/blobs",
-                        "NIMBUS_VAR_DIR": tmp,
-                        "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host),
-                    }
-                    cmd = [
-                        *program,
-                        "crawl",
-                        *seeds,
-                        "--max-pages",
-                        str(crawl_pages),
-                        "--max-depth",
-                        "100",
-                        "--delay",
-                        "0",
-                        "--concurrency",
-                        str(args.concurrency),
-                        "--processes",
-                        str(processes),
-                        "--quiet",
-                    ]
-                    local = name.endswith("-mariadb") and make_url(MARIADB).host in LOCAL_HOSTS
-                    server0 = database_server_cpu() if local else None
-                    text, wall, cpu = run_measured(cmd, env, cwd=args.baseline if base else None)
-                    server1 = database_server_cpu() if server0 is not None else None
-                    server_cpu = float("nan") if server1 is None else server1 - server0
-                m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
-                if not m:
-                    raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
-                pages, seconds = int(m.group(1)), float(m.group(2))
-                trips = re.search(r"([\d.]+) per stored page", text)
-                round_trips = float(trips.group(1)) if trips else float("nan")
-            else:
-                cmd = [
-                    PY,
-                    "-m",
-                    "benchmarks.peers_crawl",
-                    name,
-                    "--max-pages",
-                    str(crawl_pages),
-                    "--concurrency",
-                    str(args.concurrency),
-                    *seeds,
-                ]
-                text, wall, cpu = run_measured(cmd)
-                data = json.loads(text.strip().splitlines()[-1])
-                pages, seconds = int(data["pages"]), float(data["seconds"])
-            results[name] = {
-                "pages": pages,
-                "seconds": seconds,
-                "pages_per_s": pages / seconds,
-                "cpu_ms_per_page": 1000 * cpu / max(pages, 1),
-                "wall": wall,
-                "round_trips": round_trips if name.startswith("nimbus") else float("nan"),
-                "server_cpu_ms_per_page": 1000 * server_cpu / max(pages, 1),
-            }
-            r = results[name]
-            print(
-                f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
-                f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)"
-                + (
-                    f", {r['round_trips']:.2f} database round trips per stored page"
-                    if name.startswith("nimbus")
-                    else ""
-                )
-                + (
-                    f"; database server {r['server_cpu_ms_per_page']:.2f} CPU ms/page more"
-                    if r["server_cpu_ms_per_page"] == r["server_cpu_ms_per_page"]  # not NaN
-                    else ""
-                ),
-                flush=True,
-            )
+        rounds = []
+        for _ in range(args.rounds):
+            rounds.append({name: _crawl(name, args, seeds, crawl_pages) for name in args.only})
     finally:
         web.terminate()
         web.wait(timeout=10)
-    return results
+    return rounds
+
+
+def _crawl(name: str, args: argparse.Namespace, seeds: list[str], crawl_pages: int) -> dict[str, float]:
+    """One contender's crawl of the synthetic web, printed and returned."""
+    server_cpu = float("nan")  # a local database server's CPU seconds (-mariadb only)
+    round_trips = float("nan")  # Nimbus's database round trips per stored page
+    if name.startswith("nimbus"):
+        processes = 2 if "-2p" in name else 1
+        # The baseline checkout's own code: `-m` puts the working directory first on sys.path.
+        base = name == "nimbus-base"
+        if base and args.baseline is None:
+            raise SystemExit("nimbus-base needs --baseline DIR (a checkout of the commit to compare)")
+        program = [PY, "-m", "services.cli"] if base else [str(ROOT / ".venv/bin/nimbus")]
+        with tempfile.TemporaryDirectory() as tmp, database(name, tmp) as db_url:
+            # Politeness delay 0 and 8 requests per host: these are our own loopback hosts.
+            env = {
+                **os.environ,
+                "NIMBUS_DATABASE_URL": db_url,
+                "NIMBUS_BLOB_URL": f"file://{tmp}/blobs",
+                "NIMBUS_VAR_DIR": tmp,
+                "NIMBUS_PER_HOST_CONCURRENCY": str(args.per_host),
+            }
+            cmd = [
+                *program,
+                "crawl",
+                *seeds,
+                "--max-pages",
+                str(crawl_pages),
+                "--max-depth",
+                "100",
+                "--delay",
+                "0",
+                "--concurrency",
+                str(args.concurrency),
+                "--processes",
+                str(processes),
+                "--quiet",
+            ]
+            local = name.endswith("-mariadb") and make_url(MARIADB).host in LOCAL_HOSTS
+            server0 = database_server_cpu() if local else None
+            text, wall, cpu = run_measured(cmd, env, cwd=args.baseline if base else None)
+            server1 = database_server_cpu() if server0 is not None else None
+            if server0 is not None and server1 is not None:
+                server_cpu = server1 - server0
+        m = re.search(r"crawled (\d+) pages in ([\d.]+) s", text)
+        if not m:
+            raise RuntimeError(f"no summary line from nimbus crawl:\n{text[-2000:]}")
+        pages, seconds = int(m.group(1)), float(m.group(2))
+        trips = re.search(r"([\d.]+) per stored page", text)
+        round_trips = float(trips.group(1)) if trips else float("nan")
+    else:
+        cmd = [
+            PY,
+            "-m",
+            "benchmarks.peers_crawl",
+            name,
+            "--max-pages",
+            str(crawl_pages),
+            "--concurrency",
+            str(args.concurrency),
+            *seeds,
+        ]
+        text, wall, cpu = run_measured(cmd)
+        data = json.loads(text.strip().splitlines()[-1])
+        pages, seconds = int(data["pages"]), float(data["seconds"])
+    r = {
+        "pages": pages,
+        "seconds": seconds,
+        "pages_per_s": pages / seconds,
+        "cpu_ms_per_page": 1000 * cpu / max(pages, 1),
+        "wall": wall,
+        "round_trips": round_trips,
+        "server_cpu_ms_per_page": 1000 * server_cpu / max(pages, 1),
+    }
+    print(
+        f"{name:9s} {pages:6d} pages in {seconds:7.1f} s = {r['pages_per_s']:7.1f} pages/s, "
+        f"{r['cpu_ms_per_page']:6.2f} CPU ms/page (process wall {wall:.1f} s)"
+        + (
+            f", {r['round_trips']:.2f} database round trips per stored page"
+            if name.startswith("nimbus")
+            else ""
+        )
+        + (
+            f"; database server {r['server_cpu_ms_per_page']:.2f} CPU ms/page more"
+            if r["server_cpu_ms_per_page"] == r["server_cpu_ms_per_page"]  # not NaN
+            else ""
+        ),
+        flush=True,
+    )
+    return r
 
 
 if __name__ == "__main__":
