@@ -130,9 +130,11 @@ def read_segment(path: Path) -> Iterable[UrlResult]:
         if end > len(data):
             break  # torn last record: the process died while writing it
         try:
-            result = pickle.loads(data[start:end])
-        except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
-            log.warning("corrupt record in spool segment %s (%s); skipped", path, exc)
+            result = pickle.loads(data[start:end])  # a fetched page is parsed again here
+        except Exception as exc:  # noqa: BLE001 - any record that does not read back is fetched again
+            # Not only corrupt bytes: a page the parser now fails on, whatever the error,
+            # must not stop every restart of this crawler at the same segment.
+            log.warning("unreadable record in spool segment %s (%r); its URL is fetched again", path, exc)
         else:
             if isinstance(result, UrlResult):
                 yield result

@@ -137,4 +137,23 @@ def test_a_page_that_no_longer_parses_is_fetched_again(tmp_path, caplog):
     spool.append(_result(2))
     found = Spool(tmp_path).recover()
     assert sorted(found) == sorted([_result(1).url_id, _result(2).url_id])
-    assert "corrupt record" in caplog.text and "empty body" in caplog.text
+    assert "unreadable record" in caplog.text and "empty body" in caplog.text
+
+
+def test_a_parser_failure_on_recovery_does_not_stop_the_crawler(tmp_path, monkeypatch, caplog):
+    """Whatever the parser raises when a spooled page is read back (a bug, say), the record
+    is skipped: otherwise every restart would fail at the same segment."""
+    from services.crawler import results
+
+    spool = Spool(tmp_path)
+    spool.recover()
+    page = _fetched_page("http://a.test/p", b"<title>T</title><p>words</p>", "text/html")
+    spool.append(page)
+    spool.append(_result(3))
+
+    def broken(*_args, **_kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(results, "parse_document", broken)
+    assert list(Spool(tmp_path).recover()) == [_result(3).url_id]
+    assert "RecursionError" in caplog.text
