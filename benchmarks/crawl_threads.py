@@ -11,12 +11,15 @@ by name, and the whole process's.
 benchmarks.crawl gives one number per crawler; this one says which part of Nimbus to
 look at. A profiler's shares inflate Python code and ignore time outside the GIL;
 thread CPU is what the kernel charged, C libraries (SQLite, zlib, lexbor) included.
-Pair it with ``py-spy record --threads`` for the functions inside one thread.
+Pair it with ``py-spy record --threads`` for the functions inside one thread, or pass
+``--parts`` to time the main parts of a page's path (``PARTS``) with ``time.thread_time``:
+a wrapper's own cost is a microsecond a call, and nothing else is changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -78,10 +81,64 @@ class ThreadCpu:
         return totals
 
 
+# With --parts: functions timed with time.thread_time (their thread's CPU, not wall time)
+# while they run, as (module, attribute path, label). Each is a part of a page's path:
+# the event loop's parse and spool, the commit thread's blocks, rows and frontier.
+PARTS = [
+    ("services.crawler.visit", "parse_document", "event loop: parse_document (CLD2 included)"),
+    ("services.crawler.spool", "Spool.append", "event loop: write-ahead spool"),
+    ("services.crawler.committer", "Committer._commit_once", "commit thread: a whole flush"),
+    ("services.storage.documents", "DocumentWriter.write", "commit thread: content + record blocks"),
+    ("services.storage.records", "RecordBlockWriter.add", "commit thread: record JSON + gzip"),
+    ("services.crawler.committer", "Committer._record_frontier", "commit thread: frontier"),
+    ("services.crawler.committer", "frontier.add_urls", "commit thread: frontier upserts"),
+    ("services.crawler.committer", "frontier.finish", "commit thread: finishing fetched rows"),
+]
+
+
+class PartTimer:
+    """CPU seconds spent inside each of ``PARTS``, by the thread that ran it (wraps them)."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+        self._undo: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> PartTimer:
+        import importlib
+
+        for module_name, path, label in PARTS:
+            owner: object = importlib.import_module(module_name)
+            *parents, name = path.split(".")
+            for parent in parents:
+                owner = getattr(owner, parent)
+            original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+            self._undo.append((owner, name, original))
+            setattr(owner, name, self._timed(original, label))
+        return self
+
+    def _timed(self, original: object, label: str) -> object:
+        func = original.__func__ if isinstance(original, staticmethod) else original
+        seconds = self.seconds
+
+        def timed(*args: object, **kwargs: object) -> object:
+            started = time.thread_time()
+            try:
+                return func(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                seconds[label] += time.thread_time() - started
+
+        return staticmethod(timed) if isinstance(original, staticmethod) else timed
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="crawl CPU per page, by thread")
     p.add_argument("--pages", type=int, default=10_000)
     p.add_argument("--port", type=int, default=8485)
+    p.add_argument("--parts", action="store_true", help="also time the parts of a page's path (PARTS)")
     args = p.parse_args(argv)
     if not Path("/proc/self/task").is_dir():
         raise SystemExit("crawl_threads reads /proc/self/task: Linux only")
@@ -107,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                     "NIMBUS_PER_HOST_CONCURRENCY": "8",
                 }
             ).with_overrides(crawl_delay=0.0, concurrency=32)
+            parts = PartTimer()
             cpu0 = time.process_time()
-            with ThreadCpu() as threads:
+            with ThreadCpu() as threads, parts if args.parts else contextlib.nullcontext():
                 stats = run_crawl(settings, seeds, max_pages=args.pages, max_depth=100, progress=False)
             cpu = time.process_time() - cpu0
     finally:
@@ -121,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         if name != "bench-sampler" and seconds > 0:
             print(f"{name:24s} {1000 * seconds / pages:7.3f}")
     print(f"{'whole process':24s} {1000 * cpu / pages:7.3f}")
+    if args.parts:
+        print("part (CPU of the thread that ran it; nested parts are inside their parent's)")
+        for _module, _path, label in PARTS:
+            print(f"  {label:48s} {1000 * parts.seconds[label] / pages:7.3f} ms/page")
     return 0
 
 
