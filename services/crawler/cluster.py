@@ -237,7 +237,8 @@ def _process_context() -> mp.context.ForkServerContext | mp.context.SpawnContext
 def _stop_fork_server(ctx: mp.context.BaseContext) -> None:
     """End and reap the fork server once the children are joined: its children's CPU time is
     then counted in ours (``time``, ``wait4``), as spawned children's is. ``_stop`` is private
-    (CPython's own tests use it); without it the server just ends with this process."""
+    (CPython's own tests use it); without it the server just ends with this process. The
+    server is the process's one: run one local cluster at a time (as ``nimbus crawl`` does)."""
     if ctx.get_start_method() != "forkserver":
         return
     from multiprocessing import forkserver
