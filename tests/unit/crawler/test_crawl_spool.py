@@ -157,3 +157,18 @@ def test_a_parser_failure_on_recovery_does_not_stop_the_crawler(tmp_path, monkey
     monkeypatch.setattr(results, "parse_document", broken)
     assert list(Spool(tmp_path).recover()) == [_result(3).url_id]
     assert "RecursionError" in caplog.text
+
+
+def test_a_spool_written_by_the_release_before_still_reads_back():
+    """Before 2026-11-26 a spooled page held its parse and no Content-Type: both still load
+    (a crawler upgraded between a kill and its restart recovers its predecessor's spool)."""
+    from services.crawler.parse import ParsedDoc
+    from services.crawler.results import FetchedDoc
+    from services.storage.blocks import ContentType
+
+    parsed = ParsedDoc(ContentType.HTML, title="Old", text="kept as it was")
+    old_state = {"url": "http://a.test/", "body": b"<p>x</p>", "parsed": parsed, "fetched_at": 1.0}
+    old_state |= {"status": 200, "doc_id": "d" * 40}
+    doc = FetchedDoc.__new__(FetchedDoc)
+    doc.__setstate__(old_state)
+    assert doc.parsed is parsed and doc.content_type == "" and doc.doc_id == "d" * 40
