@@ -256,7 +256,7 @@ class Crawler:
 
     async def _loop(self) -> None:
         dry = False  # the last lease found nothing: wait for a flush to add URLs
-        last_flush = last_renew = last_beat = time.monotonic()
+        last_flush = last_renew = time.monotonic()
         while True:
             self.wake.clear()  # cleared before looking, so no finished URL goes unnoticed
             if self.fatal is not None:
@@ -295,9 +295,7 @@ class Crawler:
                     return
                 dry = False
                 continue
-            if now - last_beat > self.settings.heartbeat_seconds:
-                await self._beat("paused" if self.control.paused else "running")
-                last_beat = now
+            await self._beat_if_due()
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
                 await self.db.transaction(fetch_batches.renew_leases, seqs, self.clock() + LEASE_SECONDS)
@@ -326,8 +324,7 @@ class Crawler:
                 out.get("acked", 0),
                 out.get("leased", 0),
             )
-        if now - self._last_beat_at > self.settings.heartbeat_seconds:
-            await self._beat("paused" if self.control.paused else "running")
+        await self._beat_if_due()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), timeout=0.5)
         return not self.control.stops(self.started_at)
@@ -493,6 +490,11 @@ class Crawler:
             "fetch_latency": self.visitor.latency if hasattr(self, "visitor") else None,
             "committed": dict(self.counters),
         }
+
+    async def _beat_if_due(self) -> None:
+        """Beat when the last beat (from wherever it came) is a heartbeat interval old."""
+        if time.monotonic() - self._last_beat_at > self.settings.heartbeat_seconds:
+            await self._beat("paused" if self.control.paused else "running")
 
     async def _beat(self, state: str) -> None:
         """This process's heartbeat row (heartbeat.py): what an operator sees of it."""
