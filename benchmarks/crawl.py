@@ -12,6 +12,11 @@ the same run with each contender in its own process:
   the same total concurrency);
 * scrapy: robots obeyed, storing nothing, same concurrency;
 * bare: asyncio + aiohttp + selectolax, no robots, no storage (the upper limit);
+* bare-work: the bare loop doing, with Nimbus's own functions, what every stored page
+  needs (parse with text, boilerplate, language and normalized links; hashes; content and
+  record blocks in memory), without robots, politeness, spool or database: the floor of
+  Nimbus's CPU per page; bare-work/bare is how much of a "<= 2x bare" budget that work
+  takes before any crawler machinery;
 * nimbus-mariadb, nimbus-2p-mariadb (not in the default set): metadata on the
   local MariaDB (a fresh database per run; NIMBUS_BENCH_MYSQL_URL);
 * nimbus-base (with ``--baseline DIR``): `nimbus crawl` of another checkout (an
@@ -116,7 +121,9 @@ OURS = ("nimbus", "nimbus-2p", "nimbus-mariadb", "nimbus-2p-mariadb")
 def _pairs(results: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
     """(ours, peer) pairs to compare: against the baseline checkout, Scrapy and the bare loop."""
     pairs = [("nimbus", "nimbus-base")] if "nimbus" in results and "nimbus-base" in results else []
-    return pairs + [(o, q) for o in OURS if o in results for q in ("scrapy", "bare") if q in results]
+    ours = [o for o in (*OURS, "bare-work") if o in results]
+    peers = ("scrapy", "bare-work", "bare")
+    return pairs + [(o, q) for o in ours for q in peers if q in results and q != o]
 
 
 def ratio_lines(results: dict[str, dict[str, float]]) -> list[str]:
@@ -151,7 +158,7 @@ def measure(argv: list[str] | None = None) -> list[dict[str, dict[str, float]]]:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--per-host", type=int, default=8, help="Nimbus requests in flight per host")
     p.add_argument("--port", type=int, default=8480)
-    p.add_argument("--only", nargs="*", default=["bare", "scrapy", "nimbus", "nimbus-2p"])
+    p.add_argument("--only", nargs="*", default=["bare", "bare-work", "scrapy", "nimbus", "nimbus-2p"])
     p.add_argument("--baseline", type=Path, help="another checkout, run as nimbus-base (same venv)")
     p.add_argument("--rounds", type=int, default=1, help="run every contender this many times, in turn")
     args = p.parse_args(argv)

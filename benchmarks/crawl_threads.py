@@ -42,12 +42,15 @@ class ThreadCpu:
     def __init__(self) -> None:
         self._last: dict[str, tuple[str, float]] = {}  # tid -> (name, seconds)
         self._before: dict[str, float] = {}
+        self._switches: dict[str, int] = {}  # tid -> context switches (voluntary + not)
+        self._switches_before: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
 
     def __enter__(self) -> ThreadCpu:
         self.sample()
         self._before = {tid: seconds for tid, (_name, seconds) in self._last.items()}  # imports etc.
+        self._switches_before = dict(self._switches)
         self._thread.start()
         return self
 
@@ -65,8 +68,12 @@ class ThreadCpu:
         for tid in os.listdir("/proc/self/task"):
             try:
                 stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+                status = Path(f"/proc/self/task/{tid}/status").read_text()
             except OSError:  # the thread ended between listdir and read
                 continue
+            self._switches[tid] = sum(  # voluntary_ctxt_switches + nonvoluntary_ctxt_switches
+                int(line.split()[1]) for line in status.splitlines() if "ctxt_switches:" in line
+            )
             seconds = cpu_seconds(stat)
             name = names.get(tid) or self._last.get(tid, (f"thread {tid}", 0.0))[0]
             self._last[tid] = (name, seconds)
@@ -78,6 +85,15 @@ class ThreadCpu:
         for tid, (name, seconds) in self._last.items():
             key = name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
             totals[key] += seconds - self._before.get(tid, 0.0)
+        return totals
+
+    def switches_by_name(self) -> Counter[str]:
+        """Context switches per thread name (as ``by_name``): a thread that waits for the GIL
+        or for I/O is switched out; each switch costs CPU that no function's time shows."""
+        totals: Counter[str] = Counter()
+        for tid, (name, _seconds) in self._last.items():
+            key = name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
+            totals[key] += self._switches.get(tid, 0) - self._switches_before.get(tid, 0)
         return totals
 
 
@@ -174,10 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         web.wait(timeout=10)
     pages = max(stats.pages, 1)
     print(stats.summary())
-    print(f"{'thread':24s} CPU ms/page")
+    print(f"{'thread':24s} CPU ms/page  context switches/page")
+    switches = threads.switches_by_name()
     for name, seconds in threads.by_name().most_common():
         if name != "bench-sampler" and seconds > 0:
-            print(f"{name:24s} {1000 * seconds / pages:7.3f}")
+            print(f"{name:24s} {1000 * seconds / pages:7.3f}      {switches[name] / pages:7.2f}")
     print(f"{'whole process':24s} {1000 * cpu / pages:7.3f}")
     if args.parts:
         print("part (CPU of the thread that ran it; nested parts are inside their parent's)")

@@ -2,6 +2,12 @@
 
 ``bare``: asyncio + aiohttp + selectolax with a seen-set, no robots, no storage:
 the practical upper limit of a Python crawler on this machine.
+``bare-work``: the bare loop plus the work every page Nimbus stores needs, done by Nimbus's
+own functions: ``parse_document`` (text, boilerplate, language, normalized links), the
+url_id and docId hashes, and the page in a content block and a record block (in memory,
+serialized every 500 pages and dropped). No robots.txt, politeness, spool or database: the
+floor under Nimbus's CPU per page that its crawler machinery (frontier, leases, commits,
+crash safety) adds to.
 ``scrapy``: Scrapy (robots obeyed, storing nothing, same concurrency).
 Each prints one JSON line: {"pages": n, "seconds": wall time of the crawl}.
 """
@@ -16,9 +22,11 @@ import time
 from urllib.parse import urldefrag, urljoin
 
 
-async def bare_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
+async def bare_crawl(seeds: list[str], max_pages: int, concurrency: int, work: bool = False) -> dict:
     import aiohttp
     from selectolax.lexbor import LexborHTMLParser
+
+    store = _PageWork() if work else None
 
     seen = set(seeds)
     queue: asyncio.Queue[str] = asyncio.Queue()
@@ -44,6 +52,16 @@ async def bare_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict
             if pages >= max_pages:
                 return
             pages += 1
+            if store is not None:
+                try:
+                    links = store.page(url, resp.headers.get("Content-Type", ""), body)
+                except ValueError:  # ParseError: an empty body, a type that is not indexed
+                    continue
+                for link in links:
+                    if link not in seen:
+                        seen.add(link)
+                        queue.put_nowait(link)
+                continue
             tree = LexborHTMLParser(body.decode("utf-8", "replace"))
             if tree.body is not None:
                 tree.body.text(separator=" ")
@@ -57,6 +75,53 @@ async def bare_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict
     async with aiohttp.ClientSession(connector=connector) as session:
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
     return {"pages": pages, "seconds": time.perf_counter() - start}
+
+
+class _PageWork:
+    """What a stored page costs Nimbus outside its crawler machinery, with Nimbus's code."""
+
+    BLOCK_DOCS = 500
+
+    def __init__(self) -> None:
+        from services.crawler.fetch import FetchResult
+        from services.crawler.parse import parse_document
+        from services.storage.blocks import ContentBlockWriter, sha1
+        from services.storage.documents import NewDocument
+        from services.storage.records import RecordBlockWriter
+        from services.text.urls import normalize_url, url_id
+
+        self._fetched, self._parse, self._document = FetchResult, parse_document, NewDocument
+        self._sha1, self._normalize, self._url_id = sha1, normalize_url, url_id
+        self._writers = (ContentBlockWriter, RecordBlockWriter)
+        self.content, self.records = ContentBlockWriter(), RecordBlockWriter()
+        self.blocks_bytes = 0
+
+    def page(self, url: str, content_type: str, body: bytes) -> list[str]:
+        """Parse and store one fetched page; returns its links (normalized)."""
+        page_url = self._normalize(url)
+        parsed = self._parse(self._fetched(url, url, 200, content_type, body), page_url)
+        doc_id = self._sha1(body)
+        uid = self._url_id(page_url)
+        self.content.add(body, parsed.content_type, bytes.fromhex(uid), doc_id)
+        doc = self._document(
+            doc_num=self.records.count,
+            url=page_url,
+            url_id=uid,
+            body=body,
+            content_type=parsed.content_type,
+            title=parsed.title,
+            text=parsed.text,
+            description=parsed.description,
+            lang=parsed.lang,
+            links=parsed.links,
+            fetched_at=time.time(),
+            doc_id=doc_id.hex(),
+        )
+        self.records.add(doc.record())
+        if len(self.content) >= self.BLOCK_DOCS:
+            self.blocks_bytes += len(self.content.to_bytes()) + len(self.records.to_bytes())
+            self.content, self.records = self._writers[0](), self._writers[1]()
+        return [link.url for link in parsed.links]
 
 
 def scrapy_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
@@ -107,13 +172,14 @@ def scrapy_crawl(seeds: list[str], max_pages: int, concurrency: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("peer", choices=["bare", "scrapy"])
+    p.add_argument("peer", choices=["bare", "bare-work", "scrapy"])
     p.add_argument("--max-pages", type=int, required=True)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("seeds", nargs="+")
     args = p.parse_args(argv)
-    if args.peer == "bare":
-        out = asyncio.run(bare_crawl(args.seeds, args.max_pages, args.concurrency))
+    if args.peer in ("bare", "bare-work"):
+        work = args.peer == "bare-work"
+        out = asyncio.run(bare_crawl(args.seeds, args.max_pages, args.concurrency, work=work))
     else:
         out = scrapy_crawl(args.seeds, args.max_pages, args.concurrency)
     print(json.dumps(out), flush=True)
