@@ -26,7 +26,7 @@ from urllib.parse import urljoin
 import aiohttp
 
 from services.text.errors import BadUrlError
-from services.text.urls import normalize_url
+from services.text.urls import browser_href, normalize_url
 
 if TYPE_CHECKING:
     from services.config import Settings
@@ -152,7 +152,7 @@ def redirect_target(url: str, location: str | None) -> tuple[str | None, str]:
     if not location or not location.strip():
         return None, f"redirect from {url} has no Location header"
     try:
-        return normalize_url(urljoin(url, location.strip())), ""
+        return normalize_url(urljoin(url, browser_href(location))), ""
     except (BadUrlError, ValueError) as exc:
         return None, f"redirect from {url} to {location!r} is not crawlable: {exc}"
 

@@ -21,6 +21,8 @@ from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
+from services.text.urls import browser_href
+
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_\-:.]+)""", re.I)
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object"]
 _FOLLOW_SCHEMES = {"http", "https"}
@@ -257,7 +259,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     # costs ~15x more (0.06 ms each, four or five per page in the hot loop).
     base = base_url
     for node in tree.tags("base"):
-        href = (node.attributes.get("href") or "").strip()
+        href = browser_href(node.attributes.get("href") or "")
         if href:
             base = urljoin(base_url, href)
             break
@@ -277,7 +279,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
                 refresh = parse_refresh(attributes.get("content") or "")
                 if refresh is not None and refresh[1]:
                     with contextlib.suppress(ValueError):  # a malformed target is no redirect
-                        page.refresh_delay, page.refresh_url = refresh[0], urljoin(base, refresh[1])
+                        target = urljoin(base, browser_href(refresh[1]))
+                        page.refresh_delay, page.refresh_url = refresh[0], target
             continue
         content = clean_text(attributes.get("content") or "")
         if name == "description":
@@ -291,20 +294,70 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
 
     for link in tree.tags("link"):
         if "canonical" in (link.attributes.get("rel") or "").lower().split():
-            href = (link.attributes.get("href") or "").strip()
+            href = browser_href(link.attributes.get("href") or "")
             if href:
                 with contextlib.suppress(ValueError):
                     page.canonical = urljoin(base, href)
                 break
 
     anchors: list[tuple[Node, int]] = []  # followed links' nodes and their (cleaned) text's length
+    low = html.lower()
+    # Image maps, frames and iframes: one regex over the page (4 us) decides whether the
+    # tree is walked for them (3.5 us a tag); most pages have none.
+    embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
-        for a in tree.tags("a"):
-            attributes = a.attributes
-            href = (attributes.get("href") or "").strip()
-            if "nofollow" in (attributes.get("rel") or "").lower().split():
+        _collect_links(tree, base, page.links, anchors, _LINK_ATTRIBUTES if embeds else _ANCHORS)
+    # A frameset page's <noframes> holds the page offered to browsers without frames: the
+    # parser keeps it as raw markup, so it is parsed on its own for its links and text.
+    fallback = []
+    for noframes in tree.tags("noframes") if embeds else ():
+        inner = LexborHTMLParser(noframes.text(deep=True))
+        if not page.nofollow:
+            _collect_links(inner, base, page.links, [], _LINK_ATTRIBUTES)
+        inner.strip_tags(_SKIP_TAGS)
+        if inner.body is not None:
+            fallback.append(inner.body.text(deep=True, separator=" "))
+
+    tree.strip_tags(_SKIP_TAGS)
+    body_node = tree.body
+    if body_node is None and tree.tags("frameset"):
+        page.text = clean_text(" ".join(fallback))  # the frames' pages are crawled as links
+        return page
+    body_node = body_node or tree.root
+    if body_node is not None:
+        page.text = clean_text(body_node.text(deep=True, separator=" "))
+        if _has_furniture(tree, low):
+            page.text = _without_boilerplate(tree, page.text)
+        elif len(anchors) >= _MIN_LIST_LINKS:
+            page.text = _without_link_lists(anchors, page.text)
+    return page
+
+
+_NOT_FOLLOWED = ("#", "javascript:", "mailto:", "tel:", "data:")
+
+
+def _collect_links(
+    tree: LexborHTMLParser,
+    base: str,
+    links: list[tuple[str, str]],
+    anchors: list[tuple[Node, int]],
+    tags: tuple[tuple[str, str], ...],
+) -> None:
+    """Append the page's followable links as (absolute URL, label); ``anchors`` gets the
+    ``<a>`` nodes with text, for link-list removal.
+
+    ``<a href>`` labelled by its text, image-map ``<area href>`` by its ``alt``, and the
+    ``src`` of ``<frame>`` and ``<iframe>`` by their ``title``: old sites navigate by image
+    maps and framesets, whose pages are reachable no other way (Nutch and Heritrix follow
+    all four). ``tags``: which of them to look for. An href is read as a browser reads it
+    (``browser_href``)."""
+    for tag, attribute in tags:
+        for node in tree.tags(tag):
+            attributes = node.attributes
+            href = browser_href(attributes.get(attribute) or "")
+            if not href or href.startswith(_NOT_FOLLOWED):
                 continue
-            if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
+            if "nofollow" in (attributes.get("rel") or "").lower().split():
                 continue
             if href.startswith(_ABSOLUTE):
                 url = href  # already absolute: the crawler's normalize_url does the rest
@@ -315,20 +368,18 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
                     continue
                 if urlsplit(url).scheme not in _FOLLOW_SCHEMES:
                     continue
-            anchor = clean_text(a.text(deep=True))
-            page.links.append((url, anchor))
-            if anchor:
-                anchors.append((a, len(anchor)))
+            if tag == "a":
+                label = clean_text(node.text(deep=True))
+                if label:
+                    anchors.append((node, len(label)))
+            else:
+                label = clean_text(attributes.get("alt" if tag == "area" else "title") or "")
+            links.append((url, label))
 
-    tree.strip_tags(_SKIP_TAGS)
-    body_node = tree.body or tree.root
-    if body_node is not None:
-        page.text = clean_text(body_node.text(deep=True, separator=" "))
-        if _has_furniture(tree, html):
-            page.text = _without_boilerplate(tree, page.text)
-        elif len(anchors) >= _MIN_LIST_LINKS:
-            page.text = _without_link_lists(anchors, page.text)
-    return page
+
+_LINK_ATTRIBUTES = (("a", "href"), ("area", "href"), ("frame", "src"), ("iframe", "src"))
+_ANCHORS = _LINK_ATTRIBUTES[:1]
+_EMBEDS = re.compile(r"<(?:area|i?frame|noframes)[\s>/]")  # searched in the lower-cased page
 
 
 # Page furniture: menus, site headers and footers, sidebars (HTML5 elements and ARIA roles).
@@ -337,13 +388,13 @@ _BOILERPLATE_ROLES = '[role="navigation"], [role="banner"], [role="contentinfo"]
 _ROLE_ATTRIBUTE = re.compile(r"\brole\s*=")
 
 
-def _has_furniture(tree: LexborHTMLParser, html: str) -> bool:
+def _has_furniture(tree: LexborHTMLParser, low: str) -> bool:
     """Whether the page marks furniture: the elements from the parsed tree (C, ~1 us each) and a
-    plain substring test before the role regex. One case-insensitive regex over the page for
-    both cost 175 us on a 5 KB page, more than the rest of the parse."""
+    plain substring test of the lower-cased page (``low``) before the role regex. One
+    case-insensitive regex over the page for both cost 175 us on a 5 KB page, more than the
+    rest of the parse."""
     if any(tree.tags(tag) for tag in _BOILERPLATE_TAGS):
         return True
-    low = html.lower()
     return "role" in low and _ROLE_ATTRIBUTE.search(low) is not None
 
 

@@ -152,6 +152,30 @@ def _without_tracking(query: str) -> str:
     return "&".join(kept)
 
 
+_C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
+_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def browser_href(href: str) -> str:
+    """A link target as browsers read it (the WHATWG URL standard), before resolving it.
+
+    Leading and trailing spaces and control characters go, tabs and newlines go from
+    anywhere (long hrefs wrapped across lines), and a backslash before the query is a
+    slash, as http(s) URLs read it: ``..\\docs\\page.htm`` from an old IIS site
+    leads where a browser goes, not to a dead ``..%5Cdocs%5Cpage.htm``."""
+    href = href.strip(_C0_AND_SPACE)
+    if "\t" in href or "\n" in href or "\r" in href:
+        href = href.translate(_TAB_OR_NEWLINE)
+    if "\\" in href:
+        cut = len(href)
+        for mark in ("?", "#"):
+            at = href.find(mark)
+            if 0 <= at < cut:
+                cut = at
+        href = href[:cut].replace("\\", "/") + href[cut:]
+    return href
+
+
 def url_id(normalized_url: str) -> str:
     """Hex SHA-1 of the normalized URL: the document's key everywhere."""
     return hashlib.sha1(normalized_url.encode("utf-8")).hexdigest()

@@ -70,3 +70,50 @@ def test_a_canonical_link_is_crawled(quick: Settings) -> None:
     assert "/minutes" in asked and stats.counters["canonical_elsewhere"] == 1
     assert len(stored_documents(quick)) == 1  # the same bytes: stored once, the other URL folded
     assert stats.counters["duplicate_content"] == 1
+
+
+def test_an_old_site_is_reached_through_frames_image_maps_and_backslash_paths(quick: Settings) -> None:
+    """A late-1990s site: a frameset home page, a menu frame that is an image map, an
+    iframe, IIS-style backslash links and a redirect whose Location uses backslashes.
+    Every page a browser could reach is crawled, none as a dead %5C URL."""
+    routes = {
+        "/": badweb.page(
+            "<HTML><HEAD><TITLE>County Archive</TITLE></HEAD>"
+            '<FRAMESET COLS="25%,75%"><FRAME SRC="menu.htm" NAME="menu"><FRAME SRC="welcome.htm" NAME="main">'
+            "<NOFRAMES><BODY>The County Archive keeps parish records, maps and letters of the valley "
+            'since 1820. <A HREF="noframes.htm">Browse without frames</A></BODY></NOFRAMES>'
+            "</FRAMESET></HTML>"
+        ),
+        "/menu.htm": badweb.page(
+            '<html><body><img src="menu.gif" usemap="#nav"><map name="nav">'
+            '<area shape="rect" coords="0,0,100,20" href="records\\parish.htm" alt="Parish records">'
+            '<area shape="rect" coords="0,20,100,40" href="maps.htm" alt="Maps"></map></body></html>'
+        ),
+        "/welcome.htm": badweb.html("Welcome", "The archive of the valley.", ["letters\\1850.htm"]),
+        "/records/parish.htm": badweb.html("Parish records", "Baptisms, marriages and burials."),
+        "/maps.htm": badweb.page(
+            "<html lang=en><head><title>Maps</title></head><body><p>Tithe maps of the valley parishes.</p>"
+            '<iframe src="maps/viewer.htm" title="Map viewer"></iframe></body></html>'
+        ),
+        "/maps/viewer.htm": badweb.html("Map viewer", "The tithe map of 1840, sheet by sheet."),
+        "/letters/1850.htm": badweb.redirect("\\letters\\1850\\index.htm"),
+        "/letters/1850/index.htm": badweb.html("Letters of 1850", "Letters of the mill owners."),
+        "/noframes.htm": badweb.html("Without frames", "The archive's pages listed for every browser."),
+    }
+    with BadWeb(routes) as web:
+        run_crawl(quick, [web.url("/")], progress=False)
+        asked = web.paths()
+    stored = {d.url: d for d in stored_documents(quick)}
+    wanted = [
+        "/menu.htm",
+        "/welcome.htm",
+        "/records/parish.htm",
+        "/maps.htm",
+        "/maps/viewer.htm",
+        "/letters/1850/index.htm",
+        "/noframes.htm",
+    ]
+    assert {web.url(path) for path in wanted} <= set(stored)
+    assert not [path for path in asked if "%5C" in path.upper() or "\\" in path]
+    home = stored[web.url("/")]
+    assert home.title == "County Archive"  # the frameset page is a document with its noframes text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.crawler.fetch import FetchResult
+from services.crawler.fetch import FetchResult, redirect_target
 from services.crawler.parse import (
     INDEXABLE,
     ParseError,
@@ -147,3 +147,12 @@ def test_accept_content_type_only_downloads_what_can_be_indexed() -> None:
     assert accept_content_type("")  # sniffed after reading
     assert not accept_content_type("image/jpeg")
     assert not accept_content_type("text/css")
+
+
+def test_a_redirect_location_is_read_as_browsers_read_it() -> None:
+    assert redirect_target("http://old.test/a/b.htm", "\\new\\b.htm") == ("http://old.test/new/b.htm", "")
+    assert redirect_target("http://old.test/a/b.htm", " c.htm\r\n") == ("http://old.test/a/c.htm", "")
+    target, why = redirect_target("http://old.test/a/b.htm", "  ")
+    assert target is None and "no Location" in why
+    target, why = redirect_target("http://old.test/a/b.htm", "ftp://files.test/x")
+    assert target is None and "not crawlable" in why

@@ -141,3 +141,62 @@ def test_content_with_a_few_links_and_pages_that_are_all_links_keep_their_text()
     )
     page = parse_html(f"<html><body><h1>Records</h1>{directory}</body></html>".encode(), "http://x.test/")
     assert "Parish record 39" in page.text  # the links are the page: its text is kept
+
+
+FRAMESET = b"""<HTML><HEAD><TITLE>Old site</TITLE></HEAD>
+<FRAMESET COLS="20%,80%">
+  <FRAME SRC="menu.html" NAME="menu" TITLE="Site menu">
+  <FRAME SRC="main.html" NAME="main">
+  <NOFRAMES><BODY><P>This site uses frames. Read the <A HREF="text/index.html">text version</A>.
+  <SCRIPT>var hidden = 1;</SCRIPT></BODY></NOFRAMES>
+</FRAMESET></HTML>"""
+
+
+def test_a_frameset_page_links_its_frames_and_takes_its_text_from_noframes() -> None:
+    page = parse_html(FRAMESET, "http://old.test/")
+    assert page.title == "Old site"
+    assert page.links == [
+        ("http://old.test/menu.html", "Site menu"),
+        ("http://old.test/main.html", ""),
+        ("http://old.test/text/index.html", "text version"),
+    ]
+    # The <noframes> markup was raw text to the parser: now parsed, no tags or script left.
+    assert page.text == "This site uses frames. Read the text version ."
+
+
+def test_a_nofollow_frameset_page_links_nothing() -> None:
+    html = FRAMESET.replace(b"</HEAD>", b'<META NAME="robots" CONTENT="nofollow"></HEAD>')
+    page = parse_html(html, "http://old.test/")
+    assert page.links == []
+    assert "text version" in page.text
+
+
+def test_image_maps_and_iframes_are_links() -> None:
+    html = b"""<html><body><p>Choose a department on the map.</p>
+    <img src="map.gif" usemap="#m"><map name="m">
+      <area shape="rect" coords="0,0,10,10" href="sales.html" alt="Sales">
+      <AREA SHAPE=RECT COORDS="10,0,20,10" HREF="support.html">
+      <area href="secret.html" rel="nofollow" alt="x"><area alt="no link">
+    </map>
+    <iframe src="/news/latest.html" title="Latest news">fallback text</iframe>
+    </body></html>"""
+    page = parse_html(html, "http://shop.test/dept/")
+    assert page.links == [
+        ("http://shop.test/dept/sales.html", "Sales"),
+        ("http://shop.test/dept/support.html", ""),
+        ("http://shop.test/news/latest.html", "Latest news"),
+    ]
+    assert page.text == "Choose a department on the map."
+
+
+def test_hrefs_are_read_as_browsers_read_them() -> None:
+    html = (
+        b'<a href="..\\docs\\guide.htm">Guide</a> <a href="files/\n   report.htm">Report</a>'
+        b'<base href=" \\root\\ "><a href="x.htm">x</a>'
+    )
+    page = parse_html(html, "http://iis.test/a/b/")
+    assert page.links == [
+        ("http://iis.test/docs/guide.htm", "Guide"),  # ../ from the base /root/
+        ("http://iis.test/root/files/   report.htm", "Report"),
+        ("http://iis.test/root/x.htm", "x"),
+    ]

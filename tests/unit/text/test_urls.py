@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.urls import BadUrlError, host_key, in_scope, normalize_url, url_id
+from services.text.urls import BadUrlError, browser_href, host_key, in_scope, normalize_url, url_id
 
 
 @pytest.mark.parametrize(
@@ -99,3 +99,28 @@ def test_rfc3986_normalization_keeps_what_the_server_receives(raw, expected):
 )
 def test_nutch_basic_url_normalizer_cases(raw, expected):
     assert normalize_url(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [
+        ("  page.html\t", "page.html"),  # spaces and controls around it
+        ("\x00\x1f/a", "/a"),
+        ("long/path/\n   to/page.html", "long/path/   to/page.html"),  # a wrapped attribute
+        ("a\tb\rc", "abc"),
+        ("..\\docs\\page.htm", "../docs/page.htm"),  # IIS-era paths
+        ("http:\\\\host.test\\x", "http://host.test/x"),
+        ("\\x?q=a\\b#f\\g", "/x?q=a\\b#f\\g"),  # only before the query: a query keeps its bytes
+        ("/x#frag\\y", "/x#frag\\y"),
+        ("", ""),
+    ],
+)
+def test_browser_href_reads_a_link_as_browsers_do(href: str, expected: str) -> None:
+    assert browser_href(href) == expected
+
+
+def test_a_backslashed_link_normalizes_to_the_browsers_url() -> None:
+    from urllib.parse import urljoin
+
+    url = normalize_url(urljoin("http://old.test/a/b/index.htm", browser_href("..\\c\\d.htm")))
+    assert url == "http://old.test/a/c/d.htm"
