@@ -86,3 +86,35 @@ def test_legacy_pages_are_not_taken_for_broken_utf8() -> None:
     assert decode_body(legacy).text == "<p>café crème naïve à Genève, déjà vu</p>"
     many = ("<p>" + "é è à ù ç " * 20 + "</p>").encode("cp1252") + "ü".encode()
     assert decode_body(many).charset != "utf-8"  # one valid UTF-8 pair among 100 legacy bytes
+
+
+WHATWG_CASES = [
+    # (label on the page, the text, the encoding its bytes are really in: the label's Windows superset)
+    ("shift_jis", "<title>お知らせ</title><p>①会議は②月曜日です。</p>", "cp932"),
+    ("gb2312", "<title>新闻</title><p>镕基总理访问了上海。</p>", "gbk"),
+    ("euc-kr", "<title>뉴스</title><p>똠방각하 한국어 페이지입니다.</p>", "cp949"),
+    ("big5", "<title>新聞</title><p>香港的天氣很好，這是一個中文網頁。</p>", "big5hkscs"),
+    ("iso-8859-9", "<title>Haber</title><p>Bugün hava güzel – fiyatı 5 €, “şimdi”.</p>", "cp1254"),
+    ("tis-620", "<title>ข่าว</title><p>วันนี้อากาศดีมาก “ยินดีต้อนรับ”</p>", "cp874"),
+    ("x-mac-roman", "<title>Café</title><p>Crème brûlée — déjà vu.</p>", "mac-roman"),
+]
+
+
+@pytest.mark.parametrize(("label", "text", "codec"), WHATWG_CASES)
+def test_legacy_labels_decode_as_browsers_decode_them(label: str, text: str, codec: str) -> None:
+    """The WHATWG Encoding Standard's label table: pages labelled with an old standard are
+    written in its Windows superset, and Python's codec of the label's name refuses or drops
+    their extra characters."""
+    page = f'<meta charset="{label}">{text}'
+    for decoded in (decode_body(page.encode(codec)), decode_body(text.encode(codec), label)):
+        assert decoded.source in ("meta", "header")
+        assert text in decoded.text
+
+
+def test_a_labelled_thai_page_is_not_taken_for_broken_utf8() -> None:
+    """Thai letters in TIS-620 include bytes that form valid UTF-8 pairs by chance: the
+    page's own label decides, and unlabelled the detector does, not a "mostly UTF-8" guess."""
+    text = "<p>วันนี้อากาศดีมาก นี่คือหน้าเว็บภาษาไทย ยินดีต้อนรับสู่เว็บไซต์ของเรา ข่าวสารประจำวัน</p>"
+    labelled = decode_body(f'<meta charset="tis-620">{text}'.encode("cp874"))
+    assert (labelled.charset, labelled.source) == ("cp874", "meta") and text in labelled.text
+    assert decode_body(text.encode("cp874")).text == text
