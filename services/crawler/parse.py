@@ -40,14 +40,38 @@ class ParsedDoc(LinksPickledFlat):
     canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
 
 
+# Types that say "some bytes" rather than what they are: a download link's PDF is often sent
+# so (application/octet-stream, or the force-a-download types of old PHP and ASP scripts).
+# Their bodies are downloaded and their first bytes decide (``classify``).
+SNIFFED_TYPES = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/x-octet-stream",
+        "application/download",
+        "application/x-download",
+        "application/force-download",
+        "application/unknown",
+        "application/x-unknown",
+        "application/binary",
+        "unknown/unknown",
+    }
+)
+
+
+def _mime(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def accept_content_type(header: str) -> bool:
     """Is a body with this Content-Type worth downloading?
 
-    HTML and PDF are; so are a missing or generic type, which is sniffed after
-    reading (servers often send PDFs as application/octet-stream).
+    HTML and PDF are; so are a missing or generic type (``SNIFFED_TYPES``), which
+    is sniffed after reading.
     """
-    mime = header.split(";", 1)[0].strip().lower()
-    return mime in ("", "application/octet-stream") or ContentType.from_mime(mime) in INDEXABLE
+    mime = _mime(header)
+    return mime in SNIFFED_TYPES or ContentType.from_mime(mime) in INDEXABLE
 
 
 def classify(content_type: str, body: bytes) -> ContentType:
@@ -65,9 +89,7 @@ def classify(content_type: str, body: bytes) -> ContentType:
         return ContentType.HTML
     if ctype in INDEXABLE:
         return ctype
-    if content_type.split(";", 1)[0].strip().lower() in ("", "application/octet-stream") and (
-        _looks_like_html(head)
-    ):
+    if _mime(content_type) in SNIFFED_TYPES and _looks_like_html(head):
         return ContentType.HTML
     return ctype
 

@@ -43,10 +43,12 @@ class ContentType(IntEnum):
 
     @classmethod
     def from_mime(cls, mime: str | None) -> ContentType:
+        """The type a Content-Type names, its parameters and case ignored; the aliases old
+        servers send count (``application/x-pdf`` from old Apache configurations)."""
         mime = (mime or "").split(";", 1)[0].strip().lower()
-        if mime in {"text/html", "application/xhtml+xml"}:
+        if mime in _HTML_TYPES:
             return cls.HTML
-        if mime == "application/pdf":
+        if mime in _PDF_TYPES:
             return cls.PDF
         if mime.startswith("text/"):
             return cls.TEXT
@@ -59,6 +61,20 @@ class ContentType(IntEnum):
             ContentType.PDF: "application/pdf",
             ContentType.TEXT: "text/plain",
         }.get(self, "application/octet-stream")
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
+_PDF_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/x-pdf",
+        "application/acrobat",
+        "application/vnd.pdf",
+        "applications/vnd.pdf",
+        "text/pdf",
+        "text/x-pdf",
+    }
+)
 
 
 def sha1(data: bytes) -> bytes:

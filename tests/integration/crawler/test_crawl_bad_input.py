@@ -158,6 +158,27 @@ def test_wrong_or_missing_content_type(hostile: Settings, sample_data: Path) -> 
     assert docs[web.url("/pdf-as-html")].content_type == "application/pdf"  # magic bytes beat the label
 
 
+def test_pdfs_under_old_servers_types_are_fetched_and_stored(hostile: Settings, sample_data: Path) -> None:
+    """Old Apache configurations send application/x-pdf; download scripts send
+    application/force-download or binary/octet-stream. A browser opens all of them as PDFs."""
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    # Three different files (the same bytes would be stored once, as duplicates): a comment
+    # after %%EOF changes the bytes, not the document.
+    bad = {
+        "/x-pdf.pdf": badweb.page(pdf + b"% 1\n", ctype="application/x-pdf"),
+        "/download.php?id=7": badweb.page(pdf + b"% 2\n", ctype="application/force-download"),
+        "/binary": badweb.page(pdf + b"% 3\n", ctype="binary/octet-stream"),
+        "/archive.zip": badweb.page(b"PK\x03\x04" + b"\0" * 200, ctype="application/zip"),
+    }
+    with _web(bad) as web:
+        stats = _crawl(hostile, web)
+    docs = _assert_good_pages_stored(hostile, web)
+    for path in ("/x-pdf.pdf", "/download.php?id=7", "/binary"):
+        assert docs[web.url(path)].content_type == "application/pdf", path
+    assert web.url("/archive.zip") not in docs and "/archive.zip" not in web.paths("GET")
+    assert stats.counters["wrong_type"] == 1
+
+
 def test_gzip_bomb_is_cut_at_the_size_cap(hostile: Settings) -> None:
     with _web({"/bomb": badweb.gzip_bomb(200_000_000)}) as web:  # 200 MB decoded from ~200 KB
         stats = _crawl(hostile, web)

@@ -156,3 +156,33 @@ def test_a_redirect_location_is_read_as_browsers_read_it() -> None:
     assert target is None and "no Location" in why
     target, why = redirect_target("http://old.test/a/b.htm", "ftp://files.test/x")
     assert target is None and "not crawlable" in why
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["application/x-pdf", "application/acrobat", "text/pdf", "text/x-pdf", "Application/PDF; name=a.pdf"],
+)
+def test_old_servers_pdf_types_are_pdf(header: str, sample_data: Path) -> None:
+    body = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    assert accept_content_type(header)
+    assert classify(header, body) == ContentType.PDF
+    doc = parse_document(_fetched(body, header, url="http://old.test/zen.pdf"), "http://old.test/zen.pdf")
+    assert "Beautiful is better than ugly" in doc.text
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["binary/octet-stream", "application/x-download", "application/force-download", "application/unknown"],
+)
+def test_download_types_are_fetched_and_sniffed(header: str, sample_data: Path) -> None:
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
+    assert accept_content_type(header)
+    assert classify(header, pdf) == ContentType.PDF
+    assert classify(header, b"<!DOCTYPE html><html><body>x</body></html>") == ContentType.HTML
+    assert classify(header, b"PK\x03\x04 a zip file") == ContentType.OTHER
+
+
+def test_types_that_say_what_they_are_and_are_not_indexed_are_not_fetched() -> None:
+    for header in ("image/png", "application/zip", "video/mp4", "application/msword"):
+        assert not accept_content_type(header)
+    assert ContentType.from_mime("application/vnd.wap.xhtml+xml") == ContentType.HTML
