@@ -68,7 +68,7 @@ def run_eval(
     try:
         for query in collection.queries:
             hits = []
-            for rank, (doc_num, _score) in enumerate(service.ranked(query.text, depth)):
+            for rank, (doc_num, _score) in enumerate(service.ranked(query.text, depth, operators=False)):
                 source_id = ingested.doc_nums.get(doc_num)
                 if source_id is None:  # a document that is not the collection's (shared state)
                     foreign += 1

@@ -161,6 +161,21 @@ def parse_query(text: str) -> ParsedQuery:
     )
 
 
+def plain_query(text: str) -> ParsedQuery:
+    """``text`` as words only, however long: no phrases, exclusions, OR or operators.
+
+    A judged collection's queries are sentences written for people, not for a search
+    box: a quoted title in a CISI question is not a phrase constraint, "-based" is no
+    exclusion and a capital OR is a word. IR evaluations read them as bags of words
+    (Anserini escapes Lucene's query syntax for the same reason), so ``nimbus eval``
+    measures the ranking, not how its query language reads prose."""
+    pairs = analyze_forms(text)
+    forms: dict[str, str] = {}
+    for term, form in pairs:
+        forms.setdefault(term, form)
+    return ParsedQuery(Counter(term for term, _ in pairs), forms=forms)
+
+
 MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
 
 

@@ -36,7 +36,7 @@ from services.search.filters import DocFacts, needs_facts, operator_mask
 from services.search.index import IndexHolder, SegmentIndex
 from services.search.page_views import PageViews
 from services.search.per_version import PerVersion
-from services.search.query import ParsedQuery, clean_query, parse_query
+from services.search.query import ParsedQuery, clean_query, parse_query, plain_query
 from services.search.rank import Ranked
 from services.search.result_cache import ResultCache
 from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
@@ -290,15 +290,17 @@ class SearchService:
         """The operators' document mask for ``query`` (None: no operator)."""
         return operator_mask(query, index, self.facts.get(index) if needs_facts(query) else None)
 
-    def ranked(self, q: str, k: int) -> list[tuple[int, float]]:
+    def ranked(self, q: str, k: int, *, operators: bool = True) -> list[tuple[int, float]]:
         """The ``k`` best (doc_num, score) for ``q``, in result order: the ranking ``search``
         pages through, without titles or snippets (``nimbus eval`` and benchmarks use it).
+        ``operators=False`` reads ``q`` as words only (``plain_query``: judged collections'
+        queries are prose).
 
         In "AND first" results a partial match may score above a full match
         listed before it: the order, not the score, is the ranking.
         """
         index = self.holder.current()
-        query = parse_query(clean_query(q))
+        query = parse_query(clean_query(q)) if operators else plain_query(q)
         if index is None or query.empty or k <= 0:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked

@@ -101,6 +101,28 @@ def test_eval_prints_the_five_measures_of_its_trec_run(eval_env, capsys):
         assert metrics[name] == pytest.approx(expected[measure], abs=5e-5), name
 
 
+def test_queries_are_read_as_prose_not_as_the_search_boxs_language(eval_env, capsys):
+    """Collections' queries hold quotes, dashes and capitals written for people: "-dash"
+    (Cranfield's mark for a dash) must not exclude the documents that contain "dash",
+    and a quoted name is no phrase constraint."""
+    root = write_collection(eval_env / "prose")
+    queries = [
+        {"id": "1", "text": "propeller slipstream -dash experiments?"},
+        {"id": "2", "text": '"heating hypersonic" OR NOT nose'},
+        *({"id": t, "text": f"{query}?"} for t, (query, _) in TOPICS.items() if t not in ("1", "2")),
+    ]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    docs = [json.loads(line) for line in (root / "docs.jsonl").read_text().splitlines()]
+    docs[0]["text"] += " The slipstream -dash a wake -dash was measured."  # a relevant document with "dash"
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    run = eval_env / "prose.trec"
+    assert main(["eval", str(root), "--state", str(eval_env / "state"), "--run", str(run)]) == 0
+    found = {(r.split()[0], r.split()[2]) for r in run.read_text().splitlines()}
+    assert ("1", "100") in found  # not excluded for holding "dash"
+    assert {("2", f"2{i:02d}") for i in range(6)} <= found  # not only the exact phrase, not "NOT nose"
+    assert _metrics(capsys.readouterr().out)["Recall@100"] == 1.0
+
+
 def test_eval_again_on_the_same_state_adds_no_documents(eval_env, capsys):
     root = write_collection(eval_env / "tiny")
     assert main(["eval", str(root), "--quiet"]) == 0

@@ -81,3 +81,16 @@ def test_a_bar_is_or():
     assert parse_query("wind | solar").any_word
     assert parse_query("wind|solar").any_word and set(parse_query("wind|solar").terms) == {"wind", "solar"}
     assert not parse_query("wind solar").any_word
+
+
+def test_a_judged_collections_prose_query_is_words_only() -> None:
+    from services.search.query import MAX_QUERY_CHARS, plain_query
+
+    text = 'papers on "boundary layer" methods -dash site:nasa.gov OR NOT x-ray flutter|buffet'
+    q = plain_query(text)
+    assert (q.phrases, q.excluded, q.excluded_phrases, q.any_word) == ([], [], [], False)
+    assert (q.sites, q.filetypes, q.in_title) == ([], [], [])
+    assert {"boundari", "layer", "dash", "nasa", "ray", "flutter", "buffet"} <= set(q.terms)
+    assert q.forms["dash"] == "dash"
+    long = "flutter " * 200 + "buffet"  # 1,606 characters: a search box would cut it
+    assert len(long) > MAX_QUERY_CHARS and plain_query(long).terms["buffet"] == 1
