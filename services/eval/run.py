@@ -34,12 +34,16 @@ def default_state(root: Path, settings: Settings) -> Path:
 
 
 def state_settings(settings: Settings, state: Path) -> Settings:
-    """``settings`` with database, blob store and local caches inside ``state``."""
+    """``settings`` with database, blob store and local caches inside ``state``, and no
+    near-duplicate folding: folding shows a web searcher one of several copies, but each
+    document of a judged collection is judged on its own, and a folded copy is never in
+    the run (two identical relevant abstracts cost half their recall)."""
     state = Path(state).resolve()
     return settings.with_overrides(
         database_url=f"sqlite:///{state / 'nimbus.db'}",
         blob_url=f"file://{state / 'blobs'}",
         var_dir=state / "var",
+        near_duplicates=False,
     )
 
 

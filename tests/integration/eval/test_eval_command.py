@@ -123,6 +123,26 @@ def test_queries_are_read_as_prose_not_as_the_search_boxs_language(eval_env, cap
     assert _metrics(capsys.readouterr().out)["Recall@100"] == 1.0
 
 
+def test_copies_in_a_collection_are_each_retrieved_not_folded(eval_env, capsys):
+    """Web search folds near-duplicates under one result; a judged collection's copies are
+    judged one by one, so each must be in the run (TREC collections hold many)."""
+    root = write_collection(eval_env / "copies")
+    docs = [json.loads(line) for line in (root / "docs.jsonl").read_text().splitlines()]
+    # Long enough to be compared (minhash.MIN_TERMS distinct terms): document 100 and a copy.
+    docs[0]["text"] += " Wind tunnel tests of four blade designs at several thrust settings and speeds."
+    twin = {**docs[0], "id": "twin"}
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in [*docs, twin]))
+    with (root / "qrels.tsv").open("a") as qrels:
+        qrels.write("1\ttwin\t2\n")
+    run = eval_env / "copies.trec"
+    assert main(["eval", str(root), "--state", str(eval_env / "state"), "--run", str(run)]) == 0
+    out, err = capsys.readouterr()
+    ranked = [r.split()[2] for r in run.read_text().splitlines() if r.startswith("1 ")]
+    assert {"100", "twin"} <= set(ranked)
+    assert "(0 near-duplicates folded)" in err
+    assert _metrics(out)["Recall@100"] == 1.0
+
+
 def test_eval_again_on_the_same_state_adds_no_documents(eval_env, capsys):
     root = write_collection(eval_env / "tiny")
     assert main(["eval", str(root), "--quiet"]) == 0
