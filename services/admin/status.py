@@ -23,6 +23,7 @@ POLICY_COUNTERS = (
     "language_skipped",
     "soft_404",
     "deferred_dead_prefix",
+    "links_over_cap",
     "fetch_error",
     "gave_up",
 )

@@ -23,6 +23,11 @@ from services.text.urls import normalize_url
 
 INDEXABLE = (ContentType.HTML, ContentType.PDF)
 MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>, not a label
+# Out-links kept per page, in document order (Nutch's db.max.outlinks.per.page, 100 by
+# default, for the same reason): a site's hub pages list hundreds, while a generated
+# listing or a link farm lists tens of thousands, and one such page would put them all in
+# the frontier, the record and the link graph at once.
+MAX_LINKS = 1000
 
 
 @dataclass
@@ -38,6 +43,7 @@ class ParsedDoc(LinksPickledFlat):
     refresh_url: str = ""  # <meta http-equiv=refresh> target (normalized), "" when none
     refresh_delay: float = 0.0
     canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
+    links_dropped: int = 0  # distinct links past MAX_LINKS, left out
 
 
 # Types that say "some bytes" rather than what they are: a download link's PDF is often sent
@@ -102,7 +108,7 @@ def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> list[Lin
     """Normalize, drop unusable and self links, dedupe keeping the first non-empty anchor.
 
     A page's link to itself says nothing about its importance, so it is left
-    out of the link graph.
+    out of the link graph. All of them: ``parse_document`` applies ``MAX_LINKS``.
     """
     links: dict[str, Link] = {}
     for raw, anchor in pairs:
@@ -133,13 +139,15 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     ctype = classify(result.content_type, result.body)
     if ctype == ContentType.HTML:
         page = parse_html(result.body, result.final_url, header_charset(result.content_type))
+        links = normalize_links(page.links, page_url)
         parsed = ParsedDoc(
             content_type=ctype,
             title=page.title,
             text=page.text,
             description=page.description,
             lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
-            links=normalize_links(page.links, page_url),
+            links=links[:MAX_LINKS],
+            links_dropped=max(0, len(links) - MAX_LINKS),
             noindex=page.noindex,
             charset=page.charset,
             refresh_url=_normalized_or_empty(page.refresh_url),

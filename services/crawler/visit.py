@@ -260,6 +260,8 @@ class Visitor:
             return
         if parsed.canonical and parsed.canonical != final:
             counters["canonical_elsewhere"] += 1  # parse_document added it to the links
+        if parsed.links_dropped:
+            counters["links_over_cap"] += parsed.links_dropped  # parse.MAX_LINKS a page
         links = self._admissible(parsed.links, counters)
         if entry.depth + 1 <= self.ctx.max_depth:
             result.links = links

@@ -179,6 +179,22 @@ def test_pdfs_under_old_servers_types_are_fetched_and_stored(hostile: Settings, 
     assert stats.counters["wrong_type"] == 1
 
 
+def test_a_link_farm_page_adds_at_most_max_links_urls(hostile: Settings) -> None:
+    """A generated page of 5,000 distinct links: the frontier, the record and the link graph
+    take the first parse.MAX_LINKS; the rest are counted, not queued."""
+    from services.crawler.parse import MAX_LINKS
+
+    farm = "".join(f'<a href="/farm/{i}">offer {i}</a> ' for i in range(5000))
+    page = f"<html lang=en><head><title>Offers</title></head><body><p>Best offers.</p>{farm}</body></html>"
+    with _web({"/farm.html": badweb.page(page)}) as web:
+        stats = _crawl(hostile, web, max_pages=8)
+    docs = _assert_good_pages_stored(hostile, web)
+    assert web.url("/farm.html") in docs
+    assert stats.counters["links_over_cap"] == 5000 - MAX_LINKS
+    queued = [e.url for e in _frontier(hostile) if "/farm/" in e.url]
+    assert len(queued) == MAX_LINKS
+
+
 def test_gzip_bomb_is_cut_at_the_size_cap(hostile: Settings) -> None:
     with _web({"/bomb": badweb.gzip_bomb(200_000_000)}) as web:  # 200 MB decoded from ~200 KB
         stats = _crawl(hostile, web)

@@ -17,6 +17,7 @@ from services.crawler.parse import (
     parse_document,
 )
 from services.storage.blocks import ContentType
+from services.storage.records import Link
 from services.text.urls import normalize_url
 
 PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>
@@ -186,3 +187,19 @@ def test_types_that_say_what_they_are_and_are_not_indexed_are_not_fetched() -> N
     for header in ("image/png", "application/zip", "video/mp4", "application/msword"):
         assert not accept_content_type(header)
     assert ContentType.from_mime("application/vnd.wap.xhtml+xml") == ContentType.HTML
+
+
+def test_a_page_keeps_its_first_max_links_distinct_links() -> None:
+    from services.crawler.parse import MAX_LINKS
+
+    anchors = "".join(
+        f'<a href="/item/{i}">item {i}</a><a href="/item/{i}">again</a>' for i in range(MAX_LINKS + 250)
+    )
+    body = f"<html><body><p>A generated listing.</p>{anchors}</body></html>".encode()
+    doc = parse_document(_fetched(body, "text/html", url="http://farm.test/list"), "http://farm.test/list")
+    assert len(doc.links) == MAX_LINKS and doc.links_dropped == 250
+    assert doc.links[0] == Link("http://farm.test/item/0", "item 0")  # document order, first anchor
+    assert doc.links[-1].url == f"http://farm.test/item/{MAX_LINKS - 1}"
+    two = b'<a href="/a">a</a> <a href="/b">b</a>'
+    small = parse_document(_fetched(two, "text/html", url="http://x.test/"), "http://x.test/")
+    assert small.links_dropped == 0 and len(small.links) == 2
