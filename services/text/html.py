@@ -24,7 +24,7 @@ from selectolax.lexbor import LexborNode as Node
 from services.text.urls import browser_href
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_\-:.]+)""", re.I)
-_SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object"]
+_SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "noframes"]
 _FOLLOW_SCHEMES = {"http", "https"}
 # Most links on the web are absolute http(s) URLs; they skip urljoin (about
 # 10 us a link, 20+ links a page: the largest cost of parsing a page).

@@ -200,3 +200,13 @@ def test_hrefs_are_read_as_browsers_read_them() -> None:
         ("http://iis.test/root/files/   report.htm", "Report"),
         ("http://iis.test/root/x.htm", "x"),
     ]
+
+
+def test_noframes_inside_a_body_gives_links_not_raw_markup_in_the_text() -> None:
+    html = (
+        b"<html><body><p>Main text here.</p>"
+        b"<noframes><p>Fallback <a href=x.html>x</a></p></noframes></body></html>"
+    )
+    page = parse_html(html, "http://a.test/")
+    assert page.links == [("http://a.test/x.html", "x")]
+    assert page.text == "Main text here."  # the parser had kept <noframes> as raw markup text
