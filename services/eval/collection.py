@@ -1,14 +1,13 @@
 """Judged test collections in the JSONL layout of data/ir/cranfield.
 
 ``docs.jsonl`` ({"id", "title", "text"}), ``queries.jsonl`` ({"id", "text"}) and
-``qrels.tsv`` (header ``query_id doc_id relevance``). Loading checks what a
+``qrels.tsv`` (header ``query_id doc_id relevance``, or TREC qrels lines). Loading checks what a
 wrong file would silently spoil: unknown ids in the judgments, duplicate ids,
 missing fields, and says which file and line is at fault.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,27 +88,36 @@ def _queries(path: Path) -> list[EvalQuery]:
 
 
 def _read_qrels(path: Path, doc_ids: set[str], query_ids: set[str]) -> dict[str, dict[str, int]]:
+    """The judgments, from either layout: ``query_id doc_id relevance`` with that header
+    (tab-separated, data/ir's), or TREC's own qrels lines, ``query_id iteration doc_id
+    relevance`` separated by spaces or tabs without a header (as trec_eval reads them), so
+    a collection's qrels work as distributed."""
     qrels: dict[str, dict[str, int]] = {}
     with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t")
-        header = next(reader, None)
-        if header != ["query_id", "doc_id", "relevance"]:
-            raise CollectionError(
-                f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', "
-                f"found {header!r} (raw qrels are not in this order: normalize first)"
-            )
-        for number, row in enumerate(reader, 2):
-            if not row:
-                continue
-            if len(row) != 3:
-                raise CollectionError(f"{path}:{number}: expected 3 tab-separated fields")
-            qid, did, rel = row
-            if qid not in query_ids:
-                raise CollectionError(f"{path}:{number}: unknown query id {qid!r}")
-            if did not in doc_ids:
-                raise CollectionError(f"{path}:{number}: unknown document id {did!r}")
-            try:
-                qrels.setdefault(qid, {})[did] = int(rel)
-            except ValueError as exc:
-                raise CollectionError(f"{path}:{number}: relevance {rel!r} is not an integer") from exc
+        lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(fh, 1) if line.strip()]
+    if not lines:
+        raise CollectionError(f"{path}: no judgments")
+    header = lines[0][1].split()
+    if header == ["query_id", "doc_id", "relevance"]:  # tab-separated: an id may hold spaces
+        rows, width = [(n, line.split("\t")) for n, line in lines[1:]], 3
+    elif len(header) == 4:
+        rows, width = [(n, line.split()) for n, line in lines], 4  # TREC: qid iter docno rel
+    else:
+        raise CollectionError(
+            f"{path}:1: expected the header 'query_id\tdoc_id\trelevance' or TREC qrels lines "
+            f"'query_id iteration doc_id relevance', found {' '.join(header)!r} "
+            "(raw qrels in another order: normalize first)"
+        )
+    for number, row in rows:
+        if len(row) != width:
+            raise CollectionError(f"{path}:{number}: expected {width} fields, found {len(row)}")
+        qid, did, rel = (row[0], row[1], row[2]) if width == 3 else (row[0], row[2], row[3])
+        if qid not in query_ids:
+            raise CollectionError(f"{path}:{number}: unknown query id {qid!r}")
+        if did not in doc_ids:
+            raise CollectionError(f"{path}:{number}: unknown document id {did!r}")
+        try:
+            qrels.setdefault(qid, {})[did] = int(rel)
+        except ValueError as exc:
+            raise CollectionError(f"{path}:{number}: relevance {rel!r} is not an integer") from exc
     return qrels

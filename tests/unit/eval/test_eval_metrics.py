@@ -56,8 +56,19 @@ def test_bad_collections_name_file_and_line(tmp_path):
     with pytest.raises(CollectionError, match="duplicate document id"):
         load_collection(tmp_path / "b")
     _write(tmp_path / "c", docs, queries, [])
-    (tmp_path / "c" / "qrels.tsv").write_text("1 0 1 1\n")
+    (tmp_path / "c" / "qrels.tsv").write_text("1 184 2\n")  # raw Cranfield: ids not renumbered
     with pytest.raises(CollectionError, match="expected the header"):
+        load_collection(tmp_path / "c")
+    (tmp_path / "c" / "qrels.tsv").write_text("1 0 1 1\n1 0 7\n")
+    with pytest.raises(CollectionError, match=r"qrels.tsv:2: expected 4 fields, found 3"):
         load_collection(tmp_path / "c")
     with pytest.raises(CollectionError, match="not found"):
         load_collection(tmp_path / "missing")
+
+
+def test_trec_qrels_lines_are_read_as_trec_eval_reads_them(tmp_path):
+    docs = [{"id": "d1", "title": "t", "text": "x"}, {"id": "d2", "title": "t", "text": "y"}]
+    queries = [{"id": "401", "text": "q"}, {"id": "402", "text": "r"}]
+    _write(tmp_path / "trec", docs, queries, [])
+    (tmp_path / "trec" / "qrels.tsv").write_text("401 0 d1 1\n401 0 d2 0\n\n402\t0\td2\t2\n")
+    assert load_collection(tmp_path / "trec").qrels == {"401": {"d1": 1, "d2": 0}, "402": {"d2": 2}}
