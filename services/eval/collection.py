@@ -40,7 +40,7 @@ class Collection:
 
     def docs(self) -> Iterator[SourceDoc]:
         """Stream the documents (a collection may not fit in memory)."""
-        yield from read_docs(self.root / "docs.jsonl")
+        yield from read_docs(_docs_file(self.root))
 
     @property
     def judged_queries(self) -> list[EvalQuery]:
@@ -48,23 +48,38 @@ class Collection:
 
 
 def load_collection(root: Path) -> Collection:
+    """The collection in ``root``: ours (``docs.jsonl``, ``queries.jsonl``, ``qrels.tsv``) or
+    BEIR's (``corpus.jsonl`` with ``_id``, ``queries.jsonl``, ``qrels/test.tsv``), the
+    layout SciFact, NFCorpus, TREC-COVID and the other BEIR sets are distributed in."""
     root = Path(root)
-    for name in ("docs.jsonl", "queries.jsonl", "qrels.tsv"):
-        if not (root / name).is_file():
+    docs_file, qrels_file = _docs_file(root), _qrels_file(root)
+    for path in (docs_file, root / "queries.jsonl", qrels_file):
+        if not path.is_file():
             raise CollectionError(
-                f"{root / name} not found: a collection needs docs.jsonl, queries.jsonl and qrels.tsv"
+                f"{path} not found: a collection needs docs.jsonl, queries.jsonl and qrels.tsv "
+                "(or BEIR's corpus.jsonl, queries.jsonl and qrels/test.tsv)"
             )
     doc_ids: set[str] = set()
     try:
-        for doc in read_docs(root / "docs.jsonl"):
+        for doc in read_docs(docs_file):
             if doc.id in doc_ids:
-                raise CollectionError(f"{root / 'docs.jsonl'}: duplicate document id {doc.id!r}")
+                raise CollectionError(f"{docs_file}: duplicate document id {doc.id!r}")
             doc_ids.add(doc.id)
     except SourceFormatError as exc:
         raise CollectionError(str(exc)) from exc
     queries = _read_queries(root / "queries.jsonl")
-    qrels = _read_qrels(root / "qrels.tsv", doc_ids, {q.id for q in queries})
+    qrels = _read_qrels(qrels_file, doc_ids, {q.id for q in queries})
     return Collection(root, queries, qrels, doc_ids)
+
+
+def _docs_file(root: Path) -> Path:
+    beir = root / "corpus.jsonl"
+    return beir if beir.is_file() and not (root / "docs.jsonl").is_file() else root / "docs.jsonl"
+
+
+def _qrels_file(root: Path) -> Path:
+    beir = root / "qrels" / "test.tsv"
+    return beir if beir.is_file() and not (root / "qrels.tsv").is_file() else root / "qrels.tsv"
 
 
 def _read_queries(path: Path) -> list[EvalQuery]:
@@ -98,13 +113,14 @@ def _read_qrels(path: Path, doc_ids: set[str], query_ids: set[str]) -> dict[str,
     if not lines:
         raise CollectionError(f"{path}: no judgments")
     header = lines[0][1].split()
-    if header == ["query_id", "doc_id", "relevance"]:  # tab-separated: an id may hold spaces
+    if header in (["query_id", "doc_id", "relevance"], ["query-id", "corpus-id", "score"]):  # ours, BEIR's
+        # Tab-separated: an id may hold spaces.
         rows, width = [(n, line.split("\t")) for n, line in lines[1:]], 3
     elif len(header) == 4:
         rows, width = [(n, line.split()) for n, line in lines], 4  # TREC: qid iter docno rel
     else:
         raise CollectionError(
-            f"{path}:1: expected the header 'query_id\tdoc_id\trelevance' or TREC qrels lines "
+            f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance' or TREC qrels lines "
             f"'query_id iteration doc_id relevance', found {' '.join(header)!r} "
             "(raw qrels in another order: normalize first)"
         )

@@ -43,7 +43,8 @@ LANG = "en"
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of each non-blank line of a JSONL file whose objects have an "id"."""
+    """(line number, object) of each non-blank line of a JSONL file whose objects have an "id"
+    (or BEIR's "_id")."""
     try:
         fh = path.open(encoding="utf-8")
     except OSError as exc:
@@ -56,6 +57,8 @@ def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
                 obj = json.loads(line)
             except ValueError as exc:
                 raise SourceFormatError(f"{path}:{number}: not JSON ({exc})") from exc
+            if isinstance(obj, dict) and "id" not in obj and "_id" in obj:
+                obj["id"] = obj["_id"]  # BEIR's files name it so
             if not isinstance(obj, dict) or "id" not in obj:
                 raise SourceFormatError(f'{path}:{number}: expected an object with an "id"')
             yield number, obj

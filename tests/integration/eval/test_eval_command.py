@@ -143,6 +143,20 @@ def test_copies_in_a_collection_are_each_retrieved_not_folded(eval_env, capsys):
     assert _metrics(out)["Recall@100"] == 1.0
 
 
+def test_a_collection_in_beirs_layout_is_evaluated(eval_env, capsys):
+    ours = write_collection(eval_env / "ours")
+    beir = eval_env / "beir-tiny"
+    (beir / "qrels").mkdir(parents=True)
+    for name, target in (("docs.jsonl", "corpus.jsonl"), ("queries.jsonl", "queries.jsonl")):
+        rows = [json.loads(line) for line in (ours / name).read_text().splitlines()]
+        (beir / target).write_text("".join(json.dumps({"_id": r.pop("id"), **r}) + "\n" for r in rows))
+    judged = (ours / "qrels.tsv").read_text().splitlines()[1:]
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(judged) + "\n")
+    assert main(["eval", str(beir), "--state", str(eval_env / "beir-state")]) == 0
+    metrics = _metrics(capsys.readouterr().out)
+    assert metrics["MAP"] >= 0.9 and metrics["Recall@100"] == 1.0
+
+
 def test_eval_again_on_the_same_state_adds_no_documents(eval_env, capsys):
     root = write_collection(eval_env / "tiny")
     assert main(["eval", str(root), "--quiet"]) == 0

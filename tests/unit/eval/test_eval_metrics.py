@@ -72,3 +72,28 @@ def test_trec_qrels_lines_are_read_as_trec_eval_reads_them(tmp_path):
     _write(tmp_path / "trec", docs, queries, [])
     (tmp_path / "trec" / "qrels.tsv").write_text("401 0 d1 1\n401 0 d2 0\n\n402\t0\td2\t2\n")
     assert load_collection(tmp_path / "trec").qrels == {"401": {"d1": 1, "d2": 0}, "402": {"d2": 2}}
+
+
+def test_a_beir_collection_loads_as_distributed(tmp_path):
+    """BEIR's layout (SciFact, NFCorpus, TREC-COVID, ...): corpus.jsonl and queries.jsonl
+    keyed by "_id", judgments in qrels/test.tsv under the header query-id, corpus-id, score."""
+    root = tmp_path / "scifact"
+    (root / "qrels").mkdir(parents=True)
+    corpus = [{"_id": "4983", "title": "Microstructural development", "text": "Alterations of the brain."}]
+    corpus.append(
+        {"_id": "5836", "title": "Induction of myelodysplasia", "text": "Myelodysplastic syndromes."}
+    )
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    queries = [
+        {"_id": "1", "text": "0-dimensional biomaterials show inductive properties."},
+        {"_id": "3", "text": "x"},
+    ]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t4983\t1\n")
+    c = load_collection(root)
+    assert c.doc_ids == {"4983", "5836"} and [q.id for q in c.judged_queries] == ["1"]
+    assert c.qrels == {"1": {"4983": 1}}
+    assert [(d.id, d.title) for d in c.docs()] == [
+        ("4983", "Microstructural development"),
+        ("5836", corpus[1]["title"]),
+    ]
