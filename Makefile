@@ -82,6 +82,7 @@ bench: install
 	$(BIN)/python -m benchmarks.index
 	$(BIN)/python -m benchmarks.search_page
 	$(BIN)/python -m benchmarks.block_cache
+	$(BIN)/python -m benchmarks.langid
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache

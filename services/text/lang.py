@@ -17,11 +17,18 @@ _SAMPLE_CHARS = 1000  # plenty for CLD2 (it needs a few hundred); keeps the cost
 _MIN_CHARS = 16
 UNKNOWN = ""
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
+# CLD2 answers with ISO 639 codes withdrawn in 1989 for Hebrew and Javanese (and pages still
+# declare these and Indonesian's and Yiddish's in <html lang>): the codes BCP 47 uses, so a
+# language filter of "he" keeps Hebrew pages.
+_WITHDRAWN = {"iw": "he", "jw": "jv", "in": "id", "ji": "yi"}
+# "un" and "xxx": unknown; "xx-Hebr" and the like: a script CLD2 saw without a language it
+# knows; "zzb", "zze", "zzh", "zzp": its joke languages (Bork, Elmer Fudd, Hacker, Pig Latin).
+_NOT_A_LANGUAGE = ("un", "xx", "zz")
 
 
 def identify(text: str, hint: str = "") -> str:
     """ISO 639-1 code of the text's language; ``hint``'s primary tag (or "") when CLD2 cannot tell."""
-    fallback = hint.split("-")[0].lower() if hint else UNKNOWN
+    fallback = _code(hint) if hint else UNKNOWN
     sample = text[:_SAMPLE_CHARS]
     if len(sample) - sample.count(" ") < _MIN_CHARS:  # other whitespace counts: CLD2 then decides
         return fallback
@@ -34,10 +41,16 @@ def identify(text: str, hint: str = "") -> str:
             reliable, _bytes, details = pycld2.detect(data.translate(None, _CONTROL_BYTES), isPlainText=True)
         except pycld2.error:
             return fallback
-    code = details[0][1]
-    if not reliable or code in ("un", "xxx"):
+    code = str(details[0][1])
+    if not reliable or code.startswith(_NOT_A_LANGUAGE):
         return fallback
-    return str(code).split("-")[0].lower()
+    return _code(code)
+
+
+def _code(tag: str) -> str:
+    """The primary language subtag of ``tag``, lower case, withdrawn codes replaced."""
+    primary = tag.split("-")[0].strip().lower()
+    return _WITHDRAWN.get(primary, primary)
 
 
 def keep_language(lang: str, kept: frozenset[str]) -> bool:
