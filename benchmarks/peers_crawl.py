@@ -83,41 +83,35 @@ class _PageWork:
     BLOCK_DOCS = 500
 
     def __init__(self) -> None:
+        from services.crawler.committer import new_document
         from services.crawler.fetch import FetchResult
         from services.crawler.parse import parse_document
-        from services.storage.blocks import ContentBlockWriter, sha1
-        from services.storage.documents import NewDocument
+        from services.crawler.results import FetchedDoc, UrlResult
+        from services.storage.blocks import ContentBlockWriter
         from services.storage.records import RecordBlockWriter
         from services.text.urls import normalize_url, url_id
 
-        self._fetched, self._parse, self._document = FetchResult, parse_document, NewDocument
-        self._sha1, self._normalize, self._url_id = sha1, normalize_url, url_id
+        self._fetched, self._parse, self._normalize, self._url_id = (
+            FetchResult,
+            parse_document,
+            normalize_url,
+            url_id,
+        )
+        self._doc, self._result, self._new_document = FetchedDoc, UrlResult, new_document
         self._writers = (ContentBlockWriter, RecordBlockWriter)
         self.content, self.records = ContentBlockWriter(), RecordBlockWriter()
         self.blocks_bytes = 0
 
     def page(self, url: str, content_type: str, body: bytes) -> list[str]:
-        """Parse and store one fetched page; returns its links (normalized)."""
+        """Parse and store one fetched page as the crawler's committer would (its
+        ``new_document``); returns the page's links (normalized)."""
         page_url = self._normalize(url)
         parsed = self._parse(self._fetched(url, url, 200, content_type, body), page_url)
-        doc_id = self._sha1(body)
-        uid = self._url_id(page_url)
-        self.content.add(body, parsed.content_type, bytes.fromhex(uid), doc_id)
-        doc = self._document(
-            doc_num=self.records.count,
-            url=page_url,
-            url_id=uid,
-            body=body,
-            content_type=parsed.content_type,
-            title=parsed.title,
-            text=parsed.text,
-            description=parsed.description,
-            lang=parsed.lang,
-            links=parsed.links,
-            fetched_at=time.time(),
-            doc_id=doc_id.hex(),
-        )
-        self.records.add(doc.record())
+        doc = self._doc(page_url, body, parsed, time.time(), content_type=content_type)  # docId: SHA-1
+        result = self._result(self._url_id(page_url), page_url, 0, "done", 200, doc=doc)
+        stored = self._new_document(result, self.records.count)
+        self.content.add(body, parsed.content_type, bytes.fromhex(stored.url_id), bytes.fromhex(doc.doc_id))
+        self.records.add(stored.record())
         if len(self.content) >= self.BLOCK_DOCS:
             self.blocks_bytes += len(self.content.to_bytes()) + len(self.records.to_bytes())
             self.content, self.records = self._writers[0](), self._writers[1]()
