@@ -1,9 +1,10 @@
-"""Judged test collections in the JSONL layout of data/ir/cranfield.
+"""Judged test collections in the JSONL layout of data/ir/cranfield, or BEIR's.
 
 ``docs.jsonl`` ({"id", "title", "text"}), ``queries.jsonl`` ({"id", "text"}) and
-``qrels.tsv`` (header ``query_id doc_id relevance``, or TREC qrels lines). Loading checks what a
-wrong file would silently spoil: unknown ids in the judgments, duplicate ids,
-missing fields, and says which file and line is at fault.
+``qrels.tsv`` (header ``query_id doc_id relevance``, or TREC qrels lines); BEIR's
+``corpus.jsonl`` and ``qrels/test.tsv`` stand for the first and last, its ``_id`` for
+``id``. Loading checks what a wrong file would silently spoil: unknown ids in the
+judgments, duplicate ids, missing fields, and says which file and line is at fault.
 """
 
 from __future__ import annotations

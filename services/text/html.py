@@ -164,8 +164,7 @@ def _mostly_utf8(body: bytes) -> str | None:
 
     Legacy-encoded text rarely holds valid multi-byte UTF-8 by chance (Thai is the
     exception, hence the bound), so a page with some is UTF-8 where a few pasted Latin-1
-    bytes broke it:
-    decoding all of it as windows-1252 would turn every "ü" into "Ã¼".
+    bytes broke it: decoding all of it as windows-1252 would turn every "ü" into "Ã¼".
     """
     text = body.decode("utf-8", "surrogateescape")
     bad = sum(1 for ch in text if "\udc80" <= ch <= "\udcff")
