@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from services.text.html import decode_html, parse_html
+from services.text.charset import decode_html
+from services.text.html import parse_html
 
 PAGE = b"""<!doctype html><html lang="en-GB"><head>
 <title>  IANA \xe2\x80\x94 Numbers </title>

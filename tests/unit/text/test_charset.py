@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.html import DecodedHtml, decode_body, parse_html
+from services.text.charset import DecodedHtml, decode_body
+from services.text.html import parse_html
 
 FRENCH = "<html><body><p>Le café est très bon à Paris, où les élèves étudient le soir.</p></body></html>"
 RUSSIAN = "<html><body><p>Привет, как дела? Это тестовая страница на русском языке.</p></body></html>"
@@ -68,8 +69,6 @@ def test_undecodable_noise_never_raises() -> None:
 
 
 def test_utf8_with_stray_latin1_bytes_keeps_its_utf8() -> None:
-    from services.text.html import decode_body, parse_html
-
     body = "<title>Zürich</title><p>Straße in Zürich, naïve café</p>".encode() + b"<p>caf\xe9 cr\xe8me</p>"
     decoded = decode_body(body)
     assert decoded.charset == "utf-8"
@@ -80,8 +79,6 @@ def test_utf8_with_stray_latin1_bytes_keeps_its_utf8() -> None:
 
 
 def test_legacy_pages_are_not_taken_for_broken_utf8() -> None:
-    from services.text.html import decode_body
-
     legacy = "<p>café crème naïve à Genève, déjà vu</p>".encode("cp1252")
     assert decode_body(legacy).text == "<p>café crème naïve à Genève, déjà vu</p>"
     many = ("<p>" + "é è à ù ç " * 20 + "</p>").encode("cp1252") + "ü".encode()
