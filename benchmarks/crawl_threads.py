@@ -83,8 +83,7 @@ class ThreadCpu:
         ``nimbus-commit``)."""
         totals: Counter[str] = Counter()
         for tid, (name, seconds) in self._last.items():
-            key = name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
-            totals[key] += seconds - self._before.get(tid, 0.0)
+            totals[_pool_name(name)] += seconds - self._before.get(tid, 0.0)
         return totals
 
     def switches_by_name(self) -> Counter[str]:
@@ -92,9 +91,13 @@ class ThreadCpu:
         or for I/O is switched out; each switch costs CPU that no function's time shows."""
         totals: Counter[str] = Counter()
         for tid, (name, _seconds) in self._last.items():
-            key = name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
-            totals[key] += self._switches.get(tid, 0) - self._switches_before.get(tid, 0)
+            totals[_pool_name(name)] += self._switches.get(tid, 0) - self._switches_before.get(tid, 0)
         return totals
+
+
+def _pool_name(name: str) -> str:
+    """A pool thread's name without its number: ``nimbus-commit_0`` -> ``nimbus-commit``."""
+    return name.rsplit("_", 1)[0] if name[-1:].isdigit() else name
 
 
 # With --parts: functions timed with time.thread_time (their thread's CPU, not wall time)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
 from services.crawler.fetch import FetchResult, header_charset
-from services.storage.blocks import ContentType
+from services.storage.blocks import ContentType, mime_type
 from services.storage.records import Link, LinksPickledFlat
 from services.text.errors import BadUrlError, PdfError
 from services.text.html import parse_html
@@ -66,17 +66,13 @@ SNIFFED_TYPES = frozenset(
 )
 
 
-def _mime(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
-
-
 def accept_content_type(header: str) -> bool:
     """Is a body with this Content-Type worth downloading?
 
     HTML and PDF are; so are a missing or generic type (``SNIFFED_TYPES``), which
     is sniffed after reading.
     """
-    mime = _mime(header)
+    mime = mime_type(header)
     return mime in SNIFFED_TYPES or ContentType.from_mime(mime) in INDEXABLE
 
 
@@ -95,7 +91,7 @@ def classify(content_type: str, body: bytes) -> ContentType:
         return ContentType.HTML
     if ctype in INDEXABLE:
         return ctype
-    if _mime(content_type) in SNIFFED_TYPES and _looks_like_html(head):
+    if mime_type(content_type) in SNIFFED_TYPES and _looks_like_html(head):
         return ContentType.HTML
     return ctype
 

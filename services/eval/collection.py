@@ -74,13 +74,16 @@ def load_collection(root: Path) -> Collection:
 
 
 def _docs_file(root: Path) -> Path:
-    beir = root / "corpus.jsonl"
-    return beir if beir.is_file() and not (root / "docs.jsonl").is_file() else root / "docs.jsonl"
+    return _ours_else_beirs(root / "docs.jsonl", root / "corpus.jsonl")
 
 
 def _qrels_file(root: Path) -> Path:
-    beir = root / "qrels" / "test.tsv"
-    return beir if beir.is_file() and not (root / "qrels.tsv").is_file() else root / "qrels.tsv"
+    return _ours_else_beirs(root / "qrels.tsv", root / "qrels" / "test.tsv")
+
+
+def _ours_else_beirs(ours: Path, beirs: Path) -> Path:
+    """Our file when it is there, else BEIR's when that is (``ours`` names the missing one)."""
+    return beirs if beirs.is_file() and not ours.is_file() else ours
 
 
 def _read_queries(path: Path) -> list[EvalQuery]:

@@ -45,7 +45,7 @@ class ContentType(IntEnum):
     def from_mime(cls, mime: str | None) -> ContentType:
         """The type a Content-Type names, its parameters and case ignored; the aliases old
         servers send count (``application/x-pdf`` from old Apache configurations)."""
-        mime = (mime or "").split(";", 1)[0].strip().lower()
+        mime = mime_type(mime or "")
         if mime in _HTML_TYPES:
             return cls.HTML
         if mime in _PDF_TYPES:
@@ -61,6 +61,11 @@ class ContentType(IntEnum):
             ContentType.PDF: "application/pdf",
             ContentType.TEXT: "text/plain",
         }.get(self, "application/octet-stream")
+
+
+def mime_type(content_type: str) -> str:
+    """The media type of a Content-Type header: ``"Text/HTML; charset=x"`` -> ``"text/html"``."""
+    return content_type.split(";", 1)[0].strip().lower()
 
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})

@@ -174,23 +174,24 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
         _collect_links(tree, base, page.links, anchors, _LINK_ATTRIBUTES if embeds else _ANCHORS)
-    # A frameset page's <noframes> holds the page offered to browsers without frames: the
-    # parser keeps it as raw markup, so it is parsed on its own for its links and text.
+    # A <noframes> holds the page offered to browsers without frames: the parser keeps it as
+    # raw markup, so it is parsed on its own, for its links and, on a frameset page (no
+    # body), for the page's text.
+    frameset = tree.body is None and bool(tree.tags("frameset"))
     fallback = []
     for noframes in tree.tags("noframes") if embeds else ():
         inner = LexborHTMLParser(noframes.text(deep=True))
         if not page.nofollow:
             _collect_links(inner, base, page.links, [], _LINK_ATTRIBUTES)
-        inner.strip_tags(_SKIP_TAGS)
-        if inner.body is not None:
+        if frameset and inner.body is not None:
+            inner.strip_tags(_SKIP_TAGS)
             fallback.append(inner.body.text(deep=True, separator=" "))
 
     tree.strip_tags(_SKIP_TAGS)
-    body_node = tree.body
-    if body_node is None and tree.tags("frameset"):
+    if frameset:
         page.text = clean_text(" ".join(fallback))  # the frames' pages are crawled as links
         return page
-    body_node = body_node or tree.root
+    body_node = tree.body or tree.root
     if body_node is not None:
         page.text = clean_text(body_node.text(deep=True, separator=" "))
         if _has_furniture(tree, low):

@@ -154,6 +154,7 @@ def _without_tracking(query: str) -> str:
 
 _C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
 _TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
 
 
 def browser_href(href: str) -> str:
@@ -167,11 +168,8 @@ def browser_href(href: str) -> str:
     if "\t" in href or "\n" in href or "\r" in href:
         href = href.translate(_TAB_OR_NEWLINE)
     if "\\" in href:
-        cut = len(href)
-        for mark in ("?", "#"):
-            at = href.find(mark)
-            if 0 <= at < cut:
-                cut = at
+        end = _QUERY_OR_FRAGMENT.search(href)
+        cut = end.start() if end is not None else len(href)
         href = href[:cut].replace("\\", "/") + href[cut:]
     return href
 
