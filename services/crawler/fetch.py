@@ -5,7 +5,8 @@ crawler turns into a counter (``fetch_error_timeout``, ``too_large``, ...), so
 one bad host can never stop a crawl. Redirects are not followed here: a 3xx
 yields ``redirect_to`` (normalized), and the crawler makes the target its own
 frontier entry, so robots.txt, politeness and URL dedup apply to it too (and
-a redirect loop ends at the first URL seen twice).
+a redirect loop ends at the first URL seen twice). The one redirect asked again
+here is one to the URL itself (a cookie check), once.
 
 Bodies are decompressed here, not by aiohttp, with zlib's ``max_length`` so
 that a gzip bomb never grows past ``max_bytes`` in memory: the cap counts
@@ -233,9 +234,17 @@ async def fetch(
     bounds = timeouts or _session_timeouts(session)
     try:
         async with asyncio.timeout(bounds.total):
-            if head_first and not await _head(session, url, result, max_bytes, accept, bounds):
-                return result
-            await _get(session, url, result, max_bytes, accept, bounds)
+            if not head_first or await _head(session, url, result, max_bytes, accept, bounds):
+                await _get(session, url, result, max_bytes, accept, bounds)
+            if _redirects_to_itself(result):
+                # A cookie check (set a cookie, send the client back to the same page) or a
+                # session parameter the normal form removes: asked once more, with the cookies
+                # the answer set, as a browser does. A second time is a loop.
+                result = FetchResult(url=url, final_url=url)
+                await _get(session, url, result, max_bytes, accept, bounds)
+                if _redirects_to_itself(result):
+                    result.redirect_to = None
+                    result.error, result.detail = "bad_redirect", f"{url} redirects to itself, twice"
     except TimeoutError:
         _fail(
             result,
@@ -257,6 +266,15 @@ async def fetch(
     except (aiohttp.ClientError, ValueError) as exc:
         _fail(result, "http", f"{url}: {type(exc).__name__}: {exc}")
     return result
+
+
+def _redirects_to_itself(result: FetchResult) -> bool:
+    if result.redirect_to is None:
+        return False
+    try:
+        return result.redirect_to == normalize_url(result.url)
+    except BadUrlError:  # a robots.txt or sitemap URL fetched as given
+        return False
 
 
 def _fail(result: FetchResult, kind: str, detail: str) -> None:

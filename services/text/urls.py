@@ -8,9 +8,17 @@ encoded unreserved characters decoded, characters a URI cannot hold
 the fragment dropped. Nothing else is rewritten: ``%20`` stays ``%20`` (not
 ``+``), ``/`` and ``;`` in a query stay as written, query parameters keep their
 order (sorting is not provably safe: some servers read them positionally).
-The one deliberate exception is the removal of well-known click-tracking
+The deliberate exceptions are the removal of well-known click-tracking
 parameters (``utm_*``, ``gclid``, ``fbclid``, ...), which by their purpose never
-change the page; the parameters around them are kept byte for byte.
+change the page, and of session identifiers (``;jsessionid=``, ``PHPSESSID``,
+``osCsid``, ASP's ``ASPSESSIONIDxxxxxxxx``, ColdFusion's ``CFID``+``CFTOKEN``):
+a server that cannot keep its session in a cookie writes a new one into every
+link of every page it serves, so one site becomes an endless supply of "new"
+URLs of the same pages (the crawler trap Heritrix's ``StripSessionIDs`` and
+Nutch's ``regex-normalize.xml`` remove the same way). A session parameter is
+removed only when its value looks like a generated token (16 or more letters,
+digits, ``-_.``), so a short ``sid=3`` that names a thing stays. The parameters
+around them are kept byte for byte.
 
 The full normalization costs tens of µs a URL and a page has ~20 links, so two
 shortcuts keep it off the crawl's hot path: an LRU cache in front of everything (the
@@ -34,6 +42,16 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _TRACKING_PREFIXES = ("utm_",)
 _TRACKING_PARAMS = frozenset({"gclid", "fbclid", "msclkid", "mc_cid", "mc_eid", "_ga", "yclid"})
 MAX_URL_LENGTH = 2048  # longer URLs are almost always traps or session junk
+# Session identifiers (names lower-cased): Java servlets, PHP, osCommerce, Zen Cart, and
+# the generic names; ASP's cookie is ASPSESSIONID plus eight letters.
+_SESSION_PARAMS = frozenset(
+    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "sessid", "oscsid", "zenid"}
+)
+_ASP_SESSION = re.compile(r"aspsessionid[a-z]{8}")
+_SESSION_TOKEN = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.\-]{15,}")
+_COLDFUSION = ("cfid", "cftoken")  # removed together: alone, either may be something else
+# A servlet's session in the path: ";jsessionid=TOKEN" after the last segment it belongs to.
+_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid)=([^;/?]*)", re.IGNORECASE)
 
 
 # Already normal: scheme://host[:port]/path with unreserved path characters and
@@ -79,6 +97,8 @@ def _normalize_slow(url: str) -> str:
             raise BadUrlError(f"bad host name in URL {url!r}") from exc
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     path = remove_dot_segments(_percent_normalized(parts.path or "/"))
+    if ";" in path:
+        path = _without_path_session(path)
     query = _without_tracking(_percent_normalized(parts.query)) if parts.query else ""
     normalized = f"{scheme}://{netloc}{path or '/'}" + (f"?{query}" if query else "")
     if len(normalized) > MAX_URL_LENGTH:
@@ -142,14 +162,28 @@ def remove_dot_segments(path: str) -> str:
 
 
 def _without_tracking(query: str) -> str:
-    """The query without click-tracking parameters; every other parameter as written, in order."""
+    """The query without click-tracking parameters and session identifiers; every other
+    parameter as written, in order."""
+    pairs = query.split("&")
+    keys = [unquote_plus(pair.split("=", 1)[0]).lower() for pair in pairs]
+    coldfusion = all(name in keys for name in _COLDFUSION)
     kept = []
-    for pair in query.split("&"):
-        key = unquote_plus(pair.split("=", 1)[0]).lower()
+    for pair, key in zip(pairs, keys, strict=True):
         if key in _TRACKING_PARAMS or key.startswith(_TRACKING_PREFIXES):
+            continue
+        if coldfusion and key in _COLDFUSION:
+            continue
+        if (key in _SESSION_PARAMS or _ASP_SESSION.fullmatch(key)) and _SESSION_TOKEN.fullmatch(
+            unquote_plus(pair.partition("=")[2])
+        ):
             continue
         kept.append(pair)
     return "&".join(kept)
+
+
+def _without_path_session(path: str) -> str:
+    """The path without a servlet's ``;jsessionid=TOKEN`` (a short value is no session)."""
+    return _PATH_SESSION.sub(lambda m: "" if _SESSION_TOKEN.fullmatch(m.group(1)) else m.group(0), path)
 
 
 _C0_AND_SPACE = "".join(chr(c) for c in range(0x21))

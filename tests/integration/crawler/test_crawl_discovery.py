@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+
 import badweb
 import pytest
 from badweb import BadWeb
@@ -117,3 +120,39 @@ def test_an_old_site_is_reached_through_frames_image_maps_and_backslash_paths(qu
     assert not [path for path in asked if "%5C" in path.upper() or "\\" in path]
     home = stored[web.url("/")]
     assert home.title == "County Archive"  # the frameset page is a document with its noframes text
+
+
+_TOPICS = ["roses", "tulips", "ferns", "orchids", "cacti", "lilies"]
+
+
+def _cookieless_shop() -> badweb.Handler:
+    """A shop that cannot keep its session in a cookie (the crawler's client keeps none for an
+    IP address, like a visitor who refuses them): every answer starts a new session and writes
+    it into every link, the servlet way (``;jsessionid=``) and the PHP way (``?PHPSESSID=``)."""
+    sessions = itertools.count()
+
+    async def handle(req: badweb.Request, w: asyncio.StreamWriter) -> None:
+        page = int(req.path.split("/")[2].split(";")[0].split("?")[0])
+        token = f"{next(sessions):032X}"
+        links = [
+            f"/shop/{n};jsessionid={token}" if n % 2 else f"/shop/{n}?PHPSESSID={token.lower()}"
+            for n in range(len(_TOPICS))
+            if n != page
+        ]
+        topic = _TOPICS[page]
+        await badweb.html(f"All about {topic}", f"Growing {topic} in a small garden.", links)(req, w)
+
+    return handle
+
+
+def test_session_identifiers_in_links_do_not_multiply_pages(quick: Settings) -> None:
+    """Without the session removed every answer would be a set of new URLs of the same
+    pages: a trap that ends only at the page limit."""
+    with BadWeb({"/shop/*": _cookieless_shop()}) as web:
+        stats = run_crawl(quick.with_overrides(max_pages=40), [web.url("/shop/0")], progress=False)
+        asked = web.paths()
+    stored = sorted(d.url for d in stored_documents(quick))
+    assert stored == sorted(web.url(f"/shop/{n}") for n in range(len(_TOPICS)))
+    pages_asked = sorted(path for path in asked if path.startswith("/shop/"))
+    assert pages_asked == sorted(f"/shop/{n}" for n in range(len(_TOPICS)))  # each page asked once
+    assert stats.pages == len(_TOPICS)

@@ -233,6 +233,41 @@ def test_redirects_are_reported_normalized_not_followed() -> None:
         assert web.paths() == ["/moved", "/other", "/nowhere", "/broken"]  # one request each
 
 
+def _cookie_check(path: str) -> badweb.Handler:
+    """A page that first sets a cookie and sends the client back to itself (old sites' "do you
+    take cookies" check), then serves the page to a client that sends the cookie."""
+    done, again = (
+        badweb.html("Checked", "The page behind a cookie check."),
+        badweb.page(
+            b"", ctype="text/html", status=302, headers={"Location": path, "Set-Cookie": "ok=1; Path=/"}
+        ),
+    )
+
+    async def handle(req: badweb.Request, w: asyncio.StreamWriter) -> None:
+        await (done if "ok=1" in req.headers.get("cookie", "") else again)(req, w)
+
+    return handle
+
+
+def test_a_redirect_to_the_url_itself_is_asked_once_more_with_its_cookies() -> None:
+    token = "0A1B2C3D4E5F60718293A4B5C6D7E8F9"
+    with BadWeb(
+        {
+            "/check": _cookie_check("/check"),
+            "/loop": badweb.redirect("/loop"),
+            "/session": badweb.redirect(f"/session;jsessionid={token}"),  # the normal form drops it
+        }
+    ) as web:
+        checked = _fetch(f"http://localhost:{web.port}/check")  # a host name: cookies are kept
+        assert (checked.status, checked.error, checked.redirect_to) == (200, None, None)
+        assert b"cookie check" in checked.body
+        for path in ("/loop", "/session"):
+            loop = _fetch(web.url(path))
+            assert (loop.error, loop.redirect_to, loop.retryable) == ("bad_redirect", None, False), path
+            assert "redirects to itself" in loop.detail
+        assert web.paths() == ["/check", "/check", "/loop", "/loop", "/session", "/session"]
+
+
 def test_retry_advice_from_status_and_retry_after() -> None:
     future = formatdate(time.time() + 3600, usegmt=True)
     with BadWeb(

@@ -101,6 +101,45 @@ def test_nutch_basic_url_normalizer_cases(raw, expected):
     assert normalize_url(raw) == expected
 
 
+JSID = "0A1B2C3D4E5F60718293A4B5C6D7E8F9"  # Tomcat: 32 hex digits
+PHPSID = "k3v9r1q0b7m2c5n8t6p4s1d2f3"  # PHP: 26 characters of [a-v0-9]
+
+
+# Session identifiers: the pages a cookieless server serves with a new session in every link.
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (f"http://x.org/shop/item.jsp;jsessionid={JSID}?id=3", "http://x.org/shop/item.jsp?id=3"),
+        (f"http://x.org/a;JSESSIONID={JSID}.node01", "http://x.org/a"),  # with its route suffix
+        (f"http://x.org/a;jsessionid={JSID}", "http://x.org/a"),
+        (f"http://x.org/index.php?PHPSESSID={PHPSID}&page=2", "http://x.org/index.php?page=2"),
+        (f"http://x.org/index.php?page=2&phpsessid={PHPSID}", "http://x.org/index.php?page=2"),
+        (f"http://x.org/p.php?cat=1&osCsid={JSID}&x=2", "http://x.org/p.php?cat=1&x=2"),  # osCommerce
+        (f"http://x.org/forum/viewtopic.php?t=9&sid={JSID.lower()}", "http://x.org/forum/viewtopic.php?t=9"),
+        ("http://x.org/a.asp?ASPSESSIONIDQARDSBTC=GKLMNOPQRSTUVWXYZABCDEFG&y=1", "http://x.org/a.asp?y=1"),
+        ("http://x.org/a.cfm?id=4&CFID=1234567&CFTOKEN=87654321", "http://x.org/a.cfm?id=4"),
+        (f"http://x.org/?jsessionid={JSID}", "http://x.org/"),
+    ],
+)
+def test_session_identifiers_are_removed(raw, expected):
+    assert normalize_url(raw) == expected
+    assert normalize_url(expected) == expected
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "http://x.org/station?sid=3",  # a short value names a thing, not a session
+        "http://x.org/p;jsessionid=ab?x=1",
+        "http://x.org/a.cfm?cfid=12",  # CFID without CFTOKEN: not ColdFusion's pair
+        "http://x.org/s?session=0A1B2C3D4E5F60718293A4B5C6D7E8F9",  # not a session parameter's name
+        "http://x.org/s?sid=not+a+token+at+all+but+words",
+    ],
+)
+def test_parameters_that_only_look_like_sessions_are_kept(kept):
+    assert normalize_url(kept) == kept
+
+
 @pytest.mark.parametrize(
     ("href", "expected"),
     [
