@@ -1,8 +1,9 @@
 """An HTML body's bytes to text: the charset a browser would use, then better where it guesses.
 
 The order is the HTML standard's (a byte-order mark, the Content-Type header, a ``<meta
-charset>``, then detection), labels are read through the WHATWG Encoding Standard's table,
-and valid UTF-8 is trusted over a legacy label (``decode_body``). Pure: bytes in, text out.
+charset>``, then detection, with an XHTML page's XML declaration before detection),
+labels are read through the WHATWG Encoding Standard's table, and valid UTF-8 is
+trusted over a legacy label (``decode_body``). Pure: bytes in, text out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 from dataclasses import dataclass
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_\-:.]+)""", re.I)
+# XHTML's XML declaration, which must open the document (XML 1.0, 4.3.3).
+_XML_ENCODING = re.compile(rb"""<\?xml[^>]*?\sencoding\s*=\s*["']([a-zA-Z0-9_\-:.]+)["']""")
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,7 @@ class DecodedHtml:
 
     text: str
     charset: str
-    source: str  # bom | header | meta | utf-8 (valid UTF-8 beats a legacy label) | detected | default
+    source: str  # bom | header | meta | xml | utf-8 (valid UTF-8 beats a legacy label) | detected | default
 
 
 def decode_html(body: bytes, header_charset: str | None = None) -> str:
@@ -32,7 +35,8 @@ def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
     """Decode as a browser would, then do better where browsers guess.
 
     Order (the HTML standard's): a byte-order mark, the Content-Type header,
-    a ``<meta charset>`` in the first 4 KiB, then a real detector
+    a ``<meta charset>`` in the first 4 KiB, an XML declaration's encoding
+    (XHTML; not read by browsers for text/html, but the page's own word), then a real detector
     (charset-normalizer) when nothing usable is declared or the declared
     charset cannot decode the bytes. Two departures, both because a search
     engine would rather index words than mojibake: a body that is valid UTF-8
@@ -48,11 +52,12 @@ def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
     strict = _strict(body, "utf-8")
     # UTF-8 with a few stray legacy bytes (pasted text): keep its UTF-8.
     utf8 = strict if strict is not None else _mostly_utf8(body)
-    for source, label in (("header", header_charset), ("meta", _meta_charset(body))):
+    declarations = (("header", header_charset), ("meta", _meta_charset(body)), ("xml", _xml_encoding(body)))
+    for source, label in declarations:
         declared = _codec(label)
         if declared is None:
             continue
-        if source == "meta" and declared.startswith(("utf-16", "utf-32")):
+        if source != "header" and declared.startswith(("utf-16", "utf-32")):
             declared = "utf-8"  # bytes on the wire cannot be UTF-16 because a <meta> says so (WHATWG)
         # Valid UTF-8 beats any legacy label; UTF-8 with stray bytes beats only windows-1252,
         # the label servers add by default. A chosen legacy label that decodes the bytes
@@ -164,6 +169,16 @@ def _detect(body: bytes) -> str | None:
         ):
             return "cp1252"
     return _codec(best.encoding)
+
+
+def _xml_encoding(body: bytes) -> str | None:
+    """The encoding an XHTML page's XML declaration names: the page's own word for it where
+    no header or ``<meta>`` gives one (libxml2 reads it too), so a short page in ISO-8859-2
+    or KOI8-R is not left to the detector's guess."""
+    if not body.startswith(b"<?xml"):
+        return None
+    match = _XML_ENCODING.match(body, 0, 200)
+    return match.group(1).decode("ascii") if match else None
 
 
 def _meta_charset(body: bytes) -> str | None:

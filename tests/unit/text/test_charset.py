@@ -1,4 +1,4 @@
-"""Charset detection: BOM, header, <meta>, valid UTF-8, then charset-normalizer."""
+"""Charset detection: BOM, header, <meta>, XML declaration, valid UTF-8, then charset-normalizer."""
 
 from __future__ import annotations
 
@@ -34,6 +34,28 @@ def test_header_then_meta() -> None:
     assert decode_body(meta.encode("cp1251"), "x-no-such-charset").source == "meta"
     # latin-1 labels mean windows-1252, as in browsers: curly quotes survive.
     assert decode_body("“quoted” café".encode("cp1252"), "ISO-8859-1").text == "“quoted” café"
+
+
+@pytest.mark.parametrize(
+    ("codec", "text"),
+    [
+        ("iso-8859-2", "Zażółć gęślą jaźń, strona"),  # the detector read ISO-8859-10
+        ("koi8-r", "Привет мир, это страница о погоде"),  # the detector read Shift_JIS
+        ("windows-1251", "Привет мир, это страница"),
+    ],
+)
+def test_an_xhtml_pages_xml_declaration_names_its_encoding(codec, text) -> None:
+    page = (
+        f'<?xml version="1.0" encoding="{codec}"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        f"<head><title>x</title></head><body><p>{text}</p></body></html>"
+    ).encode(codec)
+    decoded = decode_body(page)
+    assert decoded.source == "xml" and text in decoded.text
+    # A header that decodes the bytes still comes first (a wrong "utf-8" does not); and
+    # "UTF-16" in a declaration read as ASCII is a lie.
+    assert decode_body(page, "koi8-u").source == "header"
+    assert decode_body(page, "utf-8").source == "xml"
+    assert decode_body(b'<?xml version="1.0" encoding="UTF-16"?><p>plain</p>').charset == "utf-8"
 
 
 @pytest.mark.parametrize(
