@@ -24,6 +24,7 @@ POLICY_COUNTERS = (
     "soft_404",
     "deferred_dead_prefix",
     "links_over_cap",
+    "trap_path_links",
     "fetch_error",
     "gave_up",
 )

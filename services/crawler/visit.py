@@ -39,7 +39,7 @@ from services.storage.models import Host
 from services.storage.records import Link
 from services.text.errors import BadUrlError
 from services.text.lang import keep_language
-from services.text.urls import in_scope, normalize_url
+from services.text.urls import in_scope, normalize_url, trap_path
 
 log = logging.getLogger(__name__)
 
@@ -300,10 +300,14 @@ class Visitor:
         return True
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
-        """Links in scope whose host is not at its page cap."""
+        """Links in scope, not shaped like a trap, whose host is not at its page cap."""
         kept = [link for link in links if in_scope(link.url, self.scope)] if self.scope else list(links)
         if len(kept) < len(links):
             counters["out_of_scope"] += len(links) - len(kept)
+        sane = [link for link in kept if not trap_path(link.url)]
+        if len(sane) < len(kept):
+            counters["trap_path_links"] += len(kept) - len(sane)
+            kept = sane
         hosts = self.ctx.hosts.hosts
         cap = self.settings.max_pages_per_host
         capped = [link for link in kept if _at_cap(hosts, link.url, cap)]

@@ -213,6 +213,33 @@ def url_id(normalized_url: str) -> str:
     return hashlib.sha1(normalized_url.encode("utf-8")).hexdigest()
 
 
+MAX_PATH_SEGMENTS = 20  # Heritrix's TooManyPathSegmentsDecideRule default
+_REPEATS = 3  # a segment this often in one path: a loop of relative links
+
+
+def trap_path(normalized_url: str) -> bool:
+    """Whether the URL's path is the shape of a crawler trap rather than of a page.
+
+    A relative link on a page that a server answers at any depth (``href="docs/"`` on
+    ``/docs/``, a catch-all handler, a mis-set ``<base>``) makes ``/docs/docs/docs/...``,
+    every level a "new" URL of the same page. The rules are mature crawlers': a path of more
+    than ``MAX_PATH_SEGMENTS`` segments (Heritrix), or one segment three times in it (Nutch's
+    ``regex-urlfilter`` and Heritrix's ``PathologicalPathDecideRule`` catch the same loops).
+    Pure and cheap: most URLs have too few slashes to be asked at all."""
+    if normalized_url.count("/") < 3 + _REPEATS:  # scheme's two, the path's first, the repeats
+        return False
+    path = normalized_url.split("?", 1)[0].split("/")[3:]
+    if len(path) > MAX_PATH_SEGMENTS:
+        return True
+    seen: dict[str, int] = {}
+    for segment in path:
+        if segment:
+            count = seen[segment] = seen.get(segment, 0) + 1
+            if count >= _REPEATS:
+                return True
+    return False
+
+
 def in_scope(normalized_url: str, allowed_hosts: frozenset[str]) -> bool:
     """Whether the URL's host is one of ``allowed_hosts`` or below one (empty: all hosts)."""
     if not allowed_hosts:

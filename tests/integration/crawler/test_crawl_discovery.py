@@ -156,3 +156,22 @@ def test_session_identifiers_in_links_do_not_multiply_pages(quick: Settings) -> 
     pages_asked = sorted(path for path in asked if path.startswith("/shop/"))
     assert pages_asked == sorted(f"/shop/{n}" for n in range(len(_TOPICS)))  # each page asked once
     assert stats.pages == len(_TOPICS)
+
+
+def test_a_relative_link_loop_on_a_catch_all_server_ends_early(quick: Settings) -> None:
+    """``href="docs/"`` on a page any path under /docs/ answers: /docs/docs/docs/... without
+    end (each level also links a real page below it). The depth cap would stop it only at
+    its own depth, after a whole tree of copies."""
+    loop = badweb.html(
+        "Documentation",
+        "The handbook of the river society: meetings, walks and the library.",
+        ["docs/", "intro.html"],
+    )
+    with BadWeb({"/docs/*": loop}) as web:
+        stats = run_crawl(
+            quick.with_overrides(max_depth=50, max_pages=60), [web.url("/docs/")], progress=False
+        )
+        asked = [path for path in web.paths() if path.startswith("/docs/")]
+    assert max(path.count("docs") for path in asked) == 2  # /docs/docs/ and its intro.html
+    assert len(asked) == 4  # /docs/, /docs/intro.html, /docs/docs/, /docs/docs/intro.html
+    assert stats.counters["trap_path_links"] >= 1

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.urls import BadUrlError, browser_href, host_key, in_scope, normalize_url, url_id
+from services.text.urls import (
+    BadUrlError,
+    browser_href,
+    host_key,
+    in_scope,
+    normalize_url,
+    trap_path,
+    url_id,
+)
 
 
 @pytest.mark.parametrize(
@@ -163,3 +171,30 @@ def test_a_backslashed_link_normalizes_to_the_browsers_url() -> None:
 
     url = normalize_url(urljoin("http://old.test/a/b/index.htm", browser_href("..\\c\\d.htm")))
     assert url == "http://old.test/a/c/d.htm"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://x.org/docs/docs/docs/index.html",  # a relative "docs/" followed three times
+        "http://x.org/a/b/a/b/a/b/",  # a pair of segments looping
+        "http://x.org/en/page/en/other/en/x.html",  # Nutch's shape: the segment every other level
+        "http://x.org/" + "/".join(f"s{i}" for i in range(21)),  # deeper than Heritrix allows
+    ],
+)
+def test_trap_shaped_paths(url):
+    assert trap_path(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://x.org/",
+        "http://x.org/2020/01/01/new-year.html",  # a segment twice is a date, not a loop
+        "http://x.org/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t",  # 20 segments: still a page
+        "http://x.org/search?q=/a/a/a/a",  # the query is not the path
+        "http://x.org/a//b//c//d",  # empty segments are not a repeated name
+    ],
+)
+def test_ordinary_paths_are_no_trap(url):
+    assert not trap_path(url)
