@@ -66,6 +66,7 @@ class FetchResult:
     retryable: bool = False  # 5xx, 429, timeouts, network trouble: worth another attempt later
     charset: str | None = None  # charset declared by the Content-Type header
     head_status: int | None = None  # status of the HEAD pre-check, when one ran
+    robots_tag: tuple[str, ...] = ()  # the X-Robots-Tag header's values (robots_tag.py reads them)
 
     @property
     def ok(self) -> bool:
@@ -295,6 +296,8 @@ def _read_status(resp: aiohttp.ClientResponse, result: FetchResult) -> None:
     result.status = resp.status
     result.content_type = resp.headers.get("Content-Type", "")
     result.charset = header_charset(result.content_type)
+    if "X-Robots-Tag" in resp.headers:
+        result.robots_tag = tuple(resp.headers.getall("X-Robots-Tag"))
     if 300 <= resp.status < 400 and resp.status != 304:
         result.redirect_to, why = redirect_target(result.url, resp.headers.get("Location"))
         if result.redirect_to is None:

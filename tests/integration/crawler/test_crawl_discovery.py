@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from pathlib import Path
 
 import badweb
 import pytest
@@ -175,3 +176,34 @@ def test_a_relative_link_loop_on_a_catch_all_server_ends_early(quick: Settings) 
     assert max(path.count("docs") for path in asked) == 2  # /docs/docs/ and its intro.html
     assert len(asked) == 4  # /docs/, /docs/intro.html, /docs/docs/, /docs/docs/intro.html
     assert stats.counters["trap_path_links"] >= 1
+
+
+def test_the_x_robots_tag_header_is_obeyed_as_meta_robots_is(quick: Settings, sample_data: Path) -> None:
+    """A PDF can say noindex only in its header; a header addressed to another crawler
+    binds only that one."""
+    pdf = (sample_data / "pdf" / "pypdf-example.pdf").read_bytes()
+
+    def tagged(title: str, tag: str, links: list[str] = ()) -> badweb.Handler:  # type: ignore[assignment]
+        anchors = " ".join(f'<a href="{href}">more about {href}</a>' for href in links)
+        body = f"<p>{title}: notes of the river society on floods, bridges and walks.</p>{anchors}"
+        return badweb.page(
+            f"<html lang=en><head><title>{title}</title></head><body>{body}</body></html>",
+            headers={"X-Robots-Tag": tag},
+        )
+
+    routes = {
+        "/": badweb.html("Home", "The river society.", ["hidden", "others", "none", "draft.pdf"]),
+        "/hidden": tagged("Hidden", "noindex", ["kept-link"]),  # not stored, its links followed
+        "/kept-link": badweb.html("Kept", "A page linked only from a noindex page."),
+        "/others": tagged("For others", "otherbot: noindex, nofollow"),
+        "/none": tagged("Nothing", "none", ["never"]),
+        "/never": badweb.html("Never", "Linked only from a nofollow page."),
+        "/draft.pdf": badweb.page(pdf, ctype="application/pdf", headers={"X-Robots-Tag": "noindex"}),
+    }
+    with BadWeb(routes) as web:
+        stats = run_crawl(quick, [web.url("/")], progress=False)
+        asked = web.paths()
+    stored = {d.url for d in stored_documents(quick)}
+    assert stored == {web.url(p) for p in ("/", "/kept-link", "/others")}
+    assert "/never" not in asked and "/draft.pdf" in asked
+    assert stats.counters["noindex"] == 3 and stats.counters["nofollow_header"] == 1

@@ -1,0 +1,34 @@
+"""The X-Robots-Tag header's directives, and which crawler they bind."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.crawler.robots_tag import NOFOLLOW, NOINDEX, robots_tag_directives
+
+AGENT = "NimbusBot/0.1 (+https://example.invalid/bot)"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["noindex"], {"noindex"}),
+        (["NoIndex, NOFOLLOW"], {"noindex", "nofollow"}),
+        (["noindex", "nofollow"], {"noindex", "nofollow"}),  # the header given twice
+        (["none"], {"none"}),
+        (["nimbusbot: noindex"], {"noindex"}),  # addressed to us by our product token
+        (["NimbusBot: nofollow, noarchive"], {"nofollow", "noarchive"}),
+        (["otherbot: noindex, nofollow"], set()),  # addressed to another crawler
+        (["otherbot: noindex", "nofollow"], {"nofollow"}),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], {"unavailable_after"}),  # a colon, no addressee
+        (["max-snippet: 20, noindex"], {"max-snippet", "noindex"}),
+        ([""], set()),
+    ],
+)
+def test_directives_that_bind_us(values, expected):
+    assert robots_tag_directives(values, AGENT) == expected
+
+
+def test_none_means_noindex_and_nofollow():
+    directives = robots_tag_directives(["none"], AGENT)
+    assert directives & NOINDEX and directives & NOFOLLOW
