@@ -10,7 +10,10 @@ here is one to the URL itself (a cookie check), once.
 
 Bodies are decompressed here, not by aiohttp, with zlib's ``max_length`` so
 that a gzip bomb never grows past ``max_bytes`` in memory: the cap counts
-decoded bytes, because that is what a parser would have to hold.
+decoded bytes, because that is what a parser would have to hold. A body
+labelled gzip or deflate that starts as plain markup, and a Content-Encoding
+that names no compression at all ("UTF-8", "none"), are read as sent, as
+browsers read the second: misconfigured old servers send both.
 """
 
 from __future__ import annotations
@@ -159,6 +162,20 @@ def redirect_target(url: str, location: str | None) -> tuple[str | None, str]:
         return None, f"redirect from {url} to {location!r} is not crawlable: {exc}"
 
 
+# Content-Encoding values old servers send that name no compression (a charset, "none"):
+# browsers read such bodies as sent, and so does the crawler.
+_NOT_AN_ENCODING = frozenset(
+    {"none", "utf-8", "utf8", "iso-8859-1", "binary", "text", "plain", "7bit", "8bit"}
+)
+_MARKUP_START = (b"<", b"\xef\xbb\xbf", b"%PDF-")
+
+
+def _sent_as_is(first: bytes) -> bool:
+    """Whether a body labelled gzip or deflate begins as markup or a PDF instead: neither
+    gzip's magic number nor a zlib header can start that way, so it was sent uncompressed."""
+    return first.lstrip(b" \t\r\n").startswith(_MARKUP_START)
+
+
 class _Decoder:
     """Content-Encoding decoding with an output cap per call (gzip bombs stay bounded).
 
@@ -171,7 +188,7 @@ class _Decoder:
         encoding = encoding.strip().lower()
         self._raw_retry = encoding == "deflate"  # some servers send raw deflate, no zlib header
         self._fed = False
-        if encoding in ("", "identity"):
+        if encoding in ("", "identity") or encoding in _NOT_AN_ENCODING:
             self._z = None
         elif encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -183,6 +200,9 @@ class _Decoder:
     def feed(self, data: bytes, room: int) -> bytes:
         """Decode ``data``; at most ``room`` + 1 bytes come out (enough to see the cap passed)."""
         if self._z is None:
+            return data
+        if not self._fed and data and _sent_as_is(data):
+            self._z = None  # labelled compressed, sent plain (a misconfigured server)
             return data
         self._fed = self._fed or bool(data)
         try:

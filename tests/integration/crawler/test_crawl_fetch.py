@@ -374,6 +374,28 @@ def test_compressed_bodies_decoded_and_bombs_capped() -> None:
         assert bomb.body.startswith(b"<html><body>000")
 
 
+def test_bodies_labelled_compressed_but_sent_plain_are_read_as_sent() -> None:
+    """Misconfigured servers: gzip or deflate claimed for a plain page (a PHP script that
+    compresses only sometimes), or a charset where the encoding belongs. The page is there
+    to be read; a body that really is unknown compression is still refused."""
+    body = b"\n<!DOCTYPE html><html><body>plain text after all</body></html>"
+    with BadWeb(
+        {
+            "/gzip-plain": _encoded(body, "gzip", body),
+            "/deflate-plain": _encoded(body, "deflate", body),
+            "/charset": _encoded(body, "UTF-8", body),
+            "/none": _encoded(body, "none", body),
+            "/brotli": _encoded(body, "br", b"\x8b\x03\x80" + body),
+            "/binary-gzip": _encoded(body, "gzip", b"\x00\x01" + body),
+        }
+    ) as web:
+        for path in ("/gzip-plain", "/deflate-plain", "/charset", "/none"):
+            fetched = _fetch(web.url(path))
+            assert (fetched.error, fetched.body) == (None, body), path
+        for path in ("/brotli", "/binary-gzip"):
+            assert _fetch(web.url(path)).error == "decode", path
+
+
 def test_robots_redirects_are_followed_and_sitemaps_listed() -> None:
     robots = (
         b"User-agent: *\nDisallow: /private\nSitemap: /maps/a.xml\nSitemap: http://elsewhere.test/b.xml\n"
