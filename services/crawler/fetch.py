@@ -19,9 +19,10 @@ browsers read the second: misconfigured old servers send both.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -29,8 +30,9 @@ from urllib.parse import urljoin
 
 import aiohttp
 
+from services.crawler.lenient_http import LenientResponse, lenient_get
 from services.text.errors import BadUrlError
-from services.text.urls import browser_href, normalize_url
+from services.text.urls import header_href, normalize_url
 
 if TYPE_CHECKING:
     from services.config import Settings
@@ -157,7 +159,7 @@ def redirect_target(url: str, location: str | None) -> tuple[str | None, str]:
     if not location or not location.strip():
         return None, f"redirect from {url} has no Location header"
     try:
-        return normalize_url(urljoin(url, browser_href(location))), ""
+        return normalize_url(urljoin(url, header_href(location))), ""
     except (BadUrlError, ValueError) as exc:
         return None, f"redirect from {url} to {location!r} is not crawlable: {exc}"
 
@@ -281,12 +283,60 @@ async def fetch(
             result, "closed", f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})"
         )
     except aiohttp.ClientResponseError as exc:  # malformed status line or headers
-        _fail(result, "http", f"{url}: bad HTTP response ({exc.status} {exc.message})")
+        result = await _ask_leniently(
+            session, url, max_bytes, accept, bounds, f"{url}: bad HTTP response ({exc.status} {exc.message})"
+        )
     except (aiohttp.ClientConnectionError, OSError) as exc:
         _fail(result, "connect", f"{url}: {type(exc).__name__}: {exc}")
     except (aiohttp.ClientError, ValueError) as exc:
         _fail(result, "http", f"{url}: {type(exc).__name__}: {exc}")
     return result
+
+
+async def _ask_leniently(
+    session: aiohttp.ClientSession,
+    url: str,
+    max_bytes: int,
+    accept: Callable[[str], bool] | None,
+    bounds: Timeouts,
+    refused: str,
+) -> FetchResult:
+    """The same GET through ``http.client``, which reads what aiohttp's parser refused
+    (``lenient_http``); ``refused`` (aiohttp's complaint) stays the error when that fails too."""
+    result = FetchResult(url=url, final_url=url)
+    headers = {"User-Agent": session.headers.get("User-Agent", ""), "Accept-Encoding": ACCEPT_ENCODING}
+    try:
+        async with asyncio.timeout(bounds.total):
+            response = await asyncio.to_thread(
+                lenient_get, url, headers, max_bytes, bounds.read, time.monotonic() + bounds.total
+            )
+    except TimeoutError:
+        _fail(result, "timeout", f"{refused}; read leniently: no complete response within {bounds.total:g} s")
+        return result
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        _fail(result, "http", f"{refused}; read leniently: {type(exc).__name__}: {exc}")
+        return result
+    _read_status(response, result)
+    if not 200 <= response.status < 300:
+        return result
+    encoding = response.headers.get("Content-Encoding", "")
+    identity = encoding.strip().lower() in ("", "identity")
+    if _too_large_or_wrong_type(result, len(response.raw_body) if identity else None, max_bytes, accept):
+        if result.error == "too_large":
+            result.body = response.raw_body[:max_bytes]
+        return result
+    try:
+        decoder = _Decoder(encoding)
+    except ValueError as exc:
+        result.error, result.detail = "decode", f"{url}: {exc}"
+        return result
+    await _read_body(_chunks(response.raw_body), result, decoder, max_bytes)
+    return result
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), _CHUNK):
+        yield data[start : start + _CHUNK]
 
 
 def _redirects_to_itself(result: FetchResult) -> bool:
@@ -311,7 +361,7 @@ def _session_timeouts(session: aiohttp.ClientSession) -> Timeouts:
     return Timeouts(connect=t.sock_connect or t.connect or total, read=t.sock_read or total, total=total)
 
 
-def _read_status(resp: aiohttp.ClientResponse, result: FetchResult) -> None:
+def _read_status(resp: aiohttp.ClientResponse | LenientResponse, result: FetchResult) -> None:
     """Status-level facts shared by HEAD and GET: redirect target, retry advice."""
     result.status = resp.status
     result.content_type = resp.headers.get("Content-Type", "")
@@ -412,17 +462,17 @@ async def _get(
         except ValueError as exc:
             result.error, result.detail = "decode", f"{url}: {exc}"
             return
-        await _read_body(resp, result, decoder, max_bytes)
+        await _read_body(resp.content.iter_chunked(_CHUNK), result, decoder, max_bytes)
 
 
 async def _read_body(
-    resp: aiohttp.ClientResponse, result: FetchResult, decoder: _Decoder, max_bytes: int
+    received: AsyncIterator[bytes], result: FetchResult, decoder: _Decoder, max_bytes: int
 ) -> None:
     """Stream the body, decoded, into memory; stop one byte past ``max_bytes``."""
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in resp.content.iter_chunked(_CHUNK):
+        async for chunk in received:
             data = decoder.feed(chunk, max_bytes - size)
             while data:
                 chunks.append(data)

@@ -208,6 +208,16 @@ def browser_href(href: str) -> str:
     return href
 
 
+def header_href(value: str) -> str:
+    """A URL from an HTTP header (``Location``) as browsers read it: ``browser_href``, with
+    the bytes that were not UTF-8 (kept as ``surrogateescape`` characters, as aiohttp reads
+    headers) percent-encoded as sent: ``/caf\\xe9.html`` from a Latin-1 server becomes
+    ``/caf%E9.html``, the file the server has, where decoding it as text could only guess."""
+    if not value.isascii():
+        value = "".join(f"%{ord(ch) - 0xDC00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in value)
+    return browser_href(value)
+
+
 def url_id(normalized_url: str) -> str:
     """Hex SHA-1 of the normalized URL: the document's key everywhere."""
     return hashlib.sha1(normalized_url.encode("utf-8")).hexdigest()

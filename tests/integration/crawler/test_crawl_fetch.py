@@ -156,8 +156,9 @@ def test_unwanted_types_and_error_statuses_are_not_read(server: _Server) -> None
 def test_failures_become_error_kinds(server: _Server) -> None:
     slow = _get(server.base + "/slow", timeout=0.3)
     assert (slow.error, slow.retryable) == ("timeout", True)
-    loop = _get(server.base + "/loop")  # not followed: the crawler schedules the target itself
-    assert (loop.status, loop.error, loop.redirect_to) == (302, None, server.base + "/loop")
+    loop = _get(server.base + "/loop")  # to itself: asked once more, then a bad redirect
+    assert (loop.status, loop.error, loop.redirect_to) == (302, "bad_redirect", None)
+    assert server.paths.count("/loop") == 2
     with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
         port = closed.server_address[1]
     refused = _get(f"http://127.0.0.1:{port}/")
@@ -268,6 +269,50 @@ def test_a_redirect_to_the_url_itself_is_asked_once_more_with_its_cookies() -> N
         assert web.paths() == ["/check", "/check", "/loop", "/loop", "/session", "/session"]
 
 
+def test_responses_aiohttp_refuses_are_read_as_browsers_read_them() -> None:
+    """Old servers' protocol nits that llhttp rejects and browsers accept: the page is read
+    (through http.client) with its headers; a response no client can read stays an error."""
+    body = b"<html><body>the old web, still there</body></html>"
+    ok = f"Content-Type: text/html\r\nContent-Length: {len(body)}\r\n".encode()
+    packed = gzip.compress(body)
+    cases = {
+        "/twice": ok + f"Content-Length: {len(body)}\r\n".encode(),  # Content-Length twice
+        "/stray-line": b"Server: Apache/1.3\r\nthis line is not a header\r\n" + ok,
+        "/space": b"Content-Type : text/html\r\n",  # the type after a space before the colon
+        "/both": f"Content-Type: text/html\r\nContent-Length: {len(body)}\r\n"
+        "Transfer-Encoding: chunked\r\n".encode(),  # chunked wins (RFC 9112 6.3)
+    }
+    routes = {
+        path: badweb.raw(
+            b"HTTP/1.1 200 OK\r\n"
+            + headers
+            + b"\r\n"
+            + (f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n" if path == "/both" else body)
+        )
+        for path, headers in cases.items()
+    }
+    routes["/gzip"] = badweb.raw(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n"
+        + f"Content-Length: {len(packed)}\r\nContent-Length: {len(packed)}\r\n\r\n".encode()
+        + packed
+    )
+    routes["/moved"] = badweb.raw(
+        b"HTTP/1.1 301 Moved\r\nLocation: /caf\xe9.html\r\nLocation: /caf\xe9.html\r\nContent-Length: 0\r\n"
+        b"Content-Length: 0\r\n\r\n"
+    )
+    routes["/http09"] = badweb.raw(body)  # no status line at all
+    with BadWeb(routes) as web:
+        for path in (*cases, "/gzip"):
+            fetched = _fetch(web.url(path))
+            assert (fetched.status, fetched.error, fetched.body) == (200, None, body), path
+            assert fetched.content_type == "text/html", path
+        assert _fetch(web.url("/moved")).redirect_to == web.url("/caf%E9.html")  # Latin-1 bytes kept
+        old = _fetch(web.url("/http09"))
+        assert (old.error, old.status) == ("http", None) and "read leniently" in old.detail
+        big = _fetch(web.url("/twice"), max_bytes=10)
+        assert (big.error, big.body) == ("too_large", body[:10])
+
+
 def test_retry_advice_from_status_and_retry_after() -> None:
     future = formatdate(time.time() + 3600, usegmt=True)
     with BadWeb(
@@ -325,6 +370,28 @@ def test_total_and_read_timeouts() -> None:
         assert "total 0.5 s" in drip.detail
         stall = _fetch(web.url("/stall"), timeouts=Timeouts(connect=2.0, read=0.3, total=30.0))
         assert stall.error == "timeout"
+
+
+def _drip_after_bad_headers(interval: float) -> badweb.Handler:
+    """Headers aiohttp refuses (Content-Length twice), then a byte every ``interval`` s."""
+
+    async def handle(req: badweb.Request, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 900\r\n")
+        w.write(b"Content-Length: 900\r\n\r\n<html><body>")
+        for _ in range(880):
+            await w.drain()
+            await asyncio.sleep(interval)
+            w.write(b"x")
+
+    return handle
+
+
+def test_the_lenient_reader_keeps_the_time_limits() -> None:
+    with BadWeb({"/drip": _drip_after_bad_headers(0.05), "/stall": _drip_after_bad_headers(5.0)}) as web:
+        drip = _fetch(web.url("/drip"), timeouts=Timeouts(connect=2.0, read=1.0, total=0.5))
+        assert (drip.error, drip.retryable, drip.body) == ("timeout", True, b"")
+        stall = _fetch(web.url("/stall"), timeouts=Timeouts(connect=2.0, read=0.3, total=30.0))
+        assert (stall.error, stall.body) == ("timeout", b"")  # the read timeout, on the socket
 
 
 def test_bodies_cut_short_are_errors_not_pages() -> None:

@@ -7,6 +7,7 @@ import pytest
 from services.text.urls import (
     BadUrlError,
     browser_href,
+    header_href,
     host_key,
     in_scope,
     normalize_url,
@@ -198,3 +199,12 @@ def test_trap_shaped_paths(url):
 )
 def test_ordinary_paths_are_no_trap(url):
     assert not trap_path(url)
+
+
+def test_a_location_header_keeps_the_bytes_the_server_sent():
+    # aiohttp reads header bytes as UTF-8 with surrogateescape: Latin-1 "é" arrives as \udce9.
+    latin1 = b"/caf\xe9 menu.html".decode("utf-8", "surrogateescape")
+    assert header_href(latin1) == "/caf%E9 menu.html"
+    assert normalize_url("http://x.org" + header_href(latin1)) == "http://x.org/caf%E9%20menu.html"
+    assert header_href("/café.html") == "/café.html"  # valid UTF-8 is left to normalize_url
+    assert header_href(" \\docs\\a.htm ") == "/docs/a.htm"  # browser_href's rules too
