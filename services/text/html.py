@@ -21,6 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
 from services.text.charset import decode_body
+from services.text.titles import placeholder_title
 from services.text.urls import browser_href
 
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "noframes"]
@@ -134,6 +135,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     titles = tree.tags("title")
     if titles:
         page.title = clean_text(titles[0].text(deep=True))
+    if not page.title or placeholder_title(page.title):
+        page.title = _first_heading(tree) or page.title
     html_nodes = tree.tags("html")
     if html_nodes:
         page.lang = (html_nodes[0].attributes.get("lang") or "").strip().lower()
@@ -199,6 +202,21 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         elif len(anchors) >= _MIN_LIST_LINKS:
             page.text = _without_link_lists(anchors, page.text)
     return page
+
+
+_HEADINGS = ("h1", "h2", "h3")
+_MAX_HEADING_TITLE = 200
+
+
+def _first_heading(tree: LexborHTMLParser) -> str:
+    """The page's first non-empty heading, highest level first: the title of a page whose
+    ``<title>`` is missing or an authoring tool's default (``titles.placeholder_title``)."""
+    for tag in _HEADINGS:
+        for node in tree.tags(tag):
+            text = clean_text(node.text(deep=True))
+            if text:
+                return text[:_MAX_HEADING_TITLE]
+    return ""
 
 
 _NOT_FOLLOWED = ("#", "javascript:", "mailto:", "tel:", "data:")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from services.text.charset import decode_html
 from services.text.html import parse_html
+from services.text.titles import placeholder_title
 
 PAGE = b"""<!doctype html><html lang="en-GB"><head>
 <title>  IANA \xe2\x80\x94 Numbers </title>
@@ -211,3 +214,30 @@ def test_noframes_inside_a_body_gives_links_not_raw_markup_in_the_text() -> None
     page = parse_html(html, "http://a.test/")
     assert page.links == [("http://a.test/x.html", "x")]
     assert page.text == "Main text here."  # the parser had kept <noframes> as raw markup text
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "title"),
+    [
+        ("<title>Untitled Document</title>", "<h1>Mill Road Allotments</h1>", "Mill Road Allotments"),
+        ("<title>New Page 1</title>", "<h3>minor</h3><h2>Parish <b>News</b></h2>", "Parish News"),
+        ("<title>Document sans titre</title>", "<h1> </h1><h1>Les Amis du Canal</h1>", "Les Amis du Canal"),
+        ("", "<h1>No title element at all</h1>", "No title element at all"),
+        ("<title>Untitled Document</title>", "<p>No heading either.</p>", "Untitled Document"),
+        ("<title>The Untitled Document Archive</title>", "<h1>Other</h1>", "The Untitled Document Archive"),
+        ("<title>Home</title>", "<h1>Welcome</h1>", "Home"),  # short, but the author's own
+    ],
+)
+def test_an_authoring_tools_default_title_gives_way_to_the_first_heading(head, body, title):
+    html = f"<html><head>{head}</head><body>{body}<p>Text of the page.</p></body></html>"
+    assert parse_html(html.encode(), "http://x.test/").title == title
+
+
+@pytest.mark.parametrize(
+    "placeholder",
+    ["Untitled Document", "untitled-1", "New Page 2", "Unbenanntes Dokument", "無題ドキュメント",
+     "Welcome to Adobe GoLive 6", "Insert title here", "index.html", "Documento sin título"],
+)  # fmt: skip
+def test_placeholder_titles(placeholder):
+    assert placeholder_title(placeholder)
+    assert not placeholder_title(f"{placeholder} of the county archive")
