@@ -207,3 +207,26 @@ def test_the_x_robots_tag_header_is_obeyed_as_meta_robots_is(quick: Settings, sa
     assert stored == {web.url(p) for p in ("/", "/kept-link", "/others")}
     assert "/never" not in asked and "/draft.pdf" in asked
     assert stats.counters["noindex"] == 3 and stats.counters["nofollow_header"] == 1
+
+
+def test_a_site_that_navigates_by_script_is_crawled_whole(quick: Settings) -> None:
+    """The home page only redirects by script; the next one navigates by buttons and a jump
+    menu. Without reading the script the crawl ends at the seed."""
+    routes = {
+        "/": badweb.page(
+            '<html><head><script>window.location.href = "main.htm";</script></head><body></body></html>'
+        ),
+        "/main.htm": badweb.page(
+            "<html lang=en><head><title>Valley Choir</title></head><body><p>The valley choir sings "
+            "every Sunday in the old chapel by the river.</p>"
+            "<input type=button value=Concerts onclick=\"location.href='concerts.htm'\">"
+            '<select onchange="MM_jumpMenu(\'parent\',this,0)"><option value="">Go to</option>'
+            '<option value="members.htm">Members</option></select></body></html>'
+        ),
+        "/concerts.htm": badweb.html("Concerts", "The summer concerts of the valley choir."),
+        "/members.htm": badweb.html("Members", "The singers of the valley choir."),
+    }
+    with BadWeb(routes) as web:
+        run_crawl(quick, [web.url("/")], progress=False)
+    stored = {d.url for d in stored_documents(quick)}
+    assert {web.url(p) for p in ("/main.htm", "/concerts.htm", "/members.htm")} <= stored

@@ -241,3 +241,33 @@ def test_an_authoring_tools_default_title_gives_way_to_the_first_heading(head, b
 def test_placeholder_titles(placeholder):
     assert placeholder_title(placeholder)
     assert not placeholder_title(f"{placeholder} of the county archive")
+
+
+SCRIPTED = """<html><head><title>Welcome</title><script language=JavaScript src=mm.js></script>
+<script>if (screen.width < 800) { window.location.href = "small/index.htm"; }
+else { location.replace('big/index.htm'); }</script></head><body>
+<input type=button value=Next onclick="location.href='page2.htm'">
+<a href="#" onclick="MM_goToURL('parent','contact.htm');return document.MM_returnValue">Contact</a>
+<a href="javascript:window.open('popup.htm','w','width=300')">Map</a>
+<select name=menu onchange="MM_jumpMenu('parent',this,0)"><option value="">Choose</option>
+<option value="history.htm">History</option><option value="members/list.htm">Members</option></select>
+<script>var here = location.href + '?q=' + q; document.location = base + 'x.htm';
+window.open(url); location.href = "javascript:void(0)";</script>
+</body></html>"""
+
+
+def test_links_written_in_javascript_are_followed():
+    """Old sites navigate by script: a home page that only redirects by script, buttons,
+    Dreamweaver's MM_goToURL and jump menus (their function in an external mm.js)."""
+    links = parse_html(SCRIPTED.encode(), "http://old.test/site/").links
+    assert links == [
+        ("http://old.test/site/small/index.htm", ""),
+        ("http://old.test/site/big/index.htm", ""),
+        ("http://old.test/site/page2.htm", ""),
+        ("http://old.test/site/popup.htm", ""),
+        ("http://old.test/site/contact.htm", ""),
+        ("http://old.test/site/history.htm", "History"),
+        ("http://old.test/site/members/list.htm", "Members"),
+    ]  # expressions ("location.href + ...", "base + 'x.htm'", "window.open(url)") are not URLs
+    nofollow = SCRIPTED.replace("<head>", '<head><meta name="robots" content="nofollow">')
+    assert parse_html(nofollow.encode(), "http://old.test/site/").links == []
