@@ -220,6 +220,7 @@ class Crawler:
                 connect_timeout=self.settings.connect_timeout,
                 read_timeout=self.settings.read_timeout,
                 limit_per_host=self.settings.per_host_concurrency,
+                verify_tls=self.settings.verify_tls,
             )
             self.visitor = Visitor(
                 VisitContext(

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import ssl
 import time
+import weakref
 import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from urllib.parse import urljoin
 import aiohttp
 
 from services.crawler.lenient_http import LenientResponse, lenient_get
+from services.crawler.tls import crawler_tls
 from services.text.errors import BadUrlError
 from services.text.urls import header_href, normalize_url
 
@@ -51,7 +54,9 @@ class FetchResult:
     ``error`` is ``None`` on success (any HTTP status) or one of: ``timeout``
     (connect, read or total), ``connect`` (refused, reset, DNS), ``closed``
     (connection lost mid-body or shorter than Content-Length), ``http``
-    (protocol garbage), ``decode`` (a corrupt gzip/deflate body), ``bad_url``,
+    (protocol garbage), ``tls`` (a certificate or handshake refused: only with
+    ``NIMBUS_VERIFY_TLS``, or a server no TLS setting reaches), ``decode`` (a corrupt
+    gzip/deflate body), ``bad_url``,
     ``bad_redirect`` (a 3xx without a usable Location), ``too_large`` (``body``
     then holds the first ``max_bytes`` bytes, or nothing when HEAD or the
     Content-Length told), ``wrong_type`` (body not read).
@@ -104,25 +109,33 @@ def make_session(
     connect_timeout: float | None = None,
     read_timeout: float | None = None,
     limit_per_host: int = 0,
+    verify_tls: bool = False,
 ) -> aiohttp.ClientSession:
-    """The one client session a crawl shares (connection pool, User-Agent, timeouts).
+    """The one client session a crawl shares (connection pool, User-Agent, timeouts, TLS).
 
     ``timeout`` is the total per fetch; ``fetch`` re-applies the same bounds
-    itself, so a session built elsewhere is still safe.
+    itself, so a session built elsewhere is still safe. ``verify_tls``: see ``tls.py``.
     """
+    tls = crawler_tls(verify_tls)
     timeouts = Timeouts(
         connect=connect_timeout if connect_timeout is not None else min(timeout, 10.0),
         read=read_timeout if read_timeout is not None else timeout,
         total=timeout,
     )
-    return aiohttp.ClientSession(
+    session = aiohttp.ClientSession(
         headers={"User-Agent": user_agent, "Accept-Encoding": ACCEPT_ENCODING},
         timeout=timeouts.client_timeout(),
         auto_decompress=False,
         connector=aiohttp.TCPConnector(
-            limit=max(1, concurrency), limit_per_host=limit_per_host, ttl_dns_cache=300
+            limit=max(1, concurrency), limit_per_host=limit_per_host, ttl_dns_cache=300, ssl=tls
         ),
     )
+    _SESSION_TLS[session] = tls
+    return session
+
+
+# The TLS context of each session, for the http.client path (aiohttp keeps its own private).
+_SESSION_TLS: weakref.WeakKeyDictionary[aiohttp.ClientSession, ssl.SSLContext] = weakref.WeakKeyDictionary()
 
 
 def header_charset(content_type: str) -> str | None:
@@ -286,6 +299,8 @@ async def fetch(
         result = await _ask_leniently(
             session, url, max_bytes, accept, bounds, f"{url}: bad HTTP response ({exc.status} {exc.message})"
         )
+    except aiohttp.ClientSSLError as exc:  # before ClientConnectionError, its base class
+        _fail(result, "tls", f"{url}: {type(exc).__name__}: {exc} (NIMBUS_VERIFY_TLS=false reaches it)")
     except (aiohttp.ClientConnectionError, OSError) as exc:
         _fail(result, "connect", f"{url}: {type(exc).__name__}: {exc}")
     except (aiohttp.ClientError, ValueError) as exc:
@@ -307,8 +322,9 @@ async def _ask_leniently(
     headers = {"User-Agent": session.headers.get("User-Agent", ""), "Accept-Encoding": ACCEPT_ENCODING}
     try:
         async with asyncio.timeout(bounds.total):
+            tls = _SESSION_TLS.get(session) or crawler_tls(verify=True)
             response = await asyncio.to_thread(
-                lenient_get, url, headers, max_bytes, bounds.read, time.monotonic() + bounds.total
+                lenient_get, url, headers, max_bytes, bounds.read, time.monotonic() + bounds.total, tls
             )
     except TimeoutError:
         _fail(result, "timeout", f"{refused}; read leniently: no complete response within {bounds.total:g} s")

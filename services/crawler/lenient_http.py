@@ -15,6 +15,7 @@ Headers come back as a ``CIMultiDict`` of ``str``, their bytes read as UTF-8 wit
 from __future__ import annotations
 
 import http.client
+import ssl
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -35,7 +36,12 @@ _CHUNK = 64 * 1024
 
 
 def lenient_get(
-    url: str, headers: dict[str, str], max_raw_bytes: int, timeout: float, deadline: float
+    url: str,
+    headers: dict[str, str],
+    max_raw_bytes: int,
+    timeout: float,
+    deadline: float,
+    tls: ssl.SSLContext | None = None,
 ) -> LenientResponse:
     """GET ``url`` without following redirects; the body (2xx only) cut at ``max_raw_bytes`` + 1.
 
@@ -45,8 +51,11 @@ def lenient_get(
     parts = urlsplit(url)
     if parts.hostname is None:
         raise http.client.InvalidURL(f"no host in {url!r}")
-    connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = connection_type(parts.hostname, parts.port, timeout=timeout)
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=tls)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection.request("GET", target, headers={**headers, "Connection": "close"})
