@@ -14,7 +14,7 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
@@ -65,7 +65,32 @@ def parse_html(body: bytes | str, base_url: str, header_charset: str | None = No
     page = _parse(html, base_url, charset)
     if title_swallowed_page(page):
         page = _parse(repair_unclosed_title(html), base_url, charset)
+    if charset and not charset.startswith("utf"):
+        page.links = [(_legacy_query(url, charset), label) for url, label in page.links]
     return page
+
+
+def _legacy_query(url: str, charset: str) -> str:
+    """``url`` with the non-ASCII characters of its query percent-encoded in ``charset``,
+    the page's own encoding, as browsers send them (WHATWG URL: the query of a link in a
+    windows-1252 page is encoded in windows-1252, the path always in UTF-8).
+
+    ``search.php?name=Müller`` on a Latin-1 page asks for ``name=M%FCller``: the server
+    wrote its script for those bytes, and UTF-8's ``M%C3%BCller`` finds nothing. A character
+    the charset lacks is sent as ``&#NNN;``, as browsers do."""
+    if url.isascii() or "?" not in url:
+        return url
+    head, _, query = url.partition("?")
+    query, hash_mark, fragment = query.partition("#")
+    if query.isascii():
+        return url
+    encoded = quote(query, safe=_QUERY_SAFE, encoding=charset, errors="xmlcharrefreplace")
+    return f"{head}?{encoded}{hash_mark}{fragment}"
+
+
+# What stays as written in a query (WHATWG's query percent-encode set is the rest); "#" here can
+# only come from a "&#NNN;" reference (the fragment is cut off first), and must not end the query.
+_QUERY_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"#<>`')
 
 
 _REFRESH = re.compile(r"""^\s*(\d+(?:\.\d*)?)?\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\2\s*$""", re.I | re.S)

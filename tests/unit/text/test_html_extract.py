@@ -271,3 +271,22 @@ def test_links_written_in_javascript_are_followed():
     ]  # expressions ("location.href + ...", "base + 'x.htm'", "window.open(url)") are not URLs
     nofollow = SCRIPTED.replace("<head>", '<head><meta name="robots" content="nofollow">')
     assert parse_html(nofollow.encode(), "http://old.test/site/").links == []
+
+
+def test_a_legacy_pages_link_queries_are_encoded_in_its_charset():
+    """As browsers send them: the query in the page's encoding, the path in UTF-8."""
+    html = (
+        '<html><body><a href="/search?q=café&x=ü">s</a> <a href="/café.html?n=Müller#top">p</a> '
+        '<a href="/x?n=€">e</a> <a href="/x?n=&#28450;">k</a></body></html>'
+    )
+    links = [url for url, _ in parse_html(html.encode("cp1252"), "http://x.test/", "windows-1252").links]
+    assert links == [
+        "http://x.test/search?q=caf%E9&x=%FC",
+        "http://x.test/café.html?n=M%FCller#top",  # the path is normalize_url's (UTF-8)
+        "http://x.test/x?n=%80",  # the euro sign in windows-1252
+        "http://x.test/x?n=&%2328450;",  # not in the charset: a character reference, "#" escaped
+    ]
+    japanese = '<html><body><a href="/cgi-bin/find.cgi?kw=東京">t</a></body></html>'.encode("cp932")
+    assert parse_html(japanese, "http://x.test/", "shift_jis").links[0][0].endswith("?kw=%93%8C%8B%9E")
+    utf8 = parse_html(html.encode(), "http://x.test/", "utf-8").links
+    assert utf8[0][0] == "http://x.test/search?q=café&x=ü"  # left to normalize_url: UTF-8
