@@ -187,13 +187,19 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
             page.noindex = bool(directives & {"noindex", "none"})
             page.nofollow = bool(directives & {"nofollow", "none"})
 
+    related: list[tuple[str, str]] = []  # <link rel=next|prev|alternate>: followed with the links
     for link in tree.tags("link"):
-        if "canonical" in (link.attributes.get("rel") or "").lower().split():
-            href = browser_href(link.attributes.get("href") or "")
+        attributes = link.attributes
+        rel = (attributes.get("rel") or "").lower().split()
+        if "canonical" in rel and not page.canonical:
+            href = browser_href(attributes.get("href") or "")
             if href:
                 with contextlib.suppress(ValueError):
                     page.canonical = urljoin(base, href)
-                break
+        elif _RELATED.intersection(rel) and (attributes.get("type") or "text/html").lower() in _PAGE_TYPES:
+            _append_link(
+                base, attributes.get("href") or "", clean_text(attributes.get("title") or ""), related
+            )
 
     anchors: list[tuple[Node, int]] = []  # followed links' nodes and their (cleaned) text's length
     low = html.lower()
@@ -202,6 +208,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
         _collect_links(tree, base, page.links, anchors, _LINK_ATTRIBUTES if embeds else _ANCHORS)
+    if not page.nofollow:
+        page.links += related
     if not page.nofollow and any(word in low for word in _SCRIPT_WORDS):
         _script_links(tree, html, base, page.links)
     # A <noframes> holds the page offered to browsers without frames: the parser keeps it as
@@ -288,6 +296,13 @@ def _collect_links(
             else:
                 label = clean_text(attributes.get("alt" if tag == "area" else "title") or "")
             links.append((url, label))
+
+
+# <link> elements that lead to other pages of the site: the next and previous page of a
+# paginated archive or forum thread (often the only way to page 2 is a script or a form),
+# and the page in other languages (rel=alternate hreflang). Not feeds, stylesheets, icons.
+_RELATED = frozenset({"next", "prev", "previous", "alternate"})
+_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 # Navigation written in JavaScript, as old sites wrote it: ``location.href = "x.html"``,

@@ -290,3 +290,26 @@ def test_a_legacy_pages_link_queries_are_encoded_in_its_charset():
     assert parse_html(japanese, "http://x.test/", "shift_jis").links[0][0].endswith("?kw=%93%8C%8B%9E")
     utf8 = parse_html(html.encode(), "http://x.test/", "utf-8").links
     assert utf8[0][0] == "http://x.test/search?q=café&x=ü"  # left to normalize_url: UTF-8
+
+
+def test_link_elements_to_the_next_page_and_other_languages_are_followed():
+    head = (
+        '<link rel=stylesheet href=a.css><link rel="alternate" type="application/rss+xml" href="/feed">'
+        '<link rel=next href="?page=2"><link rel=prev href="?page=0" title="Newer posts">'
+        '<link rel=alternate hreflang=de href="/de/"><link rel="shortcut icon" href=/favicon.ico>'
+        "<link rel=canonical href=/list><link rel=canonical href=/other>"
+    )
+    page = parse_html(
+        f"<html><head>{head}</head><body><a href=x>x</a></body></html>", "http://x.test/list?page=1"
+    )
+    assert page.canonical == "http://x.test/list"  # the first one
+    assert page.links == [
+        ("http://x.test/x", "x"),
+        ("http://x.test/list?page=2", ""),
+        ("http://x.test/list?page=0", "Newer posts"),
+        ("http://x.test/de/", ""),
+    ]  # not the feed, the stylesheet or the icon
+    nofollow = parse_html(
+        f"<html><head><meta name=robots content=nofollow>{head}</head></html>", "http://x.test/"
+    )
+    assert nofollow.links == []
