@@ -1,10 +1,12 @@
 """Judged test collections in the JSONL layout of data/ir/cranfield, or BEIR's.
 
 ``docs.jsonl`` ({"id", "title", "text"}), ``queries.jsonl`` ({"id", "text"}) and
-``qrels.tsv`` (header ``query_id doc_id relevance``, or TREC qrels lines); BEIR's
-``corpus.jsonl`` and ``qrels/test.tsv`` stand for the first and last, its ``_id`` for
-``id``. Loading checks what a wrong file would silently spoil: unknown ids in the
-judgments, duplicate ids, missing fields, and says which file and line is at fault.
+``qrels.tsv`` (header ``query_id doc_id relevance``, TREC qrels lines, or headerless
+``query_id doc_id relevance`` lines); BEIR's ``corpus.jsonl`` and ``qrels/test.tsv`` (or
+``dev.tsv``) stand for the first and last, its ``_id`` for ``id``. Loading checks what a
+wrong file would silently spoil (judgments of another corpus, duplicate ids, missing
+fields) and says which file and line is at fault; the few judgments real collections
+make of documents or topics they lack are let through and reported (``warnings``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Collection:
     queries: list[EvalQuery]
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> relevance
     doc_ids: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)  # what loading let pass, to be said
 
     @property
     def name(self) -> str:
@@ -69,8 +72,9 @@ def load_collection(root: Path) -> Collection:
     except SourceFormatError as exc:
         raise CollectionError(str(exc)) from exc
     queries = _read_queries(root / "queries.jsonl")
-    qrels = _read_qrels(qrels_file, doc_ids, {q.id for q in queries})
-    return Collection(root, queries, qrels, doc_ids)
+    warnings: list[str] = []
+    qrels = _read_qrels(qrels_file, doc_ids, {q.id for q in queries}, warnings)
+    return Collection(root, queries, qrels, doc_ids, warnings)
 
 
 def _docs_file(root: Path) -> Path:
@@ -78,7 +82,12 @@ def _docs_file(root: Path) -> Path:
 
 
 def _qrels_file(root: Path) -> Path:
-    return _ours_else_beirs(root / "qrels.tsv", root / "qrels" / "test.tsv")
+    """qrels.tsv; else BEIR's test split, or its dev split where a set has no test split
+    (MS MARCO's)."""
+    beirs = root / "qrels" / "test.tsv"
+    if not beirs.is_file() and (root / "qrels" / "dev.tsv").is_file():
+        beirs = root / "qrels" / "dev.tsv"
+    return _ours_else_beirs(root / "qrels.tsv", beirs)
 
 
 def _ours_else_beirs(ours: Path, beirs: Path) -> Path:
@@ -106,11 +115,19 @@ def _queries(path: Path) -> list[EvalQuery]:
     return queries
 
 
-def _read_qrels(path: Path, doc_ids: set[str], query_ids: set[str]) -> dict[str, dict[str, int]]:
-    """The judgments, from either layout: ``query_id doc_id relevance`` with that header
-    (tab-separated, data/ir's), or TREC's own qrels lines, ``query_id iteration doc_id
-    relevance`` separated by spaces or tabs without a header (as trec_eval reads them), so
-    a collection's qrels work as distributed."""
+def _read_qrels(
+    path: Path, doc_ids: set[str], query_ids: set[str], warnings: list[str]
+) -> dict[str, dict[str, int]]:
+    """The judgments, from any of the layouts collections are distributed in: ``query_id
+    doc_id relevance`` with that header (tab-separated, data/ir's; BEIR's ``query-id
+    corpus-id score``), TREC qrels lines ``query_id iteration doc_id relevance`` without a
+    header (as trec_eval reads them), or headerless ``query_id doc_id relevance`` lines.
+
+    Real collections judge a few documents their corpus lacks and topics their query file
+    lacks: the documents are kept, as trec_eval keeps them (relevant documents no run can
+    find, which published figures count), the topics skipped (nothing can search them), and
+    both said in ``warnings``. A file where most judgments name unknown documents, or no
+    judgment names a known query, is the wrong file and refused."""
     qrels: dict[str, dict[str, int]] = {}
     with path.open(encoding="utf-8", newline="") as fh:
         lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(fh, 1) if line.strip()]
@@ -120,24 +137,55 @@ def _read_qrels(path: Path, doc_ids: set[str], query_ids: set[str]) -> dict[str,
     if header in (["query_id", "doc_id", "relevance"], ["query-id", "corpus-id", "score"]):  # ours, BEIR's
         # Tab-separated: an id may hold spaces.
         rows, width = [(n, line.split("\t")) for n, line in lines[1:]], 3
-    elif len(header) == 4:
-        rows, width = [(n, line.split()) for n, line in lines], 4  # TREC: qid iter docno rel
+    elif len(header) in (3, 4) and _integer(header[-1]):
+        rows, width = [(n, line.split()) for n, line in lines], len(header)  # TREC's, or without iteration
     else:
         raise CollectionError(
-            f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance' or TREC qrels lines "
-            f"'query_id iteration doc_id relevance', found {' '.join(header)!r} "
-            "(raw qrels in another order: normalize first)"
+            f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', TREC qrels lines "
+            f"'query_id iteration doc_id relevance' or lines 'query_id doc_id relevance', "
+            f"found {' '.join(header)!r} (raw qrels in another order: normalize first)"
         )
+    unknown_docs: list[tuple[int, str]] = []
+    unknown_queries: list[tuple[int, str]] = []
     for number, row in rows:
         if len(row) != width:
             raise CollectionError(f"{path}:{number}: expected {width} fields, found {len(row)}")
         qid, did, rel = (row[0], row[1], row[2]) if width == 3 else (row[0], row[2], row[3])
+        if not _integer(rel):
+            raise CollectionError(f"{path}:{number}: relevance {rel!r} is not an integer")
         if qid not in query_ids:
-            raise CollectionError(f"{path}:{number}: unknown query id {qid!r}")
+            unknown_queries.append((number, qid))
+            continue
         if did not in doc_ids:
-            raise CollectionError(f"{path}:{number}: unknown document id {did!r}")
-        try:
-            qrels.setdefault(qid, {})[did] = int(rel)
-        except ValueError as exc:
-            raise CollectionError(f"{path}:{number}: relevance {rel!r} is not an integer") from exc
+            unknown_docs.append((number, did))
+        qrels.setdefault(qid, {})[did] = int(rel)
+    if not qrels:
+        number, qid = unknown_queries[0]
+        raise CollectionError(
+            f"{path}:{number}: unknown query id {qid!r}: no judgment names a query of queries.jsonl"
+        )
+    judged = sum(len(docs) for docs in qrels.values())
+    if unknown_docs and len(unknown_docs) * 2 > judged:
+        number, did = unknown_docs[0]
+        raise CollectionError(
+            f"{path}:{number}: unknown document id {did!r}: {len(unknown_docs)} of {judged} "
+            "judgments name documents the corpus lacks (the qrels of another corpus?)"
+        )
+    if unknown_docs:
+        number, did = unknown_docs[0]
+        warnings.append(
+            f"{len(unknown_docs)} of {judged} judgments name documents the corpus lacks (first "
+            f"{did!r}, {path.name}:{number}): kept, as trec_eval keeps them; no run can find them"
+        )
+    if unknown_queries:
+        number, qid = unknown_queries[0]
+        topics = len({q for _, q in unknown_queries})
+        warnings.append(
+            f"{len(unknown_queries)} judgments of {topics} queries not in queries.jsonl skipped "
+            f"(first {qid!r}, {path.name}:{number})"
+        )
     return qrels
+
+
+def _integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()

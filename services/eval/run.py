@@ -58,6 +58,8 @@ def run_eval(
             print(f"eval: {message}", file=sys.stderr, flush=True)
 
     collection = load_collection(root)
+    for warning in collection.warnings:  # said even when quiet: they change what the figures mean
+        print(f"eval: warning: {warning}", file=sys.stderr, flush=True)
     say(
         f"{len(collection.doc_ids)} documents, {len(collection.queries)} queries "
         f"({len(collection.judged_queries)} judged) in {root}"

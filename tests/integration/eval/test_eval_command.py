@@ -183,14 +183,47 @@ def test_missing_qrels_is_an_error_that_says_what_is_needed(eval_env, capsys):
     assert "qrels.tsv not found" in err and "docs.jsonl, queries.jsonl and qrels.tsv" in err
 
 
-def test_qrels_naming_an_unknown_document_is_refused_before_anything_is_stored(eval_env, capsys):
+def test_judgments_of_documents_and_topics_the_collection_lacks_are_kept_or_skipped_and_said(
+    eval_env, capsys
+):
+    """Real collections judge a few documents their corpus lacks (trec_eval counts them as
+    relevant documents no run finds) and topics their query file lacks."""
     root = write_collection(eval_env / "tiny")
     with (root / "qrels.tsv").open("a") as fh:
-        fh.write("1\tnope\t1\n")
+        fh.write("1\tgone\t2\n9\t100\t1\n")
+    assert main(["eval", str(root), "--quiet", "--state", str(eval_env / "state")]) == 0
+    out, err = capsys.readouterr()
+    assert "1 of 31 judgments name documents the corpus lacks (first 'gone', qrels.tsv:32)" in err
+    assert "1 judgments of 1 queries not in queries.jsonl skipped (first '9', qrels.tsv:33)" in err
+    qrels = [q for q in _qrels(root / "qrels.tsv") if q.query_id != "9"]
+    run = ir_measures.read_trec_run(str(eval_env / "state" / "run.trec"))
+    expected = ir_measures.calc_aggregate([AP, R @ 100], qrels, run)
+    assert _metrics(out)["MAP"] == pytest.approx(expected[AP], abs=5e-5)
+    assert _metrics(out)["Recall@100"] == pytest.approx(expected[R @ 100], abs=5e-5) and expected[R @ 100] < 1
+
+
+def test_qrels_of_another_corpus_are_refused_before_anything_is_stored(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    lines = (root / "qrels.tsv").read_text().splitlines()
+    wrong = [lines[0]] + [line.replace("\t", "\tx", 1) if i % 3 else line for i, line in enumerate(lines[1:])]
+    (root / "qrels.tsv").write_text("\n".join(wrong) + "\n")
     assert main(["eval", str(root), "--quiet", "--state", str(eval_env / "state")]) == 2
     err = capsys.readouterr().err
-    assert "qrels.tsv:32: unknown document id 'nope'" in err
+    assert "unknown document id" in err and "judgments name documents the corpus lacks" in err
     assert not (eval_env / "state" / "nimbus.db").exists()
+
+
+def test_headerless_qrels_and_beirs_dev_split_are_read(eval_env, capsys):
+    root = write_collection(eval_env / "tiny")
+    rows = (root / "qrels.tsv").read_text().splitlines()[1:]
+    (root / "qrels.tsv").write_text("".join(row.replace("\t", " ") + "\n" for row in rows))
+    assert main(["eval", str(root), "--quiet", "--state", str(eval_env / "plain")]) == 0
+    assert _metrics(capsys.readouterr().out)["Recall@100"] == 1.0
+    (root / "qrels").mkdir()
+    (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
+    (root / "qrels.tsv").unlink()
+    assert main(["eval", str(root), "--quiet", "--state", str(eval_env / "dev")]) == 0
+    assert _metrics(capsys.readouterr().out)["Recall@100"] == 1.0
 
 
 def test_bad_collection_from_the_shell_exits_nonzero_without_a_traceback(eval_env):
