@@ -293,6 +293,8 @@ def _collect_links(
                 label = clean_text(node.text(deep=True))
                 if label:
                     anchors.append((node, len(label)))
+                else:
+                    label = _image_label(node)
             else:
                 label = clean_text(attributes.get("alt" if tag == "area" else "title") or "")
             links.append((url, label))
@@ -349,6 +351,17 @@ def _append_link(base: str, target: str, label: str, links: list[tuple[str, str]
         return
     if urlsplit(url).scheme in _FOLLOW_SCHEMES:
         links.append((url, label))
+
+
+def _image_label(anchor: Node) -> str:
+    """The anchor text of a link that is an image: its ``alt`` (or ``title``), as search
+    engines read image links. Old sites' menus are image buttons; without it their links
+    carry no words into the anchor-text field."""
+    for node in anchor.traverse(include_text=False):
+        if node.tag == "img":
+            attributes = node.attributes
+            return clean_text(attributes.get("alt") or attributes.get("title") or "")
+    return ""
 
 
 _LINK_ATTRIBUTES = (("a", "href"), ("area", "href"), ("frame", "src"), ("iframe", "src"))

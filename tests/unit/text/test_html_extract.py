@@ -313,3 +313,18 @@ def test_link_elements_to_the_next_page_and_other_languages_are_followed():
         f"<html><head><meta name=robots content=nofollow>{head}</head></html>", "http://x.test/"
     )
     assert nofollow.links == []
+
+
+def test_an_image_links_alt_text_is_its_anchor_text():
+    html = (
+        '<html><body><a href="/p.html"><img src=p.gif alt="Our  products"></a> '
+        '<a href="/q.html"><span><img src=q.gif title="Contact us"></span></a> '
+        '<a href="/r.html"><img src=r.gif></a> '
+        '<a href="/s"><img src=s.gif alt="ignored">Words</a></body></html>'
+    )
+    assert parse_html(html.encode(), "http://x.test/").links == [
+        ("http://x.test/p.html", "Our products"),
+        ("http://x.test/q.html", "Contact us"),
+        ("http://x.test/r.html", ""),
+        ("http://x.test/s", "Words"),  # a link's own words come first
+    ]
