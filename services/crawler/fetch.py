@@ -77,6 +77,7 @@ class FetchResult:
     charset: str | None = None  # charset declared by the Content-Type header
     head_status: int | None = None  # status of the HEAD pre-check, when one ran
     robots_tag: tuple[str, ...] = ()  # the X-Robots-Tag header's values (robots_tag.py reads them)
+    refresh: str = ""  # the Refresh header ("0; url=/new"), which browsers obey as a meta refresh
 
     @property
     def ok(self) -> bool:
@@ -384,6 +385,8 @@ def _read_status(resp: aiohttp.ClientResponse | LenientResponse, result: FetchRe
     result.charset = header_charset(result.content_type)
     if "X-Robots-Tag" in resp.headers:
         result.robots_tag = tuple(resp.headers.getall("X-Robots-Tag"))
+    if "Refresh" in resp.headers:
+        result.refresh = resp.headers["Refresh"]
     if 300 <= resp.status < 400 and resp.status != 304:
         result.redirect_to, why = redirect_target(result.url, resp.headers.get("Location"))
         if result.redirect_to is None:

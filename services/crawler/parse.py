@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 from services.crawler.errors import ParseError
 from services.crawler.fetch import FetchResult, header_charset
 from services.storage.blocks import ContentType, mime_type
 from services.storage.records import Link, LinksPickledFlat
 from services.text.errors import BadUrlError, PdfError
-from services.text.html import parse_html
+from services.text.html import parse_html, parse_refresh
 from services.text.lang import identify
 from services.text.pdf import parse_pdf
-from services.text.urls import normalize_url
+from services.text.urls import header_href, normalize_url
 
 INDEXABLE = (ContentType.HTML, ContentType.PDF)
 MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>, not a label
@@ -28,6 +29,9 @@ MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>,
 # listing or a link farm lists tens of thousands, and one such page would put them all in
 # the frontier, the record and the link graph at once.
 MAX_LINKS = 1000
+
+
+MAX_REFRESH_DELAY = 10.0  # seconds: a refresh this soon is a redirect, not a page
 
 
 @dataclass
@@ -131,6 +135,9 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     an unreadable PDF.
     """
     if not result.body.strip():
+        delay, target = _header_refresh(result.refresh, result.final_url) if result.refresh else (0.0, "")
+        if target and delay <= MAX_REFRESH_DELAY:  # a redirect by header alone: nothing to store
+            return ParsedDoc(content_type=ContentType.HTML, refresh_url=target, refresh_delay=delay)
         raise ParseError(f"{page_url}: empty body (status {result.status})", "empty")
     ctype = classify(result.content_type, result.body)
     if ctype == ContentType.HTML:
@@ -150,6 +157,8 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             refresh_delay=page.refresh_delay,
             canonical=_normalized_or_empty(page.canonical),
         )
+        if not parsed.refresh_url and result.refresh:
+            parsed.refresh_delay, parsed.refresh_url = _header_refresh(result.refresh, result.final_url)
         if parsed.canonical and parsed.canonical != page_url:
             # The site names the URL it prefers: crawl that one too; if its bytes are these,
             # duplicate detection folds the two (docId), as it does for any copy.
@@ -164,6 +173,19 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     raise ParseError(
         f"{page_url}: content type {result.content_type or 'unknown'!r} is neither HTML nor PDF", "type"
     )
+
+
+def _header_refresh(value: str, base: str) -> tuple[float, str]:
+    """The ``Refresh`` response header, which browsers obey as they obey ``<meta
+    http-equiv=refresh>`` (old servers and some CMSs redirect with it): (delay, normalized
+    target), or (0, "") when it names no usable target."""
+    refresh = parse_refresh(value)
+    if refresh is None or not refresh[1]:
+        return 0.0, ""
+    try:
+        return refresh[0], _normalized_or_empty(urljoin(base, header_href(refresh[1])))
+    except ValueError:
+        return 0.0, ""
 
 
 def _normalized_or_empty(url: str) -> str:

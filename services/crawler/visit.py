@@ -22,6 +22,7 @@ from services.crawler.metrics import LatencyHistogram
 from services.crawler.outcome import is_retryable, judge_fetch
 from services.crawler.parse import (
     INDEXABLE,
+    MAX_REFRESH_DELAY,
     ParsedDoc,
     ParseError,
     accept_content_type,
@@ -93,9 +94,6 @@ _BINARY_EXTENSIONS = frozenset(
         "zst",
     }
 )
-
-
-MAX_REFRESH_DELAY = 10.0  # seconds: a refresh this soon is a redirect, not a page
 
 
 class Visitor:

@@ -230,3 +230,26 @@ def test_a_site_that_navigates_by_script_is_crawled_whole(quick: Settings) -> No
         run_crawl(quick, [web.url("/")], progress=False)
     stored = {d.url for d in stored_documents(quick)}
     assert {web.url(p) for p in ("/main.htm", "/concerts.htm", "/members.htm")} <= stored
+
+
+def test_a_refresh_header_is_followed_like_a_meta_refresh(quick: Settings) -> None:
+    """``Refresh: 0; url=...`` as a response header (old servers, some CMSs): browsers
+    follow it, with a body or without one; a long delay leaves the page a page."""
+    routes = {
+        "/": badweb.page(b"", headers={"Refresh": "0; url=/home.html"}),
+        "/old": badweb.page(
+            "<html><body><p>This page has moved.</p></body></html>", headers={"Refresh": "1;URL='/new.html'"}
+        ),
+        "/notice": badweb.page(
+            "<html lang=en><head><title>Notice</title></head><body><p>The river society meets on "
+            "Sunday by the old stone bridge; the walk starts at ten.</p></body></html>",
+            headers={"Refresh": "600; url=/home.html"},
+        ),
+        "/home.html": badweb.html("Home", "The river society's home page."),
+        "/new.html": badweb.html("Moved here", "The page that moved."),
+    }
+    with BadWeb(routes) as web:
+        stats = run_crawl(quick, [web.url("/"), web.url("/old"), web.url("/notice")], progress=False)
+    stored = {d.url for d in stored_documents(quick)}
+    assert stored == {web.url(p) for p in ("/home.html", "/new.html", "/notice")}
+    assert stats.counters["meta_refresh"] == 2
