@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import socket
 import ssl
 import time
 import weakref
@@ -52,7 +53,8 @@ class FetchResult:
     """What one request produced.
 
     ``error`` is ``None`` on success (any HTTP status) or one of: ``timeout``
-    (connect, read or total), ``connect`` (refused, reset, DNS), ``closed``
+    (connect, read or total), ``connect`` (refused, reset, no DNS answer for now), ``dns``
+    (the name does not exist: not retried), ``closed``
     (connection lost mid-body or shorter than Content-Length), ``http``
     (protocol garbage), ``tls`` (a certificate or handshake refused: only with
     ``NIMBUS_VERIFY_TLS``, or a server no TLS setting reaches), ``decode`` (a corrupt
@@ -300,6 +302,9 @@ async def fetch(
         result = await _ask_leniently(
             session, url, max_bytes, accept, bounds, f"{url}: bad HTTP response ({exc.status} {exc.message})"
         )
+    except aiohttp.ClientConnectorDNSError as exc:  # before ClientConnectionError, its base class
+        kind = "dns" if _no_such_name(exc.os_error) else "connect"
+        _fail(result, kind, f"{url}: {type(exc).__name__}: {exc}")
     except aiohttp.ClientSSLError as exc:  # before ClientConnectionError, its base class
         _fail(result, "tls", f"{url}: {type(exc).__name__}: {exc} (NIMBUS_VERIFY_TLS=false reaches it)")
     except (aiohttp.ClientConnectionError, OSError) as exc:
@@ -354,6 +359,13 @@ async def _ask_leniently(
 async def _chunks(data: bytes) -> AsyncIterator[bytes]:
     for start in range(0, len(data), _CHUNK):
         yield data[start : start + _CHUNK]
+
+
+def _no_such_name(error: OSError) -> bool:
+    """Whether a lookup failed because the name does not exist (NXDOMAIN: a dead domain,
+    which minutes do not revive) rather than for now (no answer, a server failure)."""
+    permanent = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+    return isinstance(error, socket.gaierror) and error.errno in permanent
 
 
 def _redirects_to_itself(result: FetchResult) -> bool:

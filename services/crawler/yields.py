@@ -41,7 +41,7 @@ def is_dead(status: int | None, error: str | None) -> bool | None:
     """True: no page there (404, 410, 403, other 4xx, connection refused or DNS failure); False: it
     answered (2xx, 3xx); None: says nothing about the URL (5xx, 408, 429, timeouts: the server's load)."""
     if status is None:
-        return True if error == "connect" else None
+        return True if error in ("connect", "dns") else None
     if 200 <= status < 400:
         return False
     if 400 <= status < 500:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import socket
 import threading
 import time
 import zlib
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import aiohttp
+import aiohttp.abc
 import badweb
 import pytest
 from badweb import BadWeb
@@ -311,6 +314,38 @@ def test_responses_aiohttp_refuses_are_read_as_browsers_read_them() -> None:
         assert (old.error, old.status) == ("http", None) and "read leniently" in old.detail
         big = _fetch(web.url("/twice"), max_bytes=10)
         assert (big.error, big.body) == ("too_large", body[:10])
+
+
+class _Resolver(aiohttp.abc.AbstractResolver):
+    """DNS as the test says: "dead.test" does not exist, "flaky.test" has no answer for now,
+    everything else is the loopback address."""
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list:
+        if host == "dead.test":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        if host == "flaky.test":
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return [
+            {"hostname": host, "host": "127.0.0.1", "port": port, "family": family, "proto": 0, "flags": 0}
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_name_that_does_not_exist_is_not_retried_one_without_an_answer_is() -> None:
+    async def go(url: str) -> FetchResult:
+        connector = aiohttp.TCPConnector(resolver=_Resolver())
+        async with aiohttp.ClientSession(connector=connector) as session:
+            return await fetch(session, url, max_bytes=10_000)
+
+    with BadWeb({"/": badweb.html("Alive", "A page on a host that exists.")}) as web:
+        alive = asyncio.run(go(f"http://alive.test:{web.port}/"))
+    assert (alive.status, alive.error) == (200, None)
+    dead = asyncio.run(go("http://dead.test/"))
+    assert (dead.error, dead.retryable) == ("dns", False) and "dead.test" in dead.detail
+    flaky = asyncio.run(go("http://flaky.test/"))
+    assert (flaky.error, flaky.retryable) == ("connect", True)
 
 
 def test_retry_advice_from_status_and_retry_after() -> None:

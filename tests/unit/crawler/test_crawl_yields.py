@@ -35,6 +35,7 @@ def test_prefixes_are_directory_first_segment_and_host() -> None:
         (429, None, None),
         (503, None, None),
         (None, "connect", True),
+        (None, "dns", True),
         (None, "timeout", None),
     ],
 )
