@@ -148,6 +148,29 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
         await run_in_threadpool(add)
         return RedirectResponse("/admin", status_code=303)
 
+    @router.post("/block")
+    async def block(request: Request) -> Response:
+        fields = await form(request)
+        action = fields.get("action", "block")
+        if not allowed(request, fields) or action not in ("block", "unblock"):
+            return Response("forbidden: sign in, and use the dashboard's own forms", status_code=403)
+        hosts = fields.get("hosts", "").split()
+        if not hosts:
+            return Response("give one or more host names (example.org)", status_code=400)
+
+        def act() -> None:
+            with db().begin() as session:
+                if action == "block":
+                    heartbeat.block_hosts(session, hosts, time.time(), fields.get("reason", "").strip())
+                else:
+                    heartbeat.unblock_hosts(session, hosts)
+
+        try:
+            await run_in_threadpool(act)
+        except BadUrlError as exc:
+            return Response(str(exc), status_code=400)
+        return RedirectResponse("/admin", status_code=303)
+
     @router.get("/api/status")
     async def api_status(request: Request) -> Response:
         bearer = request.headers.get("authorization", "")
@@ -166,6 +189,7 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
                 "busiest_hosts": [h.__dict__ for h in status.busiest],
                 "slowest_hosts": [h.__dict__ for h in status.slowest],
                 "minutes": [m.__dict__ for m in status.minutes],
+                "blocked_hosts": [b.__dict__ for b in status.blocked],
             }
         )
 

@@ -25,6 +25,7 @@ POLICY_COUNTERS = (
     "deferred_dead_prefix",
     "links_over_cap",
     "trap_path_links",
+    "blocked_by_operator",
     "fetch_error",
     "gave_up",
 )
@@ -58,6 +59,13 @@ class Minute:
 
 
 @dataclass
+class BlockedLine:
+    host: str
+    reason: str
+    blocked_at: float
+
+
+@dataclass
 class ClusterStatus:
     nodes: list[heartbeat.NodeView]
     frontier: dict[str, int]
@@ -66,6 +74,7 @@ class ClusterStatus:
     slowest: list[SlowHost] = field(default_factory=list)  # by delay, then errors
     paused: bool = False
     minutes: list[Minute] = field(default_factory=list)  # the last CHART_MINUTES, oldest first
+    blocked: list[BlockedLine] = field(default_factory=list)  # the operator's blocked hosts
 
     def chart(self, width: int = 600, height: int = 120) -> dict[str, str | int]:
         """SVG polyline points for pages and errors per minute (served as markup, no script)."""
@@ -130,6 +139,7 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         busiest=busiest,
         paused=heartbeat.control(session).paused,
         minutes=minutes,
+        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
     )
 
 

@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
         help="absolute http(s) URLs to start from (none: continue the frontier in the database); "
         "`nimbus crawl status` shows the crawler nodes and the frontier; `pause`, `resume` and `stop` "
         "ask every running crawler, on any machine; `seed URL...` adds URLs without crawling; "
+        "`block HOST...` takes hosts (and their subdomains) out of every crawl within a heartbeat, "
+        "`unblock HOST...` lets them back; "
         "`worker` and `committer` run one role of a crawl cluster (machines sharing one database "
         "and one bucket: many workers, one elected committer and its standbys)",
     )
@@ -93,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "--id", dest="identity", help="`crawl worker`: this worker's name (default: host and partitions)"
     )
     crawl.add_argument("--quiet", action="store_true", help="no live progress line")
+    crawl.add_argument("--reason", default="", help="`crawl block`: why, shown on the dashboard")
 
     index = sub.add_parser("index", help="build the index and PageRank with MapReduce and publish")
     index.add_argument("--runner", choices=["inline", "local", "emr"], help="mrjob runner (NIMBUS_MR_RUNNER)")

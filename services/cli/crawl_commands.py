@@ -1,5 +1,6 @@
 """`nimbus crawl`: a crawl on this machine, one role of a crawl cluster, or an operator's
-command to every crawler (status, seed, pause, resume, stop) through the database."""
+command to every crawler (status, seed, pause, resume, stop, block, unblock) through the
+database."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def crawl(args: argparse.Namespace, settings: Settings) -> int:
         return crawl_status(settings)
     if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
         return crawl_command(settings, args.seeds[0], args.seeds[1:])
+    if args.seeds[:1] in (["block"], ["unblock"]):
+        return block_command(settings, args.seeds[0], args.seeds[1:], args.reason)
     if args.seeds[:1] in (["worker"], ["committer"]):
         return cluster_role(args, settings)
     settings = settings.with_overrides(
@@ -107,6 +110,8 @@ def crawl_status(settings: Settings) -> int:
             states = frontier.count_by_state(session)
             by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
             print(f"frontier: {by_state or 'empty'}")
+            for row in heartbeat.blocked_hosts(session):
+                print(f"blocked: {row.host}" + (f" ({row.reason})" if row.reason else ""))
     finally:
         engine.dispose()
     return 0
@@ -143,6 +148,34 @@ def crawl_command(settings: Settings, name: str, urls: list[str]) -> int:
                     f"asked every crawler to {name}; each reads it at its next heartbeat "
                     f"(within {heartbeat.BEAT_EVERY:.0f} s)"
                 )
+    finally:
+        engine.dispose()
+    return 0
+
+
+def block_command(settings: Settings, name: str, hosts: list[str], reason: str) -> int:
+    """`block HOST...` / `unblock HOST...`: through the database, for every crawler."""
+    import time
+
+    from services.crawler import heartbeat
+    from services.crawler.errors import CrawlCommandError
+    from services.storage.db import init_db, make_engine, session_factory
+
+    if not hosts:
+        raise CrawlCommandError(f"nimbus crawl {name}: give one or more host names (example.org)")
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        with session_factory(engine).begin() as session:
+            if name == "block":
+                names = heartbeat.block_hosts(session, hosts, time.time(), reason)
+                print(
+                    f"blocked {', '.join(names)} (and their subdomains) for every crawler, from its "
+                    f"next heartbeat (within {heartbeat.BEAT_EVERY:.0f} s)"
+                )
+            else:
+                names = heartbeat.unblock_hosts(session, hosts)
+                print(f"unblocked {', '.join(names)}: links found from now on are crawled")
     finally:
         engine.dispose()
     return 0

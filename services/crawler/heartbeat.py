@@ -19,7 +19,8 @@ from importlib import metadata
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.storage.models import CrawlControl, CrawlNode
+from services.storage.models import BlockedHost, CrawlControl, CrawlNode
+from services.text.urls import bare_host
 
 BEAT_EVERY = 5.0  # seconds between beats
 DEAD_AFTER = 4  # beats missed before a node is shown dead
@@ -150,10 +151,12 @@ def status_table(views: list[NodeView], now: float) -> str:
 
 @dataclass(frozen=True)
 class Control:
-    """What the operator asked: pause leasing, or stop every node started before a time."""
+    """What the operator asked: pause leasing, stop every node started before a time, and
+    leave some hosts (with their subdomains) alone."""
 
     paused: bool = False
     stop_requested_at: float = 0.0
+    blocked: frozenset[str] = frozenset()
 
     def stops(self, started_at: float) -> bool:
         """A stop applies to the nodes running when it was asked, not to ones started later."""
@@ -162,7 +165,37 @@ class Control:
 
 def control(session: Session) -> Control:
     values = {row.name: row.value for row in session.scalars(select(CrawlControl))}
-    return Control(bool(values.get("paused", 0.0)), float(values.get("stop_requested_at", 0.0)))
+    blocked = frozenset(session.scalars(select(BlockedHost.host)))
+    return Control(bool(values.get("paused", 0.0)), float(values.get("stop_requested_at", 0.0)), blocked)
+
+
+def block_hosts(session: Session, hosts: list[str], now: float, reason: str = "") -> list[str]:
+    """Take ``hosts`` (names or URLs) out of every crawl from its next heartbeat: their URLs
+    are not fetched, links to them not queued (``blocked_by_operator``). Returns the names
+    as stored; raises ``BadUrlError`` naming the first that is no host name."""
+    names = [bare_host(host) for host in hosts]
+    for name in names:
+        row = session.get(BlockedHost, name)
+        if row is None:
+            session.add(BlockedHost(host=name, reason=reason, blocked_at=now))
+        else:
+            row.reason, row.blocked_at = reason or row.reason, now
+    return names
+
+
+def unblock_hosts(session: Session, hosts: list[str]) -> list[str]:
+    """Let ``hosts`` back in: links found from now on are crawled. Their URLs already
+    finished as blocked come back at their recrawl time, as robots-denied ones do."""
+    names = [bare_host(host) for host in hosts]
+    for name in names:
+        row = session.get(BlockedHost, name)
+        if row is not None:
+            session.delete(row)
+    return names
+
+
+def blocked_hosts(session: Session) -> list[BlockedHost]:
+    return list(session.scalars(select(BlockedHost).order_by(BlockedHost.host)))
 
 
 def beat_and_read(session: Session, b: Beat) -> Control:

@@ -111,6 +111,7 @@ class Visitor:
         self.rng = random.Random()
         self.timeouts = Timeouts.from_settings(self.settings)
         self.rules: dict[str, RobotsRules] = {}  # fresh rules by host (bounded like the host queues)
+        self.blocked: frozenset[str] = frozenset()  # the operator's blocked hosts, set at every beat
         # Each host's answer to a path that cannot exist (soft404.py); None: a real 404.
         self.not_found: dict[str, NotFoundPage | None] = {}
 
@@ -121,6 +122,10 @@ class Visitor:
             result.state = "new"  # released: the next run fetches it
             return
         if self._defer_dead(entry, result):
+            return
+        if self.blocked and in_scope(entry.url, self.blocked):
+            result.error = "blocked_by_operator"
+            result.counters["blocked_by_operator"] += 1
             return
         queue = ctx.hosts.queue(host)
         if queue.pages is None:
@@ -311,10 +316,16 @@ class Visitor:
         return True
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
-        """Links in scope, not shaped like a trap, whose host is not at its page cap."""
+        """Links in scope, not blocked by the operator, not shaped like a trap, whose host is
+        not at its page cap."""
         kept = [link for link in links if in_scope(link.url, self.scope)] if self.scope else list(links)
         if len(kept) < len(links):
             counters["out_of_scope"] += len(links) - len(kept)
+        if self.blocked:
+            allowed = [link for link in kept if not in_scope(link.url, self.blocked)]
+            if len(allowed) < len(kept):
+                counters["blocked_by_operator_links"] += len(kept) - len(allowed)
+                kept = allowed
         sane = [link for link in kept if not trap_path(link.url)]
         if len(sane) < len(kept):
             counters["trap_path_links"] += len(kept) - len(sane)

@@ -198,6 +198,17 @@ class CrawlControl(Base):
     set_at: Mapped[float] = mapped_column(Double)
 
 
+class BlockedHost(Base):
+    """A host the operator took out of the crawl (``nimbus crawl block HOST``, the dashboard):
+    read by every crawler at each heartbeat; its subdomains are blocked with it."""
+
+    __tablename__ = "blocked_hosts"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)  # lower case, IDNA
+    reason: Mapped[str] = mapped_column(Text, default="")
+    blocked_at: Mapped[float] = mapped_column(Double)
+
+
 class RoleLease(Base):
     """A role only one process may hold at a time (the crawl cluster's committer): the holder
     renews it at every beat; a standby takes it over once it has expired. ``term`` counts

@@ -250,6 +250,30 @@ def trap_path(normalized_url: str) -> bool:
     return False
 
 
+_HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
+
+
+def bare_host(value: str) -> str:
+    """The host name an operator means by ``value`` ("Example.COM", "http://example.com/x",
+    "bücher.example."): lower case, IDNA, no port or trailing dot; ``BadUrlError`` when it
+    names none. IPv4 addresses are host names here too."""
+    text = value.strip()
+    if "://" in text:
+        try:
+            text = urlsplit(text).hostname or ""
+        except ValueError as exc:
+            raise BadUrlError(f"not a host name or URL: {value!r}") from exc
+    host = text.lower().rstrip(".")
+    if host and not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise BadUrlError(f"not a host name: {value!r}") from exc
+    if len(host) > 253 or not _HOST_NAME.fullmatch(host):
+        raise BadUrlError(f"not a host name: {value!r} (give example.org or http://example.org/)")
+    return host
+
+
 def in_scope(normalized_url: str, allowed_hosts: frozenset[str]) -> bool:
     """Whether the URL's host is one of ``allowed_hosts`` or below one (empty: all hosts)."""
     if not allowed_hosts:

@@ -54,12 +54,38 @@ def test_sign_in_see_the_nodes_and_pause(chromium, admin_url) -> None:
         assert heartbeat.control(session).paused
 
 
+def test_block_a_host_and_unblock_it(chromium, admin_url) -> None:
+    from services.crawler import heartbeat
+
+    url, sessions = admin_url
+    page = chromium.new_page()
+    page.goto(url + "/admin")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    page.fill("#block-hosts", "https://noisy.test/forum/\nquiet.test")
+    page.fill("#block-reason", "its webmaster asked")
+    page.click("#block-form button[value=block]")
+    page.wait_for_selector("table#blocked >> text=noisy.test")
+    assert "its webmaster asked" in page.inner_text("table#blocked")
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset({"noisy.test", "quiet.test"})
+    page.locator("table#blocked tr", has_text="quiet.test").locator("button[value=unblock]").click()
+    page.wait_for_selector("table#blocked >> text=quiet.test", state="detached")
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset({"noisy.test"})
+
+
 def test_no_state_change_without_the_session_and_csrf(chromium, admin_url) -> None:
     from services.crawler import heartbeat
 
     url, sessions = admin_url
     stranger = chromium.new_context()  # no cookie: another site's page, or a script
-    for path, form in (("/admin/command", {"action": "stop"}), ("/admin/seed", {"urls": "http://x.test/"})):
+    forms = (
+        ("/admin/command", {"action": "stop"}),
+        ("/admin/seed", {"urls": "http://x.test/"}),
+        ("/admin/block", {"hosts": "x.test"}),
+    )
+    for path, form in forms:
         response = stranger.request.post(url + path, form=form, max_redirects=0)
         assert response.status == 403, path
     signed = chromium.new_context()

@@ -62,6 +62,22 @@ def test_operator_commands_go_through_the_database(env, capsys):
     assert main(["crawl", "seed", "ftp://x/"]) == 2
 
 
+def test_hosts_are_blocked_and_unblocked_from_the_shell(env, capsys):
+    assert main(["crawl", "block", "Spam.TEST", "http://ads.test/x", "--reason", "link farm"]) == 0
+    assert "blocked spam.test, ads.test (and their subdomains)" in capsys.readouterr().out
+    assert main(["crawl", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "blocked: ads.test (link farm)" in out and "blocked: spam.test (link farm)" in out
+    assert main(["crawl", "unblock", "ads.test"]) == 0
+    assert "unblocked ads.test" in capsys.readouterr().out
+    assert main(["crawl", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "blocked: spam.test" in out and "ads.test" not in out
+    assert main(["crawl", "block"]) == 2  # no host
+    assert main(["crawl", "block", "exa_mple.com"]) == 2
+    assert "not a host name" in capsys.readouterr().err
+
+
 def test_bad_seed_and_empty_index_say_what_to_do(env, capsys):
     assert main(["crawl", "ftp://example.org/", "--quiet"]) == 2
     assert "give absolute http(s) URLs" in capsys.readouterr().err

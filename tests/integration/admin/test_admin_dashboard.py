@@ -139,3 +139,27 @@ def test_the_slowest_hosts_are_those_with_the_longest_delay_then_the_most_errors
     _sign_in(client)
     page = client.get("/admin").text
     assert 'id="slow-hosts"' in page and "http://a.test" in page.split('id="slow-hosts"')[1]
+
+
+def test_hosts_are_blocked_and_unblocked_from_the_dashboard_with_the_session_and_csrf(client, sessions):
+    csrf = _sign_in(client)
+    anonymous = TestClient(client.app)
+    assert anonymous.post("/admin/block", data={"hosts": "spam.test", "csrf": csrf}).status_code == 403
+    assert client.post("/admin/block", data={"hosts": "spam.test"}).status_code == 403  # no CSRF token
+    blocked = client.post(
+        "/admin/block",
+        data={"hosts": "http://Spam.TEST/page\nother.test", "reason": "webmaster asked", "csrf": csrf},
+        follow_redirects=False,
+    )
+    assert blocked.status_code == 303
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset({"spam.test", "other.test"})
+    page = client.get("/admin").text
+    assert "spam.test" in page and "webmaster asked" in page
+    api = client.get("/admin/api/status", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert [b["host"] for b in api["blocked_hosts"]] == ["other.test", "spam.test"]
+    assert client.post("/admin/block", data={"hosts": "exa_mple.com", "csrf": csrf}).status_code == 400
+    unblock = {"hosts": "other.test", "action": "unblock", "csrf": csrf}
+    assert client.post("/admin/block", data=unblock, follow_redirects=False).status_code == 303
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset({"spam.test"})

@@ -113,3 +113,48 @@ def test_pause_stops_leasing_resume_continues_and_stop_ends_the_crawl(settings: 
     assert _count(quick, held) == 0
     done = select(func.count()).select_from(FrontierEntry).where(FrontierEntry.state == "done")
     assert _count(quick, done) == stored  # each fetched page committed once, as a document
+
+
+def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings, slow_site) -> None:
+    """The webmaster complains: the operator blocks the host while the crawl runs; within a
+    heartbeat no more of its pages are fetched, and the crawl ends once its queue is spent."""
+    import time
+
+    base, _gate = slow_site
+    quick = settings.with_overrides(
+        sitemaps=False, heartbeat_seconds=0.1, max_pages=PAGES, max_depth=PAGES, flush_interval=0.2
+    )
+    documents = select(func.count()).select_from(Document)
+    engine = make_engine(quick.database_url)
+    init_db(engine)
+    sessions = session_factory(engine)
+    result: dict[str, object] = {}
+    crawl = threading.Thread(
+        target=lambda: result.update(stats=run_crawl(quick, [base + "/0"], progress=False))
+    )
+    crawl.start()
+    try:
+        wait_for(lambda: _count(quick, documents) >= 5, timeout=30, what="the first documents")
+        with sessions.begin() as session:
+            assert heartbeat.block_hosts(session, [base + "/"], time.time(), "asked by its webmaster") == [
+                "127.0.0.1"
+            ]
+        crawl.join(timeout=60)
+        assert not crawl.is_alive(), "the crawl did not end with its only host blocked"
+    finally:
+        if crawl.is_alive():
+            _command(quick, "stop")
+            crawl.join(timeout=30)
+    stats = result["stats"]
+    stored = _count(quick, documents)
+    assert stored < 5 + 40 < PAGES  # what was in flight or waiting to commit at the block, no more
+    assert stats.counters["blocked_by_operator"] > 0  # type: ignore[attr-defined]
+    with sessions() as session:
+        blocked = heartbeat.blocked_hosts(session)
+        assert [(b.host, b.reason) for b in blocked] == [("127.0.0.1", "asked by its webmaster")]
+        assert heartbeat.control(session).blocked == frozenset({"127.0.0.1"})
+    with sessions.begin() as session:
+        heartbeat.unblock_hosts(session, ["127.0.0.1"])
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset()
+    engine.dispose()

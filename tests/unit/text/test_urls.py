@@ -6,6 +6,7 @@ import pytest
 
 from services.text.urls import (
     BadUrlError,
+    bare_host,
     browser_href,
     header_href,
     host_key,
@@ -208,3 +209,22 @@ def test_a_location_header_keeps_the_bytes_the_server_sent():
     assert normalize_url("http://x.org" + header_href(latin1)) == "http://x.org/caf%E9%20menu.html"
     assert header_href("/café.html") == "/café.html"  # valid UTF-8 is left to normalize_url
     assert header_href(" \\docs\\a.htm ") == "/docs/a.htm"  # browser_href's rules too
+
+
+@pytest.mark.parametrize(
+    ("given", "host"),
+    [
+        ("Example.COM", "example.com"),
+        ("http://www.example.com:8080/a/b?c", "www.example.com"),
+        ("bücher.example.", "xn--bcher-kva.example"),
+        (" 127.0.0.1 ", "127.0.0.1"),
+    ],
+)
+def test_the_host_an_operator_means(given, host):
+    assert bare_host(given) == host
+
+
+@pytest.mark.parametrize("bad", ["", "not a host", "http://", "exa_mple.com", "-x.org", "a" * 300])
+def test_what_names_no_host_is_refused(bad):
+    with pytest.raises(BadUrlError, match="host name"):
+        bare_host(bad)
