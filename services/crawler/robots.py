@@ -80,8 +80,18 @@ class RobotsRules:
         return True if parser is None else parser.can_fetch(url, user_agent)
 
     def crawl_delay(self, user_agent: str) -> float | None:
+        """Seconds between requests the site asks for: its ``Crawl-delay``, or what its
+        ``Request-rate`` (``1/10s``: one request per ten seconds, the older extension some
+        sites still write instead) comes to; the larger when both are given."""
         parser = self.parser
-        return None if parser is None else parser.crawl_delay(user_agent)
+        if parser is None:
+            return None
+        delay = parser.crawl_delay(user_agent)
+        rate = parser.request_rate(user_agent)
+        if rate is not None and rate.requests > 0:
+            spacing = rate.seconds / rate.requests
+            delay = spacing if delay is None else max(delay, spacing)
+        return delay
 
 
 def rules_from_fetch(result: FetchResult, now: float) -> RobotsRules:

@@ -63,6 +63,18 @@ def test_crawl_delay_is_the_larger_of_ours_and_the_sites_capped() -> None:
     assert effective_delay(no_robots, UA, base=1.0, cap=30.0) == (1.0, False)
 
 
+def test_a_request_rate_is_a_delay_too() -> None:
+    """``Request-rate: 1/10s`` (one request per ten seconds), the older extension some sites
+    write instead of Crawl-delay; with both, the slower wins."""
+    rate_only = rules_from_fetch(_robots(200, b"User-agent: *\nRequest-rate: 1/10s\n"), now=0.0)
+    assert effective_delay(rate_only, UA, base=1.0, cap=30.0) == (10.0, False)
+    per_minute = rules_from_fetch(_robots(200, b"User-agent: *\nRequest-rate: 3/1m\n"), now=0.0)
+    assert per_minute.crawl_delay(UA) == 20.0
+    both = rules_from_fetch(_robots(200, b"User-agent: *\nCrawl-delay: 2\nRequest-rate: 1/5s\n"), now=0.0)
+    assert both.crawl_delay(UA) == 5.0
+    assert rules_from_fetch(_robots(200, ROBOTS), now=0.0).crawl_delay("OtherBot") == 2.0
+
+
 def test_sitemap_lines_are_exposed() -> None:
     rules = rules_from_fetch(_robots(200, ROBOTS + b"Sitemap: http://h.test/s.xml\nsitemap: /rel.xml\n"), 0.0)
     assert rules.sitemaps == ["http://h.test/s.xml", "/rel.xml"]
