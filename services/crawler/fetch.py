@@ -8,12 +8,9 @@ frontier entry, so robots.txt, politeness and URL dedup apply to it too (and
 a redirect loop ends at the first URL seen twice). The one redirect asked again
 here is one to the URL itself (a cookie check), once.
 
-Bodies are decompressed here, not by aiohttp, with zlib's ``max_length`` so
-that a gzip bomb never grows past ``max_bytes`` in memory: the cap counts
-decoded bytes, because that is what a parser would have to hold. A body
-labelled gzip or deflate that starts as plain markup, and a Content-Encoding
-that names no compression at all ("UTF-8", "none"), are read as sent, as
-browsers read the second: misconfigured old servers send both.
+Bodies are decompressed here (``content_encoding.ContentDecoder``), not by
+aiohttp, so that a gzip bomb never grows past ``max_bytes`` in memory: the cap
+counts decoded bytes, because that is what a parser would have to hold.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ from urllib.parse import urljoin
 
 import aiohttp
 
+from services.crawler.content_encoding import ContentDecoder
 from services.crawler.lenient_http import LenientResponse, lenient_get
 from services.crawler.tls import crawler_tls
 from services.text.errors import BadUrlError
@@ -180,78 +178,6 @@ def redirect_target(url: str, location: str | None) -> tuple[str | None, str]:
         return None, f"redirect from {url} to {location!r} is not crawlable: {exc}"
 
 
-# Content-Encoding values old servers send that name no compression (a charset, "none"):
-# browsers read such bodies as sent, and so does the crawler.
-_NOT_AN_ENCODING = frozenset(
-    {"none", "utf-8", "utf8", "iso-8859-1", "binary", "text", "plain", "7bit", "8bit"}
-)
-_MARKUP_START = (b"<", b"\xef\xbb\xbf", b"%PDF-")
-
-
-def _sent_as_is(first: bytes) -> bool:
-    """Whether a body labelled gzip or deflate begins as markup or a PDF instead: neither
-    gzip's magic number nor a zlib header can start that way, so it was sent uncompressed."""
-    return first.lstrip(b" \t\r\n").startswith(_MARKUP_START)
-
-
-class _Decoder:
-    """Content-Encoding decoding with an output cap per call (gzip bombs stay bounded).
-
-    A gzip bomb inflates about 1000:1, so one 64 KiB network chunk may hold
-    64 MB of output: zlib's ``max_length`` stops each call at the cap and
-    keeps the rest of the input in ``unconsumed_tail``.
-    """
-
-    def __init__(self, encoding: str) -> None:
-        encoding = encoding.strip().lower()
-        self._raw_retry = encoding == "deflate"  # some servers send raw deflate, no zlib header
-        self._fed = False
-        if encoding in ("", "identity") or encoding in _NOT_AN_ENCODING:
-            self._z = None
-        elif encoding in ("gzip", "x-gzip"):
-            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._z = zlib.decompressobj()
-        else:
-            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        """Decode ``data``; at most ``room`` + 1 bytes come out (enough to see the cap passed)."""
-        if self._z is None:
-            return data
-        if not self._fed and data and _sent_as_is(data):
-            self._z = None  # labelled compressed, sent plain (a misconfigured server)
-            return data
-        self._fed = self._fed or bool(data)
-        try:
-            out = self._z.decompress(data, room + 1)
-        except zlib.error:
-            if not self._raw_retry:
-                raise
-            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-            out = self._z.decompress(data, room + 1)
-        self._raw_retry = False
-        return out
-
-    def more(self, room: int) -> bytes:
-        """Output still held back from earlier input (empty when all input is decoded)."""
-        z = self._z
-        if z is None:
-            return b""
-        if z.unconsumed_tail:
-            return z.decompress(z.unconsumed_tail, room + 1)
-        if z.eof and z.unused_data.startswith(b"\x1f\x8b"):  # the next member of a multi-member gzip
-            tail = z.unused_data
-            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            return self._z.decompress(tail, room + 1)
-        return b""
-
-    @property
-    def complete(self) -> bool:
-        """False when a compressed stream stopped before its end marker (a truncated body)."""
-        return self._z is None or self._z.eof or not self._fed
-
-
 async def fetch(
     session: aiohttp.ClientSession,
     url: str,
@@ -338,21 +264,8 @@ async def _ask_leniently(
     except (OSError, http.client.HTTPException, ValueError) as exc:
         _fail(result, "http", f"{refused}; read leniently: {type(exc).__name__}: {exc}")
         return result
-    _read_status(response, result)
-    if not 200 <= response.status < 300:
-        return result
-    encoding = response.headers.get("Content-Encoding", "")
-    identity = encoding.strip().lower() in ("", "identity")
-    if _too_large_or_wrong_type(result, len(response.raw_body) if identity else None, max_bytes, accept):
-        if result.error == "too_large":
-            result.body = response.raw_body[:max_bytes]
-        return result
-    try:
-        decoder = _Decoder(encoding)
-    except ValueError as exc:
-        result.error, result.detail = "decode", f"{url}: {exc}"
-        return result
-    await _read_body(_chunks(response.raw_body), result, decoder, max_bytes)
+    # No declared length: the cap is applied as the held bytes are decoded, as when streaming.
+    await _read_response(response, None, _chunks(response.raw_body), result, max_bytes, accept)
     return result
 
 
@@ -481,23 +394,37 @@ async def _get(
         auto_decompress=False,
         headers={"Accept-Encoding": ACCEPT_ENCODING},
     ) as resp:
-        _read_status(resp, result)
-        if not 200 <= resp.status < 300:
-            return
-        encoding = resp.headers.get("Content-Encoding", "")
-        identity = encoding.strip().lower() in ("", "identity")
-        if _too_large_or_wrong_type(result, _content_length(resp) if identity else None, max_bytes, accept):
-            return
-        try:
-            decoder = _Decoder(encoding)
-        except ValueError as exc:
-            result.error, result.detail = "decode", f"{url}: {exc}"
-            return
-        await _read_body(resp.content.iter_chunked(_CHUNK), result, decoder, max_bytes)
+        received = resp.content.iter_chunked(_CHUNK)
+        await _read_response(resp, _content_length(resp), received, result, max_bytes, accept)
+
+
+async def _read_response(
+    resp: aiohttp.ClientResponse | LenientResponse,
+    length: int | None,
+    received: AsyncIterator[bytes],
+    result: FetchResult,
+    max_bytes: int,
+    accept: Callable[[str], bool] | None,
+) -> None:
+    """Status and headers into ``result``, then a 2xx body of a wanted type, decoded and
+    capped (``length``: the declared Content-Length, trusted only without an encoding)."""
+    _read_status(resp, result)
+    if not 200 <= resp.status < 300:
+        return
+    encoding = resp.headers.get("Content-Encoding", "")
+    identity = encoding.strip().lower() in ("", "identity")
+    if _too_large_or_wrong_type(result, length if identity else None, max_bytes, accept):
+        return
+    try:
+        decoder = ContentDecoder(encoding)
+    except ValueError as exc:
+        result.error, result.detail = "decode", f"{result.url}: {exc}"
+        return
+    await _read_body(received, result, decoder, max_bytes)
 
 
 async def _read_body(
-    received: AsyncIterator[bytes], result: FetchResult, decoder: _Decoder, max_bytes: int
+    received: AsyncIterator[bytes], result: FetchResult, decoder: ContentDecoder, max_bytes: int
 ) -> None:
     """Stream the body, decoded, into memory; stop one byte past ``max_bytes``."""
     chunks: list[bytes] = []
