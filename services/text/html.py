@@ -208,10 +208,9 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
         _collect_links(tree, base, page.links, anchors, _LINK_ATTRIBUTES if embeds else _ANCHORS)
-    if not page.nofollow:
         page.links += related
-    if not page.nofollow and any(word in low for word in _SCRIPT_WORDS):
-        _script_links(tree, html, base, page.links)
+        if any(word in low for word in _SCRIPT_WORDS):
+            _script_links(tree, html, base, page.links)
     # A <noframes> holds the page offered to browsers without frames: the parser keeps it as
     # raw markup, so it is parsed on its own, for its links and, on a frameset page (no
     # body), for the page's text.
@@ -275,20 +274,9 @@ def _collect_links(
     for tag, attribute in tags:
         for node in tree.tags(tag):
             attributes = node.attributes
-            href = browser_href(attributes.get(attribute) or "")
-            if not href or href.startswith(_NOT_FOLLOWED):
+            url = _followable(base, attributes.get(attribute) or "")
+            if url is None or "nofollow" in (attributes.get("rel") or "").lower().split():
                 continue
-            if "nofollow" in (attributes.get("rel") or "").lower().split():
-                continue
-            if href.startswith(_ABSOLUTE):
-                url = href  # already absolute: the crawler's normalize_url does the rest
-            else:
-                try:
-                    url = urljoin(base, href)
-                except ValueError:  # malformed IPv6 literal and the like
-                    continue
-                if urlsplit(url).scheme not in _FOLLOW_SCHEMES:
-                    continue
             if tag == "a":
                 label = clean_text(node.text(deep=True))
                 if label:
@@ -341,15 +329,24 @@ def _script_links(tree: LexborHTMLParser, html: str, base: str, links: list[tupl
                 _append_link(base, option.attributes.get("value") or "", clean_text(option.text()), links)
 
 
-def _append_link(base: str, target: str, label: str, links: list[tuple[str, str]]) -> None:
+def _followable(base: str, target: str) -> str | None:
+    """The absolute http(s) URL a link's ``target`` leads to, read as a browser reads it
+    (``browser_href``); None for fragments, scripts, mail and other schemes."""
     href = browser_href(target)
     if not href or href.startswith(_NOT_FOLLOWED):
-        return
+        return None
+    if href.startswith(_ABSOLUTE):
+        return href  # already absolute: the crawler's normalize_url does the rest
     try:
         url = urljoin(base, href)
-    except ValueError:
-        return
-    if urlsplit(url).scheme in _FOLLOW_SCHEMES:
+    except ValueError:  # malformed IPv6 literal and the like
+        return None
+    return url if urlsplit(url).scheme in _FOLLOW_SCHEMES else None
+
+
+def _append_link(base: str, target: str, label: str, links: list[tuple[str, str]]) -> None:
+    url = _followable(base, target)
+    if url is not None:
         links.append((url, label))
 
 
