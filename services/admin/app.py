@@ -142,6 +142,8 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
 
         def add() -> None:
             with db().begin() as session:
+                if fields.get("recrawl"):  # known ones fetched again, first
+                    frontier.recrawl_now(session, urls)
                 seeds = [frontier.NewUrl(u, 0, frontier.SEED_PRIORITY) for u in urls]
                 frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
 

@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     crawl.add_argument("--quiet", action="store_true", help="no live progress line")
     crawl.add_argument("--reason", default="", help="`crawl block`: why, shown on the dashboard")
+    crawl.add_argument(
+        "--recrawl", action="store_true", help="`crawl seed`: fetch URLs already known again, first"
+    )
 
     index = sub.add_parser("index", help="build the index and PageRank with MapReduce and publish")
     index.add_argument("--runner", choices=["inline", "local", "emr"], help="mrjob runner (NIMBUS_MR_RUNNER)")

@@ -17,7 +17,7 @@ def crawl(args: argparse.Namespace, settings: Settings) -> int:
     if args.seeds == ["status"]:
         return crawl_status(settings)
     if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
-        return crawl_command(settings, args.seeds[0], args.seeds[1:])
+        return crawl_command(settings, args.seeds[0], args.seeds[1:], recrawl=args.recrawl)
     if args.seeds[:1] in (["block"], ["unblock"]):
         return block_command(settings, args.seeds[0], args.seeds[1:], args.reason)
     if args.seeds[:1] in (["worker"], ["committer"]):
@@ -117,7 +117,7 @@ def crawl_status(settings: Settings) -> int:
     return 0
 
 
-def crawl_command(settings: Settings, name: str, urls: list[str]) -> int:
+def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bool = False) -> int:
     """Operator commands through the database, so they reach crawlers on every machine."""
     import time
 
@@ -140,8 +140,11 @@ def crawl_command(settings: Settings, name: str, urls: list[str]) -> int:
         init_db(engine)
         with session_factory(engine).begin() as session:
             if name == "seed":
+                again = frontier.recrawl_now(session, [s.url for s in seeds]) if recrawl else 0
                 added = frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
                 print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
+                if recrawl:
+                    print(f"{again} known URLs due again now, before every other")
             else:
                 heartbeat.command(session, name, time.time())
                 print(

@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from services.storage.bulk_sql import mysql_quote
@@ -333,3 +333,24 @@ def next_available(
 def count_by_state(session: Session) -> dict[str, int]:
     rows = session.execute(select(FrontierEntry.state, func.count()).group_by(FrontierEntry.state))
     return {state: count for state, count in rows}
+
+
+def recrawl_now(session: Session, urls: Iterable[str]) -> int:
+    """Known URLs (normalized) due again at once, ahead of everything: what an operator asks
+    for a page that changed ("fetch it again now"). A fetched page becomes the first due
+    recrawl, a given-up one waits afresh, a waiting one goes first; a leased one is left to
+    its lease. Returns how many rows changed."""
+    ids = [url_id(url) for url in urls]
+    if not ids:
+        return 0
+    changed = 0
+    due_first: dict[str, dict[str, object]] = {  # "new" first: a given-up row made new counts once
+        "new": {"available_at": 0.0, "priority": SEED_PRIORITY},
+        "failed": {"state": "new", "attempts": 0, "available_at": 0.0, "priority": SEED_PRIORITY},
+        "done": {"available_at": 0.0},  # due recrawls are leased oldest-due first
+    }
+    for state, values in due_first.items():
+        for chunk in chunked(ids, 500):
+            rows = update(FrontierEntry).where(FrontierEntry.url_id.in_(chunk), FrontierEntry.state == state)
+            changed += session.execute(rows.values(**values)).rowcount  # type: ignore[attr-defined]
+    return changed

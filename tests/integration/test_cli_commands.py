@@ -62,6 +62,15 @@ def test_operator_commands_go_through_the_database(env, capsys):
     assert main(["crawl", "seed", "ftp://x/"]) == 2
 
 
+def test_seed_recrawl_makes_known_urls_due_again(env, capsys):
+    assert main(["crawl", "seed", "http://127.0.0.1:9/a"]) == 0
+    capsys.readouterr()
+    assert main(["crawl", "seed", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "--recrawl"]) == 0
+    out = capsys.readouterr().out
+    assert "1 new URLs in the frontier (1 known already)" in out
+    assert "1 known URLs due again now" in out
+
+
 def test_hosts_are_blocked_and_unblocked_from_the_shell(env, capsys):
     assert main(["crawl", "block", "Spam.TEST", "http://ads.test/x", "--reason", "link farm"]) == 0
     assert "blocked spam.test, ads.test (and their subdomains)" in capsys.readouterr().out

@@ -99,6 +99,13 @@ def test_the_dashboard_shows_nodes_and_its_forms_act_only_with_the_session_and_c
         assert session.get(FrontierEntry, frontier.url_id("http://b.test/")) is not None
     assert "<strong>paused</strong>" in client.get("/admin").text
     assert client.post("/admin/seed", data={"urls": "ftp://x/", "csrf": csrf}).status_code == 400
+    with sessions.begin() as session:  # b.test fetched since: done, its recrawl a month away
+        session.get(FrontierEntry, frontier.url_id("http://b.test/")).state = "done"
+        session.get(FrontierEntry, frontier.url_id("http://b.test/")).available_at = 1e12
+    again = {"urls": "http://b.test/", "recrawl": "1", "csrf": csrf}
+    assert client.post("/admin/seed", data=again).status_code == 200
+    with sessions() as session:
+        assert session.get(FrontierEntry, frontier.url_id("http://b.test/")).available_at == 0.0
 
 
 def test_a_forged_or_expired_session_cookie_is_not_a_session(client: TestClient) -> None:

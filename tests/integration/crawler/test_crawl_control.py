@@ -158,3 +158,35 @@ def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings
     with sessions() as session:
         assert heartbeat.control(session).blocked == frozenset()
     engine.dispose()
+
+
+def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Settings) -> None:
+    """ "I fixed my page": a known URL is due again at once (``frontier.recrawl_now``, behind
+    ``nimbus crawl seed --recrawl`` and the dashboard's seed form), where a plain crawl
+    would leave it until its recrawl time."""
+    import badweb
+    from badweb import BadWeb
+    from stored_rows import stored_documents
+
+    from services.crawler import frontier
+
+    title = {"now": "Opening hours"}
+
+    async def page(req: badweb.Request, w) -> None:
+        await badweb.html(title["now"], "The library opens at nine and closes at five.")(req, w)
+
+    quick = settings.with_overrides(crawl_delay=0.0, sitemaps=False, allowed_hosts="127.0.0.1")
+    with BadWeb({"/hours": page}) as web:
+        url = web.url("/hours")
+        run_crawl(quick, [url], progress=False)
+        title["now"] = "Opening hours (new winter times)"
+        again = run_crawl(quick, [], progress=False)  # nothing due: the page waits for its recrawl
+        assert again.pages == 0
+        engine = make_engine(quick.database_url)
+        with session_factory(engine).begin() as session:
+            assert frontier.recrawl_now(session, [url, web.url("/never-seen")]) == 1
+        engine.dispose()
+        refetched = run_crawl(quick, [], progress=False)
+    assert refetched.pages == 1
+    [doc] = stored_documents(quick)
+    assert doc.title == "Opening hours (new winter times)" and doc.url == url
