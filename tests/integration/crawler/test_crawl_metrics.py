@@ -35,7 +35,7 @@ def _scrape(port: int) -> dict[str, float]:
 
 
 def test_metrics_while_crawling(settings: Settings, slow_site) -> None:  # noqa: F811
-    base, _gate = slow_site
+    base, _gate, _asked = slow_site
     port = _free_port()
     quick = settings.with_overrides(
         sitemaps=False, metrics_port=port, heartbeat_seconds=0.1, max_pages=PAGES, max_depth=PAGES,
