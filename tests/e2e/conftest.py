@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crawled_site import local_settings
 
 from services.config import Settings
 from services.demo.sampleweb import SiteServer, start_sample_web
@@ -31,14 +32,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     from services.indexing.build import build_index
 
     root: Path = tmp_path_factory.mktemp("pipeline")
-    settings = Settings(
-        database_url=f"sqlite:///{root / 'nimbus.db'}",
-        blob_url=f"file://{root / 'blobs'}",
-        mr_runner="inline",
-        var_dir=root / "var",
-        crawl_delay=0.0,
-        allowed_hosts="127.0.0.1",  # the IANA pages link the real web: never follow those
-    )
+    settings = local_settings(root)  # loopback only: the IANA pages link the real web
     wiki, iana = start_sample_web(SAMPLE_DATA)
     try:
         stats = run_crawl(settings, [wiki.origin + "/"], max_pages=5000, progress=False)

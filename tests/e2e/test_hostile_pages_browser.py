@@ -5,10 +5,9 @@ cached copies, and nothing of theirs runs (Chromium listens for dialogs and erro
 from __future__ import annotations
 
 import pytest
-from serving import serving
+from crawled_site import crawled_and_served
 
-from services.config import Settings
-from services.demo.sampleweb import Resource, Site, SiteServer
+from services.demo.sampleweb import Resource, Site
 
 pytestmark = pytest.mark.browser
 
@@ -44,26 +43,7 @@ def hostile_site() -> Site:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """The hostile site crawled and indexed, and the search app serving it."""
-    from services.crawler.crawl import run_crawl
-    from services.indexing.build import build_index
-    from services.search.app import create_app
-
-    root = tmp_path_factory.mktemp("hostile")
-    settings = Settings(
-        database_url=f"sqlite:///{root / 'nimbus.db'}",
-        blob_url=f"file://{root / 'blobs'}",
-        mr_runner="inline",
-        var_dir=root / "var",
-        crawl_delay=0.0,
-        allowed_hosts="127.0.0.1",
-    )
-    site = SiteServer(hostile_site()).start()
-    try:
-        run_crawl(settings, [site.origin + "/"], max_pages=20, progress=False)
-        build_index(settings, progress=False)
-    finally:
-        site.stop()
-    with serving(create_app(settings)) as url:
+    with crawled_and_served(hostile_site(), tmp_path_factory.mktemp("hostile"), max_pages=20) as url:
         yield url
 
 

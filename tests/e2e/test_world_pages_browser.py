@@ -5,10 +5,9 @@ an Arabic or Hebrew title and snippet run right to left, and a 300-character "wo
 from __future__ import annotations
 
 import pytest
-from serving import serving
+from crawled_site import crawled_and_served
 
-from services.config import Settings
-from services.demo.sampleweb import Resource, Site, SiteServer
+from services.demo.sampleweb import Resource, Site
 
 pytestmark = pytest.mark.browser
 
@@ -32,20 +31,6 @@ ENGLISH = (
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from services.crawler.crawl import run_crawl
-    from services.indexing.build import build_index
-    from services.search.app import create_app
-
-    root = tmp_path_factory.mktemp("world")
-    settings = Settings(
-        database_url=f"sqlite:///{root / 'nimbus.db'}",
-        blob_url=f"file://{root / 'blobs'}",
-        mr_runner="inline",
-        var_dir=root / "var",
-        crawl_delay=0.0,
-        allowed_hosts="127.0.0.1",
-        languages="",  # every language stored
-    )
     site = Site("world")
     html = "text/html; charset=utf-8"
     site.resources["/"] = Resource(
@@ -53,13 +38,8 @@ def world(tmp_path_factory):
     )
     for path, page in (("/ar", ARABIC), ("/he", HEBREW), ("/en", ENGLISH)):
         site.resources[path] = Resource(html, page.encode())
-    server = SiteServer(site).start()
-    try:
-        run_crawl(settings, [server.origin + "/"], max_pages=10, progress=False)
-        build_index(settings, progress=False)
-    finally:
-        server.stop()
-    with serving(create_app(settings)) as url:
+    # languages="": every language stored
+    with crawled_and_served(site, tmp_path_factory.mktemp("world"), max_pages=10, languages="") as url:
         yield url
 
 

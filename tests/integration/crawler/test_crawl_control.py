@@ -61,6 +61,14 @@ def _count(settings: Settings, what) -> int:
         engine.dispose()
 
 
+def _crawl_in_background(settings: Settings, seed: str) -> tuple[threading.Thread, dict[str, object]]:
+    """A crawl from ``seed`` on its own thread; its ``CrawlStats`` land in the dict as "stats"."""
+    result: dict[str, object] = {}
+    crawl = threading.Thread(target=lambda: result.update(stats=run_crawl(settings, [seed], progress=False)))
+    crawl.start()
+    return crawl, result
+
+
 def _command(settings: Settings, name: str) -> None:
     import time
 
@@ -83,11 +91,7 @@ def test_pause_stops_leasing_resume_continues_and_stop_ends_the_crawl(settings: 
     engine = make_engine(quick.database_url)
     init_db(engine)  # the schema before the polls read it
     engine.dispose()
-    result: dict[str, object] = {}
-    crawl = threading.Thread(
-        target=lambda: result.update(stats=run_crawl(quick, [base + "/0"], progress=False))
-    )
-    crawl.start()
+    crawl, result = _crawl_in_background(quick, base + "/0")
     try:
         wait_for(lambda: _count(quick, documents) >= 5, timeout=30, what="the first documents")
         _command(quick, "pause")
@@ -135,11 +139,7 @@ def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings
     engine = make_engine(quick.database_url)
     init_db(engine)
     sessions = session_factory(engine)
-    result: dict[str, object] = {}
-    crawl = threading.Thread(
-        target=lambda: result.update(stats=run_crawl(quick, [base + "/0"], progress=False))
-    )
-    crawl.start()
+    crawl, result = _crawl_in_background(quick, base + "/0")
     try:
         wait_for(lambda: _count(quick, documents) >= 5, timeout=30, what="the first documents")
         gate.clear()  # requests arriving now wait: the crawl is held mid-request
