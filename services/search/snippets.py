@@ -285,13 +285,28 @@ def _centre(hit_words: list[int], n: int, window: int) -> int:
     return max(0, min(first - slack // 2, n - window))
 
 
+# A run of text without a space longer than this (a hash, a pasted URL, base64) is cut with
+# an ellipsis: shown whole, one such "word" fills the snippet and says nothing.
+MAX_WORD_CHARS = 40
+_LONG_RUN = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
+
+
 def _trim(out: list[Fragment]) -> list[Fragment]:
-    """Drop whitespace at the outer ends (the text may start or end with blanks)."""
+    """Drop whitespace at the outer ends (the text may start or end with blanks) and cut
+    over-long runs without a space."""
     if out and not out[0].match:
         out[0] = Fragment(out[0].text.lstrip(), False)
     if out and not out[-1].match:
         out[-1] = Fragment(out[-1].text.rstrip(), False)
-    return [f for f in out if f.text]
+    return [
+        Fragment(_LONG_RUN.sub(_cut, f.text), f.match) if len(f.text) > MAX_WORD_CHARS else f
+        for f in out
+        if f.text
+    ]
+
+
+def _cut(run: re.Match[str]) -> str:
+    return run.group()[:MAX_WORD_CHARS] + ELLIPSIS
 
 
 def _plain(text: str) -> list[Fragment]:

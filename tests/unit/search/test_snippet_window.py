@@ -161,3 +161,12 @@ def test_a_cjk_snippet_is_as_wide_as_an_english_one():
     assert 80 <= len(shown.replace(ELLIPSIS, "").strip()) <= 100
     english = snippet_text(make_snippet(f"{filler(100)} wing {filler(100)}", terms("wing")))
     assert len(english.split()) <= 32  # English windows unchanged: 30 words and the ellipses
+
+
+def test_a_run_without_spaces_is_cut_not_shown_whole():
+    key = "9f8e7d6c5b4a" * 25  # 300 characters: a hash or a pasted token
+    text = f"The archive key is {key} and the archive opens at nine."
+    fragments = make_snippet(text, terms("archive"))
+    shown = snippet_text(fragments)
+    assert key not in shown and key[:40] + ELLIPSIS in shown
+    assert len(shown) < 120 and marked(fragments)[0] == "archive"
