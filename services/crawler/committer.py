@@ -424,6 +424,7 @@ def new_document(result: UrlResult, doc_num: int) -> NewDocument:
         status=doc.status,
         depth=result.depth,
         doc_id=doc.doc_id,
+        noarchive=p.noarchive,
     )
 
 

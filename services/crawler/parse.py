@@ -43,6 +43,7 @@ class ParsedDoc(LinksPickledFlat):
     lang: str = ""
     links: list[Link] = field(default_factory=list)
     noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
+    noarchive: bool = False  # robots noarchive (meta or X-Robots-Tag): stored, no cached copy shown
     charset: str = ""  # the charset an HTML body was decoded with
     refresh_url: str = ""  # <meta http-equiv=refresh> target (normalized), "" when none
     refresh_delay: float = 0.0
@@ -152,6 +153,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             links=links[:MAX_LINKS],
             links_dropped=max(0, len(links) - MAX_LINKS),
             noindex=page.noindex,
+            noarchive=page.noarchive,
             charset=page.charset,
             refresh_url=_normalized_or_empty(page.refresh_url),
             refresh_delay=page.refresh_delay,

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 NOINDEX = frozenset({"noindex", "none"})
 NOFOLLOW = frozenset({"nofollow", "none"})
+NOARCHIVE = frozenset({"noarchive", "nocache"})  # "nocache": Bing's word for it
 
 
 def robots_tag_directives(values: Iterable[str], user_agent: str) -> frozenset[str]:

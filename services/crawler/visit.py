@@ -31,7 +31,7 @@ from services.crawler.parse import (
 )
 from services.crawler.results import FetchedDoc, UrlResult
 from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
-from services.crawler.robots_tag import NOFOLLOW, NOINDEX, robots_tag_directives
+from services.crawler.robots_tag import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
 from services.crawler.scheduler import HostQueue
 from services.crawler.sitemaps import discover_sitemap_urls
 from services.crawler.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
@@ -287,13 +287,16 @@ class Visitor:
 
     def _obey_robots_tag(self, values: tuple[str, ...], parsed: ParsedDoc, counters: Counter[str]) -> None:
         """The page's ``X-Robots-Tag`` header, as its ``<meta name=robots>`` is obeyed: noindex
-        leaves the page unstored, nofollow leaves its links unfollowed."""
+        leaves the page unstored, nofollow leaves its links unfollowed, noarchive its cached
+        copy unshown."""
         directives = robots_tag_directives(values, self.settings.user_agent)
         if directives & NOFOLLOW:
             counters["nofollow_header"] += 1
             parsed.links = []
         if directives & NOINDEX:
             parsed.noindex = True
+        if directives & NOARCHIVE:
+            parsed.noarchive = True
 
     def _refreshes_away(self, entry: LeasedUrl, parsed: ParsedDoc, final: str, result: UrlResult) -> bool:
         """A short ``<meta http-equiv=refresh>`` to another URL is a redirect (as Google and

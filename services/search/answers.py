@@ -94,6 +94,7 @@ class PageInfo:
     near_duplicates: list[str]  # pages folded under this one (nearly the same text)
     shown_under: str  # the page this one is folded under in results ("" when none)
     score: ScoreBreakdown | None  # for the query given, when it is in the index
+    cached_url: str = ""  # "" when the site asks for no cached copy (robots noarchive)
 
 
 @dataclass(frozen=True)

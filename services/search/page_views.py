@@ -134,7 +134,12 @@ class PageViews:
             if representative != doc_num and representative in rows
             else "",
             score=score,
+            cached_url=self._cached_url(doc),
         )
+
+    def _cached_url(self, doc: Document) -> str:
+        record = self.service.record(doc, "noarchive")
+        return "" if record is not None and record.noarchive else f"/cached/{doc.doc_num}"
 
     def _anchor(self, source: Document | None, targets: set[str]) -> str:
         """The anchor text of ``source``'s link to one of ``targets`` ("" when none or unreadable)."""
@@ -143,6 +148,13 @@ class PageViews:
             return ""
         return next((link.anchor for link in record.links if link.url in targets and link.anchor), "")
 
+    def _refuse_if_noarchive(self, doc: Document) -> None:
+        """Robots "noarchive": the site asked that no copy of the page be shown (as Bing and
+        Google honour it); the page is still found, its stored bytes stay ours to index."""
+        record = self.service.record(doc, "noarchive")
+        if record is not None and record.noarchive:
+            raise NotFoundError(_NOARCHIVE.format(doc.doc_num))
+
     def cached(self, doc_num: int) -> CachedCopy:
         """The stored bytes of one document, read with one ranged read and checked by SHA-1."""
         try:
@@ -150,6 +162,7 @@ class PageViews:
                 doc = _document(session, doc_num)
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot look up document {doc_num}: {exc}") from exc
+        self._refuse_if_noarchive(doc)
         start = doc.content_offset
         try:
             body = self.service.blobs.get(doc.content_block, start, start + doc.length)
@@ -170,6 +183,8 @@ class PageViews:
         record = self.service.record(doc, "extracted text")
         if record is None:
             raise NotFoundError(f"the extracted text of document {doc_num} is unavailable")
+        if record.noarchive:
+            raise NotFoundError(_NOARCHIVE.format(doc_num))
         return CachedText(
             doc_num,
             doc.url,
@@ -178,6 +193,9 @@ class PageViews:
             media_type(doc.content_type),
             doc.last_crawled,
         )
+
+
+_NOARCHIVE = "document {} has no cached copy: its site asks for none (robots noarchive)"
 
 
 def _document(session: Session, doc_num: int) -> Document:

@@ -27,7 +27,7 @@ class SearchHit(BaseModel):
     pagerank: float
     snippet: str = Field(description="plain text; never HTML")
     highlights: list[Highlight] = Field(description="spans of snippet that match the query")
-    cached_url: str
+    cached_url: str = Field(description='"" when the site asks for no cached copy (robots noarchive)')
     also_at: list[str] = Field(
         default_factory=list, description="up to 5 other URLs serving the same content"
     )
@@ -204,13 +204,11 @@ class PageInfoResponse(BaseModel):
     same_content: list[str] = Field(description="other URLs serving the same bytes")
     near_duplicates: list[str] = Field(description="pages shown under this one (nearly the same text)")
     shown_under: str = Field(description="the page this one is shown under in results, if any")
-    cached_url: str
+    cached_url: str = Field(description='"" when the site asks for no cached copy (robots noarchive)')
     score: ScoreParts | None = Field(description="why it ranked where it did for the query q")
 
     @classmethod
     def from_info(cls, info: PageInfo) -> PageInfoResponse:
         """Read off the service's dataclasses by attribute (pydantic's ``from_attributes``, the
         nested models and ``TermPart.score`` included): the fields are listed once, above."""
-        return cls.model_validate(
-            {**vars(info), "cached_url": f"/cached/{info.doc_num}"}, from_attributes=True
-        )
+        return cls.model_validate(vars(info), from_attributes=True)

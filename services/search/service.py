@@ -335,7 +335,7 @@ class SearchService:
         records = list(fetch(lambda item: self.record(item[1], "snippet", links=False), found))
         snippets = [[] if r is None else make_snippet(r.text, query_terms, r.description) for r in records]
         hits = []
-        for (i, doc), snippet in zip(found, snippets, strict=True):
+        for (i, doc), snippet, record in zip(found, snippets, records, strict=True):
             num = doc.doc_num
             hits.append(
                 SearchHit(
@@ -346,7 +346,7 @@ class SearchService:
                     text_score=float(scored.text[i]),
                     pagerank=float(pagerank[num]),
                     snippet=snippet,
-                    cached_url=f"/cached/{num}",
+                    cached_url="" if record is not None and record.noarchive else f"/cached/{num}",
                     also_at=[url for url in duplicates.get(num, []) if url != doc.url],
                     content_type=media_type(doc.content_type),
                 )

@@ -71,6 +71,7 @@ class NewDocument:
     status: int = 200
     depth: int = 0
     doc_id: str = ""  # hex SHA-1 of ``body``; computed when empty
+    noarchive: bool = False  # the site asks that no cached copy be shown
 
     def __post_init__(self) -> None:
         if not self.doc_id:
@@ -90,6 +91,7 @@ class NewDocument:
             lang=self.lang,
             links=self.links,
             fetched_at=self.fetched_at,
+            noarchive=self.noarchive,
         )
 
 

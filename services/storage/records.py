@@ -64,6 +64,7 @@ class Record:
     fetched_at: float = 0.0
     content_block: str = ""
     content_index: int = -1
+    noarchive: bool = False  # robots noarchive: the search service shows no cached copy
 
     def to_json(self) -> str:
         # The same JSON as dataclasses.asdict, built directly: asdict deep-copies

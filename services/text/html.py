@@ -45,6 +45,7 @@ class ParsedPage:
     links: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL, anchor text)
     noindex: bool = False
     nofollow: bool = False
+    noarchive: bool = False  # robots "noarchive" (or Bing's "nocache"): show no cached copy
     charset: str = ""  # the charset the text was decoded with ("" when given text)
     refresh_url: str = ""  # <meta http-equiv=refresh> target, absolute, when its delay is short
     refresh_delay: float = 0.0
@@ -186,6 +187,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
             directives = {d.strip() for d in content.lower().split(",")}
             page.noindex = bool(directives & {"noindex", "none"})
             page.nofollow = bool(directives & {"nofollow", "none"})
+            page.noarchive = bool(directives & {"noarchive", "nocache"})
 
     related: list[tuple[str, str]] = []  # <link rel=next|prev|alternate>: followed with the links
     for link in tree.tags("link"):

@@ -13,6 +13,8 @@ from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
+from services.storage.blobstore import open_blobstore
+from services.storage.records import decode_record
 
 
 @pytest.fixture
@@ -192,7 +194,10 @@ def test_the_x_robots_tag_header_is_obeyed_as_meta_robots_is(quick: Settings, sa
         )
 
     routes = {
-        "/": badweb.html("Home", "The river society.", ["hidden", "others", "none", "draft.pdf"]),
+        "/": badweb.html(
+            "Home", "The river society.", ["hidden", "others", "none", "draft.pdf", "kept.html"]
+        ),
+        "/kept.html": tagged("No copies", "noarchive"),  # stored and found, no cached copy shown
         "/hidden": tagged("Hidden", "noindex", ["kept-link"]),  # not stored, its links followed
         "/kept-link": badweb.html("Kept", "A page linked only from a noindex page."),
         "/others": tagged("For others", "otherbot: noindex, nofollow"),
@@ -203,10 +208,18 @@ def test_the_x_robots_tag_header_is_obeyed_as_meta_robots_is(quick: Settings, sa
     with BadWeb(routes) as web:
         stats = run_crawl(quick, [web.url("/")], progress=False)
         asked = web.paths()
-    stored = {d.url for d in stored_documents(quick)}
-    assert stored == {web.url(p) for p in ("/", "/kept-link", "/others")}
+    docs = {d.url: d for d in stored_documents(quick)}
+    assert set(docs) == {web.url(p) for p in ("/", "/kept-link", "/others", "/kept.html")}
     assert "/never" not in asked and "/draft.pdf" in asked
     assert stats.counters["noindex"] == 3 and stats.counters["nofollow_header"] == 1
+    blobs = open_blobstore(quick.blob_url)
+    noarchive = {
+        url: decode_record(
+            blobs.get(d.record_block, d.record_offset, d.record_offset + d.record_length)
+        ).noarchive
+        for url, d in docs.items()
+    }
+    assert noarchive == {url: url.endswith("/kept.html") for url in docs}
 
 
 def test_a_site_that_navigates_by_script_is_crawled_whole(quick: Settings) -> None:

@@ -36,6 +36,7 @@ class Doc:
     content_type: str = "text/html"
     body: bytes = b""  # the "fetched" bytes; made up from the text when empty
     links: list[tuple[str, str]] = field(default_factory=list)  # (url, anchor text) out of the page
+    noarchive: bool = False  # robots noarchive: the site asks that no cached copy be shown
 
     def raw(self) -> bytes:
         return self.body or f"<html><title>{self.title}</title><p>{self.text}</p>".encode()
@@ -68,6 +69,7 @@ def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, st
             content_block=content_name,
             content_index=index,
             links=[Link(url, anchor) for url, anchor in doc.links],
+            noarchive=doc.noarchive,
         )
         offset, length = records.add(record)
         rows.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.crawler.robots_tag import NOFOLLOW, NOINDEX, robots_tag_directives
+from services.crawler.robots_tag import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
 
 AGENT = "NimbusBot/0.1 (+https://example.invalid/bot)"
 
@@ -32,3 +32,9 @@ def test_directives_that_bind_us(values, expected):
 def test_none_means_noindex_and_nofollow():
     directives = robots_tag_directives(["none"], AGENT)
     assert directives & NOINDEX and directives & NOFOLLOW
+
+
+def test_noarchive_and_bings_nocache_ask_for_no_cached_copy():
+    assert robots_tag_directives(["noarchive"], AGENT) & NOARCHIVE
+    assert robots_tag_directives(["nimbusbot: nocache"], AGENT) & NOARCHIVE
+    assert not robots_tag_directives(["otherbot: noarchive"], AGENT) & NOARCHIVE

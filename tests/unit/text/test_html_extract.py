@@ -328,3 +328,12 @@ def test_an_image_links_alt_text_is_its_anchor_text():
         ("http://x.test/r.html", ""),
         ("http://x.test/s", "Words"),  # a link's own words come first
     ]
+
+
+def test_meta_robots_noarchive():
+    page = parse_html(
+        b'<html><head><meta name="ROBOTS" content="NOARCHIVE, follow"></head></html>', "http://x.test/"
+    )
+    assert page.noarchive and not page.noindex and not page.nofollow
+    assert parse_html(b'<meta name="robots" content="nocache">', "http://x.test/").noarchive
+    assert not parse_html(b"<p>plain</p>", "http://x.test/").noarchive
