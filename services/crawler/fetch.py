@@ -76,7 +76,9 @@ class FetchResult:
     retryable: bool = False  # 5xx, 429, timeouts, network trouble: worth another attempt later
     charset: str | None = None  # charset declared by the Content-Type header
     head_status: int | None = None  # status of the HEAD pre-check, when one ran
-    robots_tag: tuple[str, ...] = ()  # the X-Robots-Tag header's values (robots_tag.py reads them)
+    robots_tag: tuple[
+        str, ...
+    ] = ()  # the X-Robots-Tag header's values (text/robots_directives.py reads them)
     refresh: str = ""  # the Refresh header ("0; url=/new"), which browsers obey as a meta refresh
 
     @property

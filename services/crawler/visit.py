@@ -31,7 +31,6 @@ from services.crawler.parse import (
 )
 from services.crawler.results import FetchedDoc, UrlResult
 from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
-from services.crawler.robots_tag import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
 from services.crawler.scheduler import HostQueue
 from services.crawler.sitemaps import discover_sitemap_urls
 from services.crawler.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
@@ -41,6 +40,7 @@ from services.storage.models import Host
 from services.storage.records import Link
 from services.text.errors import BadUrlError
 from services.text.lang import keep_language
+from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
 from services.text.urls import in_scope, normalize_url, trap_path
 
 log = logging.getLogger(__name__)

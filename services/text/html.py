@@ -21,6 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
 from services.text.charset import decode_body
+from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, meta_directives
 from services.text.titles import placeholder_title
 from services.text.urls import browser_href
 
@@ -184,10 +185,10 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         elif name == "keywords":
             page.keywords = content
         elif name == "robots":
-            directives = {d.strip() for d in content.lower().split(",")}
-            page.noindex = bool(directives & {"noindex", "none"})
-            page.nofollow = bool(directives & {"nofollow", "none"})
-            page.noarchive = bool(directives & {"noarchive", "nocache"})
+            directives = meta_directives(content)
+            page.noindex = bool(directives & NOINDEX)
+            page.nofollow = bool(directives & NOFOLLOW)
+            page.noarchive = bool(directives & NOARCHIVE)
 
     related: list[tuple[str, str]] = []  # <link rel=next|prev|alternate>: followed with the links
     for link in tree.tags("link"):

@@ -1,11 +1,12 @@
-"""The ``X-Robots-Tag`` response header: robots meta directives for any file type.
+"""Robots directives (noindex, nofollow, noarchive, ...), from ``<meta name=robots>`` and
+from the ``X-Robots-Tag`` response header: one vocabulary, read in one place.
 
 A PDF has no ``<meta name=robots>``, so its server says ``noindex`` in a header
 instead; Google, Bing and Yandex read it, and a site that relies on it expects
 every search engine to. A header value may be addressed to one crawler
 (``X-Robots-Tag: otherbot: noindex, nofollow``): then it binds only the
 crawler whose User-Agent product token that is; without a name it binds all.
-Pure: header values in, directives out.
+Pure: text in, directives out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "m
 NOINDEX = frozenset({"noindex", "none"})
 NOFOLLOW = frozenset({"nofollow", "none"})
 NOARCHIVE = frozenset({"noarchive", "nocache"})  # "nocache": Bing's word for it
+
+
+def meta_directives(content: str) -> frozenset[str]:
+    """The directives (lower case) of a ``<meta name=robots content=...>``."""
+    return frozenset(d.strip() for d in content.lower().split(",") if d.strip())
 
 
 def robots_tag_directives(values: Iterable[str], user_agent: str) -> frozenset[str]:

@@ -1,10 +1,16 @@
-"""The X-Robots-Tag header's directives, and which crawler they bind."""
+"""Robots directives: the X-Robots-Tag header's (and which crawler they bind), the meta tag's."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.crawler.robots_tag import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
+from services.text.robots_directives import (
+    NOARCHIVE,
+    NOFOLLOW,
+    NOINDEX,
+    meta_directives,
+    robots_tag_directives,
+)
 
 AGENT = "NimbusBot/0.1 (+https://example.invalid/bot)"
 
@@ -38,3 +44,8 @@ def test_noarchive_and_bings_nocache_ask_for_no_cached_copy():
     assert robots_tag_directives(["noarchive"], AGENT) & NOARCHIVE
     assert robots_tag_directives(["nimbusbot: nocache"], AGENT) & NOARCHIVE
     assert not robots_tag_directives(["otherbot: noarchive"], AGENT) & NOARCHIVE
+
+
+def test_meta_directives():
+    assert meta_directives("NOINDEX, Follow,") == {"noindex", "follow"}
+    assert meta_directives("") == frozenset()
