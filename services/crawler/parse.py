@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from services.crawler.errors import ParseError
 from services.crawler.fetch import FetchResult, header_charset
 from services.storage.blocks import ContentType, mime_type
 from services.storage.records import Link, LinksPickledFlat
 from services.text.errors import BadUrlError, PdfError
-from services.text.html import parse_html, parse_refresh
+from services.text.html import parse_html, refresh_target
 from services.text.lang import identify
 from services.text.pdf import parse_pdf
-from services.text.urls import header_href, normalize_url
+from services.text.urls import normalize_url
 
 INDEXABLE = (ContentType.HTML, ContentType.PDF)
 MAX_ANCHOR_CHARS = 300  # anchor text beyond this is a paragraph wrapped in <a>, not a label
@@ -181,13 +180,8 @@ def _header_refresh(value: str, base: str) -> tuple[float, str]:
     """The ``Refresh`` response header, which browsers obey as they obey ``<meta
     http-equiv=refresh>`` (old servers and some CMSs redirect with it): (delay, normalized
     target), or (0, "") when it names no usable target."""
-    refresh = parse_refresh(value)
-    if refresh is None or not refresh[1]:
-        return 0.0, ""
-    try:
-        return refresh[0], _normalized_or_empty(urljoin(base, header_href(refresh[1])))
-    except ValueError:
-        return 0.0, ""
+    refresh = refresh_target(value, base)
+    return (refresh[0], _normalized_or_empty(refresh[1])) if refresh is not None else (0.0, "")
 
 
 def _normalized_or_empty(url: str) -> str:

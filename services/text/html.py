@@ -23,7 +23,7 @@ from selectolax.lexbor import LexborNode as Node
 from services.text.charset import decode_body
 from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, meta_directives
 from services.text.titles import placeholder_title
-from services.text.urls import browser_href
+from services.text.urls import browser_href, header_href
 
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "noframes"]
 _FOLLOW_SCHEMES = {"http", "https"}
@@ -111,6 +111,20 @@ def parse_refresh(content: str) -> tuple[float, str] | None:
     return delay, target
 
 
+def refresh_target(content: str, base: str) -> tuple[float, str] | None:
+    """(delay, absolute target) of a refresh, from ``<meta http-equiv=refresh>`` or from the
+    ``Refresh`` response header (browsers obey both alike); None without a usable target.
+    The target is read as browsers read a header's (``header_href``: bytes that were not
+    UTF-8 kept as sent; a page's decoded text has none)."""
+    refresh = parse_refresh(content)
+    if refresh is None or not refresh[1]:
+        return None
+    try:
+        return refresh[0], urljoin(base, header_href(refresh[1]))
+    except ValueError:  # a malformed target is no redirect
+        return None
+
+
 def title_swallowed_page(page: ParsedPage) -> bool:
     """Whether the title took the page: no body text, and a title too long or holding tags."""
     return not page.text and (len(page.title) > _SWALLOWED_TITLE_CHARS or bool(_MARKUP.search(page.title)))
@@ -173,11 +187,9 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         name = (attributes.get("name") or "").strip().lower()
         if not name:
             if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
-                refresh = parse_refresh(attributes.get("content") or "")
-                if refresh is not None and refresh[1]:
-                    with contextlib.suppress(ValueError):  # a malformed target is no redirect
-                        target = urljoin(base, browser_href(refresh[1]))
-                        page.refresh_delay, page.refresh_url = refresh[0], target
+                refresh = refresh_target(attributes.get("content") or "", base)
+                if refresh is not None:
+                    page.refresh_delay, page.refresh_url = refresh
             continue
         content = clean_text(attributes.get("content") or "")
         if name == "description":
