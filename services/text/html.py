@@ -10,26 +10,30 @@ parsed again: the slow parser runs only on pages that need it.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import urljoin
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
+from services.text.boilerplate import main_text
 from services.text.charset import decode_body
+from services.text.links import (
+    ANCHORS,
+    LINK_ATTRIBUTES,
+    collect_links,
+    legacy_query,
+    link_elements,
+    script_links,
+)
 from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, meta_directives
 from services.text.titles import placeholder_title
 from services.text.urls import browser_href, header_href
+from services.text.whitespace import clean_text
 
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "noframes"]
-_FOLLOW_SCHEMES = {"http", "https"}
-# Most links on the web are absolute http(s) URLs; they skip urljoin (about
-# 10 us a link, 20+ links a page: the largest cost of parsing a page).
-_ABSOLUTE = ("http://", "https://", "HTTP://", "HTTPS://")
 # A title this long with no body text, or one holding markup, is a <title> never closed.
 _SWALLOWED_TITLE_CHARS = 1000
 _MARKUP = re.compile(r"<(?:/?[a-zA-Z][a-zA-Z0-9]*)[\s>/]")
@@ -53,11 +57,6 @@ class ParsedPage:
     canonical: str = ""  # <link rel=canonical href>, absolute
 
 
-def clean_text(text: str) -> str:
-    """Runs of whitespace to one space (str.split: the same Unicode whitespace as ``\\s``, 3x faster)."""
-    return " ".join(text.split())
-
-
 def parse_html(body: bytes | str, base_url: str, header_charset: str | None = None) -> ParsedPage:
     if isinstance(body, str):
         html, charset = body, ""
@@ -68,31 +67,8 @@ def parse_html(body: bytes | str, base_url: str, header_charset: str | None = No
     if title_swallowed_page(page):
         page = _parse(repair_unclosed_title(html), base_url, charset)
     if charset and not charset.startswith("utf"):
-        page.links = [(_legacy_query(url, charset), label) for url, label in page.links]
+        page.links = [(legacy_query(url, charset), label) for url, label in page.links]
     return page
-
-
-def _legacy_query(url: str, charset: str) -> str:
-    """``url`` with the non-ASCII characters of its query percent-encoded in ``charset``,
-    the page's own encoding, as browsers send them (WHATWG URL: the query of a link in a
-    windows-1252 page is encoded in windows-1252, the path always in UTF-8).
-
-    ``search.php?name=Müller`` on a Latin-1 page asks for ``name=M%FCller``: the server
-    wrote its script for those bytes, and UTF-8's ``M%C3%BCller`` finds nothing. A character
-    the charset lacks is sent as ``&#NNN;``, as browsers do."""
-    if url.isascii() or "?" not in url:
-        return url
-    head, _, query = url.partition("?")
-    query, hash_mark, fragment = query.partition("#")
-    if query.isascii():
-        return url
-    encoded = quote(query, safe=_QUERY_SAFE, encoding=charset, errors="xmlcharrefreplace")
-    return f"{head}?{encoded}{hash_mark}{fragment}"
-
-
-# What stays as written in a query (WHATWG's query percent-encode set is the rest); "#" here can
-# only come from a "&#NNN;" reference (the fragment is cut off first), and must not end the query.
-_QUERY_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"#<>`')
 
 
 _REFRESH = re.compile(r"""^\s*(\d+(?:\.\d*)?)?\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\2\s*$""", re.I | re.S)
@@ -202,19 +178,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
             page.nofollow = bool(directives & NOFOLLOW)
             page.noarchive = bool(directives & NOARCHIVE)
 
-    related: list[tuple[str, str]] = []  # <link rel=next|prev|alternate>: followed with the links
-    for link in tree.tags("link"):
-        attributes = link.attributes
-        rel = (attributes.get("rel") or "").lower().split()
-        if "canonical" in rel and not page.canonical:
-            href = browser_href(attributes.get("href") or "")
-            if href:
-                with contextlib.suppress(ValueError):
-                    page.canonical = urljoin(base, href)
-        elif _RELATED.intersection(rel) and (attributes.get("type") or "text/html").lower() in _PAGE_TYPES:
-            _append_link(
-                base, attributes.get("href") or "", clean_text(attributes.get("title") or ""), related
-            )
+    page.canonical, related = link_elements(tree, base)  # related: <link rel=next|prev|alternate>
 
     anchors: list[tuple[Node, int]] = []  # followed links' nodes and their (cleaned) text's length
     low = html.lower()
@@ -222,10 +186,9 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     # tree is walked for them (3.5 us a tag); most pages have none.
     embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
-        _collect_links(tree, base, page.links, anchors, _LINK_ATTRIBUTES if embeds else _ANCHORS)
+        collect_links(tree, base, page.links, anchors, LINK_ATTRIBUTES if embeds else ANCHORS)
         page.links += related
-        if any(word in low for word in _SCRIPT_WORDS):
-            _script_links(tree, html, base, page.links)
+        script_links(tree, html, low, base, page.links)
     # A <noframes> holds the page offered to browsers without frames: the parser keeps it as
     # raw markup, so it is parsed on its own, for its links and, on a frameset page (no
     # body), for the page's text.
@@ -234,7 +197,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     for noframes in tree.tags("noframes") if embeds else ():
         inner = LexborHTMLParser(noframes.text(deep=True))
         if not page.nofollow:
-            _collect_links(inner, base, page.links, [], _LINK_ATTRIBUTES)
+            collect_links(inner, base, page.links, [], LINK_ATTRIBUTES)
         if frameset and inner.body is not None:
             inner.strip_tags(_SKIP_TAGS)
             fallback.append(inner.body.text(deep=True, separator=" "))
@@ -245,11 +208,7 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         return page
     body_node = tree.body or tree.root
     if body_node is not None:
-        page.text = clean_text(body_node.text(deep=True, separator=" "))
-        if _has_furniture(tree, low):
-            page.text = _without_boilerplate(tree, page.text)
-        elif len(anchors) >= _MIN_LIST_LINKS:
-            page.text = _without_link_lists(anchors, page.text)
+        page.text = main_text(tree, low, anchors, clean_text(body_node.text(deep=True, separator=" ")))
     return page
 
 
@@ -268,226 +227,4 @@ def _first_heading(tree: LexborHTMLParser) -> str:
     return ""
 
 
-_NOT_FOLLOWED = ("#", "javascript:", "mailto:", "tel:", "data:")
-
-
-def _collect_links(
-    tree: LexborHTMLParser,
-    base: str,
-    links: list[tuple[str, str]],
-    anchors: list[tuple[Node, int]],
-    tags: tuple[tuple[str, str], ...],
-) -> None:
-    """Append the page's followable links as (absolute URL, label); ``anchors`` gets the
-    ``<a>`` nodes with text, for link-list removal.
-
-    ``<a href>`` labelled by its text, image-map ``<area href>`` by its ``alt``, and the
-    ``src`` of ``<frame>`` and ``<iframe>`` by their ``title``: old sites navigate by image
-    maps and framesets, whose pages are reachable no other way (Nutch and Heritrix follow
-    all four). ``tags``: which of them to look for. An href is read as a browser reads it
-    (``browser_href``)."""
-    for tag, attribute in tags:
-        for node in tree.tags(tag):
-            attributes = node.attributes
-            url = _followable(base, attributes.get(attribute) or "")
-            if url is None or "nofollow" in (attributes.get("rel") or "").lower().split():
-                continue
-            if tag == "a":
-                label = clean_text(node.text(deep=True))
-                if label:
-                    anchors.append((node, len(label)))
-                else:
-                    label = _image_label(node)
-            else:
-                label = clean_text(attributes.get("alt" if tag == "area" else "title") or "")
-            links.append((url, label))
-
-
-# <link> elements that lead to other pages of the site: the next and previous page of a
-# paginated archive or forum thread (often the only way to page 2 is a script or a form),
-# and the page in other languages (rel=alternate hreflang). Not feeds, stylesheets, icons.
-_RELATED = frozenset({"next", "prev", "previous", "alternate"})
-_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-
-
-# Navigation written in JavaScript, as old sites wrote it: ``location.href = "x.html"``,
-# ``location.replace('x.html')``, ``window.open("x.html")``, Dreamweaver's
-# ``MM_goToURL('parent','x.html')``; only string literals (no expressions), in scripts or
-# in ``onclick`` attributes alike. Nutch (parse-js) and Heritrix (ExtractorJS) follow URLs
-# found in JavaScript too; without them a site whose home page only redirects by script,
-# or navigates by buttons, ends at its first page.
-_SCRIPT_NAVIGATION = re.compile(
-    r"""(?:location(?:\.href)?\s*=\s*|location\.(?:replace|assign)\(\s*|window\.open\(\s*"""
-    r"""|MM_goToURL\([^)]*?,\s*)(["'])([^"'<>\s\\]{1,500}?)\1"""
-)
-_SCRIPT_KEYWORDS = ("location", "window.open(", "MM_goToURL(")
-_SCRIPT_WORDS = ("location", "window.open(", "jumpmenu", "mm_gotourl")  # in the lower-cased page
-
-
-def _script_links(tree: LexborHTMLParser, html: str, base: str, links: list[tuple[str, str]]) -> None:
-    """Append the URLs the page navigates to by script (``_SCRIPT_NAVIGATION``) and the
-    choices of its jump menus (a ``<select>`` whose ``onchange`` goes to the chosen
-    ``<option value>``), labelled by the option's text."""
-    # str.find to each keyword, then the pattern anchored there: one regex scan of the page
-    # cost 70-280 us (no literal prefix to skip by), this a tenth of that.
-    for keyword in _SCRIPT_KEYWORDS:
-        at = html.find(keyword)
-        while at >= 0:
-            match = _SCRIPT_NAVIGATION.match(html, at)
-            if match is not None:
-                _append_link(base, match.group(2), "", links)
-            at = html.find(keyword, at + len(keyword))
-    for menu in tree.tags("select"):
-        action = menu.attributes.get("onchange") or ""
-        if "location" in action or "jumpMenu" in action or "goToURL" in action:
-            for option in menu.css("option"):
-                _append_link(base, option.attributes.get("value") or "", clean_text(option.text()), links)
-
-
-def _followable(base: str, target: str) -> str | None:
-    """The absolute http(s) URL a link's ``target`` leads to, read as a browser reads it
-    (``browser_href``); None for fragments, scripts, mail and other schemes."""
-    href = browser_href(target)
-    if not href or href.startswith(_NOT_FOLLOWED):
-        return None
-    if href.startswith(_ABSOLUTE):
-        return href  # already absolute: the crawler's normalize_url does the rest
-    try:
-        url = urljoin(base, href)
-    except ValueError:  # malformed IPv6 literal and the like
-        return None
-    return url if urlsplit(url).scheme in _FOLLOW_SCHEMES else None
-
-
-def _append_link(base: str, target: str, label: str, links: list[tuple[str, str]]) -> None:
-    url = _followable(base, target)
-    if url is not None:
-        links.append((url, label))
-
-
-def _image_label(anchor: Node) -> str:
-    """The anchor text of a link that is an image: its ``alt`` (or ``title``), as search
-    engines read image links. Old sites' menus are image buttons; without it their links
-    carry no words into the anchor-text field."""
-    for node in anchor.traverse(include_text=False):
-        if node.tag == "img":
-            attributes = node.attributes
-            return clean_text(attributes.get("alt") or attributes.get("title") or "")
-    return ""
-
-
-_LINK_ATTRIBUTES = (("a", "href"), ("area", "href"), ("frame", "src"), ("iframe", "src"))
-_ANCHORS = _LINK_ATTRIBUTES[:1]
 _EMBEDS = re.compile(r"<(?:area|i?frame|noframes)[\s>/]")  # searched in the lower-cased page
-
-
-# Page furniture: menus, site headers and footers, sidebars (HTML5 elements and ARIA roles).
-_BOILERPLATE_TAGS = ["nav", "header", "footer", "aside"]
-_BOILERPLATE_ROLES = '[role="navigation"], [role="banner"], [role="contentinfo"], [role="complementary"]'
-_ROLE_ATTRIBUTE = re.compile(r"\brole\s*=")
-
-
-def _has_furniture(tree: LexborHTMLParser, low: str) -> bool:
-    """Whether the page marks furniture: the elements from the parsed tree (C, ~1 us each) and a
-    plain substring test of the lower-cased page (``low``) before the role regex. One
-    case-insensitive regex over the page for both cost 175 us on a 5 KB page, more than the
-    rest of the parse."""
-    if any(tree.tags(tag) for tag in _BOILERPLATE_TAGS):
-        return True
-    return "role" in low and _ROLE_ATTRIBUTE.search(low) is not None
-
-
-_MIN_MAIN_SHARE = 0.2  # less main text than this (or < 200 chars): the markup is not trusted
-
-
-def _without_boilerplate(tree: LexborHTMLParser, full: str) -> str:
-    """The body text without page furniture, so menus and footers neither match queries nor
-    fill snippets (their links were already taken). A page whose "furniture" holds nearly all
-    its text (content wrapped in <header>, say) keeps its full text."""
-    for node in tree.css(_BOILERPLATE_ROLES):
-        node.decompose()
-    tree.strip_tags(_BOILERPLATE_TAGS)
-    body = tree.body or tree.root
-    main = clean_text(body.text(deep=True, separator=" ")) if body is not None else ""
-    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
-        return full
-    return main
-
-
-# Link lists of pages that mark no furniture (table and div layouts): a block of at least
-# _MIN_LIST_LINKS links whose text is mostly link text is a menu or a list of links, not
-# content (boilerpipe's and jusText's link-density feature; jusText calls a block with more
-# than 20 % link text bad, this is stricter, so short content with a few links stays).
-_MIN_LIST_LINKS = 3
-_LINK_DENSITY = 0.6  # link characters over all characters of the block
-_LIST_BLOCKS = frozenset(
-    {"ul", "ol", "dl", "menu", "table", "tbody", "tr", "td", "th", "div", "p", "li", "center"}
-)
-_UP = 3  # ancestors of a link that may be its list (a > li > ul, a > td > tr > tbody)
-
-
-def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> str:
-    """The body text without link lists, or ``full`` when they hold nearly all of it (a
-    site map, a directory page: then the links are the content).
-
-    A block's cleaned text is a run of the page's cleaned text, so it is cut out of the
-    string: the tree is neither changed nor read a second time (half the cost)."""
-    main = full
-    for text in _link_lists(anchors):
-        at = main.find(text)
-        if at >= 0:
-            main = f"{main[:at].rstrip()} {main[at + len(text) :].lstrip()}".strip()
-    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
-        return full
-    return main
-
-
-def _add(into: dict[int, list[Any]], node: Node, chars: int, links: int, key: int | None = None) -> None:
-    key = node.mem_id if key is None else key
-    entry = into.get(key)
-    if entry is None:
-        into[key] = [node, chars, links]
-    else:
-        entry[1] += chars
-        entry[2] += links
-
-
-def _link_lists(anchors: list[tuple[Node, int]]) -> list[str]:
-    """The cleaned text of the outermost blocks that are link lists, from the links' nodes
-    and text lengths.
-
-    Level by level up from the links, each distinct ancestor visited once (a menu's
-    twenty items share one list): the tree's properties are the cost here."""
-    level: dict[int, list[Any]] = {}  # mem_id -> [node, link characters, links] at this height
-    for a, chars in anchors:
-        parent = a.parent
-        if parent is not None:
-            _add(level, parent, chars, 1)
-    blocks: dict[int, list[Any]] = {}  # every list-like ancestor, with all links beneath it
-    for height in range(_UP):
-        above: dict[int, list[Any]] = {}
-        for key, (node, chars, links) in level.items():
-            if node.tag in _LIST_BLOCKS:
-                _add(blocks, node, chars, links, key)
-            if height + 1 < _UP and (parent := node.parent) is not None:
-                _add(above, parent, chars, links)
-        level = above
-    dense: dict[int, tuple[Node, str]] = {}
-    for key, (node, chars, links) in blocks.items():
-        if links >= _MIN_LIST_LINKS:
-            text = clean_text(node.text(deep=True, separator=" "))
-            if text and chars / len(text) >= _LINK_DENSITY:
-                dense[key] = (node, text)
-    outermost = []
-    for node, text in dense.values():
-        parent, inside = node.parent, False
-        for _ in range(_UP):
-            if parent is None:
-                break
-            if parent.mem_id in dense:
-                inside = True
-                break
-            parent = parent.parent
-        if not inside:
-            outermost.append(text)
-    return outermost
