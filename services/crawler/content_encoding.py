@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import zlib
 
-# Content-Encoding values old servers send that name no compression (a charset, "none"):
-# browsers read such bodies as sent, and so does the crawler.
-_NOT_AN_ENCODING = frozenset(
-    {"none", "utf-8", "utf8", "iso-8859-1", "binary", "text", "plain", "7bit", "8bit"}
+# Content-Encoding values that name no compression: none at all, "identity", and what old
+# servers send there instead (a charset, "none"), whose bodies browsers read as sent.
+_AS_SENT = frozenset(
+    {"", "identity", "none", "utf-8", "utf8", "iso-8859-1", "binary", "text", "plain", "7bit", "8bit"}
 )
+
+
+def compressed(encoding: str) -> bool:
+    """Whether a Content-Encoding names a compression: only then is a declared
+    Content-Length not the length of the body a parser gets."""
+    return encoding.strip().lower() not in _AS_SENT
+
+
 _MARKUP_START = (b"<", b"\xef\xbb\xbf", b"%PDF-")
 
 
@@ -38,7 +46,7 @@ class ContentDecoder:
         encoding = encoding.strip().lower()
         self._raw_retry = encoding == "deflate"  # some servers send raw deflate, no zlib header
         self._fed = False
-        if encoding in ("", "identity") or encoding in _NOT_AN_ENCODING:
+        if not compressed(encoding):
             self._z = None
         elif encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)

@@ -30,7 +30,7 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from services.crawler.content_encoding import ContentDecoder
+from services.crawler.content_encoding import ContentDecoder, compressed
 from services.crawler.lenient_http import LenientResponse, lenient_get
 from services.crawler.tls import crawler_tls
 from services.text.errors import BadUrlError
@@ -367,7 +367,7 @@ async def _head_response(
             length = _content_length(resp)
             # Compressed bodies declare their compressed length: only a declared
             # identity length is a reliable lower bound of what we would hold.
-            if resp.headers.get("Content-Encoding", "identity").lower() not in ("", "identity"):
+            if compressed(resp.headers.get("Content-Encoding", "")):
                 length = None
             return not _too_large_or_wrong_type(result, length, max_bytes, accept)
         if 300 <= resp.status < 400 or resp.status == 429 or (resp.status >= 500 and resp.status != 501):
@@ -414,8 +414,7 @@ async def _read_response(
     if not 200 <= resp.status < 300:
         return
     encoding = resp.headers.get("Content-Encoding", "")
-    identity = encoding.strip().lower() in ("", "identity")
-    if _too_large_or_wrong_type(result, length if identity else None, max_bytes, accept):
+    if _too_large_or_wrong_type(result, None if compressed(encoding) else length, max_bytes, accept):
         return
     try:
         decoder = ContentDecoder(encoding)
