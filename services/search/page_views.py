@@ -138,8 +138,13 @@ class PageViews:
         )
 
     def _cached_url(self, doc: Document) -> str:
+        return "" if self._noarchive(doc) else f"/cached/{doc.doc_num}"
+
+    def _noarchive(self, doc: Document) -> bool:
+        """Robots "noarchive": the site asked that no copy of the page be shown (as Bing and
+        Google honour it); the page is still found, its stored bytes stay ours to index."""
         record = self.service.record(doc, "noarchive")
-        return "" if record is not None and record.noarchive else f"/cached/{doc.doc_num}"
+        return record is not None and record.noarchive
 
     def _anchor(self, source: Document | None, targets: set[str]) -> str:
         """The anchor text of ``source``'s link to one of ``targets`` ("" when none or unreadable)."""
@@ -148,13 +153,6 @@ class PageViews:
             return ""
         return next((link.anchor for link in record.links if link.url in targets and link.anchor), "")
 
-    def _refuse_if_noarchive(self, doc: Document) -> None:
-        """Robots "noarchive": the site asked that no copy of the page be shown (as Bing and
-        Google honour it); the page is still found, its stored bytes stay ours to index."""
-        record = self.service.record(doc, "noarchive")
-        if record is not None and record.noarchive:
-            raise NotFoundError(_NOARCHIVE.format(doc.doc_num))
-
     def cached(self, doc_num: int) -> CachedCopy:
         """The stored bytes of one document, read with one ranged read and checked by SHA-1."""
         try:
@@ -162,7 +160,8 @@ class PageViews:
                 doc = _document(session, doc_num)
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot look up document {doc_num}: {exc}") from exc
-        self._refuse_if_noarchive(doc)
+        if self._noarchive(doc):
+            raise NotFoundError(_NOARCHIVE.format(doc_num))
         start = doc.content_offset
         try:
             body = self.service.blobs.get(doc.content_block, start, start + doc.length)
