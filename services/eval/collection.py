@@ -159,6 +159,8 @@ def _read_qrels(
         if did not in doc_ids:
             unknown_docs.append((number, did))
         qrels.setdefault(qid, {})[did] = int(rel)
+    if not qrels and not unknown_queries:
+        raise CollectionError(f"{path}: no judgments below the header")
     if not qrels:
         number, qid = unknown_queries[0]
         raise CollectionError(

@@ -59,6 +59,9 @@ def test_bad_collections_name_file_and_line(tmp_path):
     (tmp_path / "c" / "qrels.tsv").write_text("1 184 2\n")  # raw Cranfield: ids not renumbered
     with pytest.raises(CollectionError, match="unknown document id '184': 1 of 1 judgments"):
         load_collection(tmp_path / "c")  # read as headerless qrels, then refused: another corpus's
+    (tmp_path / "c" / "qrels.tsv").write_text("query_id\tdoc_id\trelevance\n")  # a header alone
+    with pytest.raises(CollectionError, match="no judgments below the header"):
+        load_collection(tmp_path / "c")
     (tmp_path / "c" / "qrels.tsv").write_text("qid docno\n")
     with pytest.raises(CollectionError, match="expected the header"):
         load_collection(tmp_path / "c")
