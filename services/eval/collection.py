@@ -129,22 +129,7 @@ def _read_qrels(
     both said in ``warnings``. A file where most judgments name unknown documents, or no
     judgment names a known query, is the wrong file and refused."""
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8", newline="") as fh:
-        lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(fh, 1) if line.strip()]
-    if not lines:
-        raise CollectionError(f"{path}: no judgments")
-    header = lines[0][1].split()
-    if header in (["query_id", "doc_id", "relevance"], ["query-id", "corpus-id", "score"]):  # ours, BEIR's
-        # Tab-separated: an id may hold spaces.
-        rows, width = [(n, line.split("\t")) for n, line in lines[1:]], 3
-    elif len(header) in (3, 4) and _integer(header[-1]):
-        rows, width = [(n, line.split()) for n, line in lines], len(header)  # TREC's, or without iteration
-    else:
-        raise CollectionError(
-            f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', TREC qrels lines "
-            f"'query_id iteration doc_id relevance' or lines 'query_id doc_id relevance', "
-            f"found {' '.join(header)!r} (raw qrels in another order: normalize first)"
-        )
+    rows, width = _qrels_rows(path)
     unknown_docs: list[tuple[int, str]] = []
     unknown_queries: list[tuple[int, str]] = []
     for number, row in rows:
@@ -187,6 +172,25 @@ def _read_qrels(
             f"(first {qid!r}, {path.name}:{number})"
         )
     return qrels
+
+
+def _qrels_rows(path: Path) -> tuple[list[tuple[int, list[str]]], int]:
+    """The judgment lines of a qrels file as (line number, fields), and how many fields
+    each must have, from the file's layout (see ``_read_qrels``)."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(fh, 1) if line.strip()]
+    if not lines:
+        raise CollectionError(f"{path}: no judgments")
+    header = lines[0][1].split()
+    if header in (["query_id", "doc_id", "relevance"], ["query-id", "corpus-id", "score"]):  # ours, BEIR's
+        return [(n, line.split("\t")) for n, line in lines[1:]], 3  # tab-separated: ids may hold spaces
+    if len(header) in (3, 4) and _integer(header[-1]):
+        return [(n, line.split()) for n, line in lines], len(header)  # TREC's, or without iteration
+    raise CollectionError(
+        f"{path}:1: expected the header 'query_id\\tdoc_id\\trelevance', TREC qrels lines "
+        f"'query_id iteration doc_id relevance' or lines 'query_id doc_id relevance', "
+        f"found {' '.join(header)!r} (raw qrels in another order: normalize first)"
+    )
 
 
 def _integer(text: str) -> bool:
