@@ -130,3 +130,5 @@ class VisitContext:
     db: DatabaseThread
     clock: Clock = time.time
     yields: LinkYield = field(default_factory=LinkYield)  # dead prefixes (yields.py)
+    # The operator's blocked hosts as of the crawl's last heartbeat (heartbeat.Control).
+    blocked: Callable[[], frozenset[str]] = frozenset

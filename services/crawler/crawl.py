@@ -233,9 +233,9 @@ class Crawler:
                     self.db,
                     self.clock,
                     self.yields,
+                    lambda: self.control.blocked,
                 )
             )
-            self.visitor.blocked = self.control.blocked
             reporter = (
                 asyncio.create_task(report_progress(started, self._progress, self._queued))
                 if self.progress
@@ -506,18 +506,16 @@ class Crawler:
         beat = Beat(self.node_id, self.role, self.started_at, now, state, counters)
         if self.role != "worker":
             self.control = await self.db.transaction(heartbeat.beat_and_read, beat)
-        else:
+            return
 
-            def beat_and_look(session: Session) -> tuple[heartbeat.Control, list[str]]:
-                control = heartbeat.beat_and_read(session, beat)
-                return control, heartbeat.workers(session, now, self.settings.heartbeat_seconds)[0]
+        def beat_and_look(session: Session) -> tuple[heartbeat.Control, list[str]]:
+            control = heartbeat.beat_and_read(session, beat)
+            return control, heartbeat.workers(session, now, self.settings.heartbeat_seconds)[0]
 
-            self.control, live = await self.db.transaction(beat_and_look)
-            self.live_workers = len(live)
-            if self.dynamic_partitions:
-                self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
-        if hasattr(self, "visitor"):
-            self.visitor.blocked = self.control.blocked
+        self.control, live = await self.db.transaction(beat_and_look)
+        self.live_workers = len(live)
+        if self.dynamic_partitions:
+            self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

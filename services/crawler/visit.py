@@ -111,7 +111,6 @@ class Visitor:
         self.rng = random.Random()
         self.timeouts = Timeouts.from_settings(self.settings)
         self.rules: dict[str, RobotsRules] = {}  # fresh rules by host (bounded like the host queues)
-        self.blocked: frozenset[str] = frozenset()  # the operator's blocked hosts, set at every beat
         # Each host's answer to a path that cannot exist (soft404.py); None: a real 404.
         self.not_found: dict[str, NotFoundPage | None] = {}
 
@@ -123,7 +122,8 @@ class Visitor:
             return
         if self._defer_dead(entry, result):
             return
-        if self.blocked and in_scope(entry.url, self.blocked):
+        blocked = ctx.blocked()
+        if blocked and in_scope(entry.url, blocked):
             result.error = "blocked_by_operator"
             result.counters["blocked_by_operator"] += 1
             return
@@ -324,8 +324,9 @@ class Visitor:
         kept = [link for link in links if in_scope(link.url, self.scope)] if self.scope else list(links)
         if len(kept) < len(links):
             counters["out_of_scope"] += len(links) - len(kept)
-        if self.blocked:
-            allowed = [link for link in kept if not in_scope(link.url, self.blocked)]
+        blocked = self.ctx.blocked()
+        if blocked:
+            allowed = [link for link in kept if not in_scope(link.url, blocked)]
             if len(allowed) < len(kept):
                 counters["blocked_by_operator_links"] += len(kept) - len(allowed)
                 kept = allowed
