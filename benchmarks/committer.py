@@ -5,7 +5,7 @@ workers are not the limit.
 
 Pre-fetched batches: the benchmark leases ``--pages`` frontier URLs (64 hosts, batches of
 32) as a worker would, gives each a synthetic 6 KB page with 20 out-links, and
-acknowledges them through the worker's own code (``acker``: blocks and a manifest per
+acknowledges them through the worker's own code (``worker_flush``: blocks and a manifest per
 8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
 sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
 page and its database round trips per page (``services.storage.db.RoundTrips``). The
@@ -31,12 +31,13 @@ from sqlalchemy.engine import make_url
 
 from benchmarks.crawl import LOCAL_HOSTS, MARIADB, database, measure
 from benchmarks.proc_stat import database_server_cpu
-from services.crawler import election, fetch_batches, frontier
-from services.crawler.acker import Acker
-from services.crawler.frontier import NewUrl
-from services.crawler.ordered_commit import OrderedCommitter
-from services.crawler.parse import ParsedDoc
-from services.crawler.results import FetchedDoc, UrlResult
+from services.crawler.cluster import election
+from services.crawler.cluster.ordered_commit import OrderedCommitter
+from services.crawler.commit.results import FetchedDoc, UrlResult
+from services.crawler.commit.worker_flush import WorkerFlush
+from services.crawler.frontier import entries, leases
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.parse import ParsedDoc
 from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
@@ -96,22 +97,22 @@ def main(argv: list[str] | None = None) -> int:
         blobs = open_blobstore(f"file://{Path(tmp) / 'blobs'}")
         caps = {"max_block_bytes": 200 * 1024 * 1024, "max_block_docs": 10_000, "partitions": 64}
         with sessions.begin() as s:
-            lock_counter(s, fetch_batches.LEASE_LOCK)
+            lock_counter(s, leases.LEASE_LOCK)
             seeds = [NewUrl(_url(n), 0, 1.0) for n in range(args.pages)]
-            frontier.add_urls(s, seeds, 0.0, partitions=64)
-        acker = Acker(sessions, blobs, **caps)
+            entries.add_urls(s, seeds, 0.0, partitions=64)
+        acker = WorkerFlush(sessions, blobs, **caps)
         acker.worker = "bench"
         started = time.process_time()
         made = 0
         while made < args.pages:
             with sessions.begin() as s:
-                leases = fetch_batches.lease_batches(
+                taken_leases = leases.lease_batches(
                     s, batches=8, limit=32, budget=10**9, now=1.0, lease_seconds=1e9, max_depth=9,
                     worker="bench", window=10**9,
                 )  # fmt: skip
-            if not leases:
+            if not taken_leases:
                 break
-            for lease in leases:
+            for lease in taken_leases:
                 results = []
                 for e in lease.entries:
                     body, parsed = _page(made, args.pages, args.links == "new")

@@ -105,13 +105,13 @@ def _pool_name(name: str) -> str:
 # the event loop's parse and spool, the commit thread's blocks, rows and frontier.
 PARTS = [
     ("services.crawler.visit", "parse_document", "event loop: parse_document (CLD2 included)"),
-    ("services.crawler.spool", "Spool.append", "event loop: write-ahead spool"),
-    ("services.crawler.committer", "Committer._commit_once", "commit thread: a whole flush"),
+    ("services.crawler.commit.spool", "Spool.append", "event loop: write-ahead spool"),
+    ("services.crawler.commit.committer", "Committer._commit_once", "commit thread: a whole flush"),
     ("services.storage.documents", "DocumentWriter.write", "commit thread: content + record blocks"),
     ("services.storage.records", "RecordBlockWriter.add", "commit thread: record JSON + gzip"),
-    ("services.crawler.committer", "Committer._record_frontier", "commit thread: frontier"),
-    ("services.crawler.committer", "frontier.add_urls", "commit thread: frontier upserts"),
-    ("services.crawler.committer", "frontier.finish", "commit thread: finishing fetched rows"),
+    ("services.crawler.commit.committer", "Committer._record_frontier", "commit thread: frontier"),
+    ("services.crawler.commit.committer", "frontier.add_urls", "commit thread: frontier upserts"),
+    ("services.crawler.commit.committer", "frontier.finish", "commit thread: finishing fetched rows"),
 ]
 
 

@@ -83,10 +83,10 @@ class _PageWork:
     BLOCK_DOCS = 500
 
     def __init__(self) -> None:
-        from services.crawler.committer import new_document
-        from services.crawler.fetch import FetchResult
-        from services.crawler.parse import parse_document
-        from services.crawler.results import FetchedDoc, UrlResult
+        from services.crawler.commit.committer import new_document
+        from services.crawler.commit.results import FetchedDoc, UrlResult
+        from services.crawler.web.fetch import FetchResult
+        from services.crawler.web.parse import parse_document
         from services.storage.blocks import ContentBlockWriter
         from services.storage.records import RecordBlockWriter
         from services.text.urls import normalize_url, url_id

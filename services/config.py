@@ -74,7 +74,7 @@ class Settings:
     connect_timeout: float = 10.0
     read_timeout: float = 20.0  # seconds without a byte
     head_first: bool = True  # HEAD before GET: skip bodies too large or of a type we do not index
-    # Verify crawled sites' TLS certificates (off, as in Nutch and Heritrix: crawler/tls.py).
+    # Verify crawled sites' TLS certificates (off, as in Nutch and Heritrix: crawler/web/tls.py).
     verify_tls: bool = False
     retry_backoff: float = 2.0  # seconds; the n-th retry waits retry_backoff * 2**n (+ jitter)
     max_attempts: int = 3  # fetches of one URL before it is given up (5xx, 429, network errors)

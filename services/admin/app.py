@@ -21,7 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from services.admin import auth
 from services.admin.status import ClusterStatus, cluster_status
 from services.config import Settings
-from services.crawler import frontier, heartbeat
+from services.crawler.cluster import heartbeat
+from services.crawler.frontier import entries
 from services.search.app import create_app as create_search_app
 from services.search.templating import build_templates
 from services.storage.db import init_db, make_engine, session_factory
@@ -143,9 +144,9 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
         def add() -> None:
             with db().begin() as session:
                 if fields.get("recrawl"):  # known ones fetched again, first
-                    frontier.recrawl_now(session, urls)
-                seeds = [frontier.NewUrl(u, 0, frontier.SEED_PRIORITY) for u in urls]
-                frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+                    entries.recrawl_now(session, urls)
+                seeds = [entries.NewUrl(u, 0, entries.SEED_PRIORITY) for u in urls]
+                entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
 
         await run_in_threadpool(add)
         return RedirectResponse("/admin", status_code=303)

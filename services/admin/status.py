@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.crawler import frontier, heartbeat
+from services.crawler.cluster import heartbeat
+from services.crawler.frontier import entries
 from services.storage.db import read_counters
 from services.storage.models import FetchBatch, FrontierEntry, Host
 
@@ -134,7 +135,7 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
     return ClusterStatus(
         slowest=slowest_hosts(session, hosts),
         nodes=heartbeat.nodes(session, now, beat_every),
-        frontier=frontier.count_by_state(session),
+        frontier=entries.count_by_state(session),
         counters={name: counters.get(name, 0) for name in POLICY_COUNTERS},
         busiest=busiest,
         paused=heartbeat.control(session).paused,

@@ -27,7 +27,7 @@ def crawl(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         if settings.crawl_processes > 1:
-            from services.crawler.cluster import run_local_cluster
+            from services.crawler.local_cluster import run_local_cluster
 
             stats = run_local_cluster(
                 settings,
@@ -50,7 +50,7 @@ def crawl(args: argparse.Namespace, settings: Settings) -> int:
     if args.quiet:  # the live line is off; the summary is always printed
         print(stats.summary(), file=sys.stderr)
     if stats.pages == 0 and args.seeds:
-        from services.crawler.diagnose import why_nothing
+        from services.crawler.report.diagnose import why_nothing
 
         for line in why_nothing(settings, args.seeds):
             print(f"nimbus crawl: {line}", file=sys.stderr)
@@ -69,7 +69,7 @@ def cluster_role(args: argparse.Namespace, settings: Settings) -> int:
             f"nimbus crawl {role} takes no URLs; add seeds with `nimbus crawl seed URL...`"
         )
     if role == "committer":
-        from services.crawler.cluster import run_committer
+        from services.crawler.cluster.committer_role import run_committer
 
         counters = run_committer(settings)
         print(
@@ -97,7 +97,8 @@ def crawl_status(settings: Settings) -> int:
     """The crawler nodes (from their heartbeats) and the frontier by state."""
     import time
 
-    from services.crawler import frontier, heartbeat
+    from services.crawler.cluster import heartbeat
+    from services.crawler.frontier import entries
     from services.storage.db import init_db, make_engine, session_factory
 
     engine = make_engine(settings.database_url)
@@ -107,7 +108,7 @@ def crawl_status(settings: Settings) -> int:
             now = time.time()
             views = heartbeat.nodes(session, now, settings.heartbeat_seconds)
             print(heartbeat.status_table(views, now))
-            states = frontier.count_by_state(session)
+            states = entries.count_by_state(session)
             by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
             print(f"frontier: {by_state or 'empty'}")
             for row in heartbeat.blocked_hosts(session):
@@ -121,8 +122,9 @@ def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bo
     """Operator commands through the database, so they reach crawlers on every machine."""
     import time
 
-    from services.crawler import frontier, heartbeat
+    from services.crawler.cluster import heartbeat
     from services.crawler.errors import CrawlCommandError
+    from services.crawler.frontier import entries
     from services.storage.db import init_db, make_engine, session_factory
     from services.text.errors import BadUrlError
     from services.text.urls import normalize_url
@@ -132,7 +134,7 @@ def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bo
     if name != "seed" and urls:
         raise CrawlCommandError(f"nimbus crawl {name} takes no URLs")
     try:
-        seeds = [frontier.NewUrl(normalize_url(u), 0, frontier.SEED_PRIORITY) for u in urls]
+        seeds = [entries.NewUrl(normalize_url(u), 0, entries.SEED_PRIORITY) for u in urls]
     except BadUrlError as exc:
         raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
     engine = make_engine(settings.database_url)
@@ -140,8 +142,8 @@ def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bo
         init_db(engine)
         with session_factory(engine).begin() as session:
             if name == "seed":
-                again = frontier.recrawl_now(session, [s.url for s in seeds]) if recrawl else 0
-                added = frontier.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+                again = entries.recrawl_now(session, [s.url for s in seeds]) if recrawl else 0
+                added = entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
                 print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
                 if recrawl:
                     print(f"{again} known URLs due again now, before every other")
@@ -160,7 +162,7 @@ def block_command(settings: Settings, name: str, hosts: list[str], reason: str) 
     """`block HOST...` / `unblock HOST...`: through the database, for every crawler."""
     import time
 
-    from services.crawler import heartbeat
+    from services.crawler.cluster import heartbeat
     from services.crawler.errors import CrawlCommandError
     from services.storage.db import init_db, make_engine, session_factory
 

@@ -22,8 +22,8 @@ import aiohttp
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
-from services.crawler.scheduler import HostScheduler
-from services.crawler.yields import LinkYield
+from services.crawler.frontier.dead_prefixes import LinkYield
+from services.crawler.frontier.host_queues import HostScheduler
 from services.storage.db import is_transient, retry_transaction
 
 # Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
@@ -129,6 +129,6 @@ class VisitContext:
     max_depth: int
     db: DatabaseThread
     clock: Clock = time.time
-    yields: LinkYield = field(default_factory=LinkYield)  # dead prefixes (yields.py)
+    yields: LinkYield = field(default_factory=LinkYield)  # dead prefixes (frontier/dead_prefixes.py)
     # The operator's blocked hosts as of the crawl's last heartbeat (heartbeat.Control).
     blocked: Callable[[], frozenset[str]] = frozenset

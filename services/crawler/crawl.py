@@ -1,7 +1,7 @@
 """The crawl loop: lease batches, fetch politely, commit in the background.
 
 The event loop leases batches of frontier URLs (this process's partitions
-only) and hands every URL to its host's back queue (``scheduler``): at most
+only) and hands every URL to its host's back queue (``frontier.host_queues``): at most
 ``per_host_concurrency`` requests to a host at a time, spaced by its delay,
 and a semaphore bounds requests in flight overall. HTML is parsed inline on
 the event loop (selectolax is fast; a thread hop per page cost more than the
@@ -37,22 +37,23 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.config import Settings
-from services.crawler import fetch_batches, frontier, heartbeat
-from services.crawler.acker import Acker
-from services.crawler.committer import Committer, FlushResult, UrlResult, committer_options
+from services.crawler.cluster import heartbeat
+from services.crawler.cluster.heartbeat import Beat
+from services.crawler.cluster.identity_lock import identity_lock
+from services.crawler.commit.committer import Committer, FlushResult, UrlResult, committer_options
+from services.crawler.commit.spool import Spool, spool_dir
+from services.crawler.commit.worker_flush import WorkerFlush
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
-from services.crawler.fetch import make_session
-from services.crawler.fetch_batches import Lease, LeasedUrl
-from services.crawler.frontier import SEED_PRIORITY, NewUrl
-from services.crawler.heartbeat import Beat
-from services.crawler.identity_lock import identity_lock
-from services.crawler.metrics import MetricsServer
-from services.crawler.progress import CrawlStats, Progress, progress_counters, report_progress, show
-from services.crawler.scheduler import HostScheduler
-from services.crawler.spool import Spool, spool_dir
+from services.crawler.frontier import entries, leases, ledger
+from services.crawler.frontier.dead_prefixes import CAPPED_BELOW, LinkYield
+from services.crawler.frontier.entries import SEED_PRIORITY, NewUrl
+from services.crawler.frontier.host_queues import HostScheduler
+from services.crawler.frontier.leases import Lease, LeasedUrl
+from services.crawler.report.metrics import MetricsServer
+from services.crawler.report.progress import CrawlStats, Progress, progress_counters, report_progress, show
 from services.crawler.visit import Visitor
-from services.crawler.yields import CAPPED_BELOW, LinkYield
+from services.crawler.web.fetch import make_session
 from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.db import RoundTrips, init_db, make_engine, session_factory
@@ -94,7 +95,7 @@ def run_crawl(
 
     ``role`` "crawler" commits its own batches (one machine); "worker" is a crawl
     cluster's worker: it acknowledges its batches to the cluster's committer
-    (``acker``, ``ordered_commit``) and ends when the whole cluster has nothing left.
+    (``commit.worker_flush``, ``cluster.ordered_commit``) and ends when the whole cluster has nothing left.
     ``identity`` names the worker (default: host and partitions); a restart under the
     same identity takes back its predecessor's batches and spool.
 
@@ -147,7 +148,7 @@ class Crawler:
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
         self.worker_name = identity or f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
-        self.committer = (Acker if role == "worker" else Committer)(
+        self.committer = (WorkerFlush if role == "worker" else Committer)(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
             **committer_options(settings),
@@ -155,10 +156,10 @@ class Crawler:
             clock=clock,
             yields=self.yields,
         )
-        if isinstance(self.committer, Acker):
+        if isinstance(self.committer, WorkerFlush):
             self.committer.worker = self.worker_name
         # A worker with no partitions of its own shares them with the live workers, anew at
-        # every beat; the send window grows with them (heartbeat.share, fetch_batches.lease_batches).
+        # every beat; the send window grows with them (heartbeat.share, leases.lease_batches).
         self.dynamic_partitions = role == "worker" and not settings.partition_ids
         self.window: int | None = settings.send_window if role == "worker" else None
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
@@ -201,13 +202,13 @@ class Crawler:
     async def _run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
         with identity_lock(self.settings.var_dir, self.worker_name, self.settings.partition_ids):
-            released = await self.db.transaction(fetch_batches.release_worker, self.worker_name)
+            released = await self.db.transaction(leases.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
             self.recovered = self.spool.recover()
             seed_urls = [NewUrl(url, 0, SEED_PRIORITY) for url in seeds]
             await self.db.transaction(
-                frontier.add_urls, seed_urls, self.clock(), partitions=self.settings.partitions
+                entries.add_urls, seed_urls, self.clock(), partitions=self.settings.partitions
             )
             self.wake = asyncio.Event()
             self.started_at = self.clock()
@@ -300,7 +301,7 @@ class Crawler:
             await self._beat_if_due()
             if now - last_renew > RENEW_EVERY:
                 seqs = [b.lease.seq for b in self.batches] + committer.seqs
-                await self.db.transaction(fetch_batches.renew_leases, seqs, self.clock() + LEASE_SECONDS)
+                await self.db.transaction(leases.renew_leases, seqs, self.clock() + LEASE_SECONDS)
                 self.hosts.forget_idle(asyncio.get_running_loop().time())
                 kept = set(self.hosts.hosts)
                 self.visitor.forget(kept)
@@ -314,7 +315,7 @@ class Crawler:
         adds the URLs it will fetch next. Checked every half second."""
         if self.role != "worker":
             return False
-        out = await self.db.transaction(fetch_batches.outstanding)
+        out = await self.db.transaction(ledger.outstanding)
         if not out:
             return False
         now = time.monotonic()
@@ -334,7 +335,7 @@ class Crawler:
     async def _await_retries(self) -> bool:
         """Sleep until the next retry is due if that is soon; False when nothing is waiting."""
         due = await self.db.transaction(
-            frontier.next_available, max_depth=self.max_depth, partitions=self.partitions
+            entries.next_available, max_depth=self.max_depth, partitions=self.partitions
         )
         wait = None if due is None else due - self.clock()
         if wait is None or wait > self.retry_horizon:
@@ -360,11 +361,11 @@ class Crawler:
             budget = self.budget.leasable()
             wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.budget.waiting) // size))
             # With work in flight, the links it will add may be live: leave the URLs of dead
-            # prefixes until the crawl is otherwise idle (yields.py); they spent the budget
+            # prefixes until the crawl is otherwise idle (frontier/dead_prefixes.py); they spent the budget
             # while new live links waited for their commit.
             busy = bool(self.batches or self.committer.pending or self.flushing is not None)
-            leases = await self.db.transaction(
-                fetch_batches.lease_batches,
+            leased = await self.db.transaction(
+                leases.lease_batches,
                 batches=wanted,
                 limit=size,
                 budget=budget,
@@ -376,9 +377,9 @@ class Crawler:
                 min_priority=CAPPED_BELOW if busy else None,
                 window=None if self.window is None else self.window * max(1, self.live_workers),
             )
-            for lease in leases:
+            for lease in leased:
                 self._dispatch(lease)
-            if not leases:
+            if not leased:
                 return budget > 0
         return False
 
@@ -463,7 +464,7 @@ class Crawler:
                 self.counters.update(flushed.counters)
             seqs = [b.lease.seq for b in self.batches] + self.committer.seqs
             if seqs:
-                await self.db.transaction(fetch_batches.renew_leases, seqs, 0.0)
+                await self.db.transaction(leases.renew_leases, seqs, 0.0)
         except Exception:  # keep the original error; the leases are taken back anyway
             log.warning(
                 "could not commit or release on stop; a restart takes the batches back", exc_info=True
@@ -538,7 +539,7 @@ class Crawler:
 
     async def _queued(self) -> int:
         """URLs waiting or out (the progress line's "queued")."""
-        states = await self.db.transaction(frontier.count_by_state)
+        states = await self.db.transaction(entries.count_by_state)
         return states.get("new", 0) + states.get("leased", 0)
 
 

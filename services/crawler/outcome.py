@@ -10,10 +10,10 @@ honours Retry-After, until ``max_attempts``; then the URL is given up.
 from __future__ import annotations
 
 from services.config import Settings
-from services.crawler.fetch import FetchResult
-from services.crawler.fetch_batches import LeasedUrl
-from services.crawler.frontier import NewUrl
-from services.crawler.results import UrlResult
+from services.crawler.commit.results import UrlResult
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.leases import LeasedUrl
+from services.crawler.web.fetch import FetchResult
 
 _NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")
 

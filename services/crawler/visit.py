@@ -14,13 +14,16 @@ from collections import Counter
 
 from sqlalchemy.orm import Session
 
+from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.context import VisitContext
-from services.crawler.fetch import FetchResult, Timeouts, fetch
-from services.crawler.fetch_batches import LeasedUrl
-from services.crawler.frontier import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
-from services.crawler.metrics import LatencyHistogram
+from services.crawler.frontier.dead_prefixes import is_dead
+from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
+from services.crawler.frontier.host_queues import HostQueue
+from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import is_retryable, judge_fetch
-from services.crawler.parse import (
+from services.crawler.report.metrics import LatencyHistogram
+from services.crawler.web.fetch import FetchResult, Timeouts, fetch
+from services.crawler.web.parse import (
     INDEXABLE,
     MAX_REFRESH_DELAY,
     ParsedDoc,
@@ -29,12 +32,9 @@ from services.crawler.parse import (
     classify,
     parse_document,
 )
-from services.crawler.results import FetchedDoc, UrlResult
-from services.crawler.robots import RobotsCache, RobotsRules, effective_delay
-from services.crawler.scheduler import HostQueue
-from services.crawler.sitemaps import discover_sitemap_urls
-from services.crawler.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
-from services.crawler.yields import is_dead
+from services.crawler.web.robots import RobotsCache, RobotsRules, effective_delay
+from services.crawler.web.sitemaps import discover_sitemap_urls
+from services.crawler.web.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
 from services.storage.blocks import ContentType
 from services.storage.models import Host
 from services.storage.records import Link

@@ -212,7 +212,7 @@ class BlockedHost(Base):
 class RoleLease(Base):
     """A role only one process may hold at a time (the crawl cluster's committer): the holder
     renews it at every beat; a standby takes it over once it has expired. ``term`` counts
-    holders, so a deposed one's transactions are refused (``services.crawler.election``)."""
+    holders, so a deposed one's transactions are refused (``services.crawler.cluster.election``)."""
 
     __tablename__ = "role_leases"
 

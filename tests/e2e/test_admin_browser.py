@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def admin_url(settings: Settings):
     from services.admin.app import create_app
-    from services.crawler import heartbeat
+    from services.crawler.cluster import heartbeat
     from services.storage.db import init_db, make_engine, session_factory
 
     admin = settings.with_overrides(admin_token=TOKEN)
@@ -34,7 +34,7 @@ def admin_url(settings: Settings):
 
 
 def test_sign_in_see_the_nodes_and_pause(chromium, admin_url) -> None:
-    from services.crawler import heartbeat
+    from services.crawler.cluster import heartbeat
 
     url, sessions = admin_url
     page = chromium.new_page()
@@ -55,7 +55,7 @@ def test_sign_in_see_the_nodes_and_pause(chromium, admin_url) -> None:
 
 
 def test_block_a_host_and_unblock_it(chromium, admin_url) -> None:
-    from services.crawler import heartbeat
+    from services.crawler.cluster import heartbeat
 
     url, sessions = admin_url
     page = chromium.new_page()
@@ -76,7 +76,7 @@ def test_block_a_host_and_unblock_it(chromium, admin_url) -> None:
 
 
 def test_no_state_change_without_the_session_and_csrf(chromium, admin_url) -> None:
-    from services.crawler import heartbeat
+    from services.crawler.cluster import heartbeat
 
     url, sessions = admin_url
     stranger = chromium.new_context()  # no cookie: another site's page, or a script

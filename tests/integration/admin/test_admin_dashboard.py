@@ -10,7 +10,8 @@ from fastapi.testclient import TestClient
 
 from services.admin.app import create_app
 from services.config import Settings
-from services.crawler import frontier, heartbeat
+from services.crawler.cluster import heartbeat
+from services.crawler.frontier import entries
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import FrontierEntry
 
@@ -40,8 +41,8 @@ def client(admin_settings: Settings, sessions):
         heartbeat.beat(
             session, heartbeat.Beat("w2/all/12", "crawler", now - 900, now - 600, "running", {"pages": 30})
         )
-        frontier.add_urls(
-            session, [frontier.NewUrl("http://a.test/x", 1), frontier.NewUrl("http://a.test/y", 1)]
+        entries.add_urls(
+            session, [entries.NewUrl("http://a.test/x", 1), entries.NewUrl("http://a.test/y", 1)]
         )
     with TestClient(create_app(admin_settings, recheck_seconds=0)) as c:
         yield c
@@ -96,16 +97,16 @@ def test_the_dashboard_shows_nodes_and_its_forms_act_only_with_the_session_and_c
     assert added.status_code == 200  # followed the redirect back to the dashboard
     with sessions() as session:
         assert heartbeat.control(session).paused
-        assert session.get(FrontierEntry, frontier.url_id("http://b.test/")) is not None
+        assert session.get(FrontierEntry, entries.url_id("http://b.test/")) is not None
     assert "<strong>paused</strong>" in client.get("/admin").text
     assert client.post("/admin/seed", data={"urls": "ftp://x/", "csrf": csrf}).status_code == 400
     with sessions.begin() as session:  # b.test fetched since: done, its recrawl a month away
-        session.get(FrontierEntry, frontier.url_id("http://b.test/")).state = "done"
-        session.get(FrontierEntry, frontier.url_id("http://b.test/")).available_at = 1e12
+        session.get(FrontierEntry, entries.url_id("http://b.test/")).state = "done"
+        session.get(FrontierEntry, entries.url_id("http://b.test/")).available_at = 1e12
     again = {"urls": "http://b.test/", "recrawl": "1", "csrf": csrf}
     assert client.post("/admin/seed", data=again).status_code == 200
     with sessions() as session:
-        assert session.get(FrontierEntry, frontier.url_id("http://b.test/")).available_at == 0.0
+        assert session.get(FrontierEntry, entries.url_id("http://b.test/")).available_at == 0.0
 
 
 def test_a_forged_or_expired_session_cookie_is_not_a_session(client: TestClient) -> None:

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import event, func, select, text
 
 from services.config import Settings
-from services.crawler import fetch_batches, frontier
-from services.crawler.acker import Acker
-from services.crawler.cluster import CommitterNode
-from services.crawler.frontier import NewUrl
-from services.crawler.parse import ParsedDoc
-from services.crawler.results import FetchedDoc, UrlResult
+from services.crawler.cluster.committer_role import CommitterNode
+from services.crawler.commit.results import FetchedDoc, UrlResult
+from services.crawler.commit.worker_flush import WorkerFlush
+from services.crawler.frontier import entries, leases
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
 from services.storage.db import make_engine, read_counters, session_factory
@@ -57,17 +57,19 @@ def test_a_killed_connection_mid_ack_and_mid_commit_loses_and_repeats_nothing(
     worker_engine = make_engine(mysql_url, immediate=True)
     sessions = session_factory(worker_engine)
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(f"http://k.test/{i}", 0, 1.0) for i in range(PAGES)], 0.0)
-    acker = Acker(sessions, open_blobstore(settings.blob_url), max_block_bytes=1 << 20, max_block_docs=100)
+        entries.add_urls(s, [NewUrl(f"http://k.test/{i}", 0, 1.0) for i in range(PAGES)], 0.0)
+    acker = WorkerFlush(
+        sessions, open_blobstore(settings.blob_url), max_block_bytes=1 << 20, max_block_docs=100
+    )
     acker.worker = "worker-k"
     ack_killed = _kill_once(worker_engine, admin, "UPDATE fetch_batches SET state")
     with sessions.begin() as s:
-        leases = fetch_batches.lease_batches(
+        taken_leases = leases.lease_batches(
             s, batches=4, limit=3, budget=100, now=time.time(), lease_seconds=600, max_depth=5,
             worker="worker-k", window=100,
         )  # fmt: skip
-    assert len(leases) == 4
-    for lease in leases:
+    assert len(taken_leases) == 4
+    for lease in taken_leases:
         results = []
         for e in lease.entries:
             r = UrlResult(e.url_id, e.url, 0, "done", status=200)

@@ -10,10 +10,10 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from services.crawler import fetch_batches, frontier
-from services.crawler.committer import Committer, FetchedDoc, UrlResult
-from services.crawler.frontier import NewUrl
-from services.crawler.parse import ParsedDoc
+from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
+from services.crawler.frontier import entries, leases
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
 from services.storage.db import init_db, make_engine, read_counters, session_factory
@@ -32,17 +32,15 @@ def test_overlapping_flushes_commit_their_rows_one_after_the_other(mysql_url, tm
     sessions = session_factory(engine)
     blobs = open_blobstore(f"file://{tmp_path / 'blobs'}")
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/", 0), NewUrl("http://b.test/", 0)])
-    leases = []
+        entries.add_urls(session, [NewUrl("http://a.test/", 0), NewUrl("http://b.test/", 0)])
+    taken = []
     for _ in range(2):
         with sessions.begin() as session:
-            leases.append(
-                fetch_batches.lease_batch(session, limit=1, now=10.0, lease_seconds=60, max_depth=5)
-            )
+            taken.append(leases.lease_batch(session, limit=1, now=10.0, lease_seconds=60, max_depth=5))
     # Counters in opposite orders: the rows two interleaved transactions would lock crosswise.
     other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
-    entry = leases[1].entries[0]
-    other.add_batch(leases[1].seq, [_result(entry.url, b"b", Counter(status_200=1, pages=1))])
+    entry = taken[1].entries[0]
+    other.add_batch(taken[1].seq, [_result(entry.url, b"b", Counter(status_200=1, pages=1))])
     finished: list = []
     waiting = threading.Thread(target=lambda: finished.append(other.flush()))
 
@@ -55,9 +53,9 @@ def test_overlapping_flushes_commit_their_rows_one_after_the_other(mysql_url, tm
             assert waiting.is_alive() and not finished, "the other flush did not wait its turn"
             return super()._record_duplicates(session, duplicates, now)
 
-    entry = leases[0].entries[0]
+    entry = taken[0].entries[0]
     first = Paused(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
-    first.add_batch(leases[0].seq, [_result(entry.url, b"a", Counter(pages=1, status_200=1))])
+    first.add_batch(taken[0].seq, [_result(entry.url, b"a", Counter(pages=1, status_200=1))])
     assert first.flush().documents == 1
     waiting.join(30)
     assert [r.documents for r in finished] == [1]

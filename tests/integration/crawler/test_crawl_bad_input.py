@@ -182,7 +182,7 @@ def test_pdfs_under_old_servers_types_are_fetched_and_stored(hostile: Settings, 
 def test_a_link_farm_page_adds_at_most_max_links_urls(hostile: Settings) -> None:
     """A generated page of 5,000 distinct links: the frontier, the record and the link graph
     take the first parse.MAX_LINKS; the rest are counted, not queued."""
-    from services.crawler.parse import MAX_LINKS
+    from services.crawler.web.parse import MAX_LINKS
 
     farm = "".join(f'<a href="/farm/{i}">offer {i}</a> ' for i in range(5000))
     page = f"<html lang=en><head><title>Offers</title></head><body><p>Best offers.</p>{farm}</body></html>"

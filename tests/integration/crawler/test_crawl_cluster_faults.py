@@ -24,8 +24,9 @@ from sqlalchemy import func, select, text
 
 from services.admin.status import cluster_status
 from services.config import Settings
-from services.crawler import election, frontier, heartbeat
-from services.crawler.frontier import NewUrl
+from services.crawler.cluster import election, heartbeat
+from services.crawler.frontier import entries
+from services.crawler.frontier.entries import NewUrl
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.storage.db import init_db, make_engine, read_counters, session_factory
 from services.storage.models import Document, DuplicateUrl, FetchBatch, FrontierEntry, RoleLease
@@ -96,7 +97,7 @@ def test_cluster_commits_every_page_once_in_order_through_kills_and_faults(
     init_db(engine)
     sessions = session_factory(engine)
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(site.origin + "/", 0, frontier.SEED_PRIORITY) for site in sites], 0.0)
+        entries.add_urls(s, [NewUrl(site.origin + "/", 0, entries.SEED_PRIORITY) for site in sites], 0.0)
 
     def count(query) -> int:  # type: ignore[no-untyped-def]
         with sessions() as s:

@@ -12,7 +12,7 @@ from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
-from services.crawler import heartbeat
+from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
@@ -175,14 +175,14 @@ def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings
 
 
 def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Settings) -> None:
-    """ "I fixed my page": a known URL is due again at once (``frontier.recrawl_now``, behind
+    """ "I fixed my page": a known URL is due again at once (``entries.recrawl_now``, behind
     ``nimbus crawl seed --recrawl`` and the dashboard's seed form), where a plain crawl
     would leave it until its recrawl time."""
     import badweb
     from badweb import BadWeb
     from stored_rows import stored_documents
 
-    from services.crawler import frontier
+    from services.crawler.frontier import entries
 
     title = {"now": "Opening hours"}
 
@@ -198,7 +198,7 @@ def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Set
         assert again.pages == 0
         engine = make_engine(quick.database_url)
         with session_factory(engine).begin() as session:
-            assert frontier.recrawl_now(session, [url, web.url("/never-seen")]) == 1
+            assert entries.recrawl_now(session, [url, web.url("/never-seen")]) == 1
         engine.dispose()
         refetched = run_crawl(quick, [], progress=False)
     assert refetched.pages == 1

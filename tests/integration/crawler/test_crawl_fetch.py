@@ -22,10 +22,10 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.fetch import FetchResult, Timeouts, fetch, make_session
-from services.crawler.parse import accept_content_type
-from services.crawler.robots import fetch_robots, rules_from_fetch
-from services.crawler.sitemaps import SitemapResult, discover_sitemap_urls
+from services.crawler.web.fetch import FetchResult, Timeouts, fetch, make_session
+from services.crawler.web.parse import accept_content_type
+from services.crawler.web.robots import fetch_robots, rules_from_fetch
+from services.crawler.web.sitemaps import SitemapResult, discover_sitemap_urls
 from services.storage.db import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_crawl_control import PAGES, slow_site  # noqa: F401 - the fixture, reused
 
 from services.config import Settings
-from services.crawler import heartbeat
+from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
 from services.storage.db import init_db, make_engine, session_factory
 

@@ -8,11 +8,11 @@ import threading
 import pytest
 from sqlalchemy import select
 
-from services.crawler import fetch_batches
-from services.crawler.cluster import run_local_cluster
+from services.crawler.cluster.partitions import child_settings, split_partitions
 from services.crawler.crawl import run_crawl
-from services.crawler.frontier import partition_of
-from services.crawler.processes import child_settings, split_partitions
+from services.crawler.frontier import leases
+from services.crawler.frontier.entries import partition_of
+from services.crawler.local_cluster import run_local_cluster
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.search.service import SearchService
@@ -116,7 +116,7 @@ def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
         try:
             with sessions.begin() as session:
                 assert (
-                    fetch_batches.lease_batch(
+                    leases.lease_batch(
                         session, limit=0, now=1e9, lease_seconds=60, max_depth=5, worker=worker
                     )
                     is None
@@ -146,7 +146,7 @@ def test_forked_children_get_the_environment_and_directory_of_the_clusters_start
     import os
     import subprocess
 
-    from services.crawler.cluster import _as_parent, _process_context
+    from services.crawler.local_cluster import _as_parent, _process_context
 
     ctx = _process_context()
     warm = ctx.Process(target=subprocess.check_call, args=(["true"],))  # the server is up now

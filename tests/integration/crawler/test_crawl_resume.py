@@ -25,7 +25,7 @@ from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
-from services.crawler.spool import read_segment
+from services.crawler.commit.spool import read_segment
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 

@@ -17,9 +17,9 @@ from loopback_http import serve as serve_http
 from sqlalchemy import select
 
 from services.config import Settings
-from services.crawler import fetch_batches, frontier
 from services.crawler.crawl import run_crawl
-from services.crawler.frontier import NewUrl, partition_of
+from services.crawler.frontier import entries, leases
+from services.crawler.frontier.entries import NewUrl, partition_of
 from services.storage.blobstore import open_blobstore
 from services.storage.db import init_db, make_engine, read_counters, session_factory
 from services.storage.models import Document, DuplicateUrl, FrontierEntry
@@ -118,14 +118,14 @@ def _docs(settings: Settings) -> dict[str, Document]:
 
 def test_hub_children_and_well_linked_urls_are_leased_first(settings: Settings) -> None:
     sessions = _db(settings)
-    hub = [NewUrl(f"http://h.test/{i}", 2, frontier.hub_priority(20), "hub") for i in range(3)]
-    leaf = [NewUrl(f"http://l.test/{i}", 1, frontier.hub_priority(2), "leaf") for i in range(3)]
+    hub = [NewUrl(f"http://h.test/{i}", 2, entries.hub_priority(20), "hub") for i in range(3)]
+    leaf = [NewUrl(f"http://l.test/{i}", 1, entries.hub_priority(2), "leaf") for i in range(3)]
     with sessions.begin() as session:
-        frontier.add_urls(session, leaf + hub, 1.0)
+        entries.add_urls(session, leaf + hub, 1.0)
         # Three more pages link to l.test/2: in-links lift it above the hub's children.
-        frontier.add_urls(session, [NewUrl("http://l.test/2", 1, 0.0, f"p{i}") for i in range(4)], 1.0)
+        entries.add_urls(session, [NewUrl("http://l.test/2", 1, 0.0, f"p{i}") for i in range(4)], 1.0)
     with sessions.begin() as session:
-        lease = fetch_batches.lease_batch(session, limit=10, now=2.0, lease_seconds=60, max_depth=5)
+        lease = leases.lease_batch(session, limit=10, now=2.0, lease_seconds=60, max_depth=5)
     order = [e.url for e in lease.entries]
     assert order[0] == "http://l.test/2"  # 1.58 + 4 in-links
     assert set(order[1:4]) == {f"http://h.test/{i}" for i in range(3)}  # log2(21) = 4.39

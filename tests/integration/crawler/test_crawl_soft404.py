@@ -11,7 +11,7 @@ from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.soft404 import NotFoundPage, is_soft_404, words_of
+from services.crawler.web.soft404 import NotFoundPage, is_soft_404, words_of
 
 TEXT = "The river society walks along the banks every summer and keeps the old stone bridges."
 PAGES = {

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from services.crawler.fetch import FetchResult, fetch, make_session
+from services.crawler.web.fetch import FetchResult, fetch, make_session
 
 BODY = b"<html><body>a page behind an old certificate</body></html>"
 

@@ -1,4 +1,4 @@
-"""``frontier.finish`` on MySQL updates a chunk of rows in one statement (PyMySQL sends an
+"""``entries.finish`` on MySQL updates a chunk of rows in one statement (PyMySQL sends an
 executemany of UPDATE row by row): the rows must end exactly as SQLite's executemany leaves
 them, for every kind of outcome, with hostile error texts, and across chunk boundaries."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from services.crawler import frontier
-from services.crawler.frontier import NewUrl, Outcome
+from services.crawler.frontier import entries
+from services.crawler.frontier.entries import NewUrl, Outcome
 from services.storage.db import RoundTrips, init_db, make_engine, session_factory
 from services.storage.models import FrontierEntry
 from services.text.urls import url_id
@@ -40,17 +40,17 @@ COLUMNS = (
 
 
 def _finished(url: str, chunk: int, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, tuple], int]:
-    monkeypatch.setattr(frontier, "_FINISH_CHUNK", chunk)
+    monkeypatch.setattr(entries, "_FINISH_CHUNK", chunk)
     engine = make_engine(url)
     init_db(engine)
     sessions = session_factory(engine)
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(u, 1, 2.0) for u in URLS], 5.0)
+        entries.add_urls(s, [NewUrl(u, 1, 2.0) for u in URLS], 5.0)
         s.execute(FrontierEntry.__table__.update().values(state="leased", batch_seq=3, recrawl_interval=60.0))
     trips = RoundTrips(engine)
     with sessions.begin() as s:
         before = trips.count
-        frontier.finish(s, OUTCOMES, now=10.0, recrawl_after=1000.0)
+        entries.finish(s, OUTCOMES, now=10.0, recrawl_after=1000.0)
         statements = trips.count - before
     with sessions() as s:
         rows = {r.url_id: tuple(getattr(r, c) for c in COLUMNS) for r in s.scalars(select(FrontierEntry))}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event, select
 
-from services.crawler import frontier
-from services.crawler.frontier import NewUrl
+from services.crawler.frontier import entries
+from services.crawler.frontier.entries import NewUrl
 from services.storage.db import init_db, make_engine, session_factory
 from services.storage.models import FrontierEntry
 from services.text.urls import url_id
@@ -40,10 +40,10 @@ def test_hostile_urls_round_trip_and_upserts_still_count_inlinks(mysql_url: str,
     init_db(engine)
     sessions = session_factory(engine)
     with sessions.begin() as s:
-        added = frontier.add_urls(s, [NewUrl(u, 1, 2.5, url_id("http://a.test/")) for u in HOSTILE], 7.0)
+        added = entries.add_urls(s, [NewUrl(u, 1, 2.5, url_id("http://a.test/")) for u in HOSTILE], 7.0)
     assert added == len(HOSTILE)
     with sessions.begin() as s:  # seen again: no new rows, one more in-link each
-        assert frontier.add_urls(s, [NewUrl(u, 1, 2.5) for u in HOSTILE], 8.0) == 0
+        assert entries.add_urls(s, [NewUrl(u, 1, 2.5) for u in HOSTILE], 8.0) == 0
     with sessions() as s:
         rows = {r.url: r for r in s.scalars(select(FrontierEntry))}
     assert set(rows) == set(HOSTILE)
@@ -55,6 +55,6 @@ def test_hostile_urls_round_trip_and_upserts_still_count_inlinks(mysql_url: str,
 
 def test_a_value_that_is_not_ours_is_refused() -> None:
     with pytest.raises(ValueError, match="not a url_id"):
-        frontier._mysql_values([("x' OR 1", "u", "h", 0, 1.0, 0.0, 0, None, 0, 0, "new", 0)], repr)
+        entries._mysql_values([("x' OR 1", "u", "h", 0, 1.0, 0.0, 0, None, 0, 0, "new", 0)], repr)
     with pytest.raises(ValueError, match="finite"):
-        frontier._mysql_values([("0" * 40, "u", "h", 0, float("inf"), 0.0, 0, None, 0, 0, "new", 0)], repr)
+        entries._mysql_values([("0" * 40, "u", "h", 0, float("inf"), 0.0, 0, None, 0, 0, "new", 0)], repr)

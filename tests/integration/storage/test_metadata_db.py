@@ -230,15 +230,15 @@ def test_init_db_drops_the_lease_index_earlier_versions_created(sessions):
 
 
 def test_add_urls_counts_only_urls_the_frontier_did_not_hold(sessions):
-    from services.crawler import frontier
-    from services.crawler.frontier import NewUrl
+    from services.crawler.frontier import entries
+    from services.crawler.frontier.entries import NewUrl
 
     first = [NewUrl(f"http://h{i}.test/p", 0) for i in range(700)]  # more than one lookup chunk
     with sessions.begin() as session:
-        assert frontier.add_urls(session, first, partitions=4) == 700
+        assert entries.add_urls(session, first, partitions=4) == 700
     again = [*first[:300], *(NewUrl(f"http://new{i}.test/", 1) for i in range(5)), first[0]]
     with sessions.begin() as session:
-        assert frontier.add_urls(session, again, partitions=4) == 5
+        assert entries.add_urls(session, again, partitions=4) == 5
         assert session.scalar(select(func.count()).select_from(FrontierEntry)) == 705
         # the known URLs still waiting gained an in-link each (the first one two)
         assert session.get(FrontierEntry, url_id("http://h0.test/p")).inlinks == 2

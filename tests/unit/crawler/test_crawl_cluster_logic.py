@@ -10,14 +10,16 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from services.crawler import acks, election, fetch_batches, frontier
+from services.crawler.cluster import election
+from services.crawler.cluster.heartbeat import DEAD_AFTER, Beat, beat, share, workers
+from services.crawler.cluster.ordered_commit import next_run
+from services.crawler.commit import manifest
+from services.crawler.commit.finished_urls import FinishedUrls
+from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import AckManifestError, NotLeaderError
-from services.crawler.finished_urls import FinishedUrls
-from services.crawler.frontier import NewUrl
-from services.crawler.heartbeat import DEAD_AFTER, Beat, beat, share, workers
-from services.crawler.ordered_commit import next_run
-from services.crawler.parse import ParsedDoc
-from services.crawler.results import FetchedDoc, UrlResult
+from services.crawler.frontier import entries, leases, ledger
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.parse import ParsedDoc
 from services.storage.blocks import ContentType
 from services.storage.models import FetchBatch, FrontierEntry, RoleLease
 from services.text.urls import url_id
@@ -74,12 +76,14 @@ def _result(n: int, *, doc: bool = True) -> UrlResult:
 
 
 def test_ack_manifest_round_trips_what_the_committer_needs() -> None:
-    placement = {k: i for i, k in enumerate(acks.PLACEMENT)} | {"content_block": "c", "record_block": "r"}
+    placement = {k: i for i, k in enumerate(manifest.PLACEMENT)} | {"content_block": "c", "record_block": "r"}
     batches = [
-        acks.AckedBatch(7, [_result(1), _result(2, doc=False)], {f"{1:040x}": placement | {"length": 11}}),
-        acks.AckedBatch(9, [_result(3, doc=False)]),
+        manifest.AckedBatch(
+            7, [_result(1), _result(2, doc=False)], {f"{1:040x}": placement | {"length": 11}}
+        ),
+        manifest.AckedBatch(9, [_result(3, doc=False)]),
     ]
-    worker, back = acks.decode(acks.encode("h1/w0", batches), "acks/x.json.gz")
+    worker, back = manifest.decode(manifest.encode("h1/w0", batches), "acks/x.json.gz")
     assert worker == "h1/w0" and [b.seq for b in back] == [7, 9]
     first = back[0].results[0]
     assert first.doc is not None and first.doc.doc_id == batches[0].results[0].doc.doc_id  # type: ignore[union-attr]
@@ -97,7 +101,9 @@ def test_links_to_finished_pages_are_left_out_while_decoding() -> None:
     r.found.append(NewUrl("http://h.test/done", 2, 1.0, r.url_id, key=url_id("http://h.test/done")))
     r.found.append(NewUrl("http://h.test/waits", 2, 1.0, r.url_id, key=url_id("http://h.test/waits")))
     finished.add([url_id("http://h.test/done")])
-    _worker, back = acks.decode(acks.encode("w", [acks.AckedBatch(1, [r])]), "acks/y.json.gz", finished.seen)
+    _worker, back = manifest.decode(
+        manifest.encode("w", [manifest.AckedBatch(1, [r])]), "acks/y.json.gz", finished.seen
+    )
     # Kept: the waiting URL, and the one without a url_id (the committer computes and checks it).
     assert [n.url for n in back[0].results[0].found] == ["http://h.test/1/next", "http://h.test/waits"]
     assert finished.skipped == 1
@@ -111,7 +117,7 @@ def test_a_format_1_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
     url = {"url_id": "f" * 40, "url": "http://h.test/", "depth": 1, "state": "done", "status": 200}
     url |= {"error": None, "retry_at": None, "interval": None, "priority": None, "counters": {"pages": 1}}
     old = {"format": 1, "worker": "old", "batches": [{"seq": 4, "urls": [url | {"found": [link]}]}]}
-    worker, back = acks.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
+    worker, back = manifest.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
     assert worker == "old" and back[0].results[0].found == [NewUrl(*link)]
 
 
@@ -121,15 +127,15 @@ def test_a_pages_links_travel_in_columns_and_come_back_in_order() -> None:
     r.found += [
         NewUrl(u, 2, 0.5 + i, r.url_id, key=url_id(u), host="http://h.test") for i, u in enumerate(urls)
     ]
-    data = acks.encode("w", [acks.AckedBatch(1, [r])])
+    data = manifest.encode("w", [manifest.AckedBatch(1, [r])])
     [sent] = json.loads(gzip.decompress(data))["batches"][0]["urls"]
-    assert sent["links"][0].split(acks.SEP) == urls[:5] and len(sent["found"]) == 2  # the rest in full
-    _worker, back = acks.decode(data, "acks/c.json.gz")
+    assert sent["links"][0].split(manifest.SEP) == urls[:5] and len(sent["found"]) == 2  # the rest in full
+    _worker, back = manifest.decode(data, "acks/c.json.gz")
     assert back[0].results[0].found == [r.found[0], r.found[6], *r.found[1:6]]
     sent["links"][1].pop()  # a priority short: the columns no longer line up
     damaged = {"format": 3, "worker": "w", "batches": [{"seq": 1, "urls": [sent]}]}
     with pytest.raises(AckManifestError, match="acks/d.json.gz cannot be read.*do not line up"):
-        acks.decode(gzip.compress(json.dumps(damaged).encode()), "acks/d.json.gz")
+        manifest.decode(gzip.compress(json.dumps(damaged).encode()), "acks/d.json.gz")
 
 
 def test_a_format_2_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
@@ -138,7 +144,7 @@ def test_a_format_2_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
     url |= {"error": None, "retry_at": None, "interval": None, "priority": None, "counters": {"pages": 1}}
     link = ["http://h.test/a", 1.5, key, "http://h.test"]
     old = {"format": 2, "worker": "old", "batches": [{"seq": 4, "urls": [url | {"found": [link]}]}]}
-    _worker, back = acks.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
+    _worker, back = manifest.decode(gzip.compress(json.dumps(old).encode()), "acks/old.json.gz")
     assert back[0].results[0].found == [
         NewUrl("http://h.test/a", 2, 1.5, "f" * 40, 0, 1, key, "http://h.test")
     ]
@@ -146,14 +152,14 @@ def test_a_format_2_manifest_from_a_worker_not_yet_upgraded_is_read() -> None:
 
 def test_a_damaged_or_foreign_manifest_is_refused_by_name() -> None:
     with pytest.raises(AckManifestError, match="acks/bad.json.gz cannot be read"):
-        acks.decode(b"not gzip", "acks/bad.json.gz")
-    whole = acks.encode("h1/w0", [acks.AckedBatch(7, [_result(1, doc=False)])])
+        manifest.decode(b"not gzip", "acks/bad.json.gz")
+    whole = manifest.encode("h1/w0", [manifest.AckedBatch(7, [_result(1, doc=False)])])
     for damaged in (whole[:-4], whole[:12] + bytes(16) + whole[28:], b""):  # cut, bad deflate, empty
         with pytest.raises(AckManifestError, match="acks/cut.json.gz cannot be read"):
-            acks.decode(damaged, "acks/cut.json.gz")
+            manifest.decode(damaged, "acks/cut.json.gz")
     foreign = gzip.compress(json.dumps({"format": 99, "worker": "x", "batches": []}).encode())
     with pytest.raises(AckManifestError, match="format 99.*same Nimbus version"):
-        acks.decode(foreign, "acks/new.json.gz")
+        manifest.decode(foreign, "acks/new.json.gz")
 
 
 def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:
@@ -169,11 +175,11 @@ def test_acks_are_taken_only_from_the_lease_holder_and_only_once(sessions) -> No
     with sessions.begin() as s:
         a, b = _batch(s, "leased", "w1"), _batch(s, "leased", "w2")
     with sessions.begin() as s:
-        assert fetch_batches.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
+        assert ledger.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
     with sessions.begin() as s:
-        assert fetch_batches.ack_batches(s, [a], "w1", "acks/2", 2.0) == []  # repeated: ignored
+        assert ledger.ack_batches(s, [a], "w1", "acks/2", 2.0) == []  # repeated: ignored
         assert s.get(FetchBatch, a).manifest == "acks/1"
-        assert fetch_batches.outstanding(s) == {"acked": 1, "leased": 1}
+        assert ledger.outstanding(s) == {"acked": 1, "leased": 1}
 
 
 def test_acknowledged_batches_commit_in_sequence_order_only(sessions) -> None:
@@ -194,29 +200,29 @@ def test_acknowledged_batches_commit_in_sequence_order_only(sessions) -> None:
 
 def test_a_send_window_bounds_the_batches_out(sessions) -> None:
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(10)], 0.0)
+        entries.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(10)], 0.0)
         _batch(s, "acked", manifest="acks/0")
     with sessions.begin() as s:
-        leases = fetch_batches.lease_batches(
+        taken_leases = leases.lease_batches(
             s, batches=8, limit=1, budget=100, now=1.0, lease_seconds=60, max_depth=5, worker="w", window=3
         )
-    assert len(leases) == 2  # one acknowledged batch out already
+    assert len(taken_leases) == 2  # one acknowledged batch out already
 
 
 def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
     """The batch the commit waits for may be one whose worker died: a full window must not
     keep it from being handed out again, or the cluster stops."""
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(4)], 0.0)
-        [dead] = fetch_batches.lease_batches(
+        entries.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(4)], 0.0)
+        [dead] = leases.lease_batches(
             s, batches=1, limit=1, budget=10, now=1.0, lease_seconds=60, max_depth=5, worker="gone", window=2
         )
         _batch(s, "acked", manifest="acks/9")
     with sessions.begin() as s:
-        leases = fetch_batches.lease_batches(
+        taken_leases = leases.lease_batches(
             s, batches=4, limit=1, budget=10, now=100.0, lease_seconds=60, max_depth=5, worker="w", window=2
         )
-        assert [lease.seq for lease in leases] == [dead.seq]
+        assert [lease.seq for lease in taken_leases] == [dead.seq]
         assert s.get(FetchBatch, dead.seq).reschedules == 1
 
 
@@ -227,36 +233,34 @@ def test_a_dead_workers_batch_split_by_the_new_shares_is_taken_by_its_owners(ses
     parts = 4
     hosts = {}
     for i in range(100):  # a host in each partition
-        hosts.setdefault(frontier.partition_of(f"http://h{i}.test", parts), f"http://h{i}.test")
+        hosts.setdefault(entries.partition_of(f"http://h{i}.test", parts), f"http://h{i}.test")
     urls = [NewUrl(f"{h}/", 0, 1.0) for _p, h in sorted(hosts.items())]
     alive = ["a", "b"]
     share_a, share_b = share(alive, "a", parts), share(alive, "b", parts)
     lease = {"limit": 4, "budget": 10, "lease_seconds": 60, "max_depth": 5, "window": 8}
     with sessions.begin() as s:
-        frontier.add_urls(s, urls, 0.0, partitions=parts)
-        [dead] = fetch_batches.lease_batches(s, batches=1, now=1.0, worker="gone", **lease)
+        entries.add_urls(s, urls, 0.0, partitions=parts)
+        [dead] = leases.lease_batches(s, batches=1, now=1.0, worker="gone", **lease)
     assert len(dead.entries) == 4  # every partition in it
-    recrawl = next(e.url_id for e in dead.entries if frontier.partition_of(e.host, parts) in share_b)
+    recrawl = next(e.url_id for e in dead.entries if entries.partition_of(e.host, parts) in share_b)
     with sessions.begin() as s:
         s.get(FrontierEntry, recrawl).recrawl_interval = 86_400.0  # fetched before: a recrawl
     with sessions.begin() as s:
-        [taken] = fetch_batches.lease_batches(
-            s, batches=1, now=100.0, worker="a", partitions=share_a, **lease
-        )
+        [taken] = leases.lease_batches(s, batches=1, now=100.0, worker="a", partitions=share_a, **lease)
         assert taken.seq == dead.seq
-        assert {frontier.partition_of(e.host, parts) for e in taken.entries} == set(share_a)
+        assert {entries.partition_of(e.host, parts) for e in taken.entries} == set(share_a)
         assert s.get(FetchBatch, dead.seq).num_urls == len(share_a)
         back = s.get(FrontierEntry, recrawl)
         assert (back.state, back.batch_seq, back.available_at) == ("done", None, 100.0)  # due again
     with sessions.begin() as s:
-        [rest] = fetch_batches.lease_batches(s, batches=1, now=100.0, worker="b", partitions=share_b, **lease)
+        [rest] = leases.lease_batches(s, batches=1, now=100.0, worker="b", partitions=share_b, **lease)
     assert rest.seq > dead.seq
-    assert {frontier.partition_of(e.host, parts) for e in rest.entries} == set(share_b)
+    assert {entries.partition_of(e.host, parts) for e in rest.entries} == set(share_b)
     assert {e.url for e in taken.entries + rest.entries} == {u.url for u in urls}
 
 
 def test_links_to_finished_urls_are_left_out_and_the_set_stays_bounded() -> None:
-    from services.crawler.finished_urls import FinishedUrls
+    from services.crawler.commit.finished_urls import FinishedUrls
     from services.text.urls import url_id
 
     finished = FinishedUrls(cap=3)
@@ -271,17 +275,17 @@ def test_links_to_finished_urls_are_left_out_and_the_set_stays_bounded() -> None
 
 
 def test_a_new_committer_learns_the_finished_urls_from_the_frontier(sessions) -> None:
-    from services.crawler.finished_urls import FinishedUrls
+    from services.crawler.commit.finished_urls import FinishedUrls
     from services.text.urls import url_id
 
     urls = [f"http://h.test/{i}" for i in range(3)]
     with sessions.begin() as s:
-        frontier.add_urls(s, [NewUrl(u, 0, 1.0) for u in urls], 0.0)
-        frontier.finish(
+        entries.add_urls(s, [NewUrl(u, 0, 1.0) for u in urls], 0.0)
+        entries.finish(
             s,
             [
-                frontier.Outcome(url_id(urls[0]), "done", 200),
-                frontier.Outcome(url_id(urls[1]), "failed", 404),
+                entries.Outcome(url_id(urls[0]), "done", 200),
+                entries.Outcome(url_id(urls[1]), "failed", 404),
             ],
         )
     finished = FinishedUrls()

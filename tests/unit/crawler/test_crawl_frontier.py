@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from services.config import Settings
-from services.crawler import fetch_batches, frontier
-from services.crawler.committer import Committer, FetchedDoc, UrlResult
-from services.crawler.frontier import NewUrl, Outcome
-from services.crawler.parse import ParsedDoc
+from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
+from services.crawler.frontier import entries, leases, ledger
+from services.crawler.frontier.entries import NewUrl, Outcome
+from services.crawler.web.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType, read_block
 from services.storage.db import (
@@ -28,23 +28,21 @@ from services.text.urls import url_id
 
 def _lease(sessions, now: float = 10.0, limit: int = 10, max_depth: int = 5):
     with sessions.begin() as session:
-        return fetch_batches.lease_batch(
-            session, limit=limit, now=now, lease_seconds=60.0, max_depth=max_depth
-        )
+        return leases.lease_batch(session, limit=limit, now=now, lease_seconds=60.0, max_depth=max_depth)
 
 
 def test_add_urls_deduplicates_in_memory_and_against_the_table(sessions) -> None:
     with sessions.begin() as session:
-        assert frontier.add_urls(session, [NewUrl("http://a.test/", 0), NewUrl("http://a.test/", 1)]) == 1
+        assert entries.add_urls(session, [NewUrl("http://a.test/", 0), NewUrl("http://a.test/", 1)]) == 1
     with sessions.begin() as session:
-        assert frontier.add_urls(session, [NewUrl("http://a.test/", 2), NewUrl("http://b.test/x", 1)]) == 1
+        assert entries.add_urls(session, [NewUrl("http://a.test/", 2), NewUrl("http://b.test/x", 1)]) == 1
         row = session.get(FrontierEntry, url_id("http://b.test/x"))
         assert (row.host, row.depth, row.state) == ("http://b.test", 1, "new")
 
 
 def test_lease_order_depth_filter_and_sequence_numbers(sessions) -> None:
     with sessions.begin() as session:
-        frontier.add_urls(
+        entries.add_urls(
             session,
             [
                 NewUrl("http://a.test/deep", 3),
@@ -63,24 +61,24 @@ def test_lease_order_depth_filter_and_sequence_numbers(sessions) -> None:
 
 def test_expired_batch_is_handed_out_again_under_its_sequence_number(sessions) -> None:
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
+        entries.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
     lease = _lease(sessions, now=10.0)
     assert _lease(sessions, now=20.0) is None  # still leased (expires at 70)
     again = _lease(sessions, now=71.0)
     assert again.seq == lease.seq
     assert sorted(e.url for e in again.entries) == ["http://a.test/1", "http://a.test/2"]
     with sessions.begin() as session:
-        fetch_batches.renew_leases(session, [lease.seq], until=0.0)  # what a stopping crawler does
+        leases.renew_leases(session, [lease.seq], until=0.0)  # what a stopping crawler does
     assert _lease(sessions, now=72.0).seq == lease.seq
 
 
 def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(3)])
+        entries.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(3)])
     lease = _lease(sessions)
     ids = [e.url_id for e in lease.entries]
     with sessions.begin() as session:
-        frontier.finish(
+        entries.finish(
             session,
             [
                 Outcome(ids[0], "done", 200),
@@ -89,7 +87,7 @@ def test_finish_records_outcomes_and_released_urls_return(sessions) -> None:
             ],
             now=11.0,
         )
-        fetch_batches.commit_batches(session, [lease.seq], now=11.0)
+        ledger.commit_batches(session, [lease.seq], now=11.0)
         rows = {r.url_id: r for r in session.scalars(select(FrontierEntry))}
         assert (rows[ids[0]].state, rows[ids[0]].last_status, rows[ids[0]].attempts) == ("done", 200, 1)
         assert (rows[ids[1]].state, rows[ids[1]].last_error) == ("failed", "http 503")
@@ -113,7 +111,7 @@ def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
 ) -> None:
     urls = [f"http://a.test/{i}" for i in range(5)]
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl(u, 0) for u in urls])
+        entries.add_urls(session, [NewUrl(u, 0) for u in urls])
     lease = _lease(sessions)
     blobs = open_blobstore(settings.blob_url)
     committer = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=2)
@@ -143,7 +141,7 @@ def test_committer_numbers_documents_densely_across_blocks_and_skips_duplicates(
 
     # A later flush continues the numbering.
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/later", 0)])
+        entries.add_urls(session, [NewUrl("http://a.test/later", 0)])
     later = _lease(sessions, now=20.0)
     committer.add_batch(later.seq, [_doc_result(e.url, b"later") for e in later.entries])
     assert committer.flush().documents == 1
@@ -160,7 +158,7 @@ def test_a_committer_writing_blocks_holds_no_lock_and_doc_numbers_never_collide(
     import threading
 
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/mine", 0), NewUrl("http://a.test/theirs", 0)])
+        entries.add_urls(session, [NewUrl("http://a.test/mine", 0), NewUrl("http://a.test/theirs", 0)])
     mine, theirs = _lease(sessions, limit=1), _lease(sessions, limit=1)
     blobs = open_blobstore(settings.blob_url)
     other = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
@@ -195,17 +193,17 @@ def test_a_committer_writing_blocks_holds_no_lock_and_doc_numbers_never_collide(
 
 def test_lease_batches_takes_several_batches_in_one_transaction_within_the_budget(sessions) -> None:
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(25)])
+        entries.add_urls(session, [NewUrl(f"http://a.test/{i}", 0) for i in range(25)])
     with sessions.begin() as session:
-        leases = fetch_batches.lease_batches(
+        taken_leases = leases.lease_batches(
             session, batches=4, limit=10, budget=22, now=10.0, lease_seconds=60.0, max_depth=5
         )
-    assert [len(lease.entries) for lease in leases] == [10, 10, 2]  # the budget ends the third
-    assert len({lease.seq for lease in leases}) == 3
-    leased = [e.url for lease in leases for e in lease.entries]
+    assert [len(lease.entries) for lease in taken_leases] == [10, 10, 2]  # the budget ends the third
+    assert len({lease.seq for lease in taken_leases}) == 3
+    leased = [e.url for lease in taken_leases for e in lease.entries]
     assert len(set(leased)) == 22
     with sessions.begin() as session:
-        rest = fetch_batches.lease_batches(
+        rest = leases.lease_batches(
             session, batches=4, limit=10, budget=100, now=10.0, lease_seconds=60.0, max_depth=5
         )
     assert [len(lease.entries) for lease in rest] == [3]  # what is left, then nothing ready
@@ -228,9 +226,9 @@ def test_reserved_doc_numbers_are_never_handed_out_again(sessions) -> None:
 def test_a_partitioned_lease_walks_the_lease_index_without_sorting(sessions) -> None:
     """The partition and availability filters are answered from the index, in lease order."""
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
+        entries.add_urls(session, [NewUrl(f"http://h{i}.test/", 0) for i in range(50)], partitions=4)
         # The lease's own statement, with its parameters bound.
-        query = fetch_batches._new_statement(True, False).params(parts=[0, 1], now=1.0, max_depth=5, limit=10)
+        query = leases._new_statement(True, False).params(parts=[0, 1], now=1.0, max_depth=5, limit=10)
         sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         plan = " ".join(row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
     assert "ix_frontier_lease" in plan and "TEMP B-TREE" not in plan, plan
@@ -242,7 +240,7 @@ def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sess
     from sqlalchemy.exc import IntegrityError
 
     with sessions.begin() as session:
-        frontier.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
+        entries.add_urls(session, [NewUrl("http://a.test/1", 0), NewUrl("http://a.test/2", 0)])
     lease = _lease(sessions)
     blobs = open_blobstore(settings.blob_url)
 
@@ -267,15 +265,15 @@ def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sess
 
 
 def test_a_release_with_a_priority_puts_the_url_behind_the_others(sessions) -> None:
-    """What a visit does with a URL whose path prefix turned out dead (yields.py)."""
+    """What a visit does with a URL whose path prefix turned out dead (frontier/dead_prefixes.py)."""
     with sessions.begin() as session:
-        frontier.add_urls(
+        entries.add_urls(
             session, [NewUrl("http://a.test/old/1", 1, 5.0), NewUrl("http://a.test/new", 1, 2.0)]
         )
     first = _lease(sessions, limit=1)
     assert [e.url for e in first.entries] == ["http://a.test/old/1"]
     with sessions.begin() as session:
-        frontier.finish(session, [Outcome(first.entries[0].url_id, "new", priority=-9.0)], now=11.0)
+        entries.finish(session, [Outcome(first.entries[0].url_id, "new", priority=-9.0)], now=11.0)
         assert session.get(FrontierEntry, first.entries[0].url_id).priority == -9.0
     assert [e.url for e in _lease(sessions, now=12.0, limit=2).entries] == [
         "http://a.test/new",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.crawler.heartbeat import BEAT_EVERY, DEAD_AFTER, Beat, beat, nodes, status_table
+from services.crawler.cluster.heartbeat import BEAT_EVERY, DEAD_AFTER, Beat, beat, nodes, status_table
 
 
 def test_a_node_that_stops_beating_is_dead_whatever_its_row_says(sessions) -> None:
@@ -26,7 +26,7 @@ def test_a_node_that_stops_beating_is_dead_whatever_its_row_says(sessions) -> No
 
 
 def test_commands_are_recorded_and_a_stop_applies_only_to_nodes_already_running(sessions) -> None:
-    from services.crawler.heartbeat import command, control
+    from services.crawler.cluster.heartbeat import command, control
 
     with sessions.begin() as session:
         assert control(session) == control(session).__class__()  # nothing asked yet

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services.crawler.fetch import FetchResult, redirect_target
-from services.crawler.parse import (
+from services.crawler.web.fetch import FetchResult, redirect_target
+from services.crawler.web.parse import (
     INDEXABLE,
     ParseError,
     accept_content_type,
@@ -190,7 +190,7 @@ def test_types_that_say_what_they_are_and_are_not_indexed_are_not_fetched() -> N
 
 
 def test_a_page_keeps_its_first_max_links_distinct_links() -> None:
-    from services.crawler.parse import MAX_LINKS
+    from services.crawler.web.parse import MAX_LINKS
 
     anchors = "".join(
         f'<a href="/item/{i}">item {i}</a><a href="/item/{i}">again</a>' for i in range(MAX_LINKS + 250)

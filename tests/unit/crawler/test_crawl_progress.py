@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.crawler.progress import progress_counters, progress_line
+from services.crawler.report.progress import progress_counters, progress_line
 
 
 def test_committed_status_codes_are_not_added_to_the_live_ones() -> None:
@@ -23,7 +23,7 @@ def test_the_reporter_prints_lines_and_counts_the_queue_seldom(capsys) -> None:
     runs at most every QUEUE_COUNT_EVERY seconds, not for every line."""
     import asyncio
 
-    from services.crawler.progress import Progress, report_progress, show
+    from services.crawler.report.progress import Progress, report_progress, show
 
     counts: list[int] = []
     pages = iter(range(0, 1000, 10))

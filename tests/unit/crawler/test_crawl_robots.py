@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.crawler.fetch import FetchResult
-from services.crawler.robots import ROBOTS_TTL, UNAVAILABLE_TTL, effective_delay, rules_from_fetch
+from services.crawler.web.fetch import FetchResult
+from services.crawler.web.robots import ROBOTS_TTL, UNAVAILABLE_TTL, effective_delay, rules_from_fetch
 
 UA = "NimbusBot/0.1 (+https://example.invalid)"
 ROBOTS = b"""User-agent: *
@@ -107,7 +107,7 @@ def test_two_processes_storing_one_hosts_robots_do_not_fail(tmp_path) -> None:
     """The loser of the insert race updates the winner's row (seen with two crawler processes)."""
     from sqlalchemy.orm import Session
 
-    from services.crawler.robots import RobotsCache
+    from services.crawler.web.robots import RobotsCache
     from services.storage.db import init_db, make_engine, session_factory
     from services.storage.models import Host
 

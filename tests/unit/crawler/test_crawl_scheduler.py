@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 from services.config import Settings
-from services.crawler.frontier import partition_of
+from services.crawler.frontier.entries import partition_of
+from services.crawler.frontier.host_queues import MIN_ERROR_DELAY, HostQueue, HostScheduler
 from services.crawler.outcome import backoff
-from services.crawler.progress import progress_line
-from services.crawler.scheduler import MIN_ERROR_DELAY, HostQueue, HostScheduler
+from services.crawler.report.progress import progress_line
 from services.text.urls import BadUrlError, _normalize_slow, host_key, normalize_url
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 
-from services.crawler.sitemaps import gunzip_capped, parse_sitemap
+from services.crawler.web.sitemaps import gunzip_capped, parse_sitemap
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.crawler.results import UrlResult
-from services.crawler.spool import Spool, spool_dir
+from services.crawler.commit.results import UrlResult
+from services.crawler.commit.spool import Spool, spool_dir
 
 
 def _result(n: int) -> UrlResult:
@@ -61,9 +61,9 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
     parsed again on recovery: all fields return."""
     from collections import Counter
 
-    from services.crawler.fetch import FetchResult
-    from services.crawler.parse import parse_document
-    from services.crawler.results import FetchedDoc
+    from services.crawler.commit.results import FetchedDoc
+    from services.crawler.web.fetch import FetchResult
+    from services.crawler.web.parse import parse_document
 
     url = "http://a.test/page"
     body = (
@@ -91,9 +91,9 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
 
 
 def _fetched_page(url: str, body: bytes, content_type: str) -> UrlResult:
-    from services.crawler.fetch import FetchResult
-    from services.crawler.parse import parse_document
-    from services.crawler.results import FetchedDoc
+    from services.crawler.commit.results import FetchedDoc
+    from services.crawler.web.fetch import FetchResult
+    from services.crawler.web.parse import parse_document
 
     parsed = parse_document(FetchResult(url, url, 200, content_type, body), url)
     doc = FetchedDoc(url, body, parsed, 3.0, content_type=content_type)
@@ -124,8 +124,8 @@ def test_a_page_is_spooled_as_its_bytes_and_parsed_again_the_same(tmp_path):
 def test_a_page_that_no_longer_parses_is_fetched_again(tmp_path, caplog):
     """Recovery parses again; a body the parser now refuses is skipped with a warning (its
     URL is fetched again), and the other results of the segment still come back."""
-    from services.crawler.parse import ParsedDoc
-    from services.crawler.results import FetchedDoc
+    from services.crawler.commit.results import FetchedDoc
+    from services.crawler.web.parse import ParsedDoc
     from services.storage.blocks import ContentType
 
     broken = _result(7)
@@ -143,7 +143,7 @@ def test_a_page_that_no_longer_parses_is_fetched_again(tmp_path, caplog):
 def test_a_parser_failure_on_recovery_does_not_stop_the_crawler(tmp_path, monkeypatch, caplog):
     """Whatever the parser raises when a spooled page is read back (a bug, say), the record
     is skipped: otherwise every restart would fail at the same segment."""
-    from services.crawler import results
+    from services.crawler.commit import results
 
     spool = Spool(tmp_path)
     spool.recover()
@@ -162,8 +162,8 @@ def test_a_parser_failure_on_recovery_does_not_stop_the_crawler(tmp_path, monkey
 def test_a_spool_written_by_the_release_before_still_reads_back():
     """Before 2026-11-26 a spooled page held its parse and no Content-Type: both still load
     (a crawler upgraded between a kill and its restart recovers its predecessor's spool)."""
-    from services.crawler.parse import ParsedDoc
-    from services.crawler.results import FetchedDoc
+    from services.crawler.commit.results import FetchedDoc
+    from services.crawler.web.parse import ParsedDoc
     from services.storage.blocks import ContentType
 
     parsed = ParsedDoc(ContentType.HTML, title="Old", text="kept as it was")

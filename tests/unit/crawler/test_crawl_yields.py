@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.crawler.yields import MIN_DEAD, LinkYield, is_dead, prefixes
+from services.crawler.frontier.dead_prefixes import MIN_DEAD, LinkYield, is_dead, prefixes
 
 
 def test_prefixes_are_directory_first_segment_and_host() -> None:

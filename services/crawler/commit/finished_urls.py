@@ -9,7 +9,7 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.crawler.frontier import NewUrl
+from services.crawler.frontier.entries import NewUrl
 from services.storage.models import FrontierEntry
 from services.text.urls import url_id
 

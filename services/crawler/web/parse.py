@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
-from services.crawler.fetch import FetchResult, header_charset
+from services.crawler.web.fetch import FetchResult, header_charset
 from services.storage.blocks import ContentType, mime_type
 from services.storage.records import Link, LinksPickledFlat
 from services.text.errors import BadUrlError, PdfError

@@ -30,9 +30,9 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from services.crawler.content_encoding import ContentDecoder, compressed
-from services.crawler.lenient_http import LenientResponse, lenient_get
-from services.crawler.tls import crawler_tls
+from services.crawler.web.content_encoding import ContentDecoder, compressed
+from services.crawler.web.lenient_http import LenientResponse, lenient_get
+from services.crawler.web.tls import crawler_tls
 from services.text.errors import BadUrlError
 from services.text.urls import header_href, normalize_url
 

@@ -4,7 +4,7 @@ The worker's crawl loop hands completed batches here exactly as it hands them
 to the single-process ``Committer`` (the same buffer, ``take``/``commit`` on
 the flush thread). A flush writes the pages' content and record blocks (their
 records carry doc_num -1: numbers are the committer's to give), then the
-manifest of the batches' results (``acks``), then marks the batches "acked"
+manifest of the batches' results (``manifest``), then marks the batches "acked"
 in the ledger, naming the manifest, in one short transaction. That is all a
 worker writes to the database besides its leases and heartbeats: document
 rows, duplicates, new frontier URLs, counters and dense document numbers are
@@ -23,10 +23,11 @@ import logging
 import uuid
 from collections import Counter
 
-from services.crawler import acks, fetch_batches
-from services.crawler.committer import Committer, new_document
-from services.crawler.frontier import NewUrl, hub_priority
-from services.crawler.results import FlushResult, Pending, UrlResult
+from services.crawler.commit import manifest
+from services.crawler.commit.committer import Committer, new_document
+from services.crawler.commit.results import FlushResult, Pending, UrlResult
+from services.crawler.frontier import ledger
+from services.crawler.frontier.entries import NewUrl, hub_priority
 from services.storage.db import is_transient, retry_with_backoff
 from services.storage.errors import StorageError
 from services.text.urls import host_key, url_id
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 8  # a flush tried this often (backoff 0.25 s doubling, capped at 8 s: about 40 s)
 
 
-class Acker(Committer):
+class WorkerFlush(Committer):
     """Buffers completed batches; a flush writes blocks and acknowledges them (module docstring)."""
 
     worker: str = ""
@@ -66,16 +67,16 @@ class Acker(Committer):
             results = pending.results[start : start + size]
             start += size
             batches.append(
-                acks.AckedBatch(
+                manifest.AckedBatch(
                     seq, results, {r.url_id: placements[r.url_id] for r in results if r.url_id in placements}
                 )
             )
-        name = acks.manifest_name(pending.seqs[0], uuid.uuid4().hex[:12])
+        name = manifest.manifest_name(pending.seqs[0], uuid.uuid4().hex[:12])
         blobs = [*written.blocks, name]
         try:
-            self.blobs.put(name, acks.encode(self.worker, batches))
+            self.blobs.put(name, manifest.encode(self.worker, batches))
             with self.transactions, self.sessions.begin() as session:
-                taken = fetch_batches.ack_batches(session, pending.seqs, self.worker, name, self.clock())
+                taken = ledger.ack_batches(session, pending.seqs, self.worker, name, self.clock())
         except BaseException:
             self.writer.discard(blobs)
             raise

@@ -6,9 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.crawler.fetch import FetchResult
-from services.crawler.frontier import NewUrl
-from services.crawler.parse import ParsedDoc, parse_document
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.fetch import FetchResult
+from services.crawler.web.parse import ParsedDoc, parse_document
 from services.storage.blocks import sha1
 from services.storage.records import Link, LinksPickledFlat
 
@@ -58,7 +58,7 @@ class UrlResult(LinksPickledFlat):
     retry_at: float | None = None  # state new: fetch again then
     interval: float | None = None  # the frontier row's recrawl interval when leased
     found: list[NewUrl] = field(default_factory=list)  # redirect targets, sitemap URLs: as they are
-    priority: float | None = None  # state new, released unfetched: its lowered priority (yields.py)
+    priority: float | None = None  # state new, released unfetched: its lowered priority (dead_prefixes)
 
 
 @dataclass

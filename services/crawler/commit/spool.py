@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from services.crawler.results import UrlResult
+from services.crawler.commit.results import UrlResult
 
 log = logging.getLogger(__name__)
 

@@ -5,12 +5,12 @@ and then acknowledges its batches with one small manifest per flush (a gzip
 JSON blob beside the blocks): per leased URL how it ended, and for a page
 its docId, where its bytes and record landed, and the fields of its
 documents row; its out-links come as frontier URLs with the priority the
-worker gave them (the worker knows its hosts' dead prefixes, ``yields.py``).
+worker gave them (the worker knows its hosts' dead prefixes, ``frontier.dead_prefixes``).
 The committer needs nothing else: it never reads a page or a record.
 
 JSON, not pickle: a manifest crosses machines and is read from a shared
 bucket, so reading one must never run code. Pure logic; the I/O is in
-``acker`` (worker) and ``ordered_commit`` (committer).
+``worker_flush`` (worker) and ``cluster.ordered_commit`` (committer).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 import ujson
 from isal import igzip
 
+from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import AckManifestError
-from services.crawler.frontier import NewUrl
-from services.crawler.parse import ParsedDoc
-from services.crawler.results import FetchedDoc, UrlResult
+from services.crawler.frontier.entries import NewUrl
+from services.crawler.web.parse import ParsedDoc
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
 from services.storage.records import INFLATE_ERROR

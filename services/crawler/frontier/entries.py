@@ -16,7 +16,7 @@ online importance estimate). Seeds outrank everything.
 Hosts hash into virtual partitions (``partition_of``); a crawler leases only
 from its own partitions, so two crawlers never share a host.
 
-Rows are leased in batches, the unit of the ordered-commit ledger (``fetch_batches``).
+Rows are leased in batches, the unit of the ordered-commit ledger (``leases``, ``ledger``).
 All functions run inside the caller's transaction; the hot ones (adding links,
 finishing URLs) are single ``executemany`` statements, not row-at-a-time ORM work.
 """

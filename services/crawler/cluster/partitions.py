@@ -1,5 +1,5 @@
 """Several worker processes on one machine, each owning a share of the host partitions
-(``cluster.run_local_cluster`` starts them, with a committer process).
+(``local_cluster.run_local_cluster`` starts them, with a committer process).
 
 One Python process saturates one core (fetching, parsing and the event loop
 share the GIL), so a machine with more cores runs more processes. They share

@@ -27,7 +27,7 @@ from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 import aiohttp
 
-from services.crawler.fetch import Timeouts, fetch
+from services.crawler.web.fetch import Timeouts, fetch
 from services.text.errors import BadUrlError
 from services.text.urls import host_key as url_host_key
 from services.text.urls import normalize_url

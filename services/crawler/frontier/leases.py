@@ -1,11 +1,11 @@
-"""Fetch batches: the frontier's URLs leased in batches, and the batches' ledger.
+"""Leases: the frontier's URLs handed to a crawler in numbered batches.
 
 A batch (a ``fetch_batches`` row and its sequence number) is the unit of the ordered-commit
-ledger: leased to a worker (``lease_batches``), acknowledged with its results manifest
-(``ack_batches``), then committed in sequence order (``commit_batches``). A lease that
+ledger (``ledger``): leased to a worker here (``lease_batches``), acknowledged with its
+results manifest, then committed in sequence order. A lease that
 expires (its process died) is handed out again under the same sequence number, so its
 results are committed exactly once. Leasing due recrawls first, then new URLs by priority,
-only from the caller's host partitions (``frontier.partition_of``), so two crawlers never
+only from the caller's host partitions (``entries.partition_of``), so two crawlers never
 share a host. All functions run inside the caller's transaction.
 """
 
@@ -16,9 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, func, insert, select, update
+from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from services.crawler.frontier.ledger import outstanding
 from services.storage.db import lock_counter
 from services.storage.models import FetchBatch, FrontierEntry, table
 
@@ -205,7 +206,7 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
     the frontier; 0.2 ms this way)."""
     c = _FRONTIER.c
     ready = [c.state == "new", c.available_at + 0 <= _NOW, c.depth <= bindparam("max_depth", type_=Integer)]
-    if by_priority:  # leave the URLs of dead prefixes for later (yields.py)
+    if by_priority:  # leave the URLs of dead prefixes for later (frontier/dead_prefixes.py)
         ready.append(c.priority >= bindparam("min_priority", type_=Double))
     return (
         _ready(by_partition)
@@ -320,59 +321,7 @@ def release_worker(session: Session, worker: str) -> int:
     return expire_leases_of(session, [worker])
 
 
-def commit_batches(
-    session: Session,
-    seqs: Iterable[int],
-    now: float,
-    *,
-    pages: int = 0,
-    errors: int = 0,
-    from_state: str | None = None,
-) -> int:
-    """Mark batches committed in the ledger (inside the committer's transaction); the flush's
-    pages and errors go on its last batch (the dashboard sums them per minute). With
-    ``from_state``, only batches in that state change. Returns how many changed."""
-    seqs = list(seqs)
-    changed = 0
-    if seqs:
-        mark = update(FetchBatch).where(FetchBatch.seq.in_(seqs))
-        if from_state is not None:
-            mark = mark.where(FetchBatch.state == from_state)
-        done = cast(CursorResult[Any], session.execute(mark.values(state="committed", committed_at=now)))
-        changed = done.rowcount
-        if pages or errors:
-            session.execute(
-                update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
-            )
-    return changed
-
-
 LEASE_LOCK = "lease_seq"  # the counter row a cluster's leases lock (lease_batches)
-
-
-def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: str, now: float) -> list[int]:
-    """Acknowledge ``worker``'s batches with the blob name of their results manifest.
-
-    Only batches still leased to ``worker`` take it: a late acknowledgement (the lease
-    expired and another worker has the batch) or a repeated one changes nothing. Returns
-    the seqs acknowledged.
-    """
-    mine = list(
-        session.scalars(
-            select(FetchBatch.seq)
-            .where(
-                FetchBatch.seq.in_(list(seqs)), FetchBatch.state == "leased", FetchBatch.leased_by == worker
-            )
-            .with_for_update()
-        )
-    )
-    if mine:
-        session.execute(
-            update(FetchBatch)
-            .where(FetchBatch.seq.in_(mine))
-            .values(state="acked", manifest=manifest, acked_at=now)
-        )
-    return mine
 
 
 def expire_leases_of(session: Session, workers: Iterable[str]) -> int:
@@ -389,13 +338,3 @@ def expire_leases_of(session: Session, workers: Iterable[str]) -> int:
     )
     renew_leases(session, seqs, 0.0)
     return len(seqs)
-
-
-def outstanding(session: Session) -> dict[str, int]:
-    """Batches leased or acknowledged and not yet committed, by state."""
-    rows = session.execute(
-        select(FetchBatch.state, func.count())
-        .where(FetchBatch.state.in_(("leased", "acked")))
-        .group_by(FetchBatch.state)
-    )
-    return {state: count for state, count in rows}

@@ -1,8 +1,8 @@
 """The crawl cluster's committer: acknowledged batches in, rows out, strictly in sequence order.
 
 Yioop's selective-repeat ordered commit. Workers lease batches (each a
-``fetch_batches`` seq), fetch them, write their blocks and acknowledge them
-with a manifest (``acker``) in whatever order they finish. The one elected
+``fetch_batches`` row and its seq: ``frontier.leases``), fetch them, write their blocks and acknowledge them
+with a manifest (``commit.worker_flush``) in whatever order they finish. The one elected
 committer (``election``) takes the lowest seq not yet committed; while that
 batch is still out, everything behind it waits, however many later ones
 were acknowledged. When it is acknowledged, the committer reads the
@@ -28,11 +28,12 @@ from typing import Any, cast
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from services.crawler import acks, election
-from services.crawler.acks import AckedBatch, AckedDoc
-from services.crawler.committer import Committer
+from services.crawler.cluster import election
+from services.crawler.commit import manifest
+from services.crawler.commit.committer import Committer
+from services.crawler.commit.manifest import AckedBatch, AckedDoc
+from services.crawler.commit.results import UrlResult
 from services.crawler.errors import AckManifestError
-from services.crawler.results import UrlResult
 from services.storage.db import bump_counters, lock_commits, reserve_doc_nums
 from services.storage.documents import document_row
 from services.storage.errors import BlobNotFoundError
@@ -64,10 +65,10 @@ def next_run(session: Session, limit: int = MAX_RUN) -> list[tuple[int, str]]:
         .limit(limit)
     ).all()
     run: list[tuple[int, str]] = []
-    for seq, state, manifest in rows:
-        if state != "acked" or not manifest:
+    for seq, state, name in rows:
+        if state != "acked" or not name:
             break
-        run.append((seq, manifest))
+        run.append((seq, name))
     return run
 
 
@@ -87,7 +88,7 @@ class OrderedCommitter(Committer):
         for seq, name in run:
             if name not in cache:
                 try:
-                    _worker, acked = acks.decode(self.blobs.get(name), name, self.finished.seen)
+                    _worker, acked = manifest.decode(self.blobs.get(name), name, self.finished.seen)
                     cache[name] = {b.seq: b for b in acked}
                 except (AckManifestError, BlobNotFoundError) as exc:  # other storage errors: retried
                     log.error("%s", exc)
@@ -167,5 +168,5 @@ def _row(result: UrlResult, doc: AckedDoc, placement: dict[str, Any], doc_num: i
         status=doc.status,
         depth=result.depth,
         fetched_at=doc.fetched_at,
-        placement={k: placement[k] for k in acks.PLACEMENT},
+        placement={k: placement[k] for k in manifest.PLACEMENT},
     )

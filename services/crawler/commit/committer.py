@@ -45,12 +45,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
-from services.crawler import fetch_batches, frontier
+from services.crawler.commit.finished_urls import FinishedUrls
+from services.crawler.commit.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.errors import BatchStateError
-from services.crawler.finished_urls import FinishedUrls
-from services.crawler.frontier import NewUrl, Outcome, hub_priority
-from services.crawler.results import FetchedDoc, FlushResult, Pending, UrlResult
-from services.crawler.yields import LinkYield
+from services.crawler.frontier import entries, ledger
+from services.crawler.frontier.dead_prefixes import LinkYield
+from services.crawler.frontier.entries import NewUrl, Outcome, hub_priority
 from services.storage.blobstore import BlobStore
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.db import bump_counters, chunked, is_retryable, retry_transaction
@@ -226,7 +226,7 @@ class Committer:
         counts["documents"] += len(fresh)
         counts["frontier_added"] += new_urls
         bump_counters(session, dict(counts))
-        marked = fetch_batches.commit_batches(
+        marked = ledger.commit_batches(
             session,
             seqs,
             now,
@@ -368,9 +368,9 @@ class Committer:
             for d in docs
             if d.doc.url != d.result.url
         ]
-        frontier.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
+        entries.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
         outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
-        frontier.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
+        entries.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
         self.finished.add(o.url_id for o in outcomes if o.state != "new")
         discovered = self.finished.unknown([t for r in results for t in r.found])
         for r in results:
@@ -379,7 +379,7 @@ class Committer:
                 # Links to finished pages are left out before a NewUrl and a priority is made.
                 keyed = self.finished.unknown_keys([(link.url, url_id(link.url)) for link in r.links])
                 discovered += [NewUrl(url, depth, limit(url, hub), r.url_id, key=key) for url, key in keyed]
-        return frontier.add_urls(session, discovered, now, partitions=self.partitions)
+        return entries.add_urls(session, discovered, now, partitions=self.partitions)
 
     def _next_interval(self, d: _Doc) -> float:
         """Adaptive recrawl: halve when the content changed, double when not, within the bounds."""

@@ -26,7 +26,7 @@ from protego import Protego
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.crawler.fetch import RETRYABLE_ERRORS, FetchResult, fetch
+from services.crawler.web.fetch import RETRYABLE_ERRORS, FetchResult, fetch
 from services.storage.models import Host
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB

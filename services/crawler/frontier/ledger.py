@@ -1,0 +1,79 @@
+"""The fetch batches' ledger: leased, then acknowledged, then committed, in sequence order.
+
+Each ``fetch_batches`` row moves ``leased`` (``leases``) -> ``acked`` (a cluster's worker
+wrote its blocks and a results manifest) -> ``committed`` (its documents and frontier rows
+are in the database). The committer commits strictly in sequence order; these functions
+only move rows, inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy.orm import Session
+
+from services.storage.models import FetchBatch
+
+
+def commit_batches(
+    session: Session,
+    seqs: Iterable[int],
+    now: float,
+    *,
+    pages: int = 0,
+    errors: int = 0,
+    from_state: str | None = None,
+) -> int:
+    """Mark batches committed in the ledger (inside the committer's transaction); the flush's
+    pages and errors go on its last batch (the dashboard sums them per minute). With
+    ``from_state``, only batches in that state change. Returns how many changed."""
+    seqs = list(seqs)
+    changed = 0
+    if seqs:
+        mark = update(FetchBatch).where(FetchBatch.seq.in_(seqs))
+        if from_state is not None:
+            mark = mark.where(FetchBatch.state == from_state)
+        done = cast(CursorResult[Any], session.execute(mark.values(state="committed", committed_at=now)))
+        changed = done.rowcount
+        if pages or errors:
+            session.execute(
+                update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
+            )
+    return changed
+
+
+def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: str, now: float) -> list[int]:
+    """Acknowledge ``worker``'s batches with the blob name of their results manifest.
+
+    Only batches still leased to ``worker`` take it: a late acknowledgement (the lease
+    expired and another worker has the batch) or a repeated one changes nothing. Returns
+    the seqs acknowledged.
+    """
+    mine = list(
+        session.scalars(
+            select(FetchBatch.seq)
+            .where(
+                FetchBatch.seq.in_(list(seqs)), FetchBatch.state == "leased", FetchBatch.leased_by == worker
+            )
+            .with_for_update()
+        )
+    )
+    if mine:
+        session.execute(
+            update(FetchBatch)
+            .where(FetchBatch.seq.in_(mine))
+            .values(state="acked", manifest=manifest, acked_at=now)
+        )
+    return mine
+
+
+def outstanding(session: Session) -> dict[str, int]:
+    """Batches leased or acknowledged and not yet committed, by state."""
+    rows = session.execute(
+        select(FetchBatch.state, func.count())
+        .where(FetchBatch.state.in_(("leased", "acked")))
+        .group_by(FetchBatch.state)
+    )
+    return {state: count for state, count in rows}
