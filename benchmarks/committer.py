@@ -8,7 +8,7 @@ Pre-fetched batches: the benchmark leases ``--pages`` frontier URLs (64 hosts, b
 acknowledges them through the worker's own code (``worker_flush``: blocks and a manifest per
 8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
 sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
-page and its database round trips per page (``services.storage.db.RoundTrips``). The
+page and its database round trips per page (``services.storage.round_trips.RoundTrips``). The
 database server's CPU is not counted in the committer's (it is another machine in AWS);
 with ``--mariadb`` against a server on this machine it is printed beside it, read from
 the server process's ``/proc`` entry: what one page costs the database (RDS) itself.
@@ -41,8 +41,11 @@ from services.crawler.web.parse import ParsedDoc
 from services.gc_thresholds import fewer_collections
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
-from services.storage.db import RoundTrips, init_db, lock_counter, make_engine, session_factory
+from services.storage.counters import lock_counter
+from services.storage.engines import make_engine, session_factory
 from services.storage.records import Link
+from services.storage.round_trips import RoundTrips
+from services.storage.schema import init_db
 
 WORDS = [
     "wing",

@@ -94,7 +94,8 @@ def s3_bucket(moto_server: str) -> str:
 @pytest.fixture
 def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
     """Sessions on ``settings``' database (SQLite in the test's directory), schema made."""
-    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.engines import make_engine, session_factory
+    from services.storage.schema import init_db
 
     engine = make_engine(settings.database_url)
     init_db(engine)

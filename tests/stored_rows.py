@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from services.config import Settings
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.db import read_counters
+from services.storage.counters import read_counters
 from services.storage.models import FetchBatch, FrontierEntry, Host
 
 POLICY_COUNTERS = (

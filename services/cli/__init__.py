@@ -263,7 +263,7 @@ def _sampleweb(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from services.storage.db import make_engine
+    from services.storage.engines import make_engine
     from services.storage.migrate import upgrade_to_head
 
     url = args.database_url or settings.database_url

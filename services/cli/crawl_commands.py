@@ -99,7 +99,8 @@ def crawl_status(settings: Settings) -> int:
 
     from services.crawler.cluster import heartbeat
     from services.crawler.frontier import entries
-    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.engines import make_engine, session_factory
+    from services.storage.schema import init_db
 
     engine = make_engine(settings.database_url)
     try:
@@ -125,7 +126,8 @@ def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bo
     from services.crawler.cluster import heartbeat
     from services.crawler.errors import CrawlCommandError
     from services.crawler.frontier import entries
-    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.engines import make_engine, session_factory
+    from services.storage.schema import init_db
     from services.text.errors import BadUrlError
     from services.text.urls import normalize_url
 
@@ -164,7 +166,8 @@ def block_command(settings: Settings, name: str, hosts: list[str], reason: str) 
 
     from services.crawler.cluster import heartbeat
     from services.crawler.errors import CrawlCommandError
-    from services.storage.db import init_db, make_engine, session_factory
+    from services.storage.engines import make_engine, session_factory
+    from services.storage.schema import init_db
 
     if not hosts:
         raise CrawlCommandError(f"nimbus crawl {name}: give one or more host names (example.org)")

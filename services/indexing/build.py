@@ -39,8 +39,9 @@ from services.indexing.publish import (
 from services.indexing.runner import run_job, show_emr_progress
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
+from services.storage.schema import init_db
 from services.text.urls import host_key
 
 

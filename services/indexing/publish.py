@@ -46,8 +46,9 @@ from mapreduce.postings_wire import TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.blobstore import BlobStore
-from services.storage.db import activate_index, chunked
+from services.storage.bulk_sql import chunked
 from services.storage.errors import StorageError
+from services.storage.index_versions import activate_index
 from services.storage.models import IndexVersion, PageRankScore, table
 from services.storage.segment import SEGMENT_FORMAT, check_segment, write_segment
 from services.text.minhash import near_duplicate_groups, signatures, term_rows

@@ -28,8 +28,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.search.errors import SearchIndexError
 from services.search.rank import pagerank_prior
 from services.storage.blobstore import BlobStore
-from services.storage.db import active_index
 from services.storage.errors import SegmentContractError, StorageError
+from services.storage.index_versions import active_index
 from services.storage.segment import check_segment, open_segment
 
 log = logging.getLogger(__name__)

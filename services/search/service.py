@@ -44,10 +44,11 @@ from services.search.snippets import make_snippet
 from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.block_cache import BlockCache
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.errors import StorageError
 from services.storage.models import Document
 from services.storage.records import Record, decode_record
+from services.storage.schema import init_db
 
 log = logging.getLogger(__name__)
 

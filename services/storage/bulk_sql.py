@@ -1,4 +1,4 @@
-"""Rows to the database driver without SQLAlchemy's per-row work, and MySQL literals.
+"""Rows to the database driver without SQLAlchemy's per-row work, in bounded batches, and MySQL literals.
 
 The committer inserts a documents row per page and upserts ~20 frontier rows; Core's
 executemany processed every row's parameters in Python, and PyMySQL's generic escaping
@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import Table
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.schema import ScalarElementColumnDefault
 
-from services.storage.db import chunked
+T = TypeVar("T")
+
+
+def chunked(items: list[T], size: int) -> Iterable[list[T]]:
+    """``items`` in lists of at most ``size``: one statement per list keeps a statement's
+    parameters and text within the driver's and the server's limits."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 
 def mysql_quote(session: Session) -> Callable[[str], str]:

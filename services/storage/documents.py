@@ -30,7 +30,7 @@ from services.storage.blobstore import BlobStore
 from services.storage.block_pair import cut_blocks, write_block_pair
 from services.storage.blocks import ContentType, sha1
 from services.storage.bulk_sql import insert_rows
-from services.storage.db import lock_commits, reserve_doc_nums
+from services.storage.doc_numbers import lock_commits, reserve_doc_nums
 from services.storage.errors import StorageError
 from services.storage.models import Document, table
 from services.storage.records import Link, Record

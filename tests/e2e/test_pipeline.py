@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from services.search.app import create_app
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, PageRankScore
 
 

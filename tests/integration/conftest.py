@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from services.storage.blobstore import BlobStore
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.storage.records import Link, Record, RecordBlockWriter
+from services.storage.schema import init_db
 from services.text.urls import normalize_url, url_id
 
 

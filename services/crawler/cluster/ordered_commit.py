@@ -34,7 +34,8 @@ from services.crawler.commit.committer import Committer
 from services.crawler.commit.manifest import AckedBatch, AckedDoc
 from services.crawler.commit.results import UrlResult
 from services.crawler.errors import AckManifestError
-from services.storage.db import bump_counters, lock_commits, reserve_doc_nums
+from services.storage.counters import bump_counters
+from services.storage.doc_numbers import lock_commits, reserve_doc_nums
 from services.storage.documents import document_row
 from services.storage.errors import BlobNotFoundError
 from services.storage.models import FetchBatch

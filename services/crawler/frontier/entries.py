@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from services.storage.bulk_sql import mysql_quote
-from services.storage.db import chunked
+from services.storage.bulk_sql import chunked, mysql_quote
 from services.storage.models import FrontierEntry
 from services.text.urls import host_key, url_id
 

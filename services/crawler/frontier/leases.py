@@ -20,7 +20,7 @@ from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, in
 from sqlalchemy.orm import Session
 
 from services.crawler.frontier.ledger import outstanding
-from services.storage.db import lock_counter
+from services.storage.counters import lock_counter
 from services.storage.models import FetchBatch, FrontierEntry, table
 
 

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 
 from services.config import Settings
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import FrontierEntry
+from services.storage.schema import init_db
 from services.text.urls import normalize_url, url_id
 
 _ERRORS = {

@@ -12,8 +12,9 @@ from services.admin.app import create_app
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import FrontierEntry
+from services.storage.schema import init_db
 
 TOKEN = "s3cret-admin-token"
 

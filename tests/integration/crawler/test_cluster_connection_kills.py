@@ -21,7 +21,8 @@ from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType
-from services.storage.db import make_engine, read_counters, session_factory
+from services.storage.counters import read_counters
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FetchBatch
 
 pytestmark = pytest.mark.mariadb

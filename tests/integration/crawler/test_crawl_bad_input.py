@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import CrawlStats, run_crawl
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 
 CRAWL_LIMIT = 120.0  # seconds before a crawl counts as hung (each one takes a few seconds)

@@ -21,7 +21,7 @@ from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.storage.db import make_engine
+from services.storage.engines import make_engine
 
 SECTIONS, PAGES_PER_SECTION = 6, 6
 DEAD_PER_PAGE = 20  # 12 under /old/, 5 under /cgi-bin/, 1 missing in a live section, 2 to a dead host

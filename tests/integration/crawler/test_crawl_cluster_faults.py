@@ -28,8 +28,10 @@ from services.crawler.cluster import election, heartbeat
 from services.crawler.frontier import entries
 from services.crawler.frontier.entries import NewUrl
 from services.demo.sampleweb import Resource, Site, SiteServer
-from services.storage.db import init_db, make_engine, read_counters, session_factory
+from services.storage.counters import read_counters
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, DuplicateUrl, FetchBatch, FrontierEntry, RoleLease
+from services.storage.schema import init_db
 
 pytestmark = pytest.mark.mariadb
 

@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
+from services.storage.schema import init_db
 
 PAGES = 400
 

@@ -22,7 +22,7 @@ from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import read_block
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.records import decode_record, iter_records
 from services.text.urls import normalize_url, url_id

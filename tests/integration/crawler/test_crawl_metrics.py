@@ -14,7 +14,8 @@ from test_crawl_control import PAGES, slow_site  # noqa: F401 - the fixture, reu
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
+from services.storage.schema import init_db
 
 
 def _free_port() -> int:

@@ -18,8 +18,9 @@ from services.indexing.build import build_index
 from services.search.service import SearchService
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import read_block
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FetchBatch
+from services.storage.schema import init_db
 
 
 def test_partitions_split_evenly_and_completely():

@@ -26,8 +26,9 @@ from sqlalchemy import func, select
 
 from services.config import Settings
 from services.crawler.commit.spool import read_segment
-from services.storage.db import init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
+from services.storage.schema import init_db
 
 REPO = Path(__file__).resolve().parents[3]
 PAGES = 40
@@ -187,7 +188,7 @@ def test_blind_kill_never_refetches_committed_pages(
 
 
 def _counter(settings: Settings, name: str) -> int:
-    from services.storage.db import read_counters
+    from services.storage.counters import read_counters
 
     engine = make_engine(settings.database_url)
     try:

@@ -21,9 +21,11 @@ from services.crawler.crawl import run_crawl
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl, partition_of
 from services.storage.blobstore import open_blobstore
-from services.storage.db import init_db, make_engine, read_counters, session_factory
+from services.storage.counters import read_counters
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, DuplicateUrl, FrontierEntry
 from services.storage.records import decode_record
+from services.storage.schema import init_db
 from services.text.urls import url_id
 
 REPO = Path(__file__).resolve().parents[3]

@@ -15,7 +15,7 @@ from ir_measures import AP, RR, P, R, nDCG
 from sqlalchemy import func, select
 
 from services.cli import main
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 
 REPO = Path(__file__).resolve().parents[3]

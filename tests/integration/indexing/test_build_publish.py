@@ -18,7 +18,8 @@ from services.config import Settings
 from services.indexing.build import BuildError, BuildResult, build_index
 from services.ranking.bm25f import BM25FParams
 from services.storage.blobstore import open_blobstore
-from services.storage.db import active_index, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
+from services.storage.index_versions import active_index
 from services.storage.models import IndexVersion, PageRankScore
 from services.storage.segment import open_segment, segment_dtypes
 from services.text.analyze import analyze

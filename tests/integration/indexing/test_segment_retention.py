@@ -8,9 +8,11 @@ from sqlalchemy import select
 
 from services.indexing.publish import IndexColumns, publish_segment, segment_arrays, segment_meta
 from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.db import active_index, init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.errors import SegmentContractError
+from services.storage.index_versions import active_index
 from services.storage.models import IndexVersion
+from services.storage.schema import init_db
 
 
 @pytest.fixture(params=["file", "s3"])

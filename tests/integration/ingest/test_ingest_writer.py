@@ -16,7 +16,8 @@ from services.ingest.writer import ingest_documents
 from services.search.service import SearchService
 from services.storage.blobstore import FileBlobStore, open_blobstore
 from services.storage.blocks import read_block
-from services.storage.db import make_engine, read_counters, session_factory
+from services.storage.counters import read_counters
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.storage.records import decode_record
 

@@ -23,7 +23,7 @@ from services.indexing.publish import read_index_rows
 from services.indexing.runner import JobError, JobOutput, run_job, write_rows
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobstore import open_blobstore
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 
 FRUIT = [
     [

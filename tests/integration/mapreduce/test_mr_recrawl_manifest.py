@@ -20,7 +20,7 @@ from services.indexing.manifest import write_manifest_parts
 from services.indexing.publish import read_index_rows
 from services.indexing.runner import run_job
 from services.storage.blobstore import open_blobstore
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.segment import open_segment
 from services.text.analyze import analyze
 from services.text.urls import normalize_url

@@ -20,9 +20,11 @@ from services.indexing.publish import collect_index_rows
 from services.indexing.publish import segment_arrays as publish_arrays
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentBlockWriter, ContentType
-from services.storage.db import activate_index, init_db, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
+from services.storage.index_versions import activate_index
 from services.storage.models import Document
 from services.storage.records import Link, Record, RecordBlockWriter
+from services.storage.schema import init_db
 from services.storage.segment import SEGMENT_FORMAT, pack_segment
 from services.text.analyze import analyze
 

@@ -17,7 +17,8 @@ from services.search.index import (
     prune_segments,
 )
 from services.storage.blobstore import open_blobstore
-from services.storage.db import activate_index, make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
+from services.storage.index_versions import activate_index
 from services.storage.segment import pack_segment
 
 DOCS = [

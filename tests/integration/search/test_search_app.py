@@ -21,7 +21,7 @@ from mapreduce.postings import url_words
 from services.config import Settings
 from services.search.app import create_app
 from services.search.exact import EXACT_FORM_BONUS
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.text.analyze import analyze, analyze_forms
 

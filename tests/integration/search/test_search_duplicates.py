@@ -11,7 +11,7 @@ import pytest
 from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import event
 
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import DuplicateUrl
 
 CORPUS = [

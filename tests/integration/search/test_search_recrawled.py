@@ -10,7 +10,7 @@ from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import select, update
 
 from services.search.app import create_app
-from services.storage.db import make_engine, session_factory
+from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 
 CORPUS = [

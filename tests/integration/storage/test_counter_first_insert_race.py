@@ -11,7 +11,9 @@ import pytest
 from polling import wait_for
 from sqlalchemy import event, text
 
-from services.storage.db import init_db, lock_counter, make_engine, read_counters, session_factory
+from services.storage.counters import lock_counter, read_counters
+from services.storage.engines import make_engine, session_factory
+from services.storage.schema import init_db
 
 pytestmark = pytest.mark.mariadb
 

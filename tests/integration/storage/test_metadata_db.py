@@ -7,16 +7,11 @@ from sqlalchemy import event, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
 from services.storage.bulk_sql import insert_rows
-from services.storage.db import (
-    activate_index,
-    active_index,
-    bump_counters,
-    init_db,
-    make_engine,
-    read_counters,
-    session_factory,
-)
+from services.storage.counters import bump_counters, read_counters
+from services.storage.engines import make_engine, session_factory
+from services.storage.index_versions import activate_index, active_index
 from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore, table
+from services.storage.schema import init_db
 from services.text.urls import url_id
 
 
@@ -166,7 +161,8 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
 
     url = f"sqlite:///{tmp_path}/race.db"
     code = (
-        "import sys; from services.storage.db import init_db, make_engine; init_db(make_engine(sys.argv[1]))"
+        "import sys; from services.storage.engines import make_engine; "
+        "from services.storage.schema import init_db; init_db(make_engine(sys.argv[1]))"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE) for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]

@@ -14,12 +14,8 @@ from services.crawler.frontier.entries import NewUrl, Outcome
 from services.crawler.web.parse import ParsedDoc
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentType, read_block
-from services.storage.db import (
-    lock_commits,
-    next_doc_num,
-    read_counters,
-    reserve_doc_nums,
-)
+from services.storage.counters import read_counters
+from services.storage.doc_numbers import lock_commits, next_doc_num, reserve_doc_nums
 from services.storage.documents import DocumentWriter, NewDocument, WrittenDocs
 from services.storage.models import Document, FetchBatch, FrontierEntry
 from services.storage.records import Link, iter_records

@@ -1,0 +1,30 @@
+"""Which index segment the search service serves: the one active ``IndexVersion`` row."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.storage.models import IndexVersion
+
+
+def active_index(session: Session) -> IndexVersion | None:
+    return session.scalars(
+        select(IndexVersion).where(IndexVersion.active.is_(True)).order_by(IndexVersion.id.desc())
+    ).first()
+
+
+def activate_index(
+    session: Session, segment: str, num_docs: int, num_terms: int, now: float | None = None
+) -> IndexVersion:
+    """Record a new segment and make it the only active one, in one transaction."""
+    for row in session.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))):
+        row.active = False
+    version = IndexVersion(
+        segment=segment, created_at=now or time.time(), num_docs=num_docs, num_terms=num_terms, active=True
+    )
+    session.add(version)
+    session.flush()
+    return version
