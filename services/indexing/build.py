@@ -27,16 +27,12 @@ from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
 from services.config import Settings
 from services.indexing.errors import BuildError
+from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
-from services.indexing.publish import (
-    collect_index_rows,
-    publish_segment,
-    read_index_rows,
-    segment_arrays,
-    segment_meta,
-)
+from services.indexing.publish import publish_segment
 from services.indexing.runner import run_job, show_emr_progress
+from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 from services.storage.engines import make_engine, session_factory

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from services.indexing.publish import IndexColumns, publish_segment, segment_arrays, segment_meta
+from services.indexing.index_rows import IndexColumns
+from services.indexing.publish import publish_segment
+from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.engines import make_engine, session_factory
 from services.storage.errors import SegmentContractError

@@ -17,9 +17,9 @@ from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
 from mapreduce.postings_wire import Chunk
 from services.config import Settings
+from services.indexing.index_rows import read_index_rows
 from services.indexing.manifest import write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
-from services.indexing.publish import read_index_rows
 from services.indexing.runner import JobError, JobOutput, run_job, write_rows
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobstore import open_blobstore

@@ -16,8 +16,8 @@ from mapreduce.postings import url_words
 from mapreduce.postings_wire import Chunk
 from services.config import Settings
 from services.indexing.build import build_index
+from services.indexing.index_rows import read_index_rows
 from services.indexing.manifest import write_manifest_parts
-from services.indexing.publish import read_index_rows
 from services.indexing.runner import run_job
 from services.storage.blobstore import open_blobstore
 from services.storage.engines import make_engine, session_factory

@@ -16,8 +16,8 @@ import numpy as np
 from mapreduce.mr_index import FORMS, LENGTH, TERM, VOCABULARY
 from mapreduce.postings import PostingBuffer
 from services.config import Settings
-from services.indexing.publish import collect_index_rows
-from services.indexing.publish import segment_arrays as publish_arrays
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays as publish_arrays
 from services.storage.blobstore import open_blobstore
 from services.storage.blocks import ContentBlockWriter, ContentType
 from services.storage.engines import make_engine, session_factory

@@ -1,4 +1,5 @@
-"""Packing MRIndex rows into the segment's arrays (the contract in services.indexing.publish)."""
+"""Packing MRIndex rows into the segment's arrays (services.indexing.segment_arrays; the contract in
+services.storage.segment)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 
 from mapreduce.postings_wire import Chunk
-from services.indexing.publish import PublishError, collect_index_rows, segment_arrays, segment_meta
+from services.indexing.errors import PublishError
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.storage.errors import SegmentContractError
 from services.storage.segment import segment_dtypes
 
@@ -115,7 +118,7 @@ def test_pagerank_vector_must_cover_every_document() -> None:
 
 
 def test_link_arrays_hold_in_links_by_target_and_out_counts():
-    from services.indexing.publish import link_arrays
+    from services.indexing.segment_arrays import link_arrays
 
     arrays = link_arrays({0: [1, 2, 2], 2: [1], 3: []}, 4)  # 0 links to 2 twice: once here
     offsets, sources = arrays["in_offsets"].tolist(), arrays["in_docs"].tolist()

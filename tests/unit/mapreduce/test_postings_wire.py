@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from mapreduce.postings_wire import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
-from services.indexing.publish import PublishError, collect_index_rows, segment_arrays
+from services.indexing.errors import PublishError
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays
 
 
 def random_chunk(rng: np.random.Generator, docs: range, size: int, narrow: bool = False) -> Chunk:

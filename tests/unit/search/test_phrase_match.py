@@ -6,7 +6,8 @@ import numpy as np
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import PostingBuffer
-from services.indexing.publish import collect_index_rows, segment_arrays
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays
 from services.search.index import SegmentIndex
 from services.search.phrase import phrase_matches
 from services.search.rank import QueryTerm, intersect_docs

@@ -1,0 +1,277 @@
+"""The segment's arrays from the index columns, PageRank and the link graph: pure (no I/O).
+
+The arrays are the segment contract (``services.storage.segment.SEGMENT_ARRAYS``:
+names, dtypes, lengths and meaning, written once there); ``publish.publish_segment``
+checks a segment against it before storing it.
+
+The BM25F parameters the impacts were computed with are in the meta
+(``bm25f``), so a reader can tell which ranking a segment carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from mapreduce.postings_wire import TF_MAX, read_regions
+from services.indexing.errors import PublishError
+from services.indexing.index_rows import IndexColumns
+from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
+from services.storage.segment import SEGMENT_FORMAT
+from services.text.minhash import near_duplicate_groups, signatures, term_rows
+
+
+def segment_arrays(
+    cols: IndexColumns,
+    pagerank: np.ndarray,
+    num_docs: int,
+    params: BM25FParams = DEFAULT_PARAMS,
+    *,
+    near_duplicates: bool = True,
+    links: Mapping[int, Sequence[int]] | None = None,
+) -> dict[str, np.ndarray]:
+    """The segment's arrays (the contract in ``services.storage.segment``) from the index
+    columns, the PageRank vector and the link graph (``doc -> targets``; none: no links)."""
+    if len(pagerank) != num_docs:
+        raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
+    sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
+    try:
+        regions = read_regions([cols.chunks[t] for t in sorted_terms])
+        post_docs, field_tfs, counts = regions.docs(), regions.tfs(), regions.counts()
+    except ValueError as exc:  # also binascii.Error
+        raise PublishError(
+            f"MRIndex postings cannot be read ({exc}): job and publisher "
+            "disagree, or the job output is truncated"
+        ) from exc
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
+        # The positions (and their offsets) on a second thread while this one scores the
+        # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
+        positions_job = helper.submit(lambda: (regions.positions(), _offsets(counts)))
+        arrays = _posting_arrays(
+            regions.per_text,
+            post_docs,
+            field_tfs,
+            sorted_terms,
+            cols,
+            pagerank,
+            num_docs,
+            params,
+            near_duplicates,
+            helper,
+        )
+        positions, arrays["pos_offsets"] = positions_job.result()
+    arrays["positions"] = positions
+    arrays.update(link_arrays(links or {}, num_docs))
+    return arrays
+
+
+def link_arrays(links: Mapping[int, Sequence[int]], num_docs: int) -> dict[str, np.ndarray]:
+    """In-links (CSR by target, sources ascending) and out-link counts, for page info: the
+    link graph is otherwise gone once PageRank is computed."""
+    sources = np.fromiter((doc for doc, targets in links.items() for _ in targets), dtype=np.int64, count=-1)
+    targets = np.fromiter((t for ts in links.values() for t in ts), dtype=np.int64, count=-1)
+    inside = (sources >= 0) & (sources < num_docs) & (targets >= 0) & (targets < num_docs)
+    if not inside.all():
+        bad = int(np.flatnonzero(~inside)[0])
+        raise PublishError(
+            f"link graph names doc_num {int(max(sources[bad], targets[bad]))} outside 0..{num_docs - 1}: "
+            "rebuild from a consistent crawl"
+        )
+    # One int64 key per link, target-major: unique sorts by target, then source, and drops
+    # a page's repeated links to the same page.
+    keys = np.unique(targets * max(num_docs, 1) + sources)
+    by_target, source = np.divmod(keys, max(num_docs, 1))
+    return {
+        "in_offsets": _offsets(np.bincount(by_target, minlength=num_docs)),
+        "in_docs": source.astype(np.uint32),
+        "out_counts": np.bincount(source, minlength=num_docs).astype(np.uint32),
+    }
+
+
+def _posting_arrays(
+    per_term: np.ndarray,
+    post_docs: np.ndarray,
+    field_tfs: np.ndarray,
+    sorted_terms: list[bytes],  # UTF-8, in byte order
+    cols: IndexColumns,
+    pagerank: np.ndarray,
+    num_docs: int,
+    params: BM25FParams,
+    near_duplicates: bool,
+    helper: ThreadPoolExecutor,
+) -> dict[str, np.ndarray]:
+    """Every segment array but the positions and their offsets."""
+    df = per_term.astype(np.uint32)
+    post_offsets = _offsets(df)
+    num_postings = int(post_offsets[-1])
+    _check_postings(post_docs, post_offsets, num_docs)
+    tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(4)]
+    del field_tfs
+
+    term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
+    term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
+
+    lengths = np.zeros((4, num_docs), dtype=np.uint32)
+    for doc, values in cols.lengths.items():
+        if not 0 <= doc < num_docs:
+            raise PublishError(
+                f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
+                "documents (0..N-1): rebuild from a consistent crawl"
+            )
+        lengths[:, doc] = values
+
+    # Forward index: the postings regrouped by document, terms ascending: the CSC form
+    # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
+    from scipy.sparse import csr_matrix
+
+    title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)
+    by_doc = csr_matrix(
+        (title_body, post_docs, post_offsets.astype(np.int64)), shape=(len(df), num_docs)
+    ).tocsc()
+    by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
+    fwd_offsets = by_doc.indptr.astype(np.uint64)
+    fwd_terms = by_doc.indices.astype(np.uint32)
+    fwd_tfs = by_doc.data.astype(np.uint16)
+    del by_doc, title_body
+    # Near-duplicates on the helper thread while this one computes the impacts (numpy
+    # releases the GIL; on the benchmark corpus they took 5-7 s of a 35 s build).
+    near_job = helper.submit(
+        _near_duplicates, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
+    )
+
+    idf = bm25_idf(df, num_docs)
+    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
+    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params)
+    max_impact = np.zeros(len(df), dtype=np.float32)
+    if num_postings:
+        nonempty = df > 0
+        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
+
+    near_dup_of = near_job.result()
+    total = float(pagerank.sum())
+    if not total > 0:
+        raise PublishError("PageRank vector sums to zero: the PageRank run failed")
+    return {
+        "term_bytes": term_bytes,
+        "term_offsets": term_offsets,
+        "df": df.astype(np.uint32),
+        "idf": idf.astype(np.float32),
+        "max_impact": max_impact,
+        "post_offsets": post_offsets,
+        "post_docs": post_docs,
+        "post_impacts": post_impacts,
+        "tf_title": tfs[0],
+        "tf_body": tfs[1],
+        "tf_anchor": tfs[2],
+        "tf_url": tfs[3],
+        "len_title": lengths[0],
+        "len_body": lengths[1],
+        "len_anchor": lengths[2],
+        "len_url": lengths[3],
+        "doc_lengths": (lengths[0] + lengths[1]).astype(np.uint32),
+        "fwd_offsets": fwd_offsets,
+        "fwd_terms": fwd_terms,
+        "fwd_tfs": fwd_tfs,
+        "near_dup_of": near_dup_of,
+        **_form_arrays(cols.forms, num_docs),
+        **vocabulary_arrays(cols.vocabulary),
+        "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
+    }
+
+
+def _near_duplicates(
+    fwd_offsets: np.ndarray,
+    fwd_terms: np.ndarray,
+    fwd_tfs: np.ndarray,
+    sorted_terms: list[bytes],
+    num_docs: int,
+    enabled: bool,
+) -> np.ndarray:
+    """Each document's near-duplicate representative (services.text.minhash), by the words of
+    title and body: the forward index also lists URL-word and anchor terms (frequency 0
+    here), which differ between copies of one page by design (session ids, dates in paths)."""
+    if not enabled:
+        return np.arange(num_docs, dtype=np.uint32)
+    text_offsets, text_terms = _text_terms(fwd_offsets, fwd_terms, fwd_tfs)
+    sigs = signatures(text_offsets, text_terms, term_rows(sorted_terms))
+    return near_duplicate_groups(text_offsets, text_terms, sigs)
+
+
+MIN_VOCABULARY_DOCS = 2  # a form in one document only is as likely a typo as a word
+
+
+def vocabulary_arrays(vocabulary: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """The written forms in at least MIN_VOCABULARY_DOCS documents, sorted by their UTF-8
+    bytes, with their document counts: what spelling help and completions offer."""
+    kept = sorted(
+        (form.encode("utf-8"), held) for form, held in vocabulary.items() if held >= MIN_VOCABULARY_DOCS
+    )
+    lengths = np.array([len(f) for f, _ in kept], dtype=np.uint64)
+    return {
+        "vocab_bytes": np.frombuffer(b"".join(f for f, _ in kept), dtype=np.uint8).copy(),
+        "vocab_offsets": _offsets(lengths),
+        "vocab_df": np.array([h for _, h in kept], dtype=np.uint32),
+    }
+
+
+def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
+    """Each document's word-form filter (services.text.forms) in one array, with offsets."""
+    sizes = np.zeros(num_docs, dtype=np.uint64)
+    for doc, blob in forms.items():
+        if not 0 <= doc < num_docs:
+            raise PublishError(f"MRIndex sent word forms of doc_num {doc}, outside 0..{num_docs - 1}")
+        sizes[doc] = len(blob)
+    ordered = b"".join(forms[d] for d in sorted(forms))
+    return {"form_offsets": _offsets(sizes), "form_filters": np.frombuffer(ordered, dtype=np.uint8).copy()}
+
+
+def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward index restricted to entries with a title or body frequency."""
+    keep = tfs > 0
+    kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    bounds = offsets.astype(np.int64)
+    return _offsets(kept_before[bounds[1:]] - kept_before[bounds[:-1]]), terms[keep]
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """[0, l0, l0+l1, ...]: where each run starts, plus the end (uint64, len+1)."""
+    out = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(lengths.astype(np.uint64), out=out[1:])  # widened first: cumsum's cast was slow
+    return out
+
+
+def _check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: int) -> None:
+    if len(post_docs) and int(post_docs.max()) >= num_docs:
+        raise PublishError(
+            f"a posting names doc_num {int(post_docs.max())}, but the database "
+            f"has {num_docs} documents: rebuild from a consistent crawl"
+        )
+    rising = post_docs[1:] > post_docs[:-1]  # unsigned: compared, never subtracted
+    boundary = post_offsets[1:-1].astype(np.int64) - 1  # last posting of each term but the last
+    rising[boundary[(boundary >= 0) & (boundary < len(rising))]] = True
+    if not rising.all():
+        raise PublishError("postings are not strictly ascending within a term: a document was indexed twice")
+
+
+def segment_meta(
+    arrays: dict[str, np.ndarray],
+    *,
+    pagerank_iterations: int,
+    pagerank_damping: float,
+    created_at: float,
+    params: BM25FParams = DEFAULT_PARAMS,
+) -> dict[str, Any]:
+    return {
+        "format": SEGMENT_FORMAT,
+        "bm25f": params.to_meta(),
+        "num_docs": int(len(arrays["doc_lengths"])),
+        "num_terms": int(len(arrays["df"])),
+        "num_postings": int(len(arrays["post_docs"])),
+        "near_duplicates": int((arrays["near_dup_of"] != np.arange(len(arrays["near_dup_of"]))).sum()),
+        "created_at": created_at,
+        "pagerank_iterations": pagerank_iterations,
+        "pagerank_damping": pagerank_damping,
+    }
