@@ -20,15 +20,6 @@ _DROPPED = ("script", "base", "object", "embed", "applet")
 _URL_ATTRIBUTES = ("href", "src", "action", "formaction", "xlink:href")
 
 
-def header_charset(media_type: str) -> str | None:
-    """The ``charset`` parameter of a stored Content-Type, if any."""
-    for param in media_type.split(";")[1:]:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'")
-    return None
-
-
 def display_html(body: bytes, url: str, charset: str | None = None) -> str:
     """``body`` as UTF-8 HTML whose relative links resolve against ``url``, with nothing
     that runs code or navigates away (scripts, event handlers, ``javascript:`` URLs,

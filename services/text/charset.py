@@ -3,7 +3,8 @@
 The order is the HTML standard's (a byte-order mark, the Content-Type header, a ``<meta
 charset>``, then detection, with an XHTML page's XML declaration before detection),
 labels are read through the WHATWG Encoding Standard's table, and valid UTF-8 is
-trusted over a legacy label (``decode_body``). Pure: bytes in, text out.
+trusted over a legacy label (``decode_body``). The header's label is read once, here
+(``header_charset``), for the crawler and the cached copies alike. Pure: bytes in, text out.
 """
 
 from __future__ import annotations
@@ -26,13 +27,32 @@ class DecodedHtml:
     source: str  # bom | header | meta | xml | utf-8 (valid UTF-8 beats a legacy label) | detected | default
 
 
-def decode_html(body: bytes, header_charset: str | None = None) -> str:
+def header_charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type (as fetched, or as stored with a page),
+    unquoted, for ``decode_body``; ``None`` when it names none.
+
+    An empty value (``charset=""``) is no declaration, not a label: ``None``, so decoding
+    goes on to the next source (``<meta charset>``, then detection), as the HTML
+    standard's encoding sniffing does when the transport layer names no usable encoding.
+    An unquoted empty ``charset=`` is skipped like any empty parameter (WHATWG MIME
+    parsing), so a later ``charset`` parameter still counts.
+    """
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            return value.strip().strip("\"'").strip() or None
+    return None
+
+
+def decode_html(body: bytes, header_label: str | None = None) -> str:
     """Decode an HTML body to text; undecodable bytes never abort a page."""
-    return decode_body(body, header_charset).text
+    return decode_body(body, header_label).text
 
 
-def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
+def decode_body(body: bytes, header_label: str | None = None) -> DecodedHtml:
     """Decode as a browser would, then do better where browsers guess.
+
+    ``header_label`` is the Content-Type's charset (``header_charset``), if any.
 
     Order (the HTML standard's): a byte-order mark, the Content-Type header,
     a ``<meta charset>`` in the first 4 KiB, an XML declaration's encoding
@@ -52,7 +72,7 @@ def decode_body(body: bytes, header_charset: str | None = None) -> DecodedHtml:
     strict = _strict(body, "utf-8")
     # UTF-8 with a few stray legacy bytes (pasted text): keep its UTF-8.
     utf8 = strict if strict is not None else _mostly_utf8(body)
-    declarations = (("header", header_charset), ("meta", _meta_charset(body)), ("xml", _xml_encoding(body)))
+    declarations = (("header", header_label), ("meta", _meta_charset(body)), ("xml", _xml_encoding(body)))
     for source, label in declarations:
         declared = _codec(label)
         if declared is None:

@@ -33,6 +33,7 @@ import aiohttp
 from services.crawler.web.content_encoding import ContentDecoder, compressed
 from services.crawler.web.lenient_http import LenientResponse, lenient_get
 from services.crawler.web.tls import crawler_tls
+from services.text.charset import header_charset
 from services.text.errors import BadUrlError
 from services.text.urls import header_href, normalize_url
 
@@ -139,15 +140,6 @@ def make_session(
 
 # The TLS context of each session, for the http.client path (aiohttp keeps its own private).
 _SESSION_TLS: weakref.WeakKeyDictionary[aiohttp.ClientSession, ssl.SSLContext] = weakref.WeakKeyDictionary()
-
-
-def header_charset(content_type: str) -> str | None:
-    """The ``charset`` parameter of a Content-Type header, unquoted."""
-    for param in content_type.split(";")[1:]:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'").strip() or None
-    return None
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

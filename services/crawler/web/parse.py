@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
-from services.crawler.web.fetch import FetchResult, header_charset
+from services.crawler.web.fetch import FetchResult
 from services.storage.blocks import ContentType, mime_type
 from services.storage.records import Link, LinksPickledFlat
+from services.text.charset import header_charset
 from services.text.errors import BadUrlError, PdfError
 from services.text.html import parse_html, refresh_target
 from services.text.lang import identify

@@ -20,9 +20,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from services.search.cached_copy import display_html, header_charset
+from services.search.cached_copy import display_html
 from services.search.deps import ServiceDep, TemplatesDep
 from services.search.schemas import error_responses
+from services.text.charset import header_charset
 
 router = APIRouter(prefix="/cached", responses=error_responses(404, 503))
 

@@ -12,12 +12,12 @@ from services.crawler.web.parse import (
     ParseError,
     accept_content_type,
     classify,
-    header_charset,
     normalize_links,
     parse_document,
 )
 from services.storage.blocks import ContentType
 from services.storage.records import Link
+from services.text.charset import header_charset
 from services.text.urls import normalize_url
 
 PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup
 
-from services.search.cached_copy import display_html, header_charset
+from services.search.cached_copy import display_html
+from services.text.charset import header_charset
 
 URL = "http://old.example.jp/dir/page.html"
 

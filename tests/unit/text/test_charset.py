@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.charset import DecodedHtml, decode_body
+from services.text.charset import DecodedHtml, decode_body, header_charset
 from services.text.html import parse_html
 
 FRENCH = "<html><body><p>Le café est très bon à Paris, où les élèves étudient le soir.</p></body></html>"
@@ -34,6 +34,19 @@ def test_header_then_meta() -> None:
     assert decode_body(meta.encode("cp1251"), "x-no-such-charset").source == "meta"
     # latin-1 labels mean windows-1252, as in browsers: curly quotes survive.
     assert decode_body("“quoted” café".encode("cp1252"), "ISO-8859-1").text == "“quoted” café"
+
+
+def test_an_empty_charset_parameter_declares_nothing_and_the_meta_decides() -> None:
+    """``charset=""`` is no label: the crawler and the cached copy both go on to the <meta>."""
+    assert header_charset('text/html; charset=""') is None
+    assert header_charset("text/html; charset=''") is None
+    assert header_charset("text/html; charset=") is None
+    assert header_charset("text/html; charset=; charset=utf-8") == "utf-8"  # skipped, as WHATWG parses
+    assert header_charset('text/html; charset=" "') is None
+    assert header_charset('text/html; Charset="KOI8-R"') == "KOI8-R"
+    meta = '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">' + RUSSIAN
+    decoded = decode_body(meta.encode("cp1251"), header_charset('text/html; charset=""'))
+    assert (decoded.charset, decoded.source) == ("cp1251", "meta") and "Привет" in decoded.text
 
 
 @pytest.mark.parametrize(
