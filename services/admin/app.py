@@ -24,11 +24,11 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
 from services.search.app import create_app as create_search_app
-from services.search.templating import build_templates
 from services.storage.engines import make_engine, session_factory
 from services.storage.schema import init_db
 from services.text.errors import BadUrlError
 from services.text.urls import normalize_url
+from services.webui import build_templates
 
 MAX_FORM_BYTES = 64 * 1024
 

@@ -28,8 +28,8 @@ from services.search.ratelimit import RateLimit
 from services.search.routes import api, cached, docs, health, pageinfo, pages
 from services.search.security import SecurityHeaders
 from services.search.service import SearchService
-from services.search.templating import WEBUI, build_templates
 from services.search.weather import WeatherClient
+from services.webui import WEBUI, build_templates
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from services.search.deps import MetricsDep, ServiceDep
 from services.search.metrics import metrics_response
 from services.search.schemas import Health
-from services.search.templating import WEBUI
+from services.webui import WEBUI
 
 router = APIRouter()
 

@@ -11,10 +11,11 @@ from fastapi.responses import HTMLResponse
 from services.search.deps import MetricsDep, PlacesDep, ServiceDep, TemplatesDep, WeatherDep, run_search_work
 from services.search.places import Gazetteer
 from services.search.service import MAX_RESULTS
-from services.search.templating import page_links
 from services.search.weather import WeatherClient, WeatherLookup
 
 router = APIRouter()
+
+PAGE_LINKS = 10  # numbered page links shown around the current page
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -63,3 +64,11 @@ def _weather_lookup(
 def help_page(request: Request, templates: TemplatesDep) -> HTMLResponse:
     """The query language, for people (the API's is at /docs)."""
     return templates.TemplateResponse(request, "help.html", {})
+
+
+def page_links(page: int, pages: int) -> list[int]:
+    """Up to PAGE_LINKS page numbers around ``page``."""
+    if pages <= 1:
+        return []
+    first = max(1, min(page - PAGE_LINKS // 2, pages - PAGE_LINKS + 1))
+    return list(range(first, min(pages, first + PAGE_LINKS - 1) + 1))

@@ -1,4 +1,10 @@
-"""The web UI's templates (``webui/templates``) and the filters they use."""
+"""The web UI's templates (``webui/templates``), its static files and the filters the
+templates use.
+
+The search pages and the admin pages both render from these templates, so they live on
+the ground floor, below both. The files are read from ``webui/`` in the checkout, beside
+the ``services`` package.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,7 @@ from pathlib import Path
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader
 
-WEBUI = Path(__file__).resolve().parents[2] / "webui"
-PAGE_LINKS = 10  # numbered page links shown around the current page
+WEBUI = Path(__file__).resolve().parents[1] / "webui"
 
 
 def build_templates(webui: Path = WEBUI) -> Jinja2Templates:
@@ -49,11 +54,3 @@ def utc(timestamp: float) -> str:
     if not timestamp:
         return "an unknown time"
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%d %b %Y %H:%M UTC")
-
-
-def page_links(page: int, pages: int) -> list[int]:
-    """Up to PAGE_LINKS page numbers around ``page``."""
-    if pages <= 1:
-        return []
-    first = max(1, min(page - PAGE_LINKS // 2, pages - PAGE_LINKS + 1))
-    return list(range(first, min(pages, first + PAGE_LINKS - 1) + 1))
