@@ -1,27 +1,170 @@
 """`nimbus crawl`: a crawl on this machine, one role of a crawl cluster, or an operator's
 command to every crawler (status, seed, pause, resume, stop, block, unblock) through the
-database."""
+database.
+
+Each is a subcommand with its own options and ``--help``; a bare ``nimbus crawl URL...``
+(or no argument: continue the frontier) is ``nimbus crawl run``, as it always was.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+from services.cli.parsing import Default, UsageError, count, leaf, positive, seconds
 from services.config import Settings
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
-def crawl(args: argparse.Namespace, settings: Settings) -> int:
+# What `nimbus crawl ARG...` means when ARG is no subcommand name (services.cli.parsing).
+DEFAULT = Default("run", "an absolute http(s) seed URL")
+
+_SEED_ELSEWHERE = "takes no URLs; add seeds with `nimbus crawl seed URL...`"
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``nimbus crawl`` and its subcommands."""
+    crawl = commands.add_parser(
+        "crawl",
+        help="crawl from seed URLs; the crawl cluster's roles and its operator commands",
+        description="Crawl into the database and blob store, run one role of a crawl cluster "
+        "(machines sharing one database and one bucket), or tell every running crawler, on any "
+        "machine, what to do. `nimbus crawl SEED_URL... [options]` is `nimbus crawl run ...`.",
+        usage="%(prog)s [-h] SUBCOMMAND ...\n       %(prog)s [SEED_URL ...] [run options]",
+    )
+    # prog given: argparse would otherwise build the subcommands' from the two-line usage above.
+    sub = crawl.add_subparsers(
+        dest="action", metavar="SUBCOMMAND", title="subcommands", required=True, prog=crawl.prog
+    )
+
+    run_ = sub.add_parser(
+        "run",
+        help="crawl from seed URLs on this machine (the default: `nimbus crawl URL...`)",
+        description="Crawl from seed URLs into the database and blob store, with a live progress "
+        "line and a closing summary. Without URLs it continues the frontier in the database.",
+    )
+    run_.add_argument(
+        "seeds",
+        nargs="*",
+        metavar="SEED_URL",
+        help="absolute http(s) URLs to start from (none: continue the frontier in the database)",
+    )
+    _fetch_options(run_)
+    run_.add_argument(
+        "--processes",
+        type=positive,
+        metavar="N",
+        help="worker processes sharing the host partitions (one per core); 2 or more run as a crawl "
+        "cluster on this machine: that many workers and one committer process",
+    )
+    leaf(run_, run, words="seeds")
+
+    status_ = sub.add_parser(
+        "status",
+        help="the crawler nodes (heartbeats; dead ones marked), the frontier and blocked hosts",
+        description="Print every crawler node from its last heartbeat, the frontier by state and "
+        "the blocked hosts.",
+    )
+    leaf(status_, status, no_words="takes no URLs")
+
+    # seed, block and unblock check for an empty list themselves (a UsageError, exit status 2
+    # returned by main like every operator-command error), so argparse's `*` usage is written out.
+    seed_ = sub.add_parser(
+        "seed",
+        help="add URLs to the frontier without crawling",
+        description="Add URLs to the frontier of the crawl in the database, for the running (or "
+        "next) crawlers to fetch; nothing is fetched here.",
+        usage="%(prog)s [-h] [--recrawl] URL [URL ...]",
+    )
+    seed_.add_argument("urls", nargs="*", metavar="URL", help="absolute http(s) URLs, one or more")
+    seed_.add_argument(
+        "--recrawl", action="store_true", help="fetch URLs already known again, before every other"
+    )
+    leaf(seed_, seed, words="urls")
+
+    for name, text in (
+        ("pause", "ask every running crawler, on any machine, to pause"),
+        ("resume", "ask every paused crawler, on any machine, to go on"),
+        ("stop", "ask every running crawler, on any machine, to stop (batches in flight handed back)"),
+    ):
+        signal_ = sub.add_parser(
+            name, help=text, description=f"{text[0].upper()}{text[1:]}; each reads it at its next heartbeat."
+        )
+        leaf(signal_, signal, no_words="takes no URLs")
+
+    block_ = sub.add_parser(
+        "block",
+        help="take hosts (and their subdomains) out of every crawl",
+        description="Take hosts and their subdomains out of every crawl, from each crawler's next "
+        "heartbeat; `nimbus crawl status` and the dashboard list them.",
+        usage="%(prog)s [-h] [--reason R] HOST [HOST ...]",
+    )
+    block_.add_argument(
+        "hosts", nargs="*", metavar="HOST", help="host names (example.org) or URLs, one or more"
+    )
+    block_.add_argument("--reason", default="", metavar="R", help="why, shown on the dashboard")
+    leaf(block_, block, words="hosts")
+
+    unblock_ = sub.add_parser(
+        "unblock",
+        help="let blocked hosts back into the crawl",
+        description="Let blocked hosts back: links to them found from now on are crawled.",
+        usage="%(prog)s [-h] HOST [HOST ...]",
+    )
+    unblock_.add_argument("hosts", nargs="*", metavar="HOST", help="blocked host names, one or more")
+    leaf(unblock_, unblock, words="hosts")
+
+    worker_ = sub.add_parser(
+        "worker",
+        help="run a crawl cluster's worker: fetch leased batches, write blocks, acknowledge",
+        description="Run one worker of a crawl cluster (machines sharing one database and one "
+        "bucket): lease fetch batches from the shared frontier, fetch, write blocks, acknowledge. "
+        "A committer commits them.",
+    )
+    worker_.add_argument(
+        "--id", dest="identity", metavar="NAME", help="this worker's name (default: host and partitions)"
+    )
+    _fetch_options(worker_)
+    leaf(worker_, worker, no_words=_SEED_ELSEWHERE)
+
+    committer_ = sub.add_parser(
+        "committer",
+        help="run a crawl cluster's committer: one elected commits, the others stand by",
+        description="Run one committer of a crawl cluster: the one elected through the database "
+        "commits the workers' acknowledged batches in order; the others stand by and take over.",
+    )
+    committer_.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no effect: a committer has no live line (taken so both roles share a command line)",
+    )
+    leaf(committer_, committer, no_words=_SEED_ELSEWHERE)
+
+
+def _fetch_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that fetch pages (``run``, ``worker``)."""
+    parser.add_argument(
+        "--max-pages", type=count, metavar="N", help="page requests this run (NIMBUS_MAX_PAGES)"
+    )
+    parser.add_argument(
+        "--max-depth", type=count, metavar="N", help="links followed from a seed (NIMBUS_MAX_DEPTH)"
+    )
+    parser.add_argument("--delay", type=seconds, metavar="S", help="seconds between requests to one host")
+    parser.add_argument(
+        "--concurrency", type=positive, metavar="N", help="requests in flight, all processes together"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no live progress line (the summary stays)")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """``nimbus crawl run``: a crawl on this machine, in one process or a local cluster."""
     from services.crawler.crawl import run_crawl
     from services.text.errors import BadUrlError
 
-    if args.seeds == ["status"]:
-        return crawl_status(settings)
-    if args.seeds[:1] in (["pause"], ["resume"], ["stop"], ["seed"]):
-        return crawl_command(settings, args.seeds[0], args.seeds[1:], recrawl=args.recrawl)
-    if args.seeds[:1] in (["block"], ["unblock"]):
-        return block_command(settings, args.seeds[0], args.seeds[1:], args.reason)
-    if args.seeds[:1] in (["worker"], ["committer"]):
-        return cluster_role(args, settings)
     settings = settings.with_overrides(
         crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
     )
@@ -58,26 +201,10 @@ def crawl(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if stats.pages or not stats.errors else 1
 
 
-def cluster_role(args: argparse.Namespace, settings: Settings) -> int:
-    """One role of a crawl cluster, for a machine of its own (``infra/``)."""
+def worker(args: argparse.Namespace, settings: Settings) -> int:
+    """One worker of a crawl cluster, for a machine of its own (``infra/``)."""
     from services.crawler.crawl import run_crawl
-    from services.crawler.errors import CrawlCommandError
 
-    role, rest = args.seeds[0], args.seeds[1:]
-    if rest:
-        raise CrawlCommandError(
-            f"nimbus crawl {role} takes no URLs; add seeds with `nimbus crawl seed URL...`"
-        )
-    if role == "committer":
-        from services.crawler.cluster.committer_role import run_committer
-
-        counters = run_committer(settings)
-        print(
-            f"committer stopped: {counters['batches_committed']} batches, "
-            f"{counters['documents']} documents committed",
-            file=sys.stderr,
-        )
-        return 0
     settings = settings.with_overrides(crawl_delay=args.delay, concurrency=args.concurrency)
     stats = run_crawl(
         settings,
@@ -93,7 +220,20 @@ def cluster_role(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def crawl_status(settings: Settings) -> int:
+def committer(args: argparse.Namespace, settings: Settings) -> int:
+    """One committer of a crawl cluster (active or standing by) until stopped."""
+    from services.crawler.cluster.committer_role import run_committer
+
+    counters = run_committer(settings)
+    print(
+        f"committer stopped: {counters['batches_committed']} batches, "
+        f"{counters['documents']} documents committed",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def status(args: argparse.Namespace, settings: Settings) -> int:
     """The crawler nodes (from their heartbeats) and the frontier by state."""
     import time
 
@@ -119,71 +259,95 @@ def crawl_status(settings: Settings) -> int:
     return 0
 
 
-def crawl_command(settings: Settings, name: str, urls: list[str], *, recrawl: bool = False) -> int:
-    """Operator commands through the database, so they reach crawlers on every machine."""
+def seed(args: argparse.Namespace, settings: Settings) -> int:
+    """URLs into the frontier through the database, for crawlers on every machine."""
     import time
 
-    from services.crawler.cluster import heartbeat
-    from services.crawler.errors import CrawlCommandError
     from services.crawler.frontier import entries
     from services.storage.engines import make_engine, session_factory
     from services.storage.schema import init_db
     from services.text.errors import BadUrlError
     from services.text.urls import normalize_url
 
-    if name == "seed" and not urls:
-        raise CrawlCommandError("nimbus crawl seed: give one or more absolute http(s) URLs")
-    if name != "seed" and urls:
-        raise CrawlCommandError(f"nimbus crawl {name} takes no URLs")
+    if not args.urls:  # checked here, not by argparse: exit status 2 from main, as every UsageError
+        raise UsageError("give one or more absolute http(s) URLs")
     try:
-        seeds = [entries.NewUrl(normalize_url(u), 0, entries.SEED_PRIORITY) for u in urls]
+        seeds = [entries.NewUrl(normalize_url(u), 0, entries.SEED_PRIORITY) for u in args.urls]
     except BadUrlError as exc:
         raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
     engine = make_engine(settings.database_url)
     try:
         init_db(engine)
         with session_factory(engine).begin() as session:
-            if name == "seed":
-                again = entries.recrawl_now(session, [s.url for s in seeds]) if recrawl else 0
-                added = entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
-                print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
-                if recrawl:
-                    print(f"{again} known URLs due again now, before every other")
-            else:
-                heartbeat.command(session, name, time.time())
-                print(
-                    f"asked every crawler to {name}; each reads it at its next heartbeat "
-                    f"(within {heartbeat.BEAT_EVERY:.0f} s)"
-                )
+            again = entries.recrawl_now(session, [s.url for s in seeds]) if args.recrawl else 0
+            added = entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+            print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
+            if args.recrawl:
+                print(f"{again} known URLs due again now, before every other")
     finally:
         engine.dispose()
     return 0
 
 
-def block_command(settings: Settings, name: str, hosts: list[str], reason: str) -> int:
-    """`block HOST...` / `unblock HOST...`: through the database, for every crawler."""
+def signal(args: argparse.Namespace, settings: Settings) -> int:
+    """``pause``, ``resume``, ``stop``: through the database, so they reach every machine."""
     import time
 
     from services.crawler.cluster import heartbeat
-    from services.crawler.errors import CrawlCommandError
     from services.storage.engines import make_engine, session_factory
     from services.storage.schema import init_db
 
-    if not hosts:
-        raise CrawlCommandError(f"nimbus crawl {name}: give one or more host names (example.org)")
     engine = make_engine(settings.database_url)
     try:
         init_db(engine)
         with session_factory(engine).begin() as session:
-            if name == "block":
-                names = heartbeat.block_hosts(session, hosts, time.time(), reason)
-                print(
-                    f"blocked {', '.join(names)} (and their subdomains) for every crawler, from its "
-                    f"next heartbeat (within {heartbeat.BEAT_EVERY:.0f} s)"
-                )
-            else:
-                names = heartbeat.unblock_hosts(session, hosts)
-                print(f"unblocked {', '.join(names)}: links found from now on are crawled")
+            heartbeat.command(session, args.action, time.time())
+            print(
+                f"asked every crawler to {args.action}; each reads it at its next heartbeat "
+                f"(within {heartbeat.BEAT_EVERY:.0f} s)"
+            )
     finally:
         engine.dispose()
     return 0
+
+
+def block(args: argparse.Namespace, settings: Settings) -> int:
+    """Hosts out of every crawl, through the database, from each crawler's next heartbeat."""
+    import time
+
+    from services.crawler.cluster import heartbeat
+
+    with _hosts_session(args.hosts, settings) as session:
+        names = heartbeat.block_hosts(session, args.hosts, time.time(), args.reason)
+        print(
+            f"blocked {', '.join(names)} (and their subdomains) for every crawler, from its "
+            f"next heartbeat (within {heartbeat.BEAT_EVERY:.0f} s)"
+        )
+    return 0
+
+
+def unblock(args: argparse.Namespace, settings: Settings) -> int:
+    """Blocked hosts back into the crawl, through the database."""
+    from services.crawler.cluster import heartbeat
+
+    with _hosts_session(args.hosts, settings) as session:
+        names = heartbeat.unblock_hosts(session, args.hosts)
+        print(f"unblocked {', '.join(names)}: links found from now on are crawled")
+    return 0
+
+
+@contextmanager
+def _hosts_session(hosts: list[str], settings: Settings) -> Iterator[Session]:
+    """A transaction on the crawl's database for ``block``/``unblock``, once there are hosts."""
+    from services.storage.engines import make_engine, session_factory
+    from services.storage.schema import init_db
+
+    if not hosts:  # checked here, not by argparse: exit status 2 from main, as every UsageError
+        raise UsageError("give one or more host names (example.org)")
+    engine = make_engine(settings.database_url)
+    try:
+        init_db(engine)
+        with session_factory(engine).begin() as session:
+            yield session
+    finally:
+        engine.dispose()

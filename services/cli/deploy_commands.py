@@ -3,12 +3,43 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from services.cli.parsing import leaf
 from services.config import Settings
 
 if TYPE_CHECKING:
     from services.deploy.driver import Deployer
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``nimbus deploy`` and ``nimbus destroy``: two verbs on one stack, each its own command."""
+    for name, text, handler in (
+        ("deploy", "create or update the AWS stack (infra/nimbus.yaml) and print the site URL", deploy),
+        ("destroy", "delete the AWS stack; data bucket and final DB snapshot kept by default", destroy),
+    ):
+        cmd = commands.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}.")
+        cmd.add_argument("--stack-name", default="nimbus", help="CloudFormation stack name (default: nimbus)")
+        cmd.add_argument("--region", help="AWS region (default: AWS_REGION or the profile's)")
+        cmd.add_argument("--profile", help="AWS profile (default: AWS_PROFILE or the default chain)")
+        cmd.add_argument("--endpoint-url", help="AWS API endpoint (an emulator such as moto)")
+        if name == "deploy":
+            cmd.add_argument(
+                "--param",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="template parameter, e.g. CrawlerCount=3 (repeatable; unnamed ones keep their values)",
+            )
+            cmd.add_argument("--dist", type=Path, default=Path("build/dist"), help="where the wheel is built")
+        else:
+            cmd.add_argument(
+                "--delete-data",
+                action="store_true",
+                help="also delete the data bucket and the final snapshot",
+            )
+        leaf(cmd, handler)
 
 
 def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:

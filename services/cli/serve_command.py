@@ -7,7 +7,24 @@ import os
 import shutil
 from pathlib import Path
 
+from services.cli.parsing import count, leaf, positive
 from services.config import Settings
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``nimbus serve``."""
+    serve_ = commands.add_parser(
+        "serve",
+        help="serve the search UI and JSON API",
+        description="Serve the search UI, the JSON API, /healthz and /metrics (and /admin when "
+        "NIMBUS_ADMIN_TOKEN is set) under uvicorn.",
+    )
+    serve_.add_argument("--host", help="address to listen on (NIMBUS_HOST)")
+    serve_.add_argument("--port", type=count, help="port to listen on (NIMBUS_PORT)")
+    serve_.add_argument(
+        "--workers", type=positive, help="uvicorn worker processes (NIMBUS_SERVE_WORKERS, default 1)"
+    )
+    leaf(serve_, serve)
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:

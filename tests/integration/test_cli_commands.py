@@ -71,6 +71,18 @@ def test_seed_recrawl_makes_known_urls_due_again(env, capsys):
     assert "1 known URLs due again now" in out
 
 
+def test_seed_options_may_come_between_the_urls(env, capsys):
+    """`crawl seed URL1 --recrawl URL2` seeds both (argparse alone would refuse URL2)."""
+    assert main(["crawl", "seed", "http://127.0.0.1:9/a"]) == 0
+    capsys.readouterr()
+    assert main(["crawl", "seed", "http://127.0.0.1:9/a", "--recrawl", "http://127.0.0.1:9/b"]) == 0
+    out = capsys.readouterr().out
+    assert "1 new URLs in the frontier (1 known already)" in out
+    assert "1 known URLs due again now" in out
+    assert main(["crawl", "status"]) == 0
+    assert "frontier: 2 new" in capsys.readouterr().out
+
+
 def test_hosts_are_blocked_and_unblocked_from_the_shell(env, capsys):
     assert main(["crawl", "block", "Spam.TEST", "http://ads.test/x", "--reason", "link farm"]) == 0
     assert "blocked spam.test, ads.test (and their subdomains)" in capsys.readouterr().out
