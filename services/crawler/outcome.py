@@ -15,18 +15,6 @@ from services.crawler.frontier.entries import NewUrl
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.web.fetch import FetchResult
 
-_NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")
-
-
-def is_retryable(fetched: FetchResult) -> bool:
-    """FETCH's ``retryable`` flag; derived from the status and error kind if a fetch lacks it."""
-    flag = getattr(fetched, "retryable", None)
-    if flag is not None:
-        return bool(flag)
-    if fetched.error is not None:
-        return fetched.error in _NETWORK_ERRORS
-    return fetched.status is not None and (fetched.status >= 500 or fetched.status == 429)
-
 
 def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
     """Seconds before the next attempt: ``retry_backoff * 2**attempts`` (+ up to 25 % jitter),
@@ -70,7 +58,7 @@ def judge_fetch(
     result.status = fetched.status
     if fetched.status is not None:
         counters[f"status_{fetched.status}"] += 1
-    redirect_to = getattr(fetched, "redirect_to", None)
+    redirect_to = fetched.redirect_to
     if redirect_to:
         counters["redirect"] += 1
         if entry.hops + 1 > settings.max_redirects:
@@ -86,12 +74,12 @@ def judge_fetch(
         result.error = fetched.error
         counters[fetched.error] += 1
         return False
-    retry_after = getattr(fetched, "retry_after", None)
+    retry_after = fetched.retry_after
     if fetched.error is not None:
         counters["fetch_error"] += 1
         counters[f"fetch_error_{fetched.error}"] += 1
         reason = f"{fetched.error}: {fetched.detail}"
-        if is_retryable(fetched):
+        if fetched.retryable:
             schedule_retry(
                 result, entry, settings, now=now, reason=reason, retry_after=retry_after, jitter=jitter
             )
@@ -100,7 +88,7 @@ def judge_fetch(
         return False
     if not fetched.ok:
         result.error = f"http {fetched.status}"
-        if is_retryable(fetched):
+        if fetched.retryable:
             schedule_retry(
                 result, entry, settings, now=now, reason=result.error, retry_after=retry_after, jitter=jitter
             )

@@ -20,7 +20,7 @@ from services.crawler.frontier.dead_prefixes import is_dead
 from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
 from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
-from services.crawler.outcome import is_retryable, judge_fetch
+from services.crawler.outcome import judge_fetch
 from services.crawler.report.metrics import LatencyHistogram
 from services.crawler.web.fetch import FetchResult, Timeouts, fetch
 from services.crawler.web.parse import (
@@ -166,7 +166,7 @@ class Visitor:
             queue.trusted = 0
         elif fetched.ok:
             queue.trusted += 1
-        if is_retryable(fetched):
+        if fetched.retryable:
             queue.failed(settings.max_crawl_delay)
         else:
             queue.succeeded()
