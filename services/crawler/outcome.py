@@ -14,6 +14,11 @@ from services.crawler.commit.results import UrlResult
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_errors import FetchError
+
+# Fetches that answered but are not taken, by our own policy: counted under their own name and
+# never retried (asking again gets the same answer).
+_REFUSED = frozenset({FetchError.TOO_LARGE, FetchError.WRONG_TYPE, FetchError.BAD_REDIRECT})
 
 
 def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
@@ -70,9 +75,9 @@ def judge_fetch(
                 NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
             )
         return False
-    if fetched.error in ("too_large", "wrong_type", "bad_redirect"):
-        result.error = fetched.error
-        counters[fetched.error] += 1
+    if fetched.error in _REFUSED:
+        result.error = fetched.error.value
+        counters[fetched.error.value] += 1
         return False
     retry_after = fetched.retry_after
     if fetched.error is not None:

@@ -23,6 +23,7 @@ from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import judge_fetch
 from services.crawler.report.metrics import LatencyHistogram
 from services.crawler.web.fetch import FetchResult, Timeouts, fetch
+from services.crawler.web.fetch_errors import FetchError
 from services.crawler.web.parse import (
     INDEXABLE,
     MAX_REFRESH_DELAY,
@@ -162,7 +163,7 @@ class Visitor:
             )
             self.latency.observe(time.perf_counter() - started)
         self.bytes += len(fetched.body)
-        if fetched.error in ("too_large", "wrong_type"):
+        if fetched.error in (FetchError.TOO_LARGE, FetchError.WRONG_TYPE):
             queue.trusted = 0
         elif fetched.ok:
             queue.trusted += 1
@@ -242,14 +243,14 @@ class Visitor:
             final = normalize_url(fetched.final_url)
         except BadUrlError:
             result.error = f"redirected to an uncrawlable URL {fetched.final_url}"
-            counters["bad_redirect"] += 1
+            counters[FetchError.BAD_REDIRECT.value] += 1  # as fetch's bad_redirect: one counter
             return
         if final != entry.url:
             counters["redirect"] += 1
         ctype = classify(fetched.content_type, fetched.body)
         if ctype not in INDEXABLE:
-            result.error = "wrong_type"
-            counters["wrong_type"] += 1
+            result.error = FetchError.WRONG_TYPE.value  # as fetch's wrong_type: one counter
+            counters[FetchError.WRONG_TYPE.value] += 1
             return
         try:
             if ctype == ContentType.HTML:  # inline: cheaper than a thread hop per page
