@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from services.config import Settings
 from services.crawler.commit.results import UrlResult
-from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.web.fetch import FetchResult
 from services.crawler.web.fetch_errors import FetchError
@@ -41,10 +41,10 @@ def schedule_retry(
     """Put the URL back with a backoff, or give it up after ``max_attempts`` fetches."""
     attempts = entry.attempts + 1
     if attempts >= settings.max_attempts:
-        result.state, result.error = "failed", f"gave up after {attempts} attempts: {reason}"
+        result.state, result.error = UrlState.FAILED, f"gave up after {attempts} attempts: {reason}"
         result.counters["gave_up"] += 1
         return
-    result.state, result.error = "new", reason
+    result.state, result.error = UrlState.NEW, reason
     result.retry_at = now + backoff(settings, entry.attempts, retry_after, jitter)
     result.counters["retry"] += 1
 
@@ -89,7 +89,7 @@ def judge_fetch(
                 result, entry, settings, now=now, reason=reason, retry_after=retry_after, jitter=jitter
             )
         else:
-            result.state, result.error = "failed", reason
+            result.state, result.error = UrlState.FAILED, reason
         return False
     if not fetched.ok:
         result.error = f"http {fetched.status}"

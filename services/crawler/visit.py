@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.context import VisitContext
 from services.crawler.frontier.dead_prefixes import is_dead
-from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
+from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl, UrlState
 from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import judge_fetch
@@ -119,7 +119,7 @@ class Visitor:
         """Fill ``result`` for ``entry``."""
         ctx, settings = self.ctx, self.settings
         if ctx.budget.exhausted:
-            result.state = "new"  # released: the next run fetches it
+            result.state = UrlState.NEW  # released: the next run fetches it
             return
         if self._defer_dead(entry, result):
             return
@@ -138,13 +138,13 @@ class Visitor:
         rules = await self._rules(host, queue, result)
         if not rules.allowed(entry.url, settings.user_agent):
             if rules.unavailable:
-                result.state, result.error = "failed", "robots_unavailable"
+                result.state, result.error = UrlState.FAILED, "robots_unavailable"
             else:
                 result.error = "robots_denied"
             result.counters[result.error] += 1
             return
         if ctx.budget.exhausted:  # again: other workers ran while robots.txt loaded
-            result.state = "new"
+            result.state = UrlState.NEW
             return
         ctx.budget.spend()
         queue.pages += 1
@@ -200,7 +200,7 @@ class Visitor:
         cap = self.ctx.yields.defers(entry.url, entry.priority)
         if cap is None:
             return False
-        result.state, result.priority = "new", cap
+        result.state, result.priority = UrlState.NEW, cap
         result.counters["deferred_dead_prefix"] += 1
         return True
 
