@@ -21,6 +21,22 @@ from services.crawler.web.fetch_errors import FetchError
 _REFUSED = frozenset({FetchError.TOO_LARGE, FetchError.WRONG_TYPE, FetchError.BAD_REDIRECT})
 
 
+def redirect_hop(result: UrlResult, entry: LeasedUrl, target: str, settings: Settings, *, via: str) -> None:
+    """Queue ``target`` as the next hop of ``entry``'s redirect chain, or end the chain once
+    it would pass ``max_redirects`` hops.
+
+    The hop count travels with the new frontier entry, so however a chain redirects (a 3xx,
+    a ``<meta http-equiv=refresh>``, a Refresh header, in any mix) it ends at one limit.
+    ``via`` names the kind of hop in the URL's error text (``redirect to ...``).
+    """
+    if entry.hops + 1 > settings.max_redirects:
+        result.error = f"redirect chain longer than {settings.max_redirects} hops"
+        result.counters["redirect_limit"] += 1
+        return
+    result.error = f"{via} to {target}"
+    result.found.append(NewUrl(target, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1))
+
+
 def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
     """Seconds before the next attempt: ``retry_backoff * 2**attempts`` (+ up to 25 % jitter),
     or the server's Retry-After when that is longer."""
@@ -63,17 +79,9 @@ def judge_fetch(
     result.status = fetched.status
     if fetched.status is not None:
         counters[f"status_{fetched.status}"] += 1
-    redirect_to = fetched.redirect_to
-    if redirect_to:
+    if fetched.redirect_to:
         counters["redirect"] += 1
-        if entry.hops + 1 > settings.max_redirects:
-            result.error = f"redirect chain longer than {settings.max_redirects} hops"
-            counters["redirect_limit"] += 1
-        else:
-            result.error = f"redirect to {redirect_to}"
-            result.found.append(
-                NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
-            )
+        redirect_hop(result, entry, fetched.redirect_to, settings, via="redirect")
         return False
     if fetched.error in _REFUSED:
         result.error = fetched.error.value

@@ -20,7 +20,7 @@ from services.crawler.frontier.dead_prefixes import is_dead
 from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl, UrlState
 from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
-from services.crawler.outcome import judge_fetch
+from services.crawler.outcome import judge_fetch, redirect_hop
 from services.crawler.report.metrics import LatencyHistogram
 from services.crawler.web.fetch import FetchResult, Timeouts, fetch
 from services.crawler.web.fetch_errors import FetchError
@@ -307,16 +307,8 @@ class Visitor:
         target = parsed.refresh_url
         if not target or target == final or parsed.refresh_delay > MAX_REFRESH_DELAY:
             return False
-        counters = result.counters
-        counters["meta_refresh"] += 1
-        if entry.hops + 1 > self.settings.max_redirects:
-            result.error = f"redirect chain longer than {self.settings.max_redirects} hops"
-            counters["redirect_limit"] += 1
-        else:
-            result.error = f"meta refresh to {target}"
-            result.found.append(
-                NewUrl(target, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
-            )
+        result.counters["meta_refresh"] += 1
+        redirect_hop(result, entry, target, self.settings, via="meta refresh")
         return True
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
