@@ -22,7 +22,7 @@ from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import judge_fetch, redirect_hop
 from services.crawler.report.metrics import LatencyHistogram
-from services.crawler.web.fetch import FetchResult, Timeouts, fetch
+from services.crawler.web.fetch import FetchResult, Timeouts
 from services.crawler.web.fetch_errors import FetchError
 from services.crawler.web.parse import (
     INDEXABLE,
@@ -103,7 +103,7 @@ class Visitor:
     def __init__(self, ctx: VisitContext) -> None:
         self.ctx = ctx
         self.settings = ctx.settings
-        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock)
+        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock, fetch=ctx.fetch)
         self.scope = self.settings.allowed_host_set
         self.languages = self.settings.language_set
         self.bytes = 0
@@ -153,7 +153,7 @@ class Visitor:
         head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
         async with ctx.slots:
             started = time.perf_counter()
-            fetched = await fetch(
+            fetched = await ctx.fetch(
                 ctx.http,
                 entry.url,
                 max_bytes=settings.max_body_bytes,
@@ -215,7 +215,7 @@ class Visitor:
             return None
         await self._polite_wait(self.ctx.hosts.queue(host))
         async with self.ctx.slots:
-            probe = await fetch(
+            probe = await self.ctx.fetch(
                 self.ctx.http, url, max_bytes=self.settings.max_body_bytes, accept=accept_content_type,
                 timeouts=self.timeouts,
             )  # fmt: skip
@@ -379,6 +379,7 @@ class Visitor:
                 max_bytes=self.settings.max_body_bytes,
                 delay=queue.spacing,
                 timeouts=self.timeouts,
+                fetch=self.ctx.fetch,
             )
         urls = [u for u in found.urls if in_scope(u, self.scope)] if self.scope else found.urls
         result.found += [NewUrl(u, 1, SITEMAP_PRIORITY, result.url_id) for u in urls]

@@ -22,10 +22,10 @@ import ssl
 import time
 import weakref
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urljoin
 
 import aiohttp
@@ -98,6 +98,22 @@ class Timeouts:
 
     def client_timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
+
+
+class Fetch(Protocol):
+    """The shape of ``fetch``. What the visitor, robots.txt and sitemaps request through is
+    passed in as one of these, so a test can script the web they see."""
+
+    def __call__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        *,
+        max_bytes: int,
+        accept: Callable[[str], bool] | None = None,
+        head_first: bool = False,
+        timeouts: Timeouts | None = None,
+    ) -> Awaitable[FetchResult]: ...
 
 
 def make_session(

@@ -26,7 +26,7 @@ from protego import Protego
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.crawler.web.fetch import FetchResult, fetch
+from services.crawler.web.fetch import Fetch, FetchResult, fetch
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError
 from services.storage.models import Host
 
@@ -128,7 +128,7 @@ def robots_url(host: str) -> str:
     return f"{host}/robots.txt"
 
 
-async def fetch_robots(http: aiohttp.ClientSession, host: str) -> FetchResult:
+async def fetch_robots(http: aiohttp.ClientSession, host: str, *, fetch: Fetch = fetch) -> FetchResult:
     """GET ``host``'s robots.txt, following up to ``ROBOTS_MAX_REDIRECTS`` redirects (to any host)."""
     url = robots_url(host)
     seen = {url}
@@ -146,15 +146,21 @@ class RobotsCache:
     """Rules per host: memory first, then the hosts table, then the network.
 
     The crawler calls ``rules_for`` from inside the host's politeness slot, so
-    two fetches of one robots.txt never race within a process.
+    two fetches of one robots.txt never race within a process. ``fetch`` makes its requests.
     """
 
     def __init__(
-        self, sessions: sessionmaker[Session], user_agent: str, clock: Callable[[], float] = time.time
+        self,
+        sessions: sessionmaker[Session],
+        user_agent: str,
+        clock: Callable[[], float] = time.time,
+        *,
+        fetch: Fetch = fetch,
     ) -> None:
         self.sessions = sessions
         self.clock = clock
         self.user_agent = user_agent
+        self._fetch = fetch
         self._memory: dict[str, RobotsRules] = {}
 
     def cached(self, host: str, now: float) -> RobotsRules | None:
@@ -169,7 +175,7 @@ class RobotsCache:
 
     async def fetch(self, http: aiohttp.ClientSession, host: str) -> RobotsRules:
         """Download, parse and store robots.txt for ``host`` (one request, more after redirects)."""
-        result = await fetch_robots(http, host)
+        result = await fetch_robots(http, host, fetch=self._fetch)
         rules = rules_from_fetch(result, self.clock())
         await asyncio.to_thread(self._store, host, rules)
         self._memory[host] = rules
