@@ -51,50 +51,11 @@ log = logging.getLogger(__name__)
 # this many acceptable pages in a row, and comes back after a refused one (a
 # GET is cut off after its headers anyway; HEAD only spares the server the body).
 HEAD_TRUST = 8
-_BINARY_EXTENSIONS = frozenset(
-    {
-        "7z",
-        "apk",
-        "avi",
-        "bin",
-        "bmp",
-        "bz2",
-        "deb",
-        "dmg",
-        "exe",
-        "flac",
-        "gif",
-        "gz",
-        "ico",
-        "iso",
-        "jar",
-        "jpeg",
-        "jpg",
-        "m4a",
-        "mkv",
-        "mov",
-        "mp3",
-        "mp4",
-        "mpeg",
-        "msi",
-        "ogg",
-        "png",
-        "rar",
-        "rpm",
-        "svg",
-        "tar",
-        "tgz",
-        "tif",
-        "tiff",
-        "wav",
-        "webm",
-        "webp",
-        "wmv",
-        "xz",
-        "zip",
-        "zst",
-    }
-)
+_BINARY_EXTENSIONS = frozenset({
+    "7z", "apk", "avi", "bin", "bmp", "bz2", "deb", "dmg", "exe", "flac", "gif", "gz", "ico", "iso",
+    "jar", "jpeg", "jpg", "m4a", "mkv", "mov", "mp3", "mp4", "mpeg", "msi", "ogg", "png", "rar",
+    "rpm", "svg", "tar", "tgz", "tif", "tiff", "wav", "webm", "webp", "wmv", "xz", "zip", "zst",
+})  # fmt: skip
 
 
 class Visitor:
