@@ -12,7 +12,7 @@ from services.crawler.commit.results import UrlResult
 from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.frontier.ledger import BatchState
-from services.crawler.outcome import judge_fetch
+from services.crawler.outcome import backoff, judge_fetch
 from services.crawler.web.fetch import FetchResult
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError, is_retryable
 
@@ -148,3 +148,10 @@ def test_counter_names_and_stored_text_are_the_kinds_values() -> None:
     }  # fmt: skip
     assert [s.value for s in UrlState] == ["new", "leased", "done", "failed"]
     assert [s.value for s in BatchState] == ["leased", "acked", "committed"]
+
+
+def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
+    settings = Settings(retry_backoff=2.0)
+    assert [backoff(settings, n, None, 0.0) for n in range(3)] == [2.0, 4.0, 8.0]
+    assert backoff(settings, 0, None, 1.0) == 2.5  # at most 25 % jitter
+    assert backoff(settings, 0, 120.0, 0.5) == 120.0
