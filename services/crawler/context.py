@@ -4,7 +4,8 @@ The coordinator (``crawl``) leases batches, owns the HTTP session and the
 host queues, and commits; the visitor (``visit``) fetches and judges one URL.
 The visitor sees only this context, never the coordinator, so a crawl role
 that runs visits elsewhere (a worker process that hands its results to a
-committer on another machine) builds the same context around its own loop.
+committer on another machine) builds the same context around its own loop,
+and a test builds one around a scripted web (``fetch``) and clock.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 from services.crawler.frontier.dead_prefixes import LinkYield
 from services.crawler.frontier.host_queues import HostScheduler
+from services.crawler.web.fetch import Fetch, fetch
 from services.storage.retry import is_transient, retry_transaction
 
 # Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
@@ -118,8 +120,10 @@ class DatabaseThread:
 
 @dataclass
 class VisitContext:
-    """Everything a ``Visitor`` uses: settings and limits, the shared HTTP session, the host
-    queues (politeness state), the request slots, the page budget and the database."""
+    """Everything a ``Visitor`` uses: settings and limits, the shared HTTP session and the one
+    function every request of a visit goes through (pages, robots.txt, sitemaps, soft-404
+    probes), the host queues (politeness state), the request slots, the page budget and the
+    database."""
 
     settings: Settings
     http: aiohttp.ClientSession
@@ -132,3 +136,4 @@ class VisitContext:
     yields: LinkYield = field(default_factory=LinkYield)  # dead prefixes (frontier/dead_prefixes.py)
     # The operator's blocked hosts as of the crawl's last heartbeat (heartbeat.Control).
     blocked: Callable[[], frozenset[str]] = frozenset
+    fetch: Fetch = fetch  # web.fetch.fetch; a test's scripted web

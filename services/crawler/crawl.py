@@ -47,7 +47,7 @@ from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitCon
 from services.crawler.errors import CrawlerBusyError
 from services.crawler.frontier import entries, leases, ledger
 from services.crawler.frontier.dead_prefixes import CAPPED_BELOW, LinkYield
-from services.crawler.frontier.entries import SEED_PRIORITY, NewUrl
+from services.crawler.frontier.entries import SEED_PRIORITY, NewUrl, UrlState
 from services.crawler.frontier.host_queues import HostScheduler
 from services.crawler.frontier.leases import Lease, LeasedUrl
 from services.crawler.report.metrics import MetricsServer
@@ -326,8 +326,8 @@ class Crawler:
             log.warning(
                 "worker idle: %d batches acknowledged and %d leased wait for the committer "
                 "(is a `nimbus crawl committer` running against this database?)",
-                out.get("acked", 0),
-                out.get("leased", 0),
+                out.get(ledger.BatchState.ACKED, 0),
+                out.get(ledger.BatchState.LEASED, 0),
             )
         await self._beat_if_due()
         with contextlib.suppress(TimeoutError):
@@ -418,15 +418,15 @@ class Crawler:
                 batch, entry = item
                 self.budget.waiting -= 1
                 result = UrlResult(
-                    entry.url_id, entry.url, entry.depth, state="done", interval=entry.interval
+                    entry.url_id, entry.url, entry.depth, state=UrlState.DONE, interval=entry.interval
                 )
                 try:
                     await self.visitor.visit(host, entry, result)
                 except (ValueError, LookupError, TypeError, UnicodeError, AttributeError) as exc:
                     log.exception("crawling %s failed", entry.url)
-                    result.state, result.error = "failed", f"internal: {exc!r}"
+                    result.state, result.error = UrlState.FAILED, f"internal: {exc!r}"
                     result.counters["internal_error"] += 1
-                if result.state == "failed" or result.retry_at is not None:
+                if result.state == UrlState.FAILED or result.retry_at is not None:
                     self.errors += 1
                 self._tally(result)
                 if _spooled(result):
@@ -542,7 +542,7 @@ class Crawler:
     async def _queued(self) -> int:
         """URLs waiting or out (the progress line's "queued")."""
         states = await self.db.transaction(entries.count_by_state)
-        return states.get("new", 0) + states.get("leased", 0)
+        return states.get(UrlState.NEW, 0) + states.get(UrlState.LEASED, 0)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -559,4 +559,4 @@ def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def _spooled(result: UrlResult) -> bool:
     """Whether a result is worth keeping across a kill: it came from a request (not a
     URL released unfetched because the page budget ran out)."""
-    return not (result.state == "new" and result.retry_at is None)
+    return not (result.state == UrlState.NEW and result.retry_at is None)

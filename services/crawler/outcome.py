@@ -11,21 +11,30 @@ from __future__ import annotations
 
 from services.config import Settings
 from services.crawler.commit.results import UrlResult
-from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_errors import FetchError
 
-_NETWORK_ERRORS = ("timeout", "connect", "closed", "incomplete")
+# Fetches that answered but are not taken, by our own policy: counted under their own name and
+# never retried (asking again gets the same answer).
+_REFUSED = frozenset({FetchError.TOO_LARGE, FetchError.WRONG_TYPE, FetchError.BAD_REDIRECT})
 
 
-def is_retryable(fetched: FetchResult) -> bool:
-    """FETCH's ``retryable`` flag; derived from the status and error kind if a fetch lacks it."""
-    flag = getattr(fetched, "retryable", None)
-    if flag is not None:
-        return bool(flag)
-    if fetched.error is not None:
-        return fetched.error in _NETWORK_ERRORS
-    return fetched.status is not None and (fetched.status >= 500 or fetched.status == 429)
+def redirect_hop(result: UrlResult, entry: LeasedUrl, target: str, settings: Settings, *, via: str) -> None:
+    """Queue ``target`` as the next hop of ``entry``'s redirect chain, or end the chain once
+    it would pass ``max_redirects`` hops.
+
+    The hop count travels with the new frontier entry, so however a chain redirects (a 3xx,
+    a ``<meta http-equiv=refresh>``, a Refresh header, in any mix) it ends at one limit.
+    ``via`` names the kind of hop in the URL's error text (``redirect to ...``).
+    """
+    if entry.hops + 1 > settings.max_redirects:
+        result.error = f"redirect chain longer than {settings.max_redirects} hops"
+        result.counters["redirect_limit"] += 1
+        return
+    result.error = f"{via} to {target}"
+    result.found.append(NewUrl(target, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1))
 
 
 def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
@@ -48,10 +57,10 @@ def schedule_retry(
     """Put the URL back with a backoff, or give it up after ``max_attempts`` fetches."""
     attempts = entry.attempts + 1
     if attempts >= settings.max_attempts:
-        result.state, result.error = "failed", f"gave up after {attempts} attempts: {reason}"
+        result.state, result.error = UrlState.FAILED, f"gave up after {attempts} attempts: {reason}"
         result.counters["gave_up"] += 1
         return
-    result.state, result.error = "new", reason
+    result.state, result.error = UrlState.NEW, reason
     result.retry_at = now + backoff(settings, entry.attempts, retry_after, jitter)
     result.counters["retry"] += 1
 
@@ -70,37 +79,29 @@ def judge_fetch(
     result.status = fetched.status
     if fetched.status is not None:
         counters[f"status_{fetched.status}"] += 1
-    redirect_to = getattr(fetched, "redirect_to", None)
-    if redirect_to:
+    if fetched.redirect_to:
         counters["redirect"] += 1
-        if entry.hops + 1 > settings.max_redirects:
-            result.error = f"redirect chain longer than {settings.max_redirects} hops"
-            counters["redirect_limit"] += 1
-        else:
-            result.error = f"redirect to {redirect_to}"
-            result.found.append(
-                NewUrl(redirect_to, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
-            )
+        redirect_hop(result, entry, fetched.redirect_to, settings, via="redirect")
         return False
-    if fetched.error in ("too_large", "wrong_type", "bad_redirect"):
-        result.error = fetched.error
-        counters[fetched.error] += 1
+    if fetched.error in _REFUSED:
+        result.error = fetched.error.value
+        counters[fetched.error.value] += 1
         return False
-    retry_after = getattr(fetched, "retry_after", None)
+    retry_after = fetched.retry_after
     if fetched.error is not None:
         counters["fetch_error"] += 1
         counters[f"fetch_error_{fetched.error}"] += 1
         reason = f"{fetched.error}: {fetched.detail}"
-        if is_retryable(fetched):
+        if fetched.retryable:
             schedule_retry(
                 result, entry, settings, now=now, reason=reason, retry_after=retry_after, jitter=jitter
             )
         else:
-            result.state, result.error = "failed", reason
+            result.state, result.error = UrlState.FAILED, reason
         return False
     if not fetched.ok:
         result.error = f"http {fetched.status}"
-        if is_retryable(fetched):
+        if fetched.retryable:
             schedule_retry(
                 result, entry, settings, now=now, reason=result.error, retry_after=retry_after, jitter=jitter
             )

@@ -17,12 +17,13 @@ from sqlalchemy.orm import Session
 from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.context import VisitContext
 from services.crawler.frontier.dead_prefixes import is_dead
-from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl
+from services.crawler.frontier.entries import SEED_PRIORITY, SITEMAP_PRIORITY, NewUrl, UrlState
 from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
-from services.crawler.outcome import is_retryable, judge_fetch
+from services.crawler.outcome import judge_fetch, redirect_hop
 from services.crawler.report.metrics import LatencyHistogram
-from services.crawler.web.fetch import FetchResult, Timeouts, fetch
+from services.crawler.web.fetch import FetchResult, Timeouts
+from services.crawler.web.fetch_errors import FetchError
 from services.crawler.web.parse import (
     INDEXABLE,
     MAX_REFRESH_DELAY,
@@ -50,50 +51,11 @@ log = logging.getLogger(__name__)
 # this many acceptable pages in a row, and comes back after a refused one (a
 # GET is cut off after its headers anyway; HEAD only spares the server the body).
 HEAD_TRUST = 8
-_BINARY_EXTENSIONS = frozenset(
-    {
-        "7z",
-        "apk",
-        "avi",
-        "bin",
-        "bmp",
-        "bz2",
-        "deb",
-        "dmg",
-        "exe",
-        "flac",
-        "gif",
-        "gz",
-        "ico",
-        "iso",
-        "jar",
-        "jpeg",
-        "jpg",
-        "m4a",
-        "mkv",
-        "mov",
-        "mp3",
-        "mp4",
-        "mpeg",
-        "msi",
-        "ogg",
-        "png",
-        "rar",
-        "rpm",
-        "svg",
-        "tar",
-        "tgz",
-        "tif",
-        "tiff",
-        "wav",
-        "webm",
-        "webp",
-        "wmv",
-        "xz",
-        "zip",
-        "zst",
-    }
-)
+_BINARY_EXTENSIONS = frozenset({
+    "7z", "apk", "avi", "bin", "bmp", "bz2", "deb", "dmg", "exe", "flac", "gif", "gz", "ico", "iso",
+    "jar", "jpeg", "jpg", "m4a", "mkv", "mov", "mp3", "mp4", "mpeg", "msi", "ogg", "png", "rar",
+    "rpm", "svg", "tar", "tgz", "tif", "tiff", "wav", "webm", "webp", "wmv", "xz", "zip", "zst",
+})  # fmt: skip
 
 
 class Visitor:
@@ -102,7 +64,7 @@ class Visitor:
     def __init__(self, ctx: VisitContext) -> None:
         self.ctx = ctx
         self.settings = ctx.settings
-        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock)
+        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock, fetch=ctx.fetch)
         self.scope = self.settings.allowed_host_set
         self.languages = self.settings.language_set
         self.bytes = 0
@@ -118,7 +80,7 @@ class Visitor:
         """Fill ``result`` for ``entry``."""
         ctx, settings = self.ctx, self.settings
         if ctx.budget.exhausted:
-            result.state = "new"  # released: the next run fetches it
+            result.state = UrlState.NEW  # released: the next run fetches it
             return
         if self._defer_dead(entry, result):
             return
@@ -137,13 +99,13 @@ class Visitor:
         rules = await self._rules(host, queue, result)
         if not rules.allowed(entry.url, settings.user_agent):
             if rules.unavailable:
-                result.state, result.error = "failed", "robots_unavailable"
+                result.state, result.error = UrlState.FAILED, "robots_unavailable"
             else:
                 result.error = "robots_denied"
             result.counters[result.error] += 1
             return
         if ctx.budget.exhausted:  # again: other workers ran while robots.txt loaded
-            result.state = "new"
+            result.state = UrlState.NEW
             return
         ctx.budget.spend()
         queue.pages += 1
@@ -152,7 +114,7 @@ class Visitor:
         head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
         async with ctx.slots:
             started = time.perf_counter()
-            fetched = await fetch(
+            fetched = await ctx.fetch(
                 ctx.http,
                 entry.url,
                 max_bytes=settings.max_body_bytes,
@@ -162,11 +124,11 @@ class Visitor:
             )
             self.latency.observe(time.perf_counter() - started)
         self.bytes += len(fetched.body)
-        if fetched.error in ("too_large", "wrong_type"):
+        if fetched.error in (FetchError.TOO_LARGE, FetchError.WRONG_TYPE):
             queue.trusted = 0
         elif fetched.ok:
             queue.trusted += 1
-        if is_retryable(fetched):
+        if fetched.retryable:
             queue.failed(settings.max_crawl_delay)
         else:
             queue.succeeded()
@@ -199,7 +161,7 @@ class Visitor:
         cap = self.ctx.yields.defers(entry.url, entry.priority)
         if cap is None:
             return False
-        result.state, result.priority = "new", cap
+        result.state, result.priority = UrlState.NEW, cap
         result.counters["deferred_dead_prefix"] += 1
         return True
 
@@ -214,7 +176,7 @@ class Visitor:
             return None
         await self._polite_wait(self.ctx.hosts.queue(host))
         async with self.ctx.slots:
-            probe = await fetch(
+            probe = await self.ctx.fetch(
                 self.ctx.http, url, max_bytes=self.settings.max_body_bytes, accept=accept_content_type,
                 timeouts=self.timeouts,
             )  # fmt: skip
@@ -242,14 +204,14 @@ class Visitor:
             final = normalize_url(fetched.final_url)
         except BadUrlError:
             result.error = f"redirected to an uncrawlable URL {fetched.final_url}"
-            counters["bad_redirect"] += 1
+            counters[FetchError.BAD_REDIRECT.value] += 1  # as fetch's bad_redirect: one counter
             return
         if final != entry.url:
             counters["redirect"] += 1
         ctype = classify(fetched.content_type, fetched.body)
         if ctype not in INDEXABLE:
-            result.error = "wrong_type"
-            counters["wrong_type"] += 1
+            result.error = FetchError.WRONG_TYPE.value  # as fetch's wrong_type: one counter
+            counters[FetchError.WRONG_TYPE.value] += 1
             return
         try:
             if ctype == ContentType.HTML:  # inline: cheaper than a thread hop per page
@@ -306,16 +268,8 @@ class Visitor:
         target = parsed.refresh_url
         if not target or target == final or parsed.refresh_delay > MAX_REFRESH_DELAY:
             return False
-        counters = result.counters
-        counters["meta_refresh"] += 1
-        if entry.hops + 1 > self.settings.max_redirects:
-            result.error = f"redirect chain longer than {self.settings.max_redirects} hops"
-            counters["redirect_limit"] += 1
-        else:
-            result.error = f"meta refresh to {target}"
-            result.found.append(
-                NewUrl(target, entry.depth, entry.priority, entry.url_id, hops=entry.hops + 1)
-            )
+        result.counters["meta_refresh"] += 1
+        redirect_hop(result, entry, target, self.settings, via="meta refresh")
         return True
 
     def _admissible(self, links: list[Link], counters: Counter[str]) -> list[Link]:
@@ -386,6 +340,7 @@ class Visitor:
                 max_bytes=self.settings.max_body_bytes,
                 delay=queue.spacing,
                 timeouts=self.timeouts,
+                fetch=self.ctx.fetch,
             )
         urls = [u for u in found.urls if in_scope(u, self.scope)] if self.scope else found.urls
         result.found += [NewUrl(u, 1, SITEMAP_PRIORITY, result.url_id) for u in urls]

@@ -174,7 +174,7 @@ class CommitterNode:
 
 def _acked(session: Session) -> int:
     """Acknowledged batches waiting for their turn."""
-    return ledger.outstanding(session).get("acked", 0)
+    return ledger.outstanding(session).get(ledger.BatchState.ACKED, 0)
 
 
 def _in_transaction(sessions: Any, work: Callable[[Session], T]) -> T:

@@ -34,6 +34,7 @@ from services.crawler.commit.committer import Committer
 from services.crawler.commit.manifest import AckedBatch, AckedDoc
 from services.crawler.commit.results import UrlResult
 from services.crawler.errors import AckManifestError
+from services.crawler.frontier.ledger import BatchState
 from services.storage.counters import bump_counters
 from services.storage.doc_numbers import lock_commits, reserve_doc_nums
 from services.storage.documents import document_row
@@ -61,13 +62,13 @@ def next_run(session: Session, limit: int = MAX_RUN) -> list[tuple[int, str]]:
     lowest seq not committed, up to the first that is still out."""
     rows = session.execute(
         select(FetchBatch.seq, FetchBatch.state, FetchBatch.manifest)
-        .where(FetchBatch.state != "committed")
+        .where(FetchBatch.state != BatchState.COMMITTED)
         .order_by(FetchBatch.seq)
         .limit(limit)
     ).all()
     run: list[tuple[int, str]] = []
     for seq, state, name in rows:
-        if state != "acked" or not name:
+        if state != BatchState.ACKED or not name:
             break
         run.append((seq, name))
     return run
@@ -117,8 +118,8 @@ class OrderedCommitter(Committer):
             election.fence(session, election.COMMITTER, self.me, self.term)
             session.execute(
                 update(FetchBatch)
-                .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "acked")
-                .values(state="leased", manifest=None, acked_at=None, lease_expires=0.0)
+                .where(FetchBatch.seq.in_(seqs), FetchBatch.state == BatchState.ACKED)
+                .values(state=BatchState.LEASED, manifest=None, acked_at=None, lease_expires=0.0)
             )
             bump_counters(session, {"ack_manifests_unreadable": len(seqs)})
         return CommitResult(sent_back=seqs)
@@ -149,8 +150,9 @@ class OrderedCommitter(Committer):
                     changed[d.existing.url_id] = _row(d.result, doc, placement, d.existing.doc_num)
             counts["batches_committed"] += len(seqs)
             new_urls = self._record(
-                session, results, seqs, docs, fresh, changed, duplicates, counts, now, from_state="acked"
-            )
+                session, results, seqs, docs, fresh, changed, duplicates, counts, now,
+                from_state=BatchState.ACKED,
+            )  # fmt: skip
         pages = sum(r.counters.get("pages", 0) for r in results)
         return CommitResult(seqs, len(fresh), pages, new_urls, counters=counts)
 

@@ -50,7 +50,8 @@ from services.crawler.commit.results import FetchedDoc, FlushResult, Pending, Ur
 from services.crawler.errors import BatchStateError
 from services.crawler.frontier import entries, ledger
 from services.crawler.frontier.dead_prefixes import LinkYield
-from services.crawler.frontier.entries import NewUrl, Outcome, hub_priority
+from services.crawler.frontier.entries import NewUrl, Outcome, UrlState, hub_priority
+from services.crawler.frontier.ledger import BatchState
 from services.storage.blobstore import BlobStore
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.bulk_sql import chunked
@@ -215,7 +216,7 @@ class Committer:
         counts: Counter[str],
         now: float,
         *,
-        from_state: str | None = None,
+        from_state: BatchState | None = None,
     ) -> int:
         """Everything a commit writes once its document rows are known (both committers, in
         their transaction under the commit lock): the rows, recrawls, duplicates, frontier,
@@ -357,8 +358,10 @@ class Committer:
         intervals = {d.result.url_id: self._next_interval(d) for d in docs}
         outcomes = []
         for r in results:
-            if r.state == "new":
-                outcomes.append(Outcome(r.url_id, "new", r.status, r.error, r.retry_at, priority=r.priority))
+            if r.state == UrlState.NEW:
+                outcomes.append(
+                    Outcome(r.url_id, UrlState.NEW, r.status, r.error, r.retry_at, priority=r.priority)
+                )
             elif r.url_id in intervals:
                 interval = intervals[r.url_id]
                 outcomes.append(Outcome(r.url_id, r.state, r.status, r.error, now + interval, interval))
@@ -371,9 +374,9 @@ class Committer:
             if d.doc.url != d.result.url
         ]
         entries.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
-        outcomes += [Outcome(uid, "done", 200) for _, uid in targets]
+        outcomes += [Outcome(uid, UrlState.DONE, 200) for _, uid in targets]
         entries.finish(session, outcomes, now, recrawl_after=self.recrawl_max)
-        self.finished.add(o.url_id for o in outcomes if o.state != "new")
+        self.finished.add(o.url_id for o in outcomes if o.state != UrlState.NEW)
         discovered = self.finished.unknown([t for r in results for t in r.found])
         for r in results:
             if r.links:

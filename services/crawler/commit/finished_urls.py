@@ -9,7 +9,7 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.entries import NewUrl, UrlState
 from services.storage.models import FrontierEntry
 from services.text.urls import url_id
 
@@ -46,7 +46,9 @@ class FinishedUrls:
         """Fill the set from the frontier's finished rows (up to ``cap``): a newly elected
         committer skips links to pages its predecessors committed. Returns how many."""
         rows = session.scalars(
-            select(FrontierEntry.url_id).where(FrontierEntry.state.in_(("done", "failed"))).limit(self.cap)
+            select(FrontierEntry.url_id)
+            .where(FrontierEntry.state.in_((UrlState.DONE, UrlState.FAILED)))
+            .limit(self.cap)
         )
         self._keys = {hash(uid) for uid in rows}
         return len(self._keys)

@@ -25,7 +25,7 @@ from isal import igzip
 
 from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import AckManifestError
-from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.web.parse import ParsedDoc
 from services.storage.block_pair import PLACEMENT_COLUMNS
 from services.storage.blocks import ContentType
@@ -190,7 +190,7 @@ def _result(u: dict[str, Any], finished: Callable[[str], bool] | None) -> UrlRes
         url_id=uid,
         url=str(u["url"]),
         depth=depth,
-        state=str(u["state"]),
+        state=UrlState(u["state"]),
         status=u["status"],
         error=u["error"],
         doc=doc,

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.crawler.frontier.entries import NewUrl
+from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.web.fetch import FetchResult
 from services.crawler.web.parse import ParsedDoc, parse_document
 from services.storage.blocks import sha1
@@ -49,7 +49,7 @@ class UrlResult(LinksPickledFlat):
     url_id: str
     url: str
     depth: int
-    state: str  # done | failed | new (released unfetched, or a retry when retry_at is set)
+    state: UrlState  # done | failed | new (released unfetched, or a retry when retry_at is set)
     status: int | None = None
     error: str | None = None
     doc: FetchedDoc | None = None

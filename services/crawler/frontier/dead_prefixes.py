@@ -35,13 +35,16 @@ CAPPED_BELOW = SCALE * math.log2(DEAD_SHARE)
 # 4xx that speak of the server's load, not of the URL; every other 4xx (gone, broken, forbidden)
 # is a request that yielded no page.
 _LOAD_4XX = frozenset({408, 429})
+# Fetch errors that say no server is there: web.fetch_errors.FetchError's CONNECT and DNS, by
+# value, since the frontier does not read the web (a unit test pins the two together).
+UNREACHABLE = frozenset({"connect", "dns"})
 
 
 def is_dead(status: int | None, error: str | None) -> bool | None:
     """True: no page there (404, 410, 403, other 4xx, connection refused or DNS failure); False: it
     answered (2xx, 3xx); None: says nothing about the URL (5xx, 408, 429, timeouts: the server's load)."""
     if status is None:
-        return True if error in ("connect", "dns") else None
+        return True if error in UNREACHABLE else None
     if 200 <= status < 400:
         return False
     if 400 <= status < 500:

@@ -29,6 +29,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -36,6 +37,19 @@ from sqlalchemy.orm import Session
 from services.storage.bulk_sql import chunked, mysql_quote
 from services.storage.models import FrontierEntry
 from services.text.urls import host_key, url_id
+
+
+class UrlState(StrEnum):
+    """Where a frontier row is in the life the module docstring tells; the value is what the
+    ``frontier.state`` column holds."""
+
+    NEW = "new"  # waiting: never fetched, a retry in its backoff, or released unfetched
+    LEASED = "leased"  # out in a fetch batch (``batch_seq``)
+    DONE = "done"  # fetched, denied, or not worth retrying; ``available_at`` is its recrawl
+    FAILED = "failed"  # given up: a failure that will not recover, or ``max_attempts`` fetches
+
+
+_NEW_SQL = f"'{UrlState.NEW}'"  # as a literal in the statements below
 
 SEED_PRIORITY = 1e9  # seeds go first, even when resuming a large frontier
 SITEMAP_PRIORITY = -1.0  # sitemap URLs wait behind anything a page linked to
@@ -85,7 +99,7 @@ class Outcome:
     """
 
     url_id: str
-    state: str
+    state: UrlState
     status: int | None = None
     error: str | None = None
     available_at: float | None = None
@@ -134,7 +148,7 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
                 new.discovered_from,
                 new.hops,
                 new.inlinks - 1,
-                "new",
+                UrlState.NEW,
                 0,
             )
         )
@@ -166,7 +180,7 @@ def _mysql_values(rows: list[tuple], quote: Callable[[str], str]) -> str:
         frm = "NULL" if source is None else f"'{_hex(source)}'"
         out.append(
             f"('{_hex(uid)}',{quote(url)},{quote(host)},{int(part)},{prio!r},"
-            f"{now!r},{int(depth)},{frm},{int(hops)},{int(inlinks)},'new',0)"
+            f"{now!r},{int(depth)},{frm},{int(hops)},{int(inlinks)},{_NEW_SQL},0)"
         )
     return ",".join(out)
 
@@ -217,7 +231,7 @@ def _upsert_sql(session: Session) -> str:
         return (
             f"INSERT INTO frontier ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (url_id) DO UPDATE SET inlinks = frontier.inlinks + excluded.inlinks + 1, "
-            "priority = frontier.priority + excluded.inlinks + 1 WHERE frontier.state = 'new'"
+            f"priority = frontier.priority + excluded.inlinks + 1 WHERE frontier.state = {_NEW_SQL}"
         )
     if dialect in ("mysql", "mariadb"):
         # pymysql batches an executemany into multi-row INSERTs only when VALUES holds
@@ -225,8 +239,8 @@ def _upsert_sql(session: Session) -> str:
         return (
             f"INSERT INTO frontier ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "%s, %s) ON DUPLICATE KEY UPDATE "
-            "priority = IF(state = 'new', priority + VALUES(inlinks) + 1, priority), "
-            "inlinks = IF(state = 'new', inlinks + VALUES(inlinks) + 1, inlinks)"
+            f"priority = IF(state = {_NEW_SQL}, priority + VALUES(inlinks) + 1, priority), "
+            f"inlinks = IF(state = {_NEW_SQL}, inlinks + VALUES(inlinks) + 1, inlinks)"
         )
     # Settings.validate admits only these two URL schemes, so this names a programming error.
     raise ValueError(
@@ -247,7 +261,7 @@ def finish(
     released: list[tuple[object, ...]] = []  # (uid, at, prio)
     ended: list[tuple[object, ...]] = []  # (uid, state, status, error, at, interval)
     for o in outcomes:
-        if o.state == "new" and o.available_at is None:
+        if o.state == UrlState.NEW and o.available_at is None:
             released.append((o.url_id, now, o.priority))
         else:
             at = now + recrawl_after if o.available_at is None else o.available_at
@@ -267,7 +281,7 @@ def finish(
 
 
 _RELEASE_SQLITE = (
-    "UPDATE frontier SET state = 'new', batch_seq = NULL, available_at = ?, "
+    f"UPDATE frontier SET state = {_NEW_SQL}, batch_seq = NULL, available_at = ?, "
     "priority = COALESCE(?, priority) WHERE url_id = ?"
 )
 _END_SQLITE = (
@@ -287,7 +301,7 @@ def _mysql(session: Session) -> bool:
 # is primary-key order, as everywhere else.
 _FINISH_CHUNK = 1000
 _RELEASE_SET = (
-    "SET f.state = 'new', f.batch_seq = NULL, f.available_at = v.at, "
+    f"SET f.state = {_NEW_SQL}, f.batch_seq = NULL, f.available_at = v.at, "
     "f.priority = COALESCE(v.prio, f.priority)"
 )
 _END_SET = (
@@ -322,7 +336,7 @@ def next_available(
 ) -> float | None:
     """When the next waiting URL (a retry in backoff) becomes leasable; None when none waits."""
     query = select(func.min(FrontierEntry.available_at)).where(
-        FrontierEntry.state == "new", FrontierEntry.depth <= max_depth
+        FrontierEntry.state == UrlState.NEW, FrontierEntry.depth <= max_depth
     )
     if partitions is not None:
         query = query.where(FrontierEntry.partition.in_(list(partitions)))
@@ -343,10 +357,15 @@ def recrawl_now(session: Session, urls: Iterable[str]) -> int:
     if not ids:
         return 0
     changed = 0
-    due_first: dict[str, dict[str, object]] = {  # "new" first: a given-up row made new counts once
-        "new": {"available_at": 0.0, "priority": SEED_PRIORITY},
-        "failed": {"state": "new", "attempts": 0, "available_at": 0.0, "priority": SEED_PRIORITY},
-        "done": {"available_at": 0.0},  # due recrawls are leased oldest-due first
+    due_first: dict[UrlState, dict[str, object]] = {  # new first: a given-up row made new counts once
+        UrlState.NEW: {"available_at": 0.0, "priority": SEED_PRIORITY},
+        UrlState.FAILED: {
+            "state": UrlState.NEW,
+            "attempts": 0,
+            "available_at": 0.0,
+            "priority": SEED_PRIORITY,
+        },
+        UrlState.DONE: {"available_at": 0.0},  # due recrawls are leased oldest-due first
     }
     for state, values in due_first.items():
         for chunk in chunked(ids, 500):

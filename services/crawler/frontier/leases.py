@@ -19,7 +19,8 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from services.crawler.frontier.ledger import outstanding
+from services.crawler.frontier.entries import UrlState
+from services.crawler.frontier.ledger import BatchState, outstanding
 from services.storage.counters import lock_counter
 from services.storage.models import FetchBatch, FrontierEntry, table
 
@@ -189,7 +190,7 @@ def _due_statement(by_partition: bool) -> Select:
     """Due recrawls, oldest due first (parameters: now, limit[, parts])."""
     return (
         _ready(by_partition)
-        .where(_FRONTIER.c.state == "done", _FRONTIER.c.available_at <= _NOW)
+        .where(_FRONTIER.c.state == UrlState.DONE, _FRONTIER.c.available_at <= _NOW)
         .order_by(_FRONTIER.c.available_at)
         .limit(_LIMIT)
         .with_for_update(skip_locked=True)
@@ -205,7 +206,11 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
     which sorts every ready row per lease (15 ms at 10,000 rows on SQLite, growing with
     the frontier; 0.2 ms this way)."""
     c = _FRONTIER.c
-    ready = [c.state == "new", c.available_at + 0 <= _NOW, c.depth <= bindparam("max_depth", type_=Integer)]
+    ready = [
+        c.state == UrlState.NEW,
+        c.available_at + 0 <= _NOW,
+        c.depth <= bindparam("max_depth", type_=Integer),
+    ]
     if by_priority:  # leave the URLs of dead prefixes for later (frontier/dead_prefixes.py)
         ready.append(c.priority >= bindparam("min_priority", type_=Double))
     return (
@@ -220,7 +225,7 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
 
 
 _INSERT_BATCH = insert(_BATCHES).values(
-    state="leased",
+    state=BatchState.LEASED,
     leased_by=bindparam("leased_by"),
     lease_expires=bindparam("lease_expires"),
     created_at=bindparam("created_at"),
@@ -230,12 +235,14 @@ _INSERT_BATCH = insert(_BATCHES).values(
 _MARK_LEASED = (
     update(_FRONTIER)
     .where(_FRONTIER.c.url_id.in_(bindparam("ids", expanding=True)))
-    .values(state="leased", batch_seq=bindparam("seq"), available_at=bindparam("expires"))
+    .values(state=UrlState.LEASED, batch_seq=bindparam("seq"), available_at=bindparam("expires"))
 )
 
 
 _ANY_EXPIRED = (
-    select(_BATCHES.c.seq).where(_BATCHES.c.state == "leased", _BATCHES.c.lease_expires <= _NOW).limit(1)
+    select(_BATCHES.c.seq)
+    .where(_BATCHES.c.state == BatchState.LEASED, _BATCHES.c.lease_expires <= _NOW)
+    .limit(1)
 )
 
 
@@ -253,7 +260,7 @@ def _lease_expired(
         return None  # the usual answer, from a prebuilt statement without ORM entities or locks
     expired = session.scalars(
         select(FetchBatch)
-        .where(FetchBatch.state == "leased", FetchBatch.lease_expires <= now)
+        .where(FetchBatch.state == BatchState.LEASED, FetchBatch.lease_expires <= now)
         .order_by(FetchBatch.seq)
         .limit(20)
         .with_for_update(skip_locked=True)
@@ -261,7 +268,9 @@ def _lease_expired(
     mine = None if partitions is None else set(partitions)
     for batch in expired:
         rows = session.scalars(
-            select(FrontierEntry).where(FrontierEntry.batch_seq == batch.seq, FrontierEntry.state == "leased")
+            select(FrontierEntry).where(
+                FrontierEntry.batch_seq == batch.seq, FrontierEntry.state == UrlState.LEASED
+            )
         ).all()
         if mine is not None:
             ours = [r for r in rows if r.partition in mine]
@@ -275,14 +284,14 @@ def _lease_expired(
             for row in rows:
                 row.available_at = expires
             return Lease(batch.seq, [_leased(r, False) for r in rows])
-        batch.state, batch.committed_at = "committed", now  # nothing left in it
+        batch.state, batch.committed_at = BatchState.COMMITTED, now  # nothing left in it
     return None
 
 
 def _hand_back(rows: Sequence[FrontierEntry], now: float) -> None:
     """Unlease ``rows``, due now: first visits as new URLs, recrawls as due ones."""
     for row in rows:
-        row.state = "new" if row.recrawl_interval is None else "done"
+        row.state = UrlState.NEW if row.recrawl_interval is None else UrlState.DONE
         row.batch_seq, row.available_at = None, now
 
 
@@ -306,12 +315,12 @@ def renew_leases(session: Session, seqs: Iterable[int], until: float) -> None:
     if seqs:
         session.execute(
             update(FetchBatch)
-            .where(FetchBatch.seq.in_(seqs), FetchBatch.state == "leased")
+            .where(FetchBatch.seq.in_(seqs), FetchBatch.state == BatchState.LEASED)
             .values(lease_expires=until)
         )
         session.execute(
             update(FrontierEntry)
-            .where(FrontierEntry.batch_seq.in_(seqs), FrontierEntry.state == "leased")
+            .where(FrontierEntry.batch_seq.in_(seqs), FrontierEntry.state == UrlState.LEASED)
             .values(available_at=until)
         )
 
@@ -332,7 +341,9 @@ def expire_leases_of(session: Session, workers: Iterable[str]) -> int:
     seqs = list(
         session.scalars(
             select(FetchBatch.seq).where(
-                FetchBatch.state == "leased", FetchBatch.leased_by.in_(workers), FetchBatch.lease_expires > 0
+                FetchBatch.state == BatchState.LEASED,
+                FetchBatch.leased_by.in_(workers),
+                FetchBatch.lease_expires > 0,
             )
         )
     )

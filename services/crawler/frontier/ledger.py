@@ -9,12 +9,21 @@ only move rows, inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session
 
 from services.storage.models import FetchBatch
+
+
+class BatchState(StrEnum):
+    """Where a fetch batch is in the ledger; the value is what ``fetch_batches.state`` holds."""
+
+    LEASED = "leased"  # out to a crawler process, until ``lease_expires``
+    ACKED = "acked"  # a cluster's worker wrote its blocks and results manifest
+    COMMITTED = "committed"  # its documents and frontier rows are in the database
 
 
 def commit_batches(
@@ -24,7 +33,7 @@ def commit_batches(
     *,
     pages: int = 0,
     errors: int = 0,
-    from_state: str | None = None,
+    from_state: BatchState | None = None,
 ) -> int:
     """Mark batches committed in the ledger (inside the committer's transaction); the flush's
     pages and errors go on its last batch (the dashboard sums them per minute). With
@@ -35,7 +44,9 @@ def commit_batches(
         mark = update(FetchBatch).where(FetchBatch.seq.in_(seqs))
         if from_state is not None:
             mark = mark.where(FetchBatch.state == from_state)
-        done = cast(CursorResult[Any], session.execute(mark.values(state="committed", committed_at=now)))
+        done = cast(
+            CursorResult[Any], session.execute(mark.values(state=BatchState.COMMITTED, committed_at=now))
+        )
         changed = done.rowcount
         if pages or errors:
             session.execute(
@@ -55,7 +66,9 @@ def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: st
         session.scalars(
             select(FetchBatch.seq)
             .where(
-                FetchBatch.seq.in_(list(seqs)), FetchBatch.state == "leased", FetchBatch.leased_by == worker
+                FetchBatch.seq.in_(list(seqs)),
+                FetchBatch.state == BatchState.LEASED,
+                FetchBatch.leased_by == worker,
             )
             .with_for_update()
         )
@@ -64,7 +77,7 @@ def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: st
         session.execute(
             update(FetchBatch)
             .where(FetchBatch.seq.in_(mine))
-            .values(state="acked", manifest=manifest, acked_at=now)
+            .values(state=BatchState.ACKED, manifest=manifest, acked_at=now)
         )
     return mine
 
@@ -73,7 +86,7 @@ def outstanding(session: Session) -> dict[str, int]:
     """Batches leased or acknowledged and not yet committed, by state."""
     rows = session.execute(
         select(FetchBatch.state, func.count())
-        .where(FetchBatch.state.in_(("leased", "acked")))
+        .where(FetchBatch.state.in_((BatchState.LEASED, BatchState.ACKED)))
         .group_by(FetchBatch.state)
     )
     return {state: count for state, count in rows}

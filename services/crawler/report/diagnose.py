@@ -55,6 +55,8 @@ def why_nothing(settings: Settings, seeds: list[str], *, now: float | None = Non
 
 
 def _reason(row: FrontierEntry | None, now: float) -> str:
+    # row.state and row.last_error hold frontier.entries.UrlState and web.fetch_errors.FetchError
+    # values as stored; read here as the column's strings, since report/ imports neither room.
     if row is None:
         return "not in the frontier (an invalid or excluded URL)"
     if row.state == "done":

@@ -1,7 +1,7 @@
 """One HTTP request with aiohttp, bounded in time and size, never raising.
 
-Every failure becomes a ``FetchResult`` with a short ``error`` kind that the
-crawler turns into a counter (``fetch_error_timeout``, ``too_large``, ...), so
+Every failure becomes a ``FetchResult`` with an ``error`` kind (``fetch_errors``) that
+the crawler turns into a counter (``fetch_error_timeout``, ``too_large``, ...), so
 one bad host can never stop a crawl. Redirects are not followed here: a 3xx
 yields ``redirect_to`` (normalized), and the crawler makes the target its own
 frontier entry, so robots.txt, politeness and URL dedup apply to it too (and
@@ -22,15 +22,16 @@ import ssl
 import time
 import weakref
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urljoin
 
 import aiohttp
 
 from services.crawler.web.content_encoding import ContentDecoder, compressed
+from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError, is_retryable
 from services.crawler.web.lenient_http import LenientResponse, lenient_get
 from services.crawler.web.tls import crawler_tls
 from services.text.charset import header_charset
@@ -43,24 +44,15 @@ if TYPE_CHECKING:
 _CHUNK = 64 * 1024
 # Only encodings zlib can stream with an output cap (brotli's API cannot bound one call's output).
 ACCEPT_ENCODING = "gzip, deflate"
-# Errors worth trying again later: the server or the path to it may recover.
-RETRYABLE_ERRORS = frozenset({"timeout", "connect", "closed"})
 
 
 @dataclass
 class FetchResult:
     """What one request produced.
 
-    ``error`` is ``None`` on success (any HTTP status) or one of: ``timeout``
-    (connect, read or total), ``connect`` (refused, reset, no DNS answer for now), ``dns``
-    (the name does not exist: not retried), ``closed``
-    (connection lost mid-body or shorter than Content-Length), ``http``
-    (protocol garbage), ``tls`` (a certificate or handshake refused: only with
-    ``NIMBUS_VERIFY_TLS``, or a server no TLS setting reaches), ``decode`` (a corrupt
-    gzip/deflate body), ``bad_url``,
-    ``bad_redirect`` (a 3xx without a usable Location), ``too_large`` (``body``
-    then holds the first ``max_bytes`` bytes, or nothing when HEAD or the
-    Content-Length told), ``wrong_type`` (body not read).
+    ``error`` is ``None`` on success (any HTTP status) or the ``FetchError`` that ended
+    it; after ``too_large``, ``body`` holds the first ``max_bytes`` bytes (nothing when HEAD
+    or the Content-Length told), after ``wrong_type`` it was not read.
     ``final_url`` is always ``url`` now that redirects are not followed; it is
     kept for the parser, which resolves relative links against it.
     """
@@ -70,11 +62,10 @@ class FetchResult:
     status: int | None = None
     content_type: str = ""
     body: bytes = b""
-    error: str | None = None
+    error: FetchError | None = None
     detail: str = ""
     redirect_to: str | None = None  # normalized absolute target of a 3xx
     retry_after: float | None = None  # seconds asked by Retry-After on 429/503
-    retryable: bool = False  # 5xx, 429, timeouts, network trouble: worth another attempt later
     charset: str | None = None  # charset declared by the Content-Type header
     head_status: int | None = None  # status of the HEAD pre-check, when one ran
     robots_tag: tuple[
@@ -86,6 +77,11 @@ class FetchResult:
     def ok(self) -> bool:
         """A 2xx response whose body was read completely."""
         return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def retryable(self) -> bool:
+        """Worth another attempt later (5xx, 429, timeouts, network trouble): ``is_retryable``."""
+        return is_retryable(self.status, self.error)
 
 
 @dataclass(frozen=True)
@@ -103,6 +99,22 @@ class Timeouts:
 
     def client_timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)
+
+
+class Fetch(Protocol):
+    """The shape of ``fetch``. What the visitor, robots.txt and sitemaps request through is
+    passed in as one of these, so a test can script the web they see."""
+
+    def __call__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        *,
+        max_bytes: int,
+        accept: Callable[[str], bool] | None = None,
+        head_first: bool = False,
+        timeouts: Timeouts | None = None,
+    ) -> Awaitable[FetchResult]: ...
 
 
 def make_session(
@@ -203,34 +215,38 @@ async def fetch(
                 await _get(session, url, result, max_bytes, accept, bounds)
                 if _redirects_to_itself(result):
                     result.redirect_to = None
-                    result.error, result.detail = "bad_redirect", f"{url} redirects to itself, twice"
+                    result.error, result.detail = FetchError.BAD_REDIRECT, f"{url} redirects to itself, twice"
     except TimeoutError:
         _fail(
             result,
-            "timeout",
+            FetchError.TIMEOUT,
             f"no complete response from {url} within the time limits "
             f"(connect {bounds.connect:g} s, read {bounds.read:g} s, "
             f"total {bounds.total:g} s)",
         )
     except aiohttp.InvalidURL as exc:
-        _fail(result, "bad_url", f"{url}: {exc}")
+        _fail(result, FetchError.BAD_URL, f"{url}: {exc}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, asyncio.IncompleteReadError) as exc:
         _fail(
-            result, "closed", f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})"
+            result,
+            FetchError.CLOSED,
+            f"{url}: connection closed before the body ended ({type(exc).__name__}: {exc})",
         )
     except aiohttp.ClientResponseError as exc:  # malformed status line or headers
         result = await _ask_leniently(
             session, url, max_bytes, accept, bounds, f"{url}: bad HTTP response ({exc.status} {exc.message})"
         )
     except aiohttp.ClientConnectorDNSError as exc:  # before ClientConnectionError, its base class
-        kind = "dns" if _no_such_name(exc.os_error) else "connect"
+        kind = FetchError.DNS if _no_such_name(exc.os_error) else FetchError.CONNECT
         _fail(result, kind, f"{url}: {type(exc).__name__}: {exc}")
     except aiohttp.ClientSSLError as exc:  # before ClientConnectionError, its base class
-        _fail(result, "tls", f"{url}: {type(exc).__name__}: {exc} (NIMBUS_VERIFY_TLS=false reaches it)")
+        _fail(
+            result, FetchError.TLS, f"{url}: {type(exc).__name__}: {exc} (NIMBUS_VERIFY_TLS=false reaches it)"
+        )
     except (aiohttp.ClientConnectionError, OSError) as exc:
-        _fail(result, "connect", f"{url}: {type(exc).__name__}: {exc}")
+        _fail(result, FetchError.CONNECT, f"{url}: {type(exc).__name__}: {exc}")
     except (aiohttp.ClientError, ValueError) as exc:
-        _fail(result, "http", f"{url}: {type(exc).__name__}: {exc}")
+        _fail(result, FetchError.HTTP, f"{url}: {type(exc).__name__}: {exc}")
     return result
 
 
@@ -253,10 +269,14 @@ async def _ask_leniently(
                 lenient_get, url, headers, max_bytes, bounds.read, time.monotonic() + bounds.total, tls
             )
     except TimeoutError:
-        _fail(result, "timeout", f"{refused}; read leniently: no complete response within {bounds.total:g} s")
+        _fail(
+            result,
+            FetchError.TIMEOUT,
+            f"{refused}; read leniently: no complete response within {bounds.total:g} s",
+        )
         return result
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        _fail(result, "http", f"{refused}; read leniently: {type(exc).__name__}: {exc}")
+        _fail(result, FetchError.HTTP, f"{refused}; read leniently: {type(exc).__name__}: {exc}")
         return result
     # No declared length: the cap is applied as the held bytes are decoded, as when streaming.
     await _read_response(response, None, _chunks(response.raw_body), result, max_bytes, accept)
@@ -284,9 +304,8 @@ def _redirects_to_itself(result: FetchResult) -> bool:
         return False
 
 
-def _fail(result: FetchResult, kind: str, detail: str) -> None:
+def _fail(result: FetchResult, kind: FetchError, detail: str) -> None:
     result.error, result.detail = kind, detail
-    result.retryable = kind in RETRYABLE_ERRORS
     if kind in RETRYABLE_ERRORS:
         result.body = b""  # a partial body must never be stored as the page
 
@@ -309,21 +328,20 @@ def _read_status(resp: aiohttp.ClientResponse | LenientResponse, result: FetchRe
     if 300 <= resp.status < 400 and resp.status != 304:
         result.redirect_to, why = redirect_target(result.url, resp.headers.get("Location"))
         if result.redirect_to is None:
-            result.error, result.detail = "bad_redirect", why
-    if resp.status == 429 or resp.status >= 500:
-        result.retryable = True
-        if resp.status in (429, 503):
-            result.retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
+            result.error, result.detail = FetchError.BAD_REDIRECT, why
+    if resp.status in (429, 503):
+        result.retry_after = parse_retry_after(resp.headers.get("Retry-After"), time.time())
 
 
 def _too_large_or_wrong_type(
     result: FetchResult, length: int | None, max_bytes: int, accept: Callable[[str], bool] | None
 ) -> bool:
     if accept is not None and not accept(result.content_type):
-        result.error, result.detail = "wrong_type", f"{result.url}: Content-Type {result.content_type!r}"
+        result.error = FetchError.WRONG_TYPE
+        result.detail = f"{result.url}: Content-Type {result.content_type!r}"
         return True
     if length is not None and length > max_bytes:
-        result.error = "too_large"
+        result.error = FetchError.TOO_LARGE
         result.detail = f"{result.url}: Content-Length {length} > {max_bytes}"
         return True
     return False
@@ -411,7 +429,7 @@ async def _read_response(
     try:
         decoder = ContentDecoder(encoding)
     except ValueError as exc:
-        result.error, result.detail = "decode", f"{result.url}: {exc}"
+        result.error, result.detail = FetchError.DECODE, f"{result.url}: {exc}"
         return
     await _read_body(received, result, decoder, max_bytes)
 
@@ -429,15 +447,15 @@ async def _read_body(
                 chunks.append(data)
                 size += len(data)
                 if size > max_bytes:
-                    result.error = "too_large"
+                    result.error = FetchError.TOO_LARGE
                     result.detail = f"{result.url}: body exceeds {max_bytes} bytes (decoded)"
                     result.body = b"".join(chunks)[:max_bytes]
                     return
                 data = decoder.more(max_bytes - size)
     except zlib.error as exc:
-        result.error, result.detail = "decode", f"{result.url}: corrupt compressed body ({exc})"
+        result.error, result.detail = FetchError.DECODE, f"{result.url}: corrupt compressed body ({exc})"
         return
     if not decoder.complete:
-        _fail(result, "closed", f"{result.url}: compressed body ends before its end marker")
+        _fail(result, FetchError.CLOSED, f"{result.url}: compressed body ends before its end marker")
         return
     result.body = b"".join(chunks)

@@ -26,13 +26,15 @@ from protego import Protego
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.crawler.web.fetch import RETRYABLE_ERRORS, FetchResult, fetch
+from services.crawler.web.fetch import Fetch, FetchResult, fetch
+from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError
 from services.storage.models import Host
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 ROBOTS_TTL = 24 * 3600.0  # RFC 9309: do not use a cached copy for more than 24 hours
 UNAVAILABLE_TTL = 600.0  # a failing robots.txt is asked again after 10 minutes
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five consecutive redirects
+_UNREADABLE = frozenset({FetchError.HTTP, FetchError.DECODE})  # an answer, but not one we can read
 # A line any robots.txt parser would recognise (RFC 9309 plus the common extensions).
 _DIRECTIVE = re.compile(
     r"^[ \t]*(user-agent|allow|disallow|crawl-delay|sitemap|request-rate|visit-time|host)[ \t]*[: \t]",
@@ -95,8 +97,12 @@ class RobotsRules:
 
 
 def rules_from_fetch(result: FetchResult, now: float) -> RobotsRules:
-    """Pure: turn the robots.txt fetch into rules (RFC 9309's status table)."""
-    if result.status is None or result.error in RETRYABLE_ERRORS or result.error in ("http", "decode"):
+    """Pure: turn the robots.txt fetch into rules (RFC 9309's status table).
+
+    No answer, a failure a page fetch would retry, or a body that cannot be read is
+    "unreachable" (disallow, asked again after ``UNAVAILABLE_TTL``): parsing what arrived
+    of a cut or garbled file could allow what its lost lines disallow."""
+    if result.status is None or result.error in RETRYABLE_ERRORS or result.error in _UNREADABLE:
         return RobotsRules(status=0, fetched_at=now)  # unreachable, or cut off mid-body
     status = result.status
     if 200 <= status < 300:
@@ -122,7 +128,7 @@ def robots_url(host: str) -> str:
     return f"{host}/robots.txt"
 
 
-async def fetch_robots(http: aiohttp.ClientSession, host: str) -> FetchResult:
+async def fetch_robots(http: aiohttp.ClientSession, host: str, *, fetch: Fetch = fetch) -> FetchResult:
     """GET ``host``'s robots.txt, following up to ``ROBOTS_MAX_REDIRECTS`` redirects (to any host)."""
     url = robots_url(host)
     seen = {url}
@@ -140,15 +146,21 @@ class RobotsCache:
     """Rules per host: memory first, then the hosts table, then the network.
 
     The crawler calls ``rules_for`` from inside the host's politeness slot, so
-    two fetches of one robots.txt never race within a process.
+    two fetches of one robots.txt never race within a process. ``fetch`` makes its requests.
     """
 
     def __init__(
-        self, sessions: sessionmaker[Session], user_agent: str, clock: Callable[[], float] = time.time
+        self,
+        sessions: sessionmaker[Session],
+        user_agent: str,
+        clock: Callable[[], float] = time.time,
+        *,
+        fetch: Fetch = fetch,
     ) -> None:
         self.sessions = sessions
         self.clock = clock
         self.user_agent = user_agent
+        self._fetch = fetch
         self._memory: dict[str, RobotsRules] = {}
 
     def cached(self, host: str, now: float) -> RobotsRules | None:
@@ -163,7 +175,7 @@ class RobotsCache:
 
     async def fetch(self, http: aiohttp.ClientSession, host: str) -> RobotsRules:
         """Download, parse and store robots.txt for ``host`` (one request, more after redirects)."""
-        result = await fetch_robots(http, host)
+        result = await fetch_robots(http, host, fetch=self._fetch)
         rules = rules_from_fetch(result, self.clock())
         await asyncio.to_thread(self._store, host, rules)
         self._memory[host] = rules

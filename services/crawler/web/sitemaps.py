@@ -27,7 +27,7 @@ from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 import aiohttp
 
-from services.crawler.web.fetch import Timeouts, fetch
+from services.crawler.web.fetch import Fetch, Timeouts, fetch
 from services.text.errors import BadUrlError
 from services.text.urls import host_key as url_host_key
 from services.text.urls import normalize_url
@@ -124,12 +124,13 @@ async def discover_sitemap_urls(
     max_bytes: int,
     delay: float = 0.0,
     timeouts: Timeouts | None = None,
+    fetch: Fetch = fetch,
 ) -> SitemapResult:
     """Walk ``host_key``'s sitemaps: robots.txt's Sitemap lines, then ``/sitemap.xml``.
 
     ``delay`` seconds pass between two sitemap requests (the host's politeness
     delay). A missing ``/sitemap.xml`` (the guess, not named by robots.txt) is
-    not an error; a named sitemap that fails is.
+    not an error; a named sitemap that fails is. ``fetch`` makes the requests.
     """
     result = SitemapResult()
     host = url_host_key(normalize_url(host_key + "/"))

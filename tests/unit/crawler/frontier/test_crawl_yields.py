@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.crawler.frontier.dead_prefixes import MIN_DEAD, LinkYield, is_dead, prefixes
+from services.crawler.frontier.dead_prefixes import MIN_DEAD, UNREACHABLE, LinkYield, is_dead, prefixes
+from services.crawler.web.fetch_errors import FetchError
 
 
 def test_prefixes_are_directory_first_segment_and_host() -> None:
@@ -41,6 +42,12 @@ def test_prefixes_are_directory_first_segment_and_host() -> None:
 )
 def test_what_counts_as_dead(status: int | None, error: str | None, dead: bool | None) -> None:
     assert is_dead(status, error) is dead
+
+
+def test_the_unreachable_kinds_are_the_fetchers_connect_and_dns() -> None:
+    """The frontier names them by value (it does not import the web): a renamed kind fails here."""
+    assert {FetchError.CONNECT, FetchError.DNS} == UNREACHABLE
+    assert is_dead(None, FetchError.CONNECT) is True and is_dead(None, FetchError.TIMEOUT) is None
 
 
 def test_a_mostly_dead_prefix_caps_priority_and_a_live_one_does_not() -> None:

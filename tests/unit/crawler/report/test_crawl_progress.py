@@ -1,4 +1,4 @@
-"""The live progress line counts each response once."""
+"""The progress line: what it says, and that it counts each response once."""
 
 from __future__ import annotations
 
@@ -47,3 +47,21 @@ def test_the_reporter_prints_lines_and_counts_the_queue_seldom(capsys) -> None:
     assert len(counts) == 1  # many lines, one COUNT
     show("crawled 3 pages", final=True)
     assert capsys.readouterr().err == "crawled 3 pages\n"
+
+
+def test_progress_line_names_rate_queue_statuses_errors_and_bytes() -> None:
+    from collections import Counter
+
+    line = progress_line(
+        pages=1200,
+        elapsed=2.0,
+        recent_rate=650.0,
+        queued=3400,
+        counters=Counter(status_200=1100, status_404=3, documents=900),
+        errors=7,
+        nbytes=12_500_000,
+    )
+    assert line == (
+        "1200 pages  650 pages/s (avg 600)  queued 3400  status 200:1100 404:3  "
+        "errors 7  12.5 MB  documents 900"
+    )

@@ -1,14 +1,12 @@
-"""Pure scheduling logic: host spacing and slow-down, retry backoff, partitions, the URL fast path."""
+"""Pure scheduling logic: host spacing and slow-down, per-host workers, partitions, and the
+URL normalization fast path the frontier's keys depend on."""
 
 from __future__ import annotations
 
 import random
 
-from services.config import Settings
 from services.crawler.frontier.entries import partition_of
 from services.crawler.frontier.host_queues import MIN_ERROR_DELAY, HostQueue, HostScheduler
-from services.crawler.outcome import backoff
-from services.crawler.report.progress import progress_line
 from services.text.urls import BadUrlError, _normalize_slow, host_key, normalize_url
 
 
@@ -36,13 +34,6 @@ def test_a_host_gets_at_most_per_host_workers() -> None:
     assert [hosts.push("h", i) for i in range(4)] == [True, True, False, False]
     assert [hosts.pop("h") for _ in range(5)] == [0, 1, 2, 3, None]
     assert hosts.queue("h").workers == 1
-
-
-def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
-    settings = Settings(retry_backoff=2.0)
-    assert [backoff(settings, n, None, 0.0) for n in range(3)] == [2.0, 4.0, 8.0]
-    assert backoff(settings, 0, None, 1.0) == 2.5  # at most 25 % jitter
-    assert backoff(settings, 0, 120.0, 0.5) == 120.0
 
 
 def test_partitions_are_stable_and_spread_hosts() -> None:
@@ -83,21 +74,3 @@ def test_the_fast_path_of_normalize_url_agrees_with_the_full_normalization() -> 
         assert fast == slow, url
         if fast != "error":
             assert host_key(fast) == f"{fast.split('://')[0]}://{fast.split('/')[2]}"
-
-
-def test_progress_line_names_rate_queue_statuses_errors_and_bytes() -> None:
-    from collections import Counter
-
-    line = progress_line(
-        pages=1200,
-        elapsed=2.0,
-        recent_rate=650.0,
-        queued=3400,
-        counters=Counter(status_200=1100, status_404=3, documents=900),
-        errors=7,
-        nbytes=12_500_000,
-    )
-    assert line == (
-        "1200 pages  650 pages/s (avg 600)  queued 3400  status 200:1100 404:3  "
-        "errors 7  12.5 MB  documents 900"
-    )
