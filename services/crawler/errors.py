@@ -9,12 +9,6 @@ class CrawlerError(NimbusError):
     """The crawl cannot go on as asked."""
 
 
-class CrawlCommandError(CrawlerError, ValueError):
-    """An operator command (``nimbus crawl pause|resume|stop|seed``) given the wrong arguments."""
-
-    exit_code = 2
-
-
 class CrawlerBusyError(CrawlerError):
     """Another crawler with the same identity (host and partitions) is running."""
 

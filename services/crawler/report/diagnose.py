@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 
 from services.config import Settings
+from services.crawler.frontier.entries import UrlState
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import FrontierEntry
 from services.storage.schema import init_db
@@ -55,16 +56,14 @@ def why_nothing(settings: Settings, seeds: list[str], *, now: float | None = Non
 
 
 def _reason(row: FrontierEntry | None, now: float) -> str:
-    # row.state and row.last_error hold frontier.entries.UrlState and web.fetch_errors.FetchError
-    # values as stored; read here as the column's strings, since report/ imports neither room.
     if row is None:
         return "not in the frontier (an invalid or excluded URL)"
-    if row.state == "done":
+    if row.state == UrlState.DONE:
         due = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.available_at))
         return f"already crawled; its recrawl is due {due}"
     error = row.last_error or ""
     text = _ERRORS.get(error, error or (f"HTTP status {row.last_status}" if row.last_status else ""))
-    if row.state == "failed":
+    if row.state == UrlState.FAILED:
         return f"failed: {text or 'no reason recorded'}"
     if row.available_at > now:
         wait = row.available_at - now
