@@ -83,6 +83,8 @@ bench: install
 	$(BIN)/python -m benchmarks.search_page
 	$(BIN)/python -m benchmarks.block_cache
 	$(BIN)/python -m benchmarks.langid
+	$(BIN)/python -m benchmarks.parsers
+	$(BIN)/python -m benchmarks.ranking_peers
 
 clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache
