@@ -24,8 +24,8 @@ normalised less (title b = 0.5, url b = 0.5), because their lengths vary
 little; anchor text b = 0.75 (Zaragoza et al.'s TREC web runs used high b
 for anchors: a page linked from everywhere should not win by the sheer
 amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5.
-NOTES.md records that a title boost of 2 hurt on Cranfield, whose body
-repeats the title; with BM25F the boost enters before saturation, so a
+A title field boost of 2 hurts plain BM25 on Cranfield, whose body repeats
+the title (``python -m benchmarks.ranking_peers``); with BM25F the boost enters before saturation, so a
 modest 1.5 keeps the title's value on the web without letting a title
 match outweigh the body (docs/ranking.md shows the measurements).
 """

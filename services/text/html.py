@@ -1,7 +1,8 @@
 """HTML to title, text, description and links, with selectolax (Lexbor).
 
-selectolax parses ~28x faster than BeautifulSoup+lxml on the same pages
-(NOTES.md), and this runs once per fetched page in the crawler's hot loop.
+selectolax parses tens of times faster than BeautifulSoup+lxml on the same pages
+(``python -m benchmarks.parsers``), and this runs once per fetched page in the
+crawler's hot loop.
 Where it follows the HTML standard into a useless result (a ``<title>`` never
 closed swallows the whole page as title text, leaving no body), BeautifulSoup
 with Python's forgiving ``html.parser`` repairs the markup and the page is

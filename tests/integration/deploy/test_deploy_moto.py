@@ -290,7 +290,7 @@ def test_cli_deploy_prints_outputs_and_destroy_keeps_the_data(moto_server, tmp_p
     assert not [k for k in exports if "PASSWORD" in k]
     assert main(["deploy", *argv, "--param", "NoSuchThing=1"]) == 2
     assert "no such parameter" in capsys.readouterr().err
-    # moto cannot delete a stack with a VPC (DependencyViolation, NOTES.md): destroy must say
+    # moto cannot delete a stack with a VPC (moto answers DependencyViolation for the VPC): destroy must say
     # so in one message and leave the data alone; the deletion path itself is AWS's.
     assert main(["destroy", *argv]) == 1
     err = capsys.readouterr().err
