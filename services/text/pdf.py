@@ -1,8 +1,8 @@
 """PDF to text: pypdfium2 first, pdfminer.six as the fallback.
 
 pypdfium2 (PDFium) extracts tens of times faster than pdfminer.six
-(``python -m benchmarks.parsers``) and gives the same words on the three sample PDFs: word-set Jaccard 0.979, 1.000
-and 0.982 after NFKC (tests/unit/text/test_pdf_text.py has the figures).
+(``python -m benchmarks.parsers``) and gives the same words on the three
+sample PDFs (tests/unit/text/test_pdf_text.py checks their overlap).
 pdfminer.six, the customer's choice, reads what PDFium cannot.
 """
 
