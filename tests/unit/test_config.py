@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
 import pytest
 
 from services.config import Settings, SettingsError
@@ -20,3 +23,149 @@ def test_record_cache_bytes_from_the_environment():
     assert Settings.from_env({"NIMBUS_RECORD_CACHE_BYTES": "0"}).record_cache_bytes == 0  # off
     with pytest.raises(SettingsError, match="NIMBUS_RECORD_CACHE_BYTES=-5"):
         Settings.from_env({"NIMBUS_RECORD_CACHE_BYTES": "-5"})
+
+
+# Every setting's environment variable, as services/config.py named them before issue 28, and
+# where the setting lives: a variable must never change its name when the code is reorganised.
+PINNED = {
+    "NIMBUS_DATABASE_URL": "database_url",
+    "NIMBUS_BLOB_URL": "blob_url",
+    "NIMBUS_MR_RUNNER": "mr_runner",
+    "NIMBUS_MR_MAP_TASKS": "mr_map_tasks",
+    "NIMBUS_EMR_RELEASE_LABEL": "emr_release_label",
+    "NIMBUS_EMR_SERVICE_ROLE": "emr_service_role",
+    "NIMBUS_EMR_INSTANCE_PROFILE": "emr_instance_profile",
+    "NIMBUS_EMR_SUBNET": "emr_subnet",
+    "NIMBUS_EMR_INSTANCE_TYPE": "emr_instance_type",
+    "NIMBUS_EMR_CORE_INSTANCES": "emr_core_instances",
+    "NIMBUS_KEEP_SEGMENTS": "keep_segments",
+    "AWS_ENDPOINT_URL": "aws_endpoint_url",
+    "AWS_REGION": "aws_region",
+    "NIMBUS_DATABASE_INSTANCE": "database_instance",
+    "NIMBUS_DATABASE_HOST": "database_host",
+    "NIMBUS_DATABASE_PORT": "database_port",
+    "NIMBUS_DATABASE_NAME": "database_name",
+    "NIMBUS_VAR_DIR": "var_dir",
+    "NIMBUS_USER_AGENT": "user_agent",
+    "NIMBUS_CRAWL_DELAY": "crawl_delay",
+    "NIMBUS_MAX_CRAWL_DELAY": "max_crawl_delay",
+    "NIMBUS_CONCURRENCY": "concurrency",
+    "NIMBUS_PER_HOST_CONCURRENCY": "per_host_concurrency",
+    "NIMBUS_MAX_PAGES": "max_pages",
+    "NIMBUS_MAX_DEPTH": "max_depth",
+    "NIMBUS_MAX_PAGES_PER_HOST": "max_pages_per_host",
+    "NIMBUS_FETCH_TIMEOUT": "fetch_timeout",
+    "NIMBUS_CONNECT_TIMEOUT": "connect_timeout",
+    "NIMBUS_READ_TIMEOUT": "read_timeout",
+    "NIMBUS_HEAD_FIRST": "head_first",
+    "NIMBUS_VERIFY_TLS": "verify_tls",
+    "NIMBUS_RETRY_BACKOFF": "retry_backoff",
+    "NIMBUS_MAX_ATTEMPTS": "max_attempts",
+    "NIMBUS_MAX_REDIRECTS": "max_redirects",
+    "NIMBUS_LANGUAGES": "languages",
+    "NIMBUS_SITEMAPS": "sitemaps",
+    "NIMBUS_SOFT404_PROBE": "soft404_probe",
+    "NIMBUS_METRICS_PORT": "metrics_port",
+    "NIMBUS_HEARTBEAT_SECONDS": "heartbeat_seconds",
+    "NIMBUS_RECRAWL_MIN_INTERVAL": "recrawl_min_interval",
+    "NIMBUS_RECRAWL_MAX_INTERVAL": "recrawl_max_interval",
+    "NIMBUS_PARTITIONS": "partitions",
+    "NIMBUS_CRAWL_PROCESSES": "crawl_processes",
+    "NIMBUS_SEND_WINDOW": "send_window",
+    "NIMBUS_PARTITION_IDS": "partition_ids",
+    "NIMBUS_MAX_BODY_BYTES": "max_body_bytes",
+    "NIMBUS_BLOCK_MAX_BYTES": "block_max_bytes",
+    "NIMBUS_BLOCK_MAX_DOCS": "block_max_docs",
+    "NIMBUS_FLUSH_INTERVAL": "flush_interval",
+    "NIMBUS_BATCH_SIZE": "batch_size",
+    "NIMBUS_ALLOWED_HOSTS": "allowed_hosts",
+    "NIMBUS_NEAR_DUPLICATES": "near_duplicates",
+    "NIMBUS_PAGERANK_WEIGHT": "pagerank_weight",
+    "NIMBUS_PAGERANK_DAMPING": "pagerank_damping",
+    "NIMBUS_PAGERANK_TOLERANCE": "pagerank_tolerance",
+    "NIMBUS_PAGERANK_MAX_ITERATIONS": "pagerank_max_iterations",
+    "NIMBUS_PAGERANK_ENGINE": "pagerank_engine",
+    "NIMBUS_PAGERANK_LEVEL": "pagerank_level",
+    "NIMBUS_AND_MIN_RESULTS": "and_min_results",
+    "NIMBUS_FEEDBACK_DOCS": "feedback_docs",
+    "NIMBUS_FEEDBACK_TERMS": "feedback_terms",
+    "NIMBUS_FEEDBACK_WEIGHT": "feedback_weight",
+    "NIMBUS_FEEDBACK_MAX_DF": "feedback_max_df",
+    "NIMBUS_FEEDBACK_CAP": "feedback_cap",
+    "NIMBUS_FEEDBACK_MIN_TERMS": "feedback_min_terms",
+    "NIMBUS_HOST": "host",
+    "NIMBUS_PORT": "port",
+    "NIMBUS_SERVE_WORKERS": "serve_workers",
+    "NIMBUS_METRICS_DIR": "metrics_dir",
+    "NIMBUS_RESULTS_PER_PAGE": "results_per_page",
+    "NIMBUS_RESULT_CACHE_SIZE": "result_cache_size",
+    "NIMBUS_RESULT_CACHE_SECONDS": "result_cache_seconds",
+    "NIMBUS_RECORD_CACHE_BYTES": "record_cache_bytes",
+    "NIMBUS_RATE_LIMIT": "rate_limit",
+    "NIMBUS_ADMIN_TOKEN": "admin_token",
+    "NIMBUS_WEATHER_URL": "weather_url",
+    "NIMBUS_WEATHER_TIMEOUT": "weather_timeout",
+    "NIMBUS_WEATHER_CACHE_SECONDS": "weather_cache_seconds",
+}
+# Values that pass validation, for the settings that check more than their type.
+VALID_TEXT = {
+    "NIMBUS_DATABASE_URL": "sqlite:///elsewhere.db",
+    "NIMBUS_BLOB_URL": "s3://bucket/prefix",
+    "NIMBUS_MR_RUNNER": "emr",
+    "NIMBUS_PAGERANK_ENGINE": "mapreduce",
+    "NIMBUS_PAGERANK_LEVEL": "host",
+    "NIMBUS_PARTITION_IDS": "0-3",
+    "NIMBUS_RATE_LIMIT": "5/second",
+    "NIMBUS_WEATHER_URL": "http://weather.test",
+}
+
+
+def _at(settings: object, path: str) -> object:
+    for part in path.split("."):
+        settings = getattr(settings, part)
+    return settings
+
+
+def _other_value(variable: str, default: object) -> tuple[str, object]:
+    """A variable's text other than its default, and the value it should read as."""
+    if variable in VALID_TEXT:
+        return VALID_TEXT[variable], VALID_TEXT[variable]
+    if isinstance(default, bool):
+        return ("0", False) if default else ("1", True)
+    if isinstance(default, int):
+        return str(default + 1), default + 1
+    if isinstance(default, float):
+        return repr(default / 2), default / 2
+    if isinstance(default, Path):
+        return "elsewhere", Path("elsewhere")
+    return "some-text", "some-text"
+
+
+def test_every_setting_is_pinned_once():
+    paths = []
+    for spec in fields(Settings):
+        value = getattr(Settings(), spec.name)
+        paths += [f"{spec.name}.{f.name}" for f in fields(value)] if is_dataclass(value) else [spec.name]
+    assert sorted(paths) == sorted(PINNED.values())
+    names = [path.rpartition(".")[2] for path in paths]
+    assert len(set(names)) == len(names)  # one name, one variable, whatever the section
+
+
+@pytest.mark.parametrize("variable", sorted(PINNED))
+def test_each_variable_still_sets_its_setting(variable):
+    path = PINNED[variable]
+    default = _at(Settings(), path)
+    text, value = _other_value(variable, default)
+    assert value != default
+    assert _at(Settings.from_env({variable: text}), path) == value
+    name = path.rpartition(".")[2]  # CLI flags and tests override by the flat name
+    assert _at(Settings().with_overrides(**{name: value}), path) == value
+
+
+def test_an_unknown_setting_is_named():
+    with pytest.raises(TypeError, match="max_pagez"):
+        Settings().with_overrides(max_pagez=5)
+
+
+def test_the_admin_token_is_never_shown():
+    assert "s3cret-token" not in repr(Settings().with_overrides(admin_token="s3cret-token"))
