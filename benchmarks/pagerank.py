@@ -124,7 +124,7 @@ def measure_mrjob(nodes: int, edges_per_node: float, iterations: int, runner: st
         write_rows(
             links, ((page, targets[bounds[page] : bounds[page + 1]].tolist()) for page in range(nodes))
         )
-        settings = Settings(
+        settings = Settings.of(
             mr_runner=runner, var_dir=Path(tmp), pagerank_tolerance=0.0, pagerank_max_iterations=iterations
         )
         start = time.perf_counter()

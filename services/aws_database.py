@@ -38,10 +38,10 @@ def database_url_from_secret(secret: str, host: str, port: int, name: str) -> st
 def resolve_database_url(settings: Settings, client: Callable[[str], Any] | None = None) -> Settings:
     """``settings`` with ``database_url`` filled in from the instance's secret, when the
     settings name an instance and no URL; otherwise unchanged."""
-    if not settings.database_instance or settings.database_url != DEFAULT_DATABASE_URL:
+    if not settings.deploy.database_instance or settings.database_url != DEFAULT_DATABASE_URL:
         return settings
     make = client or _boto3_client(settings)
-    instance = settings.database_instance
+    instance = settings.deploy.database_instance
     try:
         found = make("rds").describe_db_instances(DBInstanceIdentifier=instance)["DBInstances"]
     except Exception as exc:  # botocore raises many types; each means the same here
@@ -59,9 +59,9 @@ def resolve_database_url(settings: Settings, client: Callable[[str], Any] | None
             f"cannot read secret {secret_arn} of DB instance {instance}: {exc}; check the instance role "
             "allows secretsmanager:GetSecretValue on it"
         ) from exc
-    host = settings.database_host or found[0]["Endpoint"]["Address"]
-    port = settings.database_port or int(found[0]["Endpoint"]["Port"])
-    url = database_url_from_secret(secret, host, port, settings.database_name)
+    host = settings.deploy.database_host or found[0]["Endpoint"]["Address"]
+    port = settings.deploy.database_port or int(found[0]["Endpoint"]["Port"])
+    url = database_url_from_secret(secret, host, port, settings.deploy.database_name)
     return replace(settings, database_url=url)
 
 

@@ -29,7 +29,7 @@ def sample_data() -> Path:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Embedded defaults on a temporary directory (SQLite + file:// blobs, inline runner)."""
-    return Settings(
+    return Settings.of(
         database_url=f"sqlite:///{tmp_path / 'nimbus.db'}",
         blob_url=f"file://{tmp_path / 'blobs'}",
         mr_runner="inline",

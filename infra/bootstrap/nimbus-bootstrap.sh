@@ -96,7 +96,7 @@ run aws s3 cp --region "$REGION" "s3://$ARTIFACTS/$RELEASE_KEY" "/opt/nimbus/$WH
 run /opt/nimbus/venv/bin/pip install --quiet "/opt/nimbus/$WHEEL"
 
 # 2. Settings: no secret here. The process reads the password from the DB instance's
-#    RDS-managed secret when it starts (services/config.py, NIMBUS_DATABASE_INSTANCE).
+#    RDS-managed secret when it starts (services/aws_database.py, NIMBUS_DATABASE_INSTANCE).
 {
   echo "# Written by nimbus-bootstrap.sh for the $ROLE role; no secrets in this file."
   echo "AWS_REGION=$REGION"

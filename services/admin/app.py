@@ -48,7 +48,7 @@ def create_app_from_env() -> FastAPI:
 
 
 def install_admin(app: FastAPI, settings: Settings) -> None:
-    token = settings.admin_token
+    token = settings.search.admin_token
     if not token:  # without a token the dashboard does not exist (404 everywhere under /admin)
         return
     templates = build_templates()
@@ -65,7 +65,7 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
 
     def read_status() -> ClusterStatus:
         with db()() as session:
-            return cluster_status(session, time.time(), settings.heartbeat_seconds)
+            return cluster_status(session, time.time(), settings.crawl.heartbeat_seconds)
 
     def signed_in(request: Request) -> bool:
         return auth.session_valid(request.cookies.get(auth.SESSION_COOKIE), token, time.time())
@@ -147,7 +147,7 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
                 if fields.get("recrawl"):  # known ones fetched again, first
                     entries.recrawl_now(session, urls)
                 seeds = [entries.NewUrl(u, 0, entries.SEED_PRIORITY) for u in urls]
-                entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+                entries.add_urls(session, seeds, time.time(), partitions=settings.crawl.partitions)
 
         await run_in_threadpool(add)
         return RedirectResponse("/admin", status_code=303)

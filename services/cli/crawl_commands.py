@@ -169,13 +169,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         crawl_delay=args.delay, concurrency=args.concurrency, crawl_processes=args.processes
     )
     try:
-        if settings.crawl_processes > 1:
+        if settings.crawl.crawl_processes > 1:
             from services.crawler.local_cluster import run_local_cluster
 
             stats = run_local_cluster(
                 settings,
                 args.seeds,
-                settings.crawl_processes,
+                settings.crawl.crawl_processes,
                 max_pages=args.max_pages,
                 max_depth=args.max_depth,
                 progress=not args.quiet,
@@ -247,7 +247,7 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
         init_db(engine)
         with session_factory(engine)() as session:
             now = time.time()
-            views = heartbeat.nodes(session, now, settings.heartbeat_seconds)
+            views = heartbeat.nodes(session, now, settings.crawl.heartbeat_seconds)
             print(heartbeat.status_table(views, now))
             states = entries.count_by_state(session)
             by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
@@ -280,7 +280,7 @@ def seed(args: argparse.Namespace, settings: Settings) -> int:
         init_db(engine)
         with session_factory(engine).begin() as session:
             again = entries.recrawl_now(session, [s.url for s in seeds]) if args.recrawl else 0
-            added = entries.add_urls(session, seeds, time.time(), partitions=settings.partitions)
+            added = entries.add_urls(session, seeds, time.time(), partitions=settings.crawl.partitions)
             print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
             if args.recrawl:
                 print(f"{again} known URLs due again now, before every other")

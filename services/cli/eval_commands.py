@@ -63,7 +63,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     run_path = args.run or state / "run.trec"
     if not args.quiet:
         print(
-            f"eval: state in {state}, MapReduce runner {settings.mr_runner} "
+            f"eval: state in {state}, MapReduce runner {settings.index.mr_runner} "
             "(set NIMBUS_MR_RUNNER to choose another)",
             file=sys.stderr,
         )

@@ -33,19 +33,18 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     from services.admin.app import create_app
 
     settings = settings.with_overrides(host=args.host, port=args.port, serve_workers=args.workers)
-    print(
-        f"serving on http://{settings.host}:{settings.port}/ ({settings.serve_workers} workers)", flush=True
-    )
-    if settings.serve_workers > 1:  # each worker process builds its app from the environment
+    port, workers = settings.search.port, settings.search.serve_workers
+    print(f"serving on http://{settings.host}:{port}/ ({workers} workers)", flush=True)
+    if workers > 1:  # each worker process builds its app from the environment
         # /metrics of all workers together: prometheus-client reads its directory from the
         # environment when the workers import it; stale files of an earlier run would add up.
-        metrics_dir = Path(settings.var_dir) / "metrics" / f"serve-{settings.port}"
+        metrics_dir = Path(settings.var_dir) / "metrics" / f"serve-{port}"
         shutil.rmtree(metrics_dir, ignore_errors=True)
         metrics_dir.mkdir(parents=True)
         os.environ["NIMBUS_METRICS_DIR"] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         serve_workers(settings)
     else:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(create_app(settings), host=settings.host, port=port, log_level="info")
     return 0
 
 
@@ -65,8 +64,8 @@ def serve_workers(settings: Settings) -> None:
         "services.admin.app:create_app_from_env",
         factory=True,
         host=settings.host,
-        port=settings.port,
-        workers=settings.serve_workers,
+        port=settings.search.port,
+        workers=settings.search.serve_workers,
         log_level="info",
     )
     bound = config.bind_socket()

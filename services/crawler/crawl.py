@@ -109,8 +109,8 @@ def run_crawl(
     normalized = [normalize_url(seed) for seed in seeds]  # fail fast on a bad seed
     crawler = Crawler(
         settings,
-        max_pages=settings.max_pages if max_pages is None else max_pages,
-        max_depth=settings.max_depth if max_depth is None else max_depth,
+        max_pages=settings.crawl.max_pages if max_pages is None else max_pages,
+        max_depth=settings.crawl.max_depth if max_depth is None else max_depth,
         progress=progress,
         clock=clock,
         role=role,
@@ -142,14 +142,14 @@ class Crawler:
         self.budget = PageBudget(max_pages)
         self.max_depth = max_depth
         self.progress = progress
-        self.partitions = settings.partition_list
+        self.partitions = settings.crawl.partition_list
         self.engine = make_engine(settings.database_url, immediate=True)  # several crawlers may share it
         init_db(self.engine)
         self.round_trips = RoundTrips(self.engine)  # what a page costs the database
         self.sessions = session_factory(self.engine)
         self.transactions = threading.Lock()  # this process's transactions, one at a time
         self.yields = LinkYield()  # dead prefixes of our hosts: the visitor writes, the committer reads
-        self.worker_name = identity or f"{socket.gethostname()}/{settings.partition_ids or 'all'}"
+        self.worker_name = identity or f"{socket.gethostname()}/{settings.crawl.partition_ids or 'all'}"
         self.committer = (WorkerFlush if role == "worker" else Committer)(
             self.sessions,
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
@@ -162,15 +162,15 @@ class Crawler:
             self.committer.worker = self.worker_name
         # A worker with no partitions of its own shares them with the live workers, anew at
         # every beat; the send window grows with them (heartbeat.share, leases.lease_batches).
-        self.dynamic_partitions = role == "worker" and not settings.partition_ids
-        self.window: int | None = settings.send_window if role == "worker" else None
+        self.dynamic_partitions = role == "worker" and not settings.crawl.partition_ids
+        self.window: int | None = settings.crawl.send_window if role == "worker" else None
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
         # queued behind it left the fetchers without work (one flush runs at a time).
         self.commits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-commit")
         self.batches: deque[_Batch] = deque()
         self.hosts: HostScheduler[tuple[_Batch, LeasedUrl]] = HostScheduler(
-            settings.per_host_concurrency, settings.max_crawl_delay
+            settings.crawl.per_host_concurrency, settings.crawl.max_crawl_delay
         )
         self.workers: set[asyncio.Task[None]] = set()
         self.errors = 0
@@ -193,8 +193,8 @@ class Crawler:
 
     async def run(self, seeds: list[str]) -> CrawlStats:
         metrics = None
-        if self.settings.metrics_port:
-            metrics = MetricsServer(self.settings.metrics_port, self.snapshot, self.settings.host)
+        if self.settings.crawl.metrics_port:
+            metrics = MetricsServer(self.settings.crawl.metrics_port, self.snapshot, self.settings.host)
         try:
             return await self._run(seeds)
         finally:
@@ -203,27 +203,27 @@ class Crawler:
 
     async def _run(self, seeds: list[str]) -> CrawlStats:
         started = time.monotonic()
-        with identity_lock(self.settings.var_dir, self.worker_name, self.settings.partition_ids):
+        with identity_lock(self.settings.var_dir, self.worker_name, self.settings.crawl.partition_ids):
             released = await self.db.transaction(leases.release_worker, self.worker_name)
             if released:
                 log.warning("took back %d batches of a stopped crawler (%s)", released, self.worker_name)
             self.recovered = self.spool.recover()
             seed_urls = [NewUrl(url, 0, SEED_PRIORITY) for url in seeds]
             await self.db.transaction(
-                entries.add_urls, seed_urls, self.clock(), partitions=self.settings.partitions
+                entries.add_urls, seed_urls, self.clock(), partitions=self.settings.crawl.partitions
             )
             self.wake = asyncio.Event()
             self.started_at = self.clock()
             await self._beat("running")
-            self.slots = asyncio.Semaphore(max(1, self.settings.concurrency))
+            self.slots = asyncio.Semaphore(max(1, self.settings.crawl.concurrency))
             self.http = make_session(
-                self.settings.user_agent,
-                self.settings.fetch_timeout,
-                self.settings.concurrency,
-                connect_timeout=self.settings.connect_timeout,
-                read_timeout=self.settings.read_timeout,
-                limit_per_host=self.settings.per_host_concurrency,
-                verify_tls=self.settings.verify_tls,
+                self.settings.crawl.user_agent,
+                self.settings.crawl.fetch_timeout,
+                self.settings.crawl.concurrency,
+                connect_timeout=self.settings.crawl.connect_timeout,
+                read_timeout=self.settings.crawl.read_timeout,
+                limit_per_host=self.settings.crawl.per_host_concurrency,
+                verify_tls=self.settings.crawl.verify_tls,
             )
             self.visitor = Visitor(
                 VisitContext(
@@ -277,7 +277,7 @@ class Crawler:
             self._drain()
             now = time.monotonic()
             committer = self.committer
-            due = now - last_flush > self.settings.flush_interval
+            due = now - last_flush > self.settings.crawl.flush_interval
             if (
                 self.flushing is None
                 and committer.pending
@@ -348,13 +348,13 @@ class Crawler:
     @property
     def retry_horizon(self) -> float:
         """The longest backoff this crawl waits for before ending (a Retry-After may ask more)."""
-        s = self.settings
-        return s.retry_backoff * 2 ** max(0, s.max_attempts - 1) * 1.25 + 1.0
+        crawl = self.settings.crawl
+        return crawl.retry_backoff * 2 ** max(0, crawl.max_attempts - 1) * 1.25 + 1.0
 
     async def _fill(self) -> bool:
         """Lease batches while memory allows; True when the frontier had nothing ready."""
-        window = max(self.settings.batch_size, LEASE_AHEAD, 4 * self.settings.concurrency)
-        size = self.settings.batch_size
+        window = max(self.settings.crawl.batch_size, LEASE_AHEAD, 4 * self.settings.crawl.concurrency)
+        size = self.settings.crawl.batch_size
         while (
             len(self.batches) < MAX_BATCHES
             and self.budget.waiting < window
@@ -498,7 +498,7 @@ class Crawler:
 
     async def _beat_if_due(self) -> None:
         """Beat when the last beat (from wherever it came) is a heartbeat interval old."""
-        if time.monotonic() - self._last_beat_at > self.settings.heartbeat_seconds:
+        if time.monotonic() - self._last_beat_at > self.settings.crawl.heartbeat_seconds:
             await self._beat("paused" if self.control.paused else "running")
 
     async def _beat(self, state: str) -> None:
@@ -513,12 +513,12 @@ class Crawler:
 
         def beat_and_look(session: Session) -> tuple[heartbeat.Control, list[str]]:
             control = heartbeat.beat_and_read(session, beat)
-            return control, heartbeat.workers(session, now, self.settings.heartbeat_seconds)[0]
+            return control, heartbeat.workers(session, now, self.settings.crawl.heartbeat_seconds)[0]
 
         self.control, live = await self.db.transaction(beat_and_look)
         self.live_workers = len(live)
         if self.dynamic_partitions:
-            self.partitions = heartbeat.share(live, self.worker_name, self.settings.partitions)
+            self.partitions = heartbeat.share(live, self.worker_name, self.settings.crawl.partitions)
 
     def _start_flush(self) -> asyncio.Future[FlushResult]:
         """Hand the complete batches to the committer's thread; once the commit succeeded,

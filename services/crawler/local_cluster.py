@@ -110,9 +110,9 @@ def run_local_cluster(
         init_db(engine)  # once, here: children creating tables at the same moment would collide
     finally:
         engine.dispose()
-    pages = settings.max_pages if max_pages is None else max_pages
-    depth = settings.max_depth if max_depth is None else max_depth
-    owned = settings.partition_list or list(range(settings.partitions))
+    pages = settings.crawl.max_pages if max_pages is None else max_pages
+    depth = settings.crawl.max_depth if max_depth is None else max_depth
+    owned = settings.crawl.partition_list or list(range(settings.crawl.partitions))
     shares = split_partitions(owned, workers)
     budgets = [pages // workers + (1 if i < pages % workers else 0) for i in range(workers)]
     ctx = _process_context()
@@ -128,7 +128,7 @@ def run_local_cluster(
             parent,
             _committer,
             settings.with_overrides(
-                metrics_port=settings.metrics_port + workers if settings.metrics_port else 0
+                metrics_port=settings.crawl.metrics_port + workers if settings.crawl.metrics_port else 0
             ),
             workers_done,
             results,

@@ -29,8 +29,8 @@ def redirect_hop(result: UrlResult, entry: LeasedUrl, target: str, settings: Set
     a ``<meta http-equiv=refresh>``, a Refresh header, in any mix) it ends at one limit.
     ``via`` names the kind of hop in the URL's error text (``redirect to ...``).
     """
-    if entry.hops + 1 > settings.max_redirects:
-        result.error = f"redirect chain longer than {settings.max_redirects} hops"
+    if entry.hops + 1 > settings.crawl.max_redirects:
+        result.error = f"redirect chain longer than {settings.crawl.max_redirects} hops"
         result.counters["redirect_limit"] += 1
         return
     result.error = f"{via} to {target}"
@@ -40,7 +40,7 @@ def redirect_hop(result: UrlResult, entry: LeasedUrl, target: str, settings: Set
 def backoff(settings: Settings, attempts: int, retry_after: float | None, jitter: float) -> float:
     """Seconds before the next attempt: ``retry_backoff * 2**attempts`` (+ up to 25 % jitter),
     or the server's Retry-After when that is longer."""
-    wait = settings.retry_backoff * 2**attempts * (1.0 + 0.25 * jitter)
+    wait = settings.crawl.retry_backoff * 2**attempts * (1.0 + 0.25 * jitter)
     return max(wait, retry_after or 0.0)
 
 
@@ -56,7 +56,7 @@ def schedule_retry(
 ) -> None:
     """Put the URL back with a backoff, or give it up after ``max_attempts`` fetches."""
     attempts = entry.attempts + 1
-    if attempts >= settings.max_attempts:
+    if attempts >= settings.crawl.max_attempts:
         result.state, result.error = UrlState.FAILED, f"gave up after {attempts} attempts: {reason}"
         result.counters["gave_up"] += 1
         return

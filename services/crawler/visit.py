@@ -46,7 +46,7 @@ from services.text.urls import in_scope, normalize_url, trap_path
 
 log = logging.getLogger(__name__)
 
-# HEAD before GET (settings.head_first) costs a round trip per page. It pays on
+# HEAD before GET (settings.crawl.head_first) costs a round trip per page. It pays on
 # hosts that serve large or non-HTML files, so it stops once a host has served
 # this many acceptable pages in a row, and comes back after a refused one (a
 # GET is cut off after its headers anyway; HEAD only spares the server the body).
@@ -64,9 +64,9 @@ class Visitor:
     def __init__(self, ctx: VisitContext) -> None:
         self.ctx = ctx
         self.settings = ctx.settings
-        self.robots = RobotsCache(ctx.db.sessions, self.settings.user_agent, ctx.clock, fetch=ctx.fetch)
-        self.scope = self.settings.allowed_host_set
-        self.languages = self.settings.language_set
+        self.robots = RobotsCache(ctx.db.sessions, self.settings.crawl.user_agent, ctx.clock, fetch=ctx.fetch)
+        self.scope = self.settings.crawl.allowed_host_set
+        self.languages = self.settings.crawl.language_set
         self.bytes = 0
         self.latency = LatencyHistogram()  # page fetches, for /metrics
         self.live_counters: Counter[str] = Counter()  # not yet committed, for the progress line
@@ -92,12 +92,12 @@ class Visitor:
         queue = ctx.hosts.queue(host)
         if queue.pages is None:
             queue.pages = await ctx.db.transaction(_host_pages, host)
-        if queue.pages >= settings.max_pages_per_host:
+        if queue.pages >= settings.crawl.max_pages_per_host:
             result.error = "host_page_cap"
             result.counters["host_page_cap"] += 1
             return
         rules = await self._rules(host, queue, result)
-        if not rules.allowed(entry.url, settings.user_agent):
+        if not rules.allowed(entry.url, settings.crawl.user_agent):
             if rules.unavailable:
                 result.state, result.error = UrlState.FAILED, "robots_unavailable"
             else:
@@ -111,13 +111,13 @@ class Visitor:
         queue.pages += 1
         result.counters["pages"] += 1
         await self._polite_wait(queue)
-        head = settings.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
+        head = settings.crawl.head_first and (queue.trusted < HEAD_TRUST or _looks_binary(entry.url))
         async with ctx.slots:
             started = time.perf_counter()
             fetched = await ctx.fetch(
                 ctx.http,
                 entry.url,
-                max_bytes=settings.max_body_bytes,
+                max_bytes=settings.crawl.max_body_bytes,
                 accept=accept_content_type,
                 head_first=head,
                 timeouts=self.timeouts,
@@ -129,7 +129,7 @@ class Visitor:
         elif fetched.ok:
             queue.trusted += 1
         if fetched.retryable:
-            queue.failed(settings.max_crawl_delay)
+            queue.failed(settings.crawl.max_crawl_delay)
         else:
             queue.succeeded()
         judged = judge_fetch(result, entry, fetched, settings, now=self.ctx.clock(), jitter=self.rng.random())
@@ -139,7 +139,7 @@ class Visitor:
             return
         await self._parse(entry, fetched, result)
         html = result.doc is not None and result.doc.parsed.content_type == ContentType.HTML
-        if html and settings.soft404_probe and result.doc is not None:
+        if html and settings.crawl.soft404_probe and result.doc is not None:
             not_found = await self._not_found_page(host, rules)
             # Words only for hosts whose missing pages answer 200 (most answer 404: no cost).
             if (
@@ -172,12 +172,12 @@ class Visitor:
             return self.not_found[host]
         url = host + probe_path()
         self.not_found[host] = None
-        if not rules.allowed(url, self.settings.user_agent):
+        if not rules.allowed(url, self.settings.crawl.user_agent):
             return None
         await self._polite_wait(self.ctx.hosts.queue(host))
         async with self.ctx.slots:
             probe = await self.ctx.fetch(
-                self.ctx.http, url, max_bytes=self.settings.max_body_bytes, accept=accept_content_type,
+                self.ctx.http, url, max_bytes=self.settings.crawl.max_body_bytes, accept=accept_content_type,
                 timeouts=self.timeouts,
             )  # fmt: skip
         if probe.ok and probe.status == 200 and probe.body:
@@ -251,7 +251,7 @@ class Visitor:
         """The page's ``X-Robots-Tag`` header, as its ``<meta name=robots>`` is obeyed: noindex
         leaves the page unstored, nofollow leaves its links unfollowed, noarchive its cached
         copy unshown."""
-        directives = robots_tag_directives(values, self.settings.user_agent)
+        directives = robots_tag_directives(values, self.settings.crawl.user_agent)
         if directives & NOFOLLOW:
             counters["nofollow_header"] += 1
             parsed.links = []
@@ -289,7 +289,7 @@ class Visitor:
             counters["trap_path_links"] += len(kept) - len(sane)
             kept = sane
         hosts = self.ctx.hosts.hosts
-        cap = self.settings.max_pages_per_host
+        cap = self.settings.crawl.max_pages_per_host
         capped = [link for link in kept if _at_cap(hosts, link.url, cap)]
         if capped:
             counters["host_page_cap_links"] += len(capped)
@@ -314,18 +314,21 @@ class Visitor:
         self.rules[host] = rules
         if fetched_now or queue.delay is None:
             delay, clamped = effective_delay(
-                rules, self.settings.user_agent, self.settings.crawl_delay, self.settings.max_crawl_delay
+                rules,
+                self.settings.crawl.user_agent,
+                self.settings.crawl.crawl_delay,
+                self.settings.crawl.max_crawl_delay,
             )
             queue.delay = delay
             if clamped:
                 log.info(
                     "%s asks for a Crawl-delay over the %.0f s cap; using %.0f s",
                     host,
-                    self.settings.max_crawl_delay,
+                    self.settings.crawl.max_crawl_delay,
                     delay,
                 )
                 result.counters["crawl_delay_clamped"] += 1
-        if fetched_now and self.settings.sitemaps and not rules.unavailable:
+        if fetched_now and self.settings.crawl.sitemaps and not rules.unavailable:
             await self._sitemaps(host, queue, rules, result)
         return rules
 
@@ -337,7 +340,7 @@ class Visitor:
                 self.ctx.http,
                 host,
                 rules.sitemaps,
-                max_bytes=self.settings.max_body_bytes,
+                max_bytes=self.settings.crawl.max_body_bytes,
                 delay=queue.spacing,
                 timeouts=self.timeouts,
                 fetch=self.ctx.fetch,

@@ -104,8 +104,8 @@ def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServ
         file=sys.stderr,
     )
     print(
-        f"Nimbus Search demo is serving on http://{settings.host}:{settings.port}/ (Ctrl-C to stop); "
+        f"Nimbus Search demo is serving on http://{settings.host}:{settings.search.port}/ (Ctrl-C to stop); "
         f"the sample web it crawled stays up at {', '.join(s.origin + '/' for s in servers)}",
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.search.port, log_level="warning")

@@ -5,8 +5,9 @@ holds, so stale versions left by recrawls are skipped) ->
 MRLinkGraph (adjacency, in-link anchor text) -> MRIndex (postings with
 fields and positions, lengths) -> PageRank
 iterations (in memory, or one MRPageRankStep job per iteration when
-``settings.pagerank_engine`` is "mapreduce") -> publish (segment to the blob store, PageRank rows and the
-active version to the database). Each job runs on ``settings.mr_runner``;
+``settings.index.pagerank_engine`` is "mapreduce") -> publish (segment to the
+blob store, PageRank rows and the active version to the database). Each job
+runs on ``settings.index.mr_runner``;
 intermediate files live in a scratch directory under ``settings.var_dir``,
 removed after a successful build and kept after a failure for inspection.
 """
@@ -93,9 +94,12 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
-        say(f"{count} documents in {blocks} record blocks; runner {settings.mr_runner}, scratch {scratch}")
+        say(
+            f"{count} documents in {blocks} record blocks; "
+            f"runner {settings.index.mr_runner}, scratch {scratch}"
+        )
 
-        show_emr_progress(progress and settings.mr_runner == "emr")
+        show_emr_progress(progress and settings.index.mr_runner == "emr")
         say("1/4 link graph and in-link anchor text")
         links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl", scratch=scratch)
         say(
@@ -123,20 +127,20 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             )
 
         say(
-            f"3/4 pagerank ({settings.pagerank_engine}, d={settings.pagerank_damping}, tolerance "
-            f"{settings.pagerank_tolerance:g}, at most {settings.pagerank_max_iterations})"
+            f"3/4 pagerank ({settings.index.pagerank_engine}, d={settings.index.pagerank_damping}, tolerance "
+            f"{settings.index.pagerank_tolerance:g}, at most {settings.index.pagerank_max_iterations})"
         )
         # The link graph, kept in the segment for page info (in-links, out-link counts).
         graph = dict(adjacency_rows(links.path))
-        if settings.pagerank_level == "host" or settings.pagerank_engine == "memory":
+        if settings.index.pagerank_level == "host" or settings.index.pagerank_engine == "memory":
             # The host graph is small (hosts, not pages): it always runs in memory.
             adjacency = adjacency_from_mapping(graph, num_docs)
             iteration = (
-                settings.pagerank_damping,
-                settings.pagerank_tolerance,
-                settings.pagerank_max_iterations,
+                settings.index.pagerank_damping,
+                settings.index.pagerank_tolerance,
+                settings.index.pagerank_max_iterations,
             )
-            if settings.pagerank_level == "host":
+            if settings.index.pagerank_level == "host":
                 with sessions() as session:
                     doc_hosts, num_hosts = host_ids(session, num_docs)
                 ranks = host_pagerank(adjacency, doc_hosts, num_hosts, *iteration)
@@ -158,7 +162,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         columns = collect_index_rows(read_index_rows(index.path))
         read_s, stage = time.monotonic() - stage, time.monotonic()
         arrays = segment_arrays(
-            columns, ranks.ranks, num_docs, near_duplicates=settings.near_duplicates, links=graph
+            columns, ranks.ranks, num_docs, near_duplicates=settings.index.near_duplicates, links=graph
         )
         del graph
         del columns
@@ -166,11 +170,11 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         meta = segment_meta(
             arrays,
             pagerank_iterations=ranks.iterations,
-            pagerank_damping=settings.pagerank_damping,
+            pagerank_damping=settings.index.pagerank_damping,
             created_at=time.time(),
         )
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
-        published = publish_segment(arrays, meta, store, sessions, keep=settings.keep_segments)
+        published = publish_segment(arrays, meta, store, sessions, keep=settings.index.keep_segments)
         say(
             f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
             f"store and activate {time.monotonic() - stage:.1f} s"

@@ -26,9 +26,9 @@ def manifest_parts(settings: Settings) -> int:
     """Map tasks per job: ``NIMBUS_MR_MAP_TASKS``, or one per core on one machine (each
     task costs a process start and imports; more tasks than cores only queue),
     ``MANIFEST_PARTS`` on EMR."""
-    if settings.mr_map_tasks > 0:
-        return settings.mr_map_tasks
-    return MANIFEST_PARTS if settings.mr_runner == "emr" else max(1, os.cpu_count() or 1)
+    if settings.index.mr_map_tasks > 0:
+        return settings.index.mr_map_tasks
+    return MANIFEST_PARTS if settings.index.mr_runner == "emr" else max(1, os.cpu_count() or 1)
 
 
 def write_manifest_parts(

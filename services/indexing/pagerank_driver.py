@@ -80,19 +80,19 @@ def run_pagerank(
     progress: Callable[[str], None] | None = None,
 ) -> PageRankResult:
     """Iterate MRPageRankStep from the uniform vector until the L1 change drops below
-    ``settings.pagerank_tolerance`` or ``settings.pagerank_max_iterations`` is reached."""
+    ``settings.index.pagerank_tolerance`` or ``settings.index.pagerank_max_iterations`` is reached."""
     scratch.mkdir(parents=True, exist_ok=True)
     current = scratch / "pagerank-0.jsonl"
     dangling = initial_vector(adjacency, num_docs, current)
     iterations, delta = 0, float("inf")
-    while iterations < settings.pagerank_max_iterations:
+    while iterations < settings.index.pagerank_max_iterations:
         iterations += 1
         out = scratch / f"pagerank-{iterations}.jsonl"
         options = [
             "--num-docs",
             str(num_docs),
             "--damping",
-            repr(settings.pagerank_damping),
+            repr(settings.index.pagerank_damping),
             "--dangling-mass",
             repr(dangling),
         ]
@@ -102,6 +102,6 @@ def run_pagerank(
         current = out
         if progress:
             progress(f"pagerank iteration {iterations}: L1 change {delta:.3g}")
-        if delta < settings.pagerank_tolerance:
+        if delta < settings.index.pagerank_tolerance:
             break
     return PageRankResult(ranks=read_vector(current, num_docs), iterations=iterations, delta=delta)

@@ -1,7 +1,7 @@
 """Run an mrjob job with the configured runner and keep its output in a local file.
 
 The same call runs a job in-process (``inline``), in subprocesses on this
-machine (``local``) or on EMR (``emr``); only ``Settings.mr_runner`` differs.
+machine (``local``) or on EMR (``emr``); only ``settings.index.mr_runner`` differs.
 Subprocess and cluster tasks import this project from a zip shipped with
 ``--py-files`` (without it they fail with ``No module named 'services'``):
 ``mapreduce/`` and the ground-floor packages it imports (``TASK_PACKAGES``),
@@ -143,7 +143,7 @@ LOCAL_TASK_ENV = {"SETUPTOOLS_USE_DISTUTILS": "stdlib"} if sys.version_info < (3
 
 def runner_args(settings: Settings, scratch: Path) -> list[str]:
     """mrjob switches for the configured runner (and the project zip where tasks need it)."""
-    runner = settings.mr_runner
+    runner = settings.index.mr_runner
     tmp = scratch / "mrjob-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     args = ["-r", runner, "--local-tmp-dir", str(tmp)]
@@ -185,8 +185,8 @@ def emr_args(settings: Settings, scratch: Path) -> list[str]:
     missing = [
         name
         for name, value in (
-            ("NIMBUS_EMR_SERVICE_ROLE", settings.emr_service_role),
-            ("NIMBUS_EMR_INSTANCE_PROFILE", settings.emr_instance_profile),
+            ("NIMBUS_EMR_SERVICE_ROLE", settings.deploy.emr_service_role),
+            ("NIMBUS_EMR_INSTANCE_PROFILE", settings.deploy.emr_instance_profile),
             ("AWS_REGION", settings.aws_region),
         )
         if not value
@@ -202,12 +202,12 @@ def emr_args(settings: Settings, scratch: Path) -> list[str]:
     args = [
         "--region", str(settings.aws_region),
         "--cloud-tmp-dir", f"s3://{bucket}/emr/tmp/",
-        "--release-label", settings.emr_release_label,
+        "--release-label", settings.index.emr_release_label,
         "--application", "Hadoop",
-        "--iam-service-role", settings.emr_service_role,
-        "--iam-instance-profile", settings.emr_instance_profile,
-        "--instance-type", settings.emr_instance_type,
-        "--num-core-instances", str(settings.emr_core_instances),
+        "--iam-service-role", settings.deploy.emr_service_role,
+        "--iam-instance-profile", settings.deploy.emr_instance_profile,
+        "--instance-type", settings.index.emr_instance_type,
+        "--num-core-instances", str(settings.index.emr_core_instances),
         "--python-bin", EMR_PYTHON,
         "--bootstrap", f"sudo dnf install -y -q {EMR_PYTHON} {EMR_PYTHON}-pip",
         "--bootstrap", f"sudo {EMR_PYTHON} -m pip install --quiet {wheel}#",
@@ -216,8 +216,8 @@ def emr_args(settings: Settings, scratch: Path) -> list[str]:
         # the pool instead of paying a cluster's start-up; idle, it shuts itself down.
         "--pool-clusters", "--pool-name", f"nimbus-{scratch.name}", "--max-mins-idle", "10",
     ]  # fmt: skip
-    if settings.emr_subnet:
-        args += ["--subnet", settings.emr_subnet]
+    if settings.deploy.emr_subnet:
+        args += ["--subnet", settings.deploy.emr_subnet]
     if settings.aws_endpoint_url:
         url = settings.aws_endpoint_url
         args += ["--emr-endpoint", url, "--s3-endpoint", url, "--iam-endpoint", url, "--ec2-endpoint", url]
@@ -271,15 +271,15 @@ def run_job(
         with job.make_runner() as runner:
             runner.run()
             with output.open("wb") as fh:
-                _copy_output(runner, settings.mr_runner, fh)
+                _copy_output(runner, settings.index.mr_runner, fh)
             counters = _sum_counters(runner.counters())
     except Exception as exc:
         where = "the task's traceback is logged above"
-        if settings.mr_runner == "emr":
+        if settings.index.mr_runner == "emr":
             bucket = urlparse(settings.blob_url).netloc
             where = f"the step's logs are under s3://{bucket}/emr/tmp/logs/"
         raise JobError(
-            f"{job_class.__name__} failed on the {settings.mr_runner} runner over "
+            f"{job_class.__name__} failed on the {settings.index.mr_runner} runner over "
             f"{', '.join(map(str, inputs))}: {exc} ({where})"
         ) from exc
     return JobOutput(path=output, counters=counters, seconds=time.monotonic() - started)

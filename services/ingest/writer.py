@@ -71,8 +71,8 @@ def ingest_documents(
         init_db(engine)
         writer = DocumentWriter(
             open_blobstore(settings.blob_url, settings.aws_endpoint_url),
-            max_block_docs=settings.block_max_docs,
-            max_block_bytes=settings.block_max_bytes,
+            max_block_docs=settings.crawl.block_max_docs,
+            max_block_bytes=settings.crawl.block_max_bytes,
         )
         return write_docs(
             docs, collection_host(source_name), session_factory(engine), writer, progress=progress

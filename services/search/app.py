@@ -43,8 +43,12 @@ def create_app(
     owned = service is None
     svc = service or SearchService(settings, recheck_seconds=recheck_seconds)
     weather = (
-        WeatherClient(settings.weather_url, settings.weather_timeout, settings.weather_cache_seconds)
-        if settings.weather_url
+        WeatherClient(
+            settings.search.weather_url,
+            settings.search.weather_timeout,
+            settings.search.weather_cache_seconds,
+        )
+        if settings.search.weather_url
         else None
     )
     places = shared_gazetteer() if weather is not None else None
@@ -73,7 +77,7 @@ def create_app(
     app = FastAPI(title="Nimbus Search", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = svc
     app.state.templates = build_templates()
-    app.state.metrics = SearchMetrics(settings.metrics_dir)
+    app.state.metrics = SearchMetrics(settings.search.metrics_dir)
     app.state.weather = weather  # None: no weather answer box
     app.state.places = places
     app.mount("/static", StaticFiles(directory=WEBUI / "static"), name="static")
@@ -83,8 +87,8 @@ def create_app(
         app.include_router(router)
     install_metrics(app, app.state.metrics)
     app.add_middleware(HeadAsGet)
-    if settings.rate_limit != "off":
-        app.add_middleware(RateLimit, rate=settings.rate_limit)
+    if settings.search.rate_limit != "off":
+        app.add_middleware(RateLimit, rate=settings.search.rate_limit)
     app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
 

@@ -8,7 +8,7 @@ The formula (docs/ranking.md)::
 
 ``w_t`` is how often ``t`` occurs in the analyzed query (BM25's query-term
 frequency with a large k3, as Lucene sums a repeated clause), or the term's
-weight in a feedback-expanded query. ``W`` is ``Settings.pagerank_weight``.
+weight in a feedback-expanded query. ``W`` is ``settings.search.pagerank_weight``.
 
 PageRank is query-independent evidence, a saturating prior (Craswell et al.,
 "Relevance weighting for query independent evidence", SIGIR 2005): ``N *

@@ -94,14 +94,14 @@ class SearchService:
         keep_freed_memory()
         self.settings = settings
         self.retrieval = RetrievalSettings(
-            pagerank_weight=settings.pagerank_weight,
-            and_min_results=settings.and_min_results,
-            feedback_docs=settings.feedback_docs,
-            feedback_terms=settings.feedback_terms,
-            feedback_weight=settings.feedback_weight,
-            feedback_max_df=settings.feedback_max_df,
-            feedback_cap=settings.feedback_cap,
-            feedback_min_terms=settings.feedback_min_terms,
+            pagerank_weight=settings.search.pagerank_weight,
+            and_min_results=settings.search.and_min_results,
+            feedback_docs=settings.search.feedback_docs,
+            feedback_terms=settings.search.feedback_terms,
+            feedback_weight=settings.search.feedback_weight,
+            feedback_max_df=settings.search.feedback_max_df,
+            feedback_cap=settings.search.feedback_cap,
+            feedback_min_terms=settings.search.feedback_min_terms,
         )
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
@@ -109,9 +109,9 @@ class SearchService:
         self.blobs = blobs or open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         # From S3, record blocks are kept whole on this machine's disk as they are first read.
         self.blocks: BlockCache | None = None
-        if self.blobs.remote and settings.record_cache_bytes:
+        if self.blobs.remote and settings.search.record_cache_bytes:
             cache_dir = Path(settings.var_dir) / "blocks"
-            self.blocks = BlockCache(self.blobs, cache_dir, settings.record_cache_bytes)
+            self.blocks = BlockCache(self.blobs, cache_dir, settings.search.record_cache_bytes)
         self.holder = IndexHolder(
             self.sessions, self.blobs, Path(settings.var_dir) / "segments", recheck_seconds=recheck_seconds
         )
@@ -119,7 +119,7 @@ class SearchService:
         # each is a ranged GET whose latency, not its few kilobytes, is the cost.
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="records")
         self.results: ResultCache[SearchResults] = ResultCache(
-            settings.result_cache_size, settings.result_cache_seconds
+            settings.search.result_cache_size, settings.search.result_cache_seconds
         )
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
@@ -153,7 +153,9 @@ class SearchService:
         MAX_PAGE_SIZE."""
         started = time.perf_counter()
         q = clean_query(q)
-        per_page = min(MAX_PAGE_SIZE, max(1, size if size is not None else self.settings.results_per_page))
+        per_page = min(
+            MAX_PAGE_SIZE, max(1, size if size is not None else self.settings.search.results_per_page)
+        )
         page = max(1, page)
 
         def done(**kwargs: Any) -> SearchResults:

@@ -24,7 +24,7 @@ def local_settings(root: Path, **overrides: Any) -> Settings:
         "crawl_delay": 0.0,
         "allowed_hosts": "127.0.0.1",
     }
-    return Settings(**(values | overrides))
+    return Settings.of(**(values | overrides))
 
 
 @contextmanager

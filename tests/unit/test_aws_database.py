@@ -35,5 +35,5 @@ def test_settings_without_an_instance_or_with_a_url_are_left_alone() -> None:
 
     plain = Settings()
     assert resolve_database_url(plain, never) is plain
-    explicit = Settings(database_url="sqlite:///x.db", database_instance="db-1")
+    explicit = Settings.of(database_url="sqlite:///x.db", database_instance="db-1")
     assert resolve_database_url(explicit, never) is explicit

@@ -70,7 +70,7 @@ class CommitterNode:
 
     @property
     def ttl(self) -> float:
-        return LEASE_BEATS * self.settings.heartbeat_seconds
+        return LEASE_BEATS * self.settings.crawl.heartbeat_seconds
 
     def snapshot(self) -> dict[str, Any]:
         """The heartbeat's counters and /metrics (the same names as a crawler's where they mean
@@ -121,7 +121,7 @@ class CommitterNode:
             beat = Beat(self.node_id, "committer", self.started_at, now, shown, counters)
             self.control = heartbeat.beat_and_read(session, beat)
             if self.term:
-                _live, dead = heartbeat.workers(session, now, self.settings.heartbeat_seconds)
+                _live, dead = heartbeat.workers(session, now, self.settings.crawl.heartbeat_seconds)
                 if leases.expire_leases_of(session, dead):
                     self.counters["leases_of_dead_workers"] += 1
 
@@ -131,19 +131,19 @@ class CommitterNode:
         """Commit (or stand by) until stopped: ``nimbus crawl stop``, ``self.stop``, or, for a
         local cluster, ``done()`` (its workers have ended) with nothing acknowledged left."""
         metrics = None
-        if self.settings.metrics_port:
-            metrics = MetricsServer(self.settings.metrics_port, self.snapshot, self.settings.host)
+        if self.settings.crawl.metrics_port:
+            metrics = MetricsServer(self.settings.crawl.metrics_port, self.snapshot, self.settings.host)
         last_beat = -1e9
         try:
             while not self.stop.is_set():
-                if time.monotonic() - last_beat >= self.settings.heartbeat_seconds:
+                if time.monotonic() - last_beat >= self.settings.crawl.heartbeat_seconds:
                     self.beat()
                     last_beat = time.monotonic()
                     if self.control.stops(self.started_at):
                         log.warning("stopping: `nimbus crawl stop` was asked")
                         return
                 if not self.term:
-                    self.stop.wait(min(IDLE_POLL * 5, self.settings.heartbeat_seconds / 2))
+                    self.stop.wait(min(IDLE_POLL * 5, self.settings.crawl.heartbeat_seconds / 2))
                     continue
                 try:
                     result = self._retrying(self.committer.commit_next, "committing")

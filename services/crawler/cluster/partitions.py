@@ -33,6 +33,6 @@ def child_settings(settings: Settings, share: list[int], processes: int, index: 
     (``NIMBUS_METRICS_PORT`` + its index, so each process answers on its own)."""
     return settings.with_overrides(
         partition_ids=",".join(str(p) for p in share),
-        concurrency=max(1, settings.concurrency // processes),
-        metrics_port=settings.metrics_port + index if settings.metrics_port else 0,
+        concurrency=max(1, settings.crawl.concurrency // processes),
+        metrics_port=settings.crawl.metrics_port + index if settings.crawl.metrics_port else 0,
     )

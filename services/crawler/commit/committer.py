@@ -436,11 +436,11 @@ def new_document(result: UrlResult, doc_num: int) -> NewDocument:
 def committer_options(settings: Settings) -> dict[str, Any]:
     """A committer's settings (block caps, partitions, recrawl bounds), as keyword arguments."""
     return {
-        "max_block_bytes": settings.block_max_bytes,
-        "max_block_docs": settings.block_max_docs,
-        "partitions": settings.partitions,
-        "recrawl_min": settings.recrawl_min_interval,
-        "recrawl_max": settings.recrawl_max_interval,
+        "max_block_bytes": settings.crawl.block_max_bytes,
+        "max_block_docs": settings.crawl.block_max_docs,
+        "partitions": settings.crawl.partitions,
+        "recrawl_min": settings.crawl.recrawl_min_interval,
+        "recrawl_max": settings.crawl.recrawl_max_interval,
     }
 
 

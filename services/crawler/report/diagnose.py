@@ -41,10 +41,10 @@ def why_nothing(settings: Settings, seeds: list[str], *, now: float | None = Non
             for seed in seeds:
                 url = normalize_url(seed)
                 if (
-                    settings.allowed_host_set
-                    and (urlsplit(url).hostname or "") not in settings.allowed_host_set
+                    settings.crawl.allowed_host_set
+                    and (urlsplit(url).hostname or "") not in settings.crawl.allowed_host_set
                 ):
-                    lines.append(f"{seed}: outside NIMBUS_ALLOWED_HOSTS ({settings.allowed_hosts})")
+                    lines.append(f"{seed}: outside NIMBUS_ALLOWED_HOSTS ({settings.crawl.allowed_hosts})")
                     continue
                 row = session.scalars(
                     select(FrontierEntry).where(FrontierEntry.url_id == url_id(url))

@@ -94,8 +94,9 @@ class Timeouts:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Timeouts:
-        """From ``Settings.connect_timeout``, ``read_timeout`` and ``fetch_timeout``."""
-        return cls(connect=settings.connect_timeout, read=settings.read_timeout, total=settings.fetch_timeout)
+        """From ``settings.crawl``'s ``connect_timeout``, ``read_timeout`` and ``fetch_timeout``."""
+        crawl = settings.crawl
+        return cls(connect=crawl.connect_timeout, read=crawl.read_timeout, total=crawl.fetch_timeout)
 
     def client_timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=self.total, sock_connect=self.connect, sock_read=self.read)

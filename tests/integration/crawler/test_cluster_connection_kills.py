@@ -47,7 +47,7 @@ def _kill_once(engine, admin, marker: str) -> list[int]:  # type: ignore[no-unty
 def test_a_killed_connection_mid_ack_and_mid_commit_loses_and_repeats_nothing(
     mysql_url: str, tmp_path: Path
 ) -> None:
-    settings = Settings(
+    settings = Settings.of(
         database_url=mysql_url,
         blob_url=f"file://{tmp_path / 'blobs'}",
         var_dir=tmp_path,

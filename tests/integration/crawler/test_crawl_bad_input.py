@@ -201,7 +201,7 @@ def test_gzip_bomb_is_cut_at_the_size_cap(hostile: Settings) -> None:
     docs = _assert_good_pages_stored(hostile, web)
     assert stats.counters["too_large"] == 1
     assert web.url("/bomb") not in docs
-    assert stats.bytes < 10 * hostile.max_body_bytes
+    assert stats.bytes < 10 * hostile.crawl.max_body_bytes
 
 
 def test_redirect_loops_and_chains_end(hostile: Settings) -> None:

@@ -94,7 +94,7 @@ def test_cluster_commits_every_page_once_in_order_through_kills_and_faults(
     bucket = f"nimbus-{uuid.uuid4().hex[:10]}"
     boto3.client("s3", endpoint_url=moto_server).create_bucket(Bucket=bucket)
     host, port = moto_server.removeprefix("http://").split(":")
-    settings = Settings(database_url=mysql_url, blob_url=f"s3://{bucket}/crawl", var_dir=tmp_path / "var")
+    settings = Settings.of(database_url=mysql_url, blob_url=f"s3://{bucket}/crawl", var_dir=tmp_path / "var")
     engine = make_engine(mysql_url)
     init_db(engine)
     sessions = session_factory(engine)

@@ -161,7 +161,7 @@ def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings
             _command(quick, "stop")
             crawl.join(timeout=30)
     stats = result["stats"]
-    assert len(asked) <= seen_at_beat + quick.per_host_concurrency, asked[seen_at_beat:]
+    assert len(asked) <= seen_at_beat + quick.crawl.per_host_concurrency, asked[seen_at_beat:]
     assert _count(quick, documents) < PAGES
     assert stats.counters["blocked_by_operator"] > 0  # type: ignore[attr-defined]
     with sessions() as session:

@@ -32,7 +32,7 @@ def test_partitions_split_evenly_and_completely():
 
 def test_child_settings_take_their_partitions_and_share_of_concurrency(settings):
     child = child_settings(settings.with_overrides(concurrency=32), [0, 1, 2], 2)
-    assert child.partition_list == [0, 1, 2] and child.concurrency == 16
+    assert child.crawl.partition_list == [0, 1, 2] and child.crawl.concurrency == 16
 
 
 def _site(name: str, pages: int) -> SiteServer:
@@ -52,7 +52,7 @@ def test_two_workers_and_a_committer_crawl_every_page_once_with_dense_doc_number
     try:
         seeds = [s.origin + "/" for s in sites]
         # Own exactly the sites' partitions, so that each of the two processes gets sites.
-        owned = sorted({partition_of(s.origin, settings.partitions) for s in sites})
+        owned = sorted({partition_of(s.origin, settings.crawl.partitions) for s in sites})
         assert len(owned) >= 2, "four ports hashed into one partition: rerun"
         settings = settings.with_overrides(partition_ids=",".join(map(str, owned)))
         stats = run_local_cluster(settings, seeds, 2, max_pages=200, progress=False)

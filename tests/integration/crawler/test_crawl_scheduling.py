@@ -165,12 +165,12 @@ def test_two_crawler_processes_take_disjoint_hosts(settings: Settings, serve, tm
         )
         for n in range(4)
     ]
-    parts = {s.base: partition_of(s.base, settings.partitions) for s in sites}
+    parts = {s.base: partition_of(s.base, settings.crawl.partitions) for s in sites}
     if len(set(parts.values())) < 2:
         pytest.skip("all four ports hashed into one partition; rerun picks other ports")
     first = sorted(set(parts.values()))[0]
     mine = [str(first)]
-    rest = ",".join(str(p) for p in range(settings.partitions) if p != first)
+    rest = ",".join(str(p) for p in range(settings.crawl.partitions) if p != first)
     env = {
         **os.environ,
         "NIMBUS_DATABASE_URL": settings.database_url,

@@ -11,7 +11,7 @@ from services.demo.sampleweb import SiteServer
 
 
 def test_prepare_can_leave_the_sample_web_serving(sample_data: Path, tmp_path: Path) -> None:
-    settings = demo_settings(Settings(mr_runner="inline"), tmp_path / "demo")
+    settings = demo_settings(Settings.of(mr_runner="inline"), tmp_path / "demo")
     servers: list[SiteServer] = []
     try:
         timings = prepare(

@@ -29,7 +29,7 @@ def instance(moto_server: str) -> str:
 
 
 def _settings(moto_server: str, instance: str) -> Settings:
-    return Settings(
+    return Settings.of(
         database_instance=instance,
         aws_region="us-east-1",
         aws_endpoint_url=moto_server,

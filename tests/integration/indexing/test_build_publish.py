@@ -125,7 +125,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     t = len(expected)
     assert meta["format"] == 5 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
-    assert meta["pagerank_damping"] == settings.pagerank_damping
+    assert meta["pagerank_damping"] == settings.index.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
 
     offsets = arrays["term_offsets"]
@@ -156,7 +156,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
 
     pagerank = np.asarray(arrays["pagerank"])
     assert pagerank.sum() == pytest.approx(1.0, abs=1e-12)
-    assert np.abs(pagerank - networkx_ranks(settings.pagerank_damping)).max() < 1e-6
+    assert np.abs(pagerank - networkx_ranks(settings.index.pagerank_damping)).max() < 1e-6
 
     # The link graph for page info: in-links per document (sources ascending), out-link counts.
     offsets = arrays["in_offsets"].tolist()
@@ -194,7 +194,7 @@ def build_twice_and_check(settings: Settings, tmp_path: Path, corpus_writer: Cor
     first = build_index(settings, progress=False)
     assert (first.num_docs, first.num_terms) == (N, len(expected_postings()))
     assert first.segment.startswith("index/segment-") and first.segment.endswith(".nseg")
-    assert first.pagerank_delta < settings.pagerank_tolerance
+    assert first.pagerank_delta < settings.index.pagerank_tolerance
     arrays = check_segment(settings, first.segment, tmp_path)
     check_database(settings, first, np.asarray(arrays["pagerank"]))
 
@@ -218,14 +218,14 @@ def test_build_index_on_file_store_and_sqlite(
         pagerank_tolerance=1e-10, pagerank_max_iterations=200, pagerank_engine=engine
     )
     second = build_twice_and_check(tuned, tmp_path, corpus_writer)
-    assert second.pagerank_delta < tuned.pagerank_tolerance
+    assert second.pagerank_delta < tuned.index.pagerank_tolerance
     assert capsys.readouterr().err == ""  # progress=False prints nothing
 
 
 def test_build_index_on_moto_s3_and_mariadb(
     moto_server: str, s3_bucket: str, mysql_url: str, tmp_path: Path, corpus_writer: CorpusWriter
 ) -> None:
-    settings = Settings(
+    settings = Settings.of(
         database_url=mysql_url,
         blob_url=f"s3://{s3_bucket}/nimbus",
         aws_endpoint_url=moto_server,
@@ -267,6 +267,6 @@ def test_host_level_pagerank_shares_each_hosts_rank_over_its_pages(
     # Hosts: news.test (docs 0-2) and wiki.test (3-5); the only link between hosts is
     # wiki -> news (3 -> 0). Two-node PageRank: news = (1 + d) / (2 + d) with the
     # dangling news host's mass spread evenly, wiki = 1 / (2 + d); shared over 3 pages.
-    d = settings.pagerank_damping
+    d = settings.index.pagerank_damping
     assert pr[:3].tolist() == pytest.approx([(1 + d) / (2 + d) / 3] * 3, rel=1e-9)
     assert pr[3:].tolist() == pytest.approx([1 / (2 + d) / 3] * 3, rel=1e-9)

@@ -51,7 +51,7 @@ def aws(moto_server: str, tmp_path: Path, mysql_url: str) -> Settings:
     """AWS mode: blocks and segments in S3 (moto), metadata in MariaDB, jobs on "EMR"."""
     bucket = f"nimbus-emr-{uuid.uuid4().hex[:8]}"
     boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1").create_bucket(Bucket=bucket)
-    return Settings(
+    return Settings.of(
         database_url=mysql_url,
         blob_url=f"s3://{bucket}/nimbus",
         aws_endpoint_url=moto_server,
@@ -81,8 +81,8 @@ def test_crawl_to_s3_build_on_emr_publish_and_query(aws: Settings, site, moto_se
     clusters = cluster.clusters()
     assert len(clusters) < len(jobs)  # jobs joined the build's pooled cluster
     for emr in clusters:
-        assert emr.release_label == aws.emr_release_label
-        assert (emr.service_role, emr.role) == (aws.emr_service_role, aws.emr_instance_profile)
+        assert emr.release_label == aws.index.emr_release_label
+        assert (emr.service_role, emr.role) == (aws.deploy.emr_service_role, aws.deploy.emr_instance_profile)
         actions = {a.name: a for a in emr.bootstrap_actions}
         assert actions["idle timeout"].args == ["600"]  # a forgotten cluster stops itself
         script = cluster.bootstrap[emr.id]["master"]  # mrjob's bootstrap script, as uploaded

@@ -208,10 +208,10 @@ def test_pagerank_driver_inline_matches_networkx(settings: Settings, tmp_path: P
     result = run_pagerank(adjacency_path, 11, tuned, tmp_path / "pr", progress=lines.append)
 
     adjacency = adjacency_from_mapping(graph, 11)
-    assert np.abs(result.ranks - networkx_pagerank(adjacency, tuned.pagerank_damping)).max() < 1e-6
+    assert np.abs(result.ranks - networkx_pagerank(adjacency, tuned.index.pagerank_damping)).max() < 1e-6
     assert result.ranks.sum() == pytest.approx(1.0, abs=1e-9)
     assert result.delta < 1e-10
-    reference = pagerank_sparse(adjacency, tuned.pagerank_damping, 1e-10, 300)
+    reference = pagerank_sparse(adjacency, tuned.index.pagerank_damping, 1e-10, 300)
     assert abs(result.iterations - reference.iterations) <= 1  # same stopping rule
     assert len(lines) == result.iterations
 
@@ -221,7 +221,7 @@ def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: P
     write_rows(adjacency_path, iter([(0, [1]), (1, [0, 2]), (2, [])]))
     capped = settings.with_overrides(pagerank_tolerance=1e-30, pagerank_max_iterations=4)
     result = run_pagerank(adjacency_path, 3, capped, tmp_path / "pr")
-    reference = pagerank_sparse([[1], [0, 2], []], capped.pagerank_damping, 1e-30, 4)
+    reference = pagerank_sparse([[1], [0, 2], []], capped.index.pagerank_damping, 1e-30, 4)
     assert result.iterations == 4
     assert result.ranks == pytest.approx(reference.ranks, abs=1e-15)
     assert result.delta == pytest.approx(reference.delta, rel=1e-9)
@@ -313,6 +313,6 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
     )
     assert dict(adjacency_rows(links.path)) == {0: [1, 2], 1: [2], 2: [0], 3: []}
     result = run_pagerank(links.path, 4, local, tmp_path / "pr")
-    reference = pagerank_sparse([[1, 2], [2], [0], []], local.pagerank_damping, 1e-30, 3)
+    reference = pagerank_sparse([[1, 2], [2], [0], []], local.index.pagerank_damping, 1e-30, 3)
     assert result.iterations == 3
     assert result.ranks == pytest.approx(reference.ranks, abs=1e-12)

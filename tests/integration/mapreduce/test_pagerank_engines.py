@@ -65,7 +65,11 @@ def test_the_graph_has_hubs_and_dangling_pages() -> None:
 
 def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings, tmp_path: Path) -> None:
     tuned = settings.with_overrides(pagerank_tolerance=1e-10, pagerank_max_iterations=300)
-    d, tol, cap = tuned.pagerank_damping, tuned.pagerank_tolerance, tuned.pagerank_max_iterations
+    d, tol, cap = (
+        tuned.index.pagerank_damping,
+        tuned.index.pagerank_tolerance,
+        tuned.index.pagerank_max_iterations,
+    )
     memory = pagerank_sparse(GRAPH, d, tol, cap)
     sources, targets = edge_arrays(GRAPH)
     shuffled = np.random.default_rng(2).permutation(sources.size)  # edge order is irrelevant
@@ -97,7 +101,7 @@ def test_mapreduce_engine_on_the_local_runner_equals_memory_iterations(
     """Two MRPageRankStep jobs in task subprocesses (``-r local``), ~3 s."""
     local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=2)
     result = run_pagerank(write_link_graph(tmp_path / "links.jsonl", GRAPH), N, local, tmp_path / "pr")
-    reference = pagerank_sparse(GRAPH, local.pagerank_damping, 1e-30, 2)
+    reference = pagerank_sparse(GRAPH, local.index.pagerank_damping, 1e-30, 2)
     assert result.iterations == reference.iterations == 2
     assert np.abs(result.ranks - reference.ranks).max() <= 1e-15
     assert result.delta == pytest.approx(reference.delta, rel=1e-12)
@@ -127,4 +131,4 @@ def test_build_prints_the_convergence_report(
     assert report, err
     assert int(report[1]) == result.pagerank_iterations > 1
     assert float(report[2]) == pytest.approx(result.pagerank_delta, rel=1e-2)
-    assert result.pagerank_delta < tuned.pagerank_tolerance
+    assert result.pagerank_delta < tuned.index.pagerank_tolerance

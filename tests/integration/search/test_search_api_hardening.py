@@ -97,7 +97,7 @@ def test_a_malformed_rate_is_a_settings_error_naming_the_variable():
 
     with pytest.raises(SettingsError, match="NIMBUS_RATE_LIMIT"):
         Settings.from_env({"NIMBUS_RATE_LIMIT": "lots"})
-    assert Settings.from_env({"NIMBUS_RATE_LIMIT": "off"}).rate_limit == "off"
+    assert Settings.from_env({"NIMBUS_RATE_LIMIT": "off"}).search.rate_limit == "off"
 
 
 @pytest.mark.parametrize("page", ["²", "٣", "0", "-1", "1" * 40, "abc", ""])

@@ -20,7 +20,7 @@ DOCS = [
 @pytest.fixture(scope="module")
 def fuzzed_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
-    base = Settings(
+    base = Settings.of(
         database_url=f"sqlite:///{root}/nimbus.db",
         blob_url=f"file://{root}/blobs",
         var_dir=str(root / "var"),

@@ -20,7 +20,7 @@ URL = "http://a.test/page"
 TARGET = "http://a.test/moved"
 NOW = 1000.0
 JITTER = 0.5  # backoff: retry_backoff * 2**attempts * (1 + 0.25 * JITTER)
-SETTINGS = Settings(retry_backoff=2.0, max_attempts=3, max_redirects=5)
+SETTINGS = Settings.of(retry_backoff=2.0, max_attempts=3, max_redirects=5)
 HOP = NewUrl(TARGET, 2, 3.0, "uid", hops=1)
 
 
@@ -151,7 +151,7 @@ def test_counter_names_and_stored_text_are_the_kinds_values() -> None:
 
 
 def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
-    settings = Settings(retry_backoff=2.0)
+    settings = Settings.of(retry_backoff=2.0)
     assert [backoff(settings, n, None, 0.0) for n in range(3)] == [2.0, 4.0, 8.0]
     assert backoff(settings, 0, None, 1.0) == 2.5  # at most 25 % jitter
     assert backoff(settings, 0, 120.0, 0.5) == 120.0

@@ -108,7 +108,7 @@ def visiting(settings: Settings, sessions: Any) -> Iterator[Any]:
         db = DatabaseThread(sessions)
         threads.append(db)
         ctx = VisitContext(
-            settings=dataclasses.replace(settings, **(base | changes)),
+            settings=settings.with_overrides(**(base | changes)),
             http=None,  # never used: every request goes through ``fetch``
             hosts=HostScheduler(1, 30.0),
             slots=asyncio.Semaphore(4),
@@ -187,7 +187,7 @@ def test_links_below_the_depth_limit_are_counted_not_queued(visiting) -> None:
 )
 def test_a_redirect_becomes_the_next_hop_until_the_hop_limit(visiting, answer, via, counter) -> None:
     v = visiting()
-    limit = v.ctx.settings.max_redirects
+    limit = v.ctx.settings.crawl.max_redirects
     v.web.robots(ALLOW_ALL)
     if answer["status"] == 200:
         v.web.page("/old", "<p>moved</p>", **{k: a for k, a in answer.items() if k != "status"})

@@ -32,16 +32,16 @@ def test_relative_file_urls_become_absolute_and_s3_urls_stay(
 
 
 def test_store_args_pass_the_endpoint_only_when_set(tmp_path: Path) -> None:
-    plain = Settings(blob_url=f"file://{tmp_path}")
+    plain = Settings.of(blob_url=f"file://{tmp_path}")
     assert store_args(plain) == ["--blob-url", f"file://{tmp_path}"]
-    moto = Settings(blob_url="s3://b/p", aws_endpoint_url="http://127.0.0.1:5000")
+    moto = Settings.of(blob_url="s3://b/p", aws_endpoint_url="http://127.0.0.1:5000")
     assert store_args(moto) == ["--blob-url", "s3://b/p", "--aws-endpoint-url", "http://127.0.0.1:5000"]
 
 
 def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
-    inline = runner_args(Settings(mr_runner="inline"), tmp_path)
+    inline = runner_args(Settings.of(mr_runner="inline"), tmp_path)
     assert inline[:2] == ["-r", "inline"] and "--py-files" not in inline
-    local = runner_args(Settings(mr_runner="local"), tmp_path)
+    local = runner_args(Settings.of(mr_runner="local"), tmp_path)
     assert local[:2] == ["-r", "local"]
     shipped = Path(local[local.index("--py-files") + 1])
     assert shipped.is_file() and "--no-bootstrap-mrjob" in local
@@ -53,14 +53,14 @@ def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
 
 def test_emr_refuses_a_local_blob_store(tmp_path: Path) -> None:
     with pytest.raises(JobError, match="s3://bucket/prefix"):
-        runner_args(Settings(mr_runner="emr", blob_url="file://var/blobs"), tmp_path)
+        runner_args(Settings.of(mr_runner="emr", blob_url="file://var/blobs"), tmp_path)
     stack = {"emr_service_role": "svc", "emr_instance_profile": "prof", "aws_region": "eu-west-1"}
     with pytest.raises(JobError, match="needs NIMBUS_EMR_SERVICE_ROLE"):
-        runner_args(Settings(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
+        runner_args(Settings.of(mr_runner="emr", blob_url="s3://b/p"), tmp_path)
     (tmp_path / "dist").mkdir()
     (tmp_path / "dist" / "nimbus_search-0.1.0-py3-none-any.whl").write_bytes(b"")  # built once per build
     emr = runner_args(
-        Settings(mr_runner="emr", blob_url="s3://b/p", emr_subnet="subnet-1", **stack), tmp_path
+        Settings.of(mr_runner="emr", blob_url="s3://b/p", emr_subnet="subnet-1", **stack), tmp_path
     )
     assert "--py-files" in emr and "--no-bootstrap-mrjob" not in emr
     assert "SETUPTOOLS_USE_DISTUTILS=stdlib" not in emr  # its interpreter may lack distutils

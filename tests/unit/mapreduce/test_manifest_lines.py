@@ -74,9 +74,9 @@ def test_map_tasks_one_per_core_locally_many_on_emr_or_as_set():
     from services.config import Settings
     from services.indexing.manifest import MANIFEST_PARTS, manifest_parts
 
-    assert manifest_parts(Settings(mr_runner="local")) == (os.cpu_count() or 1)
-    assert manifest_parts(Settings(mr_runner="emr")) == MANIFEST_PARTS
-    assert manifest_parts(Settings(mr_runner="local", mr_map_tasks=5)) == 5
+    assert manifest_parts(Settings.of(mr_runner="local")) == (os.cpu_count() or 1)
+    assert manifest_parts(Settings.of(mr_runner="emr")) == MANIFEST_PARTS
+    assert manifest_parts(Settings.of(mr_runner="local", mr_map_tasks=5)) == 5
 
 
 def test_anchor_lines_are_copied_alone_for_the_index_job(tmp_path) -> None:

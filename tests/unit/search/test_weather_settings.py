@@ -9,8 +9,8 @@ from services.config import Settings, SettingsError
 
 def test_the_box_is_off_by_default() -> None:
     settings = Settings.from_env({})
-    assert settings.weather_url == ""
-    assert settings.weather_timeout == 0.3 and settings.weather_cache_seconds == 600.0
+    assert settings.search.weather_url == ""
+    assert settings.search.weather_timeout == 0.3 and settings.search.weather_cache_seconds == 600.0
 
 
 def test_read_from_the_environment() -> None:
@@ -21,8 +21,8 @@ def test_read_from_the_environment() -> None:
             "NIMBUS_WEATHER_CACHE_SECONDS": "60",
         }
     )
-    assert settings.weather_url == "https://api.open-meteo.com"
-    assert settings.weather_timeout == 0.5 and settings.weather_cache_seconds == 60.0
+    assert settings.search.weather_url == "https://api.open-meteo.com"
+    assert settings.search.weather_timeout == 0.5 and settings.search.weather_cache_seconds == 60.0
 
 
 @pytest.mark.parametrize(

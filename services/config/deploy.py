@@ -1,0 +1,29 @@
+"""What a deployment hands its processes: the stack's outputs that are not a backend URL.
+
+``nimbus deploy`` prints them as ``export`` lines (``services.deploy.stack.settings_env``),
+and each instance's user data writes the database's into its environment: the
+RDS instance whose managed secret holds the database password, and the roles
+and subnet an EMR index build runs with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    # On AWS: the RDS instance whose managed secret holds the password. When it is set and
+    # database_url is not, the URL is assembled at start-up (services/aws_database.py), so the
+    # password never sits in a file or an environment block.
+    database_instance: str = ""
+    database_host: str = ""
+    database_port: int = 3306
+    database_name: str = "nimbus"
+    # Where EMR index builds run (`nimbus index --runner emr`): the stack's roles and subnet.
+    emr_service_role: str = ""
+    emr_instance_profile: str = ""
+    emr_subnet: str = ""
+
+    def validate(self) -> None:
+        """Nothing to check: empty values mean "not deployed" (their users say what is missing)."""

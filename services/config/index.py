@@ -1,0 +1,53 @@
+"""The index build's settings: which MapReduce runner, the EMR cluster a build asks for,
+PageRank, near-duplicates, and how many published segments are kept.
+
+Read by ``nimbus index`` (``services.indexing``) and the tools that build an
+index (demo, eval, benchmarks). Where an EMR build runs (roles, subnet) is the
+deployment's: DeploySettings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.config.errors import SettingsError
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    mr_runner: str = "local"  # inline | local | emr
+    mr_map_tasks: int = 0  # map tasks per job; 0: one per core (local), 64 (emr)
+    # EMR index builds (`nimbus index --runner emr`): the cluster each build starts.
+    emr_release_label: str = "emr-7.5.0"  # pinned: Hadoop 3.4 on Amazon Linux 2023
+    emr_instance_type: str = "m6i.xlarge"
+    emr_core_instances: int = 2
+    # Index segments kept in the blob store after a publish: the active one and the ones
+    # before it (a service still on the previous version keeps it); older ones are
+    # deleted, with their index_versions rows. 0 keeps every segment.
+    keep_segments: int = 2
+
+    # Ranking computed at build time (query-time weights are in SearchSettings).
+    near_duplicates: bool = True  # fold pages whose terms are >= 90 % the same (text/minhash.py)
+    pagerank_damping: float = 0.85
+    pagerank_tolerance: float = 1e-8
+    pagerank_max_iterations: int = 100
+    # memory: sparse power iteration in the build process (graphs that fit in
+    # RAM: ~16 bytes per edge); mapreduce: one mrjob step per iteration.
+    pagerank_engine: str = "memory"
+    # page: PageRank over documents; host: over the host graph (links between
+    # hosts), each document taking its host's score shared among the host's pages.
+    pagerank_level: str = "page"
+
+    def validate(self) -> None:
+        if self.mr_runner not in {"inline", "local", "emr"}:
+            raise SettingsError(
+                f"NIMBUS_MR_RUNNER={self.mr_runner!r} is not a runner: use inline, local or emr"
+            )
+        if self.pagerank_engine not in {"memory", "mapreduce"}:
+            raise SettingsError(f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce")
+        if self.keep_segments < 0:
+            raise SettingsError(f"NIMBUS_KEEP_SEGMENTS={self.keep_segments}: use 0 (keep all) or more")
+        if self.pagerank_level not in {"page", "host"}:
+            raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")
+        if not 0.0 < self.pagerank_damping < 1.0:
+            raise SettingsError("NIMBUS_PAGERANK_DAMPING must lie strictly between 0 and 1")
