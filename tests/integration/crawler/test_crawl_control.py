@@ -6,9 +6,6 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
-from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
@@ -17,6 +14,9 @@ from services.crawler.crawl import run_crawl
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.schema import init_db
+from tests.integration.crawler.loopback_http import QuietHandler
+from tests.integration.crawler.loopback_http import serve as serve_http
+from tests.polling import wait_for
 
 PAGES = 400
 
@@ -179,11 +179,10 @@ def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Set
     """ "I fixed my page": a known URL is due again at once (``entries.recrawl_now``, behind
     ``nimbus crawl seed --recrawl`` and the dashboard's seed form), where a plain crawl
     would leave it until its recrawl time."""
-    import badweb
-    from badweb import BadWeb
-    from stored_rows import stored_documents
-
     from services.crawler.frontier import entries
+    from tests.integration.crawler import badweb
+    from tests.integration.crawler.badweb import BadWeb
+    from tests.stored_rows import stored_documents
 
     title = {"now": "Opening hours"}
 
