@@ -9,7 +9,7 @@ from typing import Any
 
 from services.config import Settings
 from services.demo.sampleweb import Site, SiteServer
-from tests.serving import serving
+from tests.e2e.serving import serving
 
 
 def local_settings(root: Path, **overrides: Any) -> Settings:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from services.config import Settings
-from tests.serving import serving
+from tests.e2e.serving import serving
 
 TOKEN = "browser-admin-token"
 pytestmark = pytest.mark.browser

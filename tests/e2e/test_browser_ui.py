@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.serving import serving
 from tests.polling import wait_for
-from tests.serving import serving
 
 pytestmark = pytest.mark.browser
 

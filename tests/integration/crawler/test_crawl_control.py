@@ -145,7 +145,7 @@ def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Set
     from services.crawler.frontier import entries
     from tests.integration.crawler import badweb
     from tests.integration.crawler.badweb import BadWeb
-    from tests.stored_rows import stored_documents
+    from tests.integration.stored_rows import stored_documents
 
     title = {"now": "Opening hours"}
 

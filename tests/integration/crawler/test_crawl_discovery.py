@@ -14,7 +14,7 @@ from services.storage.blobstore import open_blobstore
 from services.storage.records import decode_record
 from tests.integration.crawler import badweb
 from tests.integration.crawler.badweb import BadWeb
-from tests.stored_rows import stored_documents
+from tests.integration.stored_rows import stored_documents
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.records import decode_record, iter_records
 from services.text.urls import normalize_url, url_id
-from tests.stored_rows import stored_documents
+from tests.integration.stored_rows import stored_documents
 
 
 @dataclass

@@ -11,7 +11,7 @@ from services.crawler.crawl import run_crawl
 from services.crawler.web.soft404 import NotFoundPage, is_soft_404, words_of
 from tests.integration.crawler.loopback_http import QuietHandler
 from tests.integration.crawler.loopback_http import serve as serve_http
-from tests.stored_rows import stored_documents
+from tests.integration.stored_rows import stored_documents
 
 TEXT = "The river society walks along the banks every summer and keeps the old stone bridges."
 PAGES = {
