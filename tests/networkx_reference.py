@@ -1,5 +1,4 @@
-"""networkx.pagerank as the reference the PageRank tests compare against (importable from
-every test directory: pytest puts this folder on sys.path for its conftest.py)."""
+"""networkx.pagerank as the reference the PageRank tests (unit and integration) compare against."""
 
 from __future__ import annotations
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crawled_site import local_settings
 
 from services.config import Settings
 from services.demo.sampleweb import SiteServer, start_sample_web
+from tests.e2e.crawled_site import local_settings
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "data"
 

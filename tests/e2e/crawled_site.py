@@ -7,10 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from serving import serving
-
 from services.config import Settings
 from services.demo.sampleweb import Site, SiteServer
+from tests.e2e.serving import serving
 
 
 def local_settings(root: Path, **overrides: Any) -> Settings:

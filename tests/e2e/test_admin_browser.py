@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from serving import serving
 
 from services.config import Settings
+from tests.e2e.serving import serving
 
 TOKEN = "browser-admin-token"
 pytestmark = pytest.mark.browser

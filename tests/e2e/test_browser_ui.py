@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from polling import wait_for
-from serving import serving
+
+from tests.e2e.serving import serving
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -166,9 +167,8 @@ def test_results_paginate(browser_page, server_url):
 
 
 def test_the_weather_box_with_the_provider_and_without_it(pipeline, browser_page, artifacts):
-    from fake_weather import FakeProvider
-
     from services.search.app import create_app
+    from tests.fake_weather import FakeProvider
 
     fake = FakeProvider()
     fake.thread.start()

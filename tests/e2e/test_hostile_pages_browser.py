@@ -5,9 +5,9 @@ cached copies, and nothing of theirs runs (Chromium listens for dialogs and erro
 from __future__ import annotations
 
 import pytest
-from crawled_site import crawled_and_served
 
 from services.demo.sampleweb import Resource, Site
+from tests.e2e.crawled_site import crawled_and_served
 
 pytestmark = pytest.mark.browser
 

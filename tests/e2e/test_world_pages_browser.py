@@ -5,9 +5,9 @@ an Arabic or Hebrew title and snippet run right to left, and a 300-character "wo
 from __future__ import annotations
 
 import pytest
-from crawled_site import crawled_and_served
 
 from services.demo.sampleweb import Resource, Site
+from tests.e2e.crawled_site import crawled_and_served
 
 pytestmark = pytest.mark.browser
 

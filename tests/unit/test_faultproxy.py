@@ -13,7 +13,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from faultproxy import ResettingProxy
+
+from tests.faultproxy import ResettingProxy
 
 TIMEOUT = 10.0  # bounds every blocking socket call: a bug fails a test instead of hanging it
 

@@ -12,9 +12,7 @@ from services.admin.app import create_app
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.engines import make_engine, session_factory
 from services.storage.models import FrontierEntry
-from services.storage.schema import init_db
 
 TOKEN = "s3cret-admin-token"
 
@@ -22,14 +20,6 @@ TOKEN = "s3cret-admin-token"
 @pytest.fixture
 def admin_settings(settings: Settings) -> Settings:
     return settings.with_overrides(admin_token=TOKEN)
-
-
-@pytest.fixture
-def sessions(admin_settings: Settings):
-    engine = make_engine(admin_settings.database_url)
-    init_db(engine)
-    yield session_factory(engine)
-    engine.dispose()
 
 
 @pytest.fixture

@@ -13,15 +13,15 @@ import gzip
 import threading
 from pathlib import Path
 
-import badweb
 import pytest
-from badweb import BadWeb
 from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import CrawlStats, run_crawl
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
 
 CRAWL_LIMIT = 120.0  # seconds before a crawl counts as hung (each one takes a few seconds)
 GOOD = ["/good/1", "/good/2", "/good/3"]

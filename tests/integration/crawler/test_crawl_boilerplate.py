@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import badweb
-from badweb import BadWeb
-
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.indexing.build import build_index
 from services.search.service import SearchService
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
 
 TOPICS = {
     "/bridges.html": (

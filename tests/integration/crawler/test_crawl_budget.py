@@ -14,14 +14,14 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
 from sqlalchemy import text
-from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.storage.engines import make_engine
+from tests.integration.crawler.loopback_http import QuietHandler
+from tests.integration.crawler.loopback_http import serve as serve_http
+from tests.integration.stored_rows import stored_documents
 
 SECTIONS, PAGES_PER_SECTION = 6, 6
 DEAD_PER_PAGE = 20  # 12 under /old/, 5 under /cgi-bin/, 1 missing in a live section, 2 to a dead host

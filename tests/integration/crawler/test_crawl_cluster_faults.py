@@ -18,8 +18,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-from faultproxy import ResettingProxy
-from polling import wait_for
 from sqlalchemy import func, select, text
 
 from services.admin.status import cluster_status
@@ -32,6 +30,8 @@ from services.storage.counters import read_counters
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, DuplicateUrl, FetchBatch, FrontierEntry, RoleLease
 from services.storage.schema import init_db
+from tests.faultproxy import ResettingProxy
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.mariadb
 

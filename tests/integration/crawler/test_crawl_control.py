@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
-import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
-from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
@@ -17,40 +12,8 @@ from services.crawler.crawl import run_crawl
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.schema import init_db
-
-PAGES = 400
-
-
-@pytest.fixture
-def slow_site() -> Iterator[tuple[str, threading.Event, list[str]]]:
-    """A chain of pages, each linking the next ten; every answer waits while ``gate`` is shut.
-    The list holds the paths asked, in order of arrival (before the gate)."""
-    gate = threading.Event()
-    gate.set()
-    asked: list[str] = []
-
-    class Handler(QuietHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            asked.append(self.path)
-            gate.wait(timeout=10)
-            if self.path == "/robots.txt":
-                body = b"User-agent: *\nAllow: /\n"
-            else:
-                n = int(self.path.strip("/") or 0)
-                links = " ".join(f'<a href="/{m}">{m}</a>' for m in range(n + 1, min(n + 11, PAGES)))
-                text = f"<p>Page {n} of the long chain of pages about rivers.</p>{links}"
-                body = f"<html lang=en><title>Page {n}</title><body>{text}</body></html>".encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd, base = serve_http(Handler)
-    yield base, gate, asked
-    gate.set()
-    httpd.shutdown()
-    httpd.server_close()
+from tests.integration.crawler.slow_chain import PAGES
+from tests.polling import wait_for
 
 
 def _count(settings: Settings, what) -> int:
@@ -179,11 +142,10 @@ def test_a_page_the_operator_asks_for_again_is_fetched_again_first(settings: Set
     """ "I fixed my page": a known URL is due again at once (``entries.recrawl_now``, behind
     ``nimbus crawl seed --recrawl`` and the dashboard's seed form), where a plain crawl
     would leave it until its recrawl time."""
-    import badweb
-    from badweb import BadWeb
-    from stored_rows import stored_documents
-
     from services.crawler.frontier import entries
+    from tests.integration.crawler import badweb
+    from tests.integration.crawler.badweb import BadWeb
+    from tests.integration.stored_rows import stored_documents
 
     title = {"now": "Opening hours"}
 

@@ -6,15 +6,15 @@ import asyncio
 import itertools
 from pathlib import Path
 
-import badweb
 import pytest
-from badweb import BadWeb
-from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.storage.blobstore import open_blobstore
 from services.storage.records import decode_record
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
+from tests.integration.stored_rows import stored_documents
 
 
 @pytest.fixture

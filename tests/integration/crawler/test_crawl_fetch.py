@@ -15,9 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import aiohttp
 import aiohttp.abc
-import badweb
 import pytest
-from badweb import BadWeb
 from sqlalchemy import select
 
 from services.config import Settings
@@ -28,6 +26,8 @@ from services.crawler.web.robots import fetch_robots, rules_from_fetch
 from services.crawler.web.sitemaps import SitemapResult, discover_sitemap_urls
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
 
 BIG = b"<html><body>" + b"x" * 50_000 + b"</body></html>"
 

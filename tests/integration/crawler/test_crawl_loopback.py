@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
-from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
@@ -26,6 +25,7 @@ from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.records import decode_record, iter_records
 from services.text.urls import normalize_url, url_id
+from tests.integration.stored_rows import stored_documents
 
 
 @dataclass

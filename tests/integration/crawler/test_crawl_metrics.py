@@ -7,15 +7,15 @@ import threading
 import time
 import urllib.request
 
-from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
-from test_crawl_control import PAGES, slow_site  # noqa: F401 - the fixture, reused
 
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
 from services.storage.engines import make_engine, session_factory
 from services.storage.schema import init_db
+from tests.integration.crawler.slow_chain import PAGES
+from tests.polling import wait_for
 
 
 def _free_port() -> int:
@@ -35,7 +35,7 @@ def _scrape(port: int) -> dict[str, float]:
     return out
 
 
-def test_metrics_while_crawling(settings: Settings, slow_site) -> None:  # noqa: F811
+def test_metrics_while_crawling(settings: Settings, slow_site) -> None:
     base, _gate, _asked = slow_site
     port = _free_port()
     quick = settings.with_overrides(

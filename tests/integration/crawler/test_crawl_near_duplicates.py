@@ -8,13 +8,12 @@ result, the other addresses listed under it, and the build counts the folded doc
 
 from __future__ import annotations
 
-import badweb
-from badweb import BadWeb
-
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.indexing.build import build_index
 from services.search.service import SearchService
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
 
 CATALOGUE = (
     "Our catalogue lists walking boots, rain jackets, wool socks, compasses, maps of the valley, "

@@ -10,13 +10,12 @@ links alone: the menu pages came first for every topic.
 
 from __future__ import annotations
 
-import badweb
-from badweb import BadWeb
-
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.indexing.build import build_index
 from services.search.service import SearchService
+from tests.integration.crawler import badweb
+from tests.integration.crawler.badweb import BadWeb
 
 TOPICS = {
     "bridges": "The seven stone bridges of the old town were built between 1450 and 1600; "

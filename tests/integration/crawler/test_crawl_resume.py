@@ -19,9 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
-from polling import wait_for
 from sqlalchemy import func, select
 
 from services.config import Settings
@@ -29,6 +26,9 @@ from services.crawler.commit.spool import read_segment
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, FrontierEntry
 from services.storage.schema import init_db
+from tests.integration.crawler.loopback_http import QuietHandler
+from tests.integration.crawler.loopback_http import serve as serve_http
+from tests.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 PAGES = 40

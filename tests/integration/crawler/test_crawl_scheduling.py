@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
 from sqlalchemy import select
 
 from services.config import Settings
@@ -27,6 +25,8 @@ from services.storage.models import Document, DuplicateUrl, FrontierEntry
 from services.storage.records import decode_record
 from services.storage.schema import init_db
 from services.text.urls import url_id
+from tests.integration.crawler.loopback_http import QuietHandler
+from tests.integration.crawler.loopback_http import serve as serve_http
 
 REPO = Path(__file__).resolve().parents[3]
 Page = tuple[int, dict[str, str], bytes]  # status, headers, body

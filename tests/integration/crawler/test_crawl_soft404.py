@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from loopback_http import QuietHandler
-from loopback_http import serve as serve_http
-from stored_rows import stored_documents
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.web.soft404 import NotFoundPage, is_soft_404, words_of
+from tests.integration.crawler.loopback_http import QuietHandler
+from tests.integration.crawler.loopback_http import serve as serve_http
+from tests.integration.stored_rows import stored_documents
 
 TEXT = "The river society walks along the banks every summer and keeps the old stone bridges."
 PAGES = {

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from networkx_reference import networkx_pagerank
 from sqlalchemy import func, select
 
 from mapreduce.postings import url_words
@@ -24,6 +23,7 @@ from services.storage.models import IndexVersion, PageRankScore
 from services.storage.segment import open_segment, segment_dtypes
 from services.text.analyze import analyze
 from services.text.urls import normalize_url
+from tests.networkx_reference import networkx_pagerank
 
 CORPUS = [
     [

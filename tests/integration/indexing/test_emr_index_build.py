@@ -14,7 +14,6 @@ from urllib.parse import urlparse
 
 import boto3
 import pytest
-from emr_cluster import PlayedCluster
 from fastapi.testclient import TestClient
 
 from services.config import Settings
@@ -23,6 +22,7 @@ from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.indexing.errors import JobError
 from services.search.app import create_app
+from tests.integration.indexing.emr_cluster import PlayedCluster
 
 pytestmark = pytest.mark.mariadb  # AWS mode: the metadata is on MariaDB
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from stored_rows import stored_documents
 
 from services.eval.collection import load_collection
 from services.ingest.collection import IngestError
@@ -20,6 +19,7 @@ from services.storage.counters import read_counters
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.storage.records import decode_record
+from tests.integration.stored_rows import stored_documents
 
 DOCS = [
     {"id": "d1", "title": "Wing flutter", "text": "Flutter of swept wings at transonic speed."},

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from networkx_reference import networkx_pagerank
 
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
@@ -24,6 +23,7 @@ from services.indexing.runner import JobError, JobOutput, run_job, write_rows
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobstore import open_blobstore
 from services.storage.engines import make_engine, session_factory
+from tests.networkx_reference import networkx_pagerank
 
 FRUIT = [
     [

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from networkx_reference import networkx_pagerank
 
 from services.config import Settings
 from services.indexing.build import build_index
@@ -25,6 +24,7 @@ from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.runner import write_rows
 from services.ranking.pagerank import edge_arrays, pagerank_edges, pagerank_sparse
 from services.storage.blobstore import open_blobstore
+from tests.networkx_reference import networkx_pagerank
 
 N = 200
 

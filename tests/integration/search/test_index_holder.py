@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-from search_corpus import Doc, commit_documents, publish_index, segment_arrays
 
 from services.search.index import (
     IndexHolder,
@@ -20,6 +19,7 @@ from services.storage.blobstore import open_blobstore
 from services.storage.engines import make_engine, session_factory
 from services.storage.index_versions import activate_index
 from services.storage.segment import pack_segment
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index, segment_arrays
 
 DOCS = [
     Doc("http://a.test/1", "Albedo", "Albedo measures reflected light."),

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from polling import wait_for
-from search_corpus import Doc, commit_documents, publish_index
-
 from services.search.service import SearchService
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
+from tests.polling import wait_for
 
 DOCS = [Doc(f"http://s.test/{i}", f"Wing {i}", f"Wing lift drag number {i}.") for i in range(20)]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 DOCS = [Doc("http://h.test/0", "Wing", "Wing lift <script>alert(1)</script>.")]
 

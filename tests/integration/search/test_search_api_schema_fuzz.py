@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from search_corpus import Doc, commit_documents, publish_index
 
 from services.config import Settings
 from services.search.app import create_app
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 DOCS = [
     Doc("http://f.test/0", "Wing <b>lift</b>", 'Wing lift in supersonic flow "quoted" -minus site:x.'),

@@ -14,7 +14,6 @@ from collections import Counter
 
 import pytest
 from fastapi.testclient import TestClient
-from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import update
 
 from mapreduce.postings import url_words
@@ -24,6 +23,7 @@ from services.search.exact import EXACT_FORM_BONUS
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.text.analyze import analyze, analyze_forms
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 XSS_BODY = b"<html><script>alert('stored')</script>\xff\xfe<p>Hypersonic flow</p></html>"
 CORPUS = [
@@ -271,11 +271,11 @@ def test_answers_on_the_event_loop_only_when_nothing_is_remote_and_the_same_eith
 
 @pytest.mark.parametrize("published", [pytest.param("aws", marks=pytest.mark.mariadb)], indirect=True)
 def test_record_blocks_read_from_s3_are_kept_on_disk_and_read_there(published):
-    from polling import wait_for
     from sqlalchemy import select
 
     from services.search.service import SearchService
     from services.storage.models import Document
+    from tests.polling import wait_for
 
     service = SearchService(published.with_overrides(result_cache_size=0))
     try:

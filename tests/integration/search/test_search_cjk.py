@@ -5,7 +5,8 @@ marks the word that matched."""
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc(

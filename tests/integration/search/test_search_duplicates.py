@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import event
 
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import DuplicateUrl
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 CORPUS = [
     Doc("http://a.test/kites", "Kites", "Kites fly on steady wind. Box kites and delta kites."),

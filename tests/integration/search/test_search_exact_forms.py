@@ -4,7 +4,8 @@ holding the form the user typed ranks first (the index itself holds only stems).
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 FRAME = "The {} was described in the annual report of the county, with figures for every parish."
 # Pairs sharing a stem (Snowball English: experiment/experience -> experi, animal/animate ->

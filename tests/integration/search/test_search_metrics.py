@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://m.test/a", "Wing lift", "The wing of an aircraft produces lift."),
@@ -63,7 +64,7 @@ def test_several_workers_report_their_requests_together(published, tmp_path) -> 
     import urllib.request
     from pathlib import Path
 
-    from polling import wait_for
+    from tests.polling import wait_for
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

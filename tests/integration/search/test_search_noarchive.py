@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://h.test/open", "Open minutes", "Minutes of the river society, open to all."),

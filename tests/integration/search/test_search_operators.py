@@ -4,7 +4,8 @@ phrases, exclusions and paging; and the API's ``size``."""
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, publish_corpus
+
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 DOCS = [
     Doc("http://nasa.gov/wing", "Wing design", "Wing lift in supersonic flow."),  # 0

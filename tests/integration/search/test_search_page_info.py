@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_index
+
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 HUB = "http://p.test/"
 DOCS = [

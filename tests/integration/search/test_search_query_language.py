@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from search_corpus import Doc, commit_documents, publish_corpus, publish_index
+
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_corpus, publish_index
 
 DOCS = [
     Doc("http://q.test/0", "Boundary layer", "The boundary layer of a wing in supersonic flow."),

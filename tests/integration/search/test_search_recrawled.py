@@ -6,12 +6,12 @@ cached copy), never a crash or the superseded text."""
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-from search_corpus import Doc, commit_documents, publish_index
 from sqlalchemy import select, update
 
 from services.search.app import create_app
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
+from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 CORPUS = [
     Doc("http://a.test/glider", "Gliders", "Gliders soar on thermals without an engine."),

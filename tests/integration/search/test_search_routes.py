@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from search_corpus import Doc, publish_corpus
 
 from services.errors import NimbusError
 from services.search.app import create_app
@@ -12,6 +11,7 @@ from services.search.errors import NotFoundError, SearchIndexError
 from services.search.http_errors import FAILED, UNAVAILABLE
 from services.search.service import SearchService
 from services.storage.errors import StorageError
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 PAGE = (
     "<html><head><meta charset=windows-1252><title>Caf\xe9 wings</title>"

@@ -11,13 +11,13 @@ from contextlib import ExitStack
 from urllib.parse import urlsplit
 
 import pytest
-from fake_weather import FakeProvider
 from fastapi.testclient import TestClient
-from search_corpus import Doc, publish_corpus
 
 from services.search.app import create_app
 from services.search.places import Place
 from services.search.weather import WeatherClient
+from tests.fake_weather import FakeProvider
+from tests.integration.search.search_corpus import Doc, publish_corpus
 
 BOX = '<section class="answer" aria-label="Weather">'
 DOCS = [

@@ -23,10 +23,10 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 from botocore.exceptions import ConnectionClosedError
-from faultproxy import ResettingProxy
 
 from services.storage.blobstore import S3BlobStore, open_blobstore
 from services.storage.errors import BlobNotFoundError, StorageError
+from tests.faultproxy import ResettingProxy
 
 # botocore's standard retry mode, its default: one attempt and two retries per call, each
 # on a connection of its own once the first is reset. Every test has a client of its own:

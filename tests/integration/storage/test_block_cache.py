@@ -4,10 +4,10 @@ later reads come from the copy; bounded, least recently read out first."""
 from __future__ import annotations
 
 import pytest
-from polling import wait_for
 
 from services.storage.blobstore import open_blobstore
 from services.storage.block_cache import BlockCache
+from tests.polling import wait_for
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-from polling import wait_for
 from sqlalchemy import event, text
 
 from services.storage.counters import lock_counter, read_counters
 from services.storage.engines import make_engine, session_factory
 from services.storage.schema import init_db
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.mariadb
 

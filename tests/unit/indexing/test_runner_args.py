@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+import grimp
 import pytest
 
 from services.config import Settings
@@ -98,19 +97,11 @@ def test_package_zip_holds_every_module_the_jobs_import(tmp_path: Path) -> None:
     """The import closure of ``mapreduce`` (grimp, import-linter's graph) is in the zip, so a
     task can never fail with "No module named ..." for a module of this project.
 
-    The graph is built in a child process run from the repository: pytest's own sys.path
-    (each test directory prepended) made ``mapreduce`` resolve to tests/unit/mapreduce, a
-    namespace package, whenever grimp had no cache from ``make lint`` to read."""
-    script = (
-        "import grimp, json\n"
-        "graph = grimp.build_graph('mapreduce', 'services', cache_dir=None)\n"
-        "needed = set(graph.find_upstream_modules('mapreduce', as_package=True))\n"
-        "needed |= {m for m in graph.modules if m.startswith('mapreduce')}\n"
-        "print(json.dumps(sorted(needed)))\n"
-    )
-    repo = Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, check=True)
-    needed = json.loads(out.stdout)
+    The graph is built in this process: pytest (importlib mode) puts no test folder on
+    sys.path, so ``mapreduce`` is the project's package, never tests/unit/mapreduce."""
+    graph = grimp.build_graph("mapreduce", "services", cache_dir=None)
+    needed = set(graph.find_upstream_modules("mapreduce", as_package=True))
+    needed |= {m for m in graph.modules if m.startswith("mapreduce")}
     assert "mapreduce.mr_index" in needed and "services.text.analyze" in needed
     names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
     for module in needed:

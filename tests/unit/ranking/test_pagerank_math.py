@@ -7,7 +7,6 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 import pytest
-from networkx_reference import networkx_pagerank
 
 # networkx.pagerank (scipy-backed) is an implementation independent of ours,
 # with the same dangling rule (uniform).
@@ -25,6 +24,7 @@ from services.ranking.pagerank import (
     uniform_ranks,
     updated_rank,
 )
+from tests.networkx_reference import networkx_pagerank
 
 D = 0.85
 

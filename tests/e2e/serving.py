@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from polling import wait_for
+from tests.polling import wait_for
 
 
 @contextmanager

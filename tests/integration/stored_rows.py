@@ -1,4 +1,4 @@
-"""What a test reads back from the metadata database (importable from every test directory)."""
+"""What a test reads back from the metadata database."""
 
 from __future__ import annotations
 
