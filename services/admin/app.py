@@ -23,7 +23,7 @@ from services.admin.status import ClusterStatus, cluster_status
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.search.app import create_app as create_search_app
+from services.search.http.app import create_app as create_search_app
 from services.storage.engines import make_engine, session_factory
 from services.storage.schema import init_db
 from services.text.errors import BadUrlError

@@ -96,7 +96,7 @@ def run_demo(base: Settings, data_dir: Path) -> None:
 def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServer]) -> None:
     import uvicorn
 
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     print(
         f"demo: crawled {int(timings['pages'])} pages in {timings['crawl']:.1f} s, "

@@ -15,7 +15,7 @@ do. ``idf`` is Lucene's BM25 idf (always positive).
 
 Nothing here depends on the query, so the impacts are stored in the index
 segment and a query only adds them up; the largest impact of each term
-bounds what it can add, which dynamic pruning (``services.search.topk``)
+bounds what it can add, which dynamic pruning (``services.search.retrieval.rank``)
 uses.
 
 Parameters are literature defaults, not fitted to an evaluation collection:

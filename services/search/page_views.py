@@ -15,7 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from services.search.answers import (
+from services.search.errors import NotFoundError
+from services.search.query.language import ParsedQuery, clean_query, parse_query
+from services.search.results import (
     MAX_RESULTS,
     CachedCopy,
     CachedText,
@@ -24,12 +26,10 @@ from services.search.answers import (
     RecordPlace,
     media_type,
 )
-from services.search.duplicates import other_urls
-from services.search.errors import NotFoundError
-from services.search.explain import breakdown
-from services.search.index import IndexHolder, SegmentIndex
-from services.search.query import ParsedQuery, clean_query, parse_query
-from services.search.retrieve import RetrievalSettings, retrieve_ranked
+from services.search.retrieval.duplicates import other_urls
+from services.search.retrieval.explain import breakdown
+from services.search.retrieval.retrieve import RetrievalSettings, retrieve_ranked
+from services.search.retrieval.segment import IndexHolder, SegmentIndex
 from services.storage.blobstore import BlobStore
 from services.storage.blocks import sha1
 from services.storage.errors import StorageError

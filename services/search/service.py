@@ -30,18 +30,18 @@ from sqlalchemy.exc import SQLAlchemyError
 from services.config import Settings
 from services.errors import NimbusError
 from services.malloc import keep_freed_memory
-from services.search.answers import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
-from services.search.duplicates import ALSO_AT_LIMIT, other_urls
-from services.search.filters import DocFacts, needs_facts, operator_mask
-from services.search.index import IndexHolder, SegmentIndex
+from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
-from services.search.per_version import PerVersion
-from services.search.query import ParsedQuery, clean_query, parse_query, plain_query
-from services.search.rank import Ranked
+from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
+from services.search.query.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.search.result_cache import ResultCache
-from services.search.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
-from services.search.snippets import make_snippet
-from services.search.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
+from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
+from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
+from services.search.retrieval.filters import DocFacts, needs_facts, operator_mask
+from services.search.retrieval.per_version import PerVersion
+from services.search.retrieval.rank import Ranked
+from services.search.retrieval.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
+from services.search.retrieval.segment import IndexHolder, SegmentIndex
 from services.storage.blobstore import BlobStore, open_blobstore
 from services.storage.block_cache import BlockCache
 from services.storage.engines import make_engine, session_factory

@@ -12,7 +12,7 @@ the arrays between worker processes. Layout::
 The arrays an index segment holds, their dtypes, lengths and meaning, are
 the segment contract (``SEGMENT_ARRAYS``), written once here: the publish
 step (``services.indexing.publish``) checks what it writes against it and
-the search service (``services.search.index``) what it maps.
+the search service (``services.search.retrieval.segment``) what it maps.
 """
 
 from __future__ import annotations

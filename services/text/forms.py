@@ -6,7 +6,7 @@ user typed. Elasticsearch answers this by indexing every token twice, stemmed an
 (``keyword_repeat``), which doubles the postings; here each document carries a Bloom filter
 of its title and body word forms (before stemming, ``analyze.surface_form``), about one byte
 per distinct form, and search gives a small bonus to the top results that hold the query's
-words as typed (``services.search.forms``).
+words as typed (``services.search.retrieval.exact_forms``).
 
 Filters are ``BITS_PER_FORM`` bits per form with ``HASHES`` probes (Kirsch and
 Mitzenmacher's double hashing): about 3 % false positives, and a false positive only

@@ -32,7 +32,7 @@ def crawled_and_served(site: Site, root: Path, max_pages: int, **overrides: Any)
     serving the result: its address."""
     from services.crawler.crawl import run_crawl
     from services.indexing.build import build_index
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     settings = local_settings(root, **overrides)
     server = SiteServer(site).start()

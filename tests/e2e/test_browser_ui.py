@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def server_url(pipeline):
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     with serving(create_app(pipeline.settings)) as url:
         yield url
@@ -167,7 +167,7 @@ def test_results_paginate(browser_page, server_url):
 
 
 def test_the_weather_box_with_the_provider_and_without_it(pipeline, browser_page, artifacts):
-    from services.search.app import create_app
+    from services.search.http.app import create_app
     from tests.fake_weather import FakeProvider
 
     fake = FakeProvider()

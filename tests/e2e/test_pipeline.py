@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from services.search.app import create_app
+from services.search.http.app import create_app
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document, PageRankScore
 

@@ -21,7 +21,7 @@ from services.crawler.crawl import run_crawl
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.indexing.errors import JobError
-from services.search.app import create_app
+from services.search.http.app import create_app
 from tests.integration.indexing.emr_cluster import PlayedCluster
 
 pytestmark = pytest.mark.mariadb  # AWS mode: the metadata is on MariaDB

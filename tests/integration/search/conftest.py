@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from services.search.app import create_app
+from services.search.http.app import create_app
 
 
 @pytest.fixture

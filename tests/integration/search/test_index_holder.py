@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from services.search.index import (
+from services.search.retrieval.segment import (
     IndexHolder,
     SearchIndexError,
     SegmentIndex,

@@ -79,7 +79,7 @@ def test_api_docs_are_served_from_here_without_inline_script(client):
 def test_a_client_over_its_rate_gets_429_with_retry_after_and_others_do_not(published):
     from fastapi.testclient import TestClient
 
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     app = create_app(published.with_overrides(rate_limit="3/minute"), recheck_seconds=0)
     with TestClient(app) as one, TestClient(app, client=("10.0.0.2", 5000)) as other:

@@ -8,7 +8,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from services.config import Settings
-from services.search.app import create_app
+from services.search.http.app import create_app
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 DOCS = [

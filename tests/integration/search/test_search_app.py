@@ -18,8 +18,8 @@ from sqlalchemy import update
 
 from mapreduce.postings import url_words
 from services.config import Settings
-from services.search.app import create_app
-from services.search.exact import EXACT_FORM_BONUS
+from services.search.http.app import create_app
+from services.search.retrieval.exact_forms import EXACT_FORM_BONUS
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from services.text.analyze import analyze, analyze_forms
@@ -87,7 +87,7 @@ def expected_ranking(
                 text += qtf * idf * pseudo * (k1 + 1) / (pseudo + k1)
         if matched:
             s = n * pagerank[d]
-            # The words-as-typed rescore (services.search.exact): the query's written forms
+            # The words-as-typed rescore (services.search.retrieval.exact_forms): the query's written forms
             # the document holds in its title or body (exact here; a Bloom filter in the index).
             typed = {form for _, form in analyze_forms(query)}
             held = {

@@ -118,7 +118,7 @@ def dotted(settings):
 def test_words_inside_dotted_names_are_found(dotted):
     from fastapi.testclient import TestClient
 
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     with TestClient(create_app(dotted, recheck_seconds=0)) as client:
         for q, expected in (("node.js", 0), ("node", 0), ("example site", 0), ("3.14", 1), ("USA", 1)):

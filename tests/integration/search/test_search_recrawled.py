@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from services.search.app import create_app
+from services.search.http.app import create_app
 from services.storage.engines import make_engine, session_factory
 from services.storage.models import Document
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index

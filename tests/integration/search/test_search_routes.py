@@ -6,9 +6,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from services.errors import NimbusError
-from services.search.app import create_app
 from services.search.errors import NotFoundError, SearchIndexError
-from services.search.http_errors import FAILED, UNAVAILABLE
+from services.search.http.app import create_app
+from services.search.http.http_errors import FAILED, UNAVAILABLE
 from services.search.service import SearchService
 from services.storage.errors import StorageError
 from tests.integration.search.search_corpus import Doc, publish_corpus

@@ -83,7 +83,7 @@ def test_words_of_the_bodies_count_too_when_two_documents_hold_them(client):
 def test_the_vocabulary_is_ready_before_the_first_request(published):
     from fastapi.testclient import TestClient
 
-    from services.search.app import create_app
+    from services.search.http.app import create_app
 
     app = create_app(published, recheck_seconds=0)
     service = app.state.service

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
-from services.search.app import create_app
-from services.search.places import Place
-from services.search.weather import WeatherClient
+from services.search.http.app import create_app
+from services.search.instant.places import Place
+from services.search.instant.weather import WeatherClient
 from tests.fake_weather import FakeProvider
 from tests.integration.search.search_corpus import Doc, publish_corpus
 
@@ -129,7 +129,7 @@ def test_a_provider_answering_garbage_or_500_costs_the_box_not_the_page(
 ) -> None:
     fake.mode = mode
     client = open_app(weather_url=fake.url, weather_timeout=5.0)
-    with caplog.at_level(logging.WARNING, logger="services.search.weather"):
+    with caplog.at_level(logging.WARNING, logger="services.search.instant.weather"):
         text = page(client, "paris")
     assert BOX not in text
     assert '<ol class="results"' in text and "http://travel.example/paris" in text
@@ -152,7 +152,7 @@ def test_a_slow_provider_costs_the_box_and_the_page_comes_back(open_app, fake) -
 
 def test_a_provider_that_is_not_there_costs_the_box_only(open_app, closed_url, caplog) -> None:
     client = open_app(weather_url=closed_url, weather_timeout=5.0)
-    with caplog.at_level(logging.WARNING, logger="services.search.weather"):
+    with caplog.at_level(logging.WARNING, logger="services.search.instant.weather"):
         text = page(client, "paris")
     assert BOX not in text
     assert "http://travel.example/paris" in text

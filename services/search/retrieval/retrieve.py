@@ -1,0 +1,281 @@
+"""A parsed query against one index segment: which documents, in which order.
+
+The rules (README, "Query language"):
+
+1. Excluded words remove documents. A quoted phrase is required when at least
+   ``and_min_results`` documents hold it; otherwise its holders come first and
+   the documents holding its words follow (a soft constraint, "phrase+words").
+2. Without ``OR``: the documents holding every word (AND), ranked by score,
+   when there are at least ``and_min_results`` of them; documents matching
+   only some words follow, ranked by score, for whoever reads that far.
+3. Otherwise (explicit ``OR``, or AND found too few): every document holding
+   any word, ranked by score (exact top-k with MaxScore pruning). With RM3
+   pseudo-relevance feedback switched on (and no phrase in the query: an
+   expanded query is no longer the user's phrase), the expanded query
+   re-ranks those same documents: feedback reorders, it never adds a result
+   that holds none of the user's words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from services.search.query.language import ParsedQuery
+from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
+from services.search.retrieval.feedback import rm3_weights
+from services.search.retrieval.phrase import phrase_matches
+from services.search.retrieval.rank import (
+    QueryTerm,
+    Ranked,
+    best_of,
+    combine,
+    conjunctive,
+    intersect_docs,
+    score_candidates,
+    top_k_maxscore,
+    union_docs,
+)
+from services.search.retrieval.segment import SegmentIndex
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    pagerank_weight: float = 0.2
+    and_min_results: int = 10
+    feedback_docs: int = 10
+    feedback_terms: int = 10
+    feedback_weight: float = 0.5
+    feedback_max_df: float = 1.0  # expansion terms in more of the documents are left out (1.0: off)
+    feedback_cap: bool = True  # no expansion term outweighs a word of the query
+    feedback_min_terms: int = 4  # shorter queries are precise: expansion drifts off them
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    ranked: Ranked
+    mode: str  # "and", "and+or", "or", "or+feedback", "phrase", "phrase+words", "browse", "none"
+    found: list[str]  # query terms present in the index
+    # Documents holding every word, when the AND was tried and too few held them for an AND
+    # result (the OR that follows ranks them among partial matches); None when not tried.
+    all_words: int | None = None
+
+    def phrase_relaxed(self) -> bool:
+        """Too few documents held the quoted phrase: documents with its words follow them."""
+        return self.mode == "phrase+words"
+
+    def some_words_only(self, query: ParsedQuery) -> bool:
+        """The user asked for several words (not with OR), and no document held them all."""
+        return (
+            self.mode in {"or", "or+feedback"}
+            and len(query.terms) > 1
+            and not query.any_word
+            and not self.all_words
+        )
+
+
+def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
+    docs, impacts = index.postings(term_id)
+    return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id))
+
+
+def retrieve(
+    index: SegmentIndex,
+    query: ParsedQuery,
+    k: int,
+    settings: RetrievalSettings = RetrievalSettings(),
+    allowed: np.ndarray | None = None,
+) -> Retrieval:
+    """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
+    operators' mask, ``services.search.retrieval.filters``) when it is given."""
+    prior = index.prior(settings.pagerank_weight)
+    top = index.max_prior(settings.pagerank_weight)
+    looked_up = {term: index.term_id(term) for term in query.terms}
+    ids = {term: i for term, i in looked_up.items() if i is not None}  # terms in the index
+    found = list(ids)
+    weights = {ids[t]: float(query.terms[t]) for t in found}
+    terms = [query_term(index, i, w) for i, w in weights.items()]
+    excluded = union_docs(
+        [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
+    )
+    visible = index.visible  # near-duplicates show under their group's first document
+    if allowed is not None:
+        visible = allowed if visible is None else allowed & visible
+    for phrase in query.excluded_phrases:
+        excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
+    empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
+    if not query.terms and visible is not None and allowed is not None and k > 0:
+        return Retrieval(_browse(visible, excluded, prior, k), "browse", found)
+    if not terms or k <= 0:
+        return Retrieval(empty, "none", found)
+
+    if query.phrases:
+        if any(t not in ids for phrase in query.phrases for t in phrase):
+            candidates = np.zeros(0, np.uint32)
+        else:
+            required = [query_term(index, ids[t], 1.0) for phrase in query.phrases for t in phrase]
+            candidates = _without(intersect_docs(required, index.num_docs), excluded)
+            if visible is not None:
+                candidates = candidates[visible[candidates]]
+            for phrase in query.phrases:
+                candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
+        if candidates.shape[0] < settings.and_min_results:
+            return _phrase_then_words(index, query, terms, candidates, prior, k, settings, found, allowed)
+        if not query.any_word and len(found) == len(query.terms):
+            # The candidates hold the phrases' words already: intersect with the others only.
+            in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
+            others = [t for i, t in zip(weights, terms, strict=True) if i not in in_phrases]
+            narrowed = (
+                np.intersect1d(candidates, intersect_docs(others, index.num_docs), assume_unique=True)
+                if others
+                else candidates
+            )
+            if narrowed.shape[0] >= settings.and_min_results:
+                candidates = narrowed
+        return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
+
+    and_tried = not query.any_word and len(found) == len(query.terms) and len(terms) > 1
+    if and_tried:
+        docs, text = conjunctive(terms, index.num_docs)
+        if excluded.shape[0] or visible is not None:
+            keep = ~np.isin(docs, excluded) if excluded.shape[0] else np.ones(docs.shape[0], dtype=bool)
+            if visible is not None:
+                keep &= visible[docs]
+            docs, text = docs[keep], text[keep]
+        if docs.shape[0] >= settings.and_min_results:
+            ranked = best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
+            if ranked.docs.shape[0] >= k:
+                return Retrieval(ranked, "and", found)
+            # Fewer AND matches than asked for: partial matches follow them.
+            rest = top_k_maxscore(
+                terms, prior, k, excluded=np.union1d(excluded, docs), max_prior=top, allowed=visible
+            )
+            return Retrieval(_concat(ranked, rest, k), "and+or", found)
+
+    all_words = int(docs.shape[0]) if and_tried else None
+    ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top, allowed=visible)
+    long_enough = len(query.terms) >= settings.feedback_min_terms
+    if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
+        fb = min(settings.feedback_docs, ranked.docs.shape[0])
+        expanded = rm3_weights(
+            weights,
+            ranked.docs[:fb],
+            ranked.text[:fb],
+            index.arrays["fwd_offsets"],
+            index.arrays["fwd_terms"],
+            index.arrays["fwd_tfs"],
+            index.doc_lengths,
+            settings.feedback_terms,
+            settings.feedback_weight,
+            df=index.arrays["df"],
+            max_df=settings.feedback_max_df,
+            cap_to_query=settings.feedback_cap,
+        )
+        # The expanded query reranks the documents holding a word of the user's query;
+        # it does not bring in documents that hold none of them.
+        allowed = np.zeros(index.num_docs, dtype=bool)
+        for t in terms:
+            allowed[t.docs] = True
+        if visible is not None:
+            allowed &= visible
+        expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
+        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
+        return Retrieval(ranked, "or+feedback", found, all_words)
+    return Retrieval(ranked, "or", found, all_words)
+
+
+def _phrase_then_words(
+    index: SegmentIndex,
+    query: ParsedQuery,
+    terms: list[QueryTerm],
+    holding: np.ndarray,
+    prior: np.ndarray,
+    k: int,
+    settings: RetrievalSettings,
+    found: list[str],
+    allowed: np.ndarray | None,
+) -> Retrieval:
+    """A quoted phrase as a soft constraint: the few documents holding it first, then the
+    documents holding its words (AND, else OR), as for an unquoted query.
+
+    People paste quoted titles and expressions that no page holds word for word;
+    an empty page of results helps nobody. The phrase still decides the order:
+    every holder ranks above every document that only has the words.
+    """
+    first = score_candidates(terms, holding, prior, k) if holding.shape[0] else None
+    # The operators' mask goes along: the words' results are the query's results too.
+    words = retrieve(index, replace(query, phrases=[]), k + int(holding.shape[0]), settings, allowed)
+    rest = words.ranked
+    if first is None:
+        return Retrieval(rest, "phrase+words", found)
+    keep = ~np.isin(rest.docs, first.docs)
+    rest = Ranked(rest.docs[keep], rest.final[keep], rest.text[keep], max(0, rest.total - int(first.total)))
+    return Retrieval(_concat(first, rest, k), "phrase+words", found)
+
+
+def _browse(allowed: np.ndarray, excluded: np.ndarray, prior: np.ndarray, k: int) -> Ranked:
+    """Operators without words ("site:nasa.gov"): every allowed document, best prior first."""
+    docs = _without(np.flatnonzero(allowed).astype(np.uint32), excluded)
+    scores = prior[docs]
+    return best_of(docs, scores, np.zeros(docs.shape[0]), k, int(docs.shape[0]))
+
+
+def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
+    """Every document holding ``phrase`` (analyzed terms)."""
+    looked_up = [index.term_id(t) for t in phrase]
+    ids = [i for i in looked_up if i is not None]
+    if len(ids) < len(looked_up):
+        return np.zeros(0, np.uint32)
+    holding = intersect_docs([query_term(index, i, 1.0) for i in ids], index.num_docs)
+    return _holding_phrase(index, holding, ids)
+
+
+def _holding_phrase(index: SegmentIndex, candidates: np.ndarray, ids: list[int]) -> np.ndarray:
+    """The ``candidates`` (each holding every term of the phrase) where the phrase occurs."""
+    return phrase_matches(
+        candidates,
+        [index.posting_range(i) for i in ids],
+        index.arrays["post_docs"],
+        index.arrays["pos_offsets"],
+        index.arrays["positions"],
+    )
+
+
+def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    return docs[~np.isin(docs, excluded)] if excluded.shape[0] else docs
+
+
+def _concat(first: Ranked, rest: Ranked, k: int) -> Ranked:
+    return Ranked(
+        np.concatenate([first.docs, rest.docs])[:k],
+        np.concatenate([first.final, rest.final])[:k],
+        np.concatenate([first.text, rest.text])[:k],
+        first.total + rest.total,
+    )
+
+
+# Modes whose ranking is one list by score; "and+or" and "phrase+words" put whole groups
+# first, and their order is not the scores' (services.search.service).
+_BY_SCORE = frozenset({"or", "or+feedback", "and", "phrase"})
+
+
+def retrieve_ranked(
+    index: SegmentIndex,
+    query: ParsedQuery,
+    k: int,
+    settings: RetrievalSettings = RetrievalSettings(),
+    allowed: np.ndarray | None = None,
+) -> Retrieval:
+    """``retrieve``, then the words-as-typed rescore (``services.search.retrieval.exact_forms``) over at
+    least ``RESCORE_WINDOW`` first-phase hits: what search and evaluation rank by."""
+    if k <= 0:
+        return retrieve(index, query, k, settings, allowed)
+    result = retrieve(index, query, max(k, RESCORE_WINDOW), settings, allowed)
+    ranked = result.ranked
+    forms = [query.forms[t] for t in result.found if t in query.forms]
+    if result.mode in _BY_SCORE and forms:
+        ranked = rescore_exact_forms(index, forms, ranked, k)
+    elif ranked.docs.shape[0] > k:
+        ranked = Ranked(ranked.docs[:k], ranked.final[:k], ranked.text[:k], ranked.total)
+    return Retrieval(ranked, result.mode, result.found, result.all_words)

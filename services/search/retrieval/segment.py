@@ -1,0 +1,357 @@
+"""The search side of an index segment: download once, memory-map, look terms up.
+
+The publish step (``services.indexing.publish``) writes the arrays of the
+segment contract (``services.storage.segment.SEGMENT_ARRAYS``); this module
+is their only reader. A loaded
+``SegmentIndex`` is never mutated: a new index version is opened as a new
+object and swapped in by ``IndexHolder``, so a request that already holds the
+old object finishes on it (the old memory map lives until its last user drops
+it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.search.errors import SearchIndexError
+from services.search.retrieval.rank import pagerank_prior
+from services.storage.blobstore import BlobStore
+from services.storage.errors import SegmentContractError, StorageError
+from services.storage.index_versions import active_index
+from services.storage.segment import check_segment, open_segment
+
+log = logging.getLogger(__name__)
+
+TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentIndex:
+    """One published index version, memory-mapped and read-only."""
+
+    version_id: int
+    segment: str  # blob name, e.g. index/segment-<version>.nseg
+    path: Path
+    meta: Mapping[str, Any]
+    arrays: Mapping[str, np.ndarray]
+
+    @classmethod
+    def open(cls, path: Path, version_id: int = 0, segment: str = "") -> SegmentIndex:
+        """Memory-map ``path`` and check every array against the contract."""
+        try:
+            arrays, meta = open_segment(path)
+        except (StorageError, OSError, ValueError, KeyError) as exc:
+            raise SearchIndexError(
+                f"cannot open index segment {path}: {exc}; re-run `nimbus index` to publish a new one"
+            ) from exc
+        try:
+            check_segment(arrays, meta, str(path))
+        except SegmentContractError as exc:
+            raise SearchIndexError(str(exc)) from exc
+        # Plain ndarray views of the memory maps: slicing an np.memmap runs Python code
+        # (__array_finalize__) on every slice, a third of a query's time.
+        plain = {name: np.asarray(array) for name, array in arrays.items()}
+        index = cls(version_id, segment or path.name, Path(path), dict(meta), plain)
+        index.term_id("")  # builds the dictionary's sample now, not in the first query's time
+        index.folded_into([])  # and the near-duplicate groups
+        return index
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.arrays["doc_lengths"].shape[0])
+
+    @property
+    def num_terms(self) -> int:
+        return int(self.arrays["df"].shape[0])
+
+    @property
+    def doc_lengths(self) -> np.ndarray:
+        return self.arrays["doc_lengths"]
+
+    @property
+    def pagerank(self) -> np.ndarray:
+        return self.arrays["pagerank"]
+
+    @cached_property
+    def folded(self) -> np.ndarray:
+        """Near-duplicates folded into another document (ascending): never results of their
+        own, listed under their group's representative (services.text.minhash)."""
+        group = self.arrays["near_dup_of"]
+        return np.flatnonzero(group != np.arange(group.shape[0], dtype=group.dtype)).astype(np.uint32)
+
+    @cached_property
+    def visible(self) -> np.ndarray | None:
+        """True for every document that may be a result (not folded); None when all may."""
+        if not self.folded.shape[0]:
+            return None
+        mask = np.ones(self.num_docs, dtype=bool)
+        mask[self.folded] = False
+        return mask
+
+    def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
+        """representative -> the near-duplicates folded into it, for ``doc_nums``."""
+        groups = self._groups
+        return {num: groups[num] for num in doc_nums if num in groups}
+
+    @cached_property
+    def _groups(self) -> dict[int, list[int]]:
+        """Every representative's folded members (ascending), built once per segment: a
+        scan of all folded documents per query cost 0.7 ms when half of them were folded."""
+        folded = self.folded
+        out: dict[int, list[int]] = {}
+        into = self.arrays["near_dup_of"][folded]
+        for member, rep in zip(folded.tolist(), into.tolist(), strict=True):
+            out.setdefault(rep, []).append(member)
+        return out
+
+    def vocabulary(self) -> Iterator[tuple[str, int]]:
+        """(written form, documents holding it) for forms in two or more documents; nothing
+        from a segment older than format 5."""
+        if "vocab_df" not in self.arrays:
+            return
+        raw = self.arrays["vocab_bytes"].tobytes()
+        offsets = self.arrays["vocab_offsets"].tolist()
+        for i, held in enumerate(self.arrays["vocab_df"].tolist()):
+            yield raw[offsets[i] : offsets[i + 1]].decode("utf-8"), held
+
+    @property
+    def has_links(self) -> bool:
+        """Format-4 segments keep the link graph (page info); older ones do not."""
+        return "in_offsets" in self.arrays
+
+    def in_links(self, doc: int) -> np.ndarray:
+        """The documents linking to ``doc`` (ascending); empty without the link graph."""
+        if not self.has_links:
+            return np.zeros(0, dtype=np.uint32)
+        offsets = self.arrays["in_offsets"]
+        return self.arrays["in_docs"][int(offsets[doc]) : int(offsets[doc + 1])]
+
+    def out_count(self, doc: int) -> int | None:
+        """Links from ``doc`` to crawled pages; None without the link graph."""
+        return int(self.arrays["out_counts"][doc]) if self.has_links else None
+
+    def term(self, term_id: int) -> str:
+        offsets = self.arrays["term_offsets"]
+        start, end = int(offsets[term_id]), int(offsets[term_id + 1])
+        return self.arrays["term_bytes"][start:end].tobytes().decode("utf-8")
+
+    def term_id(self, term: str) -> int | None:
+        """Binary search over the byte-sorted dictionary: ``bisect`` (in C) over every
+        ``TERM_SAMPLE``-th term held in memory, then a search of one block of the map.
+
+        A search over the whole map takes a slice per step, about four times the
+        cost (docs/performance-notes.md); this keeps 1/64 of the terms in memory.
+        """
+        key = term.encode("utf-8")
+        block = bisect.bisect_right(self._term_sample, key) - 1
+        if block < 0:
+            return None
+        first = block * TERM_SAMPLE
+        offsets = self.arrays["term_offsets"][first : first + TERM_SAMPLE + 1].tolist()
+        base = offsets[0]
+        text = self.arrays["term_bytes"][base : offsets[-1]].tobytes()
+        lo, hi = 0, len(offsets) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = text[offsets[mid] - base : offsets[mid + 1] - base]
+            if probe < key:
+                lo = mid + 1
+            elif probe > key:
+                hi = mid
+            else:
+                return first + mid
+        return None
+
+    @cached_property
+    def _term_sample(self) -> list[bytes]:
+        """Every ``TERM_SAMPLE``-th term (the first of each block), as bytes."""
+        offsets = self.arrays["term_offsets"]
+        starts = offsets[:-1][::TERM_SAMPLE].tolist()
+        ends = offsets[1:][::TERM_SAMPLE].tolist()
+        blob = self.arrays["term_bytes"]
+        return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(doc numbers ascending, impacts): views into the memory map."""
+        start, end = self.posting_range(term_id)
+        return self.arrays["post_docs"][start:end], self.arrays["post_impacts"][start:end]
+
+    def posting_range(self, term_id: int) -> tuple[int, int]:
+        offsets = self.arrays["post_offsets"]
+        return int(offsets[term_id]), int(offsets[term_id + 1])
+
+    def max_impact(self, term_id: int) -> float:
+        return float(self.arrays["max_impact"][term_id])
+
+    def prior(self, weight: float) -> np.ndarray:
+        """``weight * s / (s + 1)`` per document (``services.search.retrieval.rank``), cached per weight."""
+        return self._prior(weight)[0]
+
+    def max_prior(self, weight: float) -> float:
+        """The largest ``prior(weight)``: MaxScore's bound, not recomputed over N per query."""
+        return self._prior(weight)[1]
+
+    def _prior(self, weight: float) -> tuple[np.ndarray, float]:
+        cached = self._priors.get(weight)
+        if cached is None:
+            prior = pagerank_prior(self.pagerank, self.num_docs) * weight
+            cached = self._priors[weight] = (prior, float(prior.max()) if prior.shape[0] else 0.0)
+        return cached
+
+    @cached_property
+    def _priors(self) -> dict[float, tuple[np.ndarray, float]]:
+        return {}
+
+
+def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
+    """Copy segment blob ``name`` into ``cache_dir`` once; atomic, so readers never map half a file.
+
+    Segments are immutable (a new version gets a new name), so a local file of
+    the blob's size is the blob.
+    """
+    path = Path(cache_dir) / name.replace("/", "__")
+    try:
+        size = blobs.size(name)
+        if path.is_file() and path.stat().st_size == size:
+            return path
+        return blobs.download(name, path)  # chunked and atomic (temp file ".part-*")
+    except StorageError as exc:
+        raise SearchIndexError(
+            f"cannot fetch index segment {name!r} from {blobs.url}: {exc}; "
+            "check NIMBUS_BLOB_URL or re-run `nimbus index`"
+        ) from exc
+
+
+STALE_PART_SECONDS = 3600.0  # a download unfinished for an hour was abandoned by a dead process
+
+
+def prune_segments(cache_dir: Path, keep: Iterable[Path], now: float | None = None) -> list[Path]:
+    """Delete cached segments other than ``keep``; returns the paths removed.
+
+    Every published version leaves a local copy, so without this the cache
+    grows by one segment per ``nimbus index`` for as long as the service runs.
+    The holder keeps the active and the previous copy (requests may still be
+    on it). Deleting a file another process still has memory-mapped is safe on
+    POSIX: the mapping keeps the data until it is dropped, and a process that
+    needs a pruned version downloads it again. Partial downloads (``.part-``)
+    are only removed once abandoned, since another process may be writing one.
+    """
+    kept = {Path(p).resolve() for p in keep}
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        candidates = sorted(Path(cache_dir).glob("*.nseg"))
+    except OSError as exc:
+        log.warning("cannot list segment cache %s for cleanup: %s", cache_dir, exc)
+        return []
+    for path in candidates:
+        try:
+            if path.resolve() in kept or not path.is_file():
+                continue
+            if path.name.startswith(".part-") and now - path.stat().st_mtime < STALE_PART_SECONDS:
+                continue
+            path.unlink()
+            removed.append(path)
+        except OSError as exc:  # gone already (another process pruned it), or no permission
+            log.warning("cannot remove old segment %s: %s", path, exc)
+    if removed:
+        log.info("removed %d old index segment file(s) from %s", len(removed), cache_dir)
+    return removed
+
+
+class IndexHolder:
+    """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
+
+    The database is asked for the active version at most every
+    ``recheck_seconds``; one thread loads a new version while the others keep
+    answering from the old object. A version that fails to load is logged and
+    the old one stays in service. After a swap, cached segment files other than
+    the new and the previous version are deleted (``prune_segments``).
+    """
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        blobs: BlobStore,
+        cache_dir: Path,
+        recheck_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sessions = sessions
+        self._blobs = blobs
+        self._cache_dir = Path(cache_dir)
+        self.recheck_seconds = recheck_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._index: SegmentIndex | None = None
+        self._checked_at: float | None = None
+        self.last_error: str | None = None
+
+    def current(self) -> SegmentIndex | None:
+        """The index to answer one request with (None while nothing is published)."""
+        now = self._clock()
+        if self._checked_at is not None and now - self._checked_at < self.recheck_seconds:
+            return self._index
+        # Until something is loaded every caller waits for the first load;
+        # afterwards a caller never waits behind a reload.
+        if not self._lock.acquire(blocking=self._index is None):
+            return self._index
+        try:
+            if self._checked_at is None or self._checked_at <= now:
+                self._refresh()
+                self._checked_at = self._clock()
+            return self._index
+        finally:
+            self._lock.release()
+
+    def fresh(self) -> bool:
+        """Whether ``current()`` would answer at once, without asking the database or loading
+        a version."""
+        checked = self._checked_at
+        return (
+            self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
+        )
+
+    def _refresh(self) -> None:
+        try:
+            with self._sessions() as session:
+                version = active_index(session)
+                wanted = None if version is None else (version.id, version.segment)
+        except SQLAlchemyError as exc:
+            self.last_error = f"cannot read the active index version from the database: {exc}"
+            log.warning("%s", self.last_error)
+            return
+        if wanted is None:
+            self._index = None
+            return
+        if self._index is not None and self._index.version_id == wanted[0]:
+            return
+        try:
+            path = fetch_segment(self._blobs, wanted[1], self._cache_dir)
+            index = SegmentIndex.open(path, version_id=wanted[0], segment=wanted[1])
+        except SearchIndexError as exc:
+            self.last_error = str(exc)
+            log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
+            return
+        self.last_error = None
+        log.info(
+            "serving index version %s (%s, %d docs, %d terms)",
+            index.version_id,
+            index.segment,
+            index.num_docs,
+            index.num_terms,
+        )
+        previous, self._index = self._index, index  # requests see old or new, never half
+        prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))

@@ -1,0 +1,96 @@
+"""The query language: words, phrases, exclusions, OR."""
+
+from __future__ import annotations
+
+from services.search.query.language import parse_query
+
+
+def test_plain_words_are_analyzed_and_counted():
+    q = parse_query("Wing wings the LIFT")
+    assert dict(q.terms) == {"wing": 2, "lift": 1}
+    assert (q.phrases, q.excluded, q.any_word) == ([], [], False)
+
+
+def test_phrases_keep_order_and_score_their_words():
+    q = parse_query('"speed of sound" aircraft')
+    assert q.phrases == [["speed", "sound"]]
+    assert dict(q.terms) == {"speed": 1, "sound": 1, "aircraft": 1}
+
+
+def test_exclusions_by_minus_and_not():
+    assert parse_query("flow -turbulent").excluded == ["turbul"]
+    assert parse_query("flow NOT turbulent").excluded == ["turbul"]
+    assert dict(parse_query("flow NOT turbulent").terms) == {"flow": 1}
+    assert parse_query('flow -"turbulent"').excluded == ["turbul"]
+
+
+def test_explicit_or_and_lowercase_or_is_a_word():
+    assert parse_query("wing OR lift").any_word
+    assert not parse_query("wing or lift").any_word
+
+
+def test_unclosed_quote_runs_to_the_end_and_one_word_phrase_is_a_word():
+    q = parse_query('drag "boundary layer')
+    assert q.phrases == [["boundari", "layer"]]
+    assert parse_query('"wing"').phrases == []
+
+
+def test_stop_words_only_is_empty_and_a_word_cannot_be_both_wanted_and_excluded():
+    assert parse_query("the of and").empty
+    assert parse_query("wing -wing").excluded == []
+
+
+def test_queries_use_the_index_analyzer():
+    """Plain words of a query become exactly the terms the index job makes of the same text
+    (the job's block analysis equals ``analyze``: tests/unit/text/test_analyze.py)."""
+    from collections import Counter
+
+    from services.text.analyze import analyze
+
+    text = "Aerodynamic heating of U.S. wings: don't the flows’ Straße"
+    assert parse_query(text).terms == Counter(analyze(text))
+
+
+def test_a_negated_phrase_is_excluded_as_a_phrase_and_exclusions_alone_say_so():
+    q = parse_query('wing -"boundary layer"')
+    assert dict(q.terms) == {"wing": 1} and q.excluded_phrases == [["boundari", "layer"]]
+    assert parse_query("-wing").only_exclusions and parse_query("NOT wing").only_exclusions
+    assert not parse_query("the").only_exclusions  # stop words only: another message
+
+
+def test_operators_are_parsed_and_case_insensitive():
+    q = parse_query("wing SITE:NASA.gov -site:esa.int filetype:PDF intitle:Lift")
+    assert q.sites == ["nasa.gov"] and q.excluded_sites == ["esa.int"]
+    assert q.filetypes == ["pdf"] and q.in_title == ["lift"]
+    assert set(q.terms) == {"wing", "lift"}  # intitle: words are searched for too
+    assert q.filtered and not q.only_exclusions
+
+
+def test_operator_values_are_normalised_or_left_as_words():
+    assert parse_query("site:https://www.a.com:8080/x/ y").sites == ["www.a.com"]
+    assert parse_query("filetype:htm y").filetypes == ["html"]
+    assert parse_query("filetype:exe y").filetypes == ["exe"]  # never stored: matches nothing
+    unknown = parse_query("foo:bar")
+    assert not unknown.filtered and set(unknown.terms) == {"foo", "bar"}
+    assert not parse_query("site:").filtered  # no value: the word "site"
+    assert parse_query("NOT site:a.com wing").excluded_sites == ["a.com"]
+    assert parse_query("-site:a.com").only_exclusions
+
+
+def test_a_bar_is_or():
+    assert parse_query("wind | solar").any_word
+    assert parse_query("wind|solar").any_word and set(parse_query("wind|solar").terms) == {"wind", "solar"}
+    assert not parse_query("wind solar").any_word
+
+
+def test_a_judged_collections_prose_query_is_words_only() -> None:
+    from services.search.query.language import MAX_QUERY_CHARS, plain_query
+
+    text = 'papers on "boundary layer" methods -dash site:nasa.gov OR NOT x-ray flutter|buffet'
+    q = plain_query(text)
+    assert (q.phrases, q.excluded, q.excluded_phrases, q.any_word) == ([], [], [], False)
+    assert (q.sites, q.filetypes, q.in_title) == ([], [], [])
+    assert {"boundari", "layer", "dash", "nasa", "ray", "flutter", "buffet"} <= set(q.terms)
+    assert q.forms["dash"] == "dash"
+    long = "flutter " * 200 + "buffet"  # 1,606 characters: a search box would cut it
+    assert len(long) > MAX_QUERY_CHARS and plain_query(long).terms["buffet"] == 1

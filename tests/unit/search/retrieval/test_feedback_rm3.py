@@ -1,0 +1,81 @@
+"""RM3 weights on a forward index small enough to work by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.search.retrieval.feedback import rm3_weights
+
+# Doc 0: term 0 x2, term 1 x2 (length 4); doc 1: term 0 x1, term 2 x3 (length 4).
+FWD_OFFSETS = np.array([0, 2, 4], np.uint64)
+FWD_TERMS = np.array([0, 1, 0, 2], np.uint32)
+FWD_TFS = np.array([2, 2, 1, 3], np.uint16)
+LENGTHS = np.array([4, 4], np.uint32)
+
+
+def test_rm3_mixes_the_query_with_the_feedback_documents_model():
+    got = rm3_weights(
+        {0: 1.0},
+        np.array([0, 1]),
+        np.array([3.0, 1.0]),
+        FWD_OFFSETS,
+        FWD_TERMS,
+        FWD_TFS,
+        LENGTHS,
+        fb_terms=10,
+        original_weight=0.5,
+    )
+    # p(d) = 0.75, 0.25; RM1: t0 = .75*.5 + .25*.25 = .4375, t1 = .375, t2 = .1875 (sum 1)
+    assert got == pytest.approx({0: 0.5 + 0.5 * 0.4375, 1: 0.5 * 0.375, 2: 0.5 * 0.1875})
+    assert sum(got.values()) == pytest.approx(1.0)  # the original query's length
+
+
+def test_rm3_keeps_the_most_likely_terms_only_and_off_means_unchanged():
+    got = rm3_weights(
+        {0: 2.0},
+        np.array([0, 1]),
+        np.array([3.0, 1.0]),
+        FWD_OFFSETS,
+        FWD_TERMS,
+        FWD_TFS,
+        LENGTHS,
+        fb_terms=2,
+        original_weight=0.5,
+    )
+    assert set(got) == {0, 1} and sum(got.values()) == pytest.approx(2.0)
+    assert rm3_weights(
+        {0: 1.0},
+        np.array([], np.int64),
+        np.array([]),
+        FWD_OFFSETS,
+        FWD_TERMS,
+        FWD_TFS,
+        LENGTHS,
+        fb_terms=10,
+        original_weight=0.5,
+    ) == {0: 1.0}
+
+
+def test_common_terms_are_not_expansion_candidates_and_none_outweighs_a_query_word() -> None:
+    import numpy as np
+
+    from services.search.retrieval.feedback import rm3_weights
+
+    # Two feedback docs. Term 0 is the rare query word; term 9 is in 40 % of the collection
+    # and fills the feedback docs; term 5 is a rare co-occurring word.
+    fwd_offsets = np.array([0, 3, 6], dtype=np.int64)
+    fwd_terms = np.array([0, 5, 9, 0, 5, 9], dtype=np.uint32)
+    fwd_tfs = np.array([1, 2, 20, 1, 2, 20], dtype=np.uint32)
+    lengths = np.array([23, 23, *[10] * 8], dtype=np.uint32)  # a collection of 10 documents
+    df = np.zeros(10, dtype=np.uint32)
+    df[[0, 1, 2, 3, 5, 9]] = [1, 1, 1, 1, 1, 4]  # term 9: 40 % of the documents
+    args = (np.array([0, 1]), np.array([2.0, 1.0]), fwd_offsets, fwd_terms, fwd_tfs, lengths, 10, 0.5)
+    query = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}  # a verbose four-word query
+    before = rm3_weights(query, *args)
+    assert before[9] > 2 * before[0]  # the failure: the generic word drowns the query's words
+    after = rm3_weights(query, *args, df=df, max_df=0.1, cap_to_query=True)
+    assert 9 not in after and set(after) == {0, 1, 2, 3, 5}
+    assert after[5] <= min(after[t] for t in query)  # no expansion term outweighs a typed word
+    kept = rm3_weights({9: 1.0}, *args, df=df, max_df=0.1)  # a common word the user typed stays
+    assert 9 in kept
