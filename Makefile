@@ -99,7 +99,7 @@ deploy: install
 destroy: install
 	$(BIN)/nimbus destroy --stack-name $(STACK) $(if $(DELETE_DATA),--delete-data)
 
-# Schema migrations (Alembic, services/storage/migrations) on NIMBUS_DATABASE_URL; every
+# Schema migrations (Alembic, services/storage/sql/migrations) on NIMBUS_DATABASE_URL; every
 # process also applies them on start, under a lock.
 migrate: install
 	$(BIN)/nimbus migrate

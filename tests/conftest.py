@@ -94,8 +94,8 @@ def s3_bucket(moto_server: str) -> str:
 @pytest.fixture
 def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
     """Sessions on ``settings``' database (SQLite in the test's directory), schema made."""
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
 
     engine = make_engine(settings.database_url)
     init_db(engine)

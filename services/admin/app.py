@@ -24,8 +24,8 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
 from services.search.http.app import create_app as create_search_app
-from services.storage.engines import make_engine, session_factory
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.schema import init_db
 from services.text.errors import BadUrlError
 from services.text.urls import normalize_url
 from services.webui import build_templates

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.counters import read_counters
-from services.storage.models import FetchBatch, FrontierEntry, Host
+from services.storage.sql.counters import read_counters
+from services.storage.sql.models import FetchBatch, FrontierEntry, Host
 
 POLICY_COUNTERS = (
     "documents",

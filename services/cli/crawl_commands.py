@@ -239,8 +239,8 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
 
     from services.crawler.cluster import heartbeat
     from services.crawler.frontier import entries
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
 
     engine = make_engine(settings.database_url)
     try:
@@ -264,8 +264,8 @@ def seed(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
     from services.crawler.frontier import entries
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
     from services.text.errors import BadUrlError
     from services.text.urls import normalize_url
 
@@ -294,8 +294,8 @@ def signal(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
     from services.crawler.cluster import heartbeat
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
 
     engine = make_engine(settings.database_url)
     try:
@@ -339,8 +339,8 @@ def unblock(args: argparse.Namespace, settings: Settings) -> int:
 @contextmanager
 def _hosts_session(hosts: list[str], settings: Settings) -> Iterator[Session]:
     """A transaction on the crawl's database for ``block``/``unblock``, once there are hosts."""
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
 
     if not hosts:  # checked here, not by argparse: exit status 2 from main, as every UsageError
         raise UsageError("give one or more host names (example.org)")

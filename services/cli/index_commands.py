@@ -45,8 +45,8 @@ def index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from services.storage.engines import make_engine
-    from services.storage.migrate import upgrade_to_head
+    from services.storage.sql.engines import make_engine
+    from services.storage.sql.migrate import upgrade_to_head
 
     url = args.database_url or settings.database_url
     engine = make_engine(url)

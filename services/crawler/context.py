@@ -26,7 +26,7 @@ from services.config import Settings
 from services.crawler.frontier.dead_prefixes import LinkYield
 from services.crawler.frontier.host_queues import HostScheduler
 from services.crawler.web.fetch import Fetch, fetch
-from services.storage.retry import is_transient, retry_transaction
+from services.storage.sql.retry import is_transient, retry_transaction
 
 # Wall-clock seconds (``time.time``) for everything that is compared with stored times: lease
 # expiry, recrawl due dates, robots.txt freshness. Injected so tests move time instead of

@@ -55,10 +55,10 @@ from services.crawler.report.progress import CrawlStats, Progress, progress_coun
 from services.crawler.visit import Visitor
 from services.crawler.web.fetch import make_session
 from services.gc_thresholds import fewer_collections
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
-from services.storage.round_trips import RoundTrips
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.round_trips import RoundTrips
+from services.storage.sql.schema import init_db
 from services.text.urls import normalize_url
 
 __all__ = ["CrawlStats", "CrawlerBusyError", "run_crawl"]

@@ -24,8 +24,8 @@ from services.crawler.cluster.committer_role import run_committer
 from services.crawler.cluster.partitions import child_settings, split_partitions
 from services.crawler.errors import CrawlerError
 from services.crawler.report.progress import CrawlStats
-from services.storage.engines import make_engine
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine
+from services.storage.sql.schema import init_db
 from services.text.urls import normalize_url
 
 

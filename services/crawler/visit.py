@@ -36,9 +36,9 @@ from services.crawler.web.parse import (
 from services.crawler.web.robots import RobotsCache, RobotsRules, effective_delay
 from services.crawler.web.sitemaps import discover_sitemap_urls
 from services.crawler.web.soft404 import NotFoundPage, is_soft_404, probe_path, words_of
-from services.storage.blocks import ContentType
-from services.storage.models import Host
-from services.storage.records import Link
+from services.storage.formats.blocks import ContentType
+from services.storage.formats.records import Link
+from services.storage.sql.models import Host
 from services.text.errors import BadUrlError
 from services.text.lang import keep_language
 from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives

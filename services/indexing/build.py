@@ -35,10 +35,10 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import run_job, show_emr_progress
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 from services.text.urls import host_key
 
 

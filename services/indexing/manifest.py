@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from mapreduce.record_job import manifest_lines
 from services.config import Settings
-from services.storage.models import Document
+from services.storage.sql.models import Document
 
 MANIFEST_PARTS = 64  # map tasks per job on EMR at most; beyond that a task reads several blocks
 

@@ -7,7 +7,7 @@ transaction replaces the PageRank table and activates the new version. A reader
 therefore never sees an active version whose segment is missing, and a failed
 transaction leaves the previous version active (the orphan blob is deleted).
 ``publish_segment`` checks a segment against the contract
-(``services.storage.segment.SEGMENT_ARRAYS``) before storing it.
+(``services.storage.formats.segment.SEGMENT_ARRAYS``) before storing it.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.storage.blobstore import BlobStore
-from services.storage.bulk_sql import chunked
+from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
-from services.storage.index_versions import activate_index
-from services.storage.models import IndexVersion, PageRankScore, table
-from services.storage.segment import check_segment, write_segment
+from services.storage.formats.segment import check_segment, write_segment
+from services.storage.sql.bulk_sql import chunked
+from services.storage.sql.index_versions import activate_index
+from services.storage.sql.models import IndexVersion, PageRankScore, table
 
 log = logging.getLogger(__name__)
 

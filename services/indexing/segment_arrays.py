@@ -1,6 +1,6 @@
 """The segment's arrays from the index columns, PageRank and the link graph: pure (no I/O).
 
-The arrays are the segment contract (``services.storage.segment.SEGMENT_ARRAYS``:
+The arrays are the segment contract (``services.storage.formats.segment.SEGMENT_ARRAYS``:
 names, dtypes, lengths and meaning, written once there); ``publish.publish_segment``
 checks a segment against it before storing it.
 
@@ -20,7 +20,7 @@ from mapreduce.postings_wire import TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
-from services.storage.segment import SEGMENT_FORMAT
+from services.storage.formats.segment import SEGMENT_FORMAT
 from services.text.minhash import near_duplicate_groups, signatures, term_rows
 
 
@@ -33,7 +33,7 @@ def segment_arrays(
     near_duplicates: bool = True,
     links: Mapping[int, Sequence[int]] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The segment's arrays (the contract in ``services.storage.segment``) from the index
+    """The segment's arrays (the contract in ``services.storage.formats.segment``) from the index
     columns, the PageRank vector and the link graph (``doc -> targets``; none: no links)."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")

@@ -18,8 +18,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from services.ingest.errors import IngestError, SourceFormatError
-from services.storage.blocks import ContentType, sha1
 from services.storage.documents import NewDocument, SourceDoc
+from services.storage.formats.blocks import ContentType, sha1
 from services.text.errors import BadUrlError
 from services.text.urls import normalize_url, url_id
 

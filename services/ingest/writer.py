@@ -29,13 +29,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
 from services.ingest.collection import IngestDoc, IngestError, collection_host, prepare, to_document
-from services.storage.blobstore import open_blobstore
-from services.storage.block_pair import cut_blocks
-from services.storage.counters import bump_counters
+from services.storage.blobs.blobstore import open_blobstore
 from services.storage.documents import DocumentWriter, SourceDoc
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
-from services.storage.schema import init_db
+from services.storage.formats.block_pair import cut_blocks
+from services.storage.sql.counters import bump_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 
 PROGRESS_EVERY = 2.0  # seconds between progress lines on stderr
 

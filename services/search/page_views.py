@@ -30,11 +30,11 @@ from services.search.retrieval.duplicates import other_urls
 from services.search.retrieval.explain import breakdown
 from services.search.retrieval.retrieve import RetrievalSettings, retrieve_ranked
 from services.search.retrieval.segment import IndexHolder, SegmentIndex
-from services.storage.blobstore import BlobStore
-from services.storage.blocks import sha1
+from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
-from services.storage.models import Document
-from services.storage.records import Record
+from services.storage.formats.blocks import sha1
+from services.storage.formats.records import Record
+from services.storage.sql.models import Document
 
 PAGE_INFO_LIST = 20  # in-links and other URLs shown on page info
 MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from services.search.display.snippets import Fragment
 from services.search.retrieval.explain import ScoreBreakdown
-from services.storage.blocks import ContentType
+from services.storage.formats.blocks import ContentType
 
 MAX_RESULTS = 1000  # deepest result reachable by paging, as web engines do
 

@@ -42,13 +42,13 @@ from services.search.retrieval.per_version import PerVersion
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
 from services.search.retrieval.segment import IndexHolder, SegmentIndex
-from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.block_cache import BlockCache
-from services.storage.engines import make_engine, session_factory
+from services.storage.blobs.blobstore import BlobStore, open_blobstore
+from services.storage.blobs.block_cache import BlockCache
 from services.storage.errors import StorageError
-from services.storage.models import Document
-from services.storage.records import Record, decode_record
-from services.storage.schema import init_db
+from services.storage.formats.records import Record, decode_record
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 
 log = logging.getLogger(__name__)
 

@@ -26,14 +26,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.storage.blobstore import BlobStore
-from services.storage.block_pair import cut_blocks, write_block_pair
-from services.storage.blocks import ContentType, sha1
-from services.storage.bulk_sql import insert_rows
-from services.storage.doc_numbers import lock_commits, reserve_doc_nums
+from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
-from services.storage.models import Document, table
-from services.storage.records import Link, Record
+from services.storage.formats.block_pair import cut_blocks, write_block_pair
+from services.storage.formats.blocks import ContentType, sha1
+from services.storage.formats.records import Link, Record
+from services.storage.sql.bulk_sql import insert_rows
+from services.storage.sql.doc_numbers import lock_commits, reserve_doc_nums
+from services.storage.sql.models import Document, table
 
 TITLE_CHARS = 2000  # the documents row keeps a title prefix; the record keeps it whole
 LANG_CHARS = 16

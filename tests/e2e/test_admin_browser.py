@@ -18,8 +18,8 @@ pytestmark = pytest.mark.browser
 def admin_url(settings: Settings):
     from services.admin.app import create_app
     from services.crawler.cluster import heartbeat
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.schema import init_db
 
     admin = settings.with_overrides(admin_token=TOKEN)
     engine = make_engine(admin.database_url)

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from services.search.http.app import create_app
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, PageRankScore
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, PageRankScore
 
 
 @pytest.fixture(scope="module")

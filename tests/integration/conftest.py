@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from services.storage.blobstore import BlobStore
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
-from services.storage.records import Link, Record, RecordBlockWriter
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import BlobStore
+from services.storage.formats.records import Link, Record, RecordBlockWriter
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 from services.text.urls import normalize_url, url_id
 
 

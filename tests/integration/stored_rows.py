@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from services.config import Settings
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
 
 
 def stored_documents(settings: Settings) -> list[Document]:

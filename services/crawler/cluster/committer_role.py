@@ -31,11 +31,11 @@ from services.crawler.errors import NotLeaderError
 from services.crawler.frontier import leases, ledger
 from services.crawler.report.metrics import MetricsServer
 from services.gc_thresholds import fewer_collections
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
+from services.storage.blobs.blobstore import open_blobstore
 from services.storage.errors import StorageError
-from services.storage.retry import is_transient, retry_with_backoff
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.retry import is_transient, retry_with_backoff
+from services.storage.sql.schema import init_db
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.crawler.errors import NotLeaderError
-from services.storage.models import RoleLease
+from services.storage.sql.models import RoleLease
 
 COMMITTER = "committer"
 

@@ -19,7 +19,7 @@ from importlib import metadata
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.storage.models import BlockedHost, CrawlControl, CrawlNode
+from services.storage.sql.models import BlockedHost, CrawlControl, CrawlNode
 from services.text.urls import bare_host
 
 BEAT_EVERY = 5.0  # seconds between beats

@@ -35,11 +35,11 @@ from services.crawler.commit.manifest import AckedBatch, AckedDoc
 from services.crawler.commit.results import UrlResult
 from services.crawler.errors import AckManifestError
 from services.crawler.frontier.ledger import BatchState
-from services.storage.counters import bump_counters
-from services.storage.doc_numbers import lock_commits, reserve_doc_nums
 from services.storage.documents import document_row
 from services.storage.errors import BlobNotFoundError
-from services.storage.models import FetchBatch
+from services.storage.sql.counters import bump_counters
+from services.storage.sql.doc_numbers import lock_commits, reserve_doc_nums
+from services.storage.sql.models import FetchBatch
 from services.text.urls import url_id
 
 log = logging.getLogger(__name__)

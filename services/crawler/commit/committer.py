@@ -52,13 +52,13 @@ from services.crawler.frontier import entries, ledger
 from services.crawler.frontier.dead_prefixes import LinkYield
 from services.crawler.frontier.entries import NewUrl, Outcome, UrlState, hub_priority
 from services.crawler.frontier.ledger import BatchState
-from services.storage.blobstore import BlobStore
-from services.storage.block_pair import PLACEMENT_COLUMNS
-from services.storage.bulk_sql import chunked
-from services.storage.counters import bump_counters
+from services.storage.blobs.blobstore import BlobStore
 from services.storage.documents import DocumentWriter, NewDocument
-from services.storage.models import Document, DuplicateUrl, Host, table
-from services.storage.retry import is_retryable, retry_transaction
+from services.storage.formats.block_pair import PLACEMENT_COLUMNS
+from services.storage.sql.bulk_sql import chunked
+from services.storage.sql.counters import bump_counters
+from services.storage.sql.models import Document, DuplicateUrl, Host, table
+from services.storage.sql.retry import is_retryable, retry_transaction
 from services.text.urls import host_key, url_id
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]

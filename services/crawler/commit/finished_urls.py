@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.crawler.frontier.entries import NewUrl, UrlState
-from services.storage.models import FrontierEntry
+from services.storage.sql.models import FrontierEntry
 from services.text.urls import url_id
 
 T = TypeVar("T")

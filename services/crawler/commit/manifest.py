@@ -27,9 +27,9 @@ from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import AckManifestError
 from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.web.parse import ParsedDoc
-from services.storage.block_pair import PLACEMENT_COLUMNS
-from services.storage.blocks import ContentType
-from services.storage.records import INFLATE_ERROR
+from services.storage.formats.block_pair import PLACEMENT_COLUMNS
+from services.storage.formats.blocks import ContentType
+from services.storage.formats.records import INFLATE_ERROR
 
 # 2: an out-link found on the page itself as [url, priority, url_id, host];
 # 3: those links of a page in four columns ("links": see ``_columns``).

@@ -9,8 +9,8 @@ from typing import Any
 from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.web.fetch import FetchResult
 from services.crawler.web.parse import ParsedDoc, parse_document
-from services.storage.blocks import sha1
-from services.storage.records import Link, LinksPickledFlat
+from services.storage.formats.blocks import sha1
+from services.storage.formats.records import Link, LinksPickledFlat
 
 
 @dataclass

@@ -29,7 +29,7 @@ from services.crawler.commit.results import FlushResult, Pending, UrlResult
 from services.crawler.frontier import ledger
 from services.crawler.frontier.entries import NewUrl, hub_priority
 from services.storage.errors import StorageError
-from services.storage.retry import is_transient, retry_with_backoff
+from services.storage.sql.retry import is_transient, retry_with_backoff
 from services.text.urls import host_key, url_id
 
 log = logging.getLogger(__name__)

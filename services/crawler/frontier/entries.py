@@ -34,8 +34,8 @@ from enum import StrEnum
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from services.storage.bulk_sql import chunked, mysql_quote
-from services.storage.models import FrontierEntry
+from services.storage.sql.bulk_sql import chunked, mysql_quote
+from services.storage.sql.models import FrontierEntry
 from services.text.urls import host_key, url_id
 
 

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from services.crawler.frontier.entries import UrlState
 from services.crawler.frontier.ledger import BatchState, outstanding
-from services.storage.counters import lock_counter
-from services.storage.models import FetchBatch, FrontierEntry, table
+from services.storage.sql.counters import lock_counter
+from services.storage.sql.models import FetchBatch, FrontierEntry, table
 
 
 @dataclass(frozen=True)

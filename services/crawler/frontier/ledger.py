@@ -15,7 +15,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session
 
-from services.storage.models import FetchBatch
+from services.storage.sql.models import FetchBatch
 
 
 class BatchState(StrEnum):

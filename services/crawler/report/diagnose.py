@@ -14,9 +14,9 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.frontier.entries import UrlState
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import FrontierEntry
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import FrontierEntry
+from services.storage.sql.schema import init_db
 from services.text.urls import normalize_url, url_id
 
 _ERRORS = {

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
 from services.crawler.web.fetch import FetchResult
-from services.storage.blocks import ContentType, mime_type
-from services.storage.records import Link, LinksPickledFlat
+from services.storage.formats.blocks import ContentType, mime_type
+from services.storage.formats.records import Link, LinksPickledFlat
 from services.text.charset import header_charset
 from services.text.errors import BadUrlError, PdfError
 from services.text.html import parse_html, refresh_target

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.crawler.web.fetch import Fetch, FetchResult, fetch
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError
-from services.storage.models import Host
+from services.storage.sql.models import Host
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 ROBOTS_TTL = 24 * 3600.0  # RFC 9309: do not use a cached copy for more than 24 hours

@@ -31,7 +31,7 @@ from services.text.analyze import analyze_forms
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
-# filetype: values people type -> the stored type's name (services.storage.blocks.ContentType)
+# filetype: values people type -> the stored type's name (services.storage.formats.blocks.ContentType)
 FILETYPES = {"pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}
 _HOST = re.compile(r"^[a-z0-9.\-\[\]:]+$")
 

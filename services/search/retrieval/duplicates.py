@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from services.storage.models import DuplicateUrl
+from services.storage.sql.models import DuplicateUrl
 
 ALSO_AT_LIMIT = 5  # enough to show "same page, other address" without burying the next hit
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from services.search.query.language import ParsedQuery
 from services.search.retrieval.segment import SegmentIndex
-from services.storage.blocks import ContentType
+from services.storage.formats.blocks import ContentType
 
 
 @dataclass(frozen=True)

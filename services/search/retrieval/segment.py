@@ -1,7 +1,7 @@
 """The search side of an index segment: download once, memory-map, look terms up.
 
 The publish step (``services.indexing.publish``) writes the arrays of the
-segment contract (``services.storage.segment.SEGMENT_ARRAYS``); this module
+segment contract (``services.storage.formats.segment.SEGMENT_ARRAYS``); this module
 is their only reader. A loaded
 ``SegmentIndex`` is never mutated: a new index version is opened as a new
 object and swapped in by ``IndexHolder``, so a request that already holds the
@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.search.errors import SearchIndexError
 from services.search.retrieval.rank import pagerank_prior
-from services.storage.blobstore import BlobStore
+from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
-from services.storage.index_versions import active_index
-from services.storage.segment import check_segment, open_segment
+from services.storage.formats.segment import check_segment, open_segment
+from services.storage.sql.index_versions import active_index
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from services.admin.app import create_app
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.models import FrontierEntry
+from services.storage.sql.models import FrontierEntry
 
 TOKEN = "s3cret-admin-token"
 
@@ -106,7 +106,7 @@ def test_a_forged_or_expired_session_cookie_is_not_a_session(client: TestClient)
 
 
 def test_the_chart_sums_the_ledger_per_minute(client: TestClient, sessions) -> None:
-    from services.storage.models import FetchBatch
+    from services.storage.sql.models import FetchBatch
 
     now = time.time()
     minute = int(now) // 60 * 60
@@ -126,7 +126,7 @@ def test_the_chart_sums_the_ledger_per_minute(client: TestClient, sessions) -> N
 
 
 def test_the_slowest_hosts_are_those_with_the_longest_delay_then_the_most_errors(client, sessions) -> None:
-    from services.storage.models import Host
+    from services.storage.sql.models import Host
 
     with sessions.begin() as session:
         session.add(Host(host="http://a.test", crawl_delay=30.0, errors=1, pages=4))

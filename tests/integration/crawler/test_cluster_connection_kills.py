@@ -19,11 +19,11 @@ from services.crawler.commit.worker_flush import WorkerFlush
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import ContentType
-from services.storage.counters import read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FetchBatch
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import ContentType
+from services.storage.sql.counters import read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FetchBatch
 
 pytestmark = pytest.mark.mariadb
 PAGES = 12

@@ -14,12 +14,12 @@ from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import ContentType
-from services.storage.counters import read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import ContentType
+from services.storage.sql.counters import read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 from services.text.urls import url_id
 
 

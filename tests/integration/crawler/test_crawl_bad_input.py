@@ -18,8 +18,8 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import CrawlStats, run_crawl
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FrontierEntry
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FrontierEntry
 from tests.integration.crawler import badweb
 from tests.integration.crawler.badweb import BadWeb
 

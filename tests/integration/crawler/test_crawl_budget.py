@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.storage.engines import make_engine
+from services.storage.sql.engines import make_engine
 from tests.integration.crawler.loopback_http import QuietHandler
 from tests.integration.crawler.loopback_http import serve as serve_http
 from tests.integration.stored_rows import stored_documents

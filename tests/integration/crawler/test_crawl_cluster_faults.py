@@ -26,10 +26,10 @@ from services.crawler.cluster import election, heartbeat
 from services.crawler.frontier import entries
 from services.crawler.frontier.entries import NewUrl
 from services.demo.sampleweb import Resource, Site, SiteServer
-from services.storage.counters import read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, DuplicateUrl, FetchBatch, FrontierEntry, RoleLease
-from services.storage.schema import init_db
+from services.storage.sql.counters import read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, DuplicateUrl, FetchBatch, FrontierEntry, RoleLease
+from services.storage.sql.schema import init_db
 from tests.faultproxy import ResettingProxy
 from tests.polling import wait_for
 

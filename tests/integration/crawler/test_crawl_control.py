@@ -9,9 +9,9 @@ from sqlalchemy import func, select
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FrontierEntry
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FrontierEntry
+from services.storage.sql.schema import init_db
 from tests.integration.crawler.slow_chain import PAGES
 from tests.polling import wait_for
 
@@ -93,7 +93,7 @@ def test_a_blocked_host_is_left_alone_from_the_next_heartbeat(settings: Settings
     spent. The server is held still around the block, so the count does not race it."""
     import time
 
-    from services.storage.models import CrawlNode
+    from services.storage.sql.models import CrawlNode
 
     base, gate, asked = slow_site
     quick = settings.with_overrides(

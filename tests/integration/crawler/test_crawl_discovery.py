@@ -10,8 +10,8 @@ import pytest
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.storage.blobstore import open_blobstore
-from services.storage.records import decode_record
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.records import decode_record
 from tests.integration.crawler import badweb
 from tests.integration.crawler.badweb import BadWeb
 from tests.integration.stored_rows import stored_documents

@@ -24,8 +24,8 @@ from services.crawler.web.fetch import FetchResult, Timeouts, fetch, make_sessio
 from services.crawler.web.parse import accept_content_type
 from services.crawler.web.robots import fetch_robots, rules_from_fetch
 from services.crawler.web.sitemaps import SitemapResult, discover_sitemap_urls
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FrontierEntry
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FrontierEntry
 from tests.integration.crawler import badweb
 from tests.integration.crawler.badweb import BadWeb
 

@@ -19,11 +19,11 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import read_block
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FrontierEntry
-from services.storage.records import decode_record, iter_records
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import read_block
+from services.storage.formats.records import decode_record, iter_records
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FrontierEntry
 from services.text.urls import normalize_url, url_id
 from tests.integration.stored_rows import stored_documents
 

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.crawl import run_crawl
-from services.storage.engines import make_engine, session_factory
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.schema import init_db
 from tests.integration.crawler.slow_chain import PAGES
 from tests.polling import wait_for
 

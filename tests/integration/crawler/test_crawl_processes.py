@@ -16,11 +16,11 @@ from services.crawler.local_cluster import run_local_cluster
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.search.service import SearchService
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import read_block
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FetchBatch
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import read_block
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FetchBatch
+from services.storage.sql.schema import init_db
 
 
 def test_partitions_split_evenly_and_completely():

@@ -23,9 +23,9 @@ from sqlalchemy import func, select
 
 from services.config import Settings
 from services.crawler.commit.spool import read_segment
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, FrontierEntry
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, FrontierEntry
+from services.storage.sql.schema import init_db
 from tests.integration.crawler.loopback_http import QuietHandler
 from tests.integration.crawler.loopback_http import serve as serve_http
 from tests.polling import wait_for
@@ -188,7 +188,7 @@ def test_blind_kill_never_refetches_committed_pages(
 
 
 def _counter(settings: Settings, name: str) -> int:
-    from services.storage.counters import read_counters
+    from services.storage.sql.counters import read_counters
 
     engine = make_engine(settings.database_url)
     try:

@@ -18,12 +18,12 @@ from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl, partition_of
-from services.storage.blobstore import open_blobstore
-from services.storage.counters import read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document, DuplicateUrl, FrontierEntry
-from services.storage.records import decode_record
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.records import decode_record
+from services.storage.sql.counters import read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document, DuplicateUrl, FrontierEntry
+from services.storage.sql.schema import init_db
 from services.text.urls import url_id
 from tests.integration.crawler.loopback_http import QuietHandler
 from tests.integration.crawler.loopback_http import serve as serve_http

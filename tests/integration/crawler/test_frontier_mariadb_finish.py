@@ -9,10 +9,10 @@ from sqlalchemy import select
 
 from services.crawler.frontier import entries
 from services.crawler.frontier.entries import NewUrl, Outcome
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import FrontierEntry
-from services.storage.round_trips import RoundTrips
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import FrontierEntry
+from services.storage.sql.round_trips import RoundTrips
+from services.storage.sql.schema import init_db
 from services.text.urls import url_id
 
 pytestmark = pytest.mark.mariadb

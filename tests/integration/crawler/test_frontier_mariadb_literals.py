@@ -9,9 +9,9 @@ from sqlalchemy import event, select
 
 from services.crawler.frontier import entries
 from services.crawler.frontier.entries import NewUrl
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import FrontierEntry
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import FrontierEntry
+from services.storage.sql.schema import init_db
 from services.text.urls import url_id
 
 pytestmark = pytest.mark.mariadb

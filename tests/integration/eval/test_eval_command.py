@@ -15,8 +15,8 @@ from ir_measures import AP, RR, P, R, nDCG
 from sqlalchemy import func, select
 
 from services.cli import main
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
 
 REPO = Path(__file__).resolve().parents[3]
 

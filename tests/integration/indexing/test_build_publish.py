@@ -16,11 +16,11 @@ from mapreduce.postings import url_words
 from services.config import Settings
 from services.indexing.build import BuildError, BuildResult, build_index
 from services.ranking.bm25f import BM25FParams
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
-from services.storage.index_versions import active_index
-from services.storage.models import IndexVersion, PageRankScore
-from services.storage.segment import open_segment, segment_dtypes
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import open_segment, segment_dtypes
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import active_index
+from services.storage.sql.models import IndexVersion, PageRankScore
 from services.text.analyze import analyze
 from services.text.urls import normalize_url
 from tests.networkx_reference import networkx_pagerank

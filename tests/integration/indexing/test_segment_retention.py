@@ -9,12 +9,12 @@ from sqlalchemy import select
 from services.indexing.index_rows import IndexColumns
 from services.indexing.publish import publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
-from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.engines import make_engine, session_factory
+from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.errors import SegmentContractError
-from services.storage.index_versions import active_index
-from services.storage.models import IndexVersion
-from services.storage.schema import init_db
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import active_index
+from services.storage.sql.models import IndexVersion
+from services.storage.sql.schema import init_db
 
 
 @pytest.fixture(params=["file", "s3"])

@@ -13,12 +13,12 @@ from services.eval.collection import load_collection
 from services.ingest.collection import IngestError
 from services.ingest.writer import ingest_documents
 from services.search.service import SearchService
-from services.storage.blobstore import FileBlobStore, open_blobstore
-from services.storage.blocks import read_block
-from services.storage.counters import read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
-from services.storage.records import decode_record
+from services.storage.blobs.blobstore import FileBlobStore, open_blobstore
+from services.storage.formats.blocks import read_block
+from services.storage.formats.records import decode_record
+from services.storage.sql.counters import read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
 from tests.integration.stored_rows import stored_documents
 
 DOCS = [

@@ -21,8 +21,8 @@ from services.indexing.manifest import write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.runner import JobError, JobOutput, run_job, write_rows
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.sql.engines import make_engine, session_factory
 from tests.networkx_reference import networkx_pagerank
 
 FRUIT = [

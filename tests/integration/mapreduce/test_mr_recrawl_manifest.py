@@ -19,9 +19,9 @@ from services.indexing.build import build_index
 from services.indexing.index_rows import read_index_rows
 from services.indexing.manifest import write_manifest_parts
 from services.indexing.runner import run_job
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
-from services.storage.segment import open_segment
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import open_segment
+from services.storage.sql.engines import make_engine, session_factory
 from services.text.analyze import analyze
 from services.text.urls import normalize_url
 

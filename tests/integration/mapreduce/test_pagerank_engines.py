@@ -23,7 +23,7 @@ from services.indexing.build import build_index
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.runner import write_rows
 from services.ranking.pagerank import edge_arrays, pagerank_edges, pagerank_sparse
-from services.storage.blobstore import open_blobstore
+from services.storage.blobs.blobstore import open_blobstore
 from tests.networkx_reference import networkx_pagerank
 
 N = 200

@@ -18,14 +18,14 @@ from mapreduce.postings import PostingBuffer
 from services.config import Settings
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays as publish_arrays
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import ContentBlockWriter, ContentType
-from services.storage.engines import make_engine, session_factory
-from services.storage.index_versions import activate_index
-from services.storage.models import Document
-from services.storage.records import Link, Record, RecordBlockWriter
-from services.storage.schema import init_db
-from services.storage.segment import SEGMENT_FORMAT, pack_segment
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import ContentBlockWriter, ContentType
+from services.storage.formats.records import Link, Record, RecordBlockWriter
+from services.storage.formats.segment import SEGMENT_FORMAT, pack_segment
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import activate_index
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
 from services.text.analyze import analyze
 
 

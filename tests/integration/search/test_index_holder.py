@@ -15,10 +15,10 @@ from services.search.retrieval.segment import (
     fetch_segment,
     prune_segments,
 )
-from services.storage.blobstore import open_blobstore
-from services.storage.engines import make_engine, session_factory
-from services.storage.index_versions import activate_index
-from services.storage.segment import pack_segment
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import pack_segment
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import activate_index
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index, segment_arrays
 
 DOCS = [

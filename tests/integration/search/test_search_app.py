@@ -20,8 +20,8 @@ from mapreduce.postings import url_words
 from services.config import Settings
 from services.search.http.app import create_app
 from services.search.retrieval.exact_forms import EXACT_FORM_BONUS
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
 from services.text.analyze import analyze, analyze_forms
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
@@ -274,7 +274,7 @@ def test_record_blocks_read_from_s3_are_kept_on_disk_and_read_there(published):
     from sqlalchemy import select
 
     from services.search.service import SearchService
-    from services.storage.models import Document
+    from services.storage.sql.models import Document
     from tests.polling import wait_for
 
     service = SearchService(published.with_overrides(result_cache_size=0))

@@ -10,8 +10,8 @@ import hashlib
 import pytest
 from sqlalchemy import event
 
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import DuplicateUrl
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import DuplicateUrl
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 CORPUS = [

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from services.search.http.app import create_app
-from services.storage.engines import make_engine, session_factory
-from services.storage.models import Document
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import Document
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 CORPUS = [

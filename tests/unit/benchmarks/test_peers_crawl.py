@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from benchmarks.crawl import _pairs
 from benchmarks.peers_crawl import _PageWork
-from services.storage.blocks import read_block
-from services.storage.records import iter_records
+from services.storage.formats.blocks import read_block
+from services.storage.formats.records import iter_records
 
 PAGE = (
     b"<!doctype html><html lang=en><head><title>Wing flutter</title></head><body>"

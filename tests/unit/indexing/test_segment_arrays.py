@@ -1,5 +1,5 @@
 """Packing MRIndex rows into the segment's arrays (services.indexing.segment_arrays; the contract in
-services.storage.segment)."""
+services.storage.formats.segment)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.storage.errors import SegmentContractError
-from services.storage.segment import segment_dtypes
+from services.storage.formats.segment import segment_dtypes
 
 
 def chunk(*postings: tuple[int, int, list[int]]) -> bytes:
@@ -129,7 +129,7 @@ def test_link_arrays_hold_in_links_by_target_and_out_counts():
 
 
 def test_a_format_3_segment_is_still_read_without_the_link_arrays():
-    from services.storage.segment import check_segment
+    from services.storage.formats.segment import check_segment
 
     arrays = arrays_for(ROWS)
     old = {k: v for k, v in arrays.items() if k not in ("in_offsets", "in_docs", "out_counts")}

@@ -14,9 +14,9 @@ from services.ingest.collection import (
     prepare,
     to_document,
 )
-from services.storage.block_pair import cut_blocks
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE
 from services.storage.documents import SourceDoc
+from services.storage.formats.block_pair import cut_blocks
+from services.storage.formats.blocks import ENTRY_SIZE, PREAMBLE_SIZE
 from services.text.urls import normalize_url, url_id
 
 

@@ -11,7 +11,7 @@ from mapreduce.record_job import (
     manifest_lines,
     parse_manifest_line,
 )
-from services.storage.records import Record
+from services.storage.formats.records import Record
 
 
 def rec(doc_num: int, text: str) -> Record:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mapreduce.postings import ANCHOR, FIELD_GAP, PostingBuffer, url_words
 from mapreduce.postings_wire import Chunk, merge_chunks
-from services.storage.records import Record
+from services.storage.formats.records import Record
 from services.text.analyze import analyze
 
 WORDS = [

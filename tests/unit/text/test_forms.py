@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mapreduce.postings import PostingBuffer
-from services.storage.records import Record
+from services.storage.formats.records import Record
 from services.text.forms import build_filters, form_hashes, holds
 
 

@@ -11,7 +11,7 @@ from services.crawler.cluster import election
 from services.crawler.cluster.heartbeat import DEAD_AFTER, Beat, beat, share, workers
 from services.crawler.cluster.ordered_commit import next_run
 from services.crawler.errors import NotLeaderError
-from services.storage.models import FetchBatch, RoleLease
+from services.storage.sql.models import FetchBatch, RoleLease
 
 
 def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:

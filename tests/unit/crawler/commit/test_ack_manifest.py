@@ -14,7 +14,7 @@ from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import AckManifestError
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
-from services.storage.blocks import ContentType
+from services.storage.formats.blocks import ContentType
 from services.text.urls import url_id
 
 

@@ -13,13 +13,13 @@ from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import ContentType, read_block
-from services.storage.counters import read_counters
-from services.storage.doc_numbers import lock_commits, next_doc_num, reserve_doc_nums
+from services.storage.blobs.blobstore import open_blobstore
 from services.storage.documents import DocumentWriter, NewDocument, WrittenDocs
-from services.storage.models import Document, FetchBatch, FrontierEntry
-from services.storage.records import Link, iter_records
+from services.storage.formats.blocks import ContentType, read_block
+from services.storage.formats.records import Link, iter_records
+from services.storage.sql.counters import read_counters
+from services.storage.sql.doc_numbers import lock_commits, next_doc_num, reserve_doc_nums
+from services.storage.sql.models import Document, FetchBatch, FrontierEntry
 from services.text.urls import url_id
 
 

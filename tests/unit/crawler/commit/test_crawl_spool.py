@@ -126,7 +126,7 @@ def test_a_page_that_no_longer_parses_is_fetched_again(tmp_path, caplog):
     URL is fetched again), and the other results of the segment still come back."""
     from services.crawler.commit.results import FetchedDoc
     from services.crawler.web.parse import ParsedDoc
-    from services.storage.blocks import ContentType
+    from services.storage.formats.blocks import ContentType
 
     broken = _result(7)
     broken.doc = FetchedDoc(broken.url, b"  ", ParsedDoc(ContentType.HTML), 1.0, content_type="text/html")
@@ -164,7 +164,7 @@ def test_a_spool_written_by_the_release_before_still_reads_back():
     (a crawler upgraded between a kill and its restart recovers its predecessor's spool)."""
     from services.crawler.commit.results import FetchedDoc
     from services.crawler.web.parse import ParsedDoc
-    from services.storage.blocks import ContentType
+    from services.storage.formats.blocks import ContentType
 
     parsed = ParsedDoc(ContentType.HTML, title="Old", text="kept as it was")
     old_state = {"url": "http://a.test/", "body": b"<p>x</p>", "parsed": parsed, "fetched_at": 1.0}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from services.crawler.cluster.heartbeat import share
 from services.crawler.frontier import entries, leases, ledger
 from services.crawler.frontier.entries import NewUrl
-from services.storage.models import FetchBatch, FrontierEntry
+from services.storage.sql.models import FetchBatch, FrontierEntry
 
 
 def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from services.crawler.frontier import entries, leases, ledger
 from services.crawler.frontier.entries import NewUrl, Outcome
-from services.storage.models import FetchBatch, FrontierEntry
+from services.storage.sql.models import FetchBatch, FrontierEntry
 from services.text.urls import url_id
 
 

@@ -15,8 +15,8 @@ from services.crawler.web.parse import (
     normalize_links,
     parse_document,
 )
-from services.storage.blocks import ContentType
-from services.storage.records import Link
+from services.storage.formats.blocks import ContentType
+from services.storage.formats.records import Link
 from services.text.charset import header_charset
 from services.text.urls import normalize_url
 

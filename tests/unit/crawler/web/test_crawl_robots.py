@@ -108,9 +108,9 @@ def test_two_processes_storing_one_hosts_robots_do_not_fail(tmp_path) -> None:
     from sqlalchemy.orm import Session
 
     from services.crawler.web.robots import RobotsCache
-    from services.storage.engines import make_engine, session_factory
-    from services.storage.models import Host
-    from services.storage.schema import init_db
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.models import Host
+    from services.storage.sql.schema import init_db
 
     engine = make_engine(f"sqlite:///{tmp_path}/race.db")
     init_db(engine)

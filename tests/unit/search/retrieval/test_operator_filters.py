@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.search.retrieval.filters import DocFacts, on_site, stored_type, type_code
-from services.storage.blocks import ContentType
+from services.storage.formats.blocks import ContentType
 
 ROWS = [
     (0, "http://nasa.gov/a", "text/html"),

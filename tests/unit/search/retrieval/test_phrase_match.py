@@ -11,7 +11,7 @@ from services.indexing.segment_arrays import segment_arrays
 from services.search.retrieval.phrase import phrase_matches
 from services.search.retrieval.rank import QueryTerm, intersect_docs
 from services.search.retrieval.segment import SegmentIndex
-from services.storage.records import Record
+from services.storage.formats.records import Record
 from services.text.analyze import analyze
 
 TEXTS = [

@@ -34,7 +34,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 
 from services.storage.errors import MigrationError
-from services.storage.models import Base
+from services.storage.sql.models import Base
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BASELINE = "0001"  # the schema create_all made before migrations began

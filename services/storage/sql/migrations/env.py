@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from alembic import context
 
-from services.storage.models import Base
+from services.storage.sql.models import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("run migrations through services.storage.migrate (nimbus migrate), not alembic's CLI")
+    raise RuntimeError(
+        "run migrations through services.storage.sql.migrate (nimbus migrate), not alembic's CLI"
+    )
 context.configure(
     connection=connection,
     target_metadata=Base.metadata,

@@ -24,7 +24,7 @@ import boto3
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
-from services.storage.blobstore import S3BlobStore, open_blobstore
+from services.storage.blobs.blobstore import S3BlobStore, open_blobstore
 from services.storage.errors import BlobNotFoundError, StorageError
 from tests.faultproxy import ResettingProxy
 

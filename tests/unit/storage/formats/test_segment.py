@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from services.storage.errors import BlockFormatError
-from services.storage.segment import ALIGN, open_segment, pack_segment, write_segment
+from services.storage.formats.segment import ALIGN, open_segment, pack_segment, write_segment
 
 
 def _arrays() -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ import threading
 
 from sqlalchemy import text
 
-from services.storage.engines import make_engine
+from services.storage.sql.engines import make_engine
 
 
 def test_switching_to_wal_waits_while_another_connection_holds_the_file(tmp_path):

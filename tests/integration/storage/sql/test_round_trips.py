@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from services.storage.engines import make_engine
-from services.storage.round_trips import RoundTrips
+from services.storage.sql.engines import make_engine
+from services.storage.sql.round_trips import RoundTrips
 
 ROWS = [{"k": i, "v": f"v{i}"} for i in range(5)]
 

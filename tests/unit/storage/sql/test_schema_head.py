@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.storage import migrate
-from services.storage.migrations import HEAD
+from services.storage.sql import migrate
+from services.storage.sql.migrations import HEAD
 
 
 def test_the_head_init_db_compares_with_is_the_newest_revision() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.storage.blobstore import open_blobstore
-from services.storage.block_cache import BlockCache
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.blobs.block_cache import BlockCache
 from tests.polling import wait_for
 
 

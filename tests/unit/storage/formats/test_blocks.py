@@ -6,8 +6,9 @@ import hashlib
 
 import pytest
 
-from services.storage.blobstore import FileBlobStore
-from services.storage.blocks import (
+from services.storage.blobs.blobstore import FileBlobStore
+from services.storage.errors import BlockFormatError, BlockFullError
+from services.storage.formats.blocks import (
     ENTRY_SIZE,
     PREAMBLE_SIZE,
     ContentBlockWriter,
@@ -17,7 +18,6 @@ from services.storage.blocks import (
     parse_preamble,
     read_block,
 )
-from services.storage.errors import BlockFormatError, BlockFullError
 
 DOCS = [
     (b"<html><title>one</title></html>", ContentType.HTML, "http://a.test/1"),

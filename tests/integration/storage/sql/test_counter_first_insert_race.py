@@ -10,9 +10,9 @@ import threading
 import pytest
 from sqlalchemy import event, text
 
-from services.storage.counters import lock_counter, read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.schema import init_db
+from services.storage.sql.counters import lock_counter, read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.schema import init_db
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.mariadb

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
-from services.storage.blobstore import BlobStore
-from services.storage.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter, ContentType
-from services.storage.records import Record, RecordBlockWriter
+from services.storage.blobs.blobstore import BlobStore
+from services.storage.formats.blocks import ENTRY_SIZE, PREAMBLE_SIZE, ContentBlockWriter, ContentType
+from services.storage.formats.records import Record, RecordBlockWriter
 
 T = TypeVar("T")
 

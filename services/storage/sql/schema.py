@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, inspect
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from services.storage.migrations import HEAD
+from services.storage.sql.migrations import HEAD
 
 
 def init_db(engine: Engine) -> None:
@@ -13,7 +13,7 @@ def init_db(engine: Engine) -> None:
     created, an older one migrated, under a lock several starting processes share). A
     database stamped with this release's head needs neither, nor Alembic's import."""
     if _stamped_revision(engine) != HEAD:
-        from services.storage.migrate import upgrade_to_head
+        from services.storage.sql.migrate import upgrade_to_head
 
         upgrade_to_head(engine)
     _drop_obsolete_indexes(engine)

@@ -7,7 +7,7 @@ import time
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.storage.models import IndexVersion
+from services.storage.sql.models import IndexVersion
 
 
 def active_index(session: Session) -> IndexVersion | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymysql
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from services.storage.retry import is_retryable
+from services.storage.sql.retry import is_retryable
 
 
 def wrapped(code: int) -> OperationalError:
@@ -20,7 +20,7 @@ def test_deadlocks_and_lock_wait_timeouts_are_retried_nothing_else():
 
 
 def test_retry_transaction_runs_again_after_a_lock_conflict_and_gives_up_in_time():
-    from services.storage.retry import retry_transaction
+    from services.storage.sql.retry import retry_transaction
 
     calls = []
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from services.storage.engines import make_engine
+from services.storage.sql.engines import make_engine
 
 
 def _lock_is_free(path) -> bool:

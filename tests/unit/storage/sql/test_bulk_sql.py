@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from services.storage.bulk_sql import mysql_literal
+from services.storage.sql.bulk_sql import mysql_literal
 
 
 def _quote(text: str) -> str:

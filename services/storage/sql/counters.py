@@ -9,7 +9,7 @@ from sqlalchemy import CursorResult, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services.storage.models import CrawlCounter, table
+from services.storage.sql.models import CrawlCounter, table
 
 
 def bump_counters(session: Session, counts: dict[str, int]) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.storage.blobstore import FileBlobStore, S3BlobStore, open_blobstore
-from services.storage.blocks import ContentBlockWriter, ContentType, entry_range, parse_entry
+from services.storage.blobs.blobstore import FileBlobStore, S3BlobStore, open_blobstore
 from services.storage.errors import BlobNotFoundError, StorageError
+from services.storage.formats.blocks import ContentBlockWriter, ContentType, entry_range, parse_entry
 
 
 @pytest.fixture(params=["file", "s3"])

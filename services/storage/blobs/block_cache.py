@@ -17,7 +17,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from services.storage.blobstore import BlobStore, FileBlobStore
+from services.storage.blobs.blobstore import BlobStore, FileBlobStore
 from services.storage.errors import BlobNotFoundError, StorageError
 
 log = logging.getLogger(__name__)

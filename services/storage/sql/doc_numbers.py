@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.storage.counters import lock_counter, set_counter
-from services.storage.models import CrawlCounter, Document
+from services.storage.sql.counters import lock_counter, set_counter
+from services.storage.sql.models import CrawlCounter, Document
 
 COMMITS_COUNTER = "commits"
 

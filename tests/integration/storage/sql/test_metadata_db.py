@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import event, func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from services.storage.bulk_sql import insert_rows
-from services.storage.counters import bump_counters, read_counters
-from services.storage.engines import make_engine, session_factory
-from services.storage.index_versions import activate_index, active_index
-from services.storage.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore, table
-from services.storage.schema import init_db
+from services.storage.sql.bulk_sql import insert_rows
+from services.storage.sql.counters import bump_counters, read_counters
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import activate_index, active_index
+from services.storage.sql.models import Document, FrontierEntry, Host, IndexVersion, PageRankScore, table
+from services.storage.sql.schema import init_db
 from services.text.urls import url_id
 
 
@@ -161,8 +161,8 @@ def test_schema_creation_tolerates_processes_starting_together(tmp_path):
 
     url = f"sqlite:///{tmp_path}/race.db"
     code = (
-        "import sys; from services.storage.engines import make_engine; "
-        "from services.storage.schema import init_db; init_db(make_engine(sys.argv[1]))"
+        "import sys; from services.storage.sql.engines import make_engine; "
+        "from services.storage.sql.schema import init_db; init_db(make_engine(sys.argv[1]))"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE) for _ in range(6)]
     errors = [p.communicate(timeout=60)[1].decode() for p in procs]
@@ -188,7 +188,7 @@ def test_immediate_transactions_serialize_read_then_write(tmp_path):
 
     from sqlalchemy import insert, text
 
-    from services.storage.models import CrawlCounter
+    from services.storage.sql.models import CrawlCounter
 
     url = f"sqlite:///{tmp_path}/two.db"
     first, second = make_engine(url, immediate=True), make_engine(url, immediate=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.storage.errors import BlockFormatError
-from services.storage.records import Link, Record, RecordBlockWriter, decode_record, iter_records
+from services.storage.formats.records import Link, Record, RecordBlockWriter, decode_record, iter_records
 
 
 def _records() -> list[Record]:
@@ -81,7 +81,7 @@ def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
     import json
     import random
 
-    from services.storage.records import Link, Record
+    from services.storage.formats.records import Link, Record
 
     rng = random.Random(5)
     for _ in range(200):

@@ -16,17 +16,17 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from services.cli import main
-from services.storage.engines import make_engine
 from services.storage.errors import MigrationError
-from services.storage.migrate import (
+from services.storage.sql.engines import make_engine
+from services.storage.sql.migrate import (
     MIGRATIONS,
     config,
     current_revision,
     head,
     upgrade_to_head,
 )
-from services.storage.models import Base
-from services.storage.schema import init_db
+from services.storage.sql.models import Base
+from services.storage.sql.schema import init_db
 
 BACKENDS = ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)]
 
@@ -162,8 +162,8 @@ def test_a_database_at_head_is_opened_without_importing_alembic(url: str) -> Non
     init_db(engine)
     engine.dispose()
     code = (
-        "import sys; from services.storage.engines import make_engine; "
-        "from services.storage.schema import init_db; "
+        "import sys; from services.storage.sql.engines import make_engine; "
+        "from services.storage.sql.schema import init_db; "
         "init_db(make_engine(sys.argv[1])); print(sorted(m for m in sys.modules if m.startswith('alembic')))"
     )
     out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
