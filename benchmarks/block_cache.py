@@ -35,8 +35,8 @@ def main() -> None:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from services.storage.blobstore import open_blobstore
-    from services.storage.block_cache import BlockCache
+    from services.storage.blobs.blobstore import open_blobstore
+    from services.storage.blobs.block_cache import BlockCache
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -8,7 +8,7 @@ Pre-fetched batches: the benchmark leases ``--pages`` frontier URLs (64 hosts, b
 acknowledges them through the worker's own code (``worker_flush``: blocks and a manifest per
 8 batches, file:// blobs). Then one committer (``ordered_commit``) commits them in
 sequence order, as fast as it can, and the benchmark prints its pages/s, its CPU ms per
-page and its database round trips per page (``services.storage.round_trips.RoundTrips``). The
+page and its database round trips per page (``services.storage.sql.round_trips.RoundTrips``). The
 database server's CPU is not counted in the committer's (it is another machine in AWS);
 with ``--mariadb`` against a server on this machine it is printed beside it, read from
 the server process's ``/proc`` entry: what one page costs the database (RDS) itself.
@@ -39,13 +39,13 @@ from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl
 from services.crawler.web.parse import ParsedDoc
 from services.gc_thresholds import fewer_collections
-from services.storage.blobstore import open_blobstore
-from services.storage.blocks import ContentType
-from services.storage.counters import lock_counter
-from services.storage.engines import make_engine, session_factory
-from services.storage.records import Link
-from services.storage.round_trips import RoundTrips
-from services.storage.schema import init_db
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.blocks import ContentType
+from services.storage.formats.records import Link
+from services.storage.sql.counters import lock_counter
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.round_trips import RoundTrips
+from services.storage.sql.schema import init_db
 
 WORDS = [
     "wing",

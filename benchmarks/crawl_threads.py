@@ -108,7 +108,7 @@ PARTS = [
     ("services.crawler.commit.spool", "Spool.append", "event loop: write-ahead spool"),
     ("services.crawler.commit.committer", "Committer._commit_once", "commit thread: a whole flush"),
     ("services.storage.documents", "DocumentWriter.write", "commit thread: content + record blocks"),
-    ("services.storage.records", "RecordBlockWriter.add", "commit thread: record JSON + gzip"),
+    ("services.storage.formats.records", "RecordBlockWriter.add", "commit thread: record JSON + gzip"),
     ("services.crawler.commit.committer", "Committer._record_frontier", "commit thread: frontier"),
     ("services.crawler.commit.committer", "frontier.add_urls", "commit thread: frontier upserts"),
     ("services.crawler.commit.committer", "frontier.finish", "commit thread: finishing fetched rows"),

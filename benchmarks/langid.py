@@ -6,7 +6,7 @@ On data/langid/udhr.jsonl (the Universal Declaration of Human Rights in the 207 
 CLD2 has a code for, as the crawler's parser reads the pages): for each sample size, the
 share of pages whose identified language is their ``lang`` attribute's primary subtag,
 the agreement with CLD2 on the whole sample, and the CPU microseconds a page of
-``services.text.lang.identify`` (which reads the first ``_SAMPLE_CHARS`` characters), in
+``services.text.analysis.lang.identify`` (which reads the first ``_SAMPLE_CHARS`` characters), in
 the same run as py3langid (the peer: langid.py's model, pure Python and numpy) on the
 same pages. The sample size trades CPU for accuracy: this prints both.
 """
@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-import services.text.lang as lang
+import services.text.analysis.lang as lang
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "langid" / "udhr.jsonl"
 

@@ -6,11 +6,11 @@ Four tables, one per kind of document in data/ (data/README.md says what each fi
 contender on the same inputs in the same process:
 
 * **html**: the 16 ``200 text/html`` pages of the iana.org crawl in ``warc/iana.warc.gz`` to
-  title, text and links. Nimbus's own path (``services.text.html.parse_html``: charset, Lexbor
+  title, text and links. Nimbus's own path (``services.text.extract.html.parse_html``: charset, Lexbor
   tree, links normalized, boilerplate dropped) and, for the same plain task as the peers,
   selectolax (Lexbor) alone; lxml; BeautifulSoup over lxml and over ``html.parser``.
 * **pdf**: the three PDFs of ``pdf/`` (30 pages) to text. Nimbus's path
-  (``services.text.pdf.parse_pdf``: pypdfium2) against pypdf and pdfminer.six.
+  (``services.text.extract.pdf.parse_pdf``: pypdfium2) against pypdf and pdfminer.six.
 * **wiki**: the 106 articles of the MediaWiki dump in ``wiki/`` to plain text and wikilinks,
   after the demo's clean-up (``services.demo.sampleweb``: references, comments, categories):
   wikitextparser, as the demo and the text corpus read them, against mwparserfromhell.
@@ -46,8 +46,8 @@ from bs4 import BeautifulSoup
 from selectolax.lexbor import LexborHTMLParser
 
 from benchmarks.tables import figure, format_table, jaccard, ratio, words
-from services.text.html import parse_html
-from services.text.pdf import parse_pdf
+from services.text.extract.html import parse_html
+from services.text.extract.pdf import parse_pdf
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 INSTALL = "pip install -e '.[bench]'"

@@ -87,8 +87,8 @@ class _PageWork:
         from services.crawler.commit.results import FetchedDoc, UrlResult
         from services.crawler.web.fetch import FetchResult
         from services.crawler.web.parse import parse_document
-        from services.storage.blocks import ContentBlockWriter
-        from services.storage.records import RecordBlockWriter
+        from services.storage.formats.blocks import ContentBlockWriter
+        from services.storage.formats.records import RecordBlockWriter
         from services.text.urls import normalize_url, url_id
 
         self._fetched, self._parse, self._normalize, self._url_id = (

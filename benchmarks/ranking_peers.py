@@ -9,7 +9,7 @@ is ``--depth`` documents a query (1,000, as ``nimbus eval``), is written as a TR
 
 * **bm25s** (k1 1.2, b 0.75, its Lucene variant) over title + text, with its own tokenizer
   (``bm25s.tokenize``), with and without the repository's stop words
-  (``services/text/stopwords_en.txt``) and PyStemmer's English stemmer.
+  (``services/text/analysis/stopwords_en.txt``) and PyStemmer's English stemmer.
 * **tantivy**, its BM25 (k1 1.2, b 0.75 fixed) over a title and a body field, the query through
   its query parser (OR of the words): analyzer ``default``, ``en_stem``, and the same with the
   repository's stop words, with and without its English stemmer.
@@ -45,7 +45,7 @@ from services.eval.collection import Collection, load_collection
 from services.eval.compare import compare
 from services.eval.metrics import Run, evaluate, write_trec_run
 from services.storage.documents import SourceDoc
-from services.text.analyze import stopwords, surface_tokens, terms_of
+from services.text.analysis.analyze import stopwords, surface_tokens, terms_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 1000  # nimbus eval's default: trec_eval's customary depth

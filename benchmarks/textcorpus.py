@@ -32,7 +32,7 @@ def source_texts(data: Path) -> list[list[str]]:
     """Each source text as its list of sentences."""
     import wikitextparser as wtp
 
-    from services.text.pdf import parse_pdf
+    from services.text.extract.pdf import parse_pdf
 
     texts: list[str] = []
     articles, _redirects = _read_dump(data / WIKI_DUMP, None)
@@ -52,7 +52,7 @@ def source_texts(data: Path) -> list[list[str]]:
 
 
 def build(data: Path, docs: int, queries: int, out: Path, seed: int = 42) -> tuple[int, int]:
-    from services.text.analyze import stopwords
+    from services.text.analysis.analyze import stopwords
 
     rng = random.Random(seed)
     sources = source_texts(data)

@@ -39,9 +39,9 @@ from services.crawler.web.soft404 import NotFoundPage, is_soft_404, probe_path, 
 from services.storage.formats.blocks import ContentType
 from services.storage.formats.records import Link
 from services.storage.sql.models import Host
+from services.text.analysis.lang import keep_language
 from services.text.errors import BadUrlError
-from services.text.lang import keep_language
-from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
+from services.text.extract.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, robots_tag_directives
 from services.text.urls import in_scope, normalize_url, trap_path
 
 log = logging.getLogger(__name__)

@@ -66,7 +66,7 @@ class BuildResult:
     pagerank_iterations: int
     pagerank_delta: float
     seconds: float
-    near_duplicates: int = 0  # documents folded into a near-identical one (services.text.minhash)
+    near_duplicates: int = 0  # documents folded into a near-identical one (services.text.analysis.minhash)
 
 
 def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:

@@ -21,7 +21,7 @@ from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.formats.segment import SEGMENT_FORMAT
-from services.text.minhash import near_duplicate_groups, signatures, term_rows
+from services.text.analysis.minhash import near_duplicate_groups, signatures, term_rows
 
 
 def segment_arrays(
@@ -190,7 +190,7 @@ def _near_duplicates(
     num_docs: int,
     enabled: bool,
 ) -> np.ndarray:
-    """Each document's near-duplicate representative (services.text.minhash), by the words of
+    """Each document's near-duplicate representative (services.text.analysis.minhash), by the words of
     title and body: the forward index also lists URL-word and anchor terms (frequency 0
     here), which differ between copies of one page by design (session ids, dates in paths)."""
     if not enabled:
@@ -218,7 +218,7 @@ def vocabulary_arrays(vocabulary: Mapping[str, int]) -> dict[str, np.ndarray]:
 
 
 def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
-    """Each document's word-form filter (services.text.forms) in one array, with offsets."""
+    """Each document's word-form filter (services.text.analysis.forms) in one array, with offsets."""
     sizes = np.zeros(num_docs, dtype=np.uint64)
     for doc, blob in forms.items():
         if not 0 <= doc < num_docs:

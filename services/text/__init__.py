@@ -1,3 +1,11 @@
-"""Text processing shared by the crawler, the index jobs and the search service:
-URL identity (normalization, urlId, host keys), HTML and PDF extraction, language
-identification, and the one analyzer used at index and at query time."""
+"""Text shared by the crawler, the index jobs and the search service.
+
+- ``urls``: URL identity (normalization as browsers and crawlers read links, ``url_id``,
+  host keys), the one answer every stage must agree on.
+- ``extract/``: what a fetched document says (HTML with ``html``, its ``links``, page
+  furniture and link lists in ``boilerplate``, placeholder ``titles``, robots directives,
+  the ``charset`` of its bytes, ``pdf`` text, ``whitespace``).
+- ``analysis/``: the terms text gives (the one analyzer used at index and query time,
+  ``analyze`` with its stop list; the word forms as typed, ``forms``; language
+  identification, ``lang``; near-duplicate signatures, ``minhash``).
+"""

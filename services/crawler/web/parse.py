@@ -1,7 +1,7 @@
 """Fetched bytes to record fields: pure functions, no I/O.
 
-HTML goes through selectolax (``services.text.html``), PDF through pypdfium2
-(``services.text.pdf``). Links come out normalized and deduplicated, so that
+HTML goes through selectolax (``services.text.extract.html``), PDF through pypdfium2
+(``services.text.extract.pdf``). Links come out normalized and deduplicated, so that
 ``url_id(link.url)`` is the ``url_id`` of the target's document row and the
 PageRank job never has to normalize again.
 """
@@ -15,11 +15,11 @@ from services.crawler.errors import ParseError
 from services.crawler.web.fetch import FetchResult
 from services.storage.formats.blocks import ContentType, mime_type
 from services.storage.formats.records import Link, LinksPickledFlat
-from services.text.charset import header_charset
+from services.text.analysis.lang import identify
 from services.text.errors import BadUrlError, PdfError
-from services.text.html import parse_html, refresh_target
-from services.text.lang import identify
-from services.text.pdf import parse_pdf
+from services.text.extract.charset import header_charset
+from services.text.extract.html import parse_html, refresh_target
+from services.text.extract.pdf import parse_pdf
 from services.text.urls import normalize_url
 
 INDEXABLE = (ContentType.HTML, ContentType.PDF)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup, Tag
 
-from services.text.charset import decode_body
+from services.text.extract.charset import decode_body
 
 # Elements a display copy never needs: they run code, or embed things that would.
 _DROPPED = ("script", "base", "object", "embed", "applet")

@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import NamedTuple
 
-from services.text.analyze import CJK, CJK_CHAR, analyze
+from services.text.analysis.analyze import CJK, CJK_CHAR, analyze
 
 WINDOW_WORDS = 30
 # The window is chosen among the first 100,000 characters: enough for any

@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from services.text.analyze import analyze_forms
+from services.text.analysis.analyze import analyze_forms
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 from symspellpy import SymSpell, Verbosity
 
-from services.text.analyze import CJK_CHAR, analyze
+from services.text.analysis.analyze import CJK_CHAR, analyze
 
 MAX_EDITS = 2
 COMPLETIONS = 8

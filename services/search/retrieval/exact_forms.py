@@ -4,7 +4,7 @@ runs over a window of the first phase's hits).
 
 The index is stemmed, so "organization" also finds pages that hold only "organ"; with the
 text scores otherwise equal, the page holding "organization" is the better answer. Each
-document's Bloom filter of its title and body word forms (``services.text.forms``) says
+document's Bloom filter of its title and body word forms (``services.text.analysis.forms``) says
 which pages hold which forms. The bonus multiplies the score by at most
 ``1 + EXACT_FORM_BONUS``: it orders near-equals and cannot lift a weak match over a strong one.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.segment import SegmentIndex
-from services.text.forms import form_hashes, holds
+from services.text.analysis.forms import form_hashes, holds
 
 EXACT_FORM_BONUS = 0.05  # the score of a page holding every query word as typed, times 1.05
 RESCORE_WINDOW = 10  # first-phase hits rescored at least (Elasticsearch's rescore window default)

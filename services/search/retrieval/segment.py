@@ -87,7 +87,7 @@ class SegmentIndex:
     @cached_property
     def folded(self) -> np.ndarray:
         """Near-duplicates folded into another document (ascending): never results of their
-        own, listed under their group's representative (services.text.minhash)."""
+        own, listed under their group's representative (services.text.analysis.minhash)."""
         group = self.arrays["near_dup_of"]
         return np.flatnonzero(group != np.arange(group.shape[0], dtype=group.dtype)).astype(np.uint32)
 

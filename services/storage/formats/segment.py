@@ -159,7 +159,7 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",
-        "the document's near-duplicate group representative (itself if none; services.text.minhash)",
+        "the document's near-duplicate group representative (itself if none; services.text.analysis.minhash)",
     ),
     "form_offsets": ArraySpec(
         np.dtype(np.uint64), "doc+1", "document d's word-form filter is form_filters[off[d]:off[d+1]]"

@@ -21,7 +21,7 @@ from services.storage.formats.segment import open_segment, segment_dtypes
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import IndexVersion, PageRankScore
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 from services.text.urls import normalize_url
 from tests.networkx_reference import networkx_pagerank
 

@@ -22,7 +22,7 @@ from services.indexing.runner import run_job
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment
 from services.storage.sql.engines import make_engine, session_factory
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 from services.text.urls import normalize_url
 
 APPLES, PEARS = "http://fruit.test/apples", "http://fruit.test/pears"

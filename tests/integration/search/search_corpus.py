@@ -26,7 +26,7 @@ from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 
 
 @dataclass

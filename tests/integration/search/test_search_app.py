@@ -22,7 +22,7 @@ from services.search.http.app import create_app
 from services.search.retrieval.exact_forms import EXACT_FORM_BONUS
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
-from services.text.analyze import analyze, analyze_forms
+from services.text.analysis.analyze import analyze, analyze_forms
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index
 
 XSS_BODY = b"<html><script>alert('stored')</script>\xff\xfe<p>Hypersonic flow</p></html>"

@@ -16,7 +16,7 @@ from benchmarks.ranking_peers import (
 )
 from services.eval.metrics import write_trec_run
 from services.storage.documents import SourceDoc
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 
 
 def test_distinct_keeps_first_occurrences_in_order() -> None:

@@ -79,8 +79,8 @@ def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
     for needed in (
         "services/__init__.py",
-        "services/text/analyze.py",
-        "services/text/stopwords_en.txt",
+        "services/text/analysis/analyze.py",
+        "services/text/analysis/stopwords_en.txt",
         "mapreduce/__init__.py",
         "mapreduce/mr_index.py",
         "services/ranking/pagerank.py",
@@ -102,7 +102,7 @@ def test_package_zip_holds_every_module_the_jobs_import(tmp_path: Path) -> None:
     graph = grimp.build_graph("mapreduce", "services", cache_dir=None)
     needed = set(graph.find_upstream_modules("mapreduce", as_package=True))
     needed |= {m for m in graph.modules if m.startswith("mapreduce")}
-    assert "mapreduce.mr_index" in needed and "services.text.analyze" in needed
+    assert "mapreduce.mr_index" in needed and "services.text.analysis.analyze" in needed
     names = set(zipfile.ZipFile(package_zip(tmp_path / "p.zip")).namelist())
     for module in needed:
         path = module.replace(".", "/")

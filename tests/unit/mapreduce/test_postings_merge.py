@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from mapreduce.postings import ANCHOR, FIELD_GAP, PostingBuffer, url_words
 from mapreduce.postings_wire import Chunk, merge_chunks
 from services.storage.formats.records import Record
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 
 WORDS = [
     "wing",

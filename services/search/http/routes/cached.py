@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, Response
 from services.search.display.cached_copy import display_html
 from services.search.http.deps import ServiceDep, TemplatesDep
 from services.search.http.schemas import error_responses
-from services.text.charset import header_charset
+from services.text.extract.charset import header_charset
 
 router = APIRouter(prefix="/cached", responses=error_responses(404, 503))
 

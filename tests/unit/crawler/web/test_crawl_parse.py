@@ -17,7 +17,7 @@ from services.crawler.web.parse import (
 )
 from services.storage.formats.blocks import ContentType
 from services.storage.formats.records import Link
-from services.text.charset import header_charset
+from services.text.extract.charset import header_charset
 from services.text.urls import normalize_url
 
 PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bs4 import BeautifulSoup
 
 from services.search.display.cached_copy import display_html
-from services.text.charset import header_charset
+from services.text.extract.charset import header_charset
 
 URL = "http://old.example.jp/dir/page.html"
 

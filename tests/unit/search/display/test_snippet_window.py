@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.search.display.snippets import ELLIPSIS, Fragment, make_snippet, snippet_text
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 
 
 def terms(query: str) -> set[str]:
@@ -97,7 +97,7 @@ def test_the_fast_candidate_scan_finds_what_the_regex_found():
     import random
 
     from services.search.display.snippets import _matches, _matches_by_regex, _prefix_length
-    from services.text.analyze import analyze
+    from services.text.analysis.analyze import analyze
 
     rng = random.Random(5)
     words = [

@@ -45,7 +45,7 @@ def test_queries_use_the_index_analyzer():
     (the job's block analysis equals ``analyze``: tests/unit/text/test_analyze.py)."""
     from collections import Counter
 
-    from services.text.analyze import analyze
+    from services.text.analysis.analyze import analyze
 
     text = "Aerodynamic heating of U.S. wings: don't the flows’ Straße"
     assert parse_query(text).terms == Counter(analyze(text))

@@ -12,7 +12,7 @@ from services.search.retrieval.phrase import phrase_matches
 from services.search.retrieval.rank import QueryTerm, intersect_docs
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.records import Record
-from services.text.analyze import analyze
+from services.text.analysis.analyze import analyze
 
 TEXTS = [
     ("Boundary layer", "the boundary layer of a wing"),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from datasketch import MinHash
 
-from services.text.minhash import (
+from services.text.analysis.minhash import (
     NUM_PERM,
     SEED,
     near_duplicate_groups,

@@ -6,7 +6,7 @@ import numpy as np
 
 from mapreduce.postings import PostingBuffer
 from services.storage.formats.records import Record
-from services.text.forms import build_filters, form_hashes, holds
+from services.text.analysis.forms import build_filters, form_hashes, holds
 
 
 def _filters(docs: list[list[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:

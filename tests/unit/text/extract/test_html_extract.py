@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.charset import decode_html
-from services.text.html import parse_html
-from services.text.titles import placeholder_title
+from services.text.extract.charset import decode_html
+from services.text.extract.html import parse_html
+from services.text.extract.titles import placeholder_title
 
 PAGE = b"""<!doctype html><html lang="en-GB"><head>
 <title>  IANA \xe2\x80\x94 Numbers </title>
@@ -65,7 +65,7 @@ def test_malformed_and_empty_html_do_not_crash():
 
 
 def test_meta_refresh_and_canonical_are_read_as_browsers_read_them() -> None:
-    from services.text.html import parse_html, parse_refresh
+    from services.text.extract.html import parse_html, parse_refresh
 
     assert parse_refresh("0; url=/new") == (0.0, "/new")
     assert parse_refresh("5;URL='page.html'") == (5.0, "page.html")
@@ -83,7 +83,7 @@ def test_meta_refresh_and_canonical_are_read_as_browsers_read_them() -> None:
 
 
 def test_page_furniture_is_left_out_of_the_text_but_its_links_are_kept() -> None:
-    from services.text.html import parse_html
+    from services.text.extract.html import parse_html
 
     main = "Walks along the river start at the mill every Sunday morning. " * 5
     body = (

@@ -19,9 +19,9 @@ from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
-from services.text.boilerplate import main_text
-from services.text.charset import decode_body
-from services.text.links import (
+from services.text.extract.boilerplate import main_text
+from services.text.extract.charset import decode_body
+from services.text.extract.links import (
     ANCHORS,
     LINK_ATTRIBUTES,
     collect_links,
@@ -29,10 +29,10 @@ from services.text.links import (
     link_elements,
     script_links,
 )
-from services.text.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, meta_directives
-from services.text.titles import placeholder_title
+from services.text.extract.robots_directives import NOARCHIVE, NOFOLLOW, NOINDEX, meta_directives
+from services.text.extract.titles import placeholder_title
+from services.text.extract.whitespace import clean_text
 from services.text.urls import browser_href, header_href
-from services.text.whitespace import clean_text
 
 _SKIP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "noframes"]
 # A title this long with no body text, or one holding markup, is a <title> never closed.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.text.html import parse_html, repair_unclosed_title, title_swallowed_page
+from services.text.extract.html import parse_html, repair_unclosed_title, title_swallowed_page
 
 UNCLOSED = (
     b"<html><head><title>Swept wings\n<meta name=description content='Wing notes'>"

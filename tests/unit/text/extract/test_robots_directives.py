@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.robots_directives import (
+from services.text.extract.robots_directives import (
     NOARCHIVE,
     NOFOLLOW,
     NOINDEX,

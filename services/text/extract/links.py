@@ -15,8 +15,8 @@ from urllib.parse import quote, urljoin, urlsplit
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
+from services.text.extract.whitespace import clean_text
 from services.text.urls import browser_href
-from services.text.whitespace import clean_text
 
 _FOLLOW_SCHEMES = {"http", "https"}
 # Most links on the web are absolute http(s) URLs; they skip urljoin (about

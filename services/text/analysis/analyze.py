@@ -40,7 +40,7 @@ _CJK_RUNS = re.compile(f"([{CJK}]+)")
 
 @lru_cache(maxsize=1)
 def stopwords() -> frozenset[str]:
-    text = resources.files("services.text").joinpath("stopwords_en.txt").read_text("utf-8")
+    text = resources.files("services.text.analysis").joinpath("stopwords_en.txt").read_text("utf-8")
     return frozenset(text.split())
 
 
@@ -134,7 +134,7 @@ def terms_of(surfaces: list[str]) -> list[str]:
 
 def surface_form(token: str) -> str:
     """The form of a surface token that is stemmed: "don't" -> "dont", "u.s" -> "us" (a
-    number keeps its dots). A word as typed, for exact-form matching (services.text.forms)."""
+    number keeps its dots). A word as typed, for exact-form matching (services.text.analysis.forms)."""
     return token.replace("'", "") if _NUMBER.fullmatch(token) else token.replace("'", "").replace(".", "")
 
 

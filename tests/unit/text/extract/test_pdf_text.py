@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from services.text.pdf import _parse_pdfium, _parse_pdfminer
+from services.text.extract.pdf import _parse_pdfium, _parse_pdfminer
 
 SAMPLES = ["federal-register-2020-17221.pdf", "pypdf-example.pdf", "tracemonkey.pdf"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
 
-from services.text.whitespace import clean_text
+from services.text.extract.whitespace import clean_text
 
 # Page furniture: menus, site headers and footers, sidebars (HTML5 elements and ARIA roles).
 _BOILERPLATE_TAGS = ["nav", "header", "footer", "aside"]

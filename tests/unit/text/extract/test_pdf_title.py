@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.text.pdf import parse_pdf, pdf_title
+from services.text.extract.pdf import parse_pdf, pdf_title
 
 FIRST_PAGE = "Boundary Layers in\nHypersonic Flow\nJ. Smith, 1998\nAbstract. We study..."
 

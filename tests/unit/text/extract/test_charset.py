@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.charset import DecodedHtml, decode_body, header_charset
-from services.text.html import parse_html
+from services.text.extract.charset import DecodedHtml, decode_body, header_charset
+from services.text.extract.html import parse_html
 
 FRENCH = "<html><body><p>Le café est très bon à Paris, où les élèves étudient le soir.</p></body></html>"
 RUSSIAN = "<html><body><p>Привет, как дела? Это тестовая страница на русском языке.</p></body></html>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.text.lang import identify, keep_language
+from services.text.analysis.lang import identify, keep_language
 
 TEXTS = {
     "en": "The committee met on Tuesday to discuss the budget for the coming year, and most of "

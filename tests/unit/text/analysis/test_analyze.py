@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.text.analyze import analyze, stopwords, surface_tokens
+from services.text.analysis.analyze import analyze, stopwords, surface_tokens
 
 
 def test_tokenize_folds_case_and_unicode():
@@ -54,7 +54,7 @@ def test_rough_tokens_hold_exactly_the_surface_tokens(sample_data):
     in order."""
     import json
 
-    from services.text.analyze import rough_surfaces, rough_tokens
+    from services.text.analysis.analyze import rough_surfaces, rough_tokens
 
     path = sample_data / "ir/cranfield/docs.jsonl"
     texts = [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:300]
@@ -68,7 +68,7 @@ def test_rough_tokens_hold_exactly_the_surface_tokens(sample_data):
 
 
 def test_dotted_names_are_findable_by_their_parts():
-    from services.text.analyze import analyze
+    from services.text.analysis.analyze import analyze
 
     assert analyze("www.example-site.net") == ["www", "exampl", "site", "net"]  # was one glued term
     assert analyze("node.js") == ["node", "js"]
