@@ -4,7 +4,7 @@ Input: the manifest (one record block a line, ``mapreduce.record_job``) and,
 optionally, MRLinkGraph's output as a second input file, of which it reads
 the ``@anchor`` lines (in-link anchor text) and skips the adjacency rows.
 
-The mapper analyses each document with ``services.text.analyze`` (the
+The mapper analyses each document with ``services.text.analysis.analyze`` (the
 analyzer queries use) into its four fields (``mapreduce.postings``) and
 combines in memory across the documents its task reads: one row per
 distinct term per flush, holding that term's postings in column form, never

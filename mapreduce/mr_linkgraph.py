@@ -42,7 +42,7 @@ from mrjob.step import MRStep
 
 from mapreduce.errors import DuplicateDocumentError
 from mapreduce.record_job import RecordBlockJob
-from services.storage.records import Record
+from services.storage.formats.records import Record
 from services.text.urls import url_id
 
 DOC = "doc"

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
-from services.storage.records import Record
-from services.text.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
-from services.text.forms import build_filters, form_hashes
+from services.storage.formats.records import Record
+from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
+from services.text.analysis.forms import build_filters, form_hashes
 
 TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -59,7 +59,7 @@ class PostingBuffer:
     """In-mapper combining: the postings of many documents, built a block at a time.
 
     ``add`` and ``add_anchor`` only cut each field's text into rough tokens
-    (``services.text.analyze.rough_tokens``: a byte table and a split, in C)
+    (``services.text.analysis.analyze.rough_tokens``: a byte table and a split, in C)
     and append their ids to one int array, remembering which document and
     field each run belongs to. ``drain`` does the rest for the whole buffer at
     once: the word regex, the stop list and stemming once per distinct rough
@@ -251,7 +251,7 @@ def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray
     count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
     total = int(count.sum(dtype=np.int64))
     flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32, count=total)
-    # The written form of each kept word, as ids into ``forms`` (services.text.forms).
+    # The written form of each kept word, as ids into ``forms`` (services.text.analysis.forms).
     forms = list(dict.fromkeys(surface_form(s) for s in surfaces if s in term_of))
     form_ids = dict(zip(forms, range(len(forms)), strict=True))
     form_of = {s: form_ids[surface_form(s)] for s in surfaces if s in term_of}
@@ -271,7 +271,7 @@ class Postings:
     tfs: np.ndarray  # uint16 [P, 4]
     counts: np.ndarray  # uint32 [P]
     positions: np.ndarray  # uint32 [sum(counts)]
-    # doc_num -> Bloom filter of its title and body word forms (services.text.forms)
+    # doc_num -> Bloom filter of its title and body word forms (services.text.analysis.forms)
     forms: dict[int, bytes] = field(default_factory=dict)
     # written form -> documents of this flush holding it (the spelling vocabulary)
     vocabulary: dict[str, int] = field(default_factory=dict)

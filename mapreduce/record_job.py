@@ -33,8 +33,8 @@ from mrjob.protocol import StandardJSONProtocol
 
 from mapreduce.errors import ManifestError
 from mapreduce.task_output import BufferedOutputJob
-from services.storage.blobstore import BlobStore, open_blobstore
-from services.storage.records import Record, iter_records
+from services.storage.blobs.blobstore import BlobStore, open_blobstore
+from services.storage.formats.records import Record, iter_records
 
 
 def manifest_lines(current: Iterable[tuple[str, int] | tuple[str, int, int]]) -> Iterator[str]:

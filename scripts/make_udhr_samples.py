@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pycld2
 
-from services.text.html import parse_html
+from services.text.extract.html import parse_html
 
 SAMPLE_CHARS = 1200  # enough for the sample sizes benchmarks/langid.py compares (up to 1,000)
 MIN_CHARS = 1000

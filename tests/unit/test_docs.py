@@ -77,7 +77,9 @@ def test_the_architecture_diagram_is_the_layer_contract() -> None:
     lines = [line for line in diagram.splitlines() if line.strip()]
     where = []
     for layer in _root_layers():
-        holding = [i for i, line in enumerate(lines) if all(re.search(rf"{re.escape(m)}\b", line) for m in layer)]
+        holding = [
+            i for i, line in enumerate(lines) if all(re.search(rf"{re.escape(m)}\b", line) for m in layer)
+        ]
         assert holding, f"no line of the diagram holds the layer {' | '.join(layer)}"
         where.append(holding[0])
     assert where == sorted(where), "the diagram's layers are not in the contract's order"
