@@ -151,7 +151,7 @@ def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tupl
         probes.append((i, values, held))
         docs = docs.take(held)
     # Each term's impacts for the survivors only, back through the probes (index arrays: a
-    # boolean mask per probe over every earlier term's impacts costs far more per probe).
+    # boolean mask per probe over every earlier term's impacts costs far more: docs/benchmarks.md).
     found: dict[int, np.ndarray] = {}
     where = np.arange(docs.shape[0])
     for i, values, held in reversed(probes):
