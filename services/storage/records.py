@@ -96,7 +96,7 @@ class RecordBlockWriter:
         """Append a record; returns (offset, length) of its gzip member.
 
         ISA-L at level 1: a standard gzip member, several times faster than zlib's level 1 and
-        smaller (docs/benchmarks.md); compressing is the crawl's largest cost off the GIL."""
+        smaller (docs/benchmarks.md); compressing records is much of the crawl's work off the GIL."""
         member = igzip.compress(record.to_json().encode("utf-8"), compresslevel=1, mtime=0)
         offset = self._buf.tell()
         self._buf.write(member)

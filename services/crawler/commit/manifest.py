@@ -74,7 +74,7 @@ def decode(
 
     ``finished(url_id)`` says which out-links lead to pages the committer saw finished:
     those are left out here, before a ``NewUrl`` is made of them (on a site, about half
-    of all links; the objects are a sizeable share of the committer's CPU:
+    of all links, whose objects would be a sizeable share of the committer's CPU:
     docs/performance-notes.md)."""
     try:
         parsed = ujson.loads(igzip.decompress(data))
@@ -117,7 +117,7 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
     }
     # A link on the page (one level down, from this page, no redirect, one in-link, its
     # url_id known) goes in the page's columns, anything else in all eight fields: a
-    # manifest is mostly links, and the JSON objects of a list per link (format 2) are most
+    # manifest is mostly links, and a JSON list per link (format 2, still read) would be most
     # of the committer's decoding (docs/performance-notes.md).
     links = []
     other = []

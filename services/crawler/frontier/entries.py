@@ -157,7 +157,7 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
     if sqlite:
         session.connection().exec_driver_sql(_upsert_sql(session), rows)
     else:
-        # The statement's text built here: PyMySQL's executemany escapes each value
+        # The statement's text built here: PyMySQL's executemany would escape each value
         # through its generic converters, most of a cluster committer's CPU (20 links
         # a page, 12 columns each: docs/performance-notes.md); these columns' types are known.
         head, tail = _upsert_sql(session).split(" VALUES ", 1)

@@ -85,10 +85,10 @@ def _lease_new(
     min_priority: float | None = None,
 ) -> Lease | None:
     """A new batch of up to ``limit`` ready URLs (due recrawls first), or None."""
-    # Plain rows of the columns a lease needs: ORM entities are a large share of a lease's
-    # time. The statements are built once with bound parameters (the IN lists expanding), so
-    # a lease costs no per-value clause construction, otherwise most of its CPU
-    # (docs/benchmarks.md).
+    # Plain rows of the columns a lease needs: ORM entities would be a large share of a
+    # lease's time. The statements are built once with bound parameters (the IN lists
+    # expanding), so a lease costs no per-value clause construction, otherwise most of its
+    # CPU (docs/benchmarks.md).
     params: dict[str, Any] = {"now": now, "limit": limit}
     if partitions is not None:
         params["parts"] = list(partitions)
