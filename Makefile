@@ -71,7 +71,7 @@ lint: install
 # Benchmarks against named peers, same data, same run (figures in docs/benchmarks.md).
 # The project's bytecode is compiled first, as pip does for an installed wheel: an editable
 # install under PYTHONDONTWRITEBYTECODE=1 (set on the project machine) compiles every module
-# again in every process start, ~0.08 CPU s of each crawler process's start.
+# again in every process start, a cost every crawler process's start would show (docs/benchmarks.md).
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m compileall -q services benchmarks

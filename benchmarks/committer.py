@@ -15,9 +15,9 @@ the server process's ``/proc`` entry: what one page costs the database (RDS) its
 
 With ``--worker`` it first crawls the crawl benchmark's synthetic web with one Nimbus
 process (``benchmarks.crawl --only nimbus``) in the same run, and prints the ratio of the
-two rates: the number of workers one committer carries. (This VM's speed drifts by 2-3x
-over hours, so a worker rate from another run does not compare; ``--worker-rate R`` still
-takes one.)
+two rates: the number of workers one committer carries. (This VM's speed drifts severalfold
+over hours (docs/performance-notes.md), so a worker rate from another run does not compare;
+``--worker-rate R`` still takes one.)
 """
 
 from __future__ import annotations

@@ -149,9 +149,9 @@ def measure(argv: list[str] | None = None) -> list[dict[str, dict[str, float]]]:
     in turn, printing a line for each crawl; per round, the figures by name (pages,
     seconds, pages_per_s, cpu_ms_per_page, ...).
 
-    Rounds interleave the contenders (A B C, A B C, ...) because this VM's speed drifts by
-    a third within minutes: a ratio within one round compares one phase, and the median of
-    several rounds' ratios is the figure to quote."""
+    Rounds interleave the contenders (A B C, A B C, ...) because this VM's speed drifts
+    within minutes (docs/performance-notes.md): a ratio within one round compares one phase,
+    and the median of several rounds' ratios is the figure to quote."""
     p = argparse.ArgumentParser(description="crawl benchmark")
     p.add_argument("--pages", type=int, default=20_000, help="pages in the synthetic web")
     p.add_argument("--crawl-pages", type=int, default=None, help="pages each crawler fetches")

@@ -13,7 +13,7 @@ look at. A profiler's shares inflate Python code and ignore time outside the GIL
 thread CPU is what the kernel charged, C libraries (SQLite, zlib, lexbor) included.
 Pair it with ``py-spy record --threads`` for the functions inside one thread, or pass
 ``--parts`` to time the main parts of a page's path (``PARTS``) with ``time.thread_time``:
-a wrapper's own cost is a microsecond a call, and nothing else is changed.
+a wrapper's own cost is small next to the parts it times, and nothing else is changed.
 """
 
 from __future__ import annotations

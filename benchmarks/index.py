@@ -5,12 +5,12 @@
 The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
 rebuilt under var/bench when missing). In one run, each contender in a
 process of its own, one after another (an engine's leftovers in a shared
-process slowed the next one's queries):
+process slow the next one's queries):
 
 * **build**: Nimbus from record blocks to a published segment (``nimbus index`` in a process
   of its own, timed from outside; ``build_index``:
   MRLinkGraph with the anchor-text join, MRIndex, PageRank, publish) on the mrjob runner
-  given (``local``: separate task processes, as the issue asks); the ingest
+  given (``local``, ``nimbus index``'s default: separate task processes); the ingest
   that writes the record blocks is timed and shown apart. bm25s (tokenize
   with the same Snowball stemmer and English stop words, then index) and
   tantivy (title + body with its ``en_stem`` analyzer, commit) index the same
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, float]] = {}
     for name in args.only:
         # Each contender in a fresh process: one engine's leftovers must not slow another's
-        # queries (after tantivy had run in the same process, Nimbus's p95 rose by a third).
+        # queries (tantivy's do, in a shared process: docs/benchmarks.md).
         proc = subprocess.run(
             [
                 sys.executable,

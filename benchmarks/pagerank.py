@@ -15,7 +15,7 @@ defaults), the same update and dangling rule everywhere:
 * scipy-csr (the peer): a plain scipy power iteration, ``P @ x`` with the
   transition matrix as a CSR matrix, the textbook layout;
 * nimbus: ``services.ranking.pagerank.pagerank_edges``, the memory engine;
-* numpy-bincount: the memory engine before issue 5 (``np.bincount`` scatter);
+* numpy-bincount: the memory engine in pure numpy (``np.bincount`` scatter), without scipy;
 * mrjob: ``services.indexing.pagerank_driver.run_pagerank`` (one MRPageRankStep job per
   iteration) on a smaller graph of the same kind, ``--mr-nodes`` pages, for
   ``--mr-iterations`` iterations on ``--mr-runner`` (local by default, as
@@ -60,7 +60,7 @@ def power_law_graph(
     targets = rng.permutation(nodes)[np.minimum(ranks, nodes - 1)]
     linking = np.flatnonzero(rng.random(nodes) >= dangling_share)
     sources = linking[rng.integers(0, linking.size, draws)]
-    # Sort-based dedup: np.unique takes ~20x longer on 10M int64 keys (numpy 2.4).
+    # Sort-based dedup: np.unique is many times slower on int64 keys (docs/performance-notes.md).
     keys = np.sort(sources * nodes + targets)
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     sources, targets = keys // nodes, keys % nodes
@@ -81,7 +81,7 @@ def scipy_csr(sources: np.ndarray, targets: np.ndarray, n: int, iterations: int)
 
 
 def numpy_bincount(sources: np.ndarray, targets: np.ndarray, n: int, iterations: int) -> PageRankResult:
-    """The memory engine before issue 5: gather shares, scatter with ``np.bincount``."""
+    """The memory engine in pure numpy: gather shares, scatter with ``np.bincount``."""
     out_degree = np.bincount(sources, minlength=n).astype(np.float64)
     dangling = out_degree == 0
     safe_degree = np.where(dangling, 1.0, out_degree)
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<16} {per_iteration * 1e3:12.1f}   {per_iteration / peer:8.2f}x")
     print("(goal, issue 5: nimbus <= 2x scipy-csr; all vectors agree within 1e-12)")
 
-    # What build.py hands the memory engine today: a list of Python lists per page.
+    # What build.py hands the memory engine: a list of Python lists per page.
     bounds = np.searchsorted(sources, np.arange(n + 1))
     adjacency = [targets[bounds[i] : bounds[i + 1]].tolist() for i in range(n)]
     start = time.perf_counter()

@@ -105,7 +105,7 @@ def measure(
 
     A warm-up pass first (imports, caches, lazy tables), whose outputs are returned. The
     repetitions take turns, one of each contender in each round, so a drift of the machine's
-    speed during the run (this VM's two vCPUs differ by up to 30 %) falls on all of them
+    speed during the run (this VM's two vCPUs differ: docs/performance-notes.md) falls on all of them
     alike. Each repetition runs whole passes until ``min_seconds`` of CPU time have gone, so
     a fast contender is not timed on one pass of a few milliseconds."""
     outputs = {name: [extract(item) for item in inputs] for name, extract in extracts.items()}

@@ -16,12 +16,12 @@ repeated query is).
   ``/api/search?q=`` and ``/?q=`` (HTML), and of ``/api/suggest?q=`` for a prefix of each
   query's first word (HTTP included: an upper bound of the server-side time); beside it the
   search's own p50 as the server reports it (``took_ms``), and the CPU each worker last ran
-  on (this VM's two vCPUs run the same search 31 % apart);
+  on (this VM's two vCPUs run the same search at different speeds: docs/benchmarks.md);
 * load: locust, headless, 64 users on FastHttpUser with no wait (64 connections, closed
   loop) for ``--seconds``: requests/s, failures, p50/p95/p99. Locust runs on the same two
   cores as the server, so its own CPU is taken from the server's.
 
-No peer is named for this figure in the issue: the goals are absolute (p50 <= 3 ms and p95
+No peer is named for this figure: the goals are absolute (p50 <= 3 ms and p95
 <= 10 ms for one client, >= 500 requests/s with 0 errors under load, suggest p95 <= 5 ms).
 """
 
@@ -123,7 +123,8 @@ def serve(env: dict[str, str], workers: int, port: int) -> subprocess.Popen[byte
 
 def one_client(base: str, queries: list[str]) -> dict[str, dict[str, float]]:
     """One keep-alive connection through the standard library's ``http.client``: a light client,
-    as a browser or curl is; httpx, in Python, adds about 0.3 ms a request of its own."""
+    as a browser or curl is; httpx, in Python, adds time of its own to every request
+    (docs/benchmarks.md)."""
     prefixes = [q.split()[0][: max(2, len(q.split()[0]) // 2)] for q in queries]
     paths = {
         "/api/search": [f"/api/search?{urlencode({'q': q})}" for q in queries],

@@ -156,8 +156,9 @@ class PostingBuffer:
 
         # Grouped by (term, document), stable so positions stay ascending. Pages arrive in
         # document order (a block's records, blocks by name), so a stable sort by term alone
-        # gives the same order; numpy sorts 16-bit keys by radix, 5x faster than the
-        # 64-bit keys (a block holds ~30,000 terms). Anchor rows come in any order.
+        # gives the same order; numpy sorts 16-bit keys by radix, several times faster than
+        # 64-bit keys (docs/benchmarks.md), and a block's terms fit 16 bits (~30,000 of them).
+        # Anchor rows come in any order.
         if len(vocab) <= 1 << 16 and bool((doc[1:] >= doc[:-1]).all()):
             order = np.argsort(term.astype(np.uint16), kind="stable")
         else:
@@ -200,7 +201,7 @@ def _form_filters(
         return {}, {}
     width = max(len(forms), 1)
     pairs = doc[text].astype(np.int64) * width + form[text]
-    pairs.sort()  # then drop repeats: numpy's hash-based unique took 1.4 s a block, this 0.1
+    pairs.sort()  # then drop repeats: numpy's hash-based unique is far slower (docs/benchmarks.md)
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
     pair_docs, pair_forms = pairs // width, pairs % width
     h1, h2 = form_hashes(forms)

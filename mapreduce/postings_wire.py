@@ -168,7 +168,7 @@ def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     Walks every text at once, one region per step, in numpy: a text holds one region
     per map task flush that saw its term, so there are a handful of steps, where a
-    Python loop took a step per region (400,000 of them on 100,000 documents).
+    Python loop would take a step per region (400,000 of them on 100,000 documents).
     """
     end = len(raw)
     if end % 4:

@@ -135,7 +135,7 @@ class RecordBlockJob(BufferedOutputJob):
         """Add to a counter in memory; ``flush_counts`` reports the sums.
 
         ``increment_counter`` writes a line to stderr that the runner parses:
-        once per key in a reducer that sees 100,000 keys, that cost seconds.
+        once per key in a reducer that sees 100,000 keys, that costs seconds.
         """
         if self._counts is None:
             self._counts = Counter()

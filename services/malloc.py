@@ -4,7 +4,7 @@ glibc hands memory back to the kernel when a block above the mmap threshold
 (128 KB, adjusted at run time) is freed, or when the free space at the top of
 the heap passes the trim threshold; the next allocation then faults the same
 pages in again, at a page fault per 4 KB: a query's per-document table and
-an index map task's flush buffers paid that on every use (figures in
+an index map task's flush buffers pay that on every use (figures in
 docs/performance-notes.md). Raising both thresholds keeps freed memory in the
 process for the next array; a process still gives it all back when it exits.
 

@@ -3,7 +3,7 @@ command to every crawler (status, seed, pause, resume, stop, block, unblock) thr
 database.
 
 Each is a subcommand with its own options and ``--help``; a bare ``nimbus crawl URL...``
-(or no argument: continue the frontier) is ``nimbus crawl run``, as it always was.
+(or no argument: continue the frontier) is ``nimbus crawl run``.
 """
 
 from __future__ import annotations

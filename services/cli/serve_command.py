@@ -52,9 +52,9 @@ def serve_workers(settings: Settings) -> None:
     """uvicorn's several-worker mode, with Nagle's algorithm off on every connection.
 
     uvicorn binds the shared socket with protocol 0, and asyncio sets TCP_NODELAY only on
-    sockets whose protocol says TCP: each response's second write then waited for the
-    client's delayed ACK, 40 ms on every request (measured: /healthz 44 ms with two workers,
-    2 ms with one). The same socket, re-wrapped so the kernel names its protocol, fixes it."""
+    sockets whose protocol says TCP: each response's second write then waits for the
+    client's delayed ACK (40 ms on Linux) on every request (docs/benchmarks.md). The same
+    socket, re-wrapped so the kernel names its protocol, fixes it."""
     import socket
 
     import uvicorn

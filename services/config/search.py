@@ -24,12 +24,12 @@ class SearchSettings:
     feedback_docs: int = 10
     feedback_terms: int = 10
     feedback_weight: float = 0.5  # weight of the original query in the expanded one
-    # Expansion leaves out terms in more than this share of documents (1.0: off; 0.1 helped
-    # Cranfield but let a link-list page's rare words win on the sample web: docs/ranking.md).
+    # Expansion leaves out terms in more than this share of documents (1.0: off; 0.1 helps
+    # Cranfield but lets a link-list page's rare words win on the sample web: docs/ranking.md).
     feedback_max_df: float = 1.0
     feedback_cap: bool = True  # no expansion term weighs more than the lightest query word
     # Feedback only for queries of at least this many terms: on short web queries RM3 drifts
-    # to the feedback documents' topic (docs/ranking.md, issue 14).
+    # to the feedback documents' topic (docs/ranking.md).
     feedback_min_terms: int = 4
 
     # Search service (it listens on Settings.host).

@@ -74,8 +74,8 @@ class DatabaseThread:
     another crawler process won a lock conflict and the database rolled it back);
     ``call`` runs a function that manages its own sessions. ``transactions`` is
     held around every transaction this process runs (the committer's thread takes
-    it too), so one process's transactions never interleave: on MySQL they
-    deadlocked each other when they did.
+    it too), so one process's transactions never interleave: on MySQL,
+    interleaved, they deadlock each other.
     """
 
     def __init__(

@@ -4,7 +4,7 @@ The event loop leases batches of frontier URLs (this process's partitions
 only) and hands every URL to its host's back queue (``frontier.host_queues``): at most
 ``per_host_concurrency`` requests to a host at a time, spaced by its delay,
 and a semaphore bounds requests in flight overall. HTML is parsed inline on
-the event loop (selectolax is fast; a thread hop per page cost more than the
+the event loop (selectolax is fast; a thread hop per page costs more than the
 parse), PDFs in a thread. Batches complete out of order but reach the
 committer in lease order (the ordered-commit ledger); while fetching goes on,
 one database thread writes the blocks and commits the previous flush, then
@@ -166,7 +166,7 @@ class Crawler:
         self.window: int | None = settings.crawl.send_window if role == "worker" else None
         self.db = DatabaseThread(self.sessions, self.transactions)  # DB work, in order
         # Flushes on their own thread: a flush writes blocks for a while, and leases
-        # queued behind it left the fetchers without work (one flush runs at a time).
+        # queued behind it would leave the fetchers without work (one flush runs at a time).
         self.commits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-commit")
         self.batches: deque[_Batch] = deque()
         self.hosts: HostScheduler[tuple[_Batch, LeasedUrl]] = HostScheduler(
@@ -363,8 +363,8 @@ class Crawler:
             budget = self.budget.leasable()
             wanted = min(MAX_BATCHES - len(self.batches), -(-(window - self.budget.waiting) // size))
             # With work in flight, the links it will add may be live: leave the URLs of dead
-            # prefixes until the crawl is otherwise idle (frontier/dead_prefixes.py); they spent the budget
-            # while new live links waited for their commit.
+            # prefixes until the crawl is otherwise idle (frontier/dead_prefixes.py), or they
+            # spend the budget while new live links wait for their commit.
             busy = bool(self.batches or self.committer.pending or self.flushing is not None)
             leased = await self.db.transaction(
                 leases.lease_batches,

@@ -1,8 +1,8 @@
 """A whole crawl cluster on one machine: ``nimbus crawl --processes N``.
 
 N worker processes and one committer process, sharing the database and the
-blob store exactly as a cluster on many machines does, so commit work no
-longer shares a core's GIL with any fetch loop. This module wires the crawl
+blob store exactly as a cluster on many machines does, so commit work
+shares no core's GIL with a fetch loop. This module wires the crawl
 loop (``crawl``) and the committer role (``cluster.committer_role``); it is
 the only place that starts either as a child process.
 """
@@ -57,9 +57,9 @@ _PRELOAD = ["services.crawler.local_cluster", "services.crawler.crawl"]
 
 def _process_context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
     """Children fork from a server process that has imported the crawler once (forkserver):
-    spawned, each child imported it again, about a CPU second a process. The server holds no
-    event loop, thread or connection, so the children start as clean as spawned ones. Spawn
-    where there is no fork server (Windows)."""
+    spawned, each child would import it again, the largest part of its start
+    (docs/benchmarks.md). The server holds no event loop, thread or connection, so the
+    children start as clean as spawned ones. Spawn where there is no fork server (Windows)."""
     if "forkserver" not in mp.get_all_start_methods():
         return mp.context.SpawnContext()
     ctx = mp.context.ForkServerContext()

@@ -12,7 +12,7 @@ from pathlib import Path
 import ir_measures
 from ir_measures import AP, RR, P, R, nDCG
 
-# The issue's measures, in the order they are printed.
+# The measures `nimbus eval` reports, in the order they are printed.
 MEASURES = {"MAP": AP, "nDCG@10": nDCG @ 10, "P@10": P @ 10, "Recall@100": R @ 100, "MRR": RR}
 
 Run = Mapping[str, list[tuple[str, float]]]  # query id -> [(doc id, score)] best first
@@ -43,7 +43,7 @@ def evaluate(run: Run, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, floa
 
 
 def format_metrics(metrics: Mapping[str, float]) -> Iterable[str]:
-    """One line per measure, ``MAP 0.3312``, as the issue asks."""
+    """One line per measure, ``MAP 0.3312``."""
     for name in MEASURES:
         yield f"{name} {metrics[name]:.4f}"
 

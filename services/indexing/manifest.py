@@ -43,14 +43,15 @@ def write_manifest_parts(
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
     the job runs exactly that many map tasks, balanced by block. (A single
-    uncompressed manifest is split by bytes instead: its last, lone task kept
-    one core idle for a third of the index job; and one task per block paid a
-    process start and imports per block.) Block names begin with their first
-    doc_num, so contiguous runs of names give each task its own range of
-    documents: the index reducer then joins a term's pieces from the tasks
-    without decoding them (``mapreduce.postings_wire.join_pieces``). Dealt
-    round-robin, every task's pieces spanned the whole collection and had to be
-    merged: 15 s of the reduce phase on 100,000 documents.
+    uncompressed manifest would be split by bytes instead, and its last, lone
+    task keeps one core idle for a long tail of the index job
+    (docs/performance-notes.md); one task per block pays a process start and
+    imports per block.) Block names begin with their first doc_num, so
+    contiguous runs of names give each task its own range of documents: the
+    index reducer then joins a term's pieces from the tasks without decoding
+    them (``mapreduce.postings_wire.join_pieces``). Dealt round-robin, every
+    task's pieces would span the whole collection and have to be merged, most
+    of the reduce phase (docs/benchmarks.md).
     """
     num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
     count = max(1, min(parts, num_blocks))

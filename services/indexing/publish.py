@@ -65,7 +65,8 @@ def publish_segment(
             rows = [{"doc_num": i, "score": s} for i, s in enumerate(arrays["pagerank"].tolist())]
             scores = table(PageRankScore)
             for chunk in chunked(rows, 5000):
-                # Core executemany: the ORM's bulk insert took 3x as long (0.6 s per 100k rows).
+                # Core executemany: the ORM's bulk insert takes several times as long
+                # (docs/benchmarks.md).
                 session.connection().execute(scores.insert(), chunk)
             version = activate_index(
                 session, name, meta["num_docs"], meta["num_terms"], now=meta["created_at"]
@@ -86,9 +87,10 @@ def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int)
     """Delete every index version but the ``keep`` newest (the active one is the newest):
     its segment blob, then its row. Returns the segments deleted.
 
-    Every publish writes a new segment (719 MB at 100,000 documents) and nothing
-    removed the old ones. A failure here never undoes the publish: the segment is
-    named in a warning and its row kept, so the next publish tries again.
+    Every publish writes a new segment (hundreds of MB at 100,000 documents:
+    docs/benchmarks.md), and nothing else removes the old ones. A failure here never
+    undoes the publish: the segment is named in a warning and its row kept, so the
+    next publish tries again.
     """
     deleted: list[str] = []
     with sessions.begin() as session:

@@ -165,7 +165,7 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
         args += ["--cmdenv", f"{name}={value}"]
     if runner == "local":
         # Local tasks run this interpreter, where mrjob is installed: skip zipping and
-        # recompiling mrjob for every task (about 0.3 s each). EMR keeps the bootstrap.
+        # recompiling mrjob for every task (docs/performance-notes.md). EMR keeps the bootstrap.
         args.append("--no-bootstrap-mrjob")
     return args
 

@@ -137,7 +137,7 @@ def _posting_arrays(
     fwd_tfs = by_doc.data.astype(np.uint16)
     del by_doc, title_body
     # Near-duplicates on the helper thread while this one computes the impacts (numpy
-    # releases the GIL; on the benchmark corpus they took 5-7 s of a 35 s build).
+    # releases the GIL, and folding is a sizeable part of a build: docs/benchmarks.md).
     near_job = helper.submit(
         _near_duplicates, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
     )
@@ -239,7 +239,7 @@ def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tupl
 def _offsets(lengths: np.ndarray) -> np.ndarray:
     """[0, l0, l0+l1, ...]: where each run starts, plus the end (uint64, len+1)."""
     out = np.zeros(len(lengths) + 1, dtype=np.uint64)
-    np.cumsum(lengths.astype(np.uint64), out=out[1:])  # widened first: cumsum's cast was slow
+    np.cumsum(lengths.astype(np.uint64), out=out[1:])  # widened first: cumsum's own cast is slow
     return out
 
 

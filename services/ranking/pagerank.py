@@ -120,11 +120,11 @@ def pagerank_edges(
 
     The transition matrix ``P[target, source] = 1 / outdeg(source)`` is built
     once as a scipy CSC matrix (int32 indices while they fit), so an iteration
-    is one sparse mat-vec in C plus O(N) vector work: ~38 ms for 10M edges on
-    one core (docs/benchmarks.md), 2.1x faster than the numpy ``bincount``
-    version this replaced. CSC rather than CSR: the mat-vec then reads ``x``
+    is one sparse mat-vec in C plus O(N) vector work, about twice as fast as a
+    numpy ``bincount`` scatter. CSC rather than CSR: the mat-vec then reads ``x``
     in order and scatters into the few hot targets of a power-law graph,
-    which caches better than CSR's random gathers from ``x`` (1.5x).
+    which caches better than CSR's random gathers from ``x``. Both timings:
+    docs/benchmarks.md (PageRank).
     """
     from scipy import sparse  # here, not at the top: the mrjob tasks import this module too
 
@@ -227,7 +227,8 @@ def host_pagerank_edges(
     host_sources = doc_hosts[sources].astype(np.int64)
     host_targets = doc_hosts[targets].astype(np.int64)
     across = host_sources != host_targets
-    # Sort, then keep first occurrences: np.unique is ~20x slower on 10M int64 keys (numpy 2.4).
+    # Sort, then keep first occurrences: np.unique is many times slower on int64 keys
+    # (docs/performance-notes.md).
     keys = np.sort(host_sources[across] * num_hosts + host_targets[across])
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
     hosts = pagerank_edges(keys // num_hosts, keys % num_hosts, num_hosts, damping, tolerance, max_iterations)

@@ -71,7 +71,7 @@ STOP_WORDS_MESSAGE = (
 
 # The columns a hit shows and where its record is, for the hits and the near-duplicates
 # shown under them, in one read: Core rows from a statement built once (the ORM's objects
-# and composing the statement per page took twice the time of running it).
+# and composing the statement per page cost more than running it: docs/performance-notes.md).
 _HIT_ROWS = select(
     Document.doc_num,
     Document.url,
@@ -140,7 +140,7 @@ class SearchService:
         """Whether a search or a completion now would wait on nothing but the CPU: every
         store on this machine (a memory-mapped segment, files in the page cache, SQLite), the
         index version checked recently and its tables built. The web app then answers on its
-        event loop: the hand-off to a worker thread and back cost more than the search
+        event loop: the hand-off to a worker thread and back costs more than the search
         (docs/benchmarks.md). Otherwise, a request that may wait on S3, MySQL or a version
         being loaded goes to the thread pool and the others go on meanwhile."""
         if not self._local_io or not self.holder.fresh():

@@ -3,7 +3,7 @@
 A document reaches storage from a crawl (the crawler's committer) or from a
 source read offline (a judged collection, an archive: ``services.ingest``).
 Whatever the path, storing it is the same three steps, in this order
-(DESIGN.md: content blocks and record blocks, blocks before rows):
+(content blocks and record blocks, blocks before rows):
 
 1. ``lock`` and ``reserve``: dense doc numbers, handed out under the
    committers' lock in the caller's transaction, so no two writers ever take
@@ -154,7 +154,7 @@ class DocumentWriter:
     @staticmethod
     def insert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         """Insert document rows (from ``write``) in the caller's transaction."""
-        insert_rows(session, table(Document), rows)  # the ORM's bulk insert: 3x the CPU a row
+        insert_rows(session, table(Document), rows)  # the ORM's bulk insert costs more CPU a row
 
     def discard(self, blocks: Iterable[str]) -> None:
         """Delete blocks whose rows will never be committed (best effort: an orphan is harmless)."""

@@ -20,10 +20,10 @@ removed only when its value looks like a generated token (16 or more letters,
 digits, ``-_.``), so a short ``sid=3`` that names a thing stays. The parameters
 around them are kept byte for byte.
 
-The full normalization costs tens of µs a URL and a page has ~20 links, so two
-shortcuts keep it off the crawl's hot path: an LRU cache in front of everything (the
-same navigation links repeat on every page of a site; a hit costs a tenth of even the
-fast path), and URLs that are already in normal form (lower-case http(s), plain host,
+The full normalization is costly next to a link's other work and a page has ~20 links,
+so two shortcuts keep it off the crawl's hot path: an LRU cache in front of everything
+(the same navigation links repeat on every page of a site; a hit is far cheaper than even
+the fast path), and URLs that are already in normal form (lower-case http(s), plain host,
 no default port, a path of unreserved characters without dot segments, no query or
 fragment: most links on most sites) are returned as they are after one
 regular-expression match.
@@ -62,7 +62,7 @@ _NORMAL = re.compile(
     r"(?::([1-9][0-9]{0,4}))?(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_~.\-]+)*/"
     r"?"
 )
-_CACHE_SIZE = 1 << 16  # ~65k URLs: about 13 MB with their keys (measured), bounded
+_CACHE_SIZE = 1 << 16  # ~65k URLs: bounded memory (with their keys: docs/performance-notes.md)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

@@ -25,8 +25,8 @@ def test_record_cache_bytes_from_the_environment():
         Settings.from_env({"NIMBUS_RECORD_CACHE_BYTES": "-5"})
 
 
-# Every setting's environment variable, pinned, and where the setting lives (its section, if
-# any): a variable must never change its name when the code is reorganised.
+# Every setting's environment variable and where the setting lives (its section, if any): a
+# variable must never change its name when the code is reorganised.
 PINNED = {
     "NIMBUS_DATABASE_URL": "database_url",
     "NIMBUS_BLOB_URL": "blob_url",

@@ -102,7 +102,7 @@ class Committer:
         self.clock = clock
         # Held around each of our transactions (not around block writing): the crawler
         # passes the lock its leases take, so one process's transactions never
-        # interleave; on MySQL they deadlocked each other when they did.
+        # interleave; on MySQL, interleaved, they deadlock each other.
         self.transactions = transactions or threading.Lock()
         self.blobs = blobs
         self.writer = DocumentWriter(blobs, max_block_docs=max_block_docs, max_block_bytes=max_block_bytes)
@@ -194,7 +194,7 @@ class Committer:
         try:
             with self.transactions, self.sessions.begin() as session:
                 # Committers take turns again for the rows (short: the blocks are written).
-                # Two flushes interleaving on MySQL deadlocked on counters and host rows.
+                # Two flushes interleaving on MySQL deadlock on counters and host rows.
                 self.writer.lock(session)
                 new_urls = self._record(
                     session, pending.results, pending.seqs, docs, fresh, changed, duplicates, counts, now

@@ -20,13 +20,13 @@ class FinishedUrls:
     """url_ids this committer saw finished (fetched or failed): links to them are left out.
 
     Most links on a site lead to pages already crawled, and their frontier upsert is a
-    no-op (only a waiting URL's priority counts its in-links): each still cost a row in the
+    no-op (only a waiting URL's priority counts its in-links): each still costs a row in the
     insert statement and a B-tree lookup in the database, the committer's largest cost.
     Heritrix keeps such a set (``UriUniqFilter``). Kept as the url_ids' 64-bit Python hashes
-    (SipHash, salted per process as the set is; a third of the cost of parsing a 64-bit
-    prefix of the hex; a collision, about 1 in 10^8 at 10^6 URLs, would leave one new URL
-    out), bounded by ``cap`` (emptied when full: the set is only a shortcut; without it the
-    upsert decides).
+    (SipHash, salted per process as the set is, and cheaper than parsing a 64-bit prefix of
+    the hex: docs/performance-notes.md; a collision, about 1 in 10^8 at 10^6 URLs, would
+    leave one new URL out), bounded by ``cap`` (emptied when full: the set is only a
+    shortcut; without it the upsert decides).
     A finished URL that later waits again (a recrawl released unfetched) only misses the
     in-link bumps to its priority.
     """

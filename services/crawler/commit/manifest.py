@@ -62,7 +62,8 @@ def encode(worker: str, batches: list[AckedBatch]) -> bytes:
             {"seq": b.seq, "urls": [_url(r, b.placements.get(r.url_id)) for r in b.results]} for b in batches
         ],
     }
-    # ujson: the committer decodes every manifest of the cluster, 3-4x the standard module.
+    # ujson: the committer decodes every manifest of the cluster, several times faster than
+    # the standard module (docs/performance-notes.md).
     return igzip.compress(ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False).encode(), 1)
 
 
@@ -73,7 +74,8 @@ def decode(
 
     ``finished(url_id)`` says which out-links lead to pages the committer saw finished:
     those are left out here, before a ``NewUrl`` is made of them (on a site, about half
-    of all links; the objects were a tenth of the committer's CPU)."""
+    of all links, whose objects would be a sizeable share of the committer's CPU:
+    docs/performance-notes.md)."""
     try:
         parsed = ujson.loads(igzip.decompress(data))
         if parsed.get("format") not in READS:
@@ -115,8 +117,8 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
     }
     # A link on the page (one level down, from this page, no redirect, one in-link, its
     # url_id known) goes in the page's columns, anything else in all eight fields: a
-    # manifest is mostly links, and the JSON objects of a list per link were most of the
-    # committer's decoding (format 2: 16 us a page of 20 links, against 4 for columns).
+    # manifest is mostly links, and a JSON list per link (format 2, still read) would be most
+    # of the committer's decoding (docs/performance-notes.md).
     links = []
     other = []
     for n in r.found:

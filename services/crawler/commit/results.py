@@ -31,8 +31,9 @@ class FetchedDoc:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without its parse: the write-ahead spool pickles every fetched page, and
-        the parse (text, links) was a third of its bytes and half its pickling time; the
-        rare recovery parses the bytes again, with the same inputs, to the same fields."""
+        the parse (text, links) is a large part of its bytes and pickling time
+        (docs/benchmarks.md); the rare recovery parses the bytes again, with the same inputs,
+        to the same fields."""
         return {**self.__dict__, "parsed": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -112,7 +112,8 @@ class LinkYield:
         if not tallies:
             return None
         # A prefix's dead answers are among its host's: a host with fewer than MIN_DEAD has no
-        # capped prefix, and most links go to such hosts (half the commit's link work without this).
+        # capped prefix, and most links go to such hosts, whose prefix lookups this spares
+        # (docs/performance-notes.md).
         start = url.find("//")
         slash = url.find("/", start + 2 if start >= 0 else 0)
         host = tallies.get(url if slash < 0 else url[:slash])

@@ -72,8 +72,8 @@ def hub_priority(out_links: int) -> float:
 class NewUrl:
     """A URL to add; ``url`` must already be normalized.
 
-    Not frozen: a frozen dataclass's ``__init__`` costs 5x a plain one, and the
-    committer makes ~20 of these per page.
+    Not frozen: a frozen dataclass's ``__init__`` costs several times a plain one's, and
+    the committer makes ~20 of these per page.
     """
 
     url: str
@@ -157,9 +157,9 @@ def add_urls(session: Session, urls: Iterable[NewUrl], now: float = 0.0, *, part
     if sqlite:
         session.connection().exec_driver_sql(_upsert_sql(session), rows)
     else:
-        # The statement's text built here: PyMySQL's executemany escapes each value
-        # through its generic converters, 70 % of a cluster committer's CPU (20 links
-        # a page, 12 columns each); these columns' types are known.
+        # The statement's text built here: PyMySQL's executemany would escape each value
+        # through its generic converters, most of a cluster committer's CPU (20 links
+        # a page, 12 columns each: docs/performance-notes.md); these columns' types are known.
         head, tail = _upsert_sql(session).split(" VALUES ", 1)
         tail = tail.split(") ", 1)[1]
         conn = session.connection().execution_options(no_parameters=True)
@@ -204,8 +204,8 @@ def _known(session: Session, url_ids: list[str]) -> int:
     """How many of ``url_ids`` the frontier holds (MySQL): primary-key lookups, O(batch).
 
     Not a count of the table before and after the insert: InnoDB counts rows
-    one by one (0.3 s at a million frontier rows on MariaDB, twice per flush,
-    growing with the crawl). Two crawlers adding one URL in the same instant
+    one by one, twice per flush, a cost growing with the crawl
+    (docs/performance-notes.md). Two crawlers adding one URL in the same instant
     may both count it as new; the frontier still holds it once.
     """
     known = 0
@@ -257,7 +257,7 @@ def finish(
     Finished rows without their own ``available_at`` come back after ``recrawl_after`` seconds.
     """
     # Plain tuples for the driver: SQLAlchemy's per-row parameter processing of a Core
-    # executemany cost more than SQLite's own work on these rows (the committer's hot path).
+    # executemany costs more than SQLite's own work on these rows (the committer's hot path).
     released: list[tuple[object, ...]] = []  # (uid, at, prio)
     ended: list[tuple[object, ...]] = []  # (uid, state, status, error, at, interval)
     for o in outcomes:
@@ -295,7 +295,7 @@ def _mysql(session: Session) -> bool:
 
 
 # MySQL: PyMySQL sends an executemany of UPDATE as one statement per row (only INSERT and
-# REPLACE become multi-row statements), so a committed page cost a round trip here alone.
+# REPLACE become multi-row statements), so a committed page would cost a round trip here alone.
 # Instead, one UPDATE per chunk joins the frontier to the chunk's rows (a UNION ALL derived
 # table), driven by the chunk (STRAIGHT_JOIN): its rows are locked in the chunk's order, which
 # is primary-key order, as everywhere else.

@@ -85,9 +85,10 @@ def _lease_new(
     min_priority: float | None = None,
 ) -> Lease | None:
     """A new batch of up to ``limit`` ready URLs (due recrawls first), or None."""
-    # Plain rows of the columns a lease needs, not ORM entities: a third of a lease's time.
-    # The statements are built once with bound parameters (the IN lists expanding), so a
-    # lease costs no per-value clause construction: that was most of a lease's CPU.
+    # Plain rows of the columns a lease needs: ORM entities would be a large share of a
+    # lease's time. The statements are built once with bound parameters (the IN lists
+    # expanding), so a lease costs no per-value clause construction, otherwise most of its
+    # CPU (docs/benchmarks.md).
     params: dict[str, Any] = {"now": now, "limit": limit}
     if partitions is not None:
         params["parts"] = list(partitions)
@@ -131,8 +132,8 @@ def lease_batches(
 
     A crawler that needs several batches takes them in one transaction: every
     transaction waits its turn for the database's write lock (on SQLite, one
-    lock for all crawler processes), and one per 32-URL batch meant ~30 a
-    second per process at full speed.
+    lock for all crawler processes), and one per 32-URL batch would be ~30 a
+    second per process at a thousand pages a second.
 
     ``window`` (a cluster's worker): sequence numbers are handed out under one lock, so
     a batch the committer sees has no lower seq still to appear (MySQL assigns
@@ -203,8 +204,8 @@ def _new_statement(by_partition: bool, by_priority: bool) -> Select:
 
     It walks ix_frontier_lease in lease order and stops after ``limit`` rows. The "+ 0"
     keeps planners from choosing ix_frontier_ready for the available_at range instead,
-    which sorts every ready row per lease (15 ms at 10,000 rows on SQLite, growing with
-    the frontier; 0.2 ms this way)."""
+    which sorts every ready row per lease, a cost growing with the frontier
+    (docs/performance-notes.md)."""
     c = _FRONTIER.c
     ready = [
         c.state == UrlState.NEW,
@@ -254,8 +255,8 @@ def _lease_expired(
     Its URLs in other partitions go back to the frontier for their owners to lease. A
     batch may span partitions, and when a worker dies the live ones share its partitions
     anew (``heartbeat.share``), so no one may own all of a batch's hosts. Taking only
-    whole batches then left it leased for good, and the ordered commit waited on its
-    sequence number forever."""
+    whole batches would then leave it leased for good, and the ordered commit would wait on
+    its sequence number forever."""
     if session.execute(_ANY_EXPIRED, {"now": now}).first() is None:
         return None  # the usual answer, from a prebuilt statement without ORM entities or locks
     expired = session.scalars(

@@ -45,7 +45,8 @@ def human_bytes(n: float) -> str:
 def progress_counters(committed: Counter[str], live: Counter[str]) -> Counter[str]:
     """What the progress line shows: status codes as counted live (every response this run, the
     moment it arrives), everything else as committed. The committed counters hold the same
-    status codes again once a batch is committed: adding both showed more 404s than pages."""
+    status codes again once a batch is committed: adding both would show more 404s than
+    pages."""
     shown = Counter({k: v for k, v in committed.items() if not k.startswith("status_")})
     shown.update({k: v for k, v in live.items() if k.startswith("status_")})
     return shown

@@ -53,7 +53,7 @@ class FetchResult:
     ``error`` is ``None`` on success (any HTTP status) or the ``FetchError`` that ended
     it; after ``too_large``, ``body`` holds the first ``max_bytes`` bytes (nothing when HEAD
     or the Content-Length told), after ``wrong_type`` it was not read.
-    ``final_url`` is always ``url`` now that redirects are not followed; it is
+    ``final_url`` is always ``url``, since redirects are not followed here; it is
     kept for the parser, which resolves relative links against it.
     """
 

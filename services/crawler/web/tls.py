@@ -17,7 +17,8 @@ import warnings
 
 def crawler_tls(verify: bool) -> ssl.SSLContext:
     """The TLS context of a crawl: verifying with the system's roots, or reaching any server
-    (without loading the roots it would not use: 32 ms of every crawler process's start)."""
+    (without loading the roots it would not use, which every crawler process's start would
+    pay: docs/performance-notes.md)."""
     if verify:
         return ssl.create_default_context()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

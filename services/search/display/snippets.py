@@ -30,7 +30,7 @@ _WORD = re.compile(rf"[{CJK}]|[^\W{CJK}]+(?:['’.][^\W{CJK}]+)*")
 
 class Fragment(NamedTuple):
     """A piece of a snippet; a named tuple, not a frozen dataclass: a page makes about eighty
-    of them, and a frozen dataclass's ``__init__`` costs four times a tuple's."""
+    of them, and a frozen dataclass's ``__init__`` costs several times a tuple's."""
 
     text: str
     match: bool
@@ -162,7 +162,7 @@ def _word_matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, froz
     four, at most all but its last) are candidates, and only those go through the analyzer;
     the analyzer drops inner apostrophes (Yup'ik -> yupik), so words holding one are
     candidates too. The candidates are found with ``str.find`` on the lower-cased text (C's
-    fast search; a prefix regex tried every position), kept at word starts. Where
+    fast search; a prefix regex tries every position), kept at word starts. Where
     lower-casing changes the text's length (a few Unicode letters), offsets would not line
     up: the regex does it.
     """

@@ -56,14 +56,15 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if places is not None:
-            # Built off the event loop before the first request (about a second, once per
-            # process), so no query waits for it; the page asks only a ready gazetteer.
+            # Built off the event loop before the first request (once per process; its cost:
+            # docs/performance-notes.md), so no query waits for it; the page asks only a ready
+            # gazetteer.
             try:
                 await anyio.to_thread.run_sync(places.warm)
             except Exception:
                 log.exception("gazetteer failed to load: no weather answers")
         # The spelling vocabulary and the documents' hosts for the index being served, before
-        # the first request (a second or two on 100,000 documents), not in its time.
+        # the first request (seconds on a large index: docs/performance-notes.md), not in its time.
         await anyio.to_thread.run_sync(svc.warm)
         try:
             yield

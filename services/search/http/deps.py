@@ -6,8 +6,8 @@ so route modules import no globals and a test can build an app around any
 service.
 
 The getters are ``async def``: FastAPI runs a plain ``def`` dependency on its thread
-pool, one hop each, and a results page named five of them (the home page answered in 1.10 ms
-with them, 0.75 ms without, from a client on the same machine).
+pool, one hop each, and a results page names five of them, a visible share of the page's
+time (docs/performance-notes.md).
 """
 
 from __future__ import annotations

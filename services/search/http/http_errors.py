@@ -75,7 +75,7 @@ def _http_error(request: Request, exc: Exception) -> Response:
 
 def _bad_request(request: Request, exc: Exception) -> JSONResponse:
     """422 naming each bad parameter and what is wrong with it, never echoing its value
-    (FastAPI's default answer repeats the input: a 100 KB query came back whole)."""
+    (FastAPI's default answer repeats the input: a 100 KB query comes back whole)."""
     problems = exc.errors() if isinstance(exc, RequestValidationError) else []
     detail = [
         {

@@ -88,8 +88,9 @@ def install_metrics(app: FastAPI, metrics: SearchMetrics) -> None:
 
 
 class TimedRequests:
-    """Pure ASGI middleware: ``@app.middleware("http")`` (BaseHTTPMiddleware) ran every
-    request through an extra task and stream, about half a millisecond each."""
+    """Pure ASGI middleware: ``@app.middleware("http")`` (BaseHTTPMiddleware) runs every
+    request through an extra task and stream, a cost each request would pay
+    (docs/performance-notes.md)."""
 
     def __init__(self, app: ASGIApp, metrics: SearchMetrics) -> None:
         self.app = app

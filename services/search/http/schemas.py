@@ -64,10 +64,10 @@ class SearchResponse(BaseModel):
 
 def search_response_json(results: SearchResults) -> bytes:
     """The body ``SearchResponse.from_results(results).model_dump_json()`` gives, written from
-    plain dicts: building and validating the twenty-odd models of a results page cost about
-    0.1 ms a request, a tenth of a cold search. The models stay the schema (OpenAPI, the
-    schema fuzzer); a test holds the two bodies equal. A score that is not finite (never
-    expected) goes the models' way, which writes it as null."""
+    plain dicts: building and validating the twenty-odd models of a results page costs a
+    noticeable share of a cold search (docs/benchmarks.md). The models stay the schema
+    (OpenAPI, the schema fuzzer); a test holds the two bodies equal. A score that is not
+    finite (never expected) goes the models' way, which writes it as null."""
     data = _response_dict(results)
     try:
         text = ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)

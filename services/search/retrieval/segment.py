@@ -61,7 +61,8 @@ class SegmentIndex:
         except SegmentContractError as exc:
             raise SearchIndexError(str(exc)) from exc
         # Plain ndarray views of the memory maps: slicing an np.memmap runs Python code
-        # (__array_finalize__) on every slice, a third of a query's time.
+        # (__array_finalize__) on every slice, a large share of a query's time
+        # (docs/performance-notes.md).
         plain = {name: np.asarray(array) for name, array in arrays.items()}
         index = cls(version_id, segment or path.name, Path(path), dict(meta), plain)
         index.term_id("")  # builds the dictionary's sample now, not in the first query's time
@@ -108,7 +109,8 @@ class SegmentIndex:
     @cached_property
     def _groups(self) -> dict[int, list[int]]:
         """Every representative's folded members (ascending), built once per segment: a
-        scan of all folded documents per query cost 0.7 ms when half of them were folded."""
+        scan of all folded documents per query costs more than ranking when many are folded
+        (docs/benchmarks.md)."""
         folded = self.folded
         out: dict[int, list[int]] = {}
         into = self.arrays["near_dup_of"][folded]
@@ -151,7 +153,7 @@ class SegmentIndex:
         """Binary search over the byte-sorted dictionary: ``bisect`` (in C) over every
         ``TERM_SAMPLE``-th term held in memory, then a search of one block of the map.
 
-        A search over the whole map takes a slice per step, about four times the
+        A search over the whole map takes a slice per step, several times the
         cost (docs/performance-notes.md); this keeps 1/64 of the terms in memory.
         """
         key = term.encode("utf-8")

@@ -51,7 +51,7 @@ class BlobStore(ABC):
         without an error (atomically, as ``put``); nothing is stored after an error.
 
         An index segment is written array by array into it instead of being
-        assembled in memory first (a 100k-document segment is 700 MB).
+        assembled in memory first (hundreds of MB for 100,000 documents).
         """
 
     def exists(self, name: str) -> bool:

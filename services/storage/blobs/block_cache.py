@@ -3,10 +3,10 @@
 Content and record blocks are written once under unique names and never changed (see
 ``block_pair``), so a local copy is never stale. The search service reads ten records per
 results page by ranged reads; from S3 each is a request of tens of milliseconds. Here the
-first read of a block is answered by its ranged read as before and starts a download of the
-whole block in the background; later reads are a ``pread`` of the local copy. The copies
-are bounded by ``max_bytes``, the least recently read going first; a block larger than that
-is never copied.
+first read of a block is answered by a ranged read, as without the cache, and starts a
+download of the whole block in the background; later reads are a ``pread`` of the local
+copy. The copies are bounded by ``max_bytes``, the least recently read going first; a block
+larger than that is never copied.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Writing one content block and its record block: the unit every writer of documents stores.
 
 The crawler's committer and the collection ingest both store documents this
-way (DESIGN.md: content blocks and record blocks, blocks before rows). This
+way (content blocks and record blocks, blocks before rows: ``documents``). This
 module does the part they share: name the pair, add each body to the content
 block and each record, which names its content block and index, to the record
 block, put both blobs, and say where each document landed so the caller can
@@ -52,7 +52,7 @@ class Placement:
     record_length: int
 
     def columns(self) -> dict[str, object]:
-        # Not dataclasses.asdict, which deep-copies field by field (4 % of the commit thread).
+        # Not dataclasses.asdict, which deep-copies field by field (docs/benchmarks.md).
         return {name: getattr(self, name) for name in PLACEMENT_COLUMNS}
 
 

@@ -35,8 +35,8 @@ class Link:
 
 class LinksPickledFlat:
     """For a dataclass with a ``links: list[Link]`` field: its pickle holds the links as two
-    plain lists. Pickle takes ~1 us per dataclass instance and a page has ~20 links (the
-    crawler's write-ahead spool pickles every page: 43 -> 30 us a page)."""
+    plain lists. Pickle's cost grows with every dataclass instance, and a page has ~20 links
+    (the crawler's write-ahead spool pickles every page: docs/benchmarks.md)."""
 
     links: list[Link]
 
@@ -68,10 +68,10 @@ class Record:
 
     def to_json(self) -> str:
         # The same JSON as dataclasses.asdict, built directly: asdict deep-copies
-        # every field and link, which cost more than compressing the record.
+        # every field and link, which costs more than compressing the record.
         data = {name: getattr(self, name) for name in _RECORD_FIELDS}
         data["links"] = [{"url": link.url, "anchor": link.anchor} for link in self.links]
-        # ujson: 4x the standard encoder on a page's record (8 vs 32 us); its floats
+        # ujson: several times the standard encoder on a page's record; its floats
         # round-trip exactly (shortest repr), and readers use the standard decoder.
         return ujson.dumps(data, ensure_ascii=False, escape_forward_slashes=False)
 
@@ -95,8 +95,8 @@ class RecordBlockWriter:
     def add(self, record: Record) -> tuple[int, int]:
         """Append a record; returns (offset, length) of its gzip member.
 
-        ISA-L at level 1: a standard gzip member, 3x faster than zlib's level 1 and smaller
-        (22 against 68 us on a 6 KB record); compressing was the crawl's largest cost off the GIL."""
+        ISA-L at level 1: a standard gzip member, several times faster than zlib's level 1 and
+        smaller (docs/benchmarks.md); compressing records is much of the crawl's work off the GIL."""
         member = igzip.compress(record.to_json().encode("utf-8"), compresslevel=1, mtime=0)
         offset = self._buf.tell()
         self._buf.write(member)
@@ -115,7 +115,7 @@ def decode_record(member: bytes, name: str = "record block", links: bool = True)
     """Decode one record from its gzip member (a ranged read); ``links=False``: without its
     links (``Record.from_dict``)."""
     try:
-        # ISA-L's inflate and ujson: a results page decodes ten records (2x gzip + json).
+        # ISA-L's inflate and ujson, faster than gzip and json: a results page decodes ten records.
         data = ujson.loads(isal_zlib.decompress(member, 31))  # 31: gzip framing
         return Record.from_dict(data, links)
     except (OSError, EOFError, zlib.error, INFLATE_ERROR, ValueError, TypeError) as exc:
@@ -155,7 +155,7 @@ def iter_records(data: bytes, name: str = "record block") -> Iterator[Record]:
     """Every record of a whole block, in order."""
     for index, member in enumerate(_members(data, name)):
         try:
-            # ujson: 2x the standard decoder on a page's record; its floats are exact.
+            # ujson: faster than the standard decoder on a page's record; its floats are exact.
             objects = [ujson.loads(member)]
         except ValueError:
             objects = _concatenated_json(member, name, index)  # several records in one member

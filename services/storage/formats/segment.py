@@ -69,7 +69,7 @@ def write_segment(fh: BinaryIO, arrays: dict[str, np.ndarray], meta: dict[str, A
         written += fh.write(b"\0" * (specs[name]["offset"] - written))
         if arr.nbytes:
             written += fh.write(arr.view(np.uint8).data)
-    written += fh.write(b"\0" * (offset - written))  # the last array's padding, as before
+    written += fh.write(b"\0" * (offset - written))  # the last array's padding, as each one's above
     return written
 
 

@@ -1,8 +1,8 @@
 """Rows to the database driver without SQLAlchemy's per-row work, in bounded batches, and MySQL literals.
 
 The committer inserts a documents row per page and upserts ~20 frontier rows; Core's
-executemany processed every row's parameters in Python, and PyMySQL's generic escaping
-of them cost more than the database's own work. These helpers compile a statement once
+executemany processes every row's parameters in Python, and PyMySQL's generic escaping
+of them costs more than the database's own work. These helpers compile a statement once
 and hand the driver plain tuples (SQLite) or a statement's text built from literals
 (MySQL, whose strings are quoted by the connection as its server reads them).
 """
@@ -62,11 +62,11 @@ def insert_rows(session: Session, into: Table, rows: Sequence[dict[str, Any]]) -
     """INSERT ``rows`` (dicts by column key) in the caller's transaction; a column a row
     leaves out takes its scalar default.
 
-    SQLAlchemy's Core executemany processes every row's parameters in Python (about 5 us
-    a row of ``documents``, as much as SQLite's own insert), and PyMySQL's generic escaping
-    of a parameter dict costs 12 us a row against 5 for literals built by type; the
-    committer inserts a row per page. So SQLite gets plain tuples and MySQL the rows'
-    literals, in multi-row INSERTs."""
+    SQLAlchemy's Core executemany processes every row's parameters in Python (for a row of
+    ``documents``, as much as SQLite's own insert), and PyMySQL's generic escaping of a
+    parameter dict costs more than twice what literals built by type do
+    (docs/performance-notes.md); the committer inserts a row per page. So SQLite gets plain
+    tuples and MySQL the rows' literals, in multi-row INSERTs."""
     if not rows:
         return
     connection = session.connection()

@@ -60,7 +60,7 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
     # READ COMMITTED, not InnoDB's REPEATABLE READ: with the latter, the crawler's
     # "SELECT ... FOR UPDATE SKIP LOCKED" of expired batches takes gap locks up to
     # the end of the index, so two crawler processes inserting their new batches
-    # deadlocked each other (found by the two-process MariaDB benchmark).
+    # deadlock each other (as the two-process MariaDB benchmark shows).
     return create_engine(url, pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
 
 
@@ -73,10 +73,11 @@ def _writers_lock(engine: Engine, database: str | None) -> None:
 
     SQLite's busy handler polls with sleeps growing to 100 ms, and whoever
     finds the lock free takes it: a crawler process that commits and leases in
-    turn starved the other, whose leases waited in those sleeps (two crawler
-    processes idled 60 % of the time). A blocked ``flock`` wakes the moment
-    the lock is released. The lock is held from BEGIN to the end of COMMIT or
-    ROLLBACK, which are done here so that the release comes after them.
+    turn starves the other, whose leases wait in those sleeps (two crawler
+    processes then sit idle much of the time: docs/benchmarks.md). A blocked
+    ``flock`` wakes the moment the lock is released. The lock is held from BEGIN
+    to the end of COMMIT or ROLLBACK, which are done here so that the release
+    comes after them.
     """
     if not database or database == ":memory:":
         return
@@ -126,7 +127,7 @@ def _set_wal(cur: sqlite3.Cursor) -> None:
     The switch needs the file to itself and SQLite answers "database is
     locked" at once, without waiting for the busy timeout, when another
     process is just creating its tables: two crawler processes starting
-    together on a new file failed this way. Wait and try again.
+    together on a new file fail this way. Wait and try again.
     """
     for attempt in range(WAL_ATTEMPTS):
         try:

@@ -84,8 +84,8 @@ class FrontierEntry(Base):
     __table_args__ = (
         Index("ix_frontier_ready", "state", "available_at", "priority"),  # due recrawls
         # Lease order, then what a lease filters on: a crawler process owning half the
-        # partitions walks past the other half's rows in the index alone (one table
-        # lookup per skipped row made a lease of 32 URLs cost 4 ms at 10k rows, growing).
+        # partitions walks past the other half's rows in the index alone (a table lookup
+        # per skipped row makes a lease's cost grow with the frontier: docs/performance-notes.md).
         Index(
             "ix_frontier_lease",
             "state",

@@ -98,12 +98,13 @@ def rough_tokens(text: str) -> list[bytes]:
     token lies inside one rough token, so ``rough_surfaces`` of each, in order, are
     ``surface_tokens(text)``.
 
-    Why: the index job tokenizes whole blocks, and the word regex, which makes a
-    string per token, was half of a map task. ``bytes.translate`` and ``split``
-    cut 5x faster, and a block has ~40,000 distinct rough tokens for ~5M
-    occurrences, so the regex then runs once per distinct rough token: those
-    still holding joiners ("u.s.", "end.") or non-ASCII separators ("1990–95")
-    are split there by the same regex as ``surface_tokens``.
+    Why: the index job tokenizes whole blocks, and the word regex makes a string
+    per token, a large share of a map task. ``bytes.translate`` and ``split`` cut
+    several times faster, and a block holds far fewer distinct rough tokens than
+    occurrences (docs/performance-notes.md), so the regex then runs once per
+    distinct rough token: those still holding joiners ("u.s.", "end.") or
+    non-ASCII separators ("1990–95") are split there by the same regex as
+    ``surface_tokens``.
     """
     return _normalize(text).encode("utf-8", "surrogatepass").translate(_ROUGH_BYTES).split()
 

@@ -17,12 +17,11 @@ Signatures are datasketch's MinHash (its documented "legacy" scheme: ``sha1_hash
 term, ``(a*h + b) mod (2^61 - 1)`` truncated to 32 bits, the library's own permutations), bit
 for bit (the unit tests compare them with ``datasketch.MinHash``); what differs is that each
 term is hashed once for the whole collection and a document's signature is a minimum over
-its terms' rows, where the library's per-document loop cost 0.36 ms a page. Candidates are
-documents that agree on all rows of one band (LSH, Leskovec et al., Mining of Massive
-Datasets ch. 3: 4 bands of 4 rows find a pair at resemblance 0.9 with probability 0.986,
-at 0.95 with 0.9987); each candidate pair is then checked on the exact term sets, so a band
-collision
-never folds two pages by itself.
+its terms' rows, where the library's per-document loop hashes every term again for each page
+(docs/performance-notes.md). Candidates are documents that agree on all rows of one band (LSH,
+Leskovec et al., Mining of Massive Datasets ch. 3: 4 bands of 4 rows find a pair at
+resemblance 0.9 with probability 0.986, at 0.95 with 0.9987); each candidate pair is then
+checked on the exact term sets, so a band collision never folds two pages by itself.
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ _ROLE_ATTRIBUTE = re.compile(r"\brole\s*=")
 
 
 def _has_furniture(tree: LexborHTMLParser, low: str) -> bool:
-    """Whether the page marks furniture: the elements from the parsed tree (C, ~1 us each) and a
-    plain substring test of the lower-cased page (``low``) before the role regex. One
-    case-insensitive regex over the page for both cost 175 us on a 5 KB page, more than the
-    rest of the parse."""
+    """Whether the page marks furniture: the elements from the parsed tree (looked up in C) and
+    a plain substring test of the lower-cased page (``low``) before the role regex. One
+    case-insensitive regex over the page for both costs more than the rest of the parse
+    (docs/performance-notes.md)."""
     if any(tree.tags(tag) for tag in _BOILERPLATE_TAGS):
         return True
     return "role" in low and _ROLE_ATTRIBUTE.search(low) is not None
@@ -67,7 +67,7 @@ def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> str:
     site map, a directory page: then the links are the content).
 
     A block's cleaned text is a run of the page's cleaned text, so it is cut out of the
-    string: the tree is neither changed nor read a second time (half the cost)."""
+    string: the tree is neither changed nor read a second time."""
     main = full
     for text in _link_lists(anchors):
         at = main.find(text)

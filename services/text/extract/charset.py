@@ -105,9 +105,10 @@ def decode_body(body: bytes, header_label: str | None = None) -> DecodedHtml:
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 # Labels the WHATWG Encoding Standard (https://encoding.spec.whatwg.org/#names-and-labels)
 # reads as another encoding than Python's codec of the same name: the Windows supersets that
-# pages labelled with the older standard really use, as every browser decodes them. With
-# Python's strict codec, "shift_jis" failed on a circled digit, "iso-8859-9" dropped the euro
-# sign and curly quotes, "tis-620" failed on curly quotes, "gb2312" on any GBK character.
+# pages labelled with the older standard really use, as every browser decodes them. Python's
+# strict codec of the label's name fails such pages: "shift_jis" on a circled digit, "iso-8859-9"
+# drops the euro sign and curly quotes, "tis-620" fails on curly quotes, "gb2312" on any GBK
+# character.
 _WHATWG_CODECS = {
     "cp1252": "ansi_x3.4-1968 ascii cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 "
     "iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 latin-1 us-ascii x-cp1252",

@@ -141,8 +141,8 @@ def repair_unclosed_title(html: str) -> str:
 def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
     tree = LexborHTMLParser(html)
     page = ParsedPage(charset=charset)
-    # tags() walks the tree in C; a CSS selector is compiled on every call and
-    # costs ~15x more (0.06 ms each, four or five per page in the hot loop).
+    # tags() walks the tree in C; a CSS selector is compiled on every call and costs
+    # many times more, four or five a page in the hot loop (docs/performance-notes.md).
     base = base_url
     for node in tree.tags("base"):
         href = browser_href(node.attributes.get("href") or "")
@@ -183,8 +183,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
 
     anchors: list[tuple[Node, int]] = []  # followed links' nodes and their (cleaned) text's length
     low = html.lower()
-    # Image maps, frames and iframes: one regex over the page (4 us) decides whether the
-    # tree is walked for them (3.5 us a tag); most pages have none.
+    # Image maps, frames and iframes: one regex over the page decides whether the tree is
+    # walked for them, tag by tag; most pages have none.
     embeds = _EMBEDS.search(low) is not None
     if not page.nofollow:
         collect_links(tree, base, page.links, anchors, LINK_ATTRIBUTES if embeds else ANCHORS)

@@ -1,4 +1,4 @@
-"""The crawler against a hostile web: every kind of bad input the issue lists.
+"""The crawler against a hostile web: every kind of bad input a crawler meets.
 
 Each test serves one host from ``badweb.BadWeb``: a home page linking to a
 few good pages and to the bad input. Each asserts the counter the crawl

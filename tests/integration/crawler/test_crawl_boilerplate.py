@@ -48,7 +48,7 @@ def test_the_page_about_the_query_wins_and_snippets_are_not_the_footer(settings:
             word = path.strip("/").split(".")[0]
             assert service.search(word).hits[0].url == web.url(path), word
         for word in ("bridges", "fish"):  # named on every page, but only in the menu and footer
-            assert service.search(word).total == 1, word  # was 5: every page matched
+            assert service.search(word).total == 1, word  # not 5: every page's menu names it
         snippet = " ".join(f.text for f in service.search("weir").hits[0].snippet)
         assert "Copyright" not in snippet and "weir" in snippet
     finally:

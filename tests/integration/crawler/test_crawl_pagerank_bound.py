@@ -4,8 +4,8 @@ A site of the table-layout era: no <nav> or <footer> elements, a menu of links i
 cell and a line of prose on every page naming every topic. Every page links to the menu
 pages (home, news, topics, about), so they hold most of the PageRank; the article about a
 topic is linked from the topics page only. Words on every page have an idf near zero, so
-their text scores are tiny, and a prior added in BM25 points used to decide the order by
-links alone: the menu pages came first for every topic.
+their text scores are tiny, and a prior added in BM25 points would decide the order by
+links alone: the menu pages would come first for every topic.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def test_two_crawlers_leasing_at_once_on_mariadb_do_not_deadlock(mysql_url):
 
 def test_forked_children_get_the_environment_and_directory_of_the_clusters_start(tmp_path, monkeypatch):
     """Children fork from a fork server that started earlier, with the environment of then;
-    ``_as_parent`` gives them the parent's of now (credentials, say), as spawning did."""
+    ``_as_parent`` gives them the parent's of now (credentials, say), as a spawned child gets."""
     import os
     import subprocess
 

@@ -70,7 +70,7 @@ def test_not_found_pages_answered_with_200_are_not_documents(settings: Settings,
 
 
 def test_without_the_probe_they_were_stored(settings: Settings, site) -> None:
-    """What the probe prevents (the failure before the change)."""
+    """What the probe prevents (the failure without it)."""
     base, _ = site
     run_crawl(settings.with_overrides(sitemaps=False), [base + "/"], progress=False)
     assert len(stored_documents(settings)) == 6

@@ -1,5 +1,5 @@
 """The frontier's bulk insert on MySQL builds its statement's text itself (PyMySQL's generic
-escaping was most of a cluster committer's CPU): URLs with quotes, backslashes, percent
+escaping is most of a cluster committer's CPU): URLs with quotes, backslashes, percent
 signs and non-ASCII characters must land exactly as given, and nothing else gets in."""
 
 from __future__ import annotations

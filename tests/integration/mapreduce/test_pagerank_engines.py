@@ -98,7 +98,7 @@ def test_memory_and_mapreduce_engines_agree_with_networkx(settings: Settings, tm
 def test_mapreduce_engine_on_the_local_runner_equals_memory_iterations(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """Two MRPageRankStep jobs in task subprocesses (``-r local``), ~3 s."""
+    """Two MRPageRankStep jobs in task subprocesses (``-r local``): a few seconds."""
     local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=2)
     result = run_pagerank(write_link_graph(tmp_path / "links.jsonl", GRAPH), N, local, tmp_path / "pr")
     reference = pagerank_sparse(GRAPH, local.index.pagerank_damping, 1e-30, 2)

@@ -32,4 +32,4 @@ def test_a_noarchive_page_is_found_without_a_cached_copy(client):
     page = client.get("/", params={"q": "closed minutes"}).text
     assert f"/cached/{closed_num}/view" not in page and f"/page/{closed_num}" in page
     assert f"/cached/{closed_num}" not in client.get(f"/page/{closed_num}").text
-    assert f'href="/cached/{open_num}/view"' in client.get(f"/page/{open_num}").text  # was "/view"
+    assert f'href="/cached/{open_num}/view"' in client.get(f"/page/{open_num}").text  # not a bare "/view"

@@ -11,8 +11,8 @@ import pytest
 
 from services.cli import crawl_commands, main
 
-# Each crawl subcommand's own options, and nothing else, in its --help (issue 28: `nimbus crawl
-# committer --help` printed the whole crawl's).
+# Each crawl subcommand's own options, and nothing else, in its --help (`nimbus crawl
+# committer --help` must not print the whole crawl's).
 CRAWL_OPTIONS = {
     "run": {"--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet", "--processes"},
     "status": set(),
@@ -101,7 +101,7 @@ def test_every_command_describes_itself():
         ),
         (["-v", "crawl", "http://x.test/"], ["http://x.test/"], None),
         (["crawl", "run", "http://x.test/", "--max-pages", "3"], ["http://x.test/"], 3),
-        (["crawl", "ftp://x.test/"], ["ftp://x.test/"], None),  # refused by the crawl itself, as before
+        (["crawl", "ftp://x.test/"], ["ftp://x.test/"], None),  # refused by the crawl itself, not the parser
     ],
 )
 def test_a_bare_crawl_is_crawl_run(seen, argv, seeds, max_pages):

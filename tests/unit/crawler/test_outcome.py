@@ -120,7 +120,7 @@ def test_judge_fetch(
     assert result.status == answer.status
     assert dict(result.counters) == counters
     assert result.found == found
-    # Stored and counted as plain strings, the same ones as before the enums.
+    # Stored and counted as plain strings (the enums' values), never as enum members.
     assert result.error is None or type(result.error) is str
     assert all(type(name) is str for name in result.counters)
 

@@ -1,4 +1,4 @@
-"""The CloudFormation template passes cfn-lint and parliament, and says what the issue asks.
+"""The CloudFormation template passes cfn-lint and parliament, and holds what a deployment relies on.
 
 moto ignores some resources (the bucket policy) and checks no IAM, so these
 properties are read from the template itself; the deploy test checks the rest

@@ -37,7 +37,7 @@ async def search_page(
     page: str = "1",
 ) -> HTMLResponse:
     # Forgiving for humans: anything but a plain positive number is page 1 ("²" is a digit
-    # to str.isdigit but not to int: the schema fuzzer found that 500).
+    # to str.isdigit but not to int: a 500 otherwise, which the schema fuzzer tries).
     number = int(page) if page.isascii() and page.isdigit() and 0 < int(page) <= MAX_RESULTS else 1
     # The weather box asks its provider while the index is searched, and the page waits for it
     # at most the weather timeout: a slow or broken provider costs no box, never a slow page.

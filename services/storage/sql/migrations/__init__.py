@@ -2,5 +2,6 @@
 
 # The newest revision in versions/ (tests/unit/storage/test_schema_head.py holds the two
 # together). init_db compares a database's stamp with it before importing Alembic: that
-# import is a quarter of a crawler process's start, paid by every worker that starts.
+# import is a large share of a crawler process's start (docs/benchmarks.md), paid by every
+# worker that starts.
 HEAD = "0005"

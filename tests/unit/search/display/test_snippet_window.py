@@ -92,7 +92,7 @@ def test_apostrophes_and_case_still_match():
 
 
 def test_the_fast_candidate_scan_finds_what_the_regex_found():
-    """str.find over the lower-cased text against the look-behind regex it replaced, on
+    """str.find over the lower-cased text against the look-behind regex (the reference), on
     texts mixing cases, joiners ("don't", "e.g."), digits, underscores and non-Latin words."""
     import random
 

@@ -70,7 +70,7 @@ def test_rough_tokens_hold_exactly_the_surface_tokens(sample_data):
 def test_dotted_names_are_findable_by_their_parts():
     from services.text.analysis.analyze import analyze
 
-    assert analyze("www.example-site.net") == ["www", "exampl", "site", "net"]  # was one glued term
+    assert analyze("www.example-site.net") == ["www", "exampl", "site", "net"]  # not one glued term
     assert analyze("node.js") == ["node", "js"]
     assert analyze("pi is 3.14, version 1.2.3") == ["pi", "3.14", "version", "1.2.3"]
     assert analyze("U.S.A. and e.g.") == ["usa", "eg"]  # initialisms joined
@@ -80,8 +80,9 @@ def test_dotted_names_are_findable_by_their_parts():
 
 
 def test_cjk_runs_become_overlapping_bigrams():
-    """Chinese and Japanese write no spaces: a clause used to be one term (and past 64
-    characters none), so a query word never met it. Bigrams, as Lucene's CJKBigramFilter."""
+    """Chinese and Japanese write no spaces: taken whole, a clause would be one term (and past
+    64 characters none), so a query word would never meet it. Bigrams, as Lucene's
+    CJKBigramFilter."""
     japanese = "委員会は火曜日に集まり、東京大学の図書館で会議を開いた。"
     terms = analyze(japanese)
     assert terms[:4] == ["委員", "員会", "会は", "は火"]
@@ -100,4 +101,4 @@ def test_cjk_beside_other_scripts_and_digits():
     assert analyze("Hello 世界 connections") == ["hello", "世界", "connect"]
     assert analyze("東京's") == ["東京", "s"]
     assert analyze("русский текст") == ["русский", "текст"]  # other non-ASCII words unchanged
-    assert analyze("x" + "漢" * 100) == ["x"] + ["漢漢"] * 99  # long runs are no longer dropped
+    assert analyze("x" + "漢" * 100) == ["x"] + ["漢漢"] * 99  # long runs are kept, as bigrams

@@ -12,7 +12,7 @@ RUSSIAN = "<html><body><p>Привет, как дела? Это тестовая
 JAPANESE = "<html><body><p>日本語のテキストです。これはテストページです。</p></body></html>"
 GREEK = "<html><body><p>Ελληνικά κείμενα για δοκιμή της ανίχνευσης.</p></body></html>"
 # Detection is statistical: a sentence or two is enough for these, but very short
-# legacy-encoded text can still be misread (one Greek sentence came out as mac-cyrillic).
+# legacy-encoded text can still be misread (one Greek sentence reads as mac-cyrillic).
 
 
 def _how(decoded: DecodedHtml) -> tuple[str, str]:

@@ -164,7 +164,7 @@ def test_a_frameset_page_links_its_frames_and_takes_its_text_from_noframes() -> 
         ("http://old.test/main.html", ""),
         ("http://old.test/text/index.html", "text version"),
     ]
-    # The <noframes> markup was raw text to the parser: now parsed, no tags or script left.
+    # The <noframes> markup is raw text to the parser: parsed on its own, no tags or script left.
     assert page.text == "This site uses frames. Read the text version ."
 
 

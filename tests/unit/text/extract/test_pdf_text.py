@@ -1,21 +1,13 @@
 """Equal text from the fast extractor (pypdfium2) and the customer's (pdfminer.six).
 
-The crawler extracts PDF text with pypdfium2 (~10-60x faster) and keeps
-pdfminer.six as the fallback; this test is the evidence that the switch does
-not change what gets indexed. Measured on the three sample PDFs (words =
+The crawler extracts PDF text with pypdfium2 (tens of times faster:
+docs/benchmarks.md) and keeps pdfminer.six as the fallback; this test is the
+evidence that the switch does not change what gets indexed. Words are
 lower-cased ``\\w+`` tokens after NFKC, which folds the "ﬁ"/"ﬂ" ligatures that
-pdfminer keeps and PDFium expands):
-
-    file                              distinct words        Jaccard  overlap    running words
-                                      pdfium / pdfminer              (∩ / min)  pdfium / pdfminer
-    federal-register-2020-17221.pdf   1,515 / 1,489         0.979    0.998      8,935 / 9,582
-    pypdf-example.pdf                   121 /   121         1.000    1.000        174 /   178
-    tracemonkey.pdf                   2,266 / 2,296         0.982    0.997     13,271 / 13,249
-
-Without NFKC, tracemonkey's Jaccard is 0.935 (pdfminer keeps ligature
-characters). The rest of the difference is figure labels: pdfminer runs the
-text boxes of a diagram together ("traceenter", "exitabort"), PDFium keeps
-the words apart.
+pdfminer keeps and PDFium expands; the rest of the difference is figure labels:
+pdfminer runs the text boxes of a diagram together ("traceenter", "exitabort"),
+PDFium keeps the words apart. The bounds below sit under what the three sample
+PDFs give (docs/performance-notes.md, "PDF text").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Crawler heartbeats (one row per crawler process), the operator's commands to them, and
-pages and errors in the ledger for the dashboard's chart (issue 15, the operator's view).
+pages and errors in the ledger for the dashboard's chart (the operator's view).
 
 Revision ID: 0002
 Revises: 0001

@@ -1,4 +1,4 @@
-"""The crawl cluster (issue 15): workers acknowledge batches with a manifest, one elected
+"""The crawl cluster: workers acknowledge batches with a manifest, one elected
 committer commits them in sequence order.
 
 Revision ID: 0003

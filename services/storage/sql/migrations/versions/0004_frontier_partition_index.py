@@ -2,10 +2,8 @@
 
 Leases filter on the partition inside ix_frontier_lease (which carries it), due
 recrawls and ``next_available`` walk ix_frontier_ready; the single-column index
-was only written, once per new URL. On the committer benchmark with links to new
-URLs (MariaDB on the same machine), in four alternating pairs against the previous
-commit, the server's CPU per committed page fell 9-22 % and pages/s rose 4-24 %
-without it; on SQLite no change showed (docs/benchmarks.md, session of 2026-11-26).
+is only written, once per new URL, and that costs the database server CPU on every
+committed page that brings new URLs (the committer benchmark: docs/benchmarks.md).
 
 Revision ID: 0004
 Revises: 0003
