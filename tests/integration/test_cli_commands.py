@@ -62,20 +62,19 @@ def test_operator_commands_go_through_the_database(env, capsys):
     assert main(["crawl", "seed", "ftp://x/"]) == 2
 
 
-def test_seed_recrawl_makes_known_urls_due_again(env, capsys):
+@pytest.mark.parametrize(
+    "second",
+    [
+        ["http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "--recrawl"],
+        # Options may come between the URLs (argparse alone would refuse the URL after it).
+        ["http://127.0.0.1:9/a", "--recrawl", "http://127.0.0.1:9/b"],
+    ],
+    ids=["option-last", "option-between"],
+)
+def test_seed_recrawl_makes_known_urls_due_again(env, capsys, second):
     assert main(["crawl", "seed", "http://127.0.0.1:9/a"]) == 0
     capsys.readouterr()
-    assert main(["crawl", "seed", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "--recrawl"]) == 0
-    out = capsys.readouterr().out
-    assert "1 new URLs in the frontier (1 known already)" in out
-    assert "1 known URLs due again now" in out
-
-
-def test_seed_options_may_come_between_the_urls(env, capsys):
-    """`crawl seed URL1 --recrawl URL2` seeds both (argparse alone would refuse URL2)."""
-    assert main(["crawl", "seed", "http://127.0.0.1:9/a"]) == 0
-    capsys.readouterr()
-    assert main(["crawl", "seed", "http://127.0.0.1:9/a", "--recrawl", "http://127.0.0.1:9/b"]) == 0
+    assert main(["crawl", "seed", *second]) == 0
     out = capsys.readouterr().out
     assert "1 new URLs in the frontier (1 known already)" in out
     assert "1 known URLs due again now" in out

@@ -12,15 +12,7 @@ from services.crawler.cluster.heartbeat import DEAD_AFTER, Beat, beat, share, wo
 from services.crawler.cluster.ordered_commit import next_run
 from services.crawler.errors import NotLeaderError
 from services.storage.sql.models import FetchBatch, RoleLease
-
-
-def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:
-    row = FetchBatch(
-        state=state, leased_by=worker, lease_expires=1e9, created_at=0.0, num_urls=1, manifest=manifest
-    )
-    s.add(row)
-    s.flush()
-    return row.seq
+from tests.unit.crawler.ledger_rows import add_batch
 
 
 def test_one_holder_at_a_time_a_standby_takes_over_only_after_expiry(sessions) -> None:
@@ -65,15 +57,15 @@ def test_live_and_dead_workers_from_heartbeats(sessions) -> None:
 
 def test_acknowledged_batches_commit_in_sequence_order_only(sessions) -> None:
     with sessions.begin() as s:
-        done = _batch(s, "committed")
-        first = _batch(s, "leased")  # still out: everything behind it waits
-        second = _batch(s, "acked", manifest="acks/2")
+        done = add_batch(s, "committed")
+        first = add_batch(s, "leased")  # still out: everything behind it waits
+        second = add_batch(s, "acked", manifest="acks/2")
     with sessions() as s:
         assert next_run(s) == []
     with sessions.begin() as s:
         s.get(FetchBatch, first).state, s.get(FetchBatch, first).manifest = "acked", "acks/1"
-        third = _batch(s, "leased")
-        _batch(s, "acked", manifest="acks/4")
+        third = add_batch(s, "leased")
+        add_batch(s, "acked", manifest="acks/4")
     with sessions() as s:
         assert next_run(s) == [(first, "acks/1"), (second, "acks/2")]
     assert done < first < second < third
@@ -86,7 +78,7 @@ def test_two_committers_starting_together_elect_one_and_neither_fails(sessions) 
         assert election.insert_first(s, "committer", "a", now=100.0, ttl=15.0) == 1
     with sessions.begin() as s:  # b, whose SELECT found no row a moment before
         assert election.insert_first(s, "committer", "b", now=100.0, ttl=15.0) is None
-        _batch(s, "leased")  # its transaction goes on
+        add_batch(s, "leased")  # its transaction goes on
     with sessions() as s:
         assert s.get(RoleLease, "committer").holder == "a"  # type: ignore[union-attr]
         assert s.scalar(select(func.count()).select_from(FetchBatch)) == 1

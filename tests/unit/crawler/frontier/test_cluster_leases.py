@@ -7,20 +7,12 @@ from services.crawler.cluster.heartbeat import share
 from services.crawler.frontier import entries, leases, ledger
 from services.crawler.frontier.entries import NewUrl
 from services.storage.sql.models import FetchBatch, FrontierEntry
-
-
-def _batch(s, state: str, worker: str = "w", manifest: str | None = None) -> int:
-    row = FetchBatch(
-        state=state, leased_by=worker, lease_expires=1e9, created_at=0.0, num_urls=1, manifest=manifest
-    )
-    s.add(row)
-    s.flush()
-    return row.seq
+from tests.unit.crawler.ledger_rows import add_batch
 
 
 def test_acks_are_taken_only_from_the_lease_holder_and_only_once(sessions) -> None:
     with sessions.begin() as s:
-        a, b = _batch(s, "leased", "w1"), _batch(s, "leased", "w2")
+        a, b = add_batch(s, "leased", "w1"), add_batch(s, "leased", "w2")
     with sessions.begin() as s:
         assert ledger.ack_batches(s, [a, b], "w1", "acks/1", 1.0) == [a]  # b is w2's
     with sessions.begin() as s:
@@ -32,7 +24,7 @@ def test_acks_are_taken_only_from_the_lease_holder_and_only_once(sessions) -> No
 def test_a_send_window_bounds_the_batches_out(sessions) -> None:
     with sessions.begin() as s:
         entries.add_urls(s, [NewUrl(f"http://h{i}.test/", 0, 1.0) for i in range(10)], 0.0)
-        _batch(s, "acked", manifest="acks/0")
+        add_batch(s, "acked", manifest="acks/0")
     with sessions.begin() as s:
         taken_leases = leases.lease_batches(
             s, batches=8, limit=1, budget=100, now=1.0, lease_seconds=60, max_depth=5, worker="w", window=3
@@ -48,7 +40,7 @@ def test_a_full_window_still_hands_out_an_expired_batch(sessions) -> None:
         [dead] = leases.lease_batches(
             s, batches=1, limit=1, budget=10, now=1.0, lease_seconds=60, max_depth=5, worker="gone", window=2
         )
-        _batch(s, "acked", manifest="acks/9")
+        add_batch(s, "acked", manifest="acks/9")
     with sessions.begin() as s:
         taken_leases = leases.lease_batches(
             s, batches=4, limit=1, budget=10, now=100.0, lease_seconds=60, max_depth=5, worker="w", window=2
