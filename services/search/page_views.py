@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from services.config.search import SearchSettings
 from services.search.errors import NotFoundError
 from services.search.query.language import ParsedQuery, clean_query, parse_query
 from services.search.results import (
@@ -28,7 +29,7 @@ from services.search.results import (
 )
 from services.search.retrieval.duplicates import other_urls
 from services.search.retrieval.explain import breakdown
-from services.search.retrieval.retrieve import RetrievalSettings, retrieve_ranked
+from services.search.retrieval.retrieve import retrieve_ranked
 from services.search.retrieval.segment import IndexHolder, SegmentIndex
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
@@ -57,7 +58,7 @@ class Searcher(Protocol):
     def pool(self) -> Executor: ...
 
     @property
-    def retrieval(self) -> RetrievalSettings: ...
+    def retrieval(self) -> SearchSettings: ...
 
     def record(self, doc: RecordPlace, purpose: str) -> Record | None: ...
 

@@ -40,7 +40,7 @@ from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.retrieval.filters import DocFacts, needs_facts, operator_mask
 from services.search.retrieval.per_version import PerVersion
 from services.search.retrieval.rank import Ranked
-from services.search.retrieval.retrieve import Retrieval, RetrievalSettings, retrieve_ranked
+from services.search.retrieval.retrieve import Retrieval, retrieve_ranked
 from services.search.retrieval.segment import IndexHolder, SegmentIndex
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.blobs.block_cache import BlockCache
@@ -93,16 +93,7 @@ class SearchService:
         # process, they are not faulted in again each query (services.malloc).
         keep_freed_memory()
         self.settings = settings
-        self.retrieval = RetrievalSettings(
-            pagerank_weight=settings.search.pagerank_weight,
-            and_min_results=settings.search.and_min_results,
-            feedback_docs=settings.search.feedback_docs,
-            feedback_terms=settings.search.feedback_terms,
-            feedback_weight=settings.search.feedback_weight,
-            feedback_max_df=settings.search.feedback_max_df,
-            feedback_cap=settings.search.feedback_cap,
-            feedback_min_terms=settings.search.feedback_min_terms,
-        )
+        self.retrieval = settings.search  # the query-time ranking knobs retrieval reads
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)  # a fresh install serves the "no index yet" page, not an SQL error
         self.sessions = session_factory(self.engine)

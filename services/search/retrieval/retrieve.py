@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
@@ -39,17 +40,7 @@ from services.search.retrieval.rank import (
 )
 from services.search.retrieval.segment import SegmentIndex
 
-
-@dataclass(frozen=True)
-class RetrievalSettings:
-    pagerank_weight: float = 0.2
-    and_min_results: int = 10
-    feedback_docs: int = 10
-    feedback_terms: int = 10
-    feedback_weight: float = 0.5
-    feedback_max_df: float = 1.0  # expansion terms in more of the documents are left out (1.0: off)
-    feedback_cap: bool = True  # no expansion term outweighs a word of the query
-    feedback_min_terms: int = 4  # shorter queries are precise: expansion drifts off them
+DEFAULT_SETTINGS = SearchSettings()  # the embedded defaults, for callers without a Settings
 
 
 @dataclass(frozen=True)
@@ -84,7 +75,7 @@ def retrieve(
     index: SegmentIndex,
     query: ParsedQuery,
     k: int,
-    settings: RetrievalSettings = RetrievalSettings(),
+    settings: SearchSettings = DEFAULT_SETTINGS,
     allowed: np.ndarray | None = None,
 ) -> Retrieval:
     """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
@@ -192,7 +183,7 @@ def _phrase_then_words(
     holding: np.ndarray,
     prior: np.ndarray,
     k: int,
-    settings: RetrievalSettings,
+    settings: SearchSettings,
     found: list[str],
     allowed: np.ndarray | None,
 ) -> Retrieval:
@@ -264,7 +255,7 @@ def retrieve_ranked(
     index: SegmentIndex,
     query: ParsedQuery,
     k: int,
-    settings: RetrievalSettings = RetrievalSettings(),
+    settings: SearchSettings = DEFAULT_SETTINGS,
     allowed: np.ndarray | None = None,
 ) -> Retrieval:
     """``retrieve``, then the words-as-typed rescore (``services.search.retrieval.exact_forms``) over at
