@@ -24,6 +24,11 @@ class DeploySettings:
     emr_service_role: str = ""
     emr_instance_profile: str = ""
     emr_subnet: str = ""
+    # CloudWatch custom metrics (services/cloudwatch.py): the namespace processes publish to
+    # ("" publishes nothing: the embedded default), with the stack's name as their dimension,
+    # which the stack's alarms and dashboard read.
+    cloudwatch_namespace: str = ""
+    stack_name: str = ""
 
     def validate(self) -> None:
         """Nothing to check: empty values mean "not deployed" (their users say what is missing)."""

@@ -36,6 +36,8 @@ PINNED = {
     "NIMBUS_EMR_SERVICE_ROLE": "deploy.emr_service_role",
     "NIMBUS_EMR_INSTANCE_PROFILE": "deploy.emr_instance_profile",
     "NIMBUS_EMR_SUBNET": "deploy.emr_subnet",
+    "NIMBUS_CLOUDWATCH_NAMESPACE": "deploy.cloudwatch_namespace",
+    "NIMBUS_STACK_NAME": "deploy.stack_name",
     "NIMBUS_EMR_INSTANCE_TYPE": "index.emr_instance_type",
     "NIMBUS_EMR_CORE_INSTANCES": "index.emr_core_instances",
     "NIMBUS_KEEP_SEGMENTS": "index.keep_segments",

@@ -241,3 +241,30 @@ class IndexVersion(Base):
     num_docs: Mapped[int] = mapped_column(Integer)
     num_terms: Mapped[int] = mapped_column(Integer)
     active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+
+
+class IndexBuild(Base):
+    """One index build, asked for or scheduled: the indexer's queue and its log.
+
+    ``requested`` rows are what an operator asked for (``nimbus index now``, the dashboard)
+    or the schedule added; the indexer takes the oldest (``running``, with its ``worker`` and
+    a ``heartbeat_at`` it renews), and ends it ``succeeded`` (with the published ``segment``)
+    or ``failed`` (with ``error``). ``progress`` is the build's last progress line, for the
+    operator's status; a running row whose heartbeat stopped is the indexer's that died.
+    """
+
+    __tablename__ = "index_builds"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16), index=True)  # requested|running|succeeded|failed
+    requested_at: Mapped[float] = mapped_column(Double)
+    requested_by: Mapped[str] = mapped_column(String(255), default="")  # "schedule", "admin", a user
+    runner: Mapped[str] = mapped_column(String(16), default="")  # inline | local | emr ("": the setting)
+    started_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    heartbeat_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    worker: Mapped[str] = mapped_column(String(255), default="")
+    segment: Mapped[str] = mapped_column(String(255), default="")
+    progress: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+

@@ -4,4 +4,4 @@
 # together). init_db compares a database's stamp with it before importing Alembic: that
 # import is a large share of a crawler process's start (docs/benchmarks.md), paid by every
 # worker that starts.
-HEAD = "0005"
+HEAD = "0006"
