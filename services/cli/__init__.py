@@ -17,11 +17,13 @@ import sys
 
 from services.aws_database import resolve_database_url
 from services.cli import (
+    admin_client,
     crawl_commands,
     demo_commands,
     deploy_commands,
     eval_commands,
     index_commands,
+    remote,
     serve_command,
 )
 from services.cli.parsing import DEFAULT_DATA, place_extras, with_default_subcommand
@@ -51,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
     deploy_commands.add_parsers(commands)
+    # --remote for the operator commands (through the admin API).
+    remote.install(p, admin_client.COMMANDS)
     return p
 
 
@@ -66,9 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         place_extras(args, extras)
         settings = Settings.from_env()
-        if args.command not in _NO_DATABASE:
-            settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
-        code: int = args.handler(args, settings)
+        if remote.chosen(args, settings):  # from a laptop: no database here
+            return remote.run(args, settings)
+        with remote.local_hint(args):
+            if args.command not in _NO_DATABASE:
+                settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
+            code: int = args.handler(args, settings)
         return code
     except NimbusError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
