@@ -88,3 +88,23 @@ def test_a_redirect_is_not_followed_with_the_token(redirecting: str, remote_env,
         "redirects to /elsewhere/admin/api/pause (307): the token is not sent on" in capsys.readouterr().err
     )
     assert _Redirecting.seen == ["/admin/api/pause"]  # nothing sent to /elsewhere
+
+
+def test_the_local_and_the_remote_command_print_the_same(
+    site: Site, mysql_url: str, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("NIMBUS_ADMIN_TOKEN", TOKEN)
+    monkeypatch.setenv("NIMBUS_DATABASE_URL", mysql_url)  # this machine reaches the database too
+    for argv in (
+        ["crawl", "block", "--reason", "link farm", "spam.test"],
+        ["crawl", "pause"],
+        ["crawl", "status"],
+        ["index", "now"],
+    ):
+        assert main(argv) == 0
+        local = capsys.readouterr().out
+        assert main([*argv, "--remote", site.url]) == 0
+        remote = capsys.readouterr().out
+        if argv[:2] == ["index", "now"]:  # the next build's number
+            local, remote = local.replace("build 1 ", "build N "), remote.replace("build 2 ", "build N ")
+        assert remote == local, argv
