@@ -1,4 +1,4 @@
-"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy.
+"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy, tunnel.
 
 Every command is a real subcommand with its own options and ``--help`` (``nimbus crawl
 committer --help``), defined in the module of its group (``crawl_commands``, ...);
@@ -25,6 +25,8 @@ from services.cli import (
     index_commands,
     remote,
     serve_command,
+    ssm,
+    tunnel_command,
 )
 from services.cli.parsing import DEFAULT_DATA, place_extras, with_default_subcommand
 from services.config import Settings
@@ -36,7 +38,7 @@ __all__ = ["DEFAULT_DATA", "main"]
 DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT}
 
 # The AWS stack's commands need AWS credentials, not the database's password.
-_NO_DATABASE = {"deploy", "destroy"}
+_NO_DATABASE = {"deploy", "destroy", "tunnel"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
     deploy_commands.add_parsers(commands)
-    # --remote for the operator commands (through the admin API).
-    remote.install(p, admin_client.COMMANDS)
+    tunnel_command.add_parser(commands)
+    # --remote for the operator commands (through the admin API, or SSM on the indexer).
+    remote.install(p, {**admin_client.COMMANDS, **ssm.COMMANDS})
     return p
 
 
