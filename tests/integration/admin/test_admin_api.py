@@ -115,3 +115,11 @@ def test_the_api_is_in_the_openapi_schema_with_its_bearer_scheme(client: TestCli
     with TestClient(create_app(settings, recheck_seconds=0)) as off:  # no token: no admin, no schema
         assert off.post("/admin/api/pause", headers=BEARER).status_code == 404
         assert not [p for p in off.get("/openapi.json").json()["paths"] if p.startswith("/admin")]
+
+
+def test_the_api_is_rate_limited_like_the_rest_of_the_site(settings: Settings) -> None:
+    limited = settings.with_overrides(admin_token=TOKEN, rate_limit="2/minute")
+    with TestClient(create_app(limited, recheck_seconds=0)) as c:
+        answers = [c.post("/admin/api/pause", headers={"Authorization": "Bearer guess"}) for _ in range(3)]
+    assert [a.status_code for a in answers] == [401, 401, 429]  # guessing the token is limited too
+    assert "Too many requests" in answers[2].json()["detail"] and answers[2].headers["retry-after"]
