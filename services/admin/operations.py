@@ -233,7 +233,7 @@ class BuildView:
         return (
             f"{self.id:>6d} {self.state:10s} {_when(self.requested_at):20s} {self.requested_by[:12]:12s} "
             f"{_when(self.finished_at):20s} {what[:100]}"
-        )
+        ).rstrip()
 
 
 def builds_lines(builds: Sequence[BuildView]) -> list[str]:
