@@ -7,9 +7,12 @@ schema error. Answers are the operations' own records.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from services.admin.operations import (
+    MAX_HOST_TEXT,
     MAX_HOSTS,
     MAX_REASON_CHARS,
     MAX_URLS,
@@ -18,6 +21,7 @@ from services.admin.operations import (
 )
 from services.crawler.cluster.heartbeat import NodeView
 from services.search.http.schemas import ErrorDetail
+from services.text.urls import MAX_URL_LENGTH
 
 SAID = {
     400: "refused input: the message names it and says what to give instead",
@@ -34,20 +38,45 @@ def errors(*statuses: int) -> dict[int | str, dict[str, object]]:
     return {status: {"model": ErrorDetail, "description": SAID[status]} for status in statuses}
 
 
+# The limits are shown in the schema (json_schema_extra) and enforced by ``operations``: a 400
+# with the CLI's message, not pydantic's 422.
+URLS: dict[str, Any] = {
+    "minItems": 1,
+    "maxItems": MAX_URLS,
+    "items": {"type": "string", "maxLength": MAX_URL_LENGTH},
+}
+HOSTS: dict[str, Any] = {
+    "minItems": 1,
+    "maxItems": MAX_HOSTS,
+    "items": {"type": "string", "maxLength": MAX_HOST_TEXT},
+}
+
+
 class SeedRequest(BaseModel):
-    urls: list[str] = Field(description=f"absolute http(s) URLs, 1 to {MAX_URLS}")
+    urls: list[str] = Field(
+        description=f"absolute http(s) URLs, 1 to {MAX_URLS}",
+        json_schema_extra=URLS,
+    )
     recrawl: bool = Field(False, description="fetch URLs already known again, before every other")
 
 
 class BlockRequest(BaseModel):
-    hosts: list[str] = Field(description=f"host names (example.org) or URLs, 1 to {MAX_HOSTS}")
+    hosts: list[str] = Field(
+        description=f"host names (example.org) or URLs, 1 to {MAX_HOSTS}",
+        json_schema_extra=HOSTS,
+    )
     reason: str = Field(
-        "", description=f"why, shown on the dashboard; one line, at most {MAX_REASON_CHARS} characters"
+        "",
+        description="why, shown on the dashboard: one line, no control characters",
+        json_schema_extra={"maxLength": MAX_REASON_CHARS},
     )
 
 
 class UnblockRequest(BaseModel):
-    hosts: list[str] = Field(description=f"blocked host names, 1 to {MAX_HOSTS}")
+    hosts: list[str] = Field(
+        description=f"blocked host names, 1 to {MAX_HOSTS}",
+        json_schema_extra=HOSTS,
+    )
 
 
 class BuildsResponse(BaseModel):
