@@ -78,9 +78,11 @@ def find_instances(ec2: Any, autoscaling: Any, stack: str, role: str) -> list[In
     }
     if not found:
         return []
+    ids = sorted(found)
     groups = {
         a["InstanceId"]: a
-        for a in autoscaling.describe_auto_scaling_instances(InstanceIds=sorted(found))[
+        for at in range(0, len(ids), 50)  # the call's limit
+        for a in autoscaling.describe_auto_scaling_instances(InstanceIds=ids[at : at + 50])[
             "AutoScalingInstances"
         ]
     }
