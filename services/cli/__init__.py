@@ -1,4 +1,4 @@
-"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy.
+"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy, tunnel.
 
 Every command is a real subcommand with its own options and ``--help`` (``nimbus crawl
 committer --help``), defined in the module of its group (``crawl_commands``, ...);
@@ -17,12 +17,16 @@ import sys
 
 from services.aws_database import resolve_database_url
 from services.cli import (
+    admin_client,
     crawl_commands,
     demo_commands,
     deploy_commands,
     eval_commands,
     index_commands,
+    remote,
     serve_command,
+    ssm,
+    tunnel_command,
 )
 from services.cli.parsing import DEFAULT_DATA, place_extras, with_default_subcommand
 from services.config import Settings
@@ -34,7 +38,7 @@ __all__ = ["DEFAULT_DATA", "main"]
 DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT}
 
 # The AWS stack's commands need AWS credentials, not the database's password.
-_NO_DATABASE = {"deploy", "destroy"}
+_NO_DATABASE = {"deploy", "destroy", "tunnel"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
     deploy_commands.add_parsers(commands)
+    tunnel_command.add_parser(commands)
+    # --remote for the operator commands (through the admin API, or SSM on the indexer).
+    remote.install(p, {**admin_client.COMMANDS, **ssm.COMMANDS})
     return p
 
 
@@ -66,9 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         place_extras(args, extras)
         settings = Settings.from_env()
-        if args.command not in _NO_DATABASE:
-            settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
-        code: int = args.handler(args, settings)
+        if remote.chosen(args, settings):  # from a laptop: no database here
+            return remote.run(args, settings)
+        with remote.local_hint(args):
+            if args.command not in _NO_DATABASE:
+                settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
+            code: int = args.handler(args, settings)
         return code
     except NimbusError as exc:
         print(f"{name}: {exc}", file=sys.stderr)

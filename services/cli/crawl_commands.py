@@ -1,6 +1,7 @@
 """`nimbus crawl`: a crawl on this machine, one role of a crawl cluster, or an operator's
 command to every crawler (status, seed, pause, resume, stop, block, unblock) through the
-database.
+database (``services.admin.operations``), or with ``--remote`` through the site's admin API
+(``services.cli.remote``).
 
 Each is a subcommand with its own options and ``--help``; a bare ``nimbus crawl URL...``
 (or no argument: continue the frontier) is ``nimbus crawl run``.
@@ -10,15 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
-from services.cli.parsing import Default, UsageError, count, leaf, positive, seconds
+from services.cli.parsing import Default, count, leaf, positive, seconds
 from services.config import Settings
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
 
 # What `nimbus crawl ARG...` means when ARG is no subcommand name (services.cli.parsing).
 DEFAULT = Default("run", "an absolute http(s) seed URL")
@@ -71,14 +66,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     leaf(status_, status, no_words="takes no URLs")
 
-    # seed, block and unblock check for an empty list themselves (a UsageError, exit status 2
-    # returned by main like every operator-command error), so argparse's `*` usage is written out.
+    # seed, block and unblock check for an empty list themselves (services.admin.operations, as
+    # the admin API does: exit status 2, from main), so argparse's `*` usage is written out.
     seed_ = sub.add_parser(
         "seed",
         help="add URLs to the frontier without crawling",
         description="Add URLs to the frontier of the crawl in the database, for the running (or "
         "next) crawlers to fetch; nothing is fetched here.",
-        usage="%(prog)s [-h] [--recrawl] URL [URL ...]",
+        usage="%(prog)s [-h] [--recrawl] [--remote URL] [--insecure-http] URL [URL ...]",
     )
     seed_.add_argument("urls", nargs="*", metavar="URL", help="absolute http(s) URLs, one or more")
     seed_.add_argument(
@@ -101,7 +96,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="take hosts (and their subdomains) out of every crawl",
         description="Take hosts and their subdomains out of every crawl, from each crawler's next "
         "heartbeat; `nimbus crawl status` and the dashboard list them.",
-        usage="%(prog)s [-h] [--reason R] HOST [HOST ...]",
+        usage="%(prog)s [-h] [--reason R] [--remote URL] [--insecure-http] HOST [HOST ...]",
     )
     block_.add_argument(
         "hosts", nargs="*", metavar="HOST", help="host names (example.org) or URLs, one or more"
@@ -113,7 +108,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "unblock",
         help="let blocked hosts back into the crawl",
         description="Let blocked hosts back: links to them found from now on are crawled.",
-        usage="%(prog)s [-h] HOST [HOST ...]",
+        usage="%(prog)s [-h] [--remote URL] [--insecure-http] HOST [HOST ...]",
     )
     unblock_.add_argument("hosts", nargs="*", metavar="HOST", help="blocked host names, one or more")
     leaf(unblock_, unblock, words="hosts")
@@ -234,120 +229,66 @@ def committer(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def status(args: argparse.Namespace, settings: Settings) -> int:
-    """The crawler nodes (from their heartbeats) and the frontier by state."""
+    """The crawler nodes (from their heartbeats), the frontier by state, the operator's switches."""
     import time
 
-    from services.crawler.cluster import heartbeat
-    from services.crawler.frontier import entries
-    from services.storage.sql.engines import make_engine, session_factory
-    from services.storage.sql.schema import init_db
+    from services.admin import operations
 
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine)() as session:
-            now = time.time()
-            views = heartbeat.nodes(session, now, settings.crawl.heartbeat_seconds)
-            print(heartbeat.status_table(views, now))
-            states = entries.count_by_state(session)
-            by_state = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
-            print(f"frontier: {by_state or 'empty'}")
-            for row in heartbeat.blocked_hosts(session):
-                print(f"blocked: {row.host}" + (f" ({row.reason})" if row.reason else ""))
-    finally:
-        engine.dispose()
-    return 0
+    with operations.database(settings.database_url) as sessions, sessions() as session:
+        found = operations.crawl_status(session, time.time(), settings.crawl.heartbeat_seconds)
+    return _say(found.lines())
 
 
 def seed(args: argparse.Namespace, settings: Settings) -> int:
     """URLs into the frontier through the database, for crawlers on every machine."""
     import time
 
-    from services.crawler.frontier import entries
-    from services.storage.sql.engines import make_engine, session_factory
-    from services.storage.sql.schema import init_db
-    from services.text.errors import BadUrlError
-    from services.text.urls import normalize_url
+    from services.admin import operations
 
-    if not args.urls:  # checked here, not by argparse: exit status 2 from main, as every UsageError
-        raise UsageError("give one or more absolute http(s) URLs")
-    try:
-        seeds = [entries.NewUrl(normalize_url(u), 0, entries.SEED_PRIORITY) for u in args.urls]
-    except BadUrlError as exc:
-        raise BadUrlError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine).begin() as session:
-            again = entries.recrawl_now(session, [s.url for s in seeds]) if args.recrawl else 0
-            added = entries.add_urls(session, seeds, time.time(), partitions=settings.crawl.partitions)
-            print(f"{added} new URLs in the frontier ({len(seeds) - added} known already)")
-            if args.recrawl:
-                print(f"{again} known URLs due again now, before every other")
-    finally:
-        engine.dispose()
-    return 0
+    urls = operations.seed_urls(args.urls)  # refused (exit status 2) before the database is opened
+    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
+        done = operations.seed(
+            session, urls, recrawl=args.recrawl, now=time.time(), partitions=settings.crawl.partitions
+        )
+    return _say(done.lines())
 
 
 def signal(args: argparse.Namespace, settings: Settings) -> int:
     """``pause``, ``resume``, ``stop``: through the database, so they reach every machine."""
     import time
 
-    from services.crawler.cluster import heartbeat
-    from services.storage.sql.engines import make_engine, session_factory
-    from services.storage.sql.schema import init_db
+    from services.admin import operations
 
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine).begin() as session:
-            heartbeat.command(session, args.action, time.time())
-            print(
-                f"asked every crawler to {args.action}; each reads it at its next heartbeat "
-                f"(within {heartbeat.BEAT_EVERY:.0f} s)"
-            )
-    finally:
-        engine.dispose()
-    return 0
+    what = operations.crawl_command(args.action)
+    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
+        done = operations.command(session, what, time.time())
+    return _say(done.lines())
 
 
 def block(args: argparse.Namespace, settings: Settings) -> int:
     """Hosts out of every crawl, through the database, from each crawler's next heartbeat."""
     import time
 
-    from services.crawler.cluster import heartbeat
+    from services.admin import operations
 
-    with _hosts_session(args.hosts, settings) as session:
-        names = heartbeat.block_hosts(session, args.hosts, time.time(), args.reason)
-        print(
-            f"blocked {', '.join(names)} (and their subdomains) for every crawler, from its "
-            f"next heartbeat (within {heartbeat.BEAT_EVERY:.0f} s)"
-        )
-    return 0
+    hosts, reason = operations.host_names(args.hosts), operations.block_reason(args.reason)
+    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
+        done = operations.block(session, hosts, reason, time.time())
+    return _say(done.lines())
 
 
 def unblock(args: argparse.Namespace, settings: Settings) -> int:
     """Blocked hosts back into the crawl, through the database."""
-    from services.crawler.cluster import heartbeat
+    from services.admin import operations
 
-    with _hosts_session(args.hosts, settings) as session:
-        names = heartbeat.unblock_hosts(session, args.hosts)
-        print(f"unblocked {', '.join(names)}: links found from now on are crawled")
+    hosts = operations.host_names(args.hosts)
+    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
+        done = operations.unblock(session, hosts)
+    return _say(done.lines())
+
+
+def _say(lines: list[str]) -> int:
+    """An operator command's answer (the remote commands print the same: services.cli.admin_client)."""
+    for line in lines:
+        print(line)
     return 0
-
-
-@contextmanager
-def _hosts_session(hosts: list[str], settings: Settings) -> Iterator[Session]:
-    """A transaction on the crawl's database for ``block``/``unblock``, once there are hosts."""
-    from services.storage.sql.engines import make_engine, session_factory
-    from services.storage.sql.schema import init_db
-
-    if not hosts:  # checked here, not by argparse: exit status 2 from main, as every UsageError
-        raise UsageError("give one or more host names (example.org)")
-    engine = make_engine(settings.database_url)
-    try:
-        init_db(engine)
-        with session_factory(engine).begin() as session:
-            yield session
-    finally:
-        engine.dispose()

@@ -21,6 +21,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     index_.add_argument("--quiet", action="store_true", help="no progress on stderr")
     leaf(index_, index)
+    # The indexer's queue (index_builds): `index now` asks it for a build, `index status` follows.
+    builds = index_.add_subparsers(dest="index_action", metavar="SUBCOMMAND", title="subcommands")
+    now_ = builds.add_parser(
+        "now",
+        help="ask the stack's indexer for a build now",
+        description="Ask the indexer for an index build: a requested row it takes when it next looks.",
+    )
+    leaf(now_, index_now)
+    status_ = builds.add_parser(
+        "status", help="the recent index builds", description="Print the recent index builds, newest first."
+    )
+    leaf(status_, index_status)
 
     migrate_ = commands.add_parser(
         "migrate",
@@ -41,6 +53,29 @@ def index(args: argparse.Namespace, settings: Settings) -> int:
         f"({result.near_duplicates} near-duplicates folded), {result.num_terms} terms, "
         f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
     )
+    return 0
+
+
+def index_now(args: argparse.Namespace, settings: Settings) -> int:
+    import getpass
+    import time
+
+    from services.admin import operations
+
+    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
+        build = operations.request_index_build(session, getpass.getuser(), time.time())
+    for line in build.requested_lines():
+        print(line)
+    return 0
+
+
+def index_status(args: argparse.Namespace, settings: Settings) -> int:
+    from services.admin import operations
+
+    with operations.database(settings.database_url) as sessions, sessions() as session:
+        builds = operations.recent_index_builds(session)
+    for line in operations.builds_lines(builds):
+        print(line)
     return 0
 
 

@@ -52,6 +52,9 @@ class SearchSettings:
     rate_limit: str = "1200/minute"
     # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
     admin_token: str = field(default="", repr=False)
+    # The operator's laptop (`nimbus crawl ... --remote`): the site whose admin API the
+    # operator commands go through, with admin_token as the bearer token. Empty: the database.
+    admin_url: str = ""
     # The weather answer box: when the whole query names a city, its current weather from an
     # Open-Meteo-style API at this base URL (the public one is https://api.open-meteo.com);
     # empty switches the box off. The page waits for the provider at most weather_timeout

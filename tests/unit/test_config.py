@@ -105,6 +105,7 @@ PINNED = {
     "NIMBUS_RECORD_CACHE_BYTES": "search.record_cache_bytes",
     "NIMBUS_RATE_LIMIT": "search.rate_limit",
     "NIMBUS_ADMIN_TOKEN": "search.admin_token",
+    "NIMBUS_ADMIN_URL": "search.admin_url",
     "NIMBUS_WEATHER_URL": "search.weather_url",
     "NIMBUS_WEATHER_TIMEOUT": "search.weather_timeout",
     "NIMBUS_WEATHER_CACHE_SECONDS": "search.weather_cache_seconds",

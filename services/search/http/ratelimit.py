@@ -43,6 +43,6 @@ class RateLimit:
         retry = str(max(1, math.ceil(reset - time.time())))
         message = f"Too many requests from {key}: the limit is {self.item}. Try again in {retry} s."
         headers = {"Retry-After": retry}
-        if scope["path"].startswith("/api/"):
+        if scope["path"].startswith(("/api/", "/admin/api/")):
             return JSONResponse({"detail": message}, status_code=429, headers=headers)
         return PlainTextResponse(message, status_code=429, headers=headers)

@@ -13,19 +13,22 @@ from services.cli import crawl_commands, main
 
 # Each crawl subcommand's own options, and nothing else, in its --help (`nimbus crawl
 # committer --help` must not print the whole crawl's).
+# The operator commands also go through the admin API from a laptop (services.cli.remote).
+REMOTE = {"--remote", "--insecure-http"}
 CRAWL_OPTIONS = {
     "run": {"--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet", "--processes"},
-    "status": set(),
-    "seed": {"--recrawl"},
-    "pause": set(),
-    "resume": set(),
-    "stop": set(),
-    "block": {"--reason"},
-    "unblock": set(),
+    "status": REMOTE,
+    "seed": {"--recrawl", *REMOTE},
+    "pause": REMOTE,
+    "resume": REMOTE,
+    "stop": REMOTE,
+    "block": {"--reason", *REMOTE},
+    "unblock": REMOTE,
     "worker": {"--id", "--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet"},
     "committer": {"--quiet"},
 }
 COMMANDS = ["crawl", "index", "migrate", "serve", "demo", "sampleweb", "eval", "compare", "deploy", "destroy"]
+COMMANDS.append("tunnel")
 
 
 def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -1,0 +1,320 @@
+"""The operator's commands against the database, once: seed, pause/resume/stop, block,
+unblock, index now, and the status they read.
+
+The CLI's local commands (``nimbus crawl seed ...`` on a machine that reaches the database),
+the admin API (``/admin/api/...``, what ``nimbus ... --remote`` calls) and the dashboard's
+forms all call these functions, so the three refuse the same input with the same message
+and change the same rows. Each returns a small record that tells itself as the operator's
+lines (``lines()``) and travels as JSON (``asdict`` / ``from_json``): the remote CLI prints
+exactly what the local one prints.
+
+Every function runs in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.admin.errors import OperatorInputError
+from services.crawler.cluster import heartbeat
+from services.crawler.frontier import entries
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.models import IndexBuild
+from services.storage.sql.schema import init_db
+from services.text.errors import BadUrlError
+from services.text.urls import MAX_URL_LENGTH, bare_host, normalize_url
+
+MAX_URLS = 1000  # per command: a larger list is a file for `nimbus crawl seed $(cat ...)` in parts
+MAX_HOSTS = 100
+MAX_REASON_CHARS = 500  # the dashboard's field says the same (maxlength)
+MAX_HOST_TEXT = MAX_URL_LENGTH  # a host may be given as a URL
+RECENT_BUILDS = 10
+
+R = TypeVar("R")
+
+
+class CrawlCommand(StrEnum):
+    """What the operator may tell every crawler; each reads it at its next heartbeat."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+
+
+def from_json(cls: type[R], data: Mapping[str, Any]) -> R:
+    """A record of ``cls`` from its JSON object (unknown keys ignored: a newer server may say more)."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:80] + "...")
+
+
+# ------------------------------------------------------------------ input
+def seed_urls(texts: Sequence[str]) -> list[str]:
+    """The normalized URLs of ``texts``, or ``OperatorInputError`` naming the first bad one."""
+    if not texts:
+        raise OperatorInputError("give one or more absolute http(s) URLs")
+    if len(texts) > MAX_URLS:
+        raise OperatorInputError(f"{len(texts)} URLs: give at most {MAX_URLS} at a time")
+    urls = []
+    for text in texts:
+        if len(text) > MAX_URL_LENGTH:
+            raise OperatorInputError(
+                f"bad seed: URL longer than {MAX_URL_LENGTH} characters: {_shown(text)}; "
+                "give absolute http(s) URLs"
+            )
+        try:
+            urls.append(normalize_url(text))
+        except BadUrlError as exc:
+            raise OperatorInputError(f"bad seed: {exc}; give absolute http(s) URLs") from exc
+    return urls
+
+
+def host_names(texts: Sequence[str]) -> list[str]:
+    """The host names ``texts`` mean (names or URLs; lower case, IDNA), or ``OperatorInputError``."""
+    if not texts:
+        raise OperatorInputError("give one or more host names (example.org)")
+    if len(texts) > MAX_HOSTS:
+        raise OperatorInputError(f"{len(texts)} hosts: give at most {MAX_HOSTS} at a time")
+    names = []
+    for text in texts:
+        if len(text) > MAX_HOST_TEXT:
+            raise OperatorInputError(
+                f"not a host name: {_shown(text)} (give example.org or http://example.org/)"
+            )
+        try:
+            names.append(bare_host(text))
+        except BadUrlError as exc:
+            raise OperatorInputError(str(exc)) from exc
+    return names
+
+
+def block_reason(text: str) -> str:
+    """The reason shown beside a blocked host: one line of printable text, at most
+    ``MAX_REASON_CHARS`` (it is printed on operators' terminals: no control characters)."""
+    reason = text.strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise OperatorInputError(f"the reason has {len(reason)} characters: keep it to {MAX_REASON_CHARS}")
+    if any(unicodedata.category(c) == "Cc" for c in reason):
+        raise OperatorInputError("the reason holds control characters (a line break?): give one line of text")
+    return reason
+
+
+def crawl_command(text: str) -> CrawlCommand:
+    try:
+        return CrawlCommand(text)
+    except ValueError:
+        raise OperatorInputError(f"unknown crawl command {_shown(text)}: use pause, resume or stop") from None
+
+
+# ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class Seeded:
+    added: int
+    known: int
+    recrawled: int | None = None  # None: no recrawl asked
+
+    def lines(self) -> list[str]:
+        said = [f"{self.added} new URLs in the frontier ({self.known} known already)"]
+        if self.recrawled is not None:
+            said.append(f"{self.recrawled} known URLs due again now, before every other")
+        return said
+
+
+@dataclass(frozen=True)
+class Commanded:
+    command: str
+    within_seconds: float = heartbeat.BEAT_EVERY
+
+    def lines(self) -> list[str]:
+        return [
+            f"asked every crawler to {self.command}; each reads it at its next heartbeat "
+            f"(within {self.within_seconds:.0f} s)"
+        ]
+
+
+@dataclass(frozen=True)
+class HostsChanged:
+    blocked: list[str] = field(default_factory=list)
+    unblocked: list[str] = field(default_factory=list)
+    within_seconds: float = heartbeat.BEAT_EVERY
+
+    def lines(self) -> list[str]:
+        said = []
+        if self.blocked:
+            said.append(
+                f"blocked {', '.join(self.blocked)} (and their subdomains) for every crawler, from its "
+                f"next heartbeat (within {self.within_seconds:.0f} s)"
+            )
+        if self.unblocked:
+            said.append(f"unblocked {', '.join(self.unblocked)}: links found from now on are crawled")
+        return said
+
+
+@dataclass(frozen=True)
+class BlockedLine:
+    host: str
+    reason: str
+    blocked_at: float
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    """What ``nimbus crawl status`` prints: the nodes, the frontier, the operator's switches."""
+
+    now: float  # the reader's clock (the server's, through the API): beat ages are against it
+    nodes: list[heartbeat.NodeView]
+    frontier: dict[str, int]
+    blocked: list[BlockedLine]
+    paused: bool
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CrawlStatus:
+        """From ``GET /admin/api/status`` (which says more: the dashboard's charts and hosts)."""
+        return cls(
+            now=float(data["now"]),
+            nodes=[from_json(heartbeat.NodeView, n) for n in data["nodes"]],
+            frontier={str(k): int(v) for k, v in data["frontier"].items()},
+            blocked=[from_json(BlockedLine, b) for b in data["blocked_hosts"]],
+            paused=bool(data["paused"]),
+        )
+
+    def lines(self) -> list[str]:
+        said = heartbeat.status_table(self.nodes, self.now).splitlines()
+        by_state = ", ".join(f"{n} {state}" for state, n in sorted(self.frontier.items()))
+        said.append(f"frontier: {by_state or 'empty'}")
+        if self.paused:
+            said.append("paused: every crawler leases nothing new (`nimbus crawl resume` to go on)")
+        said += [f"blocked: {b.host}" + (f" ({b.reason})" if b.reason else "") for b in self.blocked]
+        return said
+
+
+@dataclass(frozen=True)
+class BuildView:
+    """One row of ``index_builds`` as the operator sees it."""
+
+    id: int
+    state: str
+    requested_at: float
+    requested_by: str
+    runner: str = ""
+    started_at: float | None = None
+    heartbeat_at: float | None = None
+    finished_at: float | None = None
+    worker: str = ""
+    segment: str = ""
+    progress: str = ""
+    error: str = ""
+
+    @classmethod
+    def of(cls, row: IndexBuild) -> BuildView:
+        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
+
+    def requested_lines(self) -> list[str]:
+        """What ``nimbus index now`` says."""
+        return [
+            f"index build {self.id} requested: the indexer starts it when it next looks; "
+            "`nimbus index status` follows it"
+        ]
+
+    def line(self) -> str:
+        what = self.segment or self.error or self.progress
+        return (
+            f"{self.id:>6d} {self.state:10s} {_when(self.requested_at):20s} {self.requested_by[:12]:12s} "
+            f"{_when(self.finished_at):20s} {what[:100]}"
+        ).rstrip()
+
+
+def builds_lines(builds: Sequence[BuildView]) -> list[str]:
+    """What ``nimbus index status`` prints: the recent builds, newest first."""
+    if not builds:
+        return ["no index builds yet: `nimbus index now` asks for one"]
+    header = (
+        f"{'build':>6s} {'state':10s} {'requested (UTC)':20s} {'by':12s} {'finished (UTC)':20s} "
+        "segment / error / progress"
+    )
+    return [header, *(b.line() for b in builds)]
+
+
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) if at else "-"
+
+
+# ------------------------------------------------------------------ the database
+@contextmanager
+def database(url: str) -> Iterator[sessionmaker[Session]]:
+    """Sessions on the crawl's database for one command (the CLI's local path), its schema
+    made first, as every process does at start."""
+    engine = make_engine(url)
+    try:
+        init_db(engine)
+        yield session_factory(engine)
+    finally:
+        engine.dispose()
+
+
+def seed(session: Session, urls: Sequence[str], *, recrawl: bool, now: float, partitions: int) -> Seeded:
+    """``urls`` (normalized: ``seed_urls``) into the frontier at the seeds' priority; with
+    ``recrawl`` the known ones are due again at once, before every other."""
+    again = entries.recrawl_now(session, urls) if recrawl else None
+    seeds = [entries.NewUrl(u, 0, entries.SEED_PRIORITY) for u in urls]
+    added = entries.add_urls(session, seeds, now, partitions=partitions)
+    return Seeded(added, len(seeds) - added, again)
+
+
+def command(session: Session, what: CrawlCommand, now: float) -> Commanded:
+    """Pause, resume or stop every crawler, on every machine, from its next heartbeat."""
+    heartbeat.command(session, what.value, now)
+    return Commanded(what.value)
+
+
+def block(session: Session, hosts: Sequence[str], reason: str, now: float) -> HostsChanged:
+    """``hosts`` (``host_names``) and their subdomains out of every crawl; ``reason``
+    (``block_reason``) shown beside them."""
+    return HostsChanged(blocked=heartbeat.block_hosts(session, list(hosts), now, reason))
+
+
+def unblock(session: Session, hosts: Sequence[str]) -> HostsChanged:
+    return HostsChanged(unblocked=heartbeat.unblock_hosts(session, list(hosts)))
+
+
+def crawl_status(session: Session, now: float, beat_every: float) -> CrawlStatus:
+    return CrawlStatus(
+        now=now,
+        nodes=heartbeat.nodes(session, now, beat_every),
+        frontier=entries.count_by_state(session),
+        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        paused=heartbeat.control(session).paused,
+    )
+
+
+# Index builds: the indexer (services/indexing) takes `requested` rows, oldest first. These two
+# stand in for the indexing package's own queue functions until they land; then they call them.
+def request_index_build(session: Session, requested_by: str, now: float) -> BuildView:
+    """A ``requested`` row for the indexer to take (``nimbus index now``, ``POST /admin/api/index``)."""
+    row = IndexBuild(state="requested", requested_at=now, requested_by=requested_by[:255])
+    session.add(row)
+    session.flush()  # its id
+    return BuildView.of(row)
+
+
+def recent_index_builds(session: Session, limit: int = RECENT_BUILDS) -> list[BuildView]:
+    """The newest ``limit`` builds, asked for, running or ended."""
+    rows = session.scalars(select(IndexBuild).order_by(IndexBuild.id.desc()).limit(limit))
+    return [BuildView.of(row) for row in rows]
+
+
+def to_json(record: Any) -> dict[str, Any]:
+    """A result record as the API's JSON object."""
+    return asdict(record)
