@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from services.archives.bundle import ArchiveType, Bundle
-from services.archives.compression import bz2_block_map, decode_errors, open_decoded, seek_points, sniff
+from services.archives.compression import (
+    Bz2Streams,
+    bz2_block_map,
+    bz2_damaged,
+    decode_errors,
+    open_decoded,
+    seek_points,
+    sniff,
+)
 from services.archives.formats import arc, jsonl, mediawiki, odp, sql, text, warc
 from services.archives.formats.framing import frames
 from services.archives.records import ArchiveRecord, Skip, damaged
@@ -101,7 +109,8 @@ def read_batch(
             decoded: contextlib.AbstractContextManager[IO[bytes]] = _bz2_streams(fh, batch.start, batch.end)
             start, stop = 0, TO_END
         else:
-            decoded = open_decoded(fh, state.get("codec", "plain"), batch.start, state.get("bz2"))
+            codec, indexed = state.get("codec", "plain"), not state.get("damaged", False)
+            decoded = open_decoded(fh, codec, batch.start, state.get("bz2"), indexed=indexed)
             start, stop = batch.start, batch.end
         last = batch.start
         try:
@@ -270,9 +279,18 @@ def _read_web_archive(
 
 
 def _cut(
-    name: str, offsets: list[int], size: int, state: dict[str, Any], blocks: dict[int, int]
+    name: str,
+    offsets: list[int],
+    size: int,
+    state: dict[str, Any],
+    blocks: dict[int, int],
+    damaged: bool = False,
 ) -> list[Batch]:
-    batches = []
+    """Batches of ``size`` records from the record starts ``offsets``; ``damaged``: the bz2 file
+    is damaged (indexed_bzip2 refuses it: workers read it with the standard module)."""
+    if damaged:
+        state = {**state, "damaged": True}
+    batches: list[Batch] = []
     for i in range(0, max(len(offsets), 1), size):
         start = offsets[i] if offsets else 0
         end = offsets[i + size] if i + size < len(offsets) else TO_END
@@ -284,21 +302,18 @@ def _cut(
 
 
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
-    """The decoded stream in chunks, up to damage (which the batch reaching it reports)."""
+    """The decoded stream in chunks, up to damage (which the batch reaching it reports). Small
+    reads: a read that reaches damage returns nothing, so less is lost before it."""
+    read = getattr(stream, "read1", stream.read)  # one underlying read: see elements._Buffer
     with contextlib.suppress(*decode_errors()):
-        while chunk := stream.read(1024 * 1024):
+        while chunk := read(128 * 1024):
             yield chunk
 
 
 def _blocks(stream: IO[bytes], codec: str) -> dict[int, int]:
     """indexed_bzip2's block map once the stream has been read through ({} for other codecs,
     or when damage stopped the read: workers then decode from the start)."""
-    if codec != "bz2":
-        return {}
-    try:
-        return bz2_block_map(stream)
-    except decode_errors():
-        return {}
+    return bz2_block_map(stream) if codec == "bz2" and not bz2_damaged(stream) else {}
 
 
 def _marker_offsets(chunks: Iterable[bytes], marker: bytes) -> list[int]:
@@ -319,8 +334,8 @@ def _marker_batches(
 ) -> list[Batch]:
     with open_decoded(fh, codec) as stream:
         offsets = _marker_offsets(_chunks(stream), marker)
-        blocks = _blocks(stream, codec)
-    return _cut(name, offsets, size, {**state, "codec": codec, "coords": "decoded"}, blocks)
+        blocks, broken = _blocks(stream, codec), bz2_damaged(stream)
+    return _cut(name, offsets, size, {**state, "codec": codec, "coords": "decoded"}, blocks, broken)
 
 
 def _mediawiki_batches(bundle: Bundle, name: str, fh: IO[bytes], codec: str, size: int) -> list[Batch]:
@@ -390,45 +405,9 @@ def _multistream_batches(bundle: Bundle, name: str, index: str, fh: IO[bytes], s
     return batches
 
 
-class _Bz2Streams(io.RawIOBase):
-    """The decoded bytes of the bz2 streams that start in [start, stop) of a multistream file."""
-
-    def __init__(self, fh: IO[bytes], start: int, stop: int) -> None:
-        fh.seek(start)
-        self._fh, self._stop = fh, stop
-        self._buf, self._buf_at = b"", start  # compressed bytes read, not yet fed; their offset
-        self._z: Any = bz2.BZ2Decompressor()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while True:
-            if self._z.eof:
-                self._buf = self._z.unused_data + self._buf
-                self._buf_at -= len(self._z.unused_data)
-                if self._buf_at >= self._stop:
-                    return 0
-                if not self._buf:
-                    self._buf = self._fh.read(64 * 1024)
-                    if not self._buf:
-                        return 0
-                self._z = bz2.BZ2Decompressor()
-            data = b""
-            if self._z.needs_input:
-                data, self._buf = self._buf or self._fh.read(64 * 1024), b""
-                if not data:
-                    raise EOFError(f"the bz2 stream is cut short at byte {self._buf_at:,}")
-                self._buf_at += len(data)
-            out = self._z.decompress(data, len(buffer))
-            if out:
-                buffer[: len(out)] = out
-                return len(out)
-
-
 @contextlib.contextmanager
 def _bz2_streams(fh: IO[bytes], start: int, stop: int) -> Iterator[IO[bytes]]:
-    yield io.BufferedReader(_Bz2Streams(fh, start, stop), 1024 * 1024)
+    yield io.BufferedReader(Bz2Streams(fh, start, stop), 1024 * 1024)
 
 
 def _line_batches(name: str, fh: IO[bytes], codec: str, size: int) -> list[Batch]:
@@ -440,10 +419,10 @@ def _line_batches(name: str, fh: IO[bytes], codec: str, size: int) -> list[Batch
                 offsets.append(base + at + 1)
                 at = chunk.find(b"\n", at + 1)
             base += len(chunk)
-        blocks = _blocks(stream, codec)
+        blocks, broken = _blocks(stream, codec), bz2_damaged(stream)
     if offsets[-1] >= base:
         offsets.pop()  # the file ends with a newline: no line starts there
-    return _cut(name, offsets, size, {"format": "jsonl", "codec": codec, "coords": "decoded"}, blocks)
+    return _cut(name, offsets, size, {"format": "jsonl", "codec": codec, "coords": "decoded"}, blocks, broken)
 
 
 def _patterns(bundle: Bundle) -> text.Patterns:
@@ -459,8 +438,8 @@ def _text_batches(bundle: Bundle, name: str, fh: IO[bytes], codec: str, size: in
         with contextlib.suppress(*decode_errors()):
             for record in text.records(stream, 0, TO_END, _patterns(bundle), cap=_SCAN_CAP):
                 offsets.append(record.offset)
-        blocks = _blocks(stream, codec)
-    return _cut(name, offsets, size, {"format": "text", "codec": codec, "coords": "decoded"}, blocks)
+        blocks, broken = _blocks(stream, codec), bz2_damaged(stream)
+    return _cut(name, offsets, size, {"format": "text", "codec": codec, "coords": "decoded"}, blocks, broken)
 
 
 # --- sql ------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ Two coordinate systems, one per kind of file (``batches`` records which a batch 
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import gzip
 import io
@@ -158,44 +159,157 @@ class GzipMembers:
 # --- decoded views --------------------------------------------------------------------------
 
 
-def bz2_block_map(reader: Any) -> dict[int, int]:
-    """After ``reader`` (an ``indexed_bzip2`` file) was read to its end: compressed bit offset ->
-    decompressed byte offset of every block, and of the end of the stream."""
-    return {int(k): int(v) for k, v in reader.block_offsets().items()}
+def bz2_block_map(stream: IO[bytes]) -> dict[int, int]:
+    """After a bz2 stream from ``open_decoded`` was read to its end, or to damage: compressed
+    bit offset -> decompressed byte offset of every block found, and of the stream's end."""
+    raw = getattr(stream, "raw", None)
+    return raw.block_map() if isinstance(raw, _Bz2Reader) else {}
+
+
+def bz2_damaged(stream: IO[bytes]) -> bool:
+    raw = getattr(stream, "raw", None)
+    return isinstance(raw, _Bz2Reader) and raw.damaged
+
+
+class Bz2Streams(io.RawIOBase):
+    """The decoded bytes of the bz2 streams that start in [start, stop) of a file, read with the
+    standard module: a multistream dump's batch, or a damaged file up to its damage (every
+    complete block comes out before the error)."""
+
+    def __init__(self, fh: IO[bytes], start: int, stop: int) -> None:
+        fh.seek(start)
+        self._fh, self._stop = fh, stop
+        self._buf, self._buf_at = b"", start  # compressed bytes read, not yet fed; their offset
+        self._z: Any = bz2.BZ2Decompressor()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while True:
+            if self._z.eof:
+                self._buf = self._z.unused_data + self._buf
+                self._buf_at -= len(self._z.unused_data)
+                if self._buf_at >= self._stop:
+                    return 0
+                if not self._buf:
+                    self._buf = self._fh.read(64 * 1024)
+                    if not self._buf:
+                        return 0
+                self._z = bz2.BZ2Decompressor()
+            data = b""
+            if self._z.needs_input:
+                data, self._buf = self._buf or self._fh.read(64 * 1024), b""
+                if not data:
+                    raise EOFError(f"the bz2 stream is cut short at byte {self._buf_at:,}")
+                self._buf_at += len(data)
+            out = self._z.decompress(data, len(buffer))
+            if out:
+                buffer[: len(out)] = out
+                return len(out)
+
+
+class _Bz2Reader(io.RawIOBase):
+    """bz2 through indexed_bzip2 (seeks with block offsets), and through the standard ``bz2``
+    module from the start once indexed_bzip2 fails: it refuses a damaged file as a whole
+    (the first read after a seek fails), while ``bz2`` reads every block up to the damage.
+    indexed_bzip2's reader is always closed: its threads abort the interpreter at exit when
+    left open."""
+
+    def __init__(self, fh: IO[bytes], start: int, points: list[list[int]] | None, indexed: bool) -> None:
+        import indexed_bzip2
+
+        self._fh, self._pos = fh, start
+        self._blocks: dict[int, int] = {}
+        self._slow: Any = None
+        self._fast: Any = None
+        if not indexed:
+            self._fall_back()
+            return
+        self._fast = indexed_bzip2.IndexedBzip2File(fh, parallelization=1)
+        try:
+            if start:
+                if points and len(points) >= 2:
+                    self._fast.set_block_offsets({bit: byte for bit, byte in points})
+                self._fast.seek(start)
+        except decode_errors():
+            self._fall_back()
+
+    def readable(self) -> bool:
+        return True
+
+    def _fall_back(self) -> None:
+        if self._fast is not None:
+            self._blocks = self.block_map()
+            self._fast.close()
+            self._fast = None
+        self._slow = io.BufferedReader(Bz2Streams(self._fh, 0, 2**62), 128 * 1024)
+        left = self._pos
+        while left > 0:
+            skipped = len(self._slow.read(min(left, 1024 * 1024)))
+            if not skipped:
+                break
+            left -= skipped
+
+    def readinto(self, buffer: Any) -> int:
+        if self._fast is not None:
+            try:
+                data = self._fast.read(len(buffer))
+            except decode_errors():
+                self._fall_back()
+        if self._fast is None:
+            data = self._slow.read1(len(buffer))
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    @property
+    def damaged(self) -> bool:
+        """Whether indexed_bzip2 gave up on this file (registration records it, so that workers
+        go straight to the standard module)."""
+        return self._fast is None
+
+    def block_map(self) -> dict[int, int]:
+        if self._fast is None:
+            return self._blocks
+        try:
+            return {int(k): int(v) for k, v in self._fast.available_block_offsets().items()}
+        except decode_errors():
+            return {}
+
+    def close(self) -> None:
+        if self._fast is not None:
+            self._fast.close()
+            self._fast = None
+        if self._slow is not None:
+            self._slow.close()
+        super().close()
 
 
 def seek_points(blocks: dict[int, int], start: int, end: int) -> list[list[int]]:
     """The (bit offset, byte offset) pairs a reader needs to read decoded bytes [start, end):
-    the block holding ``start``, every block up to the first one at or past ``end``, or the
-    end of the stream. indexed_bzip2 reads past the last one it is given, but then has to
-    find each next block by searching bit by bit, several times slower."""
+    the block holding ``start``, every block up to the first one at or past ``end``, and the
+    one after it (indexed_bzip2 takes the last pair given for the end of the stream: the
+    element that straddles ``end`` must still be readable past it). Without pairs it has to
+    find each block by searching bit by bit, several times slower."""
     ordered = sorted(blocks.items(), key=lambda kv: (kv[1], kv[0]))
     first = max((i for i, (_bit, byte) in enumerate(ordered) if byte <= start), default=0)
     last = next((i for i, (_bit, byte) in enumerate(ordered) if byte >= end), len(ordered) - 1)
-    pairs = ordered[first : max(last, first + 1) + 1]
+    pairs = ordered[first : max(last + 1, first + 1) + 1]
     return [[bit, byte] for bit, byte in pairs]
 
 
 @contextlib.contextmanager
 def open_decoded(
-    fh: IO[bytes], codec: str, start: int = 0, points: list[list[int]] | None = None
+    fh: IO[bytes], codec: str, start: int = 0, points: list[list[int]] | None = None, *, indexed: bool = True
 ) -> Iterator[IO[bytes]]:
-    """The decompressed bytes of ``fh`` from byte ``start`` of the decompressed stream.
-
-    indexed_bzip2's reader is always closed here: its threads abort the interpreter at
-    exit when left open."""
+    """The decompressed bytes of ``fh`` from byte ``start`` of the decompressed stream."""
     fh.seek(0)
     if codec == "plain":
         fh.seek(start)
         yield fh
     elif codec == "bz2":
-        import indexed_bzip2
-
-        with indexed_bzip2.IndexedBzip2File(fh, parallelization=1) as reader:
-            if start:
-                if points and len(points) >= 2:
-                    reader.set_block_offsets({bit: byte for bit, byte in points})
-                reader.seek(start)
+        with io.BufferedReader(_Bz2Reader(fh, start, points, indexed), 128 * 1024) as reader:
             yield reader
     elif codec == "gzip":
         with gzip.GzipFile(fileobj=fh) as inflated:

@@ -13,7 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
-CHUNK = 1024 * 1024
+from services.archives.compression import decode_errors
+
+# Decoded bytes read at a time. Small enough that a read running into damage (which
+# indexed_bzip2 answers with an error and no bytes at all) loses little before it.
+CHUNK = 128 * 1024
 
 
 @dataclass
@@ -22,6 +26,7 @@ class Element:
     tag: bytes  # the opening tag it was found by, e.g. b"<page>"
     data: bytes | None  # None when over the cap or cut short
     truncated: bool = False  # the stream ended inside it
+    damage: str = ""  # why it ended there, when the decompressor failed
 
     @property
     def too_large(self) -> bool:
@@ -33,12 +38,23 @@ class _Buffer:
 
     def __init__(self, stream: IO[bytes], base: int) -> None:
         self.stream, self.buf, self.pos, self.offset, self.eof = stream, b"", 0, base, False
+        # One underlying read at a time where the stream offers it: a buffered read that
+        # gathers several and meets damage loses what it gathered.
+        self.read = getattr(stream, "read1", stream.read)
+        self.damage = ""
 
     def more(self) -> bool:
         """Append a chunk, dropping what lies before ``pos`` (indexes shift by ``pos``)."""
         if self.eof:
             return False
-        chunk = self.stream.read(CHUNK)
+        try:
+            chunk = self.read(CHUNK)
+        except decode_errors() as exc:
+            self.eof, self.damage = (
+                True,
+                f"the data does not decompress past here ({exc or type(exc).__name__})",
+            )
+            return False
         if not chunk:
             self.eof = True
             return False
@@ -57,6 +73,8 @@ def split(stream: IO[bytes], base: int, stop: int, tags: dict[bytes, bytes], cap
         if not found:
             b.pos = max(b.pos, len(b.buf) - longest + 1)
             if not b.more():
+                if b.damage and b.offset + len(b.buf) < stop:
+                    yield Element(b.offset + len(b.buf), b"", None, truncated=True, damage=b.damage)
                 return
             continue
         b.pos, tag = min(found)
@@ -71,7 +89,7 @@ def split(stream: IO[bytes], base: int, stop: int, tags: dict[bytes, bytes], cap
                 yield _past(b, start, tag, close)
                 break
             if not b.more():
-                yield Element(start, tag, None, truncated=True)
+                yield Element(start, tag, None, truncated=True, damage=b.damage)
                 return
             j = b.buf.find(close, resume)
         else:
@@ -88,7 +106,7 @@ def _past(b: _Buffer, start: int, tag: bytes, close: bytes) -> Element:
     while True:
         b.pos = max(b.pos, len(b.buf) - len(close) + 1)
         if not b.more():
-            return Element(start, tag, None, truncated=True)
+            return Element(start, tag, None, truncated=True, damage=b.damage)
         j = b.buf.find(close, b.pos)
         if j >= 0:
             b.pos = j + len(close)

@@ -154,7 +154,11 @@ def read_pages(
         if element.data is None:
             if element.truncated:
                 yield damaged(
-                    name, element.offset, fetched_at, Skip.TRUNCATED, "the dump ends inside a <page>"
+                    name,
+                    element.offset,
+                    fetched_at,
+                    Skip.TRUNCATED,
+                    element.damage or "the dump ends inside a <page>",
                 )
             else:
                 yield skipped("", element.offset, fetched_at, Skip.TOO_LARGE, "page")

@@ -69,7 +69,11 @@ def read_odp(
         if element.data is None:
             if element.truncated:
                 yield damaged(
-                    name, element.offset, fetched_at, Skip.TRUNCATED, "the dump ends inside an element"
+                    name,
+                    element.offset,
+                    fetched_at,
+                    Skip.TRUNCATED,
+                    element.damage or "the dump ends inside an element",
                 )
             else:
                 yield skipped("", element.offset, fetched_at, Skip.TOO_LARGE, element.tag.decode()[1:])
