@@ -49,6 +49,11 @@ _SPACE_BEFORE = re.compile(r"[ \t]+([,.;:!?])")
 _SPACES = re.compile(r"  +")
 _BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
 _INTERLANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]+)*")
+# A media file by its name, whatever the wiki calls the namespace ([[Datei:Dom.jpg|mini|...]]
+# in a German dump without <siteinfo>).
+_MEDIA_NAME = re.compile(
+    r"\.(?:jpe?g|png|gif|svg|tiff?|webp|xcf|ogg|oga|ogv|webm|mp3|wav|flac|mid|pdf|djvu|stl)\s*$", re.I
+)
 # Templates whose text is running prose, and which argument holds it (positional, from 1).
 _TEXT_TEMPLATES: dict[str, Callable[[list[str]], str]] = {
     "lang": lambda a: a[-1] if len(a) >= 2 else "",
@@ -128,7 +133,7 @@ def to_text(
         target = target.lstrip(":").strip()
         prefix, colon, rest = target.partition(":")
         ns = namespaces.of(prefix) if colon else 0
-        if not visible and ns in (FILE_NS, CATEGORY_NS):
+        if not visible and (ns in (FILE_NS, CATEGORY_NS) or (colon and _MEDIA_NAME.search(rest))):
             return ""
         if not visible and colon and ns is None and _INTERLANGUAGE.fullmatch(prefix.strip()):
             return ""  # [[fr:Anarchisme]]: the same page in another language
