@@ -28,7 +28,7 @@ from services.archives.errors import ArchiveError
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 BZ2_MAGIC = b"BZh"
-_FEED = 64 * 1024  # compressed bytes handed to zlib at a time: what is left over is copied once
+_FEED = 16 * 1024  # compressed bytes handed to zlib at a time: a member's leftover is copied once
 
 
 class DamageError(ArchiveError):

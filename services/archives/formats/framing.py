@@ -9,9 +9,9 @@ held whole. DamageError comes out as a frame with ``damage`` set, naming the off
 reading goes on: at the next gzip member, or, in a plain file, at the next line that
 starts a record.
 
-Written here rather than taken from warcio or fastwarc: both stop at the first
-damaged record, and fastwarc ends silently at a truncated gzip member
-(docs/benchmarks.md, "Archive readers").
+Written here rather than taken from warcio or fastwarc: warcio stops at the first damaged
+record, fastwarc stops or (quirks mode) skips it without a word, both end silently at a
+truncated gzip member, and fastwarc reads no ARC (docs/benchmarks.md, "Archive readers").
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from services.archives.compression import DamageError, GzipMembers, Member, snif
 
 MAX_LINE = 64 * 1024
 MAX_HEADER = 256 * 1024  # a record header past this is garbage, not a header
-_STREAM_BUFFER = 64 * 1024
+_STREAM_BUFFER = 16384
 
 
 @dataclass
