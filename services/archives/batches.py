@@ -27,6 +27,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import io
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -90,13 +91,14 @@ def read_batch(
 ) -> Iterator[ArchiveRecord]:
     """The records that start inside ``batch``. ``max_record_bytes``: a record past it is
     counted ``too_large`` and streamed past; ``fetched_at``: the time of records whose
-    archive gives none (default: the file's modification time)."""
+    archive gives none (default: the file's modification time; for sql, now): pass the
+    registration time, so that a batch read again gives the same records."""
     state = batch.seek_state
     kind = state.get("format", "")
     if kind == "sql":
         yield from sql.read_rows(
             _query(bundle), state.get("from"), state.get("to"), cap=max_record_bytes,
-            fetched_at=fetched_at if fetched_at is not None else 0.0, language=bundle.language,
+            fetched_at=fetched_at if fetched_at is not None else time.time(), language=bundle.language,
         )  # fmt: skip
         return
     name = bundle.location.describe(batch.file)
@@ -175,8 +177,13 @@ def _at(records: Iterable[ArchiveRecord], offset: int) -> Iterator[ArchiveRecord
 
 
 def _web_format(fh: IO[bytes], codec: str) -> str:
-    """``warc`` or ``arc``, from the first record's first bytes."""
-    with open_decoded(fh, "gzip" if codec == "gzip" else "plain") as stream:
+    """``warc`` or ``arc``, from the first record's first bytes (``warc`` when they cannot be
+    read: the reader then reports the damage)."""
+    head = b""
+    with (
+        contextlib.suppress(*decode_errors()),
+        open_decoded(fh, "gzip" if codec == "gzip" else "plain") as stream,
+    ):
         head = stream.read(64)
     return "arc" if head.lstrip().startswith(b"filedesc:") else "warc"
 
@@ -238,7 +245,9 @@ def _web_archive_batches(bundle: Bundle, size: int) -> list[Batch]:
     for name, kind, codec, starts, count in cuts:
         mapped = originals.get(name, {})
         for i in range(0, max(len(starts), 1), size):
-            start = starts[i] if starts else 0
+            start = (
+                starts[i] if i else 0
+            )  # the first batch also reads (and reports) what precedes the first record
             end = starts[i + size] if i + size < len(starts) else TO_END
             state: dict[str, Any] = {
                 "format": kind,
@@ -292,7 +301,7 @@ def _cut(
         state = {**state, "damaged": True}
     batches: list[Batch] = []
     for i in range(0, max(len(offsets), 1), size):
-        start = offsets[i] if offsets else 0
+        start = offsets[i] if i else 0  # the first batch also reads what precedes the first record
         end = offsets[i + size] if i + size < len(offsets) else TO_END
         batch_state = dict(state)
         if blocks and start:

@@ -188,9 +188,8 @@ def _archive_files(location: Location, archive_type: ArchiveType) -> tuple[list[
     indexes = {}
     for dump in dumps:
         stem = dump.split(".xml")[0]
-        matches = [
-            i for i in index_files if i.startswith(stem.removesuffix("multistream")) or i.startswith(stem)
-        ]
+        # enwiki-...-multistream.xml.bz2 and enwiki-...-multistream-index.txt.bz2
+        matches = [i for i in index_files if i.startswith(stem)]
         if matches:
             indexes[dump] = matches[0]
     return dumps, indexes

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from services.archives.errors import ArchiveError, BundleError
 from services.archives.formats.jsonl import collection_host
-from services.archives.records import ArchiveRecord, Document, Skip, damaged, skipped
+from services.archives.records import ArchiveRecord, Document, Skip, skipped
 from services.text.errors import BadUrlError
 from services.text.urls import normalize_url
 
@@ -134,7 +134,8 @@ def _row_record(
         else:
             url = normalize_url(f"https://{host}/row/{quote(str(row[key]), safe='')}")
     except (BadUrlError, KeyError, IndexError, ValueError) as exc:
-        return damaged(query.collection, index, fetched_at, Skip.CORRUPT, f"{where}: no usable URL ({exc})")
+        error = f"{query.collection}: {where}: no usable URL ({exc})"
+        return ArchiveRecord("", index, fetched_at, skipped=Skip.CORRUPT, error=error)
     text = str(row.get(query.text_column) or "")
     title = str(row.get(query.title_column) or "") if query.title_column else ""
     if len(text.encode("utf-8", "replace")) > cap:

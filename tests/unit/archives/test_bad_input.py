@@ -224,3 +224,12 @@ def test_a_folder_without_bundle_toml(tmp_path: Path) -> None:
 
     with pytest.raises(BundleError, match=r"bundle\.toml: cannot be read"):
         load_bundle(str(tmp_path / "b"))
+
+
+def test_a_file_that_starts_damaged_still_registers_and_reads_on(tmp_path: Path) -> None:
+    bad_first = gzip.compress(GOOD[0], mtime=0)[:25] + b"\x00" * 40  # a member that does not inflate
+    bundle = make_bundle(tmp_path / "b", WARC_TOML, {"head.warc.gz": bad_first + gz(*GOOD[1:])})
+    records = read_all(bundle)
+    assert urls(records) == [f"http://good.test/{i}" for i in range(1, 4)]
+    (error,) = errors(records)
+    assert error.offset == 0 and "head.warc.gz at byte 0" in error.error
