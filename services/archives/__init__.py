@@ -1,0 +1,19 @@
+"""What an archive holds: web archives, wiki and directory dumps, collections, text, database rows.
+
+Read by the crawler (workers process archive batches as if they had fetched the pages),
+by ingest, by the demo and by the WARC export. Where to look, by the question you bring:
+
+- ``records``: what a reader yields (``ArchiveRecord``: a payload, an extracted document,
+  an alias, or a skip with its reason and, for damage, the file and byte offset).
+- ``bundle``: a bundle's ``bundle.toml`` and files (``load_bundle``).
+- ``sources``: where the bytes are (a folder or ``s3://``, seekable either way).
+- ``compression``: gzip members and decoded views of bz2/gzip from an offset.
+- ``formats/``: one reader per format (``warc``, ``arc``, ``mediawiki`` with ``wikitext``,
+  ``odp``, ``jsonl``, ``text``, ``sql``; ``framing``, ``http`` and ``elements`` are
+  what they share).
+- ``batches``: a bundle cut into batches at registration (``plan_batches``) and one batch
+  read back (``read_batch``).
+- ``export``: stored documents written as WARC 1.1 (``write_warc``).
+
+pyproject.toml's import-linter contract keeps the rooms in this order.
+"""

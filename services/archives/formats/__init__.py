@@ -1,0 +1,1 @@
+"""One reader per archive format, each yielding ``ArchiveRecord``s from a byte range of one file."""
