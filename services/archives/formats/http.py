@@ -20,6 +20,7 @@ import zlib
 
 from services.archives.records import Payload, Skip
 from services.storage.formats.blocks import ContentType, mime_type
+from services.text.extract.content_encoding import ContentDecoder, decode_whole
 
 # Media types that say "some bytes" rather than what they are: the first bytes decide, as the
 # crawler decides for a fetched body of such a type.
@@ -36,7 +37,6 @@ _GENERIC = frozenset(
         "unknown/unknown",
     }
 )
-_AS_SENT = frozenset({"", "identity", "none", "utf-8", "utf8", "binary", "7bit", "8bit"})
 _DROPPED = {"transfer-encoding", "content-encoding"}
 
 
@@ -140,22 +140,18 @@ def dechunk(body: bytes) -> bytes:
 
 
 def decode(body: bytes, encoding: str, cap: int) -> bytes:
-    """Content-Encoding undone with the output capped; ``NotKeptError`` past the cap or for an
-    encoding we cannot read."""
-    encoding = encoding.strip().lower()
-    if encoding in _AS_SENT:
+    """Content-Encoding undone with the output capped, as the crawler decodes a fetched body
+    (``ContentDecoder``: several gzip members, raw deflate, a body labelled compressed but
+    sent plain); ``NotKeptError`` past the cap or for an encoding we cannot read. Bytes that
+    are not the compression they are labelled with are kept as they are."""
+    try:
+        decoder = ContentDecoder(encoding)
+    except ValueError:
+        raise NotKeptError(Skip.CONTENT_ENCODING, encoding.strip().lower()) from None
+    try:
+        out = decode_whole(decoder, body, cap)
+    except zlib.error:
         return body
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        raise NotKeptError(Skip.CONTENT_ENCODING, encoding)
-    if not body or body.lstrip()[:1] == b"<" or body.startswith(b"%PDF-"):
-        return body  # labelled compressed, sent plain
-    for wbits in (16 + zlib.MAX_WBITS, zlib.MAX_WBITS, -zlib.MAX_WBITS):
-        z = zlib.decompressobj(wbits)
-        try:
-            out = z.decompress(body, cap + 1)
-        except zlib.error:
-            continue
-        if len(out) > cap:
-            raise NotKeptError(Skip.TOO_LARGE, encoding)
-        return out
-    return body
+    if len(out) > cap:
+        raise NotKeptError(Skip.TOO_LARGE, encoding.strip().lower())
+    return out

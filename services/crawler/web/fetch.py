@@ -30,12 +30,12 @@ from urllib.parse import urljoin
 
 import aiohttp
 
-from services.crawler.web.content_encoding import ContentDecoder, compressed
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError, is_retryable
 from services.crawler.web.lenient_http import LenientResponse, lenient_get
 from services.crawler.web.tls import crawler_tls
 from services.text.errors import BadUrlError
 from services.text.extract.charset import header_charset
+from services.text.extract.content_encoding import ContentDecoder, compressed
 from services.text.urls import header_href, normalize_url
 
 if TYPE_CHECKING:

@@ -90,3 +90,18 @@ class ContentDecoder:
     def complete(self) -> bool:
         """False when a compressed stream stopped before its end marker (a truncated body)."""
         return self._z is None or self._z.eof or not self._fed
+
+
+def decode_whole(decoder: ContentDecoder, body: bytes, cap: int) -> bytes:
+    """A whole body through ``decoder``: at most ``cap`` + 1 bytes come out, so a caller sees
+    the cap passed without a bomb ever growing past it. ``zlib.error`` for bytes that are not
+    the compression they are labelled with."""
+    parts = [decoder.feed(body, cap)]
+    total = len(parts[0])
+    while total <= cap:
+        more = decoder.more(cap - total)
+        if not more:
+            break
+        parts.append(more)
+        total += len(more)
+    return b"".join(parts)

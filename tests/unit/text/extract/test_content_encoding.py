@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from services.crawler.web.content_encoding import ContentDecoder
+from services.text.extract.content_encoding import ContentDecoder
 
 BODY = b"<html><body>" + b"the same words again " * 500 + b"</body></html>"
 
