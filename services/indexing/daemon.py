@@ -17,8 +17,9 @@ A failed build publishes nothing, so the served index stays (``publish`` activat
 version only in its last transaction). A stop (SIGTERM from systemd) during a build hands
 the row back to ``requested`` for the next daemon and returns at once, leaving no row
 running; the abandoned build thread (``abandoned``) cannot be interrupted and ends with the
-process (its EMR cluster, pooled, stops itself when idle). Metrics never stop a build:
-``MetricsPublisher`` only logs failures.
+process (its EMR cluster, pooled, stops itself when idle). Metrics never stop or slow a
+build: they leave from their own thread (``MetricsPublisher.publish_soon``), and a failure
+is only logged.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ BEAT_EVERY = 10.0  # seconds between a running build's heartbeats (and progress 
 # RDS Multi-AZ failover (typically 60-120 s), during which a live daemon cannot beat.
 STALE_AFTER = 180.0
 AGE_EVERY = 300.0  # IndexAgeSeconds: one data point per 5 minutes (the alarm's period)
+DRAIN = 10.0  # seconds a stopping daemon waits for its last data points to reach CloudWatch
 PROGRESS_LINES = 200  # a build's newest progress lines kept for its row
 
 Build = Callable[..., BuildResult]  # build_index's signature: (settings, *, progress, report)
@@ -148,6 +150,8 @@ class IndexDaemon:
             self.close()
 
     def close(self) -> None:
+        """Release the database; let the last data points leave (at most ``DRAIN`` seconds)."""
+        self.metrics.drain(DRAIN)
         self.engine.dispose()
 
     def step(self) -> BuildView | None:
@@ -156,7 +160,7 @@ class IndexDaemon:
         for dead in self._transaction(lambda s: builds.fail_stale(s, now, STALE_AFTER)):
             self.counters["died"] += 1
             log.warning("index build %d failed: %s", dead.id, dead.error)
-            self.metrics.publish(Datum(INDEX_BUILD_FAILURES, 1))
+            self.metrics.publish_soon(Datum(INDEX_BUILD_FAILURES, 1))
         every = self.settings.index.index_every
         added = self._transaction(lambda s: builds.schedule_if_due(s, now, every, self.started_at))
         if added is not None:
@@ -229,10 +233,10 @@ class IndexDaemon:
 
         ended = self._retrying(lambda: self._transaction(finish), f"ending index build {build.id}")
         if state == BuildState.SUCCEEDED:
-            self.metrics.publish(Datum(INDEX_BUILDS_SUCCEEDED, 1))
+            self.metrics.publish_soon(Datum(INDEX_BUILDS_SUCCEEDED, 1))
             self._quietly(lambda: self._publish_age(now, force=True), "index age")
         else:
-            self.metrics.publish(Datum(INDEX_BUILD_FAILURES, 1))
+            self.metrics.publish_soon(Datum(INDEX_BUILD_FAILURES, 1))
         return ended
 
     def _hand_back(self, build: BuildView, progress: Progress) -> BuildView | None:
@@ -260,7 +264,7 @@ class IndexDaemon:
             active = active_index(session)
             created = None if active is None else active.created_at
         if created is not None:
-            self.metrics.publish(Datum(INDEX_AGE, max(0.0, now - created), "Seconds"))
+            self.metrics.publish_soon(Datum(INDEX_AGE, max(0.0, now - created), "Seconds"))
 
     def _pause(self, seconds: float) -> None:
         self._wake.wait(seconds)
