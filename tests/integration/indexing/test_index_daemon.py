@@ -155,9 +155,15 @@ def test_a_requested_build_is_built_published_and_reported(indexer: Settings, mo
     assert 0 <= sums[INDEX_AGE] < 600  # just published
 
 
-def test_two_daemons_and_one_request_make_one_build(indexer: Settings, metrics: MetricsPublisher) -> None:
+class Refusing:
+    def put_metric_data(self, **_: object) -> None:
+        raise RuntimeError("AccessDenied")
+
+
+def test_two_daemons_and_one_request_make_one_build(indexer: Settings) -> None:
     write_corpus(open_blobstore(indexer.blob_url), indexer.database_url, CORPUS)
-    daemons = [IndexDaemon(indexer, metrics=metrics, poll=0.01, beat_every=0.05) for _ in range(2)]
+    refusing = MetricsPublisher("Nimbus", "test", Refusing)  # CloudWatch says no: builds go on
+    daemons = [IndexDaemon(indexer, metrics=refusing, poll=0.01, beat_every=0.05) for _ in range(2)]
     threads = [threading.Thread(target=d.run) for d in daemons]
     for thread in threads:
         thread.start()
@@ -173,6 +179,7 @@ def test_two_daemons_and_one_request_make_one_build(indexer: Settings, metrics: 
     (row,) = _rows(indexer)
     assert row.id == asked and row.worker == next(d.worker for d in daemons if d.counters["builds"])
     assert _active(indexer)[1] == 1
+    assert refusing.failures >= 1  # the build's outcome, at least, was refused
 
 
 @pytest.mark.mariadb
