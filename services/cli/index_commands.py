@@ -111,12 +111,19 @@ def daemon(args: argparse.Namespace, settings: Settings) -> int:
     """Until SIGTERM (systemd) or Ctrl-C: both stop it cleanly, handing a running build back."""
     import os
     import signal
+    import threading
 
     from services.indexing.daemon import IndexDaemon
 
     indexer = IndexDaemon(settings, echo=True)
+
+    def stop(*_: object) -> None:
+        # From another thread: the handler interrupts the main thread, which may hold the
+        # very lock stop() takes (Event.set), and would wait for itself.
+        threading.Thread(target=indexer.stop, name="stop").start()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: indexer.stop())
+        signal.signal(signum, stop)
     every = settings.index.index_every
     print(
         f"index daemon {indexer.worker}: builds on request"

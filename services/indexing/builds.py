@@ -228,7 +228,7 @@ def finish(
             finished_at=now,
             heartbeat_at=now,
             segment=segment,
-            error=error,
+            error=error[:MAX_PROGRESS_CHARS],
             progress=progress[-MAX_PROGRESS_CHARS:],
         )
         .execution_options(synchronize_session=False),
