@@ -11,6 +11,7 @@ embedded default) nothing is sent.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from typing import Any
 from services.config import Settings
 
 log = logging.getLogger(__name__)
+
+SOON_QUEUE = 100  # data points waiting for the sender thread at most (about 1.5 h of one a minute)
 
 # Metric names the stack's alarms and dashboard use (infra/nimbus.yaml): renaming one here
 # silences its alarm, so they are constants shared by publishers and template tests.
@@ -46,6 +49,11 @@ class MetricsPublisher:
         self._client: Any = None
         self._lock = threading.Lock()
         self.failures = 0
+        self.dropped = 0  # data points publish_soon could not queue
+        self._soon: queue.Queue[tuple[Datum, ...]] = queue.Queue(SOON_QUEUE)
+        self._pending = 0  # queued by publish_soon and not yet sent or refused
+        self._idle = threading.Condition()
+        self._sender: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
@@ -71,15 +79,56 @@ class MetricsPublisher:
             return False
         return True
 
+    def publish_soon(self, *data: Datum) -> bool:
+        """``publish`` from a thread of its own, so that a slow or unreachable CloudWatch never
+        holds up the caller (a committer that must renew its lease every few seconds, an
+        indexer heartbeating its build). Calls go out one at a time, in order; False (and a
+        warning) when off, or when the queue is full and ``data`` is dropped."""
+        if not self.enabled or not data:
+            return False
+        with self._idle:
+            try:
+                self._soon.put_nowait(data)
+            except queue.Full:
+                self.dropped += len(data)
+                log.warning("CloudWatch is not keeping up: %d data points dropped", len(data))
+                return False
+            self._pending += 1
+            if self._sender is None:
+                self._sender = threading.Thread(target=self._send_queued, name="cloudwatch", daemon=True)
+                self._sender.start()
+        return True
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until everything ``publish_soon`` queued was sent or refused (a clean stop);
+        False when ``timeout`` seconds passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def _send_queued(self) -> None:
+        while True:
+            data = self._soon.get()
+            self.publish(*data)
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+
 
 def metrics_publisher(settings: Settings) -> MetricsPublisher:
     """The publisher of this process's settings (off unless NIMBUS_CLOUDWATCH_NAMESPACE is set)."""
 
     def client() -> Any:
         import boto3
+        from botocore.config import Config
 
+        # Seconds, not boto's minutes (60 s timeouts, retried): an unreachable endpoint costs
+        # each call about half a minute at most, and the next one is tried as usual.
+        bounded = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "max_attempts": 2})
         return boto3.client(
-            "cloudwatch", region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url
+            "cloudwatch",
+            region_name=settings.aws_region,
+            endpoint_url=settings.aws_endpoint_url,
+            config=bounded,
         )
 
     return MetricsPublisher(settings.deploy.cloudwatch_namespace, settings.deploy.stack_name, client)

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 
 from services.admin import operations
 from services.admin.deps import AdminDep, may_change, may_read
-from services.admin.operations import BuildView, Commanded, CrawlCommand, HostsChanged, Seeded
+from services.admin.operations import Commanded, CrawlCommand, HostsChanged, Seeded
 from services.admin.schemas import (
     BlockRequest,
     BuildsResponse,
@@ -26,6 +26,8 @@ from services.admin.schemas import (
     errors,
 )
 from services.admin.status import cluster_status
+from services.indexing import builds
+from services.indexing.builds import BuildView
 
 # Who the API records as having asked for a build (index_builds.requested_by).
 REQUESTED_BY = "admin"
@@ -121,7 +123,7 @@ def index_now(admin: AdminDep) -> BuildView:
     """What ``nimbus index now`` does: a ``requested`` build the indexer takes when it next
     looks (oldest first). 202: asked, not built; ``GET /admin/api/index`` follows it."""
     with admin.sessions().begin() as session:
-        return operations.request_index_build(session, REQUESTED_BY, time.time())
+        return builds.request_build(session, REQUESTED_BY, time.time())
 
 
 @reads.get("/index", response_model=BuildsResponse, summary="the recent index builds")
@@ -133,4 +135,4 @@ def index_status(
 ) -> BuildsResponse:
     """What ``nimbus index status`` prints: the recent builds, asked for, running or ended."""
     with admin.sessions()() as session:
-        return BuildsResponse(builds=operations.recent_index_builds(session, limit))
+        return BuildsResponse(builds=builds.recent_builds(session, limit))

@@ -13,7 +13,6 @@ Every function runs in the caller's transaction.
 
 from __future__ import annotations
 
-import time
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,14 +20,12 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.admin.errors import OperatorInputError
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
 from services.storage.sql.engines import make_engine, session_factory
-from services.storage.sql.models import IndexBuild
 from services.storage.sql.schema import init_db
 from services.text.errors import BadUrlError
 from services.text.urls import MAX_URL_LENGTH, bare_host, normalize_url
@@ -200,57 +197,6 @@ class CrawlStatus:
         return said
 
 
-@dataclass(frozen=True)
-class BuildView:
-    """One row of ``index_builds`` as the operator sees it."""
-
-    id: int
-    state: str
-    requested_at: float
-    requested_by: str
-    runner: str = ""
-    started_at: float | None = None
-    heartbeat_at: float | None = None
-    finished_at: float | None = None
-    worker: str = ""
-    segment: str = ""
-    progress: str = ""
-    error: str = ""
-
-    @classmethod
-    def of(cls, row: IndexBuild) -> BuildView:
-        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
-
-    def requested_lines(self) -> list[str]:
-        """What ``nimbus index now`` says."""
-        return [
-            f"index build {self.id} requested: the indexer starts it when it next looks; "
-            "`nimbus index status` follows it"
-        ]
-
-    def line(self) -> str:
-        what = self.segment or self.error or self.progress
-        return (
-            f"{self.id:>6d} {self.state:10s} {_when(self.requested_at):20s} {self.requested_by[:12]:12s} "
-            f"{_when(self.finished_at):20s} {what[:100]}"
-        ).rstrip()
-
-
-def builds_lines(builds: Sequence[BuildView]) -> list[str]:
-    """What ``nimbus index status`` prints: the recent builds, newest first."""
-    if not builds:
-        return ["no index builds yet: `nimbus index now` asks for one"]
-    header = (
-        f"{'build':>6s} {'state':10s} {'requested (UTC)':20s} {'by':12s} {'finished (UTC)':20s} "
-        "segment / error / progress"
-    )
-    return [header, *(b.line() for b in builds)]
-
-
-def _when(at: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) if at else "-"
-
-
 # ------------------------------------------------------------------ the database
 @contextmanager
 def database(url: str) -> Iterator[sessionmaker[Session]]:
@@ -297,22 +243,6 @@ def crawl_status(session: Session, now: float, beat_every: float) -> CrawlStatus
         blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
         paused=heartbeat.control(session).paused,
     )
-
-
-# Index builds: the indexer (services/indexing) takes `requested` rows, oldest first. These two
-# stand in for the indexing package's own queue functions until they land; then they call them.
-def request_index_build(session: Session, requested_by: str, now: float) -> BuildView:
-    """A ``requested`` row for the indexer to take (``nimbus index now``, ``POST /admin/api/index``)."""
-    row = IndexBuild(state="requested", requested_at=now, requested_by=requested_by[:255])
-    session.add(row)
-    session.flush()  # its id
-    return BuildView.of(row)
-
-
-def recent_index_builds(session: Session, limit: int = RECENT_BUILDS) -> list[BuildView]:
-    """The newest ``limit`` builds, asked for, running or ended."""
-    rows = session.scalars(select(IndexBuild).order_by(IndexBuild.id.desc()).limit(limit))
-    return [BuildView.of(row) for row in rows]
 
 
 def to_json(record: Any) -> dict[str, Any]:

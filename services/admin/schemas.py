@@ -17,9 +17,9 @@ from services.admin.operations import (
     MAX_REASON_CHARS,
     MAX_URLS,
     BlockedLine,
-    BuildView,
 )
 from services.crawler.cluster.heartbeat import NodeView
+from services.indexing.builds import BuildView
 from services.search.http.schemas import ErrorDetail
 from services.text.urls import MAX_URL_LENGTH
 

@@ -34,8 +34,9 @@ from services.errors import NimbusError
 
 __all__ = ["DEFAULT_DATA", "main"]
 
-# Groups whose bare form is one of their subcommands: `nimbus crawl URL...` is `nimbus crawl run URL...`.
-DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT}
+# Groups whose bare form is one of their subcommands: `nimbus crawl URL...` is `nimbus crawl run URL...`,
+# `nimbus index --runner emr` is `nimbus index build --runner emr`.
+DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT, "index": index_commands.DEFAULT}
 
 # The AWS stack's commands need AWS credentials, not the database's password.
 _NO_DATABASE = {"deploy", "destroy", "tunnel"}

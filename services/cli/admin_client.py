@@ -16,6 +16,7 @@ import ipaddress
 import json
 import ssl
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -217,15 +218,18 @@ def crawl_unblock(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def index_now(args: argparse.Namespace, settings: Settings) -> int:
-    build = operations.from_json(operations.BuildView, client(args, settings).post("index"))
-    return _say(build.requested_lines())
+    from services.indexing.builds import BuildView
+    from services.indexing.daemon import POLL
+
+    build = operations.from_json(BuildView, client(args, settings).post("index"))
+    return _say(build.asked_lines(POLL))
 
 
 def index_status(args: argparse.Namespace, settings: Settings) -> int:
-    answer = client(args, settings).get("index")
-    return _say(
-        operations.builds_lines([operations.from_json(operations.BuildView, b) for b in answer["builds"]])
-    )
+    from services.indexing.builds import BuildView, status_lines
+
+    answer = client(args, settings).get("index", {"limit": str(getattr(args, "last", 10))})
+    return _say(status_lines([operations.from_json(BuildView, b) for b in answer["builds"]], time.time()))
 
 
 HINT = (

@@ -24,6 +24,14 @@ class DeploySettings:
     emr_service_role: str = ""
     emr_instance_profile: str = ""
     emr_subnet: str = ""
+    # The stack's EMR-managed security groups (master, core/task nodes, service access in a
+    # private subnet): named so EMR does not create its own, which would block deleting the VPC.
+    emr_master_sg: str = ""
+    emr_slave_sg: str = ""
+    emr_service_sg: str = ""
+    # s3://ARTIFACTS/releases/<version>-<digest12>/: this release's bundle (wheel, wheelhouse,
+    # hash-pinned requirements), which EMR nodes install instead of a wheel built from a checkout.
+    release_url: str = ""
     # CloudWatch custom metrics (services/cloudwatch.py): the namespace processes publish to
     # ("" publishes nothing: the embedded default), with the stack's name as their dimension,
     # which the stack's alarms and dashboard read.

@@ -25,6 +25,9 @@ class IndexSettings:
     # before it (a service still on the previous version keeps it); older ones are
     # deleted, with their index_versions rows. 0 keeps every segment.
     keep_segments: int = 2
+    # `nimbus index daemon`: seconds between scheduled builds (counted from the last build
+    # asked for, or the active index's publication); 0: only builds someone asks for.
+    index_every: int = 86400
 
     # Ranking computed at build time (query-time weights are in SearchSettings).
     near_duplicates: bool = True  # fold pages whose terms are >= 90 % the same (text/minhash.py)
@@ -47,6 +50,10 @@ class IndexSettings:
             raise SettingsError(f"NIMBUS_PAGERANK_ENGINE={self.pagerank_engine!r}: use memory or mapreduce")
         if self.keep_segments < 0:
             raise SettingsError(f"NIMBUS_KEEP_SEGMENTS={self.keep_segments}: use 0 (keep all) or more")
+        if self.index_every < 0:
+            raise SettingsError(
+                f"NIMBUS_INDEX_EVERY={self.index_every}: use 0 (only on request) or more seconds"
+            )
         if self.pagerank_level not in {"page", "host"}:
             raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")
         if not 0.0 < self.pagerank_damping < 1.0:

@@ -18,6 +18,7 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,12 +28,13 @@ from sqlalchemy.orm import Session
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
 from services.config import Settings
+from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
-from services.indexing.runner import run_job, show_emr_progress
+from services.indexing.runner import run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
@@ -69,12 +71,19 @@ class BuildResult:
     near_duplicates: int = 0  # documents folded into a near-identical one (services.text.analysis.minhash)
 
 
-def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
-    """Run the MapReduce jobs over the crawl and publish the result as the active index."""
+def build_index(
+    settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
+) -> BuildResult:
+    """Run the MapReduce jobs over the crawl and publish the result as the active index.
+
+    Progress lines (stages, counts, EMR's cluster and step states) go to stderr, or to
+    ``report`` when given (the indexer's daemon keeps them in the build's row)."""
     started = time.monotonic()
 
     def say(message: str) -> None:
-        if progress:
+        if report is not None:
+            report(f"build: {message}")
+        elif progress:
             print(f"build: {message}", file=sys.stderr, flush=True)
 
     engine = make_engine(settings.database_url)
@@ -99,7 +108,8 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
             f"runner {settings.index.mr_runner}, scratch {scratch}"
         )
 
-        show_emr_progress(progress and settings.index.mr_runner == "emr")
+        if settings.index.mr_runner == "emr" and (progress or report is not None):
+            show_emr_progress(say)
         say("1/4 link graph and in-link anchor text")
         links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl", scratch=scratch)
         say(
@@ -181,6 +191,7 @@ def build_index(settings: Settings, *, progress: bool = True) -> BuildResult:
         )
         shutil.rmtree(scratch, ignore_errors=True)
     finally:
+        show_emr_progress(None)
         engine.dispose()
 
     result = BuildResult(

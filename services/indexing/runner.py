@@ -6,8 +6,9 @@ Subprocess and cluster tasks import this project from a zip shipped with
 ``--py-files`` (without it they fail with ``No module named 'services'``):
 ``mapreduce/`` and the ground-floor packages it imports (``TASK_PACKAGES``),
 nothing of the crawler, the search service or this driver. Third-party packages (numpy, PyStemmer,
-boto3) must already be installed where tasks run: on EMR through a
-bootstrap action in mrjob.conf.
+boto3) must already be installed where tasks run: on EMR by the cluster's bootstrap
+actions (``emr_options``), which install the release bundle when there is one, and then
+no zip is shipped.
 
 Output is streamed into a file (one ``JSON key \\t JSON value`` line per
 row), never held in memory, so the PageRank driver can pass one iteration's
@@ -32,9 +33,9 @@ from mrjob.job import MRJob
 
 from mapreduce.record_job import RecordBlockJob
 from services.config import Settings
+from services.indexing.emr_options import emr_args
 from services.indexing.errors import JobError
 from services.malloc import malloc_env
-from services.release import build_wheel
 
 Counters = dict[str, dict[str, int]]
 
@@ -154,12 +155,13 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
             f"NIMBUS_MR_RUNNER=emr needs the record blocks in S3, but NIMBUS_BLOB_URL is "
             f"{settings.blob_url!r}: use s3://bucket/prefix, or the local runner"
         )
-    zip_path = scratch / "nimbus-packages.zip"
-    if not zip_path.exists():
-        package_zip(zip_path)
-    args += ["--py-files", str(zip_path)]
     if runner == "emr":
         args += emr_args(settings, scratch)
+    if not (runner == "emr" and settings.deploy.release_url):  # a release holds the packages
+        zip_path = scratch / "nimbus-packages.zip"
+        if not zip_path.exists():
+            package_zip(zip_path)
+        args += ["--py-files", str(zip_path)]
     env = {**TASK_ENV, **(LOCAL_TASK_ENV if runner == "local" else {})}
     for name, value in env.items():
         args += ["--cmdenv", f"{name}={value}"]
@@ -168,78 +170,6 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
         # recompiling mrjob for every task (docs/performance-notes.md). EMR keeps the bootstrap.
         args.append("--no-bootstrap-mrjob")
     return args
-
-
-EMR_PYTHON = "python3.11"  # the Python the jobs are written for (Amazon Linux 2023 has it)
-
-
-def emr_args(settings: Settings, scratch: Path) -> list[str]:
-    """mrjob's EMR options: where, with which roles, on which release, with which code.
-
-    The cluster's nodes install this checkout's wheel (uploaded by mrjob: the
-    ``#`` suffix) into Python 3.11, so tasks import exactly this code and its
-    pinned dependencies; the task zip (``--py-files``) is on their path too.
-    With ``aws_endpoint_url`` set (moto in the tests) every client goes there,
-    and mrjob polls without waiting or reading logs an emulator does not keep.
-    """
-    missing = [
-        name
-        for name, value in (
-            ("NIMBUS_EMR_SERVICE_ROLE", settings.deploy.emr_service_role),
-            ("NIMBUS_EMR_INSTANCE_PROFILE", settings.deploy.emr_instance_profile),
-            ("AWS_REGION", settings.aws_region),
-        )
-        if not value
-    ]
-    if missing:
-        raise JobError(
-            f"the emr runner needs {', '.join(missing)}: take them from the stack's outputs "
-            "(nimbus deploy prints EmrServiceRole, EmrInstanceProfile, EmrSubnetId, Region)"
-        )
-    bucket = urlparse(settings.blob_url).netloc
-    built = sorted((scratch / "dist").glob("nimbus_search-*.whl"))  # one wheel per build
-    wheel = built[-1] if built else build_wheel(scratch / "dist").wheel
-    args = [
-        "--region", str(settings.aws_region),
-        "--cloud-tmp-dir", f"s3://{bucket}/emr/tmp/",
-        "--release-label", settings.index.emr_release_label,
-        "--application", "Hadoop",
-        "--iam-service-role", settings.deploy.emr_service_role,
-        "--iam-instance-profile", settings.deploy.emr_instance_profile,
-        "--instance-type", settings.index.emr_instance_type,
-        "--num-core-instances", str(settings.index.emr_core_instances),
-        "--python-bin", EMR_PYTHON,
-        "--bootstrap", f"sudo dnf install -y -q {EMR_PYTHON} {EMR_PYTHON}-pip",
-        "--bootstrap", f"sudo {EMR_PYTHON} -m pip install --quiet {wheel}#",
-        "--tag", "nimbus=index-build",
-        # One cluster for the whole build: every job of it (and each PageRank iteration) joins
-        # the pool instead of paying a cluster's start-up; idle, it shuts itself down.
-        "--pool-clusters", "--pool-name", f"nimbus-{scratch.name}", "--max-mins-idle", "10",
-    ]  # fmt: skip
-    if settings.deploy.emr_subnet:
-        args += ["--subnet", settings.deploy.emr_subnet]
-    if settings.aws_endpoint_url:
-        url = settings.aws_endpoint_url
-        args += ["--emr-endpoint", url, "--s3-endpoint", url, "--iam-endpoint", url, "--ec2-endpoint", url]
-        args += ["--check-cluster-every", "1", "--cloud-fs-sync-secs", "0", "--no-read-logs"]
-    return args
-
-
-class _EmrProgress(logging.Handler):
-    """mrjob's EMR progress lines (cluster state, step state, elapsed) on stderr, prefixed."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        print(f"build:     emr: {record.getMessage().strip()}", file=sys.stderr, flush=True)
-
-
-def show_emr_progress(enabled: bool) -> None:
-    """While an EMR build runs, print what mrjob reports of the cluster and its steps."""
-    logger = logging.getLogger("mrjob")
-    for handler in [h for h in logger.handlers if isinstance(h, _EmrProgress)]:
-        logger.removeHandler(handler)
-    if enabled:
-        logger.addHandler(_EmrProgress(logging.INFO))
-        logger.setLevel(logging.INFO)
 
 
 def store_args(settings: Settings) -> list[str]:

@@ -49,3 +49,29 @@ def test_a_refused_call_is_counted_and_never_raised() -> None:
     assert publisher.publish(Datum(PAGES_COMMITTED, 1)) is False
     assert publisher.publish(Datum(PAGES_COMMITTED, 1)) is False
     assert publisher.failures == 2
+
+
+def test_publish_soon_never_waits_for_a_hung_cloudwatch() -> None:
+    import threading
+
+    from services.cloudwatch import SOON_QUEUE
+
+    entered, release = threading.Event(), threading.Event()
+    sent: list[float] = []
+
+    class Hung:
+        def put_metric_data(self, Namespace: str, MetricData: list[dict]) -> None:  # noqa: N803 - boto3's names
+            entered.set()
+            release.wait(30)
+            sent.extend(d["Value"] for d in MetricData)
+
+    publisher = MetricsPublisher("Nimbus", "prod", Hung)
+    # One call in flight, SOON_QUEUE waiting: returned at once each time; the next is dropped.
+    assert publisher.publish_soon(Datum(PAGES_COMMITTED, 0))
+    assert entered.wait(30)
+    assert all(publisher.publish_soon(Datum(PAGES_COMMITTED, i)) for i in range(1, SOON_QUEUE + 1))
+    assert not publisher.drain(0.05)
+    assert publisher.publish_soon(Datum(PAGES_COMMITTED, -1)) is False and publisher.dropped == 1
+    release.set()
+    assert publisher.drain(30)
+    assert sent == list(range(SOON_QUEUE + 1))  # in order, none lost but the dropped one

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
+from services.cloudwatch import PAGES_COMMITTED, Datum, MetricsPublisher, metrics_publisher
 from services.config import Settings
 from services.crawler.cluster import election, heartbeat
 from services.crawler.cluster.heartbeat import Beat
@@ -42,14 +43,56 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 LEASE_BEATS = 3  # the committer lease outlives this many missed beats before a standby takes it
 IDLE_POLL = 0.2  # seconds between looks for acknowledged batches when there were none
+PAGES_EVERY = 60.0  # PagesCommitted: one data point a minute (the crawl-stalled alarm's period)
+
+
+class PagesMeter:
+    """PagesCommitted, which the stack's "crawl stalled" alarm reads: the pages the elected
+    committer committed since its previous data point, every ``every`` seconds, 0 included,
+    so a stalled crawl shows as 0 and not as missing data.
+
+    Nothing is published while this committer stands by (the elected one counts) or while
+    the crawl is paused (a paused crawl commits nothing on purpose): the alarm treats
+    missing data as not breaching. Counting starts afresh when either ends. The data points
+    leave from the publisher's own thread: CloudWatch never holds up a commit."""
+
+    def __init__(self, publisher: MetricsPublisher, every: float = PAGES_EVERY) -> None:
+        self.publisher = publisher
+        self.every = every
+        self.since: float | None = None  # start of the interval being counted; None: not counting
+        self.base = 0  # the committer's pages counter at ``since``
+
+    def tick(self, now: float, pages: int, *, counting: bool) -> None:
+        """Called from the commit loop: ``pages`` is the committer's running total."""
+        if not counting:
+            self.since = None
+        elif self.since is None:
+            self.since, self.base = now, pages
+        elif now - self.since >= self.every:
+            self.publisher.publish_soon(Datum(PAGES_COMMITTED, pages - self.base))
+            self.since, self.base = now, pages
+
+    def flush(self, pages: int) -> None:
+        """At a stop: the pages of the interval under way, if it counted any."""
+        if self.since is not None and pages > self.base:
+            self.publisher.publish_soon(Datum(PAGES_COMMITTED, pages - self.base))
+            self.since, self.base = None, pages
 
 
 class CommitterNode:
     """One committer process: elected or standing by (module docstring)."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+        metrics: MetricsPublisher | None = None,
+    ) -> None:
         self.settings = settings
         self.clock = clock
+        self.metrics = metrics if metrics is not None else metrics_publisher(settings)
+        self.pages_meter = PagesMeter(self.metrics)
         self.engine = make_engine(settings.database_url)
         init_db(self.engine)
         self.sessions = session_factory(self.engine)
@@ -142,6 +185,8 @@ class CommitterNode:
                     if self.control.stops(self.started_at):
                         log.warning("stopping: `nimbus crawl stop` was asked")
                         return
+                counting = bool(self.term) and not self.control.paused
+                self.pages_meter.tick(self.clock(), self.counters["pages"], counting=counting)
                 if not self.term:
                     self.stop.wait(min(IDLE_POLL * 5, self.settings.crawl.heartbeat_seconds / 2))
                     continue
@@ -160,6 +205,7 @@ class CommitterNode:
                         return
                 self.stop.wait(IDLE_POLL)
         finally:
+            self.pages_meter.flush(self.counters["pages"])
             try:
                 self._transaction(
                     lambda s: election.release(s, election.COMMITTER, self.node_id), "releasing the lease"
@@ -170,6 +216,7 @@ class CommitterNode:
             if metrics is not None:
                 metrics.close()
             self.engine.dispose()
+            self.metrics.drain(10.0)  # the last data point, on its way (seconds at most)
 
 
 def _acked(session: Session) -> int:

@@ -80,7 +80,7 @@ def test_every_operator_command_works_from_a_laptop_without_a_route_to_the_datab
         assert not control.paused and control.stop_requested_at > now
         builds = session.scalars(select(IndexBuild)).all()
         assert [(b.state, b.requested_by) for b in builds] == [("requested", "admin")]
-        assert asked.stdout.startswith(f"index build {builds[0].id} requested")
+        assert asked.stdout.startswith(f"index build {builds[0].id} asked for: ")
 
     # migrate: on the stack's indexer through SSM Run Command (moto runs nothing: it reports success).
     stack = make_stack(moto_server, {"indexer": 1})

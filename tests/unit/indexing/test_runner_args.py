@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import grimp
 import pytest
+from moto import mock_aws
 
 from services.config import Settings
 from services.indexing.runner import (
@@ -114,3 +118,64 @@ def test_rows_round_trip_through_the_job_format(tmp_path: Path) -> None:
     assert write_rows(tmp_path / "out", iter(rows)) == 3
     assert list(read_rows(tmp_path / "out")) == rows
     assert (tmp_path / "out").read_text().count("\n") == 3
+
+
+EMR_STACK = {
+    "mr_runner": "emr",
+    "blob_url": "s3://b/p",
+    "emr_service_role": "svc",
+    "emr_instance_profile": "prof",
+    "aws_region": "us-east-1",
+}
+
+
+@pytest.fixture
+def release_bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A release bundle's files in a moto bucket (the fake credentials moto wants)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="artifacts")
+        s3.put_object(
+            Bucket="artifacts", Key="releases/0.1.0-abc/requirements.txt", Body=b"x==1 --hash=sha256:0"
+        )
+        yield s3
+
+
+def test_with_a_release_the_nodes_install_it_from_s3_and_never_pypi(tmp_path: Path, release_bucket) -> None:
+    settings = Settings.of(**EMR_STACK, release_url="s3://artifacts/releases/0.1.0-abc")
+    emr = runner_args(settings, tmp_path)
+    bootstrap = [emr[i + 1] for i, arg in enumerate(emr) if arg == "--bootstrap"]
+    assert bootstrap == [
+        "sudo dnf install -y -q python3.11 python3.11-pip",
+        "aws s3 cp --recursive --only-show-errors --region us-east-1 "
+        "s3://artifacts/releases/0.1.0-abc/ /tmp/nimbus-release/",
+        "cd /tmp/nimbus-release && sudo python3.11 -m pip install --quiet --disable-pip-version-check "
+        "--no-index --find-links /tmp/nimbus-release/wheelhouse --require-hashes "
+        "-r /tmp/nimbus-release/requirements.txt",
+    ]
+    # Tasks import the installed release (mrjob too): no zip from this machine, no wheel built.
+    assert "--py-files" not in emr and "--no-bootstrap-mrjob" in emr
+    assert not (tmp_path / "dist").exists()
+    missing = settings.with_overrides(release_url="s3://artifacts/releases/0.2.0-def/")
+    with pytest.raises(JobError, match=r"no release bundle at s3://artifacts/releases/0.2.0-def/"):
+        runner_args(missing, tmp_path)
+    with pytest.raises(JobError, match="NIMBUS_RELEASE_URL='/srv/release'"):
+        runner_args(settings.with_overrides(release_url="/srv/release"), tmp_path)
+
+
+def test_the_stacks_emr_security_groups_go_to_run_job_flow(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "nimbus_search-0.1.0-py3-none-any.whl").write_bytes(b"")
+    groups = {"emr_master_sg": "sg-m", "emr_slave_sg": "sg-s", "emr_service_sg": "sg-a"}
+    emr = runner_args(Settings.of(**EMR_STACK, **groups), tmp_path)
+    params = [emr[i + 1] for i, arg in enumerate(emr) if arg == "--extra-cluster-param"]
+    assert params == [
+        "Instances.EmrManagedMasterSecurityGroup=sg-m",
+        "Instances.EmrManagedSlaveSecurityGroup=sg-s",
+        "Instances.ServiceAccessSecurityGroup=sg-a",
+    ]
+    assert "--extra-cluster-param" not in runner_args(Settings.of(**EMR_STACK), tmp_path)
+    with pytest.raises(JobError, match="NIMBUS_EMR_MASTER_SG and NIMBUS_EMR_SLAVE_SG together"):
+        runner_args(Settings.of(**EMR_STACK, emr_master_sg="sg-m"), tmp_path)
