@@ -267,4 +267,3 @@ class IndexBuild(Base):
     segment: Mapped[str] = mapped_column(String(255), default="")
     progress: Mapped[str] = mapped_column(Text, default="")
     error: Mapped[str] = mapped_column(Text, default="")
-
