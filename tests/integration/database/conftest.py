@@ -24,7 +24,8 @@ class DbUser:
     name: str
     password: str
     database: str
-    root: Engine
+    root: Engine  # the server's root user, no database
+    root_url: str  # the root user on the private database
 
     def set_password(self, password: str) -> None:
         with self.root.begin() as conn:
@@ -65,7 +66,7 @@ class DbUser:
 def db_user(mysql_url: str) -> Iterator[DbUser]:
     url = make_url(mysql_url)
     root = create_engine(url.set(database=None))
-    user = DbUser(f"nt_{uuid.uuid4().hex[:10]}", f"pw-{uuid.uuid4().hex}", str(url.database), root)
+    user = DbUser(f"nt_{uuid.uuid4().hex[:10]}", f"pw-{uuid.uuid4().hex}", str(url.database), root, mysql_url)
     with root.begin() as conn:
         conn.execute(text(f"CREATE USER '{user.name}'@'%' IDENTIFIED BY :pw"), {"pw": user.password})
         conn.execute(text(f"GRANT ALL ON `{user.database}`.* TO '{user.name}'@'%'"))
