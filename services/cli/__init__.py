@@ -18,6 +18,7 @@ import sys
 from services.aws_database import resolve_database_url
 from services.cli import (
     crawl_commands,
+    db_commands,
     demo_commands,
     deploy_commands,
     eval_commands,
@@ -35,6 +36,8 @@ DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT}
 
 # The AWS stack's commands need AWS credentials, not the database's password.
 _NO_DATABASE = {"deploy", "destroy"}
+# Schema changes and users: the master user's (NIMBUS_DATABASE_ADMIN_SECRET), not the role's.
+_AS_MASTER = {"migrate", "db"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", required=True)
     crawl_commands.add_parser(commands)
     index_commands.add_parsers(commands)
+    db_commands.add_parsers(commands)
     serve_command.add_parser(commands)
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
@@ -67,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         place_extras(args, extras)
         settings = Settings.from_env()
         if args.command not in _NO_DATABASE:
-            settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
+            # On AWS: the URL names the secret each connection reads (the master's to migrate).
+            settings = resolve_database_url(settings, admin=args.command in _AS_MASTER)
         code: int = args.handler(args, settings)
         return code
     except NimbusError as exc:

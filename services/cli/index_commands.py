@@ -1,4 +1,4 @@
-"""`nimbus index` and `nimbus migrate`: the published index and the database schema it reads."""
+"""`nimbus index`: the published index (`nimbus migrate`, the schema it reads: db_commands)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from services.config import Settings
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``nimbus index`` and ``nimbus migrate``."""
+    """``nimbus index``."""
     index_ = commands.add_parser(
         "index",
         help="build the index and PageRank with MapReduce and publish",
@@ -22,15 +22,6 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     index_.add_argument("--quiet", action="store_true", help="no progress on stderr")
     leaf(index_, index)
 
-    migrate_ = commands.add_parser(
-        "migrate",
-        help="bring the database schema to this release's (Alembic, under a lock)",
-        description="Bring the database schema to this release's (Alembic), under a lock, so "
-        "instances starting together against one database are safe.",
-    )
-    migrate_.add_argument("--database-url", help="the database (default: NIMBUS_DATABASE_URL)")
-    leaf(migrate_, migrate)
-
 
 def index(args: argparse.Namespace, settings: Settings) -> int:
     from services.indexing.build import build_index
@@ -41,22 +32,4 @@ def index(args: argparse.Namespace, settings: Settings) -> int:
         f"({result.near_duplicates} near-duplicates folded), {result.num_terms} terms, "
         f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
     )
-    return 0
-
-
-def migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from services.storage.sql.engines import make_engine
-    from services.storage.sql.migrate import upgrade_to_head
-
-    url = args.database_url or settings.database_url
-    engine = make_engine(url)
-    try:
-        done = upgrade_to_head(engine)
-    finally:
-        engine.dispose()
-    where = engine.url.render_as_string(hide_password=True)
-    if done.changed:
-        print(f"migrated {where} from {done.before or 'no schema'} to {done.after}")
-    else:
-        print(f"{where} is at {done.after}, this release's schema: nothing to do")
     return 0
