@@ -112,7 +112,9 @@ def test_a_new_revision_adds_a_column_and_keeps_every_row(url: str, tmp_path: Pa
     assert upgrade_to_head(engine) == Migration("0099", "0099")
     init_db(engine)
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO hosts (host, next_fetch_at, pages, errors) VALUES ('new.test', 0, 1, 0)"))
+        conn.execute(
+            text("INSERT INTO hosts (host, next_fetch_at, pages, errors) VALUES ('new.test', 0, 1, 0)")
+        )
     assert current_revision(engine) == "0099"
     # A revision that is no number after this release's head is not a Nimbus schema: refused.
     with engine.begin() as conn:
