@@ -69,7 +69,6 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "crawl_nodes": READ,
         "crawl_counters": READ,
         "fetch_batches": READ,
-        "role_leases": READ,
         "frontier": WRITE,  # seeds; "recrawl now"
         "crawl_control": WRITE,  # pause, resume, stop
         "blocked_hosts": WRITE_DELETE,  # block, unblock
@@ -78,9 +77,8 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "indexer": {
         "alembic_version": READ,
         "documents": READ,
-        "duplicate_urls": READ,
         "index_versions": WRITE_DELETE,  # publish; prune beyond NIMBUS_KEEP_SEGMENTS
-        "pagerank": WRITE_DELETE,  # replaced at each publish
+        "pagerank": ("SELECT", "INSERT", "DELETE"),  # replaced at each publish
         "index_builds": WRITE,
     },
 }
