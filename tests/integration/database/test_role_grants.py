@@ -230,3 +230,18 @@ def test_only_the_master_changes_the_schema_and_the_grants_follow_it(
     init_db(worker)
     with session_factory(make_engine(roles.urls["search"])).begin() as session:
         session.add(IndexBuild(state="requested", requested_at=time.time(), requested_by="admin"))
+    # A role's own `nimbus migrate` (a unit's ExecStartPre) with nothing to do: fine, grants untouched.
+    assert main(["migrate", "--database-url", roles.urls["worker"], "--user-prefix", roles.prefix]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_secret_of_another_user_is_refused(roles: Roles, moto_server: str, capsys) -> None:
+    secrets = boto3.client("secretsmanager", endpoint_url=moto_server, region_name="us-east-1")
+    arn = secrets.create_secret(
+        Name=f"{roles.prefix}wrong", SecretString='{"username": "admin", "password": "x"}'
+    )["ARN"]
+    args = ["db", "users", "--database-url", roles.root_url, "--user-prefix", roles.prefix]
+    assert main([*args, "--search-secret", arn]) == 2
+    assert f"secret {arn} is for user 'admin', not '{roles.prefix}search'" in capsys.readouterr().err
+    assert main(["db", "users", "--database-url", roles.root_url]) == 2  # no secret at all: say which to give
+    assert "--worker-secret ARN" in capsys.readouterr().err
