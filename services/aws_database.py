@@ -45,6 +45,10 @@ DEFAULT_DATABASE_URL = Settings().database_url
 # changed user name is seen within minutes, long enough that a process opening connections in
 # a burst reads the secret once (a refusal reads it again at once, whatever the age).
 SECRET_TTL = 300.0
+RETRY_AFTER_FAILURE = 30.0  # seconds before a failed read is tried again (the old ones meanwhile)
+# Secrets Manager calls at connect time: short timeouts, few retries (botocore's defaults, 60 s
+# and legacy retries, would hold a new connection for minutes when the endpoint is unreachable).
+CLIENT_CONFIG = {"connect_timeout": 5, "read_timeout": 10, "retries": {"max_attempts": 3, "mode": "standard"}}
 # The URL's query keys naming the secret (make_engine takes them out before PyMySQL sees them).
 SECRET_KEY, REGION_KEY, ENDPOINT_KEY = "nimbus_secret", "nimbus_secret_region", "nimbus_secret_endpoint"
 SECRET_QUERY_KEYS = (SECRET_KEY, REGION_KEY, ENDPOINT_KEY)
@@ -149,6 +153,8 @@ class CachedCredentials:
             if self._value is None or not fall_back:
                 raise
             log.warning("cannot read %s; using the credentials read before", self.name, exc_info=True)
+            # Not again at every new connection while Secrets Manager is out of reach.
+            self._read_at = self.clock() - self.ttl + min(self.ttl, RETRY_AFTER_FAILURE)
             return self._value
         self.fetches += 1
         self._value, self._read_at = value, self.clock()
@@ -278,7 +284,10 @@ def _arn_region(secret: str) -> str | None:
 def _boto3_client(region: str | None, endpoint: str | None) -> Client:
     def make(service: str) -> Any:
         import boto3
+        from botocore.config import Config
 
-        return boto3.client(service, region_name=region, endpoint_url=endpoint)
+        return boto3.client(
+            service, region_name=region, endpoint_url=endpoint, config=Config(**CLIENT_CONFIG)
+        )
 
     return make

@@ -176,11 +176,17 @@ def test_a_refusal_while_the_secret_still_holds_the_refused_password_is_not_retr
 
 
 def test_secrets_manager_out_of_reach_keeps_the_last_credentials() -> None:
-    clock, old = Clock(), Credentials("u", "old")
-    cache = _cache([old, SettingsError("cannot read secret s: throttled")], clock, ttl=1)
+    clock, old, tries = Clock(), Credentials("u", "old"), []
+    cache = _cache([old, SettingsError("cannot read secret s: throttled")], clock, ttl=300)
+    fetch = cache.fetch
+    cache.fetch = lambda: tries.append(clock.now) or fetch()
     assert cache.get() == old
-    clock.now = 5
+    clock.now = 400
     assert cache.get() == old  # stale, but the database may well still take them
+    clock.now = 429
+    assert cache.get() == old and tries == [0, 400]  # not tried again at every new connection
+    clock.now = 430
+    assert cache.get() == old and tries == [0, 400, 430]
     assert cache.after_refusal(old) is None  # refused and unreadable: the refusal stands
     first = _cache([SettingsError("cannot read secret s: AccessDenied")], Clock())
     with pytest.raises(SettingsError, match="AccessDenied"):
