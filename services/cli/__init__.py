@@ -19,6 +19,7 @@ from services.aws_database import resolve_database_url
 from services.cli import (
     admin_client,
     crawl_commands,
+    db_commands,
     demo_commands,
     deploy_commands,
     eval_commands,
@@ -40,6 +41,8 @@ DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT, "index": index_commands.
 
 # The AWS stack's commands need AWS credentials, not the database's password.
 _NO_DATABASE = {"deploy", "destroy", "tunnel"}
+# Schema changes and users: the master user's (NIMBUS_DATABASE_ADMIN_SECRET), not the role's.
+_AS_MASTER = {"migrate", "db"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", required=True)
     crawl_commands.add_parser(commands)
     index_commands.add_parsers(commands)
+    db_commands.add_parsers(commands)
     serve_command.add_parser(commands)
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
@@ -78,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             return remote.run(args, settings)
         with remote.local_hint(args):
             if args.command not in _NO_DATABASE:
-                settings = resolve_database_url(settings)  # on AWS: the password from RDS's secret
+                # On AWS: the URL names the secret each connection reads (the master's to migrate).
+                settings = resolve_database_url(settings, admin=args.command in _AS_MASTER)
             code: int = args.handler(args, settings)
         return code
     except NimbusError as exc:

@@ -1,4 +1,4 @@
-"""`nimbus index` and `nimbus migrate`: the published index and the database schema it reads.
+"""`nimbus index`: the published index (the schema it reads: ``db_commands``, `nimbus migrate`).
 
 ``nimbus index`` builds here and now (``build``, the bare form: a developer's machine,
 ``make index-emr``); on the stack the indexer instance runs ``nimbus index daemon``, which
@@ -34,7 +34,7 @@ class BuildFailedError(IndexBuildError):
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``nimbus index`` (and its subcommands) and ``nimbus migrate``."""
+    """``nimbus index`` and its subcommands."""
     index_ = commands.add_parser(
         "index",
         help="build the index and PageRank with MapReduce and publish; the indexer's daemon",
@@ -84,15 +84,6 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     status_.add_argument("--last", type=positive, default=10, metavar="N", help="how many (10)")
     leaf(status_, status, no_words="takes no arguments")
-
-    migrate_ = commands.add_parser(
-        "migrate",
-        help="bring the database schema to this release's (Alembic, under a lock)",
-        description="Bring the database schema to this release's (Alembic), under a lock, so "
-        "instances starting together against one database are safe.",
-    )
-    migrate_.add_argument("--database-url", help="the database (default: NIMBUS_DATABASE_URL)")
-    leaf(migrate_, migrate)
 
 
 def build(args: argparse.Namespace, settings: Settings) -> int:
@@ -234,22 +225,4 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         engine.dispose()
     print("\n".join(builds.status_lines(views, time.time())))
-    return 0
-
-
-def migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from services.storage.sql.engines import make_engine
-    from services.storage.sql.migrate import upgrade_to_head
-
-    url = args.database_url or settings.database_url
-    engine = make_engine(url)
-    try:
-        done = upgrade_to_head(engine)
-    finally:
-        engine.dispose()
-    where = engine.url.render_as_string(hide_password=True)
-    if done.changed:
-        print(f"migrated {where} from {done.before or 'no schema'} to {done.after}")
-    else:
-        print(f"{where} is at {done.after}, this release's schema: nothing to do")
     return 0

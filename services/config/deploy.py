@@ -13,13 +13,29 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DeploySettings:
-    # On AWS: the RDS instance whose managed secret holds the password. When it is set and
-    # database_url is not, the URL is assembled at start-up (services/aws_database.py), so the
-    # password never sits in a file or an environment block.
+    # On AWS: the RDS instance whose managed secret holds the master password. When it (or
+    # database_secret) is set and database_url is not, the URL names the secret and each new
+    # connection reads it (services/aws_database.py): the password never sits in a file, an
+    # environment block or a URL.
     database_instance: str = ""
     database_host: str = ""
     database_port: int = 3306
     database_name: str = "nimbus"
+    # This role's own database user (docs/database.md): the ARN of a secret holding JSON
+    # ``username`` and ``password``; "" takes the RDS-managed master secret of
+    # database_instance. Read when a connection opens (cached a few minutes) and again after the
+    # server refused it: rotations need no restart.
+    database_secret: str = ""
+    # The master user's secret, for `nimbus migrate` and `nimbus db users` only (the indexer).
+    database_admin_secret: str = ""
+    # The secrets `nimbus db users` sets each role user's password from (the stack makes them).
+    database_worker_secret: str = ""
+    database_committer_secret: str = ""
+    database_search_secret: str = ""
+    database_indexer_secret: str = ""
+    # The CA bundle that signed the database server's certificate ("": no TLS): with it, every
+    # connection is TLS, the certificate and the host name are verified (RDS: its global bundle).
+    database_tls_ca: str = ""
     # Where EMR index builds run (`nimbus index --runner emr`): the stack's roles and subnet.
     emr_service_role: str = ""
     emr_instance_profile: str = ""

@@ -2,8 +2,9 @@
 
 Several processes share one database: on SQLite the file is switched to WAL and
 writing transactions queue on a lock beside it, on MySQL the pool pings and
-reads committed rows. Everything that opens the database goes through
-``make_engine``.
+reads committed rows, and takes each new connection's password from the secret
+the URL names (``services.aws_database``). Everything that opens the database
+goes through ``make_engine``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -57,11 +58,31 @@ def make_engine(url: str, *, immediate: bool = False) -> Engine:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    return _mysql_engine(parsed)
+
+
+def _mysql_engine(parsed: URL) -> Engine:
+    """A pinged pool; credentials from the secret the URL names, if it names one, read per new
+    connection (``connect.py``), so a rotated password needs no restart."""
+    from services.aws_database import SECRET_QUERY_KEYS, SecretSource, credentials_for
+
+    source = SecretSource.from_query(parsed.query)
+    parsed = parsed.difference_update_query(SECRET_QUERY_KEYS)
     # READ COMMITTED, not InnoDB's REPEATABLE READ: with the latter, the crawler's
     # "SELECT ... FOR UPDATE SKIP LOCKED" of expired batches takes gap locks up to
     # the end of the index, so two crawler processes inserting their new batches
     # deadlock each other (as the two-process MariaDB benchmark shows).
-    return create_engine(url, pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+    engine = create_engine(parsed, pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+    tls_ca = parsed.query.get("ssl_ca")
+    if source is not None or tls_ca:
+        from services.storage.sql.connect import install_connect_hook
+
+        install_connect_hook(
+            engine,
+            credentials_for(source) if source else None,
+            tls_ca if isinstance(tls_ca, str) else None,
+        )
+    return engine
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

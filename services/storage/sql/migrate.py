@@ -9,9 +9,17 @@ old one and a current one all come out at head:
 * made before migrations existed (the tables of revision 0001, no
   ``alembic_version``): stamped 0001, then upgraded;
 * at an older revision: upgraded;
-* at a revision this release does not know (a newer release ran on it), or
-  holding only some of our tables: a ``MigrationError`` that says what to do,
-  with nothing touched.
+* at a newer release's revision (a higher number than this release's head):
+  nothing, with a warning. Migrations are expand/contract (docs/database.md), so
+  release N−1 runs on release N's schema: a rollout's old instances, or a rollback
+  of the code, keep working;
+* at a revision this release does not know otherwise, or holding only some of our
+  tables: a ``MigrationError`` that says what to do, with nothing touched.
+
+Only the master user may change the schema (docs/database.md): a role's user that
+finds it behind gets a ``MigrationError`` naming ``nimbus migrate``.
+``migrate_to`` goes to a given revision, back (Alembic's downgrades, never below
+the baseline) or forward, step by step, saying each step before it runs.
 
 Several processes starting together against one database are serialized by
 a lock: ``GET_LOCK`` on MySQL/MariaDB (held by the connection, released if
@@ -22,7 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,11 +39,16 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from alembic.script import Script, ScriptDirectory
+from alembic.script.revision import RangeNotAncestorError
 from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import DBAPIError
 
 from services.storage.errors import MigrationError
+from services.storage.sql.migrations import is_newer
 from services.storage.sql.models import Base
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BASELINE = "0001"  # the schema create_all made before migrations began
@@ -52,6 +66,8 @@ BASELINE_TABLES = frozenset(
 )
 LOCK_NAME = "nimbus-migrate"
 LOCK_SECONDS = 600
+# MySQL's refusals of a schema change to a user without the privilege: table, database, global.
+DENIED = {1142, 1044, 1227}
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,24 @@ class Migration:
     @property
     def changed(self) -> bool:
         return self.before != self.after
+
+
+@dataclass(frozen=True)
+class Step:
+    """One migration run up or down: ``before`` to ``after``, and what the revision is about."""
+
+    before: str
+    after: str
+    revision: str  # the migration run (its upgrade or its downgrade)
+    about: str  # the first line of its docstring
+
+    @property
+    def down(self) -> bool:
+        return self.revision == self.before
+
+    def __str__(self) -> str:
+        verb = "undo" if self.down else "apply"
+        return f"{self.before} -> {self.after}: {verb} {self.revision} ({self.about})"
 
 
 def config(connection: Connection | None = None, scripts: Path = MIGRATIONS) -> Config:
@@ -100,14 +134,22 @@ def upgrade_to_head(engine: Engine, scripts: Path = MIGRATIONS) -> Migration:
     found = current_revision(engine)
     if found == target:
         return Migration(found, target)
-    with _lock(engine), engine.begin() as conn:
+    with _lock(engine), engine.begin() as conn, _denied_says_who(engine):
         found = MigrationContext.configure(conn).get_current_revision()  # again, under the lock
         if found == target:
             return Migration(found, target)
         if found is not None and found not in known_revisions(scripts):
+            if is_newer(found, target):
+                log.warning(
+                    "the database's schema is at revision %s, a newer release's (this one's is %s): "
+                    "running on it, as expand/contract migrations allow; nothing changed",
+                    found,
+                    target,
+                )
+                return Migration(found, found)
             raise MigrationError(
-                f"database schema is at revision {found}, newer than this release knows (head {target}): "
-                "upgrade Nimbus; nothing was changed"
+                f"database schema is at revision {found}, which this release does not know (head "
+                f"{target}): point NIMBUS_DATABASE_URL at a Nimbus database; nothing was changed"
             )
         tables = set(inspect(conn).get_table_names()) - {"alembic_version"}
         cfg = config(conn, scripts)
@@ -126,6 +168,90 @@ def upgrade_to_head(engine: Engine, scripts: Path = MIGRATIONS) -> Migration:
             command.stamp(cfg, BASELINE)
         command.upgrade(cfg, target)
         return Migration(found, target)
+
+
+def plan(engine: Engine, target: str, scripts: Path = MIGRATIONS) -> list[Step]:
+    """The steps from the database's revision to ``target`` (a revision, or ``head``), in
+    order; refused, with nothing run, below the baseline or from a revision unknown here."""
+    found = current_revision(engine)
+    target = head(scripts) if target == "head" else target
+    known = known_revisions(scripts)
+    if target not in known:
+        raise MigrationError(
+            f"no revision {target!r} in this release (revisions {BASELINE} to {head(scripts)}); "
+            f"the baseline {BASELINE} is as far back as `nimbus migrate --to` goes: below it every "
+            "table would be dropped"
+        )
+    if found is None:
+        raise MigrationError("the database has no schema yet: run `nimbus migrate` to create it")
+    if found not in known:
+        raise MigrationError(
+            f"the database is at revision {found}, which this release does not know: run "
+            f"`nimbus migrate --to {target}` with the release that made it (it holds that revision's "
+            "downgrade)"
+        )
+    if found == target:
+        return []
+    directory = _scripts(scripts)
+    try:  # back: from the database's revision down to, not including, the target
+        back = list(directory.iterate_revisions(found, target))
+    except RangeNotAncestorError:  # forward: the target is a descendant
+        forward = reversed(list(directory.iterate_revisions(target, found)))
+        return [Step(_parent(s), s.revision, s.revision, _about(s.doc)) for s in forward]
+    return [Step(s.revision, _parent(s), s.revision, _about(s.doc)) for s in back]
+
+
+def migrate_to(
+    engine: Engine,
+    target: str,
+    scripts: Path = MIGRATIONS,
+    *,
+    on_step: Callable[[Step], None] = lambda _step: None,
+) -> list[Step]:
+    """Bring the database to revision ``target``, back (downgrades) or forward, one step at a
+    time under the migration lock, calling ``on_step`` before each; the steps run."""
+    with _lock(engine), _denied_says_who(engine):
+        steps = plan(engine, target, scripts)
+        for step in steps:
+            on_step(step)
+            with engine.begin() as conn:
+                cfg = config(conn, scripts)
+                if step.down:
+                    command.downgrade(cfg, step.after)
+                else:
+                    command.upgrade(cfg, step.after)
+    return steps
+
+
+def _parent(script: Script) -> str:
+    parent = script.down_revision
+    if not isinstance(parent, str):  # one line of history, never below the baseline
+        raise MigrationError(f"revision {script.revision} has no single parent ({parent!r})")
+    return parent
+
+
+def _about(doc: str | None) -> str:
+    """A revision's docstring's first paragraph, on one line."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.split()).rstrip(".") or "no description"
+
+
+@contextlib.contextmanager
+def _denied_says_who(engine: Engine) -> Iterator[None]:
+    """A schema change the server refused for want of a privilege, as a ``MigrationError``
+    that says who may make it."""
+    try:
+        yield
+    except DBAPIError as exc:
+        args = getattr(exc.orig, "args", ())
+        if not args or args[0] not in DENIED:
+            raise
+        user = engine.url.username or "this role's user"
+        raise MigrationError(
+            f"{user} may not change the database's schema ({args[-1]}): schema changes are the master "
+            "user's, through `nimbus migrate` on the indexer (NIMBUS_DATABASE_ADMIN_SECRET); until it "
+            "ran, this release cannot start (docs/database.md)"
+        ) from exc
 
 
 @contextlib.contextmanager

@@ -30,8 +30,10 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 # The server went away or could not be reached (a restart, a failover, a dropped connection):
-# the transaction never committed, and a new connection from the pool may well work.
-CONNECTION_LOST_MYSQL_ERRORS = {1927, 2003, 2006, 2013}  # 1927: MariaDB, "connection was killed"
+# the transaction never committed, and a new connection from the pool may well work. 1045
+# (access denied) on a new connection mid-run is a password rotation under way: the database
+# has the new password, the secret not yet; a later connection reads the secret again.
+CONNECTION_LOST_MYSQL_ERRORS = {1045, 1927, 2003, 2006, 2013}  # 1927: MariaDB, "connection was killed"
 
 
 def is_transient(exc: BaseException) -> bool:

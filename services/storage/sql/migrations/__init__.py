@@ -5,3 +5,11 @@
 # import is a large share of a crawler process's start (docs/benchmarks.md), paid by every
 # worker that starts.
 HEAD = "0006"
+
+
+def is_newer(revision: str, than: str = HEAD) -> bool:
+    """``revision`` comes after ``than``: revisions are numbered in order (0001, 0002, ...;
+    the migration rules' test holds every revision to its parent's number plus one), so a
+    release can tell a newer release's schema, which it runs on (expand/contract), from a
+    foreign one."""
+    return revision.isdigit() and than.isdigit() and int(revision) > int(than)

@@ -1,5 +1,6 @@
 """Schema migrations: revision 0001 is the models' schema, old databases keep their rows,
-several processes can start on one fresh database, and a newer schema is refused."""
+several processes can start on one fresh database, a newer release's schema is run on and a
+foreign one refused."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from services.storage.errors import MigrationError
 from services.storage.sql.engines import make_engine
 from services.storage.sql.migrate import (
     MIGRATIONS,
+    Migration,
     config,
     current_revision,
     head,
@@ -106,10 +108,19 @@ def test_a_new_revision_adds_a_column_and_keeps_every_row(url: str, tmp_path: Pa
     assert "country" in {c["name"] for c in inspect(engine).get_columns("hosts")}
     with engine.connect() as conn:
         assert conn.execute(text("SELECT SUM(pages), COUNT(*) FROM hosts")).one() == (3, 3)
-    # That database is now newer than this release: refused, untouched.
-    with pytest.raises(MigrationError, match="revision 0099, newer than this release"):
-        upgrade_to_head(engine)
+    # That database is now a newer release's: this release runs on it (expand/contract), untouched.
+    assert upgrade_to_head(engine) == Migration("0099", "0099")
+    init_db(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO hosts (host, next_fetch_at, pages, errors) VALUES ('new.test', 0, 1, 0)")
+        )
     assert current_revision(engine) == "0099"
+    # A revision that is no number after this release's head is not a Nimbus schema: refused.
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'f00dcafe'"))
+    with pytest.raises(MigrationError, match="revision f00dcafe, which this release does not know"):
+        upgrade_to_head(engine)
     engine.dispose()
 
 

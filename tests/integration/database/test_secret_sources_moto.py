@@ -1,4 +1,4 @@
-"""A process on AWS finds its database password through RDS and Secrets Manager (moto)."""
+"""A process on AWS finds its database credentials through RDS and Secrets Manager (moto)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import boto3
 import pytest
 from sqlalchemy.engine import make_url
 
-from services.aws_database import resolve_database_url
+from services.aws_database import Credentials, SecretSource, credentials_for, resolve_database_url
 from services.config import Settings, SettingsError
 
 
@@ -37,18 +37,24 @@ def _settings(moto_server: str, instance: str) -> Settings:
     )
 
 
-def test_the_url_comes_from_the_instances_managed_secret(moto_server: str, instance: str) -> None:
+def test_the_url_names_the_instances_managed_secret(moto_server: str, instance: str) -> None:
     settings = resolve_database_url(_settings(moto_server, instance))
     url = make_url(settings.database_url)
-    assert url.drivername == "mysql+pymysql" and url.password
+    assert url.drivername == "mysql+pymysql" and url.password is None
     assert url.host and url.host.startswith(instance) and url.database == "nimbus"
     rds = boto3.client("rds", endpoint_url=moto_server, region_name="us-east-1")
     arn = rds.describe_db_instances(DBInstanceIdentifier=instance)["DBInstances"][0]["MasterUserSecret"][
         "SecretArn"
     ]
+    source = SecretSource.from_query(url.query)
+    assert source == SecretSource(arn, "us-east-1", moto_server)
     secrets = boto3.client("secretsmanager", endpoint_url=moto_server, region_name="us-east-1")
     secret = json.loads(secrets.get_secret_value(SecretId=arn)["SecretString"])
-    assert (url.username, url.password) == (secret["username"], secret["password"])
+    # What each new connection will use, read through boto3 as a process on AWS does.
+    cache = credentials_for(source)
+    assert cache.get() == Credentials(secret["username"], secret["password"])
+    secrets.put_secret_value(SecretId=arn, SecretString=json.dumps({**secret, "password": "rotated"}))
+    assert cache.after_refusal(cache.get()) == Credentials(secret["username"], "rotated")
 
 
 def test_a_missing_secret_names_the_arn_and_the_permission(moto_server: str, instance: str) -> None:

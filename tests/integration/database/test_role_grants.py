@@ -1,0 +1,247 @@
+"""Each role connects as its own MariaDB user with only the grants docs/database.md lists
+(``services.storage.sql.grants``), made by ``nimbus db users`` from the roles' secrets (moto):
+each role's real code path works as its user, and what it must not do is refused."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from services.admin.app import create_app
+from services.cli import main
+from services.config import Settings
+from services.crawler.cluster import heartbeat
+from services.demo.sampleweb import Resource, Site, SiteServer
+from services.indexing.build import build_index
+from services.storage.errors import MigrationError
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.grants import ROLES
+from services.storage.sql.models import BlockedHost, CrawlControl, Document, IndexBuild, IndexVersion
+from services.storage.sql.schema import init_db
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.mariadb
+
+REPO = Path(__file__).resolve().parents[3]
+PAGES = 6
+TOKEN = "grants-admin-token"
+
+
+@dataclass
+class Roles:
+    prefix: str  # the users are PREFIX + role (unique: the MariaDB server is shared)
+    root_url: str
+    urls: dict[str, str]  # role -> a URL connecting as its user
+
+
+@pytest.fixture
+def roles(mysql_url: str, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Roles]:
+    prefix = f"nt{uuid.uuid4().hex[:6]}_"
+    init_db(make_engine(mysql_url))  # the schema, as the master's `nimbus migrate` makes it
+    secrets = boto3.client("secretsmanager", endpoint_url=moto_server, region_name="us-east-1")
+    passwords = {role: f"{role}-{uuid.uuid4().hex}" for role in ROLES}
+    args = ["db", "users", "--database-url", mysql_url, "--user-prefix", prefix]
+    for role, password in passwords.items():
+        arn = secrets.create_secret(
+            Name=f"{prefix}{role}", SecretString=f'{{"username": "{prefix}{role}", "password": "{password}"}}'
+        )["ARN"]
+        args += [f"--{role}-secret", arn]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    base = make_url(mysql_url)
+    root = create_engine(base.set(database=None))
+    try:
+        assert main(args) == 0
+        urls = {
+            role: base.set(username=f"{prefix}{role}", password=passwords[role]).render_as_string(
+                hide_password=False
+            )
+            for role in ROLES
+        }
+        yield Roles(prefix, mysql_url, urls)
+    finally:
+        with root.begin() as conn:
+            for role in ROLES:
+                conn.execute(text(f"DROP USER IF EXISTS '{prefix}{role}'@'%'"))
+        root.dispose()
+
+
+def _site() -> SiteServer:
+    links = "".join(f"<a href='/p{i}'>page {i}</a> " for i in range(1, PAGES))
+    pages = {"/": Resource("text/html", f"<title>Rivers</title><p>rivers home</p>{links}".encode())}
+    for i in range(1, PAGES):
+        pages[f"/p{i}"] = Resource(
+            "text/html", f"<title>River {i}</title><p>river {i} and its water</p>".encode()
+        )
+    return SiteServer(Site("rivers", pages)).start()
+
+
+def _env(url: str, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIMBUS_")}
+    env.update(
+        NIMBUS_DATABASE_URL=url,
+        NIMBUS_BLOB_URL=f"file://{tmp_path / 'blobs'}",
+        NIMBUS_VAR_DIR=str(tmp_path / "var"),
+        NIMBUS_ALLOWED_HOSTS="127.0.0.1",
+        NIMBUS_CRAWL_DELAY="0",
+        NIMBUS_SITEMAPS="false",
+        NIMBUS_SOFT404_PROBE="false",
+        NIMBUS_HEARTBEAT_SECONDS="0.5",
+        NIMBUS_FLUSH_INTERVAL="0.3",
+        NIMBUS_BATCH_SIZE="2",
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+def _nimbus(*args: str) -> list[str]:
+    return [sys.executable, "-m", "services.cli", *args]
+
+
+def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Settings, tmp_path: Path) -> None:
+    root = session_factory(make_engine(roles.root_url))
+    site = _site()
+    try:
+        # The crawl cluster: the committer seeds and commits, the worker leases, fetches, acknowledges.
+        committer_env, worker_env = (
+            _env(roles.urls["committer"], tmp_path),
+            _env(roles.urls["worker"], tmp_path),
+        )
+        subprocess.run(
+            _nimbus("crawl", "seed", site.origin + "/"), env=committer_env, check=True, capture_output=True
+        )
+        committer = subprocess.Popen(
+            _nimbus("crawl", "committer"), env=committer_env, stderr=subprocess.PIPE, text=True
+        )
+        worker = subprocess.Popen(
+            _nimbus("crawl", "worker", "--quiet", "--max-pages", str(PAGES)),
+            env=worker_env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def committed() -> int:
+            with root() as session:
+                return int(session.scalar(select(func.count()).select_from(Document)) or 0)
+
+        try:
+            wait_for(
+                lambda: committed() == PAGES or committer.poll() is not None, timeout=60, what="the pages"
+            )
+            with root.begin() as session:
+                heartbeat.command(session, "stop", time.time())
+            _, worker_err = worker.communicate(timeout=60)
+            _, committer_err = committer.communicate(timeout=60)
+        finally:
+            for process in (worker, committer):
+                if process.poll() is None:
+                    process.kill()
+        assert (worker.returncode, committer.returncode) == (0, 0), worker_err + committer_err
+        assert "denied" not in worker_err + committer_err
+        assert committed() == PAGES
+    finally:
+        site.stop()
+
+    # The indexer builds and publishes (twice: the second replaces PageRank, retires version 1).
+    as_indexer = settings.with_overrides(
+        database_url=roles.urls["indexer"], blob_url=f"file://{tmp_path / 'blobs'}"
+    )
+    build_index(as_indexer, progress=False)
+    assert build_index(as_indexer, progress=False).num_docs == PAGES
+    with session_factory(make_engine(roles.urls["indexer"])).begin() as session:
+        session.add(IndexBuild(state="succeeded", requested_at=time.time(), finished_at=time.time()))
+
+    # Search serves results and page info; its dashboard reads the crawl and writes the operator's word.
+    as_search = as_indexer.with_overrides(database_url=roles.urls["search"], admin_token=TOKEN)
+    with TestClient(create_app(as_search, recheck_seconds=0)) as client:
+        assert client.get("/healthz").json()["index_version"] == 2
+        assert client.get("/api/search", params={"q": "river"}).json()["total"] >= 1
+        assert client.get("/api/page/1").status_code == 200
+        assert (
+            client.get("/admin/api/status", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        )
+        assert client.post("/admin/login", data={"token": TOKEN}, follow_redirects=False).status_code == 303
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', client.get("/admin").text)
+        assert csrf
+        for path, form in [
+            ("/admin/command", {"action": "pause"}),
+            ("/admin/seed", {"urls": f"{site.origin}/p1", "recrawl": "1"}),
+            ("/admin/block", {"hosts": "spam.test"}),
+            ("/admin/block", {"hosts": "spam.test", "action": "unblock"}),
+        ]:
+            done = client.post(path, data={**form, "csrf": csrf.group(1)}, follow_redirects=False)
+            assert done.status_code == 303, (path, done.text)
+    with session_factory(make_engine(roles.urls["search"])).begin() as session:  # "index now"
+        session.add(IndexBuild(state="requested", requested_at=time.time(), requested_by="admin"))
+    with root() as session:
+        assert session.get(CrawlControl, "paused") is not None
+        assert session.scalar(select(func.count()).select_from(BlockedHost)) == 0
+        assert session.scalar(select(func.count()).select_from(IndexVersion)) == 2
+
+
+FORBIDDEN = [
+    ("search", "DELETE FROM documents"),
+    ("search", "UPDATE index_versions SET active = 1"),
+    ("worker", "CREATE TABLE stolen (x INT)"),
+    ("worker", "SELECT url FROM documents"),
+    ("committer", "DROP TABLE index_versions"),
+    ("committer", "DELETE FROM pagerank"),
+    ("indexer", "INSERT INTO frontier (url_id) VALUES ('x')"),
+    ("indexer", "ALTER TABLE documents ADD COLUMN x INT"),
+]
+
+
+def test_what_a_role_must_not_do_is_refused(roles: Roles) -> None:
+    for role, statement in FORBIDDEN:
+        engine = create_engine(roles.urls[role])
+        with pytest.raises(DBAPIError) as refused, engine.begin() as conn:
+            conn.execute(text(statement))
+        assert refused.value.orig.args[0] in {1142, 1044}, (role, statement, refused.value)
+        engine.dispose()
+
+
+def test_only_the_master_changes_the_schema_and_the_grants_follow_it(
+    roles: Roles, capsys: pytest.CaptureFixture[str]
+) -> None:
+    as_master = ["--database-url", roles.root_url, "--user-prefix", roles.prefix]
+    assert main(["migrate", "--to", "0005", *as_master]) == 0  # back before index_builds (a rollback)
+    assert f"{roles.prefix}search: 0 privileges granted, 3 revoked; not in this schema: index_builds" in (
+        capsys.readouterr().out
+    )
+    worker = make_engine(roles.urls["worker"])
+    with pytest.raises(MigrationError, match="may not change the database's schema.*nimbus migrate"):
+        init_db(worker)  # a role's start finds the schema behind: it may not migrate it
+    assert main(["migrate", *as_master]) == 0  # the master migrates; the grants follow the new table
+    assert f"{roles.prefix}search: 3 privileges granted, 0 revoked" in capsys.readouterr().out
+    init_db(worker)
+    with session_factory(make_engine(roles.urls["search"])).begin() as session:
+        session.add(IndexBuild(state="requested", requested_at=time.time(), requested_by="admin"))
+    # A role's own `nimbus migrate` (a unit's ExecStartPre) with nothing to do: fine, grants untouched.
+    assert main(["migrate", "--database-url", roles.urls["worker"], "--user-prefix", roles.prefix]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_secret_of_another_user_is_refused(roles: Roles, moto_server: str, capsys) -> None:
+    secrets = boto3.client("secretsmanager", endpoint_url=moto_server, region_name="us-east-1")
+    arn = secrets.create_secret(
+        Name=f"{roles.prefix}wrong", SecretString='{"username": "admin", "password": "x"}'
+    )["ARN"]
+    args = ["db", "users", "--database-url", roles.root_url, "--user-prefix", roles.prefix]
+    assert main([*args, "--search-secret", arn]) == 2
+    assert f"secret {arn} is for user 'admin', not '{roles.prefix}search'" in capsys.readouterr().err
+    assert main(["db", "users", "--database-url", roles.root_url]) == 2  # no secret at all: say which to give
+    assert "--worker-secret ARN" in capsys.readouterr().err
