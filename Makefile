@@ -90,7 +90,7 @@ clean:
 	rm -rf var build *.egg-info .pytest_cache .ruff_cache
 
 # AWS (docs/deploy.md): credentials and region from the standard chain (AWS_PROFILE, AWS_REGION).
-# `make deploy PARAMS="CrawlerCount=3 SearchCount=2"`; `make destroy DELETE_DATA=1` also drops the data.
+# `make deploy PARAMS="CrawlerCount=3 SearchMinCount=3"`; `make destroy DELETE_DATA=1` also drops the data.
 STACK ?= nimbus
 PARAMS ?=
 deploy: install

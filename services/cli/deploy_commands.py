@@ -32,7 +32,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                 metavar="KEY=VALUE",
                 help="template parameter, e.g. CrawlerCount=3 (repeatable; unnamed ones keep their values)",
             )
-            cmd.add_argument("--dist", type=Path, default=Path("build/dist"), help="where the wheel is built")
+            cmd.add_argument(
+                "--dist", type=Path, default=Path("build/dist"), help="where the release bundle is built"
+            )
         else:
             cmd.add_argument(
                 "--delete-data",
@@ -56,18 +58,18 @@ def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
 
 def deploy(args: argparse.Namespace, settings: Settings) -> int:
     from services.deploy import template
+    from services.deploy.bundle import build_bundle
     from services.deploy.stack import parse_overrides
-    from services.release import build_wheel
 
     overrides = parse_overrides(args.param, template.parameter_names(template.load()))
-    deployer = _deployer(args, settings)  # credentials first: no wheel built for nothing
-    result = deployer.deploy(build_wheel(args.dist), overrides)
+    deployer = _deployer(args, settings)  # credentials first: no release built for nothing
+    result = deployer.deploy(build_bundle(args.dist), overrides)
     for key, value in sorted(result.outputs.items()):
         print(f"{key}\t{value}")
     if {"BucketName", "Region", "DatabaseInstance"} <= set(result.outputs):
         from services.deploy.stack import settings_env
 
-        print("# nimbus against this stack (e.g. `make index-emr`): no password, it is read from RDS")
+        print("# nimbus against this stack from inside its VPC: no password, each process reads its secret")
         for key, value in settings_env(result.outputs).items():
             print(f"export {key}={value}")
     return 0

@@ -2,7 +2,8 @@
 
 The same code runs against AWS and, with ``endpoint_url``, against moto in the
 tests. Waiting is done by polling with an injected ``sleep`` and ``clock``, so
-tests never wait on the wall clock.
+tests never wait on the wall clock. What destroy does around DeleteStack is in
+``teardown``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import Any
 
 from services.deploy import stack as rules
 from services.deploy import template
+from services.deploy.bundle import MANIFEST, ReleaseBundle
 from services.deploy.errors import CredentialsError, DeployError, StackFailedError, TemplateError
-from services.release import Release
+from services.deploy.teardown import StackParts, Teardown
 
-CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"]
+# AUTO_EXPAND: the template's Secrets Manager transform (hosted rotation) is a macro.
+CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
 
 
 @dataclass(frozen=True)
@@ -65,20 +68,26 @@ class Deployer:
         clock: Callable[[], float] = time.monotonic,
         poll_seconds: float = 5.0,
         timeout_seconds: float = 3 * 3600,
+        session: Any = None,  # a boto3 session (tests); default: the standard chain
     ) -> None:
         self.target = target
         self.say, self.sleep, self.clock = say, sleep, clock
         self.poll_seconds, self.timeout_seconds = poll_seconds, timeout_seconds
-        session = aws_session(target)
+        session = session or aws_session(target)
         self.region: str = session.region_name
         self.cfn = session.client("cloudformation", endpoint_url=target.endpoint_url)
         self.s3 = session.client("s3", endpoint_url=target.endpoint_url)
         self.sts = session.client("sts", endpoint_url=target.endpoint_url)
         self.rds = session.client("rds", endpoint_url=target.endpoint_url)
+        self.ec2 = session.client("ec2", endpoint_url=target.endpoint_url)
+        self.emr = session.client("emr", endpoint_url=target.endpoint_url)
 
     # ------------------------------------------------------------ deploy
     def deploy(
-        self, release: Release, overrides: Mapping[str, str] | None = None, template_path: Path | None = None
+        self,
+        release: ReleaseBundle,
+        overrides: Mapping[str, str] | None = None,
+        template_path: Path | None = None,
     ) -> DeployResult:
         path = template_path or template.TEMPLATE
         findings = template.lint(path)
@@ -93,12 +102,7 @@ class Deployer:
         resolved = {k for k, v in declared.items() if str(v.get("Type", "")).startswith("AWS::SSM::")}
         bucket = self.artifacts_bucket()
         self._upload(bucket, release)
-        values = {
-            "ArtifactsBucket": bucket,
-            "ReleaseKey": release.wheel_key,
-            "BootstrapKey": release.bootstrap_key,
-            **dict(overrides or {}),
-        }
+        values = {"ArtifactsBucket": bucket, "ReleasePrefix": release.prefix, **dict(overrides or {})}
         unknown = set(values) - known
         if unknown:
             raise TemplateError(f"the template has no parameters {sorted(unknown)}")
@@ -118,12 +122,7 @@ class Deployer:
             )
         if current is not None:  # parameters not named again keep the values they have
             previous = {p["ParameterKey"]: p["ParameterValue"] for p in current.get("Parameters", [])}
-            kept = {
-                k: v
-                for k, v in previous.items()
-                if k in known - resolved and v != str(declared[k].get("Default", ""))
-            }
-            values = {**kept, **values}
+            values = {**rules.carried_over(previous, declared, resolved, say=self.say), **values}
         parameters = rules.cfn_parameters(values)
         seen = {e["EventId"] for e in self._events()}
         if change_type == "CREATE":
@@ -197,10 +196,21 @@ class Deployer:
         self.say(f"deploy: made artifacts bucket {name}")
         return name
 
-    def _upload(self, bucket: str, release: Release) -> None:
-        self.s3.upload_file(str(release.wheel), bucket, release.wheel_key)
-        self.s3.upload_file(str(template.BOOTSTRAP), bucket, release.bootstrap_key)
-        self.say(f"deploy: uploaded {release.wheel.name} to s3://{bucket}/{release.prefix}/")
+    def _upload(self, bucket: str, release: ReleaseBundle) -> None:
+        """Every file of the bundle under its prefix, the manifest last; a prefix whose
+        manifest is there already holds this very release (its name is its content)."""
+        where = f"s3://{bucket}/{release.prefix}/"
+        try:
+            self.s3.head_object(Bucket=bucket, Key=f"{release.prefix}/{MANIFEST}")
+        except self.s3.exceptions.ClientError:
+            pass
+        else:
+            self.say(f"deploy: release {release.name} is already in {where}")
+            return
+        files = release.files()
+        for name in files:
+            self.s3.upload_file(str(release.directory / name), bucket, f"{release.prefix}/{name}")
+        self.say(f"deploy: uploaded release {release.name} ({len(files)} files) to {where}")
 
     def _with_secret(self, out: dict[str, str]) -> dict[str, str]:
         """The outputs plus ``DatabaseSecretArn``, the RDS-managed secret (read from RDS: the
@@ -243,12 +253,24 @@ class Deployer:
 
     # ------------------------------------------------------------ destroy
     def destroy(self, *, delete_data: bool = False) -> None:
+        """Delete the stack (teardown.py says what comes before), keeping the data bucket and
+        the database's final snapshot unless ``delete_data``."""
         current = self._describe()
         if current is None:
             self.say(f"destroy: there is no stack {self.target.stack_name}")
             return
         out = rules.outputs(current)
-        db_ids = self._physical_ids("AWS::RDS::DBInstance")
+        resources = self.cfn.describe_stack_resources(StackName=self.target.stack_name)["StackResources"]
+        parts = StackParts.of(resources)
+        teardown = Teardown(
+            {"rds": self.rds, "emr": self.emr, "ec2": self.ec2, "s3": self.s3},
+            say=self.say,
+            sleep=self.sleep,
+            clock=self.clock,
+            poll_seconds=self.poll_seconds,
+            timeout_seconds=self.timeout_seconds,
+        )
+        teardown.before_delete(parts)
         seen = {e["EventId"] for e in self._events()}
         self.say(f"destroy: deleting stack {self.target.stack_name}")
         try:
@@ -258,32 +280,25 @@ class Deployer:
                 f"deleting stack {self.target.stack_name} failed: {exc}; nothing was removed from the "
                 "data bucket; fix the cause and run destroy again"
             ) from exc
-        self._wait(seen, lambda status: status == "DELETE_COMPLETE", gone_ok=True)
+        try:
+            self._wait(seen, lambda status: status == "DELETE_COMPLETE", gone_ok=True)
+        except StackFailedError as exc:
+            raise StackFailedError(
+                f"{exc}\nthe data bucket and snapshots are untouched: fix the cause above and run "
+                "destroy again"
+            ) from exc
+        bucket = out.get("BucketName", "?")
+        snapshots = teardown.kept_snapshots(parts.databases)
         if not delete_data:
             self.say(
-                f"destroy: kept bucket {out.get('BucketName', '?')} and the database's final snapshot "
-                "(pass --delete-data to remove them)"
+                f"destroy: stack {self.target.stack_name} deleted; kept the data bucket {bucket} and the "
+                f"database's final snapshot ({', '.join(snapshots) or 'none found'}); "
+                "`nimbus destroy --delete-data` removes them"
             )
             return
         if "BucketName" in out:
-            self._empty_and_delete(out["BucketName"])
-        for db in db_ids:
-            snaps = self.rds.describe_db_snapshots(DBInstanceIdentifier=db, SnapshotType="manual")
-            for snap in snaps.get("DBSnapshots", []):
-                self.rds.delete_db_snapshot(DBSnapshotIdentifier=snap["DBSnapshotIdentifier"])
-                self.say(f"destroy: deleted snapshot {snap['DBSnapshotIdentifier']}")
-
-    def _empty_and_delete(self, bucket: str) -> None:
-        paginator = self.s3.get_paginator("list_object_versions")
-        for page in paginator.paginate(Bucket=bucket):
-            doomed = [
-                {"Key": v["Key"], "VersionId": v["VersionId"]}
-                for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
-            ]
-            for i in range(0, len(doomed), 1000):
-                self.s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed[i : i + 1000], "Quiet": True})
-        self.s3.delete_bucket(Bucket=bucket)
-        self.say(f"destroy: deleted bucket {bucket}")
+            teardown.empty_and_delete(out["BucketName"])
+        teardown.delete_snapshots(snapshots)
 
     # ------------------------------------------------------------ shared
     def _describe(self) -> dict[str, Any] | None:
@@ -302,10 +317,6 @@ class Deployer:
         except self.cfn.exceptions.ClientError:
             return []
         return list(reversed(events))  # oldest first
-
-    def _physical_ids(self, resource_type: str) -> list[str]:
-        resources = self.cfn.describe_stack_resources(StackName=self.target.stack_name)["StackResources"]
-        return [r["PhysicalResourceId"] for r in resources if r.get("ResourceType") == resource_type]
 
     def _wait(self, seen: set[str], done: Callable[[str], bool], *, gone_ok: bool = False) -> dict[str, Any]:
         """Poll until the stack settles, printing each new event with the time since the start."""

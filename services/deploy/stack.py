@@ -5,7 +5,7 @@ Kept apart from the boto3 calls so each rule is tested on recorded answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,33 @@ def parse_overrides(pairs: Iterable[str], known: set[str]) -> dict[str, str]:
             )
         out[key] = value
     return out
+
+
+# Parameters of earlier templates that a stack may still hold: renamed ones, and values
+# that a parameter no longer accepts, with what they became.
+RENAMED = {"SearchCount": "SearchMinCount"}
+RENAMED_VALUES = {("NatMode", "gateway"): "single"}
+
+
+def carried_over(
+    previous: Mapping[str, str],
+    declared: Mapping[str, Mapping[str, Any]],
+    resolved: set[str],
+    say: Callable[[str], None] = print,
+) -> dict[str, str]:
+    """The deployed stack's parameter values an update keeps: those the template still
+    declares, that differ from its default and that are not resolved at each deploy (an
+    SSM-typed AMI), under their current names and values."""
+    kept: dict[str, str] = {}
+    for key, value in previous.items():
+        name = RENAMED.get(key, key)
+        value = RENAMED_VALUES.get((name, value), value)
+        if name not in declared or name in resolved or value == str(declared[name].get("Default", "")):
+            continue
+        if (name, value) != (key, previous[key]):
+            say(f"deploy: parameter {key}={previous[key]} is now {name}={value}")
+        kept[name] = value
+    return kept
 
 
 def cfn_parameters(values: Mapping[str, str]) -> list[dict[str, str]]:
@@ -88,11 +115,12 @@ def outputs(stack: Mapping[str, Any]) -> dict[str, str]:
 
 
 def settings_env(out: Mapping[str, str], *, prefix: str = "nimbus") -> dict[str, str]:
-    """The ``NIMBUS_*`` settings a process needs to run against the stack.
+    """The ``NIMBUS_*`` settings a process needs to run against the stack from outside it
+    (the indexer's own environment, written by its bootstrap, holds the same EMR settings).
 
-    The database password is not among them: a process finds the instance's
-    RDS-managed secret and reads it when it starts (``NIMBUS_DATABASE_INSTANCE``),
-    so the password never lands in a file, a unit or user data.
+    No password among them: a process reads its database user's secret when it connects.
+    The EMR security groups are passed to every cluster so that EMR makes none of its own
+    (they would outlive the stack and keep its VPC from being deleted).
     """
     env = {
         "NIMBUS_BLOB_URL": f"s3://{out['BucketName']}/{prefix}",
@@ -104,6 +132,9 @@ def settings_env(out: Mapping[str, str], *, prefix: str = "nimbus") -> dict[str,
         "NIMBUS_EMR_SERVICE_ROLE": out["EmrServiceRole"],
         "NIMBUS_EMR_INSTANCE_PROFILE": out["EmrInstanceProfile"],
         "NIMBUS_EMR_SUBNET": out["EmrSubnetId"],
+        "NIMBUS_EMR_MASTER_SECURITY_GROUP": out.get("EmrMasterSecurityGroup", ""),
+        "NIMBUS_EMR_SLAVE_SECURITY_GROUP": out.get("EmrSlaveSecurityGroup", ""),
+        "NIMBUS_EMR_SERVICE_ACCESS_SECURITY_GROUP": out.get("EmrServiceAccessSecurityGroup", ""),
         "NIMBUS_MR_RUNNER": "emr",
     }
     return env

@@ -8,6 +8,8 @@ YAML into plain JSON with the long forms, which every consumer reads alike.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -36,10 +38,16 @@ def body(path: Path = TEMPLATE) -> str:
 
 
 def lint(path: Path = TEMPLATE) -> list[str]:
-    """cfn-lint's findings, one line each (empty: clean)."""
+    """cfn-lint's findings, one line each (empty: clean). Several seconds for this template:
+    remembered per content, so a process that deploys several times lints once."""
+    return list(_lint(path, hashlib.sha256(path.read_bytes()).hexdigest()))
+
+
+@functools.lru_cache(maxsize=8)
+def _lint(path: Path, _digest: str) -> tuple[str, ...]:
     from cfnlint.api import lint_file
 
-    return [f"{m.rule.id} {m.message} ({path.name}:{m.linenumber})" for m in lint_file(path)]
+    return tuple(f"{m.rule.id} {m.message} ({path.name}:{m.linenumber})" for m in lint_file(path))
 
 
 def parameter_names(template: dict[str, Any]) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -13,12 +14,14 @@ import pytest
 from services.deploy.template import BOOTSTRAP
 
 COMMON = [
+    "--release-dir", "/opt/nimbus/release",
+    "--release-url", "s3://artifacts-bucket/releases/0.1.0-abc/",
     "--bucket", "data-bucket",
-    "--artifacts", "artifacts-bucket",
-    "--release-key", "releases/0.1.0-abc/nimbus_search-0.1.0-py3-none-any.whl",
     "--db-instance", "nimbus-database-x",
     "--db-host", "db.internal", "--db-port", "3306",
-    "--region", "eu-west-1", "--log-group", "/nimbus/s/ROLE",
+    "--region", "eu-west-1", "--log-group", "/nimbus/s/ROLE", "--boot-log-group", "/nimbus/s/boot",
+    "--db-secret", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ROLEDbSecret-x-AbCdEf",
+    "--stack", "s", "--signal-resource", "ROLEGroup",
 ]  # fmt: skip
 NIMBUS = "/opt/nimbus/venv/bin/nimbus"
 SEEDS = "http://a.test/ http://b.test/"
@@ -30,6 +33,7 @@ ROLE_ARGS = {
     "worker": ["--metrics-port", "9100"],
     "committer": ["--metrics-port", "9100", "--seeds", SEEDS],
     "search": ["--workers", "4", "--admin-token-secret", ADMIN_SECRET, "--proxy-cidrs", LB_CIDRS],
+    "indexer": ["--env", "NIMBUS_MR_RUNNER=emr", "--env", "NIMBUS_EMR_SUBNET=subnet-1"],
 }
 
 
@@ -61,29 +65,43 @@ def _unit_commands(stdout: str, unit: str) -> list[str]:
     return [line.removeprefix(prefix) for line in stdout.splitlines() if line.startswith(prefix)]
 
 
-@pytest.mark.parametrize("role", ["worker", "committer", "search"])
+@pytest.mark.parametrize("role", ["worker", "committer", "search", "indexer"])
 def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role: str) -> None:
     done = _role(tmp_path, role, *ROLE_ARGS[role])
     assert done.returncode == 0, done.stderr
     would = [
         line.removeprefix("would run: ") for line in done.stdout.splitlines() if line.startswith("would run")
     ]
-    assert "aws s3 cp --region eu-west-1 s3://artifacts-bucket/releases/0.1.0-abc/" in " ".join(would)
+    # The release from the bundle's wheelhouse, every hash checked, no package index asked.
     assert (
-        "/opt/nimbus/venv/bin/pip install --quiet /opt/nimbus/nimbus_search-0.1.0-py3-none-any.whl" in would
-    )
+        "/opt/nimbus/venv/bin/pip install --quiet --no-index --find-links /opt/nimbus/release/wheelhouse "
+        "--require-hashes -r /opt/nimbus/release/requirements.txt"
+    ) in would
     assert f"systemctl enable --now nimbus-logs.service nimbus-{role}.service" in would
+    # Logs before anything that can fail; the signal after the health check, last.
+    agent = next(i for i, w in enumerate(would) if "amazon-cloudwatch-agent-ctl" in w)
+    assert agent < next(i for i, w in enumerate(would) if w.startswith("python3.11 -m venv"))
+    assert would[-2].startswith(f"/opt/nimbus/bin/nimbus-health {role} --timeout 480")
+    assert would[-1].startswith(
+        f"cfn-signal --stack s --resource {role}Group --region eu-west-1 --exit-code 0"
+    )
 
     env = _unit((tmp_path / "etc/nimbus/nimbus.env").read_text())
     assert env["NIMBUS_BLOB_URL"] == "s3://data-bucket/nimbus" and env["AWS_REGION"] == "eu-west-1"
+    assert env["NIMBUS_RELEASE_URL"] == "s3://artifacts-bucket/releases/0.1.0-abc/"
     assert env["NIMBUS_DATABASE_INSTANCE"] == "nimbus-database-x" and "NIMBUS_DATABASE_URL" not in env
+    assert env["NIMBUS_DATABASE_SECRET"].endswith(f":secret:{role}DbSecret-x-AbCdEf")  # its own user
+    assert env["NIMBUS_DATABASE_TLS_CA"] == "/etc/nimbus/rds-ca.pem"
+    assert (env["NIMBUS_CLOUDWATCH_NAMESPACE"], env["NIMBUS_STACK_NAME"]) == ("Nimbus", "s")
+    assert ("NIMBUS_DATABASE_ADMIN_SECRET" in env) == (role == "indexer")  # the master user's
 
     text = (tmp_path / f"etc/systemd/system/nimbus-{role}.service").read_text()
     unit = _unit(text)
     assert unit["User"] == "nimbus" and _directives(text, "EnvironmentFile")[0] == "/etc/nimbus/nimbus.env"
-    assert f"{NIMBUS} migrate" in _directives(text, "ExecStartPre")
+    assert (f"{NIMBUS} migrate" in _directives(text, "ExecStartPre")) == (role == "indexer")
     assert unit["Restart"] in {"always", "on-failure"} and unit["NoNewPrivileges"] == "yes"
     assert unit["ProtectSystem"] == "strict" and unit["ReadWritePaths"] == "/var/lib/nimbus"
+    assert unit["StandardOutput"] == unit["StandardError"] == "journal"
     if role == "worker":
         assert (
             unit["ExecStart"] == f"{NIMBUS} crawl worker --quiet --max-pages 1000000"
@@ -94,49 +112,73 @@ def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role:
     elif role == "committer":
         assert unit["ExecStart"] == f"{NIMBUS} crawl committer" and unit["Restart"] == "always"
         assert (env["NIMBUS_METRICS_PORT"], env["NIMBUS_SEEDS"]) == ("9100", SEEDS)
-    else:
+    elif role == "search":
         assert unit["ExecStart"] == f"{NIMBUS} serve --workers ${{NIMBUS_SERVE_WORKERS}}"
         assert (env["NIMBUS_HOST"], env["NIMBUS_SERVE_WORKERS"]) == ("0.0.0.0", "4")
         assert env["NIMBUS_ADMIN_TOKEN_SECRET"] == ADMIN_SECRET and "NIMBUS_ADMIN_TOKEN" not in env
         assert "NIMBUS_METRICS_PORT" not in env  # the service's /metrics is on its own port, 8000
         assert env["FORWARDED_ALLOW_IPS"] == LB_CIDRS  # uvicorn: https behind the load balancer
-    agent = (tmp_path / "opt/aws/amazon-cloudwatch-agent/etc/amazon-cloudwatch-agent.json").read_text()
-    assert f'"log_group_name": "/nimbus/s/{role}"' in agent and f"/var/log/nimbus/{role}.log" in agent
+    else:
+        assert unit["ExecStart"] == f"{NIMBUS} index daemon" and unit["Restart"] == "always"
+        assert (env["NIMBUS_MR_RUNNER"], env["NIMBUS_EMR_SUBNET"]) == ("emr", "subnet-1")
+    agent_config = json.loads(
+        (tmp_path / "opt/aws/amazon-cloudwatch-agent/etc/amazon-cloudwatch-agent.json").read_text()
+    )
+    shipped = {c["file_path"]: c for c in agent_config["logs"]["logs_collected"]["files"]["collect_list"]}
+    assert shipped[f"/var/log/nimbus/{role}.log"]["log_group_name"] == f"/nimbus/s/{role}"
+    boot = shipped["/var/log/cloud-init-output.log"]
+    assert (boot["log_group_name"], boot["log_stream_name"]) == ("/nimbus/s/boot", f"{role}/{{instance_id}}")
 
     for path in tmp_path.rglob("*"):  # nothing secret anywhere
         if path.is_file():
             assert "password" not in path.read_text().lower(), path
 
 
+def test_logs_are_bounded_on_the_disk(tmp_path: Path) -> None:
+    """The journal has a ceiling; the exported file rotates by size (hourly checks), and the
+    exporter resumes from its cursor after each rotation."""
+    assert _role(tmp_path, "worker", *ROLE_ARGS["worker"]).returncode == 0
+    journald = _unit((tmp_path / "etc/systemd/journald.conf.d/50-nimbus.conf").read_text())
+    assert journald["SystemMaxUse"] == "1G" and journald["SystemKeepFree"] == "4G"
+    rotate = (tmp_path / "etc/logrotate.d/nimbus").read_text()
+    assert "/var/log/nimbus/*.log {" in rotate and "size 100M" in rotate and "rotate 3" in rotate
+    assert "systemctl restart nimbus-logs.service" in rotate
+    assert "OnCalendar=hourly" in (tmp_path / "etc/systemd/system/logrotate.timer.d/hourly.conf").read_text()
+    exporter = _unit((tmp_path / "etc/systemd/system/nimbus-logs.service").read_text())
+    assert "--cursor-file=/var/lib/nimbus-logs/cursor --unit=nimbus-worker" in exporter["ExecStart"]
+    assert exporter["ExecStart"].endswith(">> /var/log/nimbus/worker.log'")
+
+
 def test_committer_seeds_the_frontier_then_commits(tmp_path: Path) -> None:
-    """The dry run names what the committer's unit runs, in order: the schema, the seeds (only
-    adds frontier rows, so both committers may run it at every start), then the committer."""
+    """The dry run names what the committer's unit runs, in order: the seeds (only adds
+    frontier rows, so both committers may run it at every start), then the committer."""
     done = _role(tmp_path / "seeded", "committer", *ROLE_ARGS["committer"])
     assert done.returncode == 0, done.stderr
     assert _unit_commands(done.stdout, "nimbus-committer.service") == [
-        f"{NIMBUS} migrate",
         f"{NIMBUS} crawl seed $NIMBUS_SEEDS",
         f"{NIMBUS} crawl committer",
     ]
     text = (tmp_path / "seeded/etc/systemd/system/nimbus-committer.service").read_text()
-    assert _directives(text, "ExecStartPre") == [f"{NIMBUS} migrate", f"{NIMBUS} crawl seed $NIMBUS_SEEDS"]
+    assert _directives(text, "ExecStartPre") == [f"{NIMBUS} crawl seed $NIMBUS_SEEDS"]
 
     # Without seeds there is nothing to add: `nimbus crawl seed` with no URL would fail the unit.
     done = _role(tmp_path / "plain", "committer", "--metrics-port", "9100", "--seeds", "")
     assert done.returncode == 0, done.stderr
-    assert _unit_commands(done.stdout, "nimbus-committer.service") == [
-        f"{NIMBUS} migrate",
-        f"{NIMBUS} crawl committer",
-    ]
+    assert _unit_commands(done.stdout, "nimbus-committer.service") == [f"{NIMBUS} crawl committer"]
 
 
-def test_worker_runs_the_worker_role(tmp_path: Path) -> None:
-    done = _role(tmp_path, "worker", *ROLE_ARGS["worker"])
+def test_the_indexer_migrates_creates_the_users_then_builds(tmp_path: Path) -> None:
+    """Only the indexer changes the schema and makes the role users, as the master user, whose
+    secret RDS alone can name (looked up at boot)."""
+    done = _role(tmp_path, "indexer", *ROLE_ARGS["indexer"])
     assert done.returncode == 0, done.stderr
-    assert _unit_commands(done.stdout, "nimbus-worker.service") == [
+    assert _unit_commands(done.stdout, "nimbus-indexer.service") == [
         f"{NIMBUS} migrate",
-        f"{NIMBUS} crawl worker --quiet --max-pages 1000000",
+        f"{NIMBUS} db users",
+        f"{NIMBUS} index daemon",
     ]
+    lookup = "aws rds describe-db-instances --region eu-west-1 --db-instance-identifier nimbus-database-x"
+    assert f"would run: {lookup}" in done.stdout
 
 
 def test_search_reads_the_admin_token_into_its_environment_at_each_start(tmp_path: Path) -> None:
@@ -147,14 +189,14 @@ def test_search_reads_the_admin_token_into_its_environment_at_each_start(tmp_pat
     fetch = f"+/opt/nimbus/bin/nimbus-admin-token {ADMIN_ENV}"
     assert _unit_commands(done.stdout, "nimbus-search.service")[0] == fetch
     text = (tmp_path / "etc/systemd/system/nimbus-search.service").read_text()
-    assert _directives(text, "ExecStartPre") == [fetch, f"{NIMBUS} migrate"]
+    assert _directives(text, "ExecStartPre") == [fetch]
     # "-": the file does not exist yet when systemd starts the fetch itself.
     assert _directives(text, "EnvironmentFile") == ["/etc/nimbus/nimbus.env", f"-{ADMIN_ENV}"]
 
     done = _role(tmp_path / "off", "search", "--workers", "4")  # no secret: no dashboard
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "off/etc/systemd/system/nimbus-search.service").read_text()
-    assert _directives(text, "ExecStartPre") == [f"{NIMBUS} migrate"] and "admin" not in text
+    assert _directives(text, "ExecStartPre") == [] and "admin" not in text
 
 
 def _fake_aws(bin_dir: Path, answer: str) -> None:
@@ -231,14 +273,18 @@ def test_units_pass_systemd_analyze_where_it_exists(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--role", "worker"], "missing --bucket"),
-        (["--role", "crawler", *COMMON], "--role must be worker, committer or search"),
+        (["--role", "worker"], "missing --release-dir"),
+        (["--role", "crawler", *COMMON], "--role must be worker, committer, search or indexer"),
         (["--role", "search", *COMMON, "--workers", "0"], "--workers must be a positive number"),
         (["--role", "worker", *COMMON, "--metrics-port", "http"], "--metrics-port must be a port number"),
         (["--role", "worker", *COMMON, "--seeds", SEEDS], "--seeds is for the committer role"),
         (["--role", "worker", *COMMON, "--admin-token-secret", ADMIN_SECRET], "are for the search role"),
         (["--role", "committer", *COMMON, "--proxy-cidrs", LB_CIDRS], "are for the search role"),
         (["--role", "search", *COMMON, "--proxy-cidrs", "10.0.0.0/8 *"], "--proxy-cidrs must be CIDRs"),
+        (["--role", "indexer", *COMMON, "--env", "NIMBUS_X=$(reboot)"], "--env must be KEY=VALUE"),
+        (["--role", "indexer", *COMMON, "--env", "lower=1"], "--env must be KEY=VALUE"),
+        (["--role", "worker", *COMMON, "--release-url", "s3://b/other/x/"], "--release-url must be"),
+        (["--role", "worker", *COMMON, "--rds-ca-sha256", "abc"], "--rds-ca-sha256 must be 64 hex"),
         (["--role", "search", *COMMON, "--bogus"], "unknown argument --bogus"),
     ],
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.deploy.errors import TemplateError
-from services.deploy.stack import failures, is_no_change, outputs, parse_overrides, settings_env
+from services.deploy.stack import carried_over, failures, is_no_change, outputs, parse_overrides, settings_env
 
 EVENTS = [  # oldest first, as describe_stack_events gives them reversed
     {
@@ -80,6 +80,9 @@ def test_settings_from_outputs_hold_no_password() -> None:
                     "EmrServiceRole": "svc",
                     "EmrInstanceProfile": "prof",
                     "EmrSubnetId": "subnet-1",
+                    "EmrMasterSecurityGroup": "sg-1",
+                    "EmrSlaveSecurityGroup": "sg-2",
+                    "EmrServiceAccessSecurityGroup": "sg-3",
                 }.items()
             ]
         }
@@ -88,3 +91,31 @@ def test_settings_from_outputs_hold_no_password() -> None:
     assert env["NIMBUS_BLOB_URL"] == "s3://b/nimbus" and env["AWS_REGION"] == "eu-west-1"
     assert env["NIMBUS_DATABASE_INSTANCE"] == "db-1"
     assert not [k for k in env if "PASSWORD" in k or k == "NIMBUS_DATABASE_URL"]
+    # EMR gets the stack's groups, or it makes its own, which outlive the stack.
+    assert (
+        env["NIMBUS_EMR_MASTER_SECURITY_GROUP"],
+        env["NIMBUS_EMR_SLAVE_SECURITY_GROUP"],
+        env["NIMBUS_EMR_SERVICE_ACCESS_SECURITY_GROUP"],
+    ) == ("sg-1", "sg-2", "sg-3")
+
+
+def test_an_update_keeps_the_stacks_values_under_their_current_names() -> None:
+    """Values not at their default carry over; an SSM-resolved AMI does not (it is resolved at
+    each deploy); values of earlier templates arrive renamed, and the operator is told."""
+    declared = {
+        "CrawlerCount": {"Default": 1},
+        "NatMode": {"Default": "single"},
+        "SearchMinCount": {"Default": 2},
+        "ImageId": {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"},
+    }
+    said: list[str] = []
+    previous = {
+        "CrawlerCount": "4",
+        "NatMode": "gateway",  # the old name of one NAT gateway: now the default, single
+        "SearchCount": "3",
+        "ReleaseKey": "releases/0.1/x.whl",  # gone from the template
+        "ImageId": "ami-123",
+    }
+    kept = carried_over(previous, declared, {"ImageId"}, say=said.append)
+    assert kept == {"CrawlerCount": "4", "SearchMinCount": "3"}
+    assert said == ["deploy: parameter SearchCount=3 is now SearchMinCount=3"]
