@@ -2,7 +2,7 @@
 
 The operator's laptop reaches the AWS APIs only; the database is private. A stack's
 instances are found by the tags CloudFormation and their Auto Scaling group give them
-(``aws:cloudformation:stack-name`` = the stack, ``Name`` = ``<stack>-<role>``), the healthy
+(the stack's own tags: ``nimbus:stack`` = the stack, ``nimbus:role`` = the role), the healthy
 ones first. ``nimbus migrate --remote`` runs ``nimbus migrate`` on the indexer instance with
 Run Command (``AWS-RunShellScript``), waits for it, prints its output and exits with its
 status. ``nimbus tunnel`` (``tunnel_command``) uses the same lookup for a search instance.
@@ -25,6 +25,10 @@ from typing import Any
 from services.cli.parsing import UsageError
 from services.cli.remote import RemoteCommand, RemoteError
 from services.config import Settings
+
+# The tags infra/nimbus.yaml puts on every instance of its groups (a template test checks them).
+STACK_TAG = "nimbus:stack"
+ROLE_TAG = "nimbus:role"
 
 DEFAULT_STACK = "nimbus"  # `nimbus deploy`'s default
 NIMBUS = "/opt/nimbus/venv/bin/nimbus"
@@ -65,8 +69,8 @@ def find_instances(ec2: Any, autoscaling: Any, stack: str, role: str) -> list[In
     that uses it); an instance outside any group counts as healthy while it runs."""
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
-            {"Name": "tag:aws:cloudformation:stack-name", "Values": [stack]},
-            {"Name": "tag:Name", "Values": [f"{stack}-{role}"]},
+            {"Name": f"tag:{STACK_TAG}", "Values": [stack]},
+            {"Name": f"tag:{ROLE_TAG}", "Values": [role]},
             {"Name": "instance-state-name", "Values": ["running"]},
         ]
     )
@@ -108,7 +112,7 @@ def healthy_instance(ec2: Any, autoscaling: Any, stack: str, role: str) -> Insta
     instances = find_instances(ec2, autoscaling, stack, role)
     if not instances:
         raise RemoteError(
-            f"no running instance tagged Name={stack}-{role} in stack {stack}: check --stack (or "
+            f"no running instance tagged nimbus:stack={stack}, nimbus:role={role}: check --stack (or "
             "NIMBUS_STACK_NAME) and --region (or AWS_REGION)"
         )
     if not instances[0].healthy:

@@ -55,6 +55,11 @@ class Settings:
         settings.validate()
         return settings
 
+    @staticmethod
+    def env_names() -> frozenset[str]:
+        """Every environment variable a setting is read from (deployment code checks against it)."""
+        return frozenset(env_name(name) for name in _settings_by_name())
+
     @classmethod
     def of(cls, **values: object) -> Settings:
         """The embedded defaults with some settings changed, by their flat names

@@ -132,9 +132,9 @@ def settings_env(out: Mapping[str, str], *, prefix: str = "nimbus") -> dict[str,
         "NIMBUS_EMR_SERVICE_ROLE": out["EmrServiceRole"],
         "NIMBUS_EMR_INSTANCE_PROFILE": out["EmrInstanceProfile"],
         "NIMBUS_EMR_SUBNET": out["EmrSubnetId"],
-        "NIMBUS_EMR_MASTER_SECURITY_GROUP": out.get("EmrMasterSecurityGroup", ""),
-        "NIMBUS_EMR_SLAVE_SECURITY_GROUP": out.get("EmrSlaveSecurityGroup", ""),
-        "NIMBUS_EMR_SERVICE_ACCESS_SECURITY_GROUP": out.get("EmrServiceAccessSecurityGroup", ""),
+        "NIMBUS_EMR_MASTER_SG": out.get("EmrMasterSecurityGroup", ""),
+        "NIMBUS_EMR_SLAVE_SG": out.get("EmrSlaveSecurityGroup", ""),
+        "NIMBUS_EMR_SERVICE_SG": out.get("EmrServiceAccessSecurityGroup", ""),
         "NIMBUS_MR_RUNNER": "emr",
     }
     return env

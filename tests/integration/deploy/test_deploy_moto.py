@@ -14,12 +14,12 @@ from __future__ import annotations
 import ast
 import base64
 import uuid
-from collections.abc import Iterator
 from urllib.parse import unquote
 
 import boto3
 import pytest
 
+from scripts.moto_server import apply_moto_fixes
 from services.cli import main
 from services.deploy.bundle import ReleaseBundle, build_bundle
 from services.deploy.driver import Deployer, DeployResult, Target
@@ -33,18 +33,10 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBundle:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _moto_refs_parameter_groups() -> Iterator[None]:
-    """moto 5.2.5 resolves ``!Ref`` of an AWS::RDS::DBParameterGroup to its Python object (the
-    model has no physical_resource_id) and then fails creating the instance that names it;
-    CloudFormation gives the group's name, which this gives moto's model too (in the moto
-    server of this process)."""
-    from moto.rds.models import DBParameterGroup
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            DBParameterGroup, "physical_resource_id", property(lambda self: self.name), raising=False
-        )
-        yield
+def _moto_fixed() -> None:
+    """moto's CloudFormation bugs that refuse what AWS accepts, worked around in this process's
+    moto server as `scripts/moto_server.py` does for `make deploy` against an emulator."""
+    apply_moto_fixes()
 
 
 def _deploy(moto_server: str, release: ReleaseBundle) -> tuple[Deployer, DeployResult, list[str]]:
@@ -271,7 +263,7 @@ def test_each_group_boots_its_role_and_reads_only_its_own_secret(deployed, moto_
         ("NIMBUS_EMR_SERVICE_ROLE", "EmrServiceRole"),
         ("NIMBUS_EMR_INSTANCE_PROFILE", "EmrInstanceProfile"),
         ("NIMBUS_EMR_SUBNET", "EmrSubnetId"),
-        ("NIMBUS_EMR_MASTER_SECURITY_GROUP", "EmrMasterSecurityGroup"),
+        ("NIMBUS_EMR_MASTER_SG", "EmrMasterSecurityGroup"),
     ):
         assert f'--env "{setting}={result.outputs[output]}"' in script, setting
 
@@ -386,7 +378,7 @@ def test_cli_deploy_prints_outputs_and_destroy_keeps_the_data(
     assert (
         exports["NIMBUS_EMR_SERVICE_ROLE"] == out["EmrServiceRole"] and exports["NIMBUS_MR_RUNNER"] == "emr"
     )
-    assert exports["NIMBUS_EMR_SLAVE_SECURITY_GROUP"] == out["EmrSlaveSecurityGroup"]
+    assert exports["NIMBUS_EMR_SLAVE_SG"] == out["EmrSlaveSecurityGroup"]
     assert not [k for k in exports if "PASSWORD" in k]
     assert main(["deploy", *argv, "--param", "NoSuchThing=1"]) == 2
     assert "no such parameter" in capsys.readouterr().err

@@ -6,7 +6,7 @@
   (``NIMBUS_DATABASE_URL`` names a loopback port nothing listens on) and the admin token;
   ``nimbus(...)`` runs the real entry point (``python -m services.cli``) in it.
 - ``stack``: a stack's instances on the moto server, tagged as CloudFormation and their
-  Auto Scaling groups tag them (``aws:cloudformation:stack-name``, ``Name=<stack>-<role>``).
+  Auto Scaling groups tag them (``nimbus:stack``, ``nimbus:role``, as infra/nimbus.yaml does).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.cli import ssm
 from services.config import Settings
 from tests.e2e.serving import serving
 
@@ -137,7 +138,8 @@ def make_stack(endpoint: str, roles: dict[str, int]) -> Stack:
             AvailabilityZones=["us-east-1a"],
             Tags=[
                 {"Key": "Name", "Value": f"{name}-{role}", "PropagateAtLaunch": True},
-                {"Key": "aws:cloudformation:stack-name", "Value": name, "PropagateAtLaunch": True},
+                {"Key": ssm.STACK_TAG, "Value": name, "PropagateAtLaunch": True},
+                {"Key": ssm.ROLE_TAG, "Value": role, "PropagateAtLaunch": True},
             ],
         )
         found = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])["AutoScalingGroups"]

@@ -103,7 +103,9 @@ def test_the_healthy_instance_of_the_role_is_chosen(moto_server: str) -> None:
     autoscaling.set_instance_health(InstanceId=well, HealthStatus="Unhealthy")
     with pytest.raises(RemoteError, match="no healthy search instance"):
         ssm.healthy_instance(ec2, autoscaling, stack.name, "search")
-    with pytest.raises(RemoteError, match="no running instance tagged Name=other-indexer"):
+    with pytest.raises(
+        RemoteError, match="no running instance tagged nimbus:stack=other, nimbus:role=indexer"
+    ):
         ssm.healthy_instance(ec2, autoscaling, "other", "indexer")
 
 

@@ -93,9 +93,9 @@ def test_settings_from_outputs_hold_no_password() -> None:
     assert not [k for k in env if "PASSWORD" in k or k == "NIMBUS_DATABASE_URL"]
     # EMR gets the stack's groups, or it makes its own, which outlive the stack.
     assert (
-        env["NIMBUS_EMR_MASTER_SECURITY_GROUP"],
-        env["NIMBUS_EMR_SLAVE_SECURITY_GROUP"],
-        env["NIMBUS_EMR_SERVICE_ACCESS_SECURITY_GROUP"],
+        env["NIMBUS_EMR_MASTER_SG"],
+        env["NIMBUS_EMR_SLAVE_SG"],
+        env["NIMBUS_EMR_SERVICE_SG"],
     ) == ("sg-1", "sg-2", "sg-3")
 
 

@@ -229,9 +229,9 @@ def test_emr_has_egress_in_every_nat_mode(tpl: dict[str, Any]) -> None:
     assert variables["EmrSubnet"] == chosen
     for setting, group in (
         ("NIMBUS_EMR_SUBNET", "EmrSubnet"),
-        ("NIMBUS_EMR_MASTER_SECURITY_GROUP", "EmrMasterSecurityGroup"),
-        ("NIMBUS_EMR_SLAVE_SECURITY_GROUP", "EmrSlaveSecurityGroup"),
-        ("NIMBUS_EMR_SERVICE_ACCESS_SECURITY_GROUP", "EmrServiceAccess"),
+        ("NIMBUS_EMR_MASTER_SG", "EmrMasterSecurityGroup"),
+        ("NIMBUS_EMR_SLAVE_SG", "EmrSlaveSecurityGroup"),
+        ("NIMBUS_EMR_SERVICE_SG", "EmrServiceAccess"),
     ):
         assert f'--env "{setting}=${{{group}}}"' in script
     # The service-access group is for private subnets only (EMR's guide): empty without NAT.
@@ -305,3 +305,36 @@ def test_search_instances_believe_forwarded_headers_only_from_the_load_balancer(
     subnets = [s["Ref"] for s in tpl["Resources"]["LoadBalancer"]["Properties"]["Subnets"]]
     cidrs = [tpl["Resources"][s]["Properties"]["CidrBlock"] for s in subnets]
     assert variables["LoadBalancerCidrs"].split(",") == cidrs == ["10.40.0.0/20", "10.40.16.0/20"]
+
+
+def test_every_variable_the_stack_sets_is_one_the_code_reads() -> None:
+    """The stack and its bootstrap name settings by their environment variables; a name the
+    code does not read (a typo, or one side renamed) would leave the setting empty on every
+    instance without any error."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    written = set()
+    for path in [repo / "infra" / "nimbus.yaml", *sorted((repo / "infra" / "bootstrap").glob("*"))]:
+        written |= set(re.findall(r"\bNIMBUS_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
+    read = set()
+    for path in (repo / "services").rglob("*.py"):
+        read |= set(re.findall(r"\bNIMBUS_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
+    from services.config import Settings
+
+    read |= Settings.env_names()
+    for path in (repo / "infra" / "bootstrap").glob("*"):  # what the bootstrap's units expand themselves
+        read |= set(re.findall(r"\$\{?(NIMBUS_[A-Z0-9_]*[A-Z0-9])\b", path.read_text(encoding="utf-8")))
+    assert written - read == set(), f"the stack sets variables no code reads: {sorted(written - read)}"
+
+
+def test_every_group_tags_its_instances_as_the_cli_finds_them(tpl: dict[str, Any]) -> None:
+    """`nimbus migrate --remote` and `nimbus tunnel` find instances by these tags."""
+    from services.cli import ssm
+
+    groups = resources(tpl, "AWS::AutoScaling::AutoScalingGroup")
+    assert groups
+    for name, group in groups.items():
+        tags = {t["Key"]: t for t in group["Properties"]["Tags"]}
+        for key in (ssm.STACK_TAG, ssm.ROLE_TAG):
+            assert key in tags and tags[key]["PropagateAtLaunch"] is True, f"{name} lacks {key}"
