@@ -26,6 +26,7 @@ SOON_QUEUE = 100  # data points waiting for the sender thread at most (about 1.5
 # Metric names the stack's alarms and dashboard use (infra/nimbus.yaml): renaming one here
 # silences its alarm, so they are constants shared by publishers and template tests.
 PAGES_COMMITTED = "PagesCommitted"  # Sum per minute, by the elected committer
+CRAWL_PAUSED = "CrawlPaused"  # 1 a minute while the operator has paused the crawl (the stall alarm's excuse)
 INDEX_AGE = "IndexAgeSeconds"  # Maximum: seconds since the active segment was published
 INDEX_BUILD_FAILURES = "IndexBuildFailures"  # Sum: builds that ended failed
 INDEX_BUILDS_SUCCEEDED = "IndexBuildsSucceeded"  # Sum: builds that published a segment

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from services.cloudwatch import PAGES_COMMITTED, Datum, MetricsPublisher, metrics_publisher
+from services.cloudwatch import CRAWL_PAUSED, PAGES_COMMITTED, Datum, MetricsPublisher, metrics_publisher
 from services.config import Settings
 from services.crawler.cluster import election, heartbeat
 from services.crawler.cluster.heartbeat import Beat
@@ -51,21 +51,32 @@ class PagesMeter:
     committer committed since its previous data point, every ``every`` seconds, 0 included,
     so a stalled crawl shows as 0 and not as missing data.
 
-    Nothing is published while this committer stands by (the elected one counts) or while
-    the crawl is paused (a paused crawl commits nothing on purpose): the alarm treats
-    missing data as not breaching. Counting starts afresh when either ends. The data points
-    leave from the publisher's own thread: CloudWatch never holds up a commit."""
+    While the operator has paused the crawl (a paused crawl commits nothing on purpose) the
+    elected committer says so instead, a CrawlPaused data point of 1 each interval: the alarm
+    reads "pages, or 1 while paused", so a pause is no stall, while silence (no committer
+    elected, or none alive) still is. Nothing is published while this committer stands by.
+    Counting starts afresh when standing by or a pause ends. The data points leave from the
+    publisher's own thread: CloudWatch never holds up a commit."""
 
     def __init__(self, publisher: MetricsPublisher, every: float = PAGES_EVERY) -> None:
         self.publisher = publisher
         self.every = every
         self.since: float | None = None  # start of the interval being counted; None: not counting
         self.base = 0  # the committer's pages counter at ``since``
+        self.paused_since: float | None = None  # start of the paused interval being reported
 
-    def tick(self, now: float, pages: int, *, counting: bool) -> None:
+    def tick(self, now: float, pages: int, *, elected: bool, paused: bool) -> None:
         """Called from the commit loop: ``pages`` is the committer's running total."""
-        if not counting:
+        if not elected or paused:
             self.since = None
+        if not elected or not paused:
+            self.paused_since = None
+        if not elected:
+            return
+        if paused:
+            if self.paused_since is None or now - self.paused_since >= self.every:
+                self.publisher.publish_soon(Datum(CRAWL_PAUSED, 1))
+                self.paused_since = now
         elif self.since is None:
             self.since, self.base = now, pages
         elif now - self.since >= self.every:
@@ -185,8 +196,9 @@ class CommitterNode:
                     if self.control.stops(self.started_at):
                         log.warning("stopping: `nimbus crawl stop` was asked")
                         return
-                counting = bool(self.term) and not self.control.paused
-                self.pages_meter.tick(self.clock(), self.counters["pages"], counting=counting)
+                self.pages_meter.tick(
+                    self.clock(), self.counters["pages"], elected=bool(self.term), paused=self.control.paused
+                )
                 if not self.term:
                     self.stop.wait(min(IDLE_POLL * 5, self.settings.crawl.heartbeat_seconds / 2))
                     continue

@@ -29,10 +29,33 @@ REQUIRED_ALARMS = {
 
 
 def _alarms(tpl: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {
-        (a["Properties"]["Namespace"], a["Properties"]["MetricName"]): a["Properties"]
+    """Alarms by (namespace, metric); a metric-math alarm by the metric its first query reads,
+    its queries' metrics given the alarm's ``Dimensions`` for the checks below."""
+    found = {}
+    for a in resources(tpl, "AWS::CloudWatch::Alarm").values():
+        props = a["Properties"]
+        if "Metrics" in props:
+            stats = [m["MetricStat"]["Metric"] for m in props["Metrics"] if "MetricStat" in m]
+            assert len({json.dumps(m["Dimensions"]) for m in stats}) == 1  # one stack's data
+            props = {**props, "Dimensions": stats[0]["Dimensions"]}
+            found[(stats[0]["Namespace"], stats[0]["MetricName"])] = props
+        else:
+            found[(props["Namespace"], props["MetricName"])] = props
+    return found
+
+
+def test_a_paused_crawl_is_not_a_stalled_one(tpl: dict[str, Any]) -> None:
+    """The crawl-stalled alarm reads PagesCommitted, or 1 while CrawlPaused says the operator
+    paused the crawl; both metrics are the ones the committer publishes."""
+    (stalled,) = [
+        a["Properties"]
         for a in resources(tpl, "AWS::CloudWatch::Alarm").values()
-    }
+        if a["Properties"]["AlarmName"]["Fn::Sub"].endswith("-crawl-stalled")
+    ]
+    read = {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in stalled["Metrics"] if "MetricStat" in m}
+    assert read == {"pages": cloudwatch.PAGES_COMMITTED, "paused": cloudwatch.CRAWL_PAUSED}
+    (shown,) = [m for m in stalled["Metrics"] if m.get("ReturnData", True)]
+    assert shown["Expression"] == "IF(FILL(paused, 0) > 0, 1, FILL(pages, 0))"
 
 
 def test_every_required_alarm_exists_and_notifies_the_topic(tpl: dict[str, Any]) -> None:
@@ -57,8 +80,9 @@ def test_crawl_stalled_fires_on_silence_but_notifies_only_when_the_crawl_should_
     """A dead committer publishes nothing: missing data must count as a stall. With
     CrawlerCount 0 the crawl is meant to stand still: the alarm notifies no one then."""
     alarm = _alarms(tpl)[("Nimbus", cloudwatch.PAGES_COMMITTED)]
-    assert alarm["Statistic"] == "Sum" and alarm["ComparisonOperator"] == "LessThanThreshold"
-    assert alarm["Threshold"] == 1 and alarm["Period"] * alarm["EvaluationPeriods"] == 1800
+    (pages,) = [m["MetricStat"] for m in alarm["Metrics"] if m["Id"] == "pages"]
+    assert pages["Stat"] == "Sum" and alarm["ComparisonOperator"] == "LessThanThreshold"
+    assert alarm["Threshold"] == 1 and pages["Period"] * alarm["EvaluationPeriods"] == 1800
     assert alarm["ActionsEnabled"] == {"Fn::If": ["CrawlRuns", True, False]}
     assert tpl["Conditions"]["CrawlRuns"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "CrawlerCount"}, "0"]}]}
     age = _alarms(tpl)[("Nimbus", cloudwatch.INDEX_AGE)]
