@@ -60,7 +60,9 @@ def emr_args(settings: Settings, scratch: Path) -> list[str]:
         "--python-bin", EMR_PYTHON,
         # From Amazon Linux's own repositories (in S3), not PyPI.
         "--bootstrap", f"sudo dnf install -y -q {EMR_PYTHON} {EMR_PYTHON}-pip",
-        "--tag", "nimbus=index-build",
+        # The stack lets the indexer start and drive only clusters with both tags: ours, and
+        # the one EMR's v2 service policies (and the stack's own service role) ask for.
+        *_tags(),
         # One cluster for the whole build: every job of it (and each PageRank iteration) joins
         # the pool instead of paying a cluster's start-up; idle, it shuts itself down.
         "--pool-clusters", "--pool-name", f"nimbus-{scratch.name}", "--max-mins-idle", "10",
@@ -163,3 +165,11 @@ def show_emr_progress(say: Callable[[str], None] | None) -> None:
     if say is not None:
         logger.addHandler(_EmrProgress(say))
         logger.setLevel(logging.INFO)
+
+
+# Tags every index-build cluster carries (the stack's IAM conditions name them).
+CLUSTER_TAGS = {"nimbus": "index-build", "for-use-with-amazon-emr-managed-policies": "true"}
+
+
+def _tags() -> list[str]:
+    return [arg for key, value in CLUSTER_TAGS.items() for arg in ("--tag", f"{key}={value}")]

@@ -314,3 +314,20 @@ def test_instance_roles_are_for_ec2_only(tpl: dict[str, Any], role: str) -> None
         if p["Properties"]["Roles"] == [{"Ref": role}]
     ]
     assert len(profiles) == 1
+
+
+def test_index_clusters_carry_the_tags_the_indexer_may_start_them_with(tpl: dict[str, Any]) -> None:
+    """The indexer's RunJobFlow is allowed only with the request tags its policy names: the
+    runner must send exactly those, or every build on a real account is refused."""
+    from services.indexing.emr_options import CLUSTER_TAGS
+
+    statements = tpl["Resources"]["IndexerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    (start,) = [s for s in statements if s.get("Action") == ["elasticmapreduce:RunJobFlow"]]
+    wanted = {
+        key.removeprefix("aws:RequestTag/"): value
+        for key, value in start["Condition"]["StringEquals"].items()
+    }
+    assert wanted == CLUSTER_TAGS
+    (drive,) = [s for s in statements if s.get("Sid") == "DriveIndexClusters"]
+    for key, value in drive["Condition"]["StringEquals"].items():
+        assert CLUSTER_TAGS[key.removeprefix("aws:ResourceTag/")] == value
