@@ -8,9 +8,10 @@ SHELL  := /bin/bash
 # pip here warns about every missing local mirror folder; keep the output readable.
 QUIET_PIP := { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 
-.PHONY: deploy destroy migrate index-emr iac install lock demo test test-unit lint bench services clean
+.PHONY: deploy destroy migrate index-emr iac install lock release demo test test-unit lint bench services clean
 
 LOCK   := requirements/lock.txt
+RUNTIME_LOCK := requirements/runtime.lock
 
 # `make install`: .venv at the repo root with the exact, hash-checked versions of the lock file,
 # then the project itself (editable, no dependency resolution); `pip check` fails if the lock no
@@ -26,14 +27,23 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # `make lock`: re-resolve pyproject.toml's ranges (runtime + test extras) for CPython 3.11 on
-# x86_64 Linux into the lock file, with hashes. Commit the result with the change that needed it.
+# x86_64 Linux into the lock file, with hashes; then the release's runtime lock, the same versions
+# without the test extras (constrained by the first). Commit the result with the change that needed it.
 lock:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv 2>&1 | $(QUIET_PIP)
 	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(LOCK)
+	$(BIN)/uv pip compile pyproject.toml --constraint $(LOCK) --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(RUNTIME_LOCK)
 	$(BIN)/uv pip compile requirements/iac.in --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" -o $(IAC_LOCK)
+
+# `make release`: the artifact instances and EMR nodes install (services/release.py): the wheel,
+# a wheelhouse of the runtime lock's dependencies, requirements.txt with every file's hash, the
+# bootstrap and release.json, in dist/release/<version>-<digest12>/. Needs PyPI; the nodes do not.
+release: install
+	$(BIN)/python -m services.release --out dist/release
 
 # checkov (the template's security scan in `make test`) in a venv of its own, from its own lock.
 IAC_VENV := .venv-iac

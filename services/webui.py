@@ -2,8 +2,11 @@
 templates use.
 
 The search pages and the admin pages both render from these templates, so they live on
-the ground floor, below both. The files are read from ``webui/`` in the checkout, beside
-the ``services`` package.
+the ground floor, below both. The files are read from ``webui/`` beside the ``services``
+package: the customer's top-level folder in a checkout, and the same folder in an installed
+wheel, which carries it as package data at the same place (pyproject.toml), so one path
+serves both. A release installed outside any checkout is tested to serve its pages and
+styles (tests/integration/release).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader
 
-WEBUI = Path(__file__).resolve().parents[1] / "webui"
+WEBUI = Path(__file__).resolve().parents[1] / "webui"  # the checkout's root, or site-packages
 
 
 def build_templates(webui: Path = WEBUI) -> Jinja2Templates:

@@ -190,7 +190,7 @@ put "$AGENT_CONFIG" 0644 <<EOF
 EOF
 run dnf install -y -q amazon-cloudwatch-agent aws-cfn-bootstrap logrotate
 run systemctl restart systemd-journald
-run /opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s \
+run "$ROOT/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl" -a fetch-config -m ec2 -s \
   -c "file:$AGENT_CONFIG"
 
 # 1. Packages, the service user, and exactly this release in its own venv: every dependency
@@ -198,11 +198,11 @@ run /opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl -a fetch-co
 #    no package index is asked.
 STEP="step 1 (install)"
 run dnf install -y -q python3.11 python3.11-pip
-run useradd --system --home-dir /var/lib/nimbus --shell /sbin/nologin nimbus
-run install -d -o nimbus -g nimbus -m 0750 /var/lib/nimbus
-run python3.11 -m venv /opt/nimbus/venv
-run /opt/nimbus/venv/bin/pip install --quiet --no-index --find-links "$RELEASE_DIR/wheelhouse" \
-  --require-hashes -r "$RELEASE_DIR/requirements.txt"
+# The service user's home, /var/lib/nimbus, is the services' state.
+run useradd --system --create-home --home-dir /var/lib/nimbus --shell /sbin/nologin nimbus
+run python3.11 -m venv "$ROOT/opt/nimbus/venv"
+run "$ROOT/opt/nimbus/venv/bin/python" -m pip install --quiet --no-index --require-hashes \
+  --find-links "$RELEASE_DIR/wheelhouse" -r "$RELEASE_DIR/requirements.txt"
 
 # 2. Settings: no secret here. Each process reads its database user's secret
 #    (NIMBUS_DATABASE_SECRET) when it connects, and again after a rejected password.

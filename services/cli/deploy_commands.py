@@ -35,6 +35,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             cmd.add_argument(
                 "--dist", type=Path, default=Path("build/dist"), help="where the release bundle is built"
             )
+            cmd.add_argument(
+                "--release",
+                type=Path,
+                metavar="DIR",
+                help="deploy this release folder (`make release` built it) instead of building one",
+            )
         else:
             cmd.add_argument(
                 "--delete-data",
@@ -58,12 +64,13 @@ def _deployer(args: argparse.Namespace, settings: Settings) -> Deployer:
 
 def deploy(args: argparse.Namespace, settings: Settings) -> int:
     from services.deploy import template
-    from services.deploy.bundle import build_bundle
+    from services.deploy.bundle import build_bundle, existing_bundle
     from services.deploy.stack import parse_overrides
 
     overrides = parse_overrides(args.param, template.parameter_names(template.load()))
     deployer = _deployer(args, settings)  # credentials first: no release built for nothing
-    result = deployer.deploy(build_bundle(args.dist), overrides)
+    release = existing_bundle(args.release) if args.release else build_bundle(args.dist)
+    result = deployer.deploy(release, overrides)
     for key, value in sorted(result.outputs.items()):
         print(f"{key}\t{value}")
     if {"BucketName", "Region", "DatabaseInstance"} <= set(result.outputs):

@@ -9,14 +9,10 @@ template's ``ReleasePrefix``, and ``NIMBUS_RELEASE_URL`` on every instance.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from services.deploy.errors import DeployError
-from services.deploy.template import BOOTSTRAP
 
 MANIFEST = "release.json"  # uploaded last: its presence in S3 says the upload is complete
 
@@ -49,46 +45,17 @@ class ReleaseBundle:
 
 
 def build_bundle(dist: Path) -> ReleaseBundle:
-    """The release of this checkout, built into ``dist``.
+    """The release of this checkout, built into ``dist`` by the release's own builder
+    (``services.release.build_release``: the wheel, a wheelhouse of the runtime lock,
+    hash-pinned requirements)."""
+    from services.release import build_release
 
-    Through ``services.release.build_release`` (the release's own builder) where it
-    exists; until then through the minimal adapter below.
-    """
-    from services import release
-
-    builder = getattr(release, "build_release", None)
-    if builder is None:
-        return _adapter_bundle(dist)
-    built = builder(dist)
-    directory = Path(getattr(built, "directory", built))
-    return ReleaseBundle(directory)
+    return ReleaseBundle(build_release(dist).directory)
 
 
-def _adapter_bundle(dist: Path) -> ReleaseBundle:
-    """MINIMAL ADAPTER, to be removed when ``services.release.build_release`` lands: the
-    bundle's layout around the wheel alone. It vendors no dependency (``wheelhouse/`` is
-    empty and ``requirements.txt`` names only the wheel), so an instance booted from it
-    fails at the bootstrap's install step; it serves the deploy driver and its tests."""
-    from services.release import build_wheel
-
-    wheel_release = build_wheel(dist / "wheel")
-    version = wheel_release.version
-    bootstrap_sha = hashlib.sha256(BOOTSTRAP.read_bytes()).hexdigest()
-    requirements = f"nimbus-search=={version} --hash=sha256:{wheel_release.digest}\n"
-    files = {
-        wheel_release.wheel.name: wheel_release.digest,
-        "nimbus-bootstrap.sh": bootstrap_sha,
-        "requirements.txt": hashlib.sha256(requirements.encode()).hexdigest(),
-    }
-    # Named by everything in it: a changed bootstrap is a new release too.
-    digest = hashlib.sha256("".join(f"{n} {h}\n" for n, h in sorted(files.items())).encode()).hexdigest()
-    directory = dist / "release" / f"{version}-{digest[:12]}"
-    if directory.exists():
-        shutil.rmtree(directory)
-    (directory / "wheelhouse").mkdir(parents=True)
-    shutil.copy2(wheel_release.wheel, directory / wheel_release.wheel.name)
-    shutil.copy2(BOOTSTRAP, directory / "nimbus-bootstrap.sh")
-    (directory / "requirements.txt").write_text(requirements)
-    manifest = {"version": version, "digest": digest, "files": files, "adapter": True}
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return ReleaseBundle(directory)
+def existing_bundle(directory: Path) -> ReleaseBundle:
+    """A release already built (``make release``, a CI job's artifact): the artifact that was
+    tested is the one deployed, byte for byte."""
+    bundle = ReleaseBundle(directory)
+    bundle.files()  # refuses a folder that is not a release, naming it
+    return bundle

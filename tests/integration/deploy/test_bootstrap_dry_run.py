@@ -74,8 +74,8 @@ def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role:
     ]
     # The release from the bundle's wheelhouse, every hash checked, no package index asked.
     assert (
-        "/opt/nimbus/venv/bin/pip install --quiet --no-index --find-links /opt/nimbus/release/wheelhouse "
-        "--require-hashes -r /opt/nimbus/release/requirements.txt"
+        f"{tmp_path}/opt/nimbus/venv/bin/python -m pip install --quiet --no-index --require-hashes "
+        "--find-links /opt/nimbus/release/wheelhouse -r /opt/nimbus/release/requirements.txt"
     ) in would
     assert f"systemctl enable --now nimbus-logs.service nimbus-{role}.service" in would
     # Logs before anything that can fail; the signal after the health check, last.

@@ -21,15 +21,16 @@ import pytest
 
 from scripts.moto_server import apply_moto_fixes
 from services.cli import main
-from services.deploy.bundle import ReleaseBundle, build_bundle
+from services.deploy.bundle import ReleaseBundle
 from services.deploy.driver import Deployer, DeployResult, Target
 from services.deploy.errors import CredentialsError
 from services.deploy.teardown import Teardown
+from tests.integration.deploy.fake_release import fake_release
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBundle:
-    return build_bundle(tmp_path_factory.mktemp("dist"))
+    return fake_release(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -367,7 +368,7 @@ def test_cli_deploy_prints_outputs_and_destroy_keeps_the_data(
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     stack = f"cli-{uuid.uuid4().hex[:6]}"
     argv = ["--stack-name", stack, "--endpoint-url", moto_server]
-    assert main(["deploy", *argv, "--dist", str(tmp_path / "dist"), "--param", "SearchMinCount=3"]) == 0
+    assert main(["deploy", *argv, "--release", str(release.directory), "--param", "SearchMinCount=3"]) == 0
     printed = capsys.readouterr().out
     # The same checkout built again is the same release (its name is its content).
     assert f"deploy: uploaded release {release.name} (" in printed
