@@ -41,9 +41,14 @@ lock:
 
 # `make release`: the artifact instances and EMR nodes install (services/release.py): the wheel,
 # a wheelhouse of the runtime lock's dependencies, requirements.txt with every file's hash, the
-# bootstrap and release.json, in dist/release/<version>-<digest12>/. Needs PyPI; the nodes do not.
+# bootstrap, AWS's RDS CA bundle and release.json, in dist/release/<version>-<digest12>/. Needs PyPI
+# and AWS's trust store; the nodes need neither. Pin the bundle's sha256 with the stack's
+# RdsCaBundleSha256 parameter (docs/deploy.md).
+RDS_CA_URL := https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem
 release: install
-	$(BIN)/python -m services.release --out dist/release
+	mkdir -p build
+	curl -fsS --proto =https --retry 3 -o build/rds-ca.pem $(RDS_CA_URL)
+	$(BIN)/python -m services.release --out dist/release --rds-ca build/rds-ca.pem
 
 # checkov (the template's security scan in `make test`) in a venv of its own, from its own lock.
 IAC_VENV := .venv-iac

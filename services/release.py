@@ -12,6 +12,9 @@
 * ``requirements.txt``: every wheel above pinned to the sha256 of that very file, the
   project's own last, after the options that keep pip off any package index;
 * ``nimbus-bootstrap.sh``: the instances' bootstrap (``infra/bootstrap``);
+* ``rds-ca.pem`` (given ``rds_ca``, as ``make release`` does): the CA bundle every process
+  verifies the database's TLS certificate with, so that no instance fetches it at boot
+  (the bootstrap falls back to AWS's URL without it, which needs a route out);
 * ``release.json``: version, digest, target, the install command, every file with its sha256.
 
 A node copies the folder and runs ``INSTALL`` in it: pip refuses a file whose hash differs and
@@ -41,6 +44,7 @@ from services.errors import NimbusError
 
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME_LOCK = Path("requirements/runtime.lock")
+RDS_CA = "rds-ca.pem"  # the name the bootstrap looks for in the release folder
 BOOTSTRAP = Path("infra/bootstrap/nimbus-bootstrap.sh")
 # What the wheel is built from: pyproject.toml's packages (and the readme its metadata names).
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "services", "mapreduce", "webui")
@@ -133,13 +137,20 @@ class Release:
         return self.key(BOOTSTRAP.name)
 
 
-def build_release(out_dir: Path, repo: Path = REPO, wheels_from: Path | None = None) -> Release:
+def build_release(
+    out_dir: Path, repo: Path = REPO, wheels_from: Path | None = None, rds_ca: Path | None = None
+) -> Release:
     """Build the release of ``repo`` into ``out_dir/<version>-<digest12>/`` (see the module's
     docstring); a folder of that name already there is replaced by the same bytes.
 
     ``wheels_from``: a folder to take the dependencies' wheels from instead of PyPI (an earlier
     release's wheelhouse, when only the code changed); they are checked against the lock's
-    hashes all the same, so the release is the same."""
+    hashes all the same, so the release is the same.
+
+    ``rds_ca``: the database's CA bundle (AWS's ``global-bundle.pem``) to ship as ``rds-ca.pem``;
+    refused unless it holds a PEM certificate."""
+    if rds_ca is not None and b"-----BEGIN CERTIFICATE-----" not in _read(rds_ca):
+        raise ReleaseError(f"{rds_ca} holds no PEM certificate: give AWS's RDS CA bundle (global-bundle.pem)")
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
     try:
@@ -147,6 +158,8 @@ def build_release(out_dir: Path, repo: Path = REPO, wheels_from: Path | None = N
         wheels = download_wheelhouse(staging / WHEELHOUSE, repo / RUNTIME_LOCK, wheels_from)
         (staging / REQUIREMENTS).write_text(requirements_text(wheel.wheel, wheels))
         shutil.copyfile(repo / BOOTSTRAP, staging / BOOTSTRAP.name)
+        if rds_ca is not None:
+            shutil.copyfile(rds_ca, staging / RDS_CA)
         files = tuple(sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()))
         hashes = {name: _sha256(staging / name) for name in files}
         digest = manifest_digest(hashes)
@@ -284,6 +297,13 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ReleaseError(f"cannot read {path}: {exc.strerror}") from exc
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -301,9 +321,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="take the dependencies from this folder (a release's wheelhouse), not PyPI",
     )
+    parser.add_argument(
+        "--rds-ca",
+        type=Path,
+        metavar="PEM",
+        help="ship this RDS CA bundle (AWS's global-bundle.pem) as rds-ca.pem: instances need no route to fetch it",
+    )
     args = parser.parse_args(argv)
     try:
-        release = build_release(args.out, wheels_from=args.wheels_from)
+        release = build_release(args.out, wheels_from=args.wheels_from, rds_ca=args.rds_ca)
     except ReleaseError as exc:
         print(f"release: {exc}", file=sys.stderr)
         return exc.exit_code

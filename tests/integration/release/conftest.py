@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from services.release import Release, build_release
+from tests.integration.release.rehearsal.tls import RehearsalCA
 
 REPO = Path(__file__).resolve().parents[3]
 # Three pages that link each other, with a word found nowhere else: what the tests search for.
@@ -46,9 +47,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Release:
-    """This checkout's release, as `make release` builds it (from PyPI, once a session)."""
-    return build_release(tmp_path_factory.mktemp("release"))
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> RehearsalCA:
+    """The CA the release ships as its RDS CA bundle, and the rehearsal's database is signed by."""
+    return RehearsalCA.create(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="session")
+def release(tmp_path_factory: pytest.TempPathFactory, test_ca: RehearsalCA) -> Release:
+    """This checkout's release, as `make release` builds it (from PyPI, once a session), with
+    the test CA as its RDS CA bundle."""
+    return build_release(tmp_path_factory.mktemp("release"), rds_ca=test_ca.certificate)
 
 
 def python311() -> str:

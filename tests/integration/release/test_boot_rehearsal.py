@@ -11,6 +11,7 @@ start to ``/healthz`` answering, is printed beside the group's health-check grac
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from tests.integration.release.conftest import MEASURED, WORD, python311, stop, 
 from tests.integration.release.rehearsal.instance import Instance, instance_network
 from tests.integration.release.rehearsal.mariadb import mariadb_server
 from tests.integration.release.rehearsal.shims import calls, install_shims
+from tests.integration.release.rehearsal.tls import RehearsalCA
 from tests.integration.release.rehearsal.userdata import launch_template_user_data, render, under_root
 from tests.polling import wait_for
 
@@ -57,7 +59,7 @@ class Boot:
 
 
 @pytest.fixture(scope="module")
-def boot(release: Release, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boot]:
+def boot(release: Release, test_ca: RehearsalCA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boot]:
     tmp = tmp_path_factory.mktemp("rehearsal")
     root, log, bin_dir = tmp / "root", tmp / "calls", tmp / "bin"
     (root / "root").mkdir(parents=True)  # the instance's own folders the user data writes into
@@ -69,16 +71,23 @@ def boot(release: Release, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
             env.setenv(key, value)  # this test's own calls; the instance's come from the metadata service
         env.setenv("AWS_DEFAULT_REGION", REGION)
-        stack = _stack(moto, release)
+        stack = _stack(moto, release, test_ca)
         secret = json.loads(
             _client("secretsmanager", moto).get_secret_value(SecretId=stack["secret"])["SecretString"]
         )
+        tls = (test_ca.certificate, *test_ca.issue(instance.host_ip))
         with mariadb_server(
-            tmp / "mariadb", instance.host_ip, "nimbus", secret["username"], secret["password"]
+            tmp / "mariadb", instance.host_ip, "nimbus", secret["username"], secret["password"], tls
         ) as port:
             login = parse_secret(json.dumps(secret))
             database = URL.create(
-                "mysql+pymysql", login.username, login.password, instance.host_ip, port, "nimbus"
+                "mysql+pymysql",
+                login.username,
+                login.password,
+                instance.host_ip,
+                port,
+                "nimbus",
+                query={"ssl_ca": str(test_ca.certificate)},
             ).render_as_string(hide_password=False)
             _publish_index(tmp, database, f"s3://{stack['DataBucket']}/nimbus", moto)
             text, own = launch_template_user_data("SearchLaunchTemplate")
@@ -223,7 +232,7 @@ def _client(service: str, moto: str):
     return boto3.client(service, endpoint_url=moto, region_name=REGION)
 
 
-def _stack(moto: str, release: Release) -> dict:
+def _stack(moto: str, release: Release, test_ca: RehearsalCA) -> dict:
     """What the stack would have made before the instance boots: the buckets (the release
     uploaded as `nimbus deploy` does), the database with its managed secret, the admin
     token's secret; and the template's values for the user data."""
@@ -258,6 +267,10 @@ def _stack(moto: str, release: Release) -> dict:
         "ReleasePrefix": release.prefix,
         "Database": database,
         "SearchLogGroup": f"/nimbus/{STACK}/search",
+        "BootLogGroup": f"/nimbus/{STACK}/boot",
+        # The search role's own secret: here the master's, whose user the rehearsal's database has.
+        "SearchDbSecret": master["SecretArn"],
+        "RdsCaBundleSha256": hashlib.sha256(test_ca.certificate.read_bytes()).hexdigest(),
         "SearchWorkers": "2",
         "AdminTokenSecret": admin["ARN"],
     }

@@ -18,9 +18,14 @@ from tests.polling import wait_for
 
 
 @contextmanager
-def mariadb_server(folder: Path, host: str, database: str, user: str, password: str) -> Iterator[int]:
+def mariadb_server(
+    folder: Path, host: str, database: str, user: str, password: str, tls: tuple[Path, Path, Path]
+) -> Iterator[int]:
     """Start the server on ``host``, create ``database`` and ``user`` with all rights on it (as
-    RDS's master user has); yields the port."""
+    RDS's master user has); yields the port. ``tls`` is (CA, certificate, key): the server
+    refuses connections without TLS, as the stack's parameter group makes RDS do
+    (``require_secure_transport``)."""
+    ca, certificate, key = tls
     installer, server = shutil.which("mariadb-install-db"), shutil.which("mariadbd") or "/usr/sbin/mariadbd"
     if installer is None or not Path(server).is_file():
         pytest.fail("MariaDB is not installed: run `make services`")
@@ -35,7 +40,8 @@ def mariadb_server(folder: Path, host: str, database: str, user: str, password: 
     process = subprocess.Popen(
         [server, "--no-defaults", f"--datadir={data}", f"--socket={socket}", f"--port={port}",
          f"--bind-address={host}", "--user=root", "--skip-log-bin", "--skip-name-resolve",
-         "--innodb-buffer-pool-size=32M", f"--pid-file={folder / 'mysqld.pid'}"],
+         "--innodb-buffer-pool-size=32M", f"--pid-file={folder / 'mysqld.pid'}",
+         f"--ssl-ca={ca}", f"--ssl-cert={certificate}", f"--ssl-key={key}", "--require-secure-transport=ON"],
         stdout=subprocess.DEVNULL, stderr=(folder / "error.log").open("wb"),
     )  # fmt: skip
     try:

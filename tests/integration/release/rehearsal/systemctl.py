@@ -7,6 +7,8 @@ recorded as enabled and left alone: the journal follower and agents need a real 
   may be missing), read again before each command as systemd does, over systemd's own
   environment (``PATH``, ``LANG``; ``HOME``, ``USER`` of ``User=``);
 * creates ``StateDirectory=`` and ``RuntimeDirectory=`` folders;
+* answers ``show UNIT -p NAME…`` with the state of the process it started (what the
+  bootstrap's health check reads);
 * runs each ``ExecStartPre=`` in order (``+``: privileged, ``-``: its failure ignored), failing
   the start as systemd does when one fails, then starts ``ExecStart=`` in the background,
   its output in ``var/log/journal/UNIT.log`` (the journal's stand-in) and its pid in the log
@@ -35,6 +37,8 @@ def main(argv: list[str], config: dict[str, Any]) -> int:
     log = Path(config["log"])
     with (log / "systemctl.calls").open("a") as calls:
         calls.write(shlex.join(argv) + "\n")
+    if argv[:1] == ["show"]:
+        return _show(argv[1:], log)
     args = [a for a in argv if not a.startswith("-")]
     verb, units = (args[0], args[1:]) if args else ("", [])
     if verb in {"start", "restart"} or (verb == "enable" and "--now" in argv):
@@ -46,6 +50,29 @@ def main(argv: list[str], config: dict[str, Any]) -> int:
                 return 1
     if verb == "is-active":
         return 0 if all(_running(unit, log) for unit in units) else 3
+    return 0
+
+
+def _show(argv: list[str], log: Path) -> int:
+    """``systemctl show UNIT -p NAME…``: the properties nimbus-health reads, as ``NAME=value``
+    lines; a unit this stand-in started is running (or dead, once its process is gone)."""
+    units = [a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or argv[i - 1] != "-p")]
+    names = [argv[i + 1] for i, a in enumerate(argv) if a == "-p" and i + 1 < len(argv)]
+    for unit in units:
+        pid_file = log / f"{unit}.pid"
+        running = _running(unit, log)
+        values = {
+            "ActiveState": "active" if running else "inactive",
+            "SubState": "running" if running else "dead",
+            "Result": "success",
+            "NRestarts": "0",
+            "ExecMainPID": pid_file.read_text() if running else "0",
+            "ExecMainStatus": "0",
+            "ExecMainStartTimestampMonotonic": "1" if pid_file.is_file() else "0",
+            "ExecMainExitTimestampMonotonic": "0" if running else "1",
+        }
+        for name in names or list(values):
+            print(f"{name}={values.get(name, '')}")
     return 0
 
 
