@@ -325,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rds-ca",
         type=Path,
         metavar="PEM",
-        help="ship this RDS CA bundle (AWS's global-bundle.pem) as rds-ca.pem: instances need no route to fetch it",
+        help="ship this RDS CA bundle (AWS's global-bundle.pem) as rds-ca.pem: no boot fetches it",
     )
     args = parser.parse_args(argv)
     try:
