@@ -142,3 +142,18 @@ def test_a_damaged_file_costs_only_its_damaged_records_reported_with_file_and_of
     after = documents(env.database_url)
     assert set(docs) <= set(after) and len(after) == 17  # 16 iana pages and example.com
     assert gzip.decompress(whole)  # the sample itself is sound
+
+
+def test_seed_frontier_puts_the_archives_out_links_in_the_web_frontier(
+    env: Settings, tmp_path: Path, sample_data: Path
+) -> None:
+    from services.storage.sql.models import FrontierEntry
+
+    iana = bundle(tmp_path / "iana", WARC, {"iana.warc.gz": sample_data / "warc/iana.warc.gz"})
+    assert main(["archive", "crawl", str(iana), "--quiet", "--seed-frontier"]) == 0
+    engine = make_engine(env.database_url)
+    with session_factory(engine)() as s:
+        rows = {r.url: r for r in s.scalars(select(FrontierEntry))}
+    engine.dispose()
+    assert "http://www.iana.org/domains" in rows  # linked from the archived home page
+    assert {r.state for r in rows.values()} == {"new"} and {r.depth for r in rows.values()} == {1}
