@@ -26,6 +26,7 @@ from services.admin.schemas import (
     errors,
 )
 from services.admin.status import cluster_status
+from services.crawler.frontier import archive_batches
 from services.indexing import builds
 from services.indexing.builds import BuildView
 
@@ -63,6 +64,7 @@ def status(admin: AdminDep) -> JSONResponse:
             "slowest_hosts": [h.__dict__ for h in found.slowest],
             "minutes": [m.__dict__ for m in found.minutes],
             "blocked_hosts": [b.__dict__ for b in found.blocked],
+            "archives": [archive_batches.to_json(a) for a in found.archives],
         }
     )
 

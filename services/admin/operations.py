@@ -24,7 +24,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.admin.errors import OperatorInputError
 from services.crawler.cluster import heartbeat
-from services.crawler.frontier import entries
+from services.crawler.frontier import archive_batches, entries
+from services.crawler.frontier.archive_batches import ArchiveProgress
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.schema import init_db
 from services.text.errors import BadUrlError
@@ -175,6 +176,7 @@ class CrawlStatus:
     frontier: dict[str, int]
     blocked: list[BlockedLine]
     paused: bool
+    archives: list[ArchiveProgress] = field(default_factory=list)  # archive crawls, newest first
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CrawlStatus:
@@ -185,6 +187,7 @@ class CrawlStatus:
             frontier={str(k): int(v) for k, v in data["frontier"].items()},
             blocked=[from_json(BlockedLine, b) for b in data["blocked_hosts"]],
             paused=bool(data["paused"]),
+            archives=[from_json(ArchiveProgress, a) for a in data.get("archives", [])],
         )
 
     def lines(self) -> list[str]:
@@ -194,6 +197,7 @@ class CrawlStatus:
         if self.paused:
             said.append("paused: every crawler leases nothing new (`nimbus crawl resume` to go on)")
         said += [f"blocked: {b.host}" + (f" ({b.reason})" if b.reason else "") for b in self.blocked]
+        said += [a.line() for a in self.archives]
         return said
 
 
@@ -242,6 +246,7 @@ def crawl_status(session: Session, now: float, beat_every: float) -> CrawlStatus
         frontier=entries.count_by_state(session),
         blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
         paused=heartbeat.control(session).paused,
+        archives=archive_batches.progress(session, now),
     )
 
 

@@ -100,6 +100,26 @@ class Minute(BaseModel):
     errors: int
 
 
+class ArchiveCrawl(BaseModel):
+    """One archive crawl: its bundle, its batches and what reading them counted."""
+
+    id: int
+    url: str
+    type: str
+    description: str
+    state: str = Field(description="registered, running or finished")
+    batches: int
+    committed: int = Field(description="batches committed")
+    records: int = Field(description="records read in committed batches")
+    records_hint: int = Field(description="records found when the bundle was registered")
+    bytes: int
+    errors: int
+    kinds: dict[str, int] = Field(description="records by kind: page, document, alias, skipped.*, error.*")
+    damage: list[str] = Field(description="the first errors, each naming its file and byte offset")
+    seconds: float
+    eta_seconds: float | None = Field(description="seconds to the end at the rate so far (null: no rate yet)")
+
+
 class StatusResponse(BaseModel):
     """The crawl cluster as the dashboard shows it."""
 
@@ -114,3 +134,4 @@ class StatusResponse(BaseModel):
     slowest_hosts: list[SlowHost]
     minutes: list[Minute] = Field(description="pages and errors committed per minute, last hour")
     blocked_hosts: list[BlockedLine]
+    archives: list[ArchiveCrawl] = Field(default=[], description="archive crawls, newest first")

@@ -10,7 +10,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.crawler.cluster import heartbeat
-from services.crawler.frontier import entries
+from services.crawler.frontier import archive_batches, entries
+from services.crawler.frontier.archive_batches import ArchiveProgress
 from services.storage.sql.counters import read_counters
 from services.storage.sql.models import FetchBatch, FrontierEntry, Host
 
@@ -76,6 +77,7 @@ class ClusterStatus:
     paused: bool = False
     minutes: list[Minute] = field(default_factory=list)  # the last CHART_MINUTES, oldest first
     blocked: list[BlockedLine] = field(default_factory=list)  # the operator's blocked hosts
+    archives: list[ArchiveProgress] = field(default_factory=list)  # archive crawls, newest first
 
     def chart(self, width: int = 600, height: int = 120) -> dict[str, str | int]:
         """SVG polyline points for pages and errors per minute (served as markup, no script)."""
@@ -141,6 +143,7 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         paused=heartbeat.control(session).paused,
         minutes=minutes,
         blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        archives=archive_batches.progress(session, now),
     )
 
 

@@ -1,4 +1,5 @@
-"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy, tunnel.
+"""The `nimbus` command: crawl, archive, index, serve, demo, eval, compare, sampleweb, migrate, deploy,
+tunnel.
 
 Every command is a real subcommand with its own options and ``--help`` (``nimbus crawl
 committer --help``), defined in the module of its group (``crawl_commands``, ...);
@@ -18,6 +19,7 @@ import sys
 from services.aws_database import resolve_database_url
 from services.cli import (
     admin_client,
+    archive_commands,
     crawl_commands,
     db_commands,
     demo_commands,
@@ -54,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     commands = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", required=True)
     crawl_commands.add_parser(commands)
+    archive_commands.add_parsers(commands)
     index_commands.add_parsers(commands)
     db_commands.add_parsers(commands)
     serve_command.add_parser(commands)

@@ -10,6 +10,8 @@ Where to look, by the question you bring:
   the committer, a cluster worker's flush and its acknowledgement manifest).
 - ``cluster/``: roles across machines (heartbeats, the committer's election and
   ordered commit, host partitions, one live process per identity).
+- ``archive/``: archive crawls (a bundle registered, its batches read and their records
+  turned into the results a visit would give), leased and committed like URL batches.
 - ``report/``: what a crawl tells its operator (the progress line, ``/metrics``, why
   nothing was fetched).
 

@@ -18,6 +18,11 @@ batch is committed, so what the predecessor fetched but had not committed
 is taken from the spool, not fetched again; only requests that were in
 flight at the kill are repeated. What was committed is never fetched again
 until its recrawl is due.
+
+Archive batches (``crawler.archive``) are leased through the same ledger, read on a thread
+of their own (one reader: reading and parsing records is CPU work the event loop should
+not wait on) and handed to the committer in lease order among the URL batches. An archive
+crawl (``web=False``) leases nothing else; a web crawl takes archive batches too.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.config import Settings
+from services.crawler.archive.reading import BundleCache, read_leased
 from services.crawler.cluster import heartbeat
 from services.crawler.cluster.heartbeat import Beat
 from services.crawler.cluster.identity_lock import identity_lock
@@ -45,13 +51,21 @@ from services.crawler.commit.spool import Spool, spool_dir
 from services.crawler.commit.worker_flush import WorkerFlush
 from services.crawler.context import Clock, DatabaseThread, PageBudget, VisitContext
 from services.crawler.errors import CrawlerBusyError
-from services.crawler.frontier import entries, leases, ledger
+from services.crawler.frontier import archive_batches, entries, leases, ledger
+from services.crawler.frontier.archive_batches import Reading
 from services.crawler.frontier.dead_prefixes import CAPPED_BELOW, LinkYield
 from services.crawler.frontier.entries import SEED_PRIORITY, NewUrl, UrlState
 from services.crawler.frontier.host_queues import HostScheduler
 from services.crawler.frontier.leases import Lease, LeasedUrl
 from services.crawler.report.metrics import MetricsServer
-from services.crawler.report.progress import CrawlStats, Progress, progress_counters, report_progress, show
+from services.crawler.report.progress import (
+    ArchiveFigures,
+    CrawlStats,
+    Progress,
+    progress_counters,
+    report_progress,
+    show,
+)
 from services.crawler.visit import Visitor
 from services.crawler.web.fetch import make_session
 from services.gc_thresholds import fewer_collections
@@ -70,16 +84,27 @@ RENEW_EVERY = 60.0  # ... so a live one renews its leases well before that
 MAX_BATCHES = 256  # batches held in memory (fetched or being fetched) before leasing waits
 LEASE_AHEAD = 4096  # leased URLs waiting for their host: a few seconds of work, to ride out a flush
 MAX_HELD_BYTES = 256 * 1024 * 1024  # fetched bodies held for the committer before leasing waits
+ARCHIVE_AHEAD = 2  # archive batches held (being read or waiting for their turn): one reader thread
+ARCHIVE_RETRY = 1.0  # seconds between looks for archive batches once none was left
 
 
 @dataclass
 class _Batch:
     lease: Lease
     results: dict[str, UrlResult] = field(default_factory=dict)
+    read: bool = False  # an archive batch: its records are read (``results`` holds them all)
 
     @property
     def complete(self) -> bool:
+        if self.lease.archive is not None:
+            return self.read
         return len(self.results) == len(self.lease.entries)
+
+    def ordered(self) -> list[UrlResult]:
+        """The results in lease order (an archive batch's in record order)."""
+        if self.lease.archive is not None:
+            return list(self.results.values())
+        return [self.results[e.url_id] for e in self.lease.entries]
 
 
 def run_crawl(
@@ -92,6 +117,8 @@ def run_crawl(
     clock: Clock = time.time,
     role: str = "crawler",
     identity: str | None = None,
+    web: bool = True,
+    archives: bool = True,
 ) -> CrawlStats:
     """Crawl from ``seeds`` until the frontier is exhausted or ``max_pages`` pages were fetched.
 
@@ -105,6 +132,9 @@ def run_crawl(
     requests for pages (robots.txt and sitemaps excluded). Running again on the
     same database continues where the last run stopped; nothing done is fetched
     again until its recrawl is due.
+
+    ``archives``: registered archive bundles' batches are leased too; ``web`` False leases
+    those only (``nimbus archive crawl``), and the run ends when none is left.
     """
     normalized = [normalize_url(seed) for seed in seeds]  # fail fast on a bad seed
     crawler = Crawler(
@@ -115,6 +145,8 @@ def run_crawl(
         clock=clock,
         role=role,
         identity=identity,
+        web=web,
+        archives=archives,
     )
     with fewer_collections(), asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
         return runner.run(crawler.run(normalized))
@@ -133,6 +165,8 @@ class Crawler:
         clock: Clock = time.time,
         role: str = "crawler",
         identity: str | None = None,
+        web: bool = True,
+        archives: bool = True,
     ) -> None:
         if role not in ("crawler", "worker"):
             raise ValueError(f"a crawler's role is crawler or worker, not {role!r}")
@@ -186,6 +220,12 @@ class Crawler:
         self.flushing: asyncio.Future[FlushResult] | None = None
         self.spool = Spool(spool_dir(settings.var_dir, self.worker_name))
         self.recovered: dict[str, UrlResult] = {}  # answered before a kill, not yet committed
+        self.web, self.archives = web, archives
+        self.bundles = BundleCache(settings.aws_endpoint_url)
+        self.reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nimbus-archive")
+        self.archive = ArchiveFigures()  # what this process read of archives
+        self.archive_dry = not archives  # the last archive lease found nothing
+        self._archive_retry_at = 0.0
 
     @property
     def pages(self) -> int:
@@ -253,7 +293,13 @@ class Crawler:
             seconds=time.monotonic() - started,
             errors=self.errors,
             bytes=self.visitor.bytes,
-            counters={**self.counters, "db_round_trips": self.round_trips.count},
+            counters={
+                **self.counters,
+                "db_round_trips": self.round_trips.count,
+                "archive_records": self.archive.records,
+                "archive_bytes": self.archive.nbytes,
+                **{f"archive_errors_{k}": n for k, n in self.archive.errors.items()},
+            },
         )
         if self.progress:
             show(stats.summary(), final=True)
@@ -264,6 +310,7 @@ class Crawler:
         last_flush = last_renew = time.monotonic()
         while True:
             self.wake.clear()  # cleared before looking, so no finished URL goes unnoticed
+            now_ = time.monotonic()
             if self.fatal is not None:
                 raise self.fatal
             if self.control.stops(self.started_at):
@@ -272,8 +319,12 @@ class Crawler:
             if self.flushing is not None and self.flushing.done():
                 self.counters.update(self.flushing.result().counters)  # raises a failed flush
                 self.flushing, dry = None, False
-            if not dry and not self.control.paused:  # paused: lease nothing, finish what is out
-                dry = await self._fill()
+            if not self.control.paused:  # paused: lease nothing, finish what is out
+                if not dry:
+                    dry = await self._fill()
+                if self.archives and (not self.archive_dry or now_ > self._archive_retry_at):
+                    self.archive_dry = await self._fill_archives()
+                    self._archive_retry_at = now_ + ARCHIVE_RETRY
             self._drain()
             now = time.monotonic()
             committer = self.committer
@@ -287,16 +338,19 @@ class Crawler:
                 self.flushing.add_done_callback(lambda _f: self.wake.set())
                 last_flush = now
                 continue
+            web_over = not self.web or dry or self.budget.leasable() <= 0
             if (
                 not self.batches
                 and not committer.pending
                 and self.flushing is None
-                and (dry or self.budget.leasable() <= 0)
+                and web_over
+                and self.archive_dry
             ):
-                if self.budget.leasable() > 0 and await self._cluster_busy():
+                web_left = self.web and self.budget.leasable() > 0
+                if (web_left or self.archives) and await self._cluster_busy(web=web_left):
                     dry = False
                     continue
-                if self.budget.leasable() <= 0 or not await self._await_retries():
+                if not web_left or not await self._await_retries():
                     return
                 dry = False
                 continue
@@ -312,12 +366,13 @@ class Crawler:
             with contextlib.suppress(TimeoutError):  # wake at least every second
                 await asyncio.wait_for(self.wake.wait(), timeout=1.0)
 
-    async def _cluster_busy(self) -> bool:
+    async def _cluster_busy(self, *, web: bool = True) -> bool:
         """A worker out of work waits while the cluster has batches out: committing them
-        adds the URLs it will fetch next. Checked every half second."""
+        adds the URLs it will fetch next, and a batch whose worker died is handed out again
+        (``web`` False: archive batches only). Checked every half second."""
         if self.role != "worker":
             return False
-        out = await self.db.transaction(ledger.outstanding)
+        out = await self.db.transaction(ledger.outstanding, archives_only=not web)
         if not out:
             return False
         now = time.monotonic()
@@ -353,6 +408,8 @@ class Crawler:
 
     async def _fill(self) -> bool:
         """Lease batches while memory allows; True when the frontier had nothing ready."""
+        if not self.web:
+            return True
         window = max(self.settings.crawl.batch_size, LEASE_AHEAD, 4 * self.settings.crawl.concurrency)
         size = self.settings.crawl.batch_size
         while (
@@ -385,9 +442,37 @@ class Crawler:
                 return budget > 0
         return False
 
+    async def _fill_archives(self) -> bool:
+        """Lease archive batches while fewer than ``ARCHIVE_AHEAD`` are held; True when none
+        was left to lease."""
+        held = sum(b.lease.archive is not None for b in self.batches)
+        wanted = ARCHIVE_AHEAD - held
+        if wanted <= 0 or self.committer.buffered_bytes >= MAX_HELD_BYTES:
+            return False
+        leased = await self.db.transaction(
+            leases.lease_batches,
+            batches=0,
+            limit=0,
+            budget=0,
+            now=self.clock(),
+            lease_seconds=LEASE_SECONDS,
+            max_depth=self.max_depth,
+            worker=self.worker_name,
+            partitions=self.partitions,
+            window=None if self.window is None else self.window * max(1, self.live_workers),
+            archives=wanted,
+            web=False,
+        )
+        for lease in leased:
+            self._dispatch(lease)
+        return not leased and held == 0
+
     def _dispatch(self, lease: Lease) -> None:
         batch = _Batch(lease)
         self.batches.append(batch)
+        if lease.archive is not None:
+            self._read_archive(batch)
+            return
         for entry in lease.entries:
             spooled = self.recovered.pop(entry.url_id, None)
             if spooled is not None:  # answered before a kill: no second request
@@ -401,11 +486,49 @@ class Crawler:
                 self.workers.add(task)
                 task.add_done_callback(self.workers.discard)
 
+    def _read_archive(self, batch: _Batch) -> None:
+        """Read an archive batch on the reader thread; its results complete the batch."""
+        work = batch.lease.archive
+        if work is None:
+            return
+        loop = asyncio.get_running_loop()
+
+        async def read() -> None:
+            try:
+                results, reading = await loop.run_in_executor(
+                    self.reader, read_leased, work, self.bundles, self.settings
+                )
+                await self.db.transaction(archive_batches.record_reading, work.batch_id, reading)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an unreadable bundle or object: stop, the lease goes back
+                log.exception("reading archive batch %d (%s) failed", work.batch_id, work.batch.file)
+                self.fatal = exc
+                self.wake.set()
+                return
+            self._tally_archive(reading)
+            batch.results = {r.url_id: r for r in results}
+            batch.read = True
+            self.wake.set()
+
+        task = asyncio.create_task(read())
+        self.workers.add(task)
+        task.add_done_callback(self.workers.discard)
+
+    def _tally_archive(self, reading: Reading) -> None:
+        self.archive.records += reading.records
+        self.archive.nbytes += reading.bytes
+        for kind, n in reading.kinds.items():
+            if kind.startswith("error."):
+                self.archive.errors[kind.removeprefix("error.")] += n
+                self.errors += n
+                self.kinds["errors_archive_" + kind.removeprefix("error.")] += n
+
     def _drain(self) -> None:
         """Hand completed batches to the committer, strictly in lease order."""
         while self.batches and self.batches[0].complete:
             batch = self.batches.popleft()
-            self.committer.add_batch(batch.lease.seq, [batch.results[e.url_id] for e in batch.lease.entries])
+            self.committer.add_batch(batch.lease.seq, batch.ordered())
 
     async def _host_worker(self, host: str) -> None:
         """Visit one host's queued URLs; ends when its queue is empty.
@@ -476,6 +599,7 @@ class Crawler:
         except Exception:
             log.warning("could not write the last heartbeat", exc_info=True)
         await self.http.close()
+        self.reader.shutdown(wait=True)
         self.commits.shutdown(wait=True)
         self.db.shutdown()
         self.engine.dispose()
@@ -492,6 +616,8 @@ class Crawler:
             "hosts": len(self.hosts.hosts),
             "documents": int(self.counters.get("documents", 0)),
             **{kind: int(n) for kind, n in self.kinds.items()},  # html, pdf, errors_<kind>
+            "archive_records": self.archive.records,
+            "archive_bytes": self.archive.nbytes,
             "fetch_latency": self.visitor.latency if hasattr(self, "visitor") else None,
             "committed": dict(self.counters),
         }
@@ -537,11 +663,14 @@ class Crawler:
 
     def _progress(self) -> Progress:
         counters = progress_counters(self.counters, self.visitor.live_counters)
-        return Progress(self.pages, self.errors, self.visitor.bytes, counters)
+        archive = self.archive if self.archives and (self.archive.records or not self.web) else None
+        return Progress(self.pages, self.errors, self.visitor.bytes, counters, archive)
 
     async def _queued(self) -> int:
-        """URLs waiting or out (the progress line's "queued")."""
+        """URLs waiting or out (the progress line's "queued"); archive records still to read."""
         states = await self.db.transaction(entries.count_by_state)
+        if self.archives:
+            self.archive.left = await self.db.transaction(archive_batches.records_left)
         return states.get(UrlState.NEW, 0) + states.get(UrlState.LEASED, 0)
 
 

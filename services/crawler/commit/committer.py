@@ -25,8 +25,11 @@ Duplicates and recrawls (by docId, the SHA-1 of the bytes):
   blocks and the document row (same ``doc_num``) points at them
   (``versions`` += 1, the interval halves).
 
-Archive imports will feed the same committer with results that were read
-from WARC files instead of fetched.
+Archive crawls feed the same committer with results read from archives
+instead of fetched (``UrlResult.archived``): they finish no frontier row; of
+several captures of one URL the newest is the page (an older one than the
+stored document's is counted ``older_capture`` and left out); an alias (a wiki
+redirect, an archived 3xx) becomes a ``UrlAlias`` row of its target.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from services.storage.documents import DocumentWriter, NewDocument
 from services.storage.formats.block_pair import PLACEMENT_COLUMNS
 from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.counters import bump_counters
-from services.storage.sql.models import Document, DuplicateUrl, Host, table
+from services.storage.sql.models import Document, DuplicateUrl, Host, UrlAlias, table
 from services.storage.sql.retry import is_retryable, retry_transaction
 from services.text.urls import host_key, url_id
 
@@ -224,6 +227,7 @@ class Committer:
         self.writer.insert(session, fresh)
         self._update_recrawled(session, docs, changed, counts)
         self._record_duplicates(session, duplicates, now)
+        self._record_aliases(session, results, now)
         new_urls = self._record_frontier(session, results, docs, now)
         self._count_host_pages(session, results)
         counts["documents"] += len(fresh)
@@ -255,13 +259,22 @@ class Committer:
             if result.doc is None:
                 continue
             key = url_id(result.doc.url)
-            if key in candidates:
-                counts["duplicate_url"] += 1
-            else:
+            earlier = candidates.get(key)
+            if earlier is None:
                 candidates[key] = _Doc(result, result.doc)
+            elif result.archived:  # several captures of one URL: the newest is the page
+                counts["older_capture"] += 1
+                if result.doc.fetched_at > earlier.doc.fetched_at:
+                    candidates[key] = _Doc(result, result.doc)
+            else:
+                counts["duplicate_url"] += 1
         for ids in chunked(list(candidates), 500):
             for row in session.scalars(select(Document).where(Document.url_id.in_(ids))):
                 candidates[row.url_id].existing = row
+        for key, d in list(candidates.items()):
+            if d.result.archived and d.existing is not None and d.existing.last_crawled > d.doc.fetched_at:
+                counts["older_capture"] += 1  # the stored page is a newer capture
+                del candidates[key]
         by_doc_id: dict[str, Document | _Doc] = {}
         new_ids = [d.doc.doc_id for d in candidates.values() if d.existing is None]
         for ids in chunked(new_ids, 500):
@@ -351,6 +364,30 @@ class Committer:
             else:
                 row.doc_num, row.doc_id, row.last_seen = number, doc.doc_id, now
 
+    @staticmethod
+    def _record_aliases(session: Session, results: list[UrlResult], now: float) -> None:
+        """Aliases (``UrlResult.alias_of``): one row per alias URL, its latest target."""
+        aliases = {url_id(r.url): r for r in results if r.alias_of}
+        for ids in chunked(list(aliases), 500):
+            known = {
+                row.url_id: row for row in session.scalars(select(UrlAlias).where(UrlAlias.url_id.in_(ids)))
+            }
+            for uid in ids:
+                r, row = aliases[uid], known.get(uid)
+                if row is None:
+                    session.add(
+                        UrlAlias(
+                            url_id=uid,
+                            url=r.url,
+                            target_url_id=url_id(r.alias_of),
+                            target_url=r.alias_of,
+                            first_seen=now,
+                            last_seen=now,
+                        )
+                    )
+                else:
+                    row.target_url_id, row.target_url, row.last_seen = url_id(r.alias_of), r.alias_of, now
+
     def _record_frontier(
         self, session: Session, results: list[UrlResult], docs: list[_Doc], now: float
     ) -> int:
@@ -358,6 +395,8 @@ class Committer:
         intervals = {d.result.url_id: self._next_interval(d) for d in docs}
         outcomes = []
         for r in results:
+            if r.archived:  # read from an archive: no frontier row of its own
+                continue
             if r.state == UrlState.NEW:
                 outcomes.append(
                     Outcome(r.url_id, UrlState.NEW, r.status, r.error, r.retry_at, priority=r.priority)
@@ -371,7 +410,7 @@ class Committer:
         targets = [
             (NewUrl(d.doc.url, d.result.depth, discovered_from=d.result.url_id), url_id(d.doc.url))
             for d in docs
-            if d.doc.url != d.result.url
+            if d.doc.url != d.result.url and not d.result.archived
         ]
         entries.add_urls(session, [t for t, _ in targets], now, partitions=self.partitions)
         outcomes += [Outcome(uid, UrlState.DONE, 200) for _, uid in targets]

@@ -32,9 +32,10 @@ from services.storage.formats.blocks import ContentType
 from services.storage.formats.records import INFLATE_ERROR
 
 # 2: an out-link found on the page itself as [url, priority, url_id, host];
-# 3: those links of a page in four columns ("links": see ``_columns``).
-FORMAT = 3
-READS = (1, 2, 3)  # older formats are read too: workers upgraded after the committer
+# 3: those links of a page in four columns ("links": see ``_columns``);
+# 4: a result read from an archive says so ("archived"), an alias names its target ("alias").
+FORMAT = 4
+READS = (1, 2, 3, 4)  # older formats are read too: workers upgraded after the committer
 KEY_CHARS = 40  # a url_id: the hex SHA-1 of the URL
 SEP = "\n"  # between a page's link URLs (and hosts): normalized URLs hold no raw newline
 PLACEMENT = PLACEMENT_COLUMNS  # the block columns a manifest carries per page
@@ -134,6 +135,10 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
             links.append(n)
         else:
             other.append([n.url, n.depth, n.priority, n.discovered_from, n.hops, n.inlinks, n.key, n.host])
+    if r.archived:
+        out["archived"] = True
+    if r.alias_of:
+        out["alias"] = r.alias_of
     out["found"] = other
     if links:
         out["links"] = _columns(links)
@@ -201,6 +206,8 @@ def _result(u: dict[str, Any], finished: Callable[[str], bool] | None) -> UrlRes
         interval=u["interval"],
         found=found,
         priority=u["priority"],
+        archived=bool(u.get("archived", False)),
+        alias_of=str(u.get("alias", "")),
     )
 
 

@@ -60,6 +60,11 @@ class UrlResult(LinksPickledFlat):
     interval: float | None = None  # the frontier row's recrawl interval when leased
     found: list[NewUrl] = field(default_factory=list)  # redirect targets, sitemap URLs: as they are
     priority: float | None = None  # state new, released unfetched: its lowered priority (dead_prefixes)
+    # Read from an archive (``crawler.archive``), not leased from the frontier: no frontier row to
+    # finish, and of several captures of one URL the newest is the page. ``url_id`` is then the
+    # record's own key in its batch (a URL may be captured twice), the page's is its URL's.
+    archived: bool = False
+    alias_of: str = ""  # this URL names the page at alias_of (a wiki redirect, an archived 3xx)
 
 
 @dataclass

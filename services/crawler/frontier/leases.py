@@ -6,7 +6,9 @@ results manifest, then committed in sequence order. A lease that
 expires (its process died) is handed out again under the same sequence number, so its
 results are committed exactly once. Leasing due recrawls first, then new URLs by priority,
 only from the caller's host partitions (``entries.partition_of``), so two crawlers never
-share a host. All functions run inside the caller's transaction.
+share a host. An archive's planned batch (``archive_batches``) is leased the same way, under
+a seq of the same ledger, by any crawler (archives have no hosts to share out). All
+functions run inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Double, Integer, Row, Select, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from services.crawler.frontier import archive_batches
+from services.crawler.frontier.archive_batches import ArchiveWork
 from services.crawler.frontier.entries import UrlState
 from services.crawler.frontier.ledger import BatchState, outstanding
 from services.storage.sql.counters import lock_counter
@@ -42,6 +46,7 @@ class LeasedUrl:
 class Lease:
     seq: int
     entries: list[LeasedUrl]
+    archive: ArchiveWork | None = None  # an archive batch (``entries`` empty): its records
 
 
 def lease_batch(
@@ -127,6 +132,8 @@ def lease_batches(
     partitions: Sequence[int] | None = None,
     min_priority: float | None = None,
     window: int | None = None,
+    archives: int = 0,
+    web: bool = True,
 ) -> list[Lease]:
     """Up to ``batches`` leases of up to ``limit`` URLs each, ``budget`` URLs in all, in one transaction.
 
@@ -139,23 +146,33 @@ def lease_batches(
     a batch the committer sees has no lower seq still to appear (MySQL assigns
     auto-increment values before commit, in any order); and no more than ``window``
     batches are out, leased or acknowledged but not yet committed.
+
+    ``archives``: up to that many new archive batches too, before new URLs (``budget`` and
+    ``limit`` count URLs only); ``web`` False: no URLs at all, new or expired (an archive
+    crawl). Expired batches of either kind are taken over first, of the kinds asked for.
     """
     if window is not None:
         lock_counter(session, LEASE_LOCK)
         new_batches = max(0, window - sum(outstanding(session).values()))
     else:
-        new_batches = batches
+        new_batches = batches + archives
     expires = now + lease_seconds
     leases: list[Lease] = []
-    while len(leases) < batches:  # expired batches first
-        lease = _lease_expired(session, now, expires, worker, partitions)
+    kinds = _Kinds(web=web, archives=archives > 0)
+    while len(leases) < batches + archives:  # expired batches first
+        lease = _lease_expired(session, now, expires, worker, partitions, kinds)
         if lease is None:
             break
         leases.append(lease)
         budget -= len(lease.entries)
     # Then new ones (none of these has expired); an expired batch is out already, so the
     # window never keeps it from being handed out again: it may be what the commit waits for.
-    new_batches = min(new_batches, batches - len(leases))
+    taken_archives = sum(lease.archive is not None for lease in leases)
+    taken_web = len(leases) - taken_archives
+    for lease in _lease_archives(session, min(archives - taken_archives, new_batches), now, expires, worker):
+        leases.append(lease)
+        new_batches -= 1
+    new_batches = min(new_batches, batches - taken_web) if web else 0
     while new_batches > 0 and budget > 0:
         lease = _lease_new(
             session, min(limit, budget), now, expires, max_depth, worker, partitions, min_priority
@@ -247,8 +264,37 @@ _ANY_EXPIRED = (
 )
 
 
+@dataclass(frozen=True)
+class _Kinds:
+    web: bool = True
+    archives: bool = False
+
+
+def _lease_archives(session: Session, limit: int, now: float, expires: float, worker: str) -> list[Lease]:
+    """Up to ``limit`` planned archive batches, each under a new seq of the ledger."""
+    out = []
+    for row in archive_batches.next_planned(session, limit):
+        inserted = session.execute(
+            _INSERT_BATCH,
+            {"leased_by": worker, "lease_expires": expires, "created_at": now, "num_urls": row.records_hint},
+        )
+        key = cast(CursorResult[Any], inserted).inserted_primary_key
+        if key is None:
+            raise RuntimeError("the database returned no sequence number for a new fetch batch")
+        seq = int(key[0])
+        session.execute(update(_BATCHES).where(_BATCHES.c.seq == seq).values(archive_batch=row.id))
+        archive_batches.leased(session, row, seq, now)
+        out.append(Lease(seq, [], archive_batches.work(session, row.id)))
+    return out
+
+
 def _lease_expired(
-    session: Session, now: float, expires: float, worker: str, partitions: Sequence[int] | None
+    session: Session,
+    now: float,
+    expires: float,
+    worker: str,
+    partitions: Sequence[int] | None,
+    kinds: _Kinds = _Kinds(),
 ) -> Lease | None:
     """Take over the oldest expired batch with URLs in our partitions.
 
@@ -259,15 +305,22 @@ def _lease_expired(
     its sequence number forever."""
     if session.execute(_ANY_EXPIRED, {"now": now}).first() is None:
         return None  # the usual answer, from a prebuilt statement without ORM entities or locks
+    expiring = select(FetchBatch).where(
+        FetchBatch.state == BatchState.LEASED, FetchBatch.lease_expires <= now
+    )
+    if not kinds.archives:
+        expiring = expiring.where(FetchBatch.archive_batch.is_(None))
+    if not kinds.web:
+        expiring = expiring.where(FetchBatch.archive_batch.is_not(None))
     expired = session.scalars(
-        select(FetchBatch)
-        .where(FetchBatch.state == BatchState.LEASED, FetchBatch.lease_expires <= now)
-        .order_by(FetchBatch.seq)
-        .limit(20)
-        .with_for_update(skip_locked=True)
+        expiring.order_by(FetchBatch.seq).limit(20).with_for_update(skip_locked=True)
     ).all()
     mine = None if partitions is None else set(partitions)
     for batch in expired:
+        if batch.archive_batch is not None:  # any crawler takes an archive batch over, whole
+            batch.leased_by, batch.lease_expires = worker, expires
+            batch.reschedules = (batch.reschedules or 0) + 1
+            return Lease(batch.seq, [], archive_batches.work(session, batch.archive_batch))
         rows = session.scalars(
             select(FrontierEntry).where(
                 FrontierEntry.batch_seq == batch.seq, FrontierEntry.state == UrlState.LEASED

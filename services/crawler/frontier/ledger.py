@@ -3,7 +3,8 @@
 Each ``fetch_batches`` row moves ``leased`` (``leases``) -> ``acked`` (a cluster's worker
 wrote its blocks and a results manifest) -> ``committed`` (its documents and frontier rows
 are in the database). The committer commits strictly in sequence order; these functions
-only move rows, inside the caller's transaction.
+only move rows, inside the caller's transaction. An archive batch is a row like any other
+(``fetch_batches.archive_batch`` names it): committing it marks it in ``archive_batches`` too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session
 
+from services.crawler.frontier import archive_batches
 from services.storage.sql.models import FetchBatch
 
 
@@ -48,6 +50,7 @@ def commit_batches(
             CursorResult[Any], session.execute(mark.values(state=BatchState.COMMITTED, committed_at=now))
         )
         changed = done.rowcount
+        archive_batches.mark_committed(session, seqs, now)
         if pages or errors:
             session.execute(
                 update(FetchBatch).where(FetchBatch.seq == max(seqs)).values(pages=pages, errors=errors)
@@ -82,11 +85,13 @@ def ack_batches(session: Session, seqs: Sequence[int], worker: str, manifest: st
     return mine
 
 
-def outstanding(session: Session) -> dict[str, int]:
-    """Batches leased or acknowledged and not yet committed, by state."""
-    rows = session.execute(
-        select(FetchBatch.state, func.count())
-        .where(FetchBatch.state.in_((BatchState.LEASED, BatchState.ACKED)))
-        .group_by(FetchBatch.state)
+def outstanding(session: Session, *, archives_only: bool = False) -> dict[str, int]:
+    """Batches leased or acknowledged and not yet committed, by state (``archives_only``: of
+    archive batches)."""
+    query = select(FetchBatch.state, func.count()).where(
+        FetchBatch.state.in_((BatchState.LEASED, BatchState.ACKED))
     )
+    if archives_only:
+        query = query.where(FetchBatch.archive_batch.is_not(None))
+    rows = session.execute(query.group_by(FetchBatch.state))
     return {state: count for state, count in rows}

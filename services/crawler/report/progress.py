@@ -74,6 +74,31 @@ def progress_line(
 
 
 @dataclass
+class ArchiveFigures:
+    """An archive crawl's side of the line: records read, their bytes, errors by kind, and the
+    records still to read (as registration counted them; None: not known yet)."""
+
+    records: int = 0
+    nbytes: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    left: int | None = None
+
+
+def archive_line(figures: ArchiveFigures, elapsed: float, recent_rate: float) -> str:
+    """``records, records/s, bytes/s, ETA, errors by kind`` of the archive batches read."""
+    rate = figures.records / max(elapsed, 1e-9)
+    eta = "?"
+    if figures.left is not None and rate > 0:
+        left = int(figures.left / rate)
+        eta = f"{left // 60}m{left % 60:02d}s"
+    errors = " ".join(f"{kind}:{n}" for kind, n in sorted(figures.errors.items())) or "none"
+    return (
+        f"archives: {figures.records} records  {recent_rate:.0f} records/s (avg {rate:.0f})  "
+        f"{human_bytes(figures.nbytes / max(elapsed, 1e-9))}/s  ETA {eta}  errors {errors}"
+    )
+
+
+@dataclass
 class Progress:
     """A crawl's figures at one moment, as the progress line shows them."""
 
@@ -81,6 +106,7 @@ class Progress:
     errors: int
     nbytes: int
     counters: Counter[str]  # ``progress_counters``: committed, with live status codes
+    archive: ArchiveFigures | None = None  # an archive crawl's figures, when it reads archives
 
 
 def show(line: str, *, final: bool = False) -> None:
@@ -101,7 +127,7 @@ async def report_progress(
     cancelled; ``queued()`` (a COUNT over the frontier) at most every ``QUEUE_COUNT_EVERY``."""
     every = (1.0 if sys.stderr.isatty() else 10.0) if every is None else every
     waiting: int | None = None
-    last_count = last_pages = 0.0
+    last_count = last_pages = last_records = 0.0
     last = time.monotonic()
     while True:
         await asyncio.sleep(every)
@@ -110,15 +136,19 @@ async def report_progress(
             waiting, last_count = await queued(), at
         state = now()
         rate = (state.pages - last_pages) / max(at - last, 1e-9)
-        last, last_pages = at, state.pages
-        show(
-            progress_line(
-                pages=state.pages,
-                elapsed=at - started,
-                recent_rate=rate,
-                queued=waiting,
-                counters=state.counters,
-                errors=state.errors,
-                nbytes=state.nbytes,
-            )
+        line = progress_line(
+            pages=state.pages,
+            elapsed=at - started,
+            recent_rate=rate,
+            queued=waiting,
+            counters=state.counters,
+            errors=state.errors,
+            nbytes=state.nbytes,
         )
+        if state.archive is not None:
+            records_rate = (state.archive.records - last_records) / max(at - last, 1e-9)
+            last_records = state.archive.records
+            said = archive_line(state.archive, at - started, records_rate)
+            line = said if not state.pages else f"{line}  {said}"
+        last, last_pages = at, state.pages
+        show(line)

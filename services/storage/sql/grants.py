@@ -46,6 +46,8 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "crawl_nodes": WRITE,
         "crawl_control": READ,
         "blocked_hosts": READ,
+        "archive_bundles": WRITE,  # registers bundles (`nimbus archive crawl`), marks them started
+        "archive_batches": WRITE,  # leases them, writes what their reading counted
     },
     "committer": {
         "alembic_version": READ,
@@ -59,6 +61,9 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "role_leases": WRITE,
         "crawl_control": READ,
         "blocked_hosts": READ,
+        "archive_bundles": WRITE,  # finished with their last batch
+        "archive_batches": WRITE,  # committed with their seq
+        "url_aliases": WRITE,  # wiki redirects, archived 3xx
     },
     "search": {
         "alembic_version": READ,
@@ -74,6 +79,9 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "crawl_control": WRITE,  # pause, resume, stop
         "blocked_hosts": WRITE_DELETE,  # block, unblock
         "index_builds": WRITE,  # "index now"
+        "archive_bundles": READ,  # the dashboard's archive crawls
+        "archive_batches": READ,
+        "url_aliases": READ,
     },
     "indexer": {
         "alembic_version": READ,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Double,
     Index,
@@ -154,8 +155,79 @@ class FetchBatch(Base):
     manifest: Mapped[str | None] = mapped_column(String(255), nullable=True)
     acked_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     reschedules: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # leases taken over
+    # An archive batch (``archive_batches.id``) instead of frontier URLs: same seqs, same ledger.
+    archive_batch: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (Index("ix_fetch_batches_state_seq", "state", "seq"),)
+
+
+class ArchiveBundle(Base):
+    """A registered archive bundle (``nimbus archive crawl``): a folder or s3:// prefix and its
+    ``bundle.toml``. The same URL with the same description file is one bundle, registered
+    once; its batches are planned at registration (``archive_batches``)."""
+
+    __tablename__ = "archive_bundles"
+    __table_args__ = (Index("ux_archive_bundles_url_sha", "url_hash", "sha256", unique=True),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    url: Mapped[str] = mapped_column(Text)
+    url_hash: Mapped[str] = mapped_column(String(40))  # SHA-1 of ``url``: TEXT has no unique index
+    type: Mapped[str] = mapped_column(String(16))  # services.archives.bundle.ArchiveType
+    description: Mapped[str] = mapped_column(Text, default="")
+    sha256: Mapped[str] = mapped_column(String(64))  # of bundle.toml
+    state: Mapped[str] = mapped_column(String(16))  # registered | running | finished
+    registered_at: Mapped[float] = mapped_column(Double)  # also the time of undated records
+    started_at: Mapped[float | None] = mapped_column(Double, nullable=True)  # first lease
+    finished_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    batches: Mapped[int] = mapped_column(Integer, default=0)
+    records_hint: Mapped[int] = mapped_column(BigInteger, default=0)  # records found at registration
+    seed_frontier: Mapped[bool] = mapped_column(Boolean, default=False)  # out-links into the web frontier
+
+
+class ArchiveBatch(Base):
+    """One planned batch of an archive bundle: a byte range of one file (``services.archives.batches``).
+
+    ``planned`` until a crawler leases it, which gives it a ``fetch_batches`` seq (``seq``)
+    and from then on the ledger says where it is; ``committed`` once its documents are. The
+    counts are its reader's, written (never added) each time the batch is read, so a batch
+    read twice counts once."""
+
+    __tablename__ = "archive_batches"
+    __table_args__ = (
+        Index("ix_archive_batches_state_bundle", "state", "bundle_id", "number"),
+        Index("ix_archive_batches_seq", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    bundle_id: Mapped[int] = mapped_column(Integer, index=True)
+    number: Mapped[int] = mapped_column(Integer)  # its place in the bundle, from 0
+    file: Mapped[str] = mapped_column(Text)
+    start: Mapped[int] = mapped_column(BigInteger)
+    end: Mapped[int] = mapped_column(BigInteger)
+    records_hint: Mapped[int] = mapped_column(Integer, default=0)
+    seek_state: Mapped[str] = mapped_column(Text)  # JSON
+    state: Mapped[str] = mapped_column(String(16))  # planned | leased | committed
+    seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    committed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    records: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(Integer, default=0)
+    kinds: Mapped[str] = mapped_column(Text, default="{}")  # JSON: records by kind
+    damage: Mapped[str] = mapped_column(Text, default="[]")  # JSON: errors naming file and offset
+
+
+class UrlAlias(Base):
+    """A URL that names another's page: a wiki redirect, an archived 3xx. Not a document;
+    ``target_url_id`` is the document's (when it is stored)."""
+
+    __tablename__ = "url_aliases"
+
+    url_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    target_url_id: Mapped[str] = mapped_column(String(40), index=True)
+    target_url: Mapped[str] = mapped_column(Text)
+    first_seen: Mapped[float] = mapped_column(Double)
+    last_seen: Mapped[float] = mapped_column(Double)
 
 
 class CrawlCounter(Base):
