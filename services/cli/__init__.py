@@ -1,4 +1,5 @@
-"""The `nimbus` command: crawl, index, serve, demo, eval, compare, sampleweb, migrate, deploy, tunnel.
+"""The `nimbus` command: crawl, index, serve, archive, demo, eval, compare, sampleweb, migrate, deploy,
+tunnel.
 
 Every command is a real subcommand with its own options and ``--help`` (``nimbus crawl
 committer --help``), defined in the module of its group (``crawl_commands``, ...);
@@ -18,6 +19,7 @@ import sys
 from services.aws_database import resolve_database_url
 from services.cli import (
     admin_client,
+    archive_commands,
     crawl_commands,
     db_commands,
     demo_commands,
@@ -57,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     index_commands.add_parsers(commands)
     db_commands.add_parsers(commands)
     serve_command.add_parser(commands)
+    archive_commands.add_parsers(commands)
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
     deploy_commands.add_parsers(commands)
