@@ -12,8 +12,8 @@ contender on the same inputs in the same process:
 * **pdf**: the three PDFs of ``pdf/`` (30 pages) to text. Nimbus's path
   (``services.text.extract.pdf.parse_pdf``: pypdfium2) against pypdf and pdfminer.six.
 * **wiki**: the 106 articles of the MediaWiki dump in ``wiki/`` to plain text and wikilinks,
-  after the demo's clean-up (``services.demo.sampleweb``: references, comments, categories):
-  wikitextparser, as the demo and the text corpus read them, against mwparserfromhell.
+  after the clean-up of ``benchmarks.wikidump`` (references, comments, categories):
+  wikitextparser, as the text corpus reads them, against mwparserfromhell.
 * **warc**: every record of ``warc/iana.warc.gz`` and its payload: warcio (which Nimbus uses)
   against fastwarc; then what each reads of the chunked WARC and of the ARC file.
 
@@ -319,10 +319,11 @@ def _pdfminer(data: bytes) -> Extract:
 
 
 def wiki_section() -> Section:
-    from services.demo.sampleweb import _CATEGORY, _COMMENT, _REF, WIKI_DUMP, _read_dump
+    from benchmarks.wikidump import CATEGORY, COMMENT, REF, read_dump
+    from services.demo.sampleweb import WIKI_DUMP
 
-    articles, _redirects = _read_dump(DATA / WIKI_DUMP, None)
-    inputs = [_CATEGORY.sub("", _COMMENT.sub("", _REF.sub("", text))) for text in articles.values()]
+    articles, _redirects = read_dump(DATA / WIKI_DUMP)
+    inputs = [CATEGORY.sub("", COMMENT.sub("", REF.sub("", text))) for text in articles.values()]
     contenders = [Contender("wikitextparser", _wikitextparser)]
     try:
         import mwparserfromhell
@@ -339,7 +340,10 @@ def wiki_section() -> Section:
         sum(len(text.encode()) for text in inputs),
         contenders,
         nimbus="wikitextparser",
-        notes=["wikitextparser is Nimbus's path: services/demo/sampleweb.py and benchmarks/textcorpus.py."],
+        notes=[
+            "wikitextparser is the text corpus's path (benchmarks/textcorpus.py); Nimbus reads dumps "
+            "with services/archives/formats/wikitext.py (docs/benchmarks.md, 'Archive readers')."
+        ],
     )
 
 

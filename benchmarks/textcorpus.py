@@ -22,7 +22,8 @@ import re
 import sys
 from pathlib import Path
 
-from services.demo.sampleweb import PDFS, WIKI_DUMP, _read_dump
+from benchmarks.wikidump import read_dump
+from services.demo.sampleweb import PDFS, WIKI_DUMP
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -35,7 +36,7 @@ def source_texts(data: Path) -> list[list[str]]:
     from services.text.extract.pdf import parse_pdf
 
     texts: list[str] = []
-    articles, _redirects = _read_dump(data / WIKI_DUMP, None)
+    articles, _redirects = read_dump(data / WIKI_DUMP)
     for wikitext in articles.values():
         plain = wtp.parse(re.sub(r"<ref[^>]*>.*?</ref>|<ref[^>]*/>", "", wikitext, flags=re.S))
         texts.append(plain.plain_text(replace_templates=True, replace_tables=True))

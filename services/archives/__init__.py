@@ -13,7 +13,9 @@ by ingest, by the demo and by the WARC export. Where to look, by the question yo
   what they share).
 - ``batches``: a bundle cut into batches at registration (``plan_batches``) and one batch
   read back (``read_batch``).
-- ``export``: stored documents written as WARC 1.1 (``write_warc``).
+- ``export``: captures written as WARC 1.1 (``write_warc``).
+- ``stored_export``: what was crawled (the documents table and the blob store) exported as
+  WARC (``export_store``: ``nimbus archive export``).
 
 pyproject.toml's import-linter contract keeps the rooms in this order.
 """

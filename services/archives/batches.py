@@ -88,11 +88,14 @@ def read_batch(
     *,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     fetched_at: float | None = None,
+    every_type: bool = False,
 ) -> Iterator[ArchiveRecord]:
     """The records that start inside ``batch``. ``max_record_bytes``: a record past it is
     counted ``too_large`` and streamed past; ``fetched_at``: the time of records whose
     archive gives none (default: the file's modification time; for sql, now): pass the
-    registration time, so that a batch read again gives the same records."""
+    registration time, so that a batch read again gives the same records; ``every_type``
+    (web archives): payloads of every media type, not only what the crawler indexes (a
+    replay of the archive, as the demo's sample web)."""
     state = batch.seek_state
     kind = state.get("format", "")
     if kind == "sql":
@@ -105,7 +108,7 @@ def read_batch(
     when = fetched_at if fetched_at is not None else bundle.location.modified(batch.file)
     with bundle.location.open(batch.file) as fh:
         if kind in ("warc", "arc"):
-            yield from _read_web_archive(bundle, batch, fh, name, max_record_bytes, when)
+            yield from _read_web_archive(bundle, batch, fh, name, max_record_bytes, when, every_type)
             return
         if state.get("coords") == "streams":
             decoded: contextlib.AbstractContextManager[IO[bytes]] = _bz2_streams(fh, batch.start, batch.end)
@@ -263,11 +266,13 @@ def _web_archive_batches(bundle: Bundle, size: int) -> list[Batch]:
 
 
 def _read_web_archive(
-    bundle: Bundle, batch: Batch, fh: IO[bytes], name: str, cap: int, when: float
+    bundle: Bundle, batch: Batch, fh: IO[bytes], name: str, cap: int, when: float, every_type: bool
 ) -> Iterator[ArchiveRecord]:
     state = batch.seek_state
     if state["format"] == "arc":
-        yield from arc.read_arc(fh, name, batch.start, batch.end, cap=cap, fetched_at=when)
+        yield from arc.read_arc(
+            fh, name, batch.start, batch.end, cap=cap, fetched_at=when, every_type=every_type
+        )
         return
     originals: dict[str, list[Any]] = state.get("revisits", {})
 
@@ -281,7 +286,9 @@ def _read_web_archive(
         with bundle.location.open(where[0]) as other:
             return warc.original_at(other, int(where[1]), cap)
 
-    yield from warc.read_warc(fh, name, batch.start, batch.end, cap=cap, fetched_at=when, resolve=resolve)
+    yield from warc.read_warc(
+        fh, name, batch.start, batch.end, cap=cap, fetched_at=when, resolve=resolve, every_type=every_type
+    )
 
 
 # --- decoded streams: dumps, lines, text records ------------------------------------------

@@ -17,13 +17,18 @@ regular expression whose first group is the title, the URL of a record);
 ``title_column``, ``text_column`` (sql: the credentials stay in the environment
 variable named, never in the file). A field this file does not know, or one missing,
 is an error naming the field and the file.
+
+Files that have no ``bundle.toml`` beside them (the sample data the demo serves, a judged
+collection's folder) are read as a bundle with ``bundle_of``, the fields given in code.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -114,6 +119,30 @@ def load_bundle(url: str, endpoint_url: str | None = None) -> Bundle:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BundleError(f"{where}: not valid TOML ({exc})") from exc
     return parse_bundle(spec, location, hashlib.sha256(raw).hexdigest(), where)
+
+
+def bundle_of(
+    url: str,
+    archive_type: ArchiveType,
+    files: Sequence[str],
+    *,
+    description: str = "",
+    endpoint_url: str | None = None,
+    **fields: Any,
+) -> Bundle:
+    """The named ``files`` of a folder or prefix that holds no ``bundle.toml``, as a bundle of
+    ``archive_type``; ``fields`` are the ones a description file would hold, checked as
+    ``load_bundle`` checks them."""
+    location = open_location(url, endpoint_url)
+    spec = {"type": archive_type.value, "description": description or f"{archive_type.value} files", **fields}
+    where = f"{location.url} (a bundle without {DESCRIPTION_FILE})"
+    sha256 = hashlib.sha256(repr(sorted(spec.items())).encode()).hexdigest()
+    bundle = parse_bundle(spec, location, sha256, where)
+    missing = [name for name in files if name not in bundle.files]
+    if missing:
+        raise BundleError(f"{location.describe(missing[0])}: no such {archive_type.value} file")
+    indexes = {dump: index for dump, index in bundle.indexes.items() if dump in files}
+    return dataclasses.replace(bundle, files=sorted(files), indexes=indexes)
 
 
 def parse_bundle(spec: dict[str, Any], location: Location, sha256: str, where: str) -> Bundle:

@@ -63,6 +63,7 @@ class Document:
     links: list[tuple[str, str]] = field(default_factory=list)
     language: str = ""  # "" when the archive does not say (the crawler identifies it)
     description: str = ""
+    source_id: str = ""  # the archive's own name for it: a collection's document id (a run names it)
 
 
 @dataclass

@@ -1,36 +1,80 @@
-"""`nimbus archive`: archive crawls (WARC and ARC files, wiki and directory dumps, collections).
+"""`nimbus archive`: archive crawls in, WARC out (``services.archives``, ``services.crawler.archive``).
 
 ``crawl`` registers a bundle (a folder or an ``s3://`` prefix with its ``bundle.toml``) and
 runs its archive crawl to the end on this machine, with a progress line; ``register`` only
 registers it, for a crawl cluster's workers and committer to process (``nimbus crawl
-worker`` / ``committer`` take archive batches as they take URL batches). ``nimbus crawl
-status`` and the admin dashboard show archive crawls beside the web crawl.
+worker`` / ``committer`` take archive batches as they take URL batches); ``export`` writes
+the crawl's stored documents as WARC 1.1. ``nimbus crawl status`` and the admin dashboard
+show archive crawls beside the web crawl.
+
+The group's subcommands each come from a function ``add_<name>(sub)`` listed in
+``SUBCOMMANDS``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from services.cli.parsing import leaf, positive
 from services.config import Settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # argparse's class is generic only to type checkers
     from services.crawler.archive.register import Registered
 
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_parsers(commands: Subcommands) -> None:
     """``nimbus archive`` and its subcommands."""
+    sub = add_group(commands)
+    for add in SUBCOMMANDS:
+        add(sub)
+
+
+def add_group(commands: Subcommands) -> Subcommands:
+    """The ``archive`` group; returns its subcommands' action, for ``add_<name>(sub)``."""
     archive = commands.add_parser(
         "archive",
-        help="crawl web archives, wiki and directory dumps, collections (bundles with a bundle.toml)",
+        help="crawl web archives, wiki and directory dumps, collections; export the crawl as WARC",
         description="Archive crawls: a bundle's records stored as if their pages had been fetched, "
-        "through the crawl's ledger, committer and document writer.",
+        "through the crawl's ledger, committer and document writer; and the crawl's stored "
+        "documents exported as standard WARC 1.1.",
     )
-    sub = archive.add_subparsers(
+    return archive.add_subparsers(
         dest="action", metavar="SUBCOMMAND", title="subcommands", required=True, prog=archive.prog
     )
+
+
+def add_export(sub: Subcommands) -> None:
+    export_ = sub.add_parser(
+        "export",
+        help="write the stored documents as WARC 1.1 (request, response, metadata records)",
+        description="Write what was crawled (the documents in the database, their bytes from the "
+        "blob store) as standard WARC 1.1: a request, a response and a metadata record (title, "
+        "language, out-links) a document, duplicate URLs as revisit records, WARC-Payload-Digest "
+        "and WARC-Block-Digest on each, every record its own gzip member (a plain file when OUT "
+        "ends in .warc). warcio, pywb and Nimbus's own archive readers read it. A document whose stored "
+        "bytes cannot be read is named and left out, the rest written; the exit status is then 1.",
+    )
+    export_.add_argument(
+        "out", metavar="OUT", help="the file to write (crawl.warc.gz), or s3://bucket/path/crawl.warc.gz"
+    )
+    export_.add_argument(
+        "--since",
+        type=moment,
+        metavar="WHEN",
+        help="only documents fetched at or after WHEN (UTC: 2026-11-01 or 2026-11-01T12:00:00)",
+    )
+    export_.add_argument("--host", default="", help="only documents on this host name (any port)")
+    export_.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    leaf(export_, export)
+
+
+def add_crawl(sub: Subcommands) -> None:
     crawl_ = sub.add_parser(
         "crawl",
         help="register a bundle and run its archive crawl to the end on this machine",
@@ -47,6 +91,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     leaf(crawl_, crawl)
 
+
+def add_register(sub: Subcommands) -> None:
     register_ = sub.add_parser(
         "register",
         help="register a bundle for a crawl cluster's workers (nothing is read but its plan)",
@@ -55,6 +101,38 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     _bundle_options(register_)
     leaf(register_, register)
+
+
+SUBCOMMANDS: tuple[Callable[[Subcommands], None], ...] = (
+    add_crawl,
+    add_register,
+    add_export,
+)  # in `--help` order
+
+
+def moment(text: str) -> float:
+    """An argparse type: an ISO 8601 date or time (UTC unless it says otherwise), as epoch seconds."""
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date or time: give 2026-11-01 or 2026-11-01T12:00:00"
+        ) from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def export(args: argparse.Namespace, settings: Settings) -> int:
+    from services.archives.stored_export import ERRORS_SHOWN, Selection, export_store
+
+    selection = Selection(since=args.since, host=args.host)
+    compress = not args.out.lower().endswith(".warc")
+    report = export_store(settings, args.out, selection, progress=not args.quiet, compress=compress)
+    for error in report.errors[:ERRORS_SHOWN]:
+        print(f"nimbus archive export: {error}", file=sys.stderr)
+    if report.failed > ERRORS_SHOWN:
+        print(f"nimbus archive export: ... and {report.failed - ERRORS_SHOWN} more", file=sys.stderr)
+    print(f"exported {report.summary()} to {args.out}")
+    return 1 if report.failed else 0
 
 
 def _bundle_options(parser: argparse.ArgumentParser) -> None:

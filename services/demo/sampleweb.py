@@ -1,16 +1,19 @@
 """A small real web on loopback, rebuilt from the sample data in data/.
 
 There is no internet here, yet the demo and the end-to-end tests must crawl
-real pages over real HTTP. So:
+real pages over real HTTP. So, read through the archive readers
+(``services.archives``: a bundle of each sample file, its batches, its records),
+as an archive crawl reads them:
 
-* ``iana_site``: the 2014 crawl of www.iana.org in ``iana.warc.gz`` (read with
-  warcio, which also de-chunks and decodes bodies), served at its original
-  paths. Absolute links to www.iana.org are rewritten to the loopback origin
-  so the crawl stays on this machine.
-* ``wiki_site``: the Wikipedia articles of the MediaWiki dump, rendered to
-  plain HTML pages (wikitextparser turns wikitext into text); wikilinks
-  between articles become real links, redirects become HTTP 301s, and the
-  front page is a hub that also links the sample PDFs.
+* ``iana_site``: the 2014 crawl of www.iana.org in ``iana.warc.gz`` (de-chunked
+  and decoded by the WARC reader, revisits resolved, every media type kept:
+  the pages' stylesheets and images are served too), at its original paths.
+  Absolute links to www.iana.org are rewritten to the loopback origin so the
+  crawl stays on this machine.
+* ``wiki_site``: the Wikipedia articles of the MediaWiki dump, as the dump
+  reader gives them (clean text, wiki links, redirects as aliases), rendered to
+  plain HTML pages; wiki links between articles become real links, redirects
+  become HTTP 301s, and the front page is a hub that also links the sample PDFs.
 
 Each site is a plain dict of path -> Resource; ``serve`` puts sites on
 ephemeral loopback ports in daemon threads.
@@ -18,25 +21,22 @@ ephemeral loopback ports in daemon threads.
 
 from __future__ import annotations
 
-import bz2
 import html
-import re
 import sys
 import threading
-import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from services.archives.batches import plan_batches, read_batch
+from services.archives.bundle import ArchiveType, bundle_of
+from services.archives.records import ArchiveRecord, Document
+
 WIKI_DUMP = "wiki/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 IANA_WARC = "warc/iana.warc.gz"
 PDFS = ("pdf/pypdf-example.pdf", "pdf/tracemonkey.pdf", "pdf/federal-register-2020-17221.pdf")
-
-_REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_CATEGORY = re.compile(r"\[\[(?:Category|[a-z]{2,3}(?:-[a-z]+)?):[^\]]*\]\]")  # and interlanguage links
 
 
 @dataclass
@@ -54,143 +54,90 @@ class Site:
     robots_txt: str = "User-agent: *\nAllow: /\n"
 
 
+def archive_records(
+    path: Path, archive_type: ArchiveType, every_type: bool = False
+) -> Iterator[ArchiveRecord]:
+    """Every record of one sample file, read as a bundle of that file alone."""
+    bundle = bundle_of(str(path.parent), archive_type, [path.name], description=f"sample data: {path.name}")
+    for batch in plan_batches(bundle):
+        yield from read_batch(bundle, batch, every_type=every_type)
+
+
 def iana_site(warc_path: Path, origin: str) -> Site:
     """The HTML, CSS, JS and images of the IANA crawl, links kept on ``origin``."""
-    from warcio.archiveiterator import ArchiveIterator
-
     site = Site("iana", robots_txt="User-agent: *\nDisallow: /_js/\nDisallow: /_css/\n")
-    with open(warc_path, "rb") as fh:
-        for record in ArchiveIterator(fh):
-            if record.rec_type != "response" or record.http_headers is None:
-                continue
-            if record.http_headers.get_statuscode() != "200":
-                continue
-            parts = urlsplit(record.rec_headers.get_header("WARC-Target-URI"))
-            if parts.hostname != "www.iana.org":
-                continue
-            path = parts.path + (f"?{parts.query}" if parts.query else "")
-            ctype = record.http_headers.get_header("Content-Type") or "application/octet-stream"
-            body = record.content_stream().read()
-            if ctype.startswith("text/html"):
-                for prefix in (b"https://www.iana.org", b"http://www.iana.org", b"//www.iana.org"):
-                    body = body.replace(prefix, origin.encode())
-            site.resources.setdefault(path, Resource(ctype, body))
+    for record in archive_records(warc_path, ArchiveType.WARC, every_type=True):
+        payload = record.payload
+        if payload is None or payload.status != 200:
+            continue
+        parts = urlsplit(record.url)
+        if parts.hostname != "www.iana.org":
+            continue
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        ctype = payload.content_type or "application/octet-stream"
+        body = payload.body
+        if ctype.startswith("text/html"):
+            for prefix in (b"https://www.iana.org", b"http://www.iana.org", b"//www.iana.org"):
+                body = body.replace(prefix, origin.encode())
+        site.resources.setdefault(path, Resource(ctype, body))
     return site
 
 
 def wiki_site(dump_path: Path, pdf_paths: Iterable[Path] = (), limit: int | None = None) -> Site:
     """Wikipedia articles as HTML pages under /wiki/, a hub at /, PDFs under /papers/."""
-    import wikitextparser as wtp
-
-    articles, redirects = _read_dump(dump_path, limit)
+    articles: dict[str, Document] = {}  # page URL -> the article, in dump order
+    aliases: dict[str, str] = {}  # a redirect's URL -> its target's
+    for record in archive_records(dump_path, ArchiveType.MEDIAWIKI):
+        if record.redirect_to:
+            aliases[record.url] = record.redirect_to
+        elif record.document is not None and (limit is None or len(articles) < limit):
+            articles[record.url] = record.document
     site = Site("wiki", robots_txt="User-agent: *\nDisallow: /wiki/Special:\nCrawl-delay: 0\n")
-    for title, target in redirects.items():
+    for url, target in aliases.items():
         if target in articles:
-            site.resources[_wiki_path(title)] = Resource(
-                "text/html", b"", status=301, location=_wiki_path(target)
-            )
-    for title, wikitext in articles.items():
-        parsed = wtp.parse(_CATEGORY.sub("", _COMMENT.sub("", _REF.sub("", wikitext))))
-        links: dict[str, str] = {}
-        for link in parsed.wikilinks:
-            target = link.title.strip().replace("_", " ")
-            target = target[:1].upper() + target[1:]
-            target = redirects.get(target, target)
-            if target in articles and target != title and target not in links:
-                links[target] = (link.text or link.title).strip()
-        text = parsed.plain_text(replace_templates=True, replace_tables=True)
-        site.resources[_wiki_path(title)] = Resource(
-            "text/html; charset=utf-8", _article_html(title, text, links).encode("utf-8")
-        )
+            site.resources[_path(url)] = Resource("text/html", b"", status=301, location=_path(target))
+    for url, article in articles.items():
+        links: dict[str, str] = {}  # linked article's path -> anchor text
+        for link, anchor in article.links:
+            link = aliases.get(link, link)
+            if link in articles and link != url and _path(link) not in links:
+                links[_path(link)] = anchor or articles[link].title
+        page = _article_html(article.title, article.text, links)
+        site.resources[_path(url)] = Resource("text/html; charset=utf-8", page.encode("utf-8"))
     papers = []
     for path in pdf_paths:
         site.resources[f"/papers/{path.name}"] = Resource("application/pdf", path.read_bytes())
         papers.append(path.name)
-    site.resources["/"] = Resource(
-        "text/html; charset=utf-8", _hub_html(sorted(articles), papers).encode("utf-8")
-    )
+    hub = _hub_html(sorted((a.title, _path(u)) for u, a in articles.items()), papers)
+    site.resources["/"] = Resource("text/html; charset=utf-8", hub.encode("utf-8"))
     return site
 
 
-def _read_dump(dump_path: Path, limit: int | None) -> tuple[dict[str, str], dict[str, str]]:
-    articles: dict[str, str] = {}
-    redirects: dict[str, str] = {}
-    with bz2.open(dump_path) as fh:
-        for _event, elem in ET.iterparse(fh, events=("end",)):
-            if not elem.tag.endswith("}page"):
-                continue
-            title = elem.findtext("{*}title") or ""
-            redirect = elem.find("{*}redirect")
-            if elem.findtext("{*}ns") == "0":
-                if redirect is not None:
-                    redirects[title] = redirect.get("title", "")
-                elif limit is None or len(articles) < limit:
-                    articles[title] = elem.findtext("{*}revision/{*}text") or ""
-            elem.clear()
-    return articles, redirects
-
-
-def _wiki_path(title: str) -> str:
-    return "/wiki/" + quote(title.replace(" ", "_"), safe="_(),'-.")
-
-
-_HEADING = re.compile(r"^(={2,6})\s*(.*?)\s*=+\s*$")
-_LIST_ITEM = re.compile(r"^[*#:;]+\s*(.*)$")
+def _path(url: str) -> str:
+    """Where a wiki page is served: its URL's path (the dump's URLs are Wikipedia's)."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def _body_html(text: str) -> str:
-    """Plain text from wikitext to HTML: == headings ==, * list items, paragraphs."""
-    out: list[str] = []
-    paragraph: list[str] = []
-
-    def end_paragraph() -> None:
-        if paragraph:
-            out.append(f"<p>{html.escape(' '.join(paragraph))}</p>")
-            paragraph.clear()
-
-    in_list = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        heading, item = _HEADING.match(line), _LIST_ITEM.match(line)
-        if in_list and not item:
-            out.append("</ul>")
-            in_list = False
-        if not line:
-            end_paragraph()
-        elif heading:
-            end_paragraph()
-            level = min(len(heading.group(1)), 4)
-            out.append(f"<h{level}>{html.escape(heading.group(2))}</h{level}>")
-        elif item:
-            end_paragraph()
-            if not in_list:
-                out.append("<ul>")
-                in_list = True
-            if item.group(1).strip():
-                out.append(f"<li>{html.escape(item.group(1).strip())}</li>")
-        else:
-            paragraph.append(line)
-    end_paragraph()
-    if in_list:
-        out.append("</ul>")
-    return "\n".join(out)
+    """Clean text to HTML: a paragraph a line (headings and list items are lines of their own)."""
+    return "\n".join(f"<p>{html.escape(line.strip())}</p>" for line in text.splitlines() if line.strip())
 
 
 def _article_html(title: str, text: str, links: dict[str, str]) -> str:
-    body = _body_html(text)
     see_also = "\n".join(
-        f'<li><a href="{_wiki_path(t)}">{html.escape(anchor or t)}</a></li>' for t, anchor in links.items()
+        f'<li><a href="{html.escape(path)}">{html.escape(anchor)}</a></li>' for path, anchor in links.items()
     )
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)} - Sample Wiki</title></head><body>"
-        f'<p><a href="/">Sample Wiki</a></p><h1>{html.escape(title)}</h1>\n{body}\n'
+        f'<p><a href="/">Sample Wiki</a></p><h1>{html.escape(title)}</h1>\n{_body_html(text)}\n'
         f"<h2>Linked articles</h2><ul>\n{see_also}\n</ul></body></html>"
     )
 
 
-def _hub_html(titles: list[str], papers: list[str]) -> str:
-    items = "\n".join(f'<li><a href="{_wiki_path(t)}">{html.escape(t)}</a></li>' for t in titles)
+def _hub_html(articles: list[tuple[str, str]], papers: list[str]) -> str:
+    items = "\n".join(f'<li><a href="{html.escape(p)}">{html.escape(t)}</a></li>' for t, p in articles)
     pdfs = "\n".join(f'<li><a href="/papers/{quote(p)}">{html.escape(p)}</a></li>' for p in papers)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

@@ -5,8 +5,12 @@
 ``query_id doc_id relevance`` lines); BEIR's ``corpus.jsonl`` and ``qrels/test.tsv`` (or
 ``dev.tsv``) stand for the first and last, its ``_id`` for ``id``. Loading checks what a
 wrong file would silently spoil (judgments of another corpus, duplicate ids, missing
-fields) and says which file and line is at fault; the few judgments real collections
-make of documents or topics they lack are let through and reported (``warnings``).
+fields) and says which file and byte offset (the JSON lines) or line (the judgments) is
+at fault; the few judgments real collections make of documents or topics they lack are let
+through and reported (``warnings``).
+
+The JSON lines are read by the archives' reader (``services.archives.formats.jsonl``), the
+one an archive crawl of a ``jsonl`` bundle uses: the same ids, titles, texts and URLs.
 """
 
 from __future__ import annotations
@@ -14,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
+from services.archives.batches import TO_END
+from services.archives.formats import jsonl
+from services.archives.records import ArchiveRecord
 from services.eval.errors import CollectionError
-from services.ingest.collection import json_lines, read_docs
-from services.ingest.errors import SourceFormatError
 from services.storage.documents import SourceDoc
+
+LINE_CAP = 2**31  # a judged collection's document is never cut: no line is too long
 
 __all__ = ["Collection", "CollectionError", "EvalQuery", "load_collection"]
 
@@ -44,7 +52,7 @@ class Collection:
 
     def docs(self) -> Iterator[SourceDoc]:
         """Stream the documents (a collection may not fit in memory)."""
-        yield from read_docs(_docs_file(self.root))
+        yield from _read_docs(_docs_file(self.root), self.name)
 
     @property
     def judged_queries(self) -> list[EvalQuery]:
@@ -64,14 +72,11 @@ def load_collection(root: Path) -> Collection:
                 "(or BEIR's corpus.jsonl, queries.jsonl and qrels/test.tsv)"
             )
     doc_ids: set[str] = set()
-    try:
-        for doc in read_docs(docs_file):
-            if doc.id in doc_ids:
-                raise CollectionError(f"{docs_file}: duplicate document id {doc.id!r}")
-            doc_ids.add(doc.id)
-    except SourceFormatError as exc:
-        raise CollectionError(str(exc)) from exc
-    queries = _read_queries(root / "queries.jsonl")
+    for doc in _read_docs(docs_file, root.resolve().name):
+        if doc.id in doc_ids:
+            raise CollectionError(f"{docs_file}: duplicate document id {doc.id!r}")
+        doc_ids.add(doc.id)
+    queries = _queries(root / "queries.jsonl")
     warnings: list[str] = []
     qrels = _read_qrels(qrels_file, doc_ids, {q.id for q in queries}, warnings)
     return Collection(root, queries, qrels, doc_ids, warnings)
@@ -95,24 +100,46 @@ def _ours_else_beirs(ours: Path, beirs: Path) -> Path:
     return beirs if beirs.is_file() and not ours.is_file() else ours
 
 
-def _read_queries(path: Path) -> list[EvalQuery]:
-    try:
-        return _queries(path)
-    except SourceFormatError as exc:
-        raise CollectionError(str(exc)) from exc
+def _read_docs(path: Path, collection: str) -> Iterator[SourceDoc]:
+    """The documents of a ``docs.jsonl``, streamed (a collection may not fit in memory), empty
+    ones included (each is judged on its own); the first bad line stops the reading."""
+    with _open(path) as fh:
+        records = jsonl.read_jsonl(
+            fh, str(path), 0, TO_END, collection=collection, cap=LINE_CAP, fetched_at=0.0, keep_empty=True
+        )
+        for record in records:
+            document = record.document
+            if document is None:
+                raise CollectionError(_bad_line(path, record))
+            yield SourceDoc(document.source_id, document.title, document.text)
 
 
 def _queries(path: Path) -> list[EvalQuery]:
     queries, seen = [], set()
-    for number, obj in json_lines(path):
-        qid = str(obj["id"])
-        if qid in seen:
-            raise CollectionError(f"{path}:{number}: duplicate query id {qid!r}")
-        if not str(obj.get("text") or "").strip():
-            raise CollectionError(f"{path}:{number}: query {qid!r} has no text")
-        seen.add(qid)
-        queries.append(EvalQuery(qid, str(obj["text"])))
+    with _open(path) as fh:
+        for offset, obj in jsonl.objects(fh, str(path), 0, TO_END, cap=LINE_CAP, fetched_at=0.0):
+            if isinstance(obj, ArchiveRecord):
+                raise CollectionError(_bad_line(path, obj))
+            qid = str(obj["id"])
+            if qid in seen:
+                raise CollectionError(f"{path} at byte {offset:,}: duplicate query id {qid!r}")
+            if not str(obj.get("text") or "").strip():
+                raise CollectionError(f"{path} at byte {offset:,}: query {qid!r} has no text")
+            seen.add(qid)
+            queries.append(EvalQuery(qid, str(obj["text"])))
     return queries
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise CollectionError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _bad_line(path: Path, record: ArchiveRecord) -> str:
+    """A line the reader skipped, as the error that refuses the collection."""
+    return record.error or f"{path} at byte {record.offset:,}: not a document ({record.kind})"
 
 
 def _read_qrels(

@@ -1,27 +1,25 @@
-"""Collection documents as stored documents: reading them, their URLs, bytes and fields.
+"""Collection documents as stored documents: their URLs, bytes and fields.
 
-Pure functions over plain data; ``writer`` does the I/O. A judged
-collection's ``docs.jsonl`` (one ``{"id", "title", "text"}`` object a line)
-yields ``SourceDoc``s. A collection document has no URL, so it gets a stable
-one naming the collection and the document id, under the reserved
-``.invalid`` top-level domain (RFC 2606): it can never collide with a
-crawled page or be fetched by mistake.
+Pure functions over plain data; ``writer`` does the I/O. A judged collection's
+``docs.jsonl`` is read by the archives' JSON-lines reader
+(``services.archives.formats.jsonl``, as ``nimbus eval`` does), which gives
+``SourceDoc``s here. A collection document has no URL, so it gets a stable one
+naming the collection and the document id, under the reserved ``.invalid``
+top-level domain (RFC 2606): it can never collide with a crawled page or be
+fetched by mistake. The reader names them so too (``collection_host``).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import quote
 
+from services.archives.formats.jsonl import collection_host
+from services.archives.formats.jsonl import doc_url as archived_doc_url
 from services.ingest.errors import IngestError, SourceFormatError
 from services.storage.documents import NewDocument, SourceDoc
 from services.storage.formats.blocks import ContentType, sha1
 from services.text.errors import BadUrlError
-from services.text.urls import normalize_url, url_id
+from services.text.urls import url_id
 
 __all__ = [
     "CONTENT_TYPE",
@@ -32,42 +30,12 @@ __all__ = [
     "collection_host",
     "doc_body",
     "doc_url",
-    "json_lines",
     "prepare",
-    "read_docs",
     "to_document",
 ]
 
 CONTENT_TYPE = ContentType.TEXT  # stored as text/plain: "title\n\ntext"
 LANG = "en"
-
-
-def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of each non-blank line of a JSONL file whose objects have an "id"
-    (or BEIR's "_id")."""
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise SourceFormatError(f"cannot read {path}: {exc}") from exc
-    with fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise SourceFormatError(f"{path}:{number}: not JSON ({exc})") from exc
-            if isinstance(obj, dict) and "id" not in obj and "_id" in obj:
-                obj["id"] = obj["_id"]  # BEIR's files name it so
-            if not isinstance(obj, dict) or "id" not in obj:
-                raise SourceFormatError(f'{path}:{number}: expected an object with an "id"')
-            yield number, obj
-
-
-def read_docs(path: Path) -> Iterator[SourceDoc]:
-    """The documents of a ``docs.jsonl`` file, streamed (a collection may not fit in memory)."""
-    for _number, obj in json_lines(path):
-        yield SourceDoc(str(obj["id"]), str(obj.get("title") or ""), str(obj.get("text") or ""))
 
 
 @dataclass(frozen=True)
@@ -83,16 +51,10 @@ class IngestDoc:
     text: str
 
 
-def collection_host(name: str) -> str:
-    """``<name>.collection.invalid``: a DNS label made of the collection's folder name."""
-    label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:63].strip("-")
-    return f"{label or 'collection'}.collection.invalid"
-
-
 def doc_url(host: str, source_id: str) -> str:
     """The stable, normalized URL of a collection document (its id percent-encoded)."""
     try:
-        return normalize_url(f"https://{host}/doc/{quote(source_id, safe='')}")
+        return archived_doc_url(host, source_id)
     except BadUrlError as exc:
         raise IngestError(f"document id {source_id!r} cannot be made into a URL ({exc})") from exc
 

@@ -135,7 +135,7 @@ def test_errors_are_translated_once_with_the_command_name(env, tmp_path, capsys)
     assert main(["eval", str(tmp_path / "broken"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"nimbus eval: {tmp_path / 'broken' / 'docs.jsonl'}:1: not JSON "
+        f"nimbus eval: {tmp_path / 'broken' / 'docs.jsonl'} at byte 0: not JSON "
         "(Expecting value: line 1 column 1 (char 0))"
     ]
 

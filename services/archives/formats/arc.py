@@ -62,14 +62,17 @@ def arc_date(value: str) -> float | None:
 
 
 def read_arc(
-    fh: IO[bytes], name: str, start: int, stop: int, *, cap: int, fetched_at: float
+    fh: IO[bytes], name: str, start: int, stop: int, *, cap: int, fetched_at: float, every_type: bool = False
 ) -> Iterator[ArchiveRecord]:
-    """The records that start in [start, stop) of an ARC file named ``name`` (for messages)."""
+    """The records that start in [start, stop) of an ARC file named ``name`` (for messages);
+    ``every_type``: payloads of every media type kept (``http.payload``)."""
     for frame in frames(fh, ARC, start, stop, cap=cap):
-        yield to_record(frame, name, cap, fetched_at)
+        yield to_record(frame, name, cap, fetched_at, every_type)
 
 
-def to_record(frame: Frame, name: str, cap: int, default_time: float) -> ArchiveRecord:
+def to_record(
+    frame: Frame, name: str, cap: int, default_time: float, every_type: bool = False
+) -> ArchiveRecord:
     if frame.damage is not None or frame.header is None:
         damage = frame.damage or DamageError(frame.offset, "unreadable record")
         why = Skip.TRUNCATED if damage.truncated else Skip.CORRUPT
@@ -86,7 +89,7 @@ def to_record(frame: Frame, name: str, cap: int, default_time: float) -> Archive
     status, headers, body = http if http is not None else (200, [("Content-Type", fields["type"])], block)
     record = ArchiveRecord(url, frame.offset, when, ip=fields["ip"] if fields["ip"] != "-" else "")
     try:
-        record.payload = payload(status, headers, body, cap)
+        record.payload = payload(status, headers, body, cap, every_type)
     except NotKeptError as skip:
         return skipped(url, frame.offset, when, skip.why, skip.detail)
     return record

@@ -11,7 +11,8 @@ inflate is kept as sent, as browsers read it.
 Which payloads are kept: those the crawler indexes (HTML and PDF, by header or by their
 first bytes when the header says only "bytes"), and redirects (a 3xx with a Location,
 which the crawler follows as it follows a fetched one); the rest are skipped and counted
-by media type.
+by media type, unless the reader is asked for ``every_type`` (a replay of the archive: the
+demo's sample web serves its stylesheets and images too).
 """
 
 from __future__ import annotations
@@ -87,11 +88,14 @@ def header(headers: list[tuple[str, str]], name: str) -> str:
     return ""
 
 
-def payload(status: int, headers: list[tuple[str, str]], body: bytes, cap: int) -> Payload:
-    """The kept payload of a response, decoded; ``NotKeptError`` when it is not kept."""
+def payload(
+    status: int, headers: list[tuple[str, str]], body: bytes, cap: int, every_type: bool = False
+) -> Payload:
+    """The kept payload of a response, decoded; ``NotKeptError`` when it is not kept
+    (``every_type``: whatever its media type)."""
     content_type = header(headers, "content-type")
     redirect = 300 <= status < 400 and bool(header(headers, "location"))
-    if not redirect and not _indexable(content_type, body[:1024]):
+    if not every_type and not redirect and not _indexable(content_type, body[:1024]):
         raise NotKeptError(Skip.CONTENT_TYPE, mime_type(content_type) or "none")
     if "chunked" in header(headers, "transfer-encoding").lower():
         body = dechunk(body)

@@ -108,14 +108,21 @@ def read_warc(
     cap: int,
     fetched_at: float,
     resolve: Resolve | None = None,
+    every_type: bool = False,
 ) -> Iterator[ArchiveRecord]:
-    """The records that start in [start, stop) of a WARC file named ``name`` (for messages)."""
+    """The records that start in [start, stop) of a WARC file named ``name`` (for messages);
+    ``every_type``: payloads of every media type kept (``http.payload``)."""
     for frame in frames(fh, WARC, start, stop, cap=cap):
-        yield to_record(frame, name, cap, fetched_at, resolve)
+        yield to_record(frame, name, cap, fetched_at, resolve, every_type)
 
 
 def to_record(
-    frame: Frame, name: str, cap: int, default_time: float, resolve: Resolve | None
+    frame: Frame,
+    name: str,
+    cap: int,
+    default_time: float,
+    resolve: Resolve | None,
+    every_type: bool = False,
 ) -> ArchiveRecord:
     if frame.damage is not None or frame.header is None:
         damage = frame.damage or DamageError(frame.offset, "unreadable record")
@@ -141,7 +148,7 @@ def to_record(
     else:
         status, headers, body = message(frame.block or b"", fields)
     try:
-        record.payload = payload(status, headers, body, cap)
+        record.payload = payload(status, headers, body, cap, every_type)
     except NotKeptError as skip:
         return skipped(url, frame.offset, when, skip.why, skip.detail)
     return record

@@ -187,7 +187,21 @@ def test_cranfield_as_json_lines(tmp_path: Path, sample_data: Path) -> None:
     first = records[0]
     assert first.url == "https://cranfield.collection.invalid/doc/1" and first.document is not None
     assert first.document.title.startswith("experimental investigation of the aerodynamics")
+    assert first.document.source_id == "1"  # what a TREC run names it by
     assert len({r.url for r in records}) == 1400
+
+
+def test_a_judged_collection_keeps_its_empty_documents(sample_data: Path) -> None:
+    """`nimbus eval` reads with keep_empty: each document of a judged collection is judged."""
+    from services.archives.batches import TO_END
+    from services.archives.formats.jsonl import read_jsonl
+
+    with (sample_data / "ir/cranfield/docs.jsonl").open("rb") as fh:
+        records = list(read_jsonl(fh, "docs.jsonl", 0, TO_END, collection="cranfield", cap=10**6,
+                                  fetched_at=0.0, keep_empty=True))  # fmt: skip
+    assert count(records) == Counter({"document": 1400})
+    empty = [r.document for r in records if r.document and not r.document.text]
+    assert [d.source_id for d in empty] == ["471", "995"]
 
 
 @pytest.mark.parametrize("codec", ["plain", "gzip", "bz2"])

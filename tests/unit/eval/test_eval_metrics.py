@@ -72,6 +72,22 @@ def test_bad_collections_name_file_and_line(tmp_path):
         load_collection(tmp_path / "missing")
 
 
+def test_bad_json_lines_name_the_file_and_the_byte(tmp_path):
+    """The archives' JSON-lines reader reads the collection: its errors name file and offset."""
+    docs = [{"id": "1", "title": "t", "text": "x"}]
+    _write(tmp_path / "a", docs, [{"id": "1", "text": "q"}], ["1\t1\t1\n"])
+    (tmp_path / "a" / "docs.jsonl").write_text('{"id": "1", "text": "x"}\n{"id": "2", "text": \n')
+    with pytest.raises(CollectionError, match=r"docs.jsonl at byte 25: not JSON"):
+        load_collection(tmp_path / "a")
+    (tmp_path / "a" / "docs.jsonl").write_text('{"id": "1", "text": "x"}\n["2"]\n')
+    with pytest.raises(CollectionError, match=r'docs.jsonl at byte 25: expected an object with an "id"'):
+        load_collection(tmp_path / "a")
+    (tmp_path / "a" / "docs.jsonl").write_text('{"id": "1", "text": "x"}\n')
+    (tmp_path / "a" / "queries.jsonl").write_text('{"id": "1", "text": "q"}\n{"id": "1", "text": "r"}\n')
+    with pytest.raises(CollectionError, match=r"queries.jsonl at byte 25: duplicate query id '1'"):
+        load_collection(tmp_path / "a")
+
+
 def test_trec_qrels_lines_are_read_as_trec_eval_reads_them(tmp_path):
     docs = [{"id": "d1", "title": "t", "text": "x"}, {"id": "d2", "title": "t", "text": "y"}]
     queries = [{"id": "401", "text": "q"}, {"id": "402", "text": "r"}]
