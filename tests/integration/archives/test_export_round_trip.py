@@ -16,8 +16,7 @@ from sqlalchemy import select
 from services.archives.batches import plan_batches, read_batch
 from services.archives.bundle import load_bundle
 from services.archives.stored_export import export_store
-from services.cli import _parser, main
-from services.cli.parsing import subcommand_names, subparser
+from services.cli import main
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.web.fetch import FetchResult
@@ -112,8 +111,6 @@ def test_the_export_reads_back_to_the_stored_urls_and_texts(crawled_and_exported
 
 
 def test_the_export_archive_crawls_into_a_fresh_store(crawled_and_exported, tmp_path, monkeypatch) -> None:
-    if "crawl" not in subcommand_names(subparser(_parser(), "archive")):
-        pytest.skip("`nimbus archive crawl` is not built yet (issue 30, the archive crawl)")
     stored, bundle_dir = crawled_and_exported
     fresh = Settings.of(
         database_url=f"sqlite:///{tmp_path / 'fresh.db'}",
