@@ -61,7 +61,7 @@ from services.storage.formats.block_pair import PLACEMENT_COLUMNS
 from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.counters import bump_counters
 from services.storage.sql.models import Document, DuplicateUrl, Host, UrlAlias, table
-from services.storage.sql.retry import is_retryable, retry_transaction
+from services.storage.sql.retry import is_retryable, is_transient, retry_transaction, retry_with_backoff
 from services.text.urls import host_key, url_id
 
 __all__ = ["Committer", "FetchedDoc", "FlushResult", "Pending", "UrlResult"]
@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 # An insert race with another process (the first ``commits`` row, one URL's
 # duplicate row) rolls the flush back; it is simply tried again.
 _ATTEMPTS = 5
+_LOST_CONNECTION_ATTEMPTS = 8  # backoff 0.25 s doubling, capped at 8 s: about 40 s in all
 DAY = 86_400.0
 
 
@@ -161,12 +162,22 @@ class Committer:
         if not pending.seqs:
             return FlushResult()
         # A unique-key race with another process, or a deadlock the database rolled
-        # back: the transaction (and its blocks, deleted) starts over.
-        return retry_transaction(
-            lambda: self._commit_once(pending),
-            attempts=_ATTEMPTS,
-            what="commit conflict",
-            retry_on=lambda e: isinstance(e, IntegrityError) or is_retryable(e),
+        # back: the transaction (and its blocks, deleted) starts over at once. A lost
+        # connection (a failover, a killed connection, a password rotation's reconnect)
+        # rolled it back too: it starts over on a fresh connection after a growing pause,
+        # as a cluster worker's acknowledgement does, instead of ending the crawl.
+        return retry_with_backoff(
+            lambda: retry_transaction(
+                lambda: self._commit_once(pending),
+                attempts=_ATTEMPTS,
+                what="commit conflict",
+                retry_on=lambda e: isinstance(e, IntegrityError) or is_retryable(e),
+            ),
+            what=f"committing batches {pending.seqs}",
+            retry_on=is_transient,
+            attempts=_LOST_CONNECTION_ATTEMPTS,
+            first=0.25,
+            cap=8.0,
         )
 
     def _commit_once(self, pending: Pending) -> FlushResult:

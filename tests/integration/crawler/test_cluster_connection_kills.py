@@ -14,6 +14,7 @@ from sqlalchemy import event, func, select, text
 
 from services.config import Settings
 from services.crawler.cluster.committer_role import CommitterNode
+from services.crawler.commit.committer import Committer
 from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.commit.worker_flush import WorkerFlush
 from services.crawler.frontier import entries, leases
@@ -24,6 +25,7 @@ from services.storage.formats.blocks import ContentType
 from services.storage.sql.counters import read_counters
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document, FetchBatch
+from services.storage.sql.schema import init_db
 
 pytestmark = pytest.mark.mariadb
 PAGES = 12
@@ -97,3 +99,40 @@ def test_a_killed_connection_mid_ack_and_mid_commit_loses_and_repeats_nothing(
     assert counters["documents"] == PAGES and counters["pages"] == PAGES  # counted once
     for engine in (worker_engine, admin, node.engine):
         engine.dispose()
+
+
+def test_a_single_process_crawl_commit_outlives_a_killed_connection(mysql_url: str, tmp_path: Path) -> None:
+    """`nimbus crawl` on one machine commits through ``Committer`` itself: a connection killed
+    mid-flush (a failover, a password rotation's end of old connections) is a pause, not the
+    end of the crawl, and the flush is committed once."""
+    engine = make_engine(mysql_url, immediate=True)
+    admin = make_engine(mysql_url)
+    sessions = session_factory(engine)
+    init_db(engine)
+    with sessions.begin() as s:
+        entries.add_urls(s, [NewUrl(f"http://solo.test/{i}", 0, 1.0) for i in range(PAGES)], 0.0)
+        (lease,) = leases.lease_batches(
+            s, batches=1, limit=PAGES, budget=100, now=time.time(), lease_seconds=600, max_depth=5,
+            worker="solo", window=100,
+        )  # fmt: skip
+    committer = Committer(
+        sessions, open_blobstore(f"file://{tmp_path / 'blobs'}"), max_block_bytes=1 << 20, max_block_docs=100
+    )
+    results = []
+    for e in lease.entries:
+        r = UrlResult(e.url_id, e.url, 0, "done", status=200)
+        parsed = ParsedDoc(ContentType.HTML, title=e.url, text=f"page {e.url}", lang="en")
+        r.doc = FetchedDoc(e.url, f"<p>{e.url}</p>".encode(), parsed, time.time())
+        r.counters["pages"] += 1
+        results.append(r)
+    committer.add_batch(lease.seq, results)
+    killed = _kill_once(engine, admin, "UPDATE crawl_counters")
+    committer.flush()
+    assert killed
+    with sessions() as s:
+        nums = s.scalars(select(Document.doc_num).order_by(Document.doc_num)).all()
+        counters = read_counters(s)
+    assert nums == list(range(PAGES))
+    assert counters["pages"] == PAGES  # counted once
+    for e in (engine, admin):
+        e.dispose()
