@@ -60,6 +60,7 @@ class Run:
     wall: float
     cpu: float  # Nimbus's processes
     server: float | None  # the local mariadbd's, when there is one
+    plan_cpu: float = 0.0  # bare: of ``cpu``, plan_batches's (the crawl's registration pass)
 
     @property
     def rate(self) -> float:
@@ -169,7 +170,7 @@ def run_bare(folder: Path) -> Run:
         measured.run("-m", "benchmarks.archives", "--bare-loop", str(folder))
         wall = time.perf_counter() - started
         counts = json.loads(log.read_text().strip().splitlines()[-1])
-    return Run(int(counts["records"]), int(counts["kept"]), wall, measured.cpu, None)
+    return Run(int(counts["records"]), int(counts["kept"]), wall, measured.cpu, None, counts["plan_cpu"])
 
 
 def run_crawl(folder: Path, quick: bool) -> Run:
@@ -251,8 +252,11 @@ def report(name: str, folder: Path, rounds: list[dict[str, Run]]) -> list[str]:
             )
     speed = [r["crawl"].rate / r["bare"].rate for r in rounds]
     work = [r["bare"].cpu_ms() / r["crawl"].cpu_ms(server=True) for r in rounds]
+    plan = [r["bare"].plan_cpu / r["bare"].cpu for r in rounds]
     lines += [
         "",
+        f"bare loop's CPU in plan_batches (the registration pass, the crawl's too): "
+        f"{statistics.median(plan):.0%}",
         f"crawl/bare records/s: {_median(speed)} (goal >= 0.7)",
         f"crawl/bare records per CPU second (mariadbd's counted): {_median(work)}",
     ]
