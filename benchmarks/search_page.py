@@ -70,19 +70,15 @@ def prepare(docs: int, state: Path) -> dict[str, str]:
     }
     if (state / "ready").exists():
         return env
-    from services.ingest.writer import ingest_documents
-    from services.storage.documents import SourceDoc
+    from services.eval.crawl import crawl_jsonl
 
     shutil.rmtree(state, ignore_errors=True)
     (state / "nimbus").mkdir(parents=True)
     corpus = state / "corpus"
     build(DATA, docs, 500, corpus)
-    with (corpus / "docs.jsonl").open(encoding="utf-8") as fh:
-        source = (json.loads(line) for line in fh)
-        result = ingest_documents(
-            (SourceDoc(d["id"], d["title"], d["text"]) for d in source), "bench", settings, progress=False
-        )
-    print(f"ingest: {result.summary()}", flush=True)
+    # Stored as `nimbus eval` stores a collection: an archive crawl of its JSON lines.
+    stored = crawl_jsonl(corpus / "docs.jsonl", "bench", settings, state / "nimbus", {}, progress=False)
+    print(f"archive crawl: {stored.seconds:.1f} s", flush=True)
     subprocess.run([sys.executable, "-m", "services.cli", "index"], env=env, check=True, cwd=ROOT)
     (state / "ready").write_text("ok\n")
     return env

@@ -10,6 +10,17 @@ describes itself). A link whose target was never crawled is dropped and
 counted: PageRank runs over the documents we have. One join, one pass over
 the blocks, serves both.
 
+A document has other names than its URL: a URL whose bytes equal it
+(``duplicate_urls``) and an alias (``url_aliases``: a wiki redirect, an
+archived 3xx, a web crawl's permanent redirect). The driver lists them
+(``services.indexing.url_names``) as a second input, ``name lines``, each
+announcing ``url_id(name) -> doc``; a link to a name then counts for the
+document, its anchor text with it, as a link to the document's own URL does.
+An alias's own title (a wiki redirect's "UK" for "United Kingdom") is anchor
+text of the document too, from no source page (``ALIAS_SOURCE``): a name
+people use for it, as Wikipedia's search indexes redirects. Where a URL is
+both a document and a name (a page that once redirected), the document wins.
+
 Decisions (PageRank semantics, kept identical in ``services.ranking.pagerank``):
 - Edges are deduplicated: ten links from A to B are one vote, as in the
   original formulation and networkx's DiGraph; repeated links cannot pump rank.
@@ -23,6 +34,10 @@ Records hold normalized link URLs (the crawler's contract), so
 ``url_id(link.url)`` is the target's ``Document.url_id`` without normalizing
 again here.
 
+Name lines (input, besides the manifest)::
+
+    @name<TAB>url_id<TAB>7<TAB>"UK"   the URL with this url_id names doc 7; its title, or ""
+
 Output, two kinds of line (``LinkGraphOutput``):
 
     7<TAB>[2, 9]                      doc_num -> target doc_nums, ascending (every document)
@@ -35,6 +50,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mrjob.protocol import StandardJSONProtocol
@@ -47,7 +63,10 @@ from services.text.urls import url_id
 
 DOC = "doc"
 SOURCE = "src"
+NAME = "name"
 ANCHOR = "anchor"
+NAME_LINE = "@name"
+ALIAS_SOURCE = -1  # the "source" of an alias's title: no page, never an edge
 ANCHOR_LINE = "@anchor"
 ANCHOR_BYTES = ANCHOR_LINE.encode()
 MAX_DOC_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu link adds little more
@@ -60,10 +79,38 @@ def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
         yield url_id(link.url), [SOURCE, record.doc_num, link.anchor]
 
 
-def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple[int, str]], int]:
-    """(target doc or None if uncrawled, (source, anchor) of the links to it except its own,
-    self-links)."""
+def name_line(key: str, doc_num: int, title: str = "") -> str:
+    """A name line (with newline): the URL whose url_id is ``key`` names ``doc_num``."""
+    return f"{NAME_LINE}\t{key}\t{doc_num}\t{json.dumps(title, ensure_ascii=False)}\n"
+
+
+def name_announcement(line: str) -> tuple[str, list]:
+    """The (url_id, tagged value) pair of a name line."""
+    _tag, key, doc, title = line.rstrip("\r\n").split("\t", 3)
+    return key, [NAME, int(doc), json.loads(title)]
+
+
+@dataclass
+class Join:
+    """What one URL's reducer learns: the document it names (None: uncrawled), the (source,
+    anchor) of the links to it except the document's own (an alias's title with source
+    ``ALIAS_SOURCE``), the self-links dropped, and whether the URL is another name (an alias
+    or a duplicate URL) rather than the document's own."""
+
+    target: int | None
+    sources: list[tuple[int, str]] = field(default_factory=list)
+    self_links: int = 0
+    by_name: bool = False
+
+    @property
+    def edges(self) -> list[int]:
+        return [source for source, _anchor in self.sources if source != ALIAS_SOURCE]
+
+
+def join_edges(key: str, values: Iterable[list]) -> Join:
+    """Join a URL's announcements: the document it is, or else the one it names."""
     target: int | None = None
+    named: list[tuple[int, str]] = []
     sources: list[tuple[int, str]] = []
     for value in values:
         if value[0] == DOC:
@@ -73,27 +120,43 @@ def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple
                     "one document; rebuild the manifest from the documents table"
                 )
             target = value[1]
+        elif value[0] == NAME:
+            named.append((value[1], value[2]))
         else:
             sources.append((value[1], value[2]))
+    by_name = target is None and bool(named)
+    if by_name:
+        target, title = min(named)  # one name a URL; were it listed twice, the same pick everywhere
+        if title.strip():
+            sources.append((ALIAS_SOURCE, title))
     if target is None:
-        return None, sources, 0
+        return Join(None, sources)
     kept = [(s, anchor) for s, anchor in sources if s != target]
-    return target, kept, len(sources) - len(kept)
+    return Join(target, kept, len(sources) - len(kept), by_name)
 
 
-def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
-    """The in-link anchors joined with " | ", in source order (the same text whatever the
-    shuffle order), capped at ``MAX_DOC_ANCHOR_CHARS``."""
-    text, size = [], 0
-    for _source, anchor in sorted(sources):
+def kept_anchors(sources: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The (source, stripped anchor) pairs ``anchor_text`` keeps, in its order.
+
+    Keeping these of each of a document's names, then of their union, keeps what the union
+    alone would keep (an anchor kept from the union is within its own name's cap), so the
+    join reducers send only these on to the document's reducer."""
+    kept, size = [], 0
+    for source, anchor in sorted(sources):
         anchor = anchor.strip()
         if not anchor:
             continue
         if size + len(anchor) > MAX_DOC_ANCHOR_CHARS:
             break
-        text.append(anchor)
+        kept.append((source, anchor))
         size += len(anchor) + 3
-    return " | ".join(text)
+    return kept
+
+
+def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
+    """The in-link anchors joined with " | ", in source order (the same text whatever the
+    shuffle order; alias titles first), capped at ``MAX_DOC_ANCHOR_CHARS``."""
+    return " | ".join(anchor for _source, anchor in kept_anchors(sources))
 
 
 def parse_anchor_line(line: str) -> tuple[int, str]:
@@ -156,37 +219,46 @@ class MRLinkGraph(RecordBlockJob):
         ]
 
     def mapper_announce(self, _key: None, line: str) -> Iterator[tuple[str, list]]:
+        if line.startswith(NAME_LINE):
+            yield name_announcement(line)
+            return
         for record in self.block_records(line):
             yield from record_announcements(record)
 
     def reducer_join(self, key: str, values: Iterable[list]) -> Iterator[tuple[int, object]]:
-        target, sources, self_links = join_edges(key, values)
-        if target is None:
-            self.count("linkgraph", "links_to_uncrawled", len(sources))
+        join = join_edges(key, values)
+        edges = join.edges
+        if join.target is None:
+            self.count("linkgraph", "links_to_uncrawled", len(edges))
             return
-        self.count("linkgraph", "self_links_dropped", self_links)
+        target = join.target
+        self.count("linkgraph", "self_links_dropped", join.self_links)
+        if join.by_name:
+            self.count("linkgraph", "links_through_other_names", len(edges))
+            self.count("linkgraph", "alias_titles", len(join.sources) - len(edges))
         yield target, None  # the node itself, so pages without out-links survive
-        for source, _anchor in sources:
+        for source in edges:
             yield source, target
-        text = anchor_text(sources)
-        if text:
-            yield target, [ANCHOR, text]
+        kept = kept_anchors(join.sources)
+        if kept:
+            yield target, [ANCHOR, kept]
 
     def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[tuple[object, object]]:
         edges: list[int] = []
-        anchor: str | None = None  # one join reducer per URL of the document: its crawled URL only
+        anchors: list[tuple[int, str]] = []  # from each URL naming the document: its own, aliases
         for value in values:
             if isinstance(value, int):
                 edges.append(value)
             elif isinstance(value, list):
-                anchor = value[1]
+                anchors.extend((int(source), str(anchor)) for source, anchor in value[1])
         targets = sorted(set(edges))
         self.count("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
         self.count("linkgraph", "edges", len(targets))
         yield doc, targets
-        if anchor is not None:
+        text = anchor_text(anchors)
+        if text:
             self.count("linkgraph", "documents_with_anchor_text")
-            yield [ANCHOR, doc], anchor
+            yield [ANCHOR, doc], text
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """What an archive holds: web archives, wiki and directory dumps, collections, text, database rows.
 
-Read by the crawler (workers process archive batches as if they had fetched the pages),
-by ingest, by the demo and by the WARC export. Where to look, by the question you bring:
+Read by the crawler (workers process archive batches as if they had fetched the pages,
+``nimbus eval``'s judged collections among them), by the demo and by the WARC export.
+Where to look, by the question you bring:
 
 - ``records``: what a reader yields (``ArchiveRecord``: a payload, an extracted document,
   an alias, or a skip with its reason and, for damage, the file and byte offset).

@@ -75,6 +75,7 @@ class ArchiveRecord:
     payload: Payload | None = None
     document: Document | None = None
     redirect_to: str = ""  # an alias: this URL names the page at redirect_to
+    title: str = ""  # an alias's own title (a wiki redirect's: "UK" for "United Kingdom")
     skipped: Skip | None = None
     detail: str = ""  # with ``skipped``: the record or media type
     error: str = ""  # with an error kind of ``skipped``: what is wrong, naming file and offset

@@ -16,7 +16,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ev = commands.add_parser(
         "eval",
         help="measure ranking quality on a judged collection (MAP, nDCG@10, ...)",
-        description="Index a judged collection with the same MapReduce jobs as `nimbus index`, "
+        description="Store a judged collection by an archive crawl of a JSON-lines bundle (as "
+        "`nimbus archive crawl`), index it with the same MapReduce jobs as `nimbus index`, "
         "run every query through the search service's ranking, write a TREC run and print "
         "MAP, nDCG@10 and the other measures.",
     )
@@ -68,7 +69,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
     metrics = run_eval(
-        args.collection, settings, run_path=run_path, depth=args.depth, progress=not args.quiet
+        args.collection, settings, run_path=run_path, state=state, depth=args.depth, progress=not args.quiet
     )
     for line in format_metrics(metrics):
         print(line)

@@ -1,8 +1,8 @@
 """The crawl's settings: politeness, limits, scope, partitions and content blocks.
 
-Read by the crawler's processes (worker, committer, ``nimbus crawl``), by the
-operator's commands and dashboard that speak to them, and by the collection
-ingest (``services.ingest``), which fills content blocks as the committer does.
+Read by the crawler's processes (worker, committer, ``nimbus crawl``, ``nimbus archive
+crawl``, which ``nimbus eval`` runs on a judged collection) and by the operator's
+commands and dashboard that speak to them.
 """
 
 from __future__ import annotations

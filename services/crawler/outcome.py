@@ -2,9 +2,14 @@
 
 Redirects become their own frontier entries (the hop count travels with
 them, so a chain ends at ``max_redirects``; a loop ends sooner, because a URL
-is only ever added once). Retryable failures (5xx, 429, timeouts, refused
-or cut connections) go back to ``new`` with an exponential backoff that
-honours Retry-After, until ``max_attempts``; then the URL is given up.
+is only ever added once). A permanent one (301, 308) also makes the URL an
+alias of its target (``url_aliases``, as an archive's redirects), so the index
+build counts links to the old URL for the page it moved to; a temporary one
+(302, 303, 307: a login wall, a load balancer) says nothing lasting.
+
+Retryable failures (5xx, 429, timeouts, refused or cut connections) go back to
+``new`` with an exponential backoff that honours Retry-After, until
+``max_attempts``; then the URL is given up.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from services.crawler.web.fetch_errors import FetchError
 # Fetches that answered but are not taken, by our own policy: counted under their own name and
 # never retried (asking again gets the same answer).
 _REFUSED = frozenset({FetchError.TOO_LARGE, FetchError.WRONG_TYPE, FetchError.BAD_REDIRECT})
+PERMANENT_REDIRECTS = frozenset({301, 308})  # RFC 9110 15.4: the target is the URL's new name
 
 
 def redirect_hop(result: UrlResult, entry: LeasedUrl, target: str, settings: Settings, *, via: str) -> None:
@@ -81,6 +87,8 @@ def judge_fetch(
         counters[f"status_{fetched.status}"] += 1
     if fetched.redirect_to:
         counters["redirect"] += 1
+        if fetched.status in PERMANENT_REDIRECTS:
+            result.alias_of = fetched.redirect_to
         redirect_hop(result, entry, fetched.redirect_to, settings, via="redirect")
         return False
     if fetched.error in _REFUSED:

@@ -50,9 +50,21 @@ class Collection:
         """The collection's folder name (it names its documents' host)."""
         return self.root.resolve().name
 
+    @property
+    def docs_file(self) -> Path:
+        """``docs.jsonl``, or BEIR's ``corpus.jsonl``."""
+        return _docs_file(self.root)
+
     def docs(self) -> Iterator[SourceDoc]:
         """Stream the documents (a collection may not fit in memory)."""
-        yield from _read_docs(_docs_file(self.root), self.name)
+        for _url, doc in _read_docs(self.docs_file, self.name):
+            yield doc
+
+    def doc_urls(self) -> Iterator[tuple[str, str]]:
+        """(URL, id) of each document: the URL an archive crawl of the collection's bundle
+        (a folder of the collection's name) stores it under."""
+        for url, doc in _read_docs(self.docs_file, self.name):
+            yield url, doc.id
 
     @property
     def judged_queries(self) -> list[EvalQuery]:
@@ -72,7 +84,7 @@ def load_collection(root: Path) -> Collection:
                 "(or BEIR's corpus.jsonl, queries.jsonl and qrels/test.tsv)"
             )
     doc_ids: set[str] = set()
-    for doc in _read_docs(docs_file, root.resolve().name):
+    for _url, doc in _read_docs(docs_file, root.resolve().name):
         if doc.id in doc_ids:
             raise CollectionError(f"{docs_file}: duplicate document id {doc.id!r}")
         doc_ids.add(doc.id)
@@ -100,9 +112,10 @@ def _ours_else_beirs(ours: Path, beirs: Path) -> Path:
     return beirs if beirs.is_file() and not ours.is_file() else ours
 
 
-def _read_docs(path: Path, collection: str) -> Iterator[SourceDoc]:
-    """The documents of a ``docs.jsonl``, streamed (a collection may not fit in memory), empty
-    ones included (each is judged on its own); the first bad line stops the reading."""
+def _read_docs(path: Path, collection: str) -> Iterator[tuple[str, SourceDoc]]:
+    """The documents of a ``docs.jsonl`` with their URLs, streamed (a collection may not fit
+    in memory), empty ones included (each is judged, whether or not it can be found); the
+    first bad line stops the reading."""
     with _open(path) as fh:
         records = jsonl.read_jsonl(
             fh, str(path), 0, TO_END, collection=collection, cap=LINE_CAP, fetched_at=0.0, keep_empty=True
@@ -111,7 +124,7 @@ def _read_docs(path: Path, collection: str) -> Iterator[SourceDoc]:
             document = record.document
             if document is None:
                 raise CollectionError(_bad_line(path, record))
-            yield SourceDoc(document.source_id, document.title, document.text)
+            yield record.url, SourceDoc(document.source_id, document.title, document.text)
 
 
 def _queries(path: Path) -> list[EvalQuery]:

@@ -1,7 +1,8 @@
 """``nimbus eval``: a judged collection through the real pipeline, measured.
 
-The collection is ingested like a crawl (``services.ingest``), indexed by the
-same MapReduce build (``services.indexing.build.build_index``) and searched by the same
+The collection is stored by an archive crawl of a JSON-lines bundle, as
+``nimbus archive crawl`` stores one (``services.eval.crawl``), indexed by the same
+MapReduce build (``services.indexing.build.build_index``) and searched by the same
 ranking code the API uses (``SearchService.ranked``), so the figures measure
 what users get. The run is written in TREC format and scored by ir-measures
 over the judged queries.
@@ -20,9 +21,9 @@ from pathlib import Path
 
 from services.config import Settings
 from services.eval.collection import load_collection
+from services.eval.crawl import crawl_collection
 from services.eval.metrics import evaluate, write_trec_run
 from services.indexing.build import build_index
-from services.ingest.writer import ingest_documents
 from services.search.service import SearchService
 
 DEFAULT_DEPTH = 1000  # results per query in the run: trec_eval's customary depth
@@ -47,11 +48,40 @@ def state_settings(settings: Settings, state: Path) -> Settings:
     )
 
 
+def run_hits(
+    ranked: list[int], doc_ids: dict[int, list[str]], depth: int
+) -> tuple[list[tuple[str, float]], int]:
+    """One query's run lines as (collection id, score), at most ``depth``, and how many
+    results were no document of the collection (a shared state's).
+
+    trec_eval orders a run by score, not by rank: the run's score is the result order (AND
+    matches listed before better-scoring partial matches must stay before them), depth
+    minus rank, exact in the file. A document stored once for several copies lists each
+    copy's id, in a row where the document ranked: each copy is judged on its own."""
+    hits: list[tuple[str, float]] = []
+    foreign = 0
+    for doc_num in ranked:
+        source_ids = doc_ids.get(doc_num)
+        if source_ids is None:
+            foreign += 1
+            continue
+        for source_id in source_ids:
+            hits.append((source_id, float(depth - len(hits))))
+    return hits[:depth], foreign
+
+
 def run_eval(
-    root: Path, settings: Settings, *, run_path: Path, depth: int = DEFAULT_DEPTH, progress: bool = True
+    root: Path,
+    settings: Settings,
+    *,
+    run_path: Path,
+    state: Path,
+    depth: int = DEFAULT_DEPTH,
+    progress: bool = True,
 ) -> dict[str, float]:
-    """Ingest, index and search the collection at ``root`` with ``settings`` as given;
-    write the TREC run to ``run_path``; return the measures over the judged queries."""
+    """Archive-crawl (its bundle made in ``state``), index and search the collection at
+    ``root`` with ``settings`` as given; write the TREC run to ``run_path``; return the
+    measures over the judged queries."""
 
     def say(message: str) -> None:
         if progress:
@@ -64,7 +94,12 @@ def run_eval(
         f"{len(collection.doc_ids)} documents, {len(collection.queries)} queries "
         f"({len(collection.judged_queries)} judged) in {root}"
     )
-    ingested = ingest_documents(collection.docs(), collection.name, settings, progress=progress)
+    stored = crawl_collection(collection, settings, state, progress=progress)
+    say(
+        f"stored {stored.documents} documents ({stored.copies} copies of others, "
+        f"{len(collection.doc_ids) - stored.documents - stored.copies} empty or unreadable left out) "
+        f"in {stored.seconds:.1f} s ({stored.per_second:.0f} docs/s)"
+    )
     build_index(settings, progress=progress)
 
     started = time.monotonic()
@@ -73,17 +108,9 @@ def run_eval(
     foreign = 0
     try:
         for query in collection.queries:
-            hits = []
-            for rank, (doc_num, _score) in enumerate(service.ranked(query.text, depth, operators=False)):
-                source_id = ingested.doc_nums.get(doc_num)
-                if source_id is None:  # a document that is not the collection's (shared state)
-                    foreign += 1
-                    continue
-                # trec_eval orders a run by score, not by rank: the run's score is the
-                # result order (AND matches listed before better-scoring partial matches
-                # must stay before them), depth minus rank, exact in the file.
-                hits.append((source_id, float(depth - rank)))
-            run[query.id] = hits
+            ranked = [doc_num for doc_num, _score in service.ranked(query.text, depth, operators=False)]
+            run[query.id], outside = run_hits(ranked, stored.doc_ids, depth)
+            foreign += outside
     finally:
         service.close()
     seconds = time.monotonic() - started

@@ -1,8 +1,9 @@
 """Build and publish an index from everything crawled so far.
 
 Stages: manifest (per record block, the documents whose current record it
-holds, so stale versions left by recrawls are skipped) ->
-MRLinkGraph (adjacency, in-link anchor text) -> MRIndex (postings with
+holds, so stale versions left by recrawls are skipped) and the documents'
+other names (duplicate URLs, aliases: ``url_names``) ->
+MRLinkGraph (adjacency, in-link anchor text, links through the other names) -> MRIndex (postings with
 fields and positions, lengths) -> PageRank
 iterations (in memory, or one MRPageRankStep job per iteration when
 ``settings.index.pagerank_engine`` is "mapreduce") -> publish (segment to the
@@ -36,6 +37,7 @@ from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
 from services.indexing.runner import run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
+from services.indexing.url_names import write_name_lines
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
@@ -103,20 +105,28 @@ def build_index(
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
+            names = write_name_lines(session, scratch / "names.txt.gz")
         say(
             f"{count} documents in {blocks} record blocks; "
             f"runner {settings.index.mr_runner}, scratch {scratch}"
         )
+        if names.lines or names.unresolved:
+            say(
+                f"{names.duplicates} duplicate URLs and {names.aliases} aliases name documents "
+                f"({names.unresolved} aliases of pages not stored)"
+            )
 
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
         say("1/4 link graph and in-link anchor text")
-        links = run_job(MRLinkGraph, manifest, settings, output=scratch / "links.jsonl", scratch=scratch)
+        graph_input = [*manifest, scratch / "names.txt.gz"] if names.lines else manifest
+        links = run_job(MRLinkGraph, graph_input, settings, output=scratch / "links.jsonl", scratch=scratch)
         say(
             f"    {links.counter('linkgraph', 'edges')} edges, "
             f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
-            f"dropped, {links.counter('linkgraph', 'documents_with_anchor_text')} documents "
-            f"with anchor text ({links.seconds:.1f} s)"
+            f"dropped, {links.counter('linkgraph', 'links_through_other_names')} through aliases "
+            f"and duplicate URLs, {links.counter('linkgraph', 'documents_with_anchor_text')} "
+            f"documents with anchor text ({links.seconds:.1f} s)"
         )
 
         say("2/4 index: terms, fields and positions")

@@ -35,9 +35,10 @@ from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.blocks import sha1
 from services.storage.formats.records import Record
-from services.storage.sql.models import Document
+from services.storage.sql.models import Document, UrlAlias
 
 PAGE_INFO_LIST = 20  # in-links and other URLs shown on page info
+MAX_ALIAS_ANCHORS = 1000  # aliases whose links' anchors page info looks for (a hostile crawl has more)
 MAX_DOC_NUM = 2**31 - 1  # documents.doc_num is a 32-bit INTEGER on MySQL
 
 
@@ -76,6 +77,10 @@ class PageViews:
         with self.service.sessions() as session:
             doc = _document(session, doc_num)
             same = other_urls(session, [doc_num], limit=PAGE_INFO_LIST).get(doc_num, [])
+            # Links through an alias (a redirect) count for the page: their anchors are shown too.
+            aliases = session.scalars(
+                select(UrlAlias.url).where(UrlAlias.target_url_id == doc.url_id).limit(MAX_ALIAS_ANCHORS)
+            ).all()
             sources: list[int] = []
             near: list[int] = []
             representative = doc_num
@@ -90,7 +95,7 @@ class PageViews:
                 row.doc_num: row
                 for row in session.scalars(select(Document).where(Document.doc_num.in_(sorted(wanted))))
             }
-        targets = {doc.url, *same}
+        targets = {doc.url, *same, *aliases}
         anchors = self.service.pool.map(lambda num: self._anchor(rows.get(num), targets), sources)
         in_links = [
             InLink(num, rows[num].url, rows[num].title or rows[num].url, anchor)

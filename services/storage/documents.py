@@ -1,7 +1,7 @@
 """Storing documents: the one writer that every path into the index uses.
 
-A document reaches storage from a crawl (the crawler's committer) or from a
-source read offline (a judged collection, an archive: ``services.ingest``).
+A document reaches storage from a crawl (the crawler's committer), a web crawl's or
+an archive crawl's (an archive, a dump, a judged collection read offline).
 Whatever the path, storing it is the same three steps, in this order
 (content blocks and record blocks, blocks before rows):
 
@@ -44,8 +44,8 @@ class SourceDoc:
     """A document as a source other than the live web yields it: its id in that source
     (what a run file or an archive names it by), its title and its text.
 
-    Judged collections yield these today; an ingest path turns them into
-    ``NewDocument``s (a URL, bytes, a doc number) for ``DocumentWriter``.
+    Judged collections yield these (``services.eval.collection``), for the ranking
+    benchmarks' peers; Nimbus itself stores them by an archive crawl of their JSON lines.
     """
 
     id: str

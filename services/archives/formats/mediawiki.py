@@ -194,7 +194,7 @@ def page_record(
     if redirect is not None and redirect.get("title"):
         target = site.title(redirect.get("title", "").split("#", 1)[0])
         try:
-            return ArchiveRecord(url, offset, when, redirect_to=normalize_url(site.url(target)))
+            return ArchiveRecord(url, offset, when, redirect_to=normalize_url(site.url(target)), title=title)
         except BadUrlError:
             return skipped(url, offset, when, Skip.CORRUPT, "redirect to an unusable title")
     wikitext = (newest.findtext("text") if newest is not None else "") or ""

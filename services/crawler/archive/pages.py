@@ -6,7 +6,7 @@
   of its target, anything else is skipped and counted by status.
 - An extracted document (a wiki page, a directory entry, a collection's text) is stored
   as text (``title\\n\\ntext``) with its links and language as the reader gave them.
-- An alias (a wiki redirect) names its target's page.
+- An alias (a wiki redirect) names its target's page, with its own title when it has one.
 - The bundle's ``language`` (or the wiki's) is the document's language for the analyzer;
   the crawl's language filter applies only when ``bundle.toml`` asks (``filter_language``).
 
@@ -79,7 +79,7 @@ def to_result(
     result = UrlResult(record_key(options.batch_id, index), url, 0, UrlState.DONE, archived=True)
     result.counters["archive_records"] += 1
     if record.redirect_to:
-        return _alias(result, record.redirect_to, reading)
+        return _alias(result, record.redirect_to, reading, record.title)
     if record.payload is not None:
         reading.bytes += len(record.payload.body)
         return _page(result, record, record.payload, options, reading)
@@ -90,7 +90,7 @@ def to_result(
     return None
 
 
-def _alias(result: UrlResult, target: str, reading: Reading) -> UrlResult | None:
+def _alias(result: UrlResult, target: str, reading: Reading, title: str = "") -> UrlResult | None:
     try:
         result.alias_of = normalize_url(target)
     except BadUrlError:
@@ -100,6 +100,7 @@ def _alias(result: UrlResult, target: str, reading: Reading) -> UrlResult | None
         reading.kinds["skipped.self_alias"] += 1
         return None
     result.status = 301
+    result.alias_title = title.strip()
     reading.kinds["alias"] += 1
     return result
 

@@ -392,12 +392,14 @@ class Committer:
                             url=r.url,
                             target_url_id=url_id(r.alias_of),
                             target_url=r.alias_of,
+                            title=r.alias_title or None,
                             first_seen=now,
                             last_seen=now,
                         )
                     )
                 else:
                     row.target_url_id, row.target_url, row.last_seen = url_id(r.alias_of), r.alias_of, now
+                    row.title = r.alias_title or None
 
     def _record_frontier(
         self, session: Session, results: list[UrlResult], docs: list[_Doc], now: float

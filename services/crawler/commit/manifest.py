@@ -34,6 +34,8 @@ from services.storage.formats.records import INFLATE_ERROR
 # 2: an out-link found on the page itself as [url, priority, url_id, host];
 # 3: those links of a page in four columns ("links": see ``_columns``);
 # 4: a result read from an archive says so ("archived"), an alias names its target ("alias").
+#    An alias may carry its own title ("alias_title"): optional, so no new format (a committer
+#    that does not know it stores the alias without it).
 FORMAT = 4
 READS = (1, 2, 3, 4)  # older formats are read too: workers upgraded after the committer
 KEY_CHARS = 40  # a url_id: the hex SHA-1 of the URL
@@ -139,6 +141,8 @@ def _url(r: UrlResult, placement: dict[str, Any] | None) -> dict[str, Any]:
         out["archived"] = True
     if r.alias_of:
         out["alias"] = r.alias_of
+        if r.alias_title:
+            out["alias_title"] = r.alias_title
     out["found"] = other
     if links:
         out["links"] = _columns(links)
@@ -208,6 +212,7 @@ def _result(u: dict[str, Any], finished: Callable[[str], bool] | None) -> UrlRes
         priority=u["priority"],
         archived=bool(u.get("archived", False)),
         alias_of=str(u.get("alias", "")),
+        alias_title=str(u.get("alias_title", "")),
     )
 
 

@@ -65,6 +65,7 @@ class UrlResult(LinksPickledFlat):
     # record's own key in its batch (a URL may be captured twice), the page's is its URL's.
     archived: bool = False
     alias_of: str = ""  # this URL names the page at alias_of (a wiki redirect, an archived 3xx)
+    alias_title: str = ""  # the alias's own title (a wiki redirect's), anchor text of the target
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Writing one content block and its record block: the unit every writer of documents stores.
 
-The crawler's committer and the collection ingest both store documents this
+The crawler's committer (and any other writer of documents) stores documents this
 way (content blocks and record blocks, blocks before rows: ``documents``). This
 module does the part they share: name the pair, add each body to the content
 block and each record, which names its content block and index, to the record

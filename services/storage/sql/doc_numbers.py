@@ -14,9 +14,9 @@ COMMITS_COUNTER = "commits"
 def lock_commits(session: Session) -> None:
     """Take the committers' lock: an UPDATE of the ``commits`` counter row.
 
-    Whoever hands out doc numbers (the crawler's committer reserving them,
-    ``nimbus eval``'s ingest for its whole transaction) takes it as the first
-    statement of its transaction, so no number is handed out twice.
+    Whoever hands out doc numbers (the crawler's committer reserving them, for web
+    and archive crawls alike) takes it as the first statement of its transaction, so
+    no number is handed out twice.
 
     On SQLite the first write of a transaction takes the database's write
     lock (others wait, busy timeout); on MySQL the row lock serializes (the

@@ -14,7 +14,9 @@ its own MySQL user with privileges on exactly the tables its processes touch:
   hosts, index_versions) and, as the admin dashboard runs in the same process, reads
   the crawl's state and writes the operator's commands (crawl_control,
   blocked_hosts, seeds into frontier, requested index_builds);
-* ``indexer`` reads documents and publishes (index_versions, pagerank, index_builds).
+* ``indexer`` reads documents and their other names (duplicate_urls, url_aliases: the
+  link graph resolves links through them) and publishes (index_versions, pagerank,
+  index_builds).
   It changes the schema only as the master user (``nimbus migrate`` with
   ``NIMBUS_DATABASE_ADMIN_SECRET``), as it creates these users (``nimbus db users``).
 
@@ -86,6 +88,8 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "indexer": {
         "alembic_version": READ,
         "documents": READ,
+        "duplicate_urls": READ,  # a link to a copy's URL or to an alias counts for the document
+        "url_aliases": READ,
         "index_versions": WRITE_DELETE,  # publish; prune beyond NIMBUS_KEEP_SEGMENTS
         "pagerank": ("SELECT", "INSERT", "DELETE"),  # replaced at each publish
         "index_builds": WRITE,

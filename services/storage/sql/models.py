@@ -217,8 +217,10 @@ class ArchiveBatch(Base):
 
 
 class UrlAlias(Base):
-    """A URL that names another's page: a wiki redirect, an archived 3xx. Not a document;
-    ``target_url_id`` is the document's (when it is stored)."""
+    """A URL that names another's page: a wiki redirect, an archived 3xx, a web crawl's
+    permanent redirect. Not a document; ``target_url_id`` is the document's (when it is
+    stored). The index build resolves links to the alias to the target's document, and gives
+    the target the alias's ``title`` (a wiki redirect's) as anchor text."""
 
     __tablename__ = "url_aliases"
 
@@ -226,6 +228,7 @@ class UrlAlias(Base):
     url: Mapped[str] = mapped_column(Text)
     target_url_id: Mapped[str] = mapped_column(String(40), index=True)
     target_url: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text, nullable=True)  # the alias's own title, if it has one
     first_seen: Mapped[float] = mapped_column(Double)
     last_seen: Mapped[float] = mapped_column(Double)
 

@@ -1,5 +1,5 @@
-"""`nimbus eval DIR`: a tiny judged collection through ingest, the MapReduce build and the
-search code, scored by ir-measures; and bad collections refused with a clear message."""
+"""`nimbus eval DIR`: a tiny judged collection through an archive crawl, the MapReduce build
+and the search code, scored by ir-measures; and bad collections refused with a clear message."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from services.cli import main
 from services.storage.sql.engines import make_engine, session_factory
-from services.storage.sql.models import Document
+from services.storage.sql.models import ArchiveBundle, Document
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -239,3 +239,40 @@ def test_bad_collection_from_the_shell_exits_nonzero_without_a_traceback(eval_en
     assert done.returncode == 2
     assert "nimbus eval:" in done.stderr and "unknown query id '9'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_eval_stores_the_collection_by_an_archive_crawl_of_a_jsonl_bundle(eval_env, capsys):
+    """The documents take the path users' archives take: a jsonl bundle made in the state
+    directory (the collection's own folder untouched), registered and crawled through the
+    ledger and the committer; an empty document is skipped as a crawl skips it (nothing can
+    find it) and said; a changed collection is a new bundle whose documents replace the old."""
+    root = write_collection(eval_env / "tiny")
+    docs = [json.loads(line) for line in (root / "docs.jsonl").read_text().splitlines()]
+    empty = {"id": "empty", "title": "", "text": ""}
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in [*docs, empty]))
+    state = eval_env / "state"
+    assert main(["eval", str(root), "--state", str(state)]) == 0
+    out, err = capsys.readouterr()
+    assert "stored 30 documents (0 copies of others, 1 empty or unreadable left out)" in err
+    assert "archive #1 (jsonl, " in err and "finished, 1/1 batches, 31 records" in err
+    assert _metrics(out)["Recall@100"] == 1.0
+    assert sorted(p.name for p in root.iterdir()) == ["docs.jsonl", "qrels.tsv", "queries.jsonl"]
+    bundle = state / "bundles" / "tiny"
+    assert (bundle / "bundle.toml").read_text().startswith('type = "jsonl"\n')
+    engine = make_engine(f"sqlite:///{state / 'nimbus.db'}")
+    with session_factory(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(ArchiveBundle)) == 1
+        urls = set(session.scalars(select(Document.url)))
+    assert "https://tiny.collection.invalid/doc/100" in urls  # the URLs eval always gave them
+
+    # Document 100 rewritten to be about something else: a new bundle, a newer capture.
+    docs[0]["text"] = "Tea ceremony customs of the Song dynasty."
+    (root / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    run = eval_env / "changed.trec"
+    assert main(["eval", str(root), "--state", str(state), "--run", str(run), "--quiet"]) == 0
+    with session_factory(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(ArchiveBundle)) == 2
+        assert session.scalar(select(func.count()).select_from(Document)) == 30
+    engine.dispose()
+    found = {(r.split()[0], r.split()[2]) for r in run.read_text().splitlines()}
+    assert ("1", "100") not in found and ("1", "101") in found

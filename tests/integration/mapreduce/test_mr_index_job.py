@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mapreduce.mr_index import MRIndex
-from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows
+from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, name_line
 from mapreduce.postings_wire import Chunk
 from services.config import Settings
 from services.indexing.index_rows import read_index_rows
@@ -23,6 +23,7 @@ from services.indexing.runner import JobError, JobOutput, run_job, write_rows
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
+from services.text.urls import url_id
 from tests.networkx_reference import networkx_pagerank
 
 FRUIT = [
@@ -197,6 +198,57 @@ def test_mr_linkgraph_inline_adjacency(
     }
 
 
+def names_file(tmp_path: Path, names: list[tuple[str, int, str]]) -> Path:
+    """A gzip file of name lines: (URL naming a document, its doc_num, the alias's title)."""
+    path = tmp_path / "names.txt.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(name_line(url_id(url), doc, title) for url, doc, title in names)
+    return path
+
+
+def test_links_through_other_names_count_for_the_document_with_their_anchor_text(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
+) -> None:
+    """A link to an alias or a duplicate URL is an edge to the document and its anchor text is
+    the document's; an alias's title is anchor text too; a URL that is a document itself
+    stays that document whatever names it; a name whose page links to it is a self-link."""
+    blocks = [
+        [
+            {"url": "http://a.test/", "links": ["http://old-b.test/", "http://copy-c.test/"]},
+            {"url": "http://b.test/", "links": ["http://old-b.test/", "http://d.test/"]},
+        ],
+        [{"url": "http://c.test/"}, {"url": "http://d.test/", "links": ["http://b.test/"]}],
+    ]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
+    names = names_file(
+        tmp_path,
+        [
+            ("http://old-b.test/", 1, "Bee"),  # an alias with a title (a wiki redirect)
+            ("http://copy-c.test/", 2, ""),  # a duplicate URL
+            ("http://d.test/", 0, "Not d"),  # d is a document: the name is ignored
+            ("http://unlinked.test/", 3, "Dee"),  # linked by nobody: its title still counts
+        ],
+    )
+    out = run_job(
+        MRLinkGraph,
+        [manifest(tmp_path), names],
+        settings,
+        output=tmp_path / "links.jsonl",
+        scratch=tmp_path / "scratch",
+    )
+    assert dict(adjacency_rows(out.path)) == {0: [1, 2], 1: [3], 2: [], 3: [1]}
+    anchors = sorted(line for line in out.path.read_text().splitlines() if line.startswith("@"))
+    # Alias titles first (no source page), then the in-links' anchors by source.
+    assert anchors == [
+        '@anchor\t1\t"Bee | anchor | anchor"',
+        '@anchor\t2\t"anchor"',
+        '@anchor\t3\t"Dee | anchor"',
+    ]
+    assert out.counters["linkgraph"]["links_through_other_names"] == 2
+    assert out.counters["linkgraph"]["self_links_dropped"] == 1  # b's link to its own alias
+    assert out.counters["linkgraph"]["alias_titles"] == 2
+
+
 def test_pagerank_driver_inline_matches_networkx(settings: Settings, tmp_path: Path) -> None:
     # Docs 3, 7 are dangling; 9 and 10 are absent from the link graph (no record
     # was read for them) and must still be pages, dangling ones.
@@ -288,11 +340,12 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
 ) -> None:
     """MRLinkGraph and MRPageRankStep in separate task processes (``-r local``); the link
     graph's tasks import the project only from the shipped zip, as the index job above.
-    Three PageRank iterations equal three in-memory power iterations on the same graph."""
+    Three PageRank iterations equal three in-memory power iterations on the same graph; b's
+    link to an alias of a (a name line, the build's second input) is an edge to a there too."""
     blocks = [
         [
             {"url": "http://a.test/", "links": ["http://b.test/", "http://c.test/"]},
-            {"url": "http://b.test/", "links": ["http://c.test/"]},
+            {"url": "http://b.test/", "links": ["http://c.test/", "http://old-a.test/"]},
         ],
         [
             {"url": "http://c.test/", "links": ["http://a.test/"]},
@@ -305,14 +358,14 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
     local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=3)
     links = run_job(
         MRLinkGraph,
-        [manifest(tmp_path)],
+        [manifest(tmp_path), names_file(tmp_path, [("http://old-a.test/", 0, "Old a")])],
         local,
         output=tmp_path / "links.jsonl",
         scratch=tmp_path / "scratch",
         extra_args=hermetic,
     )
-    assert dict(adjacency_rows(links.path)) == {0: [1, 2], 1: [2], 2: [0], 3: []}
+    assert dict(adjacency_rows(links.path)) == {0: [1, 2], 1: [0, 2], 2: [0], 3: []}
     result = run_pagerank(links.path, 4, local, tmp_path / "pr")
-    reference = pagerank_sparse([[1, 2], [2], [0], []], local.index.pagerank_damping, 1e-30, 3)
+    reference = pagerank_sparse([[1, 2], [0, 2], [0], []], local.index.pagerank_damping, 1e-30, 3)
     assert result.iterations == 3
     assert result.ranks == pytest.approx(reference.ranks, abs=1e-12)

@@ -56,6 +56,7 @@ def test_the_sample_dump_gives_its_articles_and_redirects_as_aliases(
     assert (
         alias.redirect_to == "https://en.wikipedia.org/wiki/Computer_accessibility" and alias.document is None
     )
+    assert alias.title == "AccessibleComputing"  # the redirect's own title: its target's anchor text
     assert all(r.fetched_at > 1_000_000_000 for r in wiki_records)  # revision timestamps
 
 

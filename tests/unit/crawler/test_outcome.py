@@ -125,6 +125,16 @@ def test_judge_fetch(
     assert all(type(name) is str for name in result.counters)
 
 
+@pytest.mark.parametrize(("status", "alias"), [(301, TARGET), (308, TARGET), (302, ""), (303, ""), (307, "")])
+def test_a_permanent_redirect_makes_the_url_an_alias_of_its_target(status: int, alias: str) -> None:
+    """301 and 308 say the page moved for good: links to the old URL count for the target
+    (``url_aliases``, as an archive's redirects); 302, 303 and 307 say nothing lasting."""
+    entry = LeasedUrl("uid", URL, "http://a.test", 2, priority=3.0)
+    result = UrlResult(entry.url_id, entry.url, entry.depth, state=UrlState.DONE)
+    judge_fetch(result, entry, FetchResult(URL, URL, status, redirect_to=TARGET), SETTINGS, now=NOW, jitter=0)
+    assert result.alias_of == alias and result.found == [HOP]
+
+
 def test_the_retry_rule_is_the_retryable_kinds_else_5xx_and_429() -> None:
     assert set(RETRYABLE_ERRORS) == {FetchError.TIMEOUT, FetchError.CONNECT, FetchError.CLOSED}
     assert [s for s in (200, 301, 404, 408, 429, 499, 500, 501, 503, 599) if is_retryable(s, None)] == [

@@ -48,6 +48,19 @@ def test_ack_manifest_round_trips_what_the_committer_needs() -> None:
     assert back[0].results[1].doc is None
 
 
+def test_an_alias_travels_with_its_target_and_its_own_title() -> None:
+    """A wiki redirect read by a worker reaches the committer whole: its target and its
+    title (the target's anchor text in the index); an alias without a title stays without."""
+    redirect = UrlResult(f"{1:040x}", "http://w.test/wiki/UK", 0, "done", archived=True)
+    redirect.alias_of, redirect.alias_title = "http://w.test/wiki/United_Kingdom", "UK"
+    moved = UrlResult(f"{2:040x}", "http://h.test/old", 0, "done", status=301)
+    moved.alias_of = "http://h.test/new"
+    _, back = manifest.decode(manifest.encode("h1/w0", [manifest.AckedBatch(3, [redirect, moved])]), "acks/a")
+    got = back[0].results
+    assert (got[0].alias_of, got[0].alias_title, got[0].archived) == (redirect.alias_of, "UK", True)
+    assert (got[1].alias_of, got[1].alias_title) == ("http://h.test/new", "")
+
+
 def test_links_to_finished_pages_are_left_out_while_decoding() -> None:
     finished = FinishedUrls()
     r = _result(1)
