@@ -2,8 +2,10 @@
 
 - A captured response (``payload``) goes through the crawler's own classification and
   parse (``web.parse``: HTML and PDF, as a fetch keeps them) under its original URL and
-  capture time; a 2xx is a page, a 3xx with a ``Location`` (or a short refresh) an alias
-  of its target, anything else is skipped and counted by status.
+  capture time; a 2xx is a page, a permanent redirect (301, 308) with a ``Location``
+  or a short refresh an alias of its target (a temporary one is counted and skipped:
+  the web crawl keeps no alias for it either), anything else is skipped and counted
+  by status.
 - An extracted document (a wiki page, a directory entry, a collection's text) is stored
   as text (``title\\n\\ntext``) with its links and language as the reader gave them.
 - An alias (a wiki redirect) names its target's page, with its own title when it has one.
@@ -26,6 +28,7 @@ from services.crawler.commit.results import FetchedDoc, UrlResult
 from services.crawler.errors import ParseError
 from services.crawler.frontier.archive_batches import Reading
 from services.crawler.frontier.entries import UrlState
+from services.crawler.outcome import PERMANENT_REDIRECTS
 from services.crawler.web.fetch import FetchResult
 from services.crawler.web.parse import (
     INDEXABLE,
@@ -116,8 +119,11 @@ def _page(
     result.status = status
     if 300 <= status < 400:
         location = _header(payload.headers, "location")
-        if location:
+        if location and status in PERMANENT_REDIRECTS:  # the web crawl's rule (outcome.py)
             return _alias(result, urljoin(record.url, location.strip()), reading)
+        if location:  # 302/303/307: the URL keeps its own name; its target is not its page
+            reading.kinds["skipped.temporary_redirect"] += 1
+            return None
     if not 200 <= status < 300:
         reading.kinds[f"skipped.status_{status // 100}xx"] += 1
         return None

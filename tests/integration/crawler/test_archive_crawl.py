@@ -60,7 +60,7 @@ def test_the_iana_warc_gives_its_html_pages_under_their_original_urls_with_links
     home = records(env.database_url, env.blob_url)["http://www.iana.org/"]
     assert home.fetched_at > 1_390_000_000  # the capture's time, not the crawl's
     assert {"http://www.iana.org/domains", "http://www.iana.org/numbers"} <= {link.url for link in home.links}
-    assert "http://www.iana.org/dnssec" in aliases(env.database_url)  # a captured 302
+    assert "http://www.iana.org/dnssec" not in aliases(env.database_url)  # a captured 302: temporary
 
     # Again: the bundle is known and finished; nothing is read, leased or written.
     before = (docs, _ledger(env), _blobs(env))

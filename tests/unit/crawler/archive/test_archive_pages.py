@@ -43,12 +43,27 @@ def test_out_links_go_to_the_frontier_only_when_asked_and_in_scope() -> None:
     assert result is not None and [link.url for link in result.links] == ["http://www.iana.org/about"]
 
 
-def test_a_redirect_is_an_alias_and_an_error_status_is_skipped_by_class() -> None:
+def test_a_permanent_redirect_is_an_alias_and_an_error_status_is_skipped_by_class() -> None:
     reading = Reading()
-    moved = to_result(_page(302, b"", [("Location", "/numbers/")]), 0, ArchiveOptions(batch_id=1), reading)
-    assert moved is not None and moved.doc is None and moved.alias_of == "http://www.iana.org/numbers/"
+    for status in (301, 308):
+        moved = to_result(
+            _page(status, b"", [("Location", "/numbers/")]), 0, ArchiveOptions(batch_id=1), reading
+        )
+        assert moved is not None and moved.doc is None and moved.alias_of == "http://www.iana.org/numbers/"
     assert to_result(_page(404), 1, ArchiveOptions(batch_id=1), reading) is None
-    assert reading.kinds == {"alias": 1, "skipped.status_4xx": 1}
+    assert reading.kinds == {"alias": 2, "skipped.status_4xx": 1}
+
+
+def test_a_temporary_redirect_names_no_alias_as_in_the_web_crawl() -> None:
+    """RFC 9110 15.4: after a 302, 303 or 307 the URL keeps its own name (the web crawl's
+    outcome rule); an archive's capture of one is counted, not made an alias."""
+    reading = Reading()
+    for status in (302, 303, 307):
+        found = to_result(
+            _page(status, b"", [("Location", "/numbers/")]), 0, ArchiveOptions(batch_id=1), reading
+        )
+        assert found is None
+    assert reading.kinds == {"skipped.temporary_redirect": 3}
 
 
 def test_the_bundles_language_is_the_documents_and_the_filter_applies_only_when_asked() -> None:
