@@ -38,3 +38,16 @@ def test_crawl_seed_refuses_a_bad_url_in_one_line(url: str, why: str, capsys) ->
 def test_a_bare_crawl_refuses_a_bad_seed_in_one_line(url: str, why: str, capsys) -> None:
     err = _one_line_refusal(["crawl", "--quiet", url], capsys)
     assert err.startswith("nimbus crawl") and "bad seed" in err and why in err
+
+
+def test_crawl_seed_file_takes_any_number_in_batches_after_checking_every_one(tmp_path, capsys) -> None:
+    """What the dashboard's 413 points to for more seeds than a form holds."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# from the sitemap\n" + "\n".join(f"http://a.test/{i}" for i in range(2500)) + "\n")
+    assert main(["crawl", "seed", "--file", str(seeds), "http://b.test/"]) == 0
+    assert "2501 new URLs in the frontier (0 known already)" in capsys.readouterr().out
+    seeds.write_text("http://c.test/\nhttp://[::1/\n")
+    err = _one_line_refusal(["crawl", "seed", "--file", str(seeds)], capsys)
+    assert "IPv6" in err
+    assert main(["crawl", "seed", "http://c.test/"]) == 0  # the good line of the bad file was not seeded
+    assert "1 new URLs" in capsys.readouterr().out

@@ -18,7 +18,7 @@ REMOTE = {"--remote", "--insecure-http"}
 CRAWL_OPTIONS = {
     "run": {"--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet", "--processes"},
     "status": REMOTE,
-    "seed": {"--recrawl", *REMOTE},
+    "seed": {"--recrawl", "--file", *REMOTE},
     "pause": REMOTE,
     "resume": REMOTE,
     "stop": REMOTE,
