@@ -2,9 +2,9 @@
 
 A moving window per client address (the ``limits`` library, which slowapi wraps), kept in
 each worker process's memory: with N workers a client gets up to N times the rate, which
-is the price of not sharing state between them. Behind a load balancer, uvicorn's
-``--proxy-headers`` makes the client address the forwarded one. Over the limit: 429 with
-``Retry-After``, JSON for the API and a short page for people.
+is the price of not sharing state between them. Behind a load balancer, ``forwarded``
+makes the client address the forwarded one, believed from the configured proxies only.
+Over the limit: 429 with ``Retry-After``, JSON for the API and a short page for people.
 """
 
 from __future__ import annotations

@@ -225,3 +225,22 @@ def test_a_block_reason_is_limited_at_input_and_long_words_wrap(client: TestClie
     assert ok.status_code == 303 and word in client.get("/admin").text
     css = client.get("/static/style.css").text
     assert re.search(r"\.admin td[^{]*\{[^}]*overflow-wrap:\s*anywhere", css)
+
+
+def test_the_session_cookie_is_secure_behind_the_proxys_https_only(admin_settings: Settings) -> None:
+    """X-Forwarded-Proto is believed from the configured proxies (NIMBUS_PROXY_CIDRS) alone."""
+    app = create_app(admin_settings.with_overrides(proxy_cidrs="10.40.0.0/20"), recheck_seconds=0)
+    https = {"X-Forwarded-Proto": "https"}
+    for peer, secure in (("10.40.3.7", True), ("203.0.113.5", False)):
+        with TestClient(app, client=(peer, 4000)) as c:
+            signed = c.post("/admin/login", data={"token": TOKEN}, headers=https, follow_redirects=False)
+            assert signed.status_code == 303
+            assert ("secure" in signed.headers["set-cookie"].lower()) is secure, peer
+
+
+def test_bad_proxy_cidrs_are_a_settings_error_naming_the_variable() -> None:
+    from services.config import SettingsError
+
+    with pytest.raises(SettingsError, match="NIMBUS_PROXY_CIDRS.*10.40.0.0/20,10.40.16.0/20"):
+        Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20,alb"})
+    assert Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20"}).search.proxy_cidrs == "10.40.0.0/20"

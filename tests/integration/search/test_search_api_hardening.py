@@ -116,3 +116,41 @@ def test_people_get_error_pages_and_programs_get_json(client):
     for path in ("/api/page/99", "/no/such/page"):
         assert client.get(path).json()["detail"], path  # no Accept: text/html, so JSON
     assert client.get("/api/page/99", headers=browser).headers["content-type"] == "application/json"
+
+
+def test_forwarded_addresses_are_believed_from_the_proxies_only_and_only_as_addresses(published):
+    """Any X-Forwarded-For from a trusted proxy was a new client (uvicorn takes any string):
+    `junk-1`, `junk-2`, ... bypassed the rate limit."""
+    from fastapi.testclient import TestClient
+
+    from services.search.http.app import create_app
+
+    limited = published.with_overrides(rate_limit="3/minute", proxy_cidrs="10.40.0.0/20,10.40.16.0/20")
+    app = create_app(limited, recheck_seconds=0)
+    search = {"q": "wing"}
+    with (
+        TestClient(app, client=("10.40.3.7", 5000)) as alb,
+        TestClient(app, client=("203.0.113.5", 1)) as direct,
+    ):
+        junk = [
+            alb.get("/api/search", params=search, headers={"X-Forwarded-For": f"junk-{i}"}) for i in range(4)
+        ]
+        assert [r.status_code for r in junk] == [200, 200, 200, 429]  # all the proxy's own address
+        assert "10.40.3.7" in junk[3].json()["detail"]
+        one = {"X-Forwarded-For": "198.51.100.1"}
+        assert [alb.get("/api/search", params=search, headers=one).status_code for _ in range(4)] == [
+            200
+        ] * 3 + [429]
+        # The client's own claim on the left is not believed: the proxy's view on the right is.
+        spoof = {"X-Forwarded-For": "192.0.2.77, 198.51.100.1"}
+        assert alb.get("/api/search", params=search, headers=spoof).status_code == 429
+        assert (
+            alb.get("/api/search", params=search, headers={"X-Forwarded-For": "198.51.100.2"}).status_code
+            == 200
+        )
+        # Not from a proxy: the header is the client's word, and not taken.
+        claims = [
+            direct.get("/api/search", params=search, headers={"X-Forwarded-For": f"192.0.2.{i}"})
+            for i in range(4)
+        ]
+        assert [r.status_code for r in claims] == [200, 200, 200, 429]
