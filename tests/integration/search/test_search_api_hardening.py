@@ -88,7 +88,7 @@ def test_a_client_over_its_rate_gets_429_with_retry_after_and_others_do_not(publ
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
         assert "3 per 1 minute" in refused.json()["detail"]
         assert refused.headers["content-security-policy"]  # refusals carry the security headers
-        assert one.get("/").status_code == 429  # pages too, as text for people
+        assert one.get("/").status_code == 429  # pages too
         assert one.get("/healthz").status_code == 200  # load balancers are never limited
         assert other.get("/api/search", params={"q": "wing"}).status_code == 200
 
@@ -154,3 +154,42 @@ def test_forwarded_addresses_are_believed_from_the_proxies_only_and_only_as_addr
             for i in range(4)
         ]
         assert [r.status_code for r in claims] == [200, 200, 200, 429]
+
+
+def test_a_browser_over_its_rate_gets_a_page_and_the_api_json(published):
+    """A browser got plain text for 429."""
+    from fastapi.testclient import TestClient
+
+    from services.search.http.app import create_app
+
+    app = create_app(published.with_overrides(rate_limit="1/minute"), recheck_seconds=0)
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    with TestClient(app) as c:
+        assert c.get("/", params={"q": "wing"}, headers=browser).status_code == 200
+        page = c.get("/", params={"q": "wing"}, headers=browser)
+        assert page.status_code == 429 and page.headers["content-type"] == "text/html; charset=utf-8"
+        assert "Too many requests" in page.text and 'role="search"' in page.text
+        assert int(page.headers["retry-after"]) >= 1
+        api = c.get("/api/search", params={"q": "wing"}, headers=browser)
+        assert api.status_code == 429 and api.headers["content-type"] == "application/json"
+        assert "Too many requests" in api.json()["detail"] and int(api.headers["retry-after"]) >= 1
+
+
+def test_the_schema_documents_429_on_every_limited_route(client):
+    """429 was missing from the OpenAPI schema of the API routes."""
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            limited = path not in ("/healthz",)
+            assert ("429" in operation["responses"]) is limited, (method, path)
+    said = paths["/api/search"]["get"]["responses"]["429"]
+    assert "Retry-After" in said["description"]
+
+
+@pytest.mark.parametrize("path", ["/api/search", "/", "/healthz", "/help", "/cached/0/view"])
+def test_405_names_every_method_the_route_answers(client, path):
+    """`Allow: GET` although HEAD answers 200."""
+    assert client.head(path).status_code == 200
+    for accept in ("application/json", "text/html"):
+        refused = client.post(path, headers={"Accept": accept})
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD", (path, accept)
