@@ -242,9 +242,10 @@ fi
       echo "NIMBUS_SERVE_WORKERS=$WORKERS"
       # Not the token: the secret holding it, read at each start of the service (step 4).
       [ -z "$ADMIN_TOKEN_SECRET" ] || echo "NIMBUS_ADMIN_TOKEN_SECRET=$ADMIN_TOKEN_SECRET"
-      # uvicorn believes X-Forwarded-Proto/-For only from these (the load balancer): behind
-      # HTTPS the app then sees https, and the admin session cookie is marked Secure.
-      [ -z "$PROXY_CIDRS" ] || echo "FORWARDED_ALLOW_IPS=$PROXY_CIDRS"
+      # The app believes X-Forwarded-Proto/-For only from these (the load balancer): behind
+      # HTTPS it then sees https (the admin session cookie is marked Secure), and the rate
+      # limit the client's address.
+      [ -z "$PROXY_CIDRS" ] || echo "NIMBUS_PROXY_CIDRS=$PROXY_CIDRS"
       ;;
     worker|committer)
       # /metrics listens on every interface; the security groups admit only the stack's

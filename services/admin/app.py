@@ -15,8 +15,10 @@ This module wires the search app and the crawler's tables: it sits above both.
 
 from __future__ import annotations
 
+from typing import cast
+
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, Response
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -61,10 +63,19 @@ def install_admin(app: FastAPI, settings: Settings) -> None:
 
 
 def _refused(request: Request, exc: Exception) -> Response:
-    """400 with the message ``nimbus`` prints for the same input: JSON for the API, text for a form."""
+    """400 (or the error's own status) with the message ``nimbus`` prints for the same input:
+    JSON for the API, for a form a page (text/html; charset=utf-8) with the message escaped,
+    since it repeats the input, and a way back to the dashboard."""
+    status = exc.status if isinstance(exc, OperatorInputError) else 400
     if request.url.path.startswith("/admin/api/"):
-        return JSONResponse({"detail": str(exc)}, status_code=400)
-    return PlainTextResponse(str(exc), status_code=400)
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+    templates = request.app.state.templates
+    return cast(
+        Response,
+        templates.TemplateResponse(
+            request, "admin_refused.html", {"status": status, "message": str(exc)}, status_code=status
+        ),
+    )
 
 
 class BodyLimit:

@@ -79,6 +79,34 @@ def seed_urls(texts: Sequence[str]) -> list[str]:
     return urls
 
 
+def seed_batches(texts: Sequence[str]) -> list[list[str]]:
+    """``seed_urls`` of any number of texts (a file of seeds), in batches of at most
+    ``MAX_URLS``: every one checked before the first batch is seeded."""
+    if not texts:
+        raise OperatorInputError("give one or more absolute http(s) URLs")
+    return [seed_urls(texts[at : at + MAX_URLS]) for at in range(0, len(texts), MAX_URLS)]
+
+
+def seed_file_words(path: str) -> list[str]:
+    """The URLs of a seed file (``-``: standard input): whitespace-separated words, lines that
+    start with ``#`` left out."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OperatorInputError(f"cannot read the seed file {path}: {exc}") from exc
+    return [word for line in text.splitlines() if not line.lstrip().startswith("#") for word in line.split()]
+
+
+def seeded_total(results: Sequence[Seeded]) -> Seeded:
+    """The batches' results as one."""
+    recrawled = [r.recrawled for r in results if r.recrawled is not None]
+    return Seeded(
+        sum(r.added for r in results), sum(r.known for r in results), sum(recrawled) if recrawled else None
+    )
+
+
 def host_names(texts: Sequence[str]) -> list[str]:
     """The host names ``texts`` mean (names or URLs; lower case, IDNA), or ``OperatorInputError``."""
     if not texts:

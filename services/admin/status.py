@@ -26,6 +26,7 @@ POLICY_COUNTERS = (
     "soft_404",
     "deferred_dead_prefix",
     "links_over_cap",
+    "bad_url_links",
     "trap_path_links",
     "blocked_by_operator",
     "fetch_error",

@@ -198,8 +198,21 @@ def crawl_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def crawl_seed(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"urls": args.urls, "recrawl": args.recrawl}
-    return _say(operations.from_json(operations.Seeded, client(args, settings).post("seed", body)).lines())
+    """Through ``POST /admin/api/seed``, in batches of at most ``MAX_URLS``, every URL checked
+    here first (the server checks again)."""
+    from services.cli.crawl_commands import seed_words
+
+    words = seed_words(args)
+    operations.seed_batches(words)
+    api = client(args, settings)
+    results = [
+        operations.from_json(
+            operations.Seeded,
+            api.post("seed", {"urls": words[at : at + operations.MAX_URLS], "recrawl": args.recrawl}),
+        )
+        for at in range(0, len(words), operations.MAX_URLS)
+    ]
+    return _say(operations.seeded_total(results).lines())
 
 
 def crawl_signal(args: argparse.Namespace, settings: Settings) -> int:

@@ -73,9 +73,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="add URLs to the frontier without crawling",
         description="Add URLs to the frontier of the crawl in the database, for the running (or "
         "next) crawlers to fetch; nothing is fetched here.",
-        usage="%(prog)s [-h] [--recrawl] [--remote URL] [--insecure-http] URL [URL ...]",
+        usage="%(prog)s [-h] [--recrawl] [--file FILE] [--remote URL] [--insecure-http] URL [URL ...]",
     )
     seed_.add_argument("urls", nargs="*", metavar="URL", help="absolute http(s) URLs, one or more")
+    seed_.add_argument(
+        "--file",
+        metavar="FILE",
+        help="also the URLs in FILE (one or more a line, # starts a comment line; - for standard "
+        "input), any number: sent in batches",
+    )
     seed_.add_argument(
         "--recrawl", action="store_true", help="fetch URLs already known again, before every other"
     )
@@ -245,12 +251,24 @@ def seed(args: argparse.Namespace, settings: Settings) -> int:
 
     from services.admin import operations
 
-    urls = operations.seed_urls(args.urls)  # refused (exit status 2) before the database is opened
-    with operations.database(settings.database_url) as sessions, sessions.begin() as session:
-        done = operations.seed(
-            session, urls, recrawl=args.recrawl, now=time.time(), partitions=settings.crawl.partitions
-        )
-    return _say(done.lines())
+    # Every URL checked (exit status 2 on a bad one) before the database is opened.
+    batches = operations.seed_batches(seed_words(args))
+    results, partitions = [], settings.crawl.partitions
+    with operations.database(settings.database_url) as sessions:
+        for urls in batches:
+            with sessions.begin() as session:
+                done = operations.seed(
+                    session, urls, recrawl=args.recrawl, now=time.time(), partitions=partitions
+                )
+                results.append(done)
+    return _say(operations.seeded_total(results).lines())
+
+
+def seed_words(args: argparse.Namespace) -> list[str]:
+    """The seed URLs as given: the command line's, then those of ``--file``."""
+    from services.admin import operations
+
+    return list(args.urls) + (operations.seed_file_words(args.file) if args.file else [])
 
 
 def signal(args: argparse.Namespace, settings: Settings) -> int:

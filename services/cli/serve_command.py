@@ -44,7 +44,11 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         os.environ["NIMBUS_METRICS_DIR"] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         serve_workers(settings)
     else:
-        uvicorn.run(create_app(settings), host=settings.host, port=port, log_level="info")
+        # proxy_headers off: the app believes X-Forwarded-* from NIMBUS_PROXY_CIDRS only, and
+        # only addresses (services/search/http/forwarded.py); uvicorn's takes any string.
+        uvicorn.run(
+            create_app(settings), host=settings.host, port=port, log_level="info", proxy_headers=False
+        )
     return 0
 
 
@@ -67,6 +71,7 @@ def serve_workers(settings: Settings) -> None:
         port=settings.search.port,
         workers=settings.search.serve_workers,
         log_level="info",
+        proxy_headers=False,  # the app's ForwardedHeaders decides (services/search/http/forwarded.py)
     )
     bound = config.bind_socket()
     sock = socket.socket(fileno=bound.detach())  # family, type and protocol read from the kernel

@@ -6,6 +6,7 @@ and by the tools that serve or query an index (demo, eval, benchmarks).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -50,6 +51,11 @@ class SearchSettings:
     # Requests per client address and worker process, in the `limits` notation ("20/second",
     # "1200/minute"); "off" for none (a load test). /healthz, /metrics and static files are free.
     rate_limit: str = "1200/minute"
+    # The proxies whose X-Forwarded-For/-Proto are believed (comma-separated CIDRs: the load
+    # balancer's subnets when deployed); empty: none, the peer is the client. Anything else
+    # could name any address and so get a fresh rate limit with every request
+    # (services/search/http/forwarded.py).
+    proxy_cidrs: str = ""
     # The operator's dashboard (/admin): off unless a token is set. Never shown in a repr.
     admin_token: str = field(default="", repr=False)
     # The operator's laptop (`nimbus crawl ... --remote`): the site whose admin API the
@@ -80,6 +86,16 @@ class SearchSettings:
             except ValueError as exc:
                 raise SettingsError(
                     f"NIMBUS_RATE_LIMIT={self.rate_limit!r}: use a rate like 20/second or 1200/minute, or off"
+                ) from exc
+        if self.proxy_cidrs:
+            try:
+                for entry in self.proxy_cidrs.split(","):
+                    if entry.strip():
+                        ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError as exc:
+                raise SettingsError(
+                    f"NIMBUS_PROXY_CIDRS={self.proxy_cidrs!r}: {exc}; give the load balancer's "
+                    "networks as CIDRs separated by commas, like 10.40.0.0/20,10.40.16.0/20"
                 ) from exc
         if not 0.0 <= self.feedback_weight <= 1.0:
             raise SettingsError(f"NIMBUS_FEEDBACK_WEIGHT={self.feedback_weight}: use 0.0 to 1.0")

@@ -230,6 +230,8 @@ class Visitor:
             counters["canonical_elsewhere"] += 1  # parse_document added it to the links
         if parsed.links_dropped:
             counters["links_over_cap"] += parsed.links_dropped  # parse.MAX_LINKS a page
+        if parsed.links_bad:
+            counters["bad_url_links"] += parsed.links_bad  # http://[::1/, a port of 99999, ...
         links = self._admissible(parsed.links, counters)
         if entry.depth + 1 <= self.ctx.max_depth:
             result.links = links

@@ -32,9 +32,10 @@ regular-expression match.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from services.text.errors import BadUrlError
 
@@ -42,6 +43,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _TRACKING_PREFIXES = ("utm_",)
 _TRACKING_PARAMS = frozenset({"gclid", "fbclid", "msclkid", "mc_cid", "mc_eid", "_ga", "yclid"})
 MAX_URL_LENGTH = 2048  # longer URLs are almost always traps or session junk
+MAX_HOST_CHARS = 253  # DNS's limit on a name
 # Session identifiers (names lower-cased): Java servlets, PHP, osCommerce, Zen Cart, and
 # the generic names; ASP's cookie is ASPSESSIONID plus eight letters.
 _SESSION_PARAMS = frozenset(
@@ -56,9 +58,12 @@ _PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid)=([^;/?]*)", re.IGNORECASE
 
 # Already normal: scheme://host[:port]/path with unreserved path characters and
 # no dot segment, empty segment, query or fragment. The port must not be the
-# scheme's default (checked separately), and the host has no upper case.
+# scheme's default (checked separately), and the host has no upper case, labels of at most
+# 63 characters and no IDNA label (``xn--``: checked on the slow path); a host that ends in
+# a digit must be an IPv4 address (checked separately).
+_FAST_LABEL = r"(?!xn--)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _NORMAL = re.compile(
-    r"(http|https)://[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
+    rf"(http|https)://({_FAST_LABEL}(?:\.{_FAST_LABEL})*)"
     r"(?::([1-9][0-9]{0,4}))?(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_~.\-]+)*/"
     r"?"
 )
@@ -67,34 +72,37 @@ _CACHE_SIZE = 1 << 16  # ~65k URLs: bounded memory (with their keys: docs/perfor
 
 @lru_cache(maxsize=_CACHE_SIZE)
 def normalize_url(url: str) -> str:
-    """The one normal form of ``url`` (raises ``BadUrlError`` for what we cannot crawl)."""
+    """The one normal form of ``url``, or ``BadUrlError`` (and no other error) for what we
+    cannot crawl, with a message that names the URL and what is wrong with it: every URL an
+    operator or a page gives passes here once (``checked_host`` says what a host may be)."""
     match = _NORMAL.fullmatch(url)
     if match is not None and len(url) <= MAX_URL_LENGTH and url.count("/") >= 3:
-        port = match.group(2)
-        if port is None or (int(port) <= 65535 and int(port) != _DEFAULT_PORTS[match.group(1)]):
+        host, port = match.group(2), match.group(3)
+        if (port is None or (int(port) <= 65535 and int(port) != _DEFAULT_PORTS[match.group(1)])) and (
+            len(host) <= MAX_HOST_CHARS and (not host[-1].isdigit() or _ipv4_ok(host))
+        ):
             return url
     return _normalize_slow(url)
 
 
+def _ipv4_ok(host: str) -> bool:
+    """Whether a host that ends in a digit is a dotted IPv4 address (else the slow path says why)."""
+    octets = host.split(".")
+    return len(octets) == 4 and all(o.isdigit() and int(o) <= 255 for o in octets)
+
+
 def _normalize_slow(url: str) -> str:
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise BadUrlError(f"not an absolute http(s) URL: {url!r}")
+    if len(url) > MAX_URL_LENGTH:  # before any parsing: junk is not worth the work
+        raise BadUrlError(f"URL longer than {MAX_URL_LENGTH} characters: {shown_url(url)}")
     try:
-        port = parts.port
-    except ValueError as exc:
-        raise BadUrlError(f"bad port in URL {url!r}") from exc
-    host = parts.hostname.lower().rstrip(".")
-    if not host:
-        raise BadUrlError(f"no host in URL {url!r}")
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    elif not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError as exc:
-            raise BadUrlError(f"bad host name in URL {url!r}") from exc
+        parts = urlsplit(url.strip())
+    except ValueError as exc:  # "Invalid IPv6 URL", "An IPv4 address cannot be in brackets", ...
+        raise BadUrlError(f"bad IPv6 address in URL {shown_url(url)} ({exc})") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise BadUrlError(f"not an absolute http(s) URL: {shown_url(url)}")
+    host = checked_host(parts.netloc.rpartition("@")[2], url)
+    port = _checked_port(parts.netloc.rpartition("@")[2], url)
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     path = remove_dot_segments(_percent_normalized(parts.path or "/"))
     if ";" in path:
@@ -102,8 +110,101 @@ def _normalize_slow(url: str) -> str:
     query = _without_tracking(_percent_normalized(parts.query)) if parts.query else ""
     normalized = f"{scheme}://{netloc}{path or '/'}" + (f"?{query}" if query else "")
     if len(normalized) > MAX_URL_LENGTH:
-        raise BadUrlError(f"URL longer than {MAX_URL_LENGTH} characters: {normalized[:80]}...")
+        raise BadUrlError(f"URL longer than {MAX_URL_LENGTH} characters: {shown_url(normalized)}")
     return normalized
+
+
+def shown_url(text: str) -> str:
+    """``text`` as an error message names it: quoted, control characters escaped, cut at 80."""
+    return repr(text if len(text) <= 80 else text[:80] + "...")
+
+
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")  # as browsers accept them: "_" and edge "-" included
+_NUMERIC = re.compile(r"[0-9.]+")
+
+
+def checked_host(netloc: str, url: str) -> str:
+    """The host of ``netloc`` (``host[:port]``, no user info) in normal form, or ``BadUrlError``.
+
+    As the WHATWG URL standard reads a host: percent-decoded, then an IPv6 literal must be an
+    IPv6 address (no zone: browsers refuse one), a numeric name an IPv4 address, and any other
+    name lower case and IDNA (non-ASCII labels to ``xn--``; an ``xn--`` label must decode to
+    non-ASCII text without control characters). Labels are 1 to 63 letters, digits, ``-``
+    or ``_`` and the name at most 253 characters: a space, ``<`` or a control character is in
+    no host."""
+    if netloc.startswith("["):
+        literal = netloc[1 : netloc.find("]")] if "]" in netloc else netloc[1:]
+        try:
+            return f"[{_ipv6(literal)}]"
+        except ValueError as exc:
+            raise BadUrlError(f"bad IPv6 address in URL {shown_url(url)} ({exc})") from exc
+    host = netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
+    if "%" in host:
+        host = unquote(host, errors="strict") if _decodable(host) else host
+    host = host.lower().rstrip(".")
+    if not host:
+        raise BadUrlError(f"no host in URL {shown_url(url)}")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise BadUrlError(f"bad host name in URL {shown_url(url)}: not valid IDNA ({exc})") from exc
+    if len(host) > MAX_HOST_CHARS:
+        raise BadUrlError(f"bad host name in URL {shown_url(url)}: longer than {MAX_HOST_CHARS} characters")
+    for label in host.split("."):
+        if not _LABEL.fullmatch(label):
+            raise BadUrlError(
+                f"bad host name in URL {shown_url(url)}: labels are 1 to 63 letters, digits, - or _"
+            )
+        if label.startswith("xn--") and not _a_label_ok(label):
+            raise BadUrlError(f"bad host name in URL {shown_url(url)}: {label!r} is not valid IDNA")
+    if _NUMERIC.fullmatch(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError as exc:
+            raise BadUrlError(f"bad host name in URL {shown_url(url)}: not an IPv4 address") from exc
+    return host
+
+
+def _ipv6(literal: str) -> str:
+    """An IPv6 literal as written (lower case), if it is an address without a zone."""
+    if "%" in literal:
+        raise ValueError("a zone identifier is no part of a URL's host")
+    ipaddress.IPv6Address(literal)
+    return literal.lower()
+
+
+def _decodable(text: str) -> bool:
+    try:
+        unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _a_label_ok(label: str) -> bool:
+    """An ``xn--`` label that decodes (Punycode) to non-ASCII text without control characters."""
+    try:
+        decoded = label[4:].encode("ascii").decode("punycode")
+    except UnicodeError:
+        return False
+    return bool(decoded) and not decoded.isascii() and decoded.isprintable()
+
+
+def _checked_port(netloc: str, url: str) -> int | None:
+    """The port of ``host[:port]`` (after an IPv6 literal's ``]``), or ``BadUrlError``: 1 to
+    65535 in plain digits (no sign, no space)."""
+    after = netloc[netloc.find("]") + 1 :] if netloc.startswith("[") else netloc
+    if ":" not in after:
+        if after and netloc.startswith("["):  # "[::1]junk"
+            raise BadUrlError(f"bad IPv6 address in URL {shown_url(url)}: text after its ']'")
+        return None
+    text = after.rsplit(":", 1)[1]
+    if text == "":
+        return None  # "http://x.org:/": the scheme's default, as browsers read it
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= 65535:
+        raise BadUrlError(f"bad port in URL {shown_url(url)}: give 1 to 65535")
+    return int(text)
 
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -262,15 +363,19 @@ def bare_host(value: str) -> str:
         try:
             text = urlsplit(text).hostname or ""
         except ValueError as exc:
-            raise BadUrlError(f"not a host name or URL: {value!r}") from exc
+            raise BadUrlError(f"not a host name or URL: {shown_url(value)}") from exc
     host = text.lower().rstrip(".")
     if host and not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError as exc:
-            raise BadUrlError(f"not a host name: {value!r}") from exc
-    if len(host) > 253 or not _HOST_NAME.fullmatch(host):
-        raise BadUrlError(f"not a host name: {value!r} (give example.org or http://example.org/)")
+            raise BadUrlError(f"not a host name: {shown_url(value)}") from exc
+    if (
+        len(host) > MAX_HOST_CHARS
+        or not _HOST_NAME.fullmatch(host)
+        or any(label.startswith("xn--") and not _a_label_ok(label) for label in host.split("."))
+    ):
+        raise BadUrlError(f"not a host name: {shown_url(value)} (give example.org or http://example.org/)")
     return host
 
 

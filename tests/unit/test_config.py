@@ -116,6 +116,7 @@ PINNED = {
     "NIMBUS_RESULT_CACHE_SECONDS": "search.result_cache_seconds",
     "NIMBUS_RECORD_CACHE_BYTES": "search.record_cache_bytes",
     "NIMBUS_RATE_LIMIT": "search.rate_limit",
+    "NIMBUS_PROXY_CIDRS": "search.proxy_cidrs",
     "NIMBUS_ADMIN_TOKEN": "search.admin_token",
     "NIMBUS_ADMIN_URL": "search.admin_url",
     "NIMBUS_WEATHER_URL": "search.weather_url",
@@ -131,6 +132,7 @@ VALID_TEXT = {
     "NIMBUS_PAGERANK_LEVEL": "host",
     "NIMBUS_PARTITION_IDS": "0-3",
     "NIMBUS_RATE_LIMIT": "5/second",
+    "NIMBUS_PROXY_CIDRS": "10.40.0.0/20,10.40.16.0/20",
     "NIMBUS_WEATHER_URL": "http://weather.test",
 }
 

@@ -49,6 +49,7 @@ class ParsedDoc(LinksPickledFlat):
     refresh_delay: float = 0.0
     canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
     links_dropped: int = 0  # distinct links past MAX_LINKS, left out
+    links_bad: int = 0  # links whose URL no crawl can use (normalize_url refused it), left out
 
 
 # Types that say "some bytes" rather than what they are: a download link's PDF is often sent
@@ -105,17 +106,21 @@ def _looks_like_html(head: bytes) -> bool:
     return head[:15].lower().startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<!--"))
 
 
-def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> list[Link]:
-    """Normalize, drop unusable and self links, dedupe keeping the first non-empty anchor.
+def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> tuple[list[Link], int]:
+    """Normalize, drop unusable and self links, dedupe keeping the first non-empty anchor;
+    with the number of links whose URL no crawl can use (``normalize_url`` refused it:
+    ``http://[::1/``, a port of 99999, an empty host), skipped and counted, never an error.
 
     A page's link to itself says nothing about its importance, so it is left
     out of the link graph. All of them: ``parse_document`` applies ``MAX_LINKS``.
     """
     links: dict[str, Link] = {}
+    bad = 0
     for raw, anchor in pairs:
         try:
             url = normalize_url(raw)
         except BadUrlError:
+            bad += 1
             continue
         if url == page_url:
             continue
@@ -125,7 +130,7 @@ def normalize_links(pairs: Iterable[tuple[str, str]], page_url: str) -> list[Lin
             links[url] = Link(url, anchor)
         elif not link.anchor and anchor:
             link.anchor = anchor
-    return list(links.values())
+    return list(links.values()), bad
 
 
 def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
@@ -143,7 +148,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
     ctype = classify(result.content_type, result.body)
     if ctype == ContentType.HTML:
         page = parse_html(result.body, result.final_url, header_charset(result.content_type))
-        links = normalize_links(page.links, page_url)
+        links, bad_links = normalize_links(page.links, page_url)
         parsed = ParsedDoc(
             content_type=ctype,
             title=page.title,
@@ -152,6 +157,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
             links=links[:MAX_LINKS],
             links_dropped=max(0, len(links) - MAX_LINKS),
+            links_bad=bad_links,
             noindex=page.noindex,
             noarchive=page.noarchive,
             charset=page.charset,

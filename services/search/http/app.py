@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from services.config import Settings
+from services.search.http.forwarded import ForwardedHeaders, proxy_networks
 from services.search.http.head import HeadAsGet
 from services.search.http.http_errors import install_error_handlers
 from services.search.http.metrics import SearchMetrics, install_metrics
@@ -90,6 +91,8 @@ def create_app(
     app.add_middleware(HeadAsGet)
     if settings.search.rate_limit != "off":
         app.add_middleware(RateLimit, rate=settings.search.rate_limit)
+    # Outside the rate limit: it counts the forwarded client, believed from the proxies only.
+    app.add_middleware(ForwardedHeaders, proxies=proxy_networks(settings.search.proxy_cidrs))
     app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     return app
 

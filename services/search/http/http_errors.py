@@ -8,6 +8,7 @@ never a traceback; the log gets the full story.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import cast
 
 from fastapi import FastAPI, Request
@@ -51,25 +52,42 @@ def wants_html(request: Request) -> bool:
     return not request.url.path.startswith("/api/") and "text/html" in request.headers.get("accept", "")
 
 
-def _page(request: Request, status: int, message: str) -> Response:
+def error_page(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
     """The error as a page with a search box and what to try, never a traceback."""
     templates = request.app.state.templates
     return cast(
         Response,
         templates.TemplateResponse(
-            request, "error.html", {"status": status, "message": message}, status_code=status
+            request, "error.html", {"status": status, "message": message}, status_code=status, headers=headers
         ),
     )
+
+
+def allowed_methods(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A 405's headers with ``Allow`` as the app answers: every route that takes GET takes HEAD
+    too (``head.HeadAsGet``), which the router's ``Allow: GET`` leaves out."""
+    if headers is None:
+        return None
+    out = dict(headers)
+    for name, value in headers.items():
+        if name.lower() == "allow":
+            methods = [m.strip() for m in value.split(",") if m.strip()]
+            if "GET" in methods and "HEAD" not in methods:
+                methods.insert(methods.index("GET") + 1, "HEAD")
+            out[name] = ", ".join(methods)
+    return out
 
 
 def _http_error(request: Request, exc: Exception) -> Response:
     """Unknown paths and methods: JSON for programs, a page for people."""
     status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
     detail = str(exc.detail) if isinstance(exc, StarletteHTTPException) else FAILED
+    headers = allowed_methods(getattr(exc, "headers", None))
     if wants_html(request):
         message = "There is no page at this address." if status == 404 else detail
-        return _page(request, status, message)
-    headers = getattr(exc, "headers", None)
+        return error_page(request, status, message, headers)
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
@@ -100,5 +118,5 @@ def _answer(request: Request, exc: Exception) -> Response:
         log.error("%s failed", where, exc_info=exc)
         detail = FAILED
     if wants_html(request):
-        return _page(request, status, detail)
+        return error_page(request, status, detail)
     return JSONResponse({"detail": detail}, status_code=status)

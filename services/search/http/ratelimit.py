@@ -2,9 +2,10 @@
 
 A moving window per client address (the ``limits`` library, which slowapi wraps), kept in
 each worker process's memory: with N workers a client gets up to N times the rate, which
-is the price of not sharing state between them. Behind a load balancer, uvicorn's
-``--proxy-headers`` makes the client address the forwarded one. Over the limit: 429 with
-``Retry-After``, JSON for the API and a short page for people.
+is the price of not sharing state between them. Behind a load balancer, ``forwarded``
+makes the client address the forwarded one, believed from the configured proxies only.
+Over the limit: 429 with ``Retry-After``, JSON for the API and programs, the site's error
+page for a browser (``Accept: text/html``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import time
 from limits import parse
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.search.http.http_errors import error_page, wants_html
 
 FREE_PREFIXES = ("/healthz", "/metrics", "/static", "/static-docs", "/favicon.ico")
 
@@ -43,6 +47,7 @@ class RateLimit:
         retry = str(max(1, math.ceil(reset - time.time())))
         message = f"Too many requests from {key}: the limit is {self.item}. Try again in {retry} s."
         headers = {"Retry-After": retry}
-        if scope["path"].startswith(("/api/", "/admin/api/")):
-            return JSONResponse({"detail": message}, status_code=429, headers=headers)
-        return PlainTextResponse(message, status_code=429, headers=headers)
+        request = Request(scope)
+        if not scope["path"].startswith("/admin/api/") and wants_html(request):
+            return error_page(request, 429, message, headers)  # a person's browser: a page
+        return JSONResponse({"detail": message}, status_code=429, headers=headers)  # programs

@@ -144,6 +144,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
         404: "no such document",
         503: "the index or the document store is unavailable (or nothing is published yet)",
         500: "the service failed; the operator's log has the details",
+        429: "too many requests from this address (Retry-After says when to try again)",
     }
     # JSON for programs; a page for a browser on an HTML route (``http_errors``).
     return {

@@ -12,6 +12,7 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
 from services.storage.sql.models import FrontierEntry, IndexBuild
+from tests.hostile_urls import HOSTILE_URLS
 
 TOKEN = "api-admin-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -123,3 +124,11 @@ def test_the_api_is_rate_limited_like_the_rest_of_the_site(settings: Settings) -
         answers = [c.post("/admin/api/pause", headers={"Authorization": "Bearer guess"}) for _ in range(3)]
     assert [a.status_code for a in answers] == [401, 401, 429]  # guessing the token is limited too
     assert "Too many requests" in answers[2].json()["detail"] and answers[2].headers["retry-after"]
+
+
+@pytest.mark.parametrize(("url", "why"), HOSTILE_URLS, ids=[repr(u)[:40] for u, _ in HOSTILE_URLS])
+def test_a_seed_no_crawl_can_use_is_a_400_naming_it(client: TestClient, url: str, why: str) -> None:
+    refused = client.post("/admin/api/seed", json={"urls": ["http://fine.test/", url]}, headers=BEARER)
+    assert refused.status_code == 400
+    detail = refused.json()["detail"]
+    assert detail.startswith("bad seed: ") and why in detail

@@ -13,6 +13,7 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
 from services.storage.sql.models import FrontierEntry
+from tests.hostile_urls import HOSTILE_URLS
 
 TOKEN = "s3cret-admin-token"
 
@@ -162,3 +163,84 @@ def test_hosts_are_blocked_and_unblocked_from_the_dashboard_with_the_session_and
     assert client.post("/admin/block", data=unblock, follow_redirects=False).status_code == 303
     with sessions() as session:
         assert heartbeat.control(session).blocked == frozenset({"spam.test"})
+
+
+HTML = "text/html; charset=utf-8"
+# The form's URLs are separated by whitespace: those without any are one URL there.
+ONE_WORD = [(url, why) for url, why in HOSTILE_URLS if url.split() == [url]]
+
+
+@pytest.mark.parametrize(("url", "why"), ONE_WORD, ids=[repr(u)[:40] for u, _ in ONE_WORD])
+def test_a_seed_no_crawl_can_use_is_a_400_page_naming_it(client: TestClient, url: str, why: str) -> None:
+    """http://[::1/ was a 500 (ValueError out of urlsplit); every hostile URL is a 400 page with
+    the CLI's message, the input escaped (the answer repeats it)."""
+    csrf = _sign_in(client)
+    refused = client.post("/admin/seed", data={"urls": f"http://fine.test/ {url}", "csrf": csrf})
+    assert refused.status_code == 400
+    assert refused.headers["content-type"] == HTML
+    assert "bad seed" in refused.text and why in refused.text and "<b>" not in refused.text
+
+
+def test_refusals_are_escaped_pages_not_bare_text(client: TestClient) -> None:
+    csrf = _sign_in(client)
+    refused = client.post("/admin/block", data={"hosts": "<script>x</script>", "csrf": csrf})
+    assert refused.status_code == 400 and refused.headers["content-type"] == HTML
+    assert "<script>x" not in refused.text and "&lt;script&gt;x" in refused.text
+    assert 'href="/admin"' in refused.text  # the way back
+    forbidden = client.post("/admin/command", data={"action": "pause"})  # no CSRF token
+    assert forbidden.status_code == 403 and forbidden.headers["content-type"] == HTML
+
+
+def test_signing_out_needs_the_csrf_token(client: TestClient) -> None:
+    """Another site could end the operator's session with a bare POST /admin/logout."""
+    csrf = _sign_in(client)
+    forged = client.post("/admin/logout", follow_redirects=False)
+    assert forged.status_code == 403
+    assert client.get("/admin").status_code == 200  # still signed in
+    done = client.post("/admin/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert done.status_code == 303
+    assert client.get("/admin").status_code == 401
+
+
+def test_a_seed_form_over_the_limit_is_a_413_saying_how_to_seed_more(client: TestClient) -> None:
+    """It was a 403 "sign in" (the too-large form was read as empty, without its CSRF token)."""
+    csrf = _sign_in(client)
+    urls = "\n".join(f"http://a.test/{i:06d}" for i in range(4000))  # ~84 KB
+    refused = client.post("/admin/seed", data={"urls": urls, "csrf": csrf})
+    assert refused.status_code == 413 and refused.headers["content-type"] == HTML
+    assert "64 KB" in refused.text and "nimbus crawl seed --file" in refused.text
+
+
+def test_a_block_reason_is_limited_at_input_and_long_words_wrap(client: TestClient, sessions) -> None:
+    """A 60,000-character reason made the dashboard 378,000 px wide."""
+    csrf = _sign_in(client)
+    huge = client.post("/admin/block", data={"hosts": "a.test", "reason": "x" * 60_000, "csrf": csrf})
+    assert huge.status_code == 400 and "keep it to 500" in huge.text
+    with sessions() as session:
+        assert not heartbeat.control(session).blocked
+    word = "y" * 500  # the longest reason taken, one word: the table must wrap it
+    ok = client.post(
+        "/admin/block", data={"hosts": "a.test", "reason": word, "csrf": csrf}, follow_redirects=False
+    )
+    assert ok.status_code == 303 and word in client.get("/admin").text
+    css = client.get("/static/style.css").text
+    assert re.search(r"\.admin td[^{]*\{[^}]*overflow-wrap:\s*anywhere", css)
+
+
+def test_the_session_cookie_is_secure_behind_the_proxys_https_only(admin_settings: Settings) -> None:
+    """X-Forwarded-Proto is believed from the configured proxies (NIMBUS_PROXY_CIDRS) alone."""
+    app = create_app(admin_settings.with_overrides(proxy_cidrs="10.40.0.0/20"), recheck_seconds=0)
+    https = {"X-Forwarded-Proto": "https"}
+    for peer, secure in (("10.40.3.7", True), ("203.0.113.5", False)):
+        with TestClient(app, client=(peer, 4000)) as c:
+            signed = c.post("/admin/login", data={"token": TOKEN}, headers=https, follow_redirects=False)
+            assert signed.status_code == 303
+            assert ("secure" in signed.headers["set-cookie"].lower()) is secure, peer
+
+
+def test_bad_proxy_cidrs_are_a_settings_error_naming_the_variable() -> None:
+    from services.config import SettingsError
+
+    with pytest.raises(SettingsError, match="NIMBUS_PROXY_CIDRS.*10.40.0.0/20,10.40.16.0/20"):
+        Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20,alb"})
+    assert Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20"}).search.proxy_cidrs == "10.40.0.0/20"

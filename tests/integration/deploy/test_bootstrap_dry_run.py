@@ -117,7 +117,7 @@ def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role:
         assert (env["NIMBUS_HOST"], env["NIMBUS_SERVE_WORKERS"]) == ("0.0.0.0", "4")
         assert env["NIMBUS_ADMIN_TOKEN_SECRET"] == ADMIN_SECRET and "NIMBUS_ADMIN_TOKEN" not in env
         assert "NIMBUS_METRICS_PORT" not in env  # the service's /metrics is on its own port, 8000
-        assert env["FORWARDED_ALLOW_IPS"] == LB_CIDRS  # uvicorn: https behind the load balancer
+        assert env["NIMBUS_PROXY_CIDRS"] == LB_CIDRS  # the client and https behind the load balancer
     else:
         assert unit["ExecStart"] == f"{NIMBUS} index daemon" and unit["Restart"] == "always"
         assert (env["NIMBUS_MR_RUNNER"], env["NIMBUS_EMR_SUBNET"]) == ("emr", "subnet-1")

@@ -88,7 +88,7 @@ def test_a_client_over_its_rate_gets_429_with_retry_after_and_others_do_not(publ
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
         assert "3 per 1 minute" in refused.json()["detail"]
         assert refused.headers["content-security-policy"]  # refusals carry the security headers
-        assert one.get("/").status_code == 429  # pages too, as text for people
+        assert one.get("/").status_code == 429  # pages too
         assert one.get("/healthz").status_code == 200  # load balancers are never limited
         assert other.get("/api/search", params={"q": "wing"}).status_code == 200
 
@@ -116,3 +116,80 @@ def test_people_get_error_pages_and_programs_get_json(client):
     for path in ("/api/page/99", "/no/such/page"):
         assert client.get(path).json()["detail"], path  # no Accept: text/html, so JSON
     assert client.get("/api/page/99", headers=browser).headers["content-type"] == "application/json"
+
+
+def test_forwarded_addresses_are_believed_from_the_proxies_only_and_only_as_addresses(published):
+    """Any X-Forwarded-For from a trusted proxy was a new client (uvicorn takes any string):
+    `junk-1`, `junk-2`, ... bypassed the rate limit."""
+    from fastapi.testclient import TestClient
+
+    from services.search.http.app import create_app
+
+    limited = published.with_overrides(rate_limit="3/minute", proxy_cidrs="10.40.0.0/20,10.40.16.0/20")
+    app = create_app(limited, recheck_seconds=0)
+    search = {"q": "wing"}
+    with (
+        TestClient(app, client=("10.40.3.7", 5000)) as alb,
+        TestClient(app, client=("203.0.113.5", 1)) as direct,
+    ):
+        junk = [
+            alb.get("/api/search", params=search, headers={"X-Forwarded-For": f"junk-{i}"}) for i in range(4)
+        ]
+        assert [r.status_code for r in junk] == [200, 200, 200, 429]  # all the proxy's own address
+        assert "10.40.3.7" in junk[3].json()["detail"]
+        one = {"X-Forwarded-For": "198.51.100.1"}
+        assert [alb.get("/api/search", params=search, headers=one).status_code for _ in range(4)] == [
+            200
+        ] * 3 + [429]
+        # The client's own claim on the left is not believed: the proxy's view on the right is.
+        spoof = {"X-Forwarded-For": "192.0.2.77, 198.51.100.1"}
+        assert alb.get("/api/search", params=search, headers=spoof).status_code == 429
+        assert (
+            alb.get("/api/search", params=search, headers={"X-Forwarded-For": "198.51.100.2"}).status_code
+            == 200
+        )
+        # Not from a proxy: the header is the client's word, and not taken.
+        claims = [
+            direct.get("/api/search", params=search, headers={"X-Forwarded-For": f"192.0.2.{i}"})
+            for i in range(4)
+        ]
+        assert [r.status_code for r in claims] == [200, 200, 200, 429]
+
+
+def test_a_browser_over_its_rate_gets_a_page_and_the_api_json(published):
+    """A browser got plain text for 429."""
+    from fastapi.testclient import TestClient
+
+    from services.search.http.app import create_app
+
+    app = create_app(published.with_overrides(rate_limit="1/minute"), recheck_seconds=0)
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    with TestClient(app) as c:
+        assert c.get("/", params={"q": "wing"}, headers=browser).status_code == 200
+        page = c.get("/", params={"q": "wing"}, headers=browser)
+        assert page.status_code == 429 and page.headers["content-type"] == "text/html; charset=utf-8"
+        assert "Too many requests" in page.text and 'role="search"' in page.text
+        assert int(page.headers["retry-after"]) >= 1
+        api = c.get("/api/search", params={"q": "wing"}, headers=browser)
+        assert api.status_code == 429 and api.headers["content-type"] == "application/json"
+        assert "Too many requests" in api.json()["detail"] and int(api.headers["retry-after"]) >= 1
+
+
+def test_the_schema_documents_429_on_every_limited_route(client):
+    """429 was missing from the OpenAPI schema of the API routes."""
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            limited = path not in ("/healthz",)
+            assert ("429" in operation["responses"]) is limited, (method, path)
+    said = paths["/api/search"]["get"]["responses"]["429"]
+    assert "Retry-After" in said["description"]
+
+
+@pytest.mark.parametrize("path", ["/api/search", "/", "/healthz", "/help", "/cached/0/view"])
+def test_405_names_every_method_the_route_answers(client, path):
+    """`Allow: GET` although HEAD answers 200."""
+    assert client.head(path).status_code == 200
+    for accept in ("application/json", "text/html"):
+        refused = client.post(path, headers={"Accept": accept})
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD", (path, accept)

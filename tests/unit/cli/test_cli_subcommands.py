@@ -18,7 +18,7 @@ REMOTE = {"--remote", "--insecure-http"}
 CRAWL_OPTIONS = {
     "run": {"--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet", "--processes"},
     "status": REMOTE,
-    "seed": {"--recrawl", *REMOTE},
+    "seed": {"--recrawl", "--file", *REMOTE},
     "pause": REMOTE,
     "resume": REMOTE,
     "stop": REMOTE,
@@ -168,3 +168,14 @@ def test_an_unknown_command_is_refused(capsys):
         main(["crwal"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'crwal'" in capsys.readouterr().err
+
+
+def test_serve_leaves_forwarded_headers_to_the_app(monkeypatch) -> None:
+    """uvicorn's proxy headers take any X-Forwarded-For string as the client (from
+    FORWARDED_ALLOW_IPS, 127.0.0.1 by default): off, so the app's ForwardedHeaders decides."""
+    import uvicorn
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: seen.update(options))
+    assert main(["serve", "--port", "0"]) == 0
+    assert seen["proxy_headers"] is False

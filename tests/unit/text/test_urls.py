@@ -12,9 +12,11 @@ from services.text.urls import (
     host_key,
     in_scope,
     normalize_url,
+    shown_url,
     trap_path,
     url_id,
 )
+from tests.hostile_urls import GOOD_URLS, HOSTILE_URLS
 
 
 @pytest.mark.parametrize(
@@ -224,7 +226,46 @@ def test_the_host_an_operator_means(given, host):
     assert bare_host(given) == host
 
 
-@pytest.mark.parametrize("bad", ["", "not a host", "http://", "exa_mple.com", "-x.org", "a" * 300])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "not a host",
+        "http://",
+        "exa_mple.com",
+        "-x.org",
+        "a" * 300,
+        "xn--",
+        "http://[::1/",
+        "xn--zz-zz.org",
+    ],
+)
 def test_what_names_no_host_is_refused(bad):
     with pytest.raises(BadUrlError, match="host name"):
         bare_host(bad)
+
+
+@pytest.mark.parametrize(("url", "why"), HOSTILE_URLS, ids=[repr(u)[:40] for u, _ in HOSTILE_URLS])
+def test_every_hostile_url_is_refused_with_a_message_naming_it(url: str, why: str) -> None:
+    """One typed error for every way a URL can be bad (a ValueError from urlsplit or the IDNA
+    codec escaped as a 500 and as tracebacks), its message naming the URL and the problem."""
+    with pytest.raises(BadUrlError) as refused:
+        normalize_url(url)
+    message = str(refused.value)
+    assert why in message
+    assert shown_url(url) in message or "longer than" in message
+    assert len(message) < 300  # an overlong URL is not repeated whole
+
+
+@pytest.mark.parametrize(("url", "expected"), GOOD_URLS)
+def test_urls_that_only_look_hostile_are_kept(url: str, expected: str) -> None:
+    assert normalize_url(url) == expected
+
+
+def test_the_fast_path_checks_what_the_slow_path_checks() -> None:
+    """Hosts the already-normal shortcut would have passed whole."""
+    for url in ("http://1.2.3.999/", "http://xn--zz-zz.org/", f"http://{'a' * 64}.org/"):
+        with pytest.raises(BadUrlError, match="host"):
+            normalize_url(url)
+    assert normalize_url("http://10.0.0.1:8080/a") == "http://10.0.0.1:8080/a"
+    assert normalize_url("http://server1/") == "http://server1/"

@@ -20,7 +20,7 @@ from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS, MAX_SUGGEST_CHAR
 router = APIRouter(prefix="/api")
 
 
-@router.get("/search", response_model=SearchResponse, responses=error_responses(500, 503))
+@router.get("/search", response_model=SearchResponse, responses=error_responses(429, 500, 503))
 async def api_search(
     service: ServiceDep,
     metrics: MetricsDep,
@@ -40,7 +40,7 @@ async def api_search(
     return Response(body, status_code=status, media_type="application/json")
 
 
-@router.get("/suggest", response_model=SuggestResponse, responses=error_responses(500, 503))
+@router.get("/suggest", response_model=SuggestResponse, responses=error_responses(429, 500, 503))
 async def api_suggest(
     service: ServiceDep,
     q: str = Query("", max_length=MAX_SUGGEST_CHARS, description="what has been typed so far"),

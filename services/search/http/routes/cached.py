@@ -25,7 +25,7 @@ from services.search.http.deps import ServiceDep, TemplatesDep
 from services.search.http.schemas import error_responses
 from services.text.extract.charset import header_charset
 
-router = APIRouter(prefix="/cached", responses=error_responses(404, 503))
+router = APIRouter(prefix="/cached", responses=error_responses(404, 429, 503))
 
 # Stored bytes come back in their own type: the schema says which types that may be.
 STORED_TYPES: dict[int | str, dict[str, Any]] = {

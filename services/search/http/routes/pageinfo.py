@@ -13,7 +13,7 @@ from services.search.http.deps import ServiceDep, TemplatesDep
 from services.search.http.schemas import PageInfoResponse, error_responses
 from services.search.query.language import MAX_QUERY_CHARS
 
-router = APIRouter(responses=error_responses(404, 503))
+router = APIRouter(responses=error_responses(404, 429, 503))
 
 
 @router.get("/api/page/{doc_num}", response_model=PageInfoResponse)

@@ -16,11 +16,12 @@ from services.search.http.deps import (
     WeatherDep,
     run_search_work,
 )
+from services.search.http.schemas import error_responses
 from services.search.instant.places import Gazetteer
 from services.search.instant.weather import WeatherClient, WeatherLookup
 from services.search.service import MAX_RESULTS
 
-router = APIRouter()
+router = APIRouter(responses=error_responses(429))  # the rate limit's answer
 
 PAGE_LINKS = 10  # numbered page links shown around the current page
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from services.storage.formats.blocks import ContentType
 from services.storage.formats.records import Link
 from services.text.extract.charset import header_charset
 from services.text.urls import normalize_url
+from tests.hostile_urls import HOSTILE_URLS
 
 PAGE = """<!doctype html><html lang="en"><head><title> The  Garden </title>
 <meta name="description" content="A page about a garden."></head><body>
@@ -58,10 +60,11 @@ def test_html_fields_and_normalized_deduplicated_links() -> None:
 
 
 def test_empty_anchor_is_replaced_by_a_later_one() -> None:
-    links = normalize_links(
+    links, bad = normalize_links(
         [("http://a.example/x", ""), ("http://A.example/x#frag", "Label"), ("http://a.example/x", "Later")],
         "http://a.example/",
     )
+    assert bad == 0
     assert [(link.url, link.anchor) for link in links] == [("http://a.example/x", "Label")]
 
 
@@ -203,3 +206,15 @@ def test_a_page_keeps_its_first_max_links_distinct_links() -> None:
     two = b'<a href="/a">a</a> <a href="/b">b</a>'
     small = parse_document(_fetched(two, "text/html", url="http://x.test/"), "http://x.test/")
     assert small.links_dropped == 0 and len(small.links) == 2
+
+
+def test_links_with_hostile_urls_are_skipped_and_counted_never_an_error() -> None:
+    """A page's link to http://[::1/ raised ValueError out of the parser (a crawl's 500);
+    every URL of the hostile list is now left out of the links and counted."""
+    absolute = [url for url, _ in HOSTILE_URLS if url.startswith(("http://", "https://"))]
+    anchors = "".join(f'<a href="{html.escape(url)}">bad {i}</a>' for i, url in enumerate(absolute))
+    body = f'<html><body>{anchors}<a href="http://good.example/">good</a></body></html>'.encode()
+    fetched = _fetched(body, "text/html", url="http://example.com/", final_url="http://example.com/")
+    doc = parse_document(fetched, "http://example.com/")
+    assert [link.url for link in doc.links] == ["http://good.example/"]
+    assert doc.links_bad == len(absolute)
