@@ -1,5 +1,13 @@
 """PDF to text: pypdfium2 first, pdfminer.six as the fallback.
 
+The text keeps the document's paragraphs, separated by a blank line (``"\n\n"``; the
+lines of a paragraph are joined with spaces), and puts back together the words the
+typesetter broke at line ends (``hyphenation``): the cached text view shows paragraphs
+and the index sees "compile", not "com" and "pile". PDFium gives lines and their
+positions, not paragraphs: ``paragraph_breaks`` decides from the lines' geometry as a
+reader does (a first line indented, a last line short, a wider gap); pdfminer.six's
+layout analysis already groups lines into text boxes, which become paragraphs.
+
 pypdfium2 (PDFium) extracts tens of times faster than pdfminer.six
 (``python -m benchmarks.parsers``) and gives the same words on the three
 sample PDFs (tests/unit/text/test_pdf_text.py checks their overlap).
@@ -14,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from services.text.errors import PdfError
+from services.text.extract.hyphenation import Vocabulary, rejoin_hyphenated
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +89,109 @@ def _parse_pdfium(data: bytes) -> ParsedPdf:
 
     pdf = pdfium.PdfDocument(data)
     try:
-        texts = []
+        pages: list[list[str]] = []  # each page's paragraphs, their lines still "\n"-joined
         for i in range(len(pdf)):
             page = pdf[i]
             textpage = page.get_textpage()
-            texts.append(textpage.get_text_range())
+            pages.append(_pdfium_paragraphs(textpage))
             textpage.close()
             page.close()
         meta = (pdf.get_metadata_dict().get("Title") or "").strip()
-        title = pdf_title(meta, texts[0] if texts else "")
-        return ParsedPdf(title=title, text=" ".join(" ".join(texts).split()), pages=len(pdf))
+        title = pdf_title(meta, "\n".join(pages[0]) if pages else "")
+        return ParsedPdf(title=title, text=_document_text(pages), pages=len(pdf))
     finally:
         pdf.close()
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a page as PDFium gives it: its text, and the font boxes of its first and
+    last characters (left, bottom, right, top, in points from the page's bottom left)."""
+
+    text: str
+    first: tuple[float, float, float, float]
+    last: tuple[float, float, float, float]
+
+
+def _pdfium_paragraphs(textpage: object) -> list[str]:
+    """A page's paragraphs from PDFium's lines (``"\r\n"``-separated in its text, each
+    character with a box): ``paragraph_breaks`` on their geometry."""
+    text: str = textpage.get_text_range()  # type: ignore[attr-defined]
+    if len(text) != textpage.count_chars():  # type: ignore[attr-defined]
+        return [text]  # characters and boxes do not line up: one block, as before
+    lines: list[Line] = []
+    start = 0
+    for end in [m.start() for m in re.finditer("\r\n", text)] + [len(text)]:
+        if text[start:end].strip():
+            box = textpage.get_charbox  # type: ignore[attr-defined]
+            lines.append(Line(text[start:end], box(start, loose=True), box(end - 1, loose=True)))
+        start = end + 2
+    paragraphs: list[list[str]] = []
+    for line, new in zip(lines, paragraph_breaks(lines), strict=True):
+        if new or not paragraphs:
+            paragraphs.append([])
+        paragraphs[-1].append(line.text)
+    return ["\n".join(p) for p in paragraphs]
+
+
+def paragraph_breaks(lines: list[Line]) -> list[bool]:
+    """For each line, whether it starts a paragraph, from where it and the line before sit
+    (as a reader sees it; pure, so tests give it lines):
+
+    * the first line of a page;
+    * a wider gap than the page's usual distance between lines (1.5×, baseline to
+      baseline), or a line far from the one before (a column or block elsewhere);
+    * an indented first line: starting right of the line before by more than half a line
+      height (LaTeX and most book typesetting mark paragraphs only so);
+    * after a short line: one ending well before its column's right edge (where most of
+      the page's lines that start where it does end), the last line of a paragraph or a
+      heading.
+    """
+    if not lines:
+        return []
+    pitches = sorted(
+        a.last[1] - b.first[1] for a, b in zip(lines, lines[1:], strict=False) if a.last[1] > b.first[1]
+    )
+    pitch = pitches[len(pitches) // 2] if pitches else 0.0
+    ends: dict[int, list[float]] = {}  # a line's left edge (to the point) -> where such lines end
+    for line in lines:
+        ends.setdefault(round(line.first[0]), []).append(line.last[2])
+    breaks = [True]
+    for before, line in zip(lines, lines[1:], strict=False):
+        height = max(line.first[3] - line.first[1], 1.0)
+        drop = before.last[1] - line.first[1]
+        far = (
+            drop < -height
+            or drop > max(1.5 * pitch, 1.5 * height)
+            or abs(line.first[0] - before.first[0]) > 8 * height
+        )
+        indented = height / 2 < line.first[0] - before.first[0] <= 8 * height
+        edge = _column_edge(ends, before.first[0])
+        short = before.last[2] < edge - max(3 * height, 0.15 * (edge - before.first[0]))
+        breaks.append(far or indented or short)
+    return breaks
+
+
+def _column_edge(ends: dict[int, list[float]], left: float) -> float:
+    """The right edge of the column of lines starting at ``left`` (within 2 points): where
+    most of them end (the 60th percentile: most lines of a column are full, and a wide title
+    or table row starting there does not move it)."""
+    near = sorted(r for key, rights in ends.items() if abs(key - left) <= 2 for r in rights)
+    return near[int(len(near) * 0.6)] if near else 0.0
+
+
+def _document_text(pages: list[list[str]]) -> str:
+    """Paragraphs (lines ``"\n"``-joined) to the document's text: line-end breaks resolved
+    with the whole document's words as the dictionary, a paragraph's lines joined with
+    spaces, paragraphs separated by a blank line."""
+    vocabulary = Vocabulary("\n\n".join("\n\n".join(p) for p in pages))
+    out = []
+    for page in pages:
+        for paragraph in page:
+            text = " ".join(rejoin_hyphenated(paragraph, vocabulary).split())
+            if text:
+                out.append(text)
+    return "\n\n".join(out)
 
 
 def _parse_pdfminer(data: bytes) -> ParsedPdf:
@@ -112,4 +212,6 @@ def _parse_pdfminer(data: bytes) -> ParsedPdf:
             title = str(raw)
     pages = sum(1 for _ in PDFPage.create_pages(doc))
     first_page = text.split("\f", 1)[0]
-    return ParsedPdf(title=pdf_title(title, first_page), text=" ".join(text.split()), pages=pages)
+    # pdfminer ends each text box with a blank line: the boxes are the paragraphs.
+    paragraphs = [p for p in re.split(r"\n\s*\n|\f", text) if p.strip()]
+    return ParsedPdf(title=pdf_title(title, first_page), text=_document_text([paragraphs]), pages=pages)
