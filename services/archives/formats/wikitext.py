@@ -15,7 +15,9 @@ wikitextparser and mwparserfromhell and leaves no markup that either leaves
 4. tables, line by line (their syntax is line-based): cell text kept, attributes dropped;
 5. external links to their label, bold and italics, HTML tags and entities, headings,
    list markers;
-6. what removed templates leave behind: ``Allah (; , )``, ``Albedo ()``.
+6. what removed templates leave behind: ``Allah (; , )``, ``Albedo ()``, ``[ ]``,
+   ``such as,, or``, a line starting with the comma that followed a removed reference
+   (``leftovers.tidy_leftovers`` and the wiki-only shapes below).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from services.text.extract.leftovers import tidy_leftovers
 
 _DROP = re.compile(
     r"<(?:!--.*?(?:-->|\Z)"
@@ -48,6 +52,8 @@ _NOTHING = " .\u2013\u2014/-"  # a parenthesis of only these says nothing
 _SPACE_BEFORE = re.compile(r"[ \t]+([,.;:!?])")
 _SPACES = re.compile(r"  +")
 _BLANK_LINES = re.compile(r"\n\s*\n(?:\s*\n)+")
+_EMPTY_BRACKETS = re.compile(r"[ \t]*\[[\s,;:.]*\]")  # a removed template's brackets
+_LEADING_PUNCTUATION = re.compile(r"^[ \t]*(?:[,;:]|\.(?=[ \t]))[ \t]*(?=\S)", re.M)  # not ".NET"
 _INTERLANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]+)*")
 # A media file by its name, whatever the wiki calls the namespace ([[Datei:Dom.jpg|mini|...]]
 # in a German dump without <siteinfo>).
@@ -153,7 +159,8 @@ def to_text(
     text = _TAG.sub("", text.replace("'''", "").replace("''", ""))
     text = html.unescape(text).replace("[[", "").replace("]]", "").replace("\t", " ").replace("\u00a0", " ")
     text = _RULE.sub("", _LIST.sub("", _HEADING.sub(lambda m: m.group(2), text)))
-    text = _PARENS.sub(_parenthesis, text)
+    text = _EMPTY_BRACKETS.sub("", _PARENS.sub(_parenthesis, text))
+    text = tidy_leftovers(_LEADING_PUNCTUATION.sub("", text))
     text = _SPACE_BEFORE.sub(r"\1", _SPACES.sub(" ", text))
     return _BLANK_LINES.sub("\n\n", text).strip(), links
 

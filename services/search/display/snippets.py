@@ -4,6 +4,16 @@ A word matches when the analyzer turns it into one of the query's terms, so
 "Running" highlights for the query "runs" exactly as the index matched them.
 The result is a list of fragments ``(text, match)``, never HTML: templates
 escape each fragment and wrap matches in ``<mark>`` themselves.
+
+A page's furniture sections ("External links", "References", "See also", "Further
+reading", "Notes", "Bibliography" and the like) hold the query's words as often as
+its content does (a list of links named after the subject), and a passage from them
+tells a reader nothing: the best window is chosen first by the query terms it holds,
+then by whether it lies in the main content, before the first such heading. The
+heading is found where the extracted text has it, at a block's start (after a
+sentence's end or a line break, followed by a capital or a list's first item): the
+extractors keep no structure in the text, so the decision is made here, for every
+stored record, HTML, PDF and wiki text alike; the cost is one regex per text.
 """
 
 from __future__ import annotations
@@ -64,6 +74,22 @@ def make_snippet(
     return _best_window(description or text, terms, window, require_match=False)
 
 
+_FURNITURE_HEADING = re.compile(
+    r"(?:^|(?<=[.!?)\]\"”’:;]\s)|(?<=\n))[ \t]*"
+    r"(?:External links|EXTERNAL LINKS|References|REFERENCES|See also|SEE ALSO"
+    r"|Further reading|FURTHER READING|Notes|NOTES|Bibliography|BIBLIOGRAPHY"
+    r"|Sources|Citations|Footnotes|Works cited|Notes and references)"
+    r"(?:[ \t]*\[\s*edit\s*\])?(?=\s+[A-Z0-9\"“'‘\[(*•^]|\s*$)",
+)
+
+
+def furniture_start(text: str) -> int:
+    """Where the page's furniture sections begin in ``text`` (its first "External links",
+    "References" ... heading), or ``len(text)`` when it has none."""
+    m = _FURNITURE_HEADING.search(text)
+    return m.start() if m else len(text)
+
+
 CHARS_PER_WORD = 8  # a word and its space, on average in English text
 CJK_CHARS_PER_WORD = 3
 
@@ -76,7 +102,8 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     # Locate the best stretch by characters over the matches alone, then cut
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
-    first, last = _densest(matches, window * CHARS_PER_WORD) if matches else (0, 0)
+    furniture = furniture_start(text) if matches else len(text)
+    first, last = _densest(matches, window * CHARS_PER_WORD, furniture) if matches else (0, 0)
     if CJK_CHAR.match(text, first):
         # Each CJK character is a "word" here: a window of them is three times as many, about
         # the width of an English one (still within the neighbourhood cut below).
@@ -124,6 +151,24 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     if not at_end:
         _append(out, " " + ELLIPSIS, False)
     return _trim(out)
+
+
+def matching_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
+    """(start, end) of every word of ``text`` that matches one of ``terms``, as the snippet
+    marks them (a cached copy's highlighting uses the same rule)."""
+    return [(at, end) for at, end, _ in _matches(text, terms)] if terms else []
+
+
+def query_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
+    """All of ``text`` as fragments, its words that match ``terms`` marked."""
+    out: list[Fragment] = []
+    pos = 0
+    for at, end in matching_spans(text, terms):
+        _append(out, text[pos:at], False)
+        _append(out, text[at:end], True)
+        pos = end
+    _append(out, text[pos:], False)
+    return out
 
 
 def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
@@ -252,11 +297,15 @@ def _candidate_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
     )
 
 
-def _densest(matches: list[tuple[int, int, frozenset[str]]], width: int) -> tuple[int, int]:
+def _densest(
+    matches: list[tuple[int, int, frozenset[str]]], width: int, furniture: int | None = None
+) -> tuple[int, int]:
     """Character span (first match start, last match start) of the best stretch ``width`` wide:
-    most distinct query terms, then most matching words; the earliest wins a tie."""
+    most distinct query terms, then in the main content (ending before ``furniture``), then
+    most matching words; the earliest wins a tie."""
+    furniture = matches[-1][0] + 1 if furniture is None else furniture
     counts: dict[str, int] = {}  # a plain dict: Counter's update and subtract are Python loops
-    best_key, best = (-1, -1), (matches[0][0], matches[0][0])
+    best_key, best = (-1, False, -1), (matches[0][0], matches[0][0])
     left = 0
     for right, (start, _end, found) in enumerate(matches):
         for term in found:
@@ -268,7 +317,7 @@ def _densest(matches: list[tuple[int, int, frozenset[str]]], width: int) -> tupl
                 else:
                     counts[term] -= 1
             left += 1
-        key = (len(counts), right - left + 1)
+        key = (len(counts), start < furniture, right - left + 1)
         if key > best_key:  # strict: the earliest window wins a tie
             best_key, best = key, (matches[left][0], start)
     return best

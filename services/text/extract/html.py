@@ -21,6 +21,7 @@ from selectolax.lexbor import LexborNode as Node
 
 from services.text.extract.boilerplate import main_text
 from services.text.extract.charset import decode_body
+from services.text.extract.leftovers import tidy_leftovers
 from services.text.extract.links import (
     ANCHORS,
     LINK_ATTRIBUTES,
@@ -209,7 +210,8 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         return page
     body_node = tree.body or tree.root
     if body_node is not None:
-        page.text = main_text(tree, low, anchors, clean_text(body_node.text(deep=True, separator=" ")))
+        text = main_text(tree, low, anchors, clean_text(body_node.text(deep=True, separator=" ")))
+        page.text = tidy_leftovers(text)
     return page
 
 
