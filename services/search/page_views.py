@@ -200,6 +200,12 @@ class PageViews:
         )
 
 
+def highlight_terms(q: str) -> frozenset[str]:
+    """The analyzed terms of query ``q`` that a cached copy highlights (its operators' values,
+    such as ``site:``, are no words of the page)."""
+    return frozenset(parse_query(clean_query(q)).terms) if q else frozenset()
+
+
 _NOARCHIVE = "document {} has no cached copy: its site asks for none (robots noarchive)"
 
 

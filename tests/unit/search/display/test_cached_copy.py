@@ -73,3 +73,35 @@ def test_broken_markup_still_gives_a_page() -> None:
 def test_header_charset_reads_the_parameter() -> None:
     assert header_charset('text/html; charset="ISO-8859-1"') == "ISO-8859-1"
     assert header_charset("text/html") is None and header_charset("text/html; charset=") is None
+
+
+def test_the_querys_words_are_marked_in_text_nodes_only() -> None:
+    from services.search.page_views import highlight_terms
+
+    body = (
+        b"<html><head><title>dog</title><style>.dog{color:red}</style></head><body>"
+        b'<p title="dog" class="dog">The dogs &lt;b&gt;dog&lt;/b&gt; <!-- dog --><a href="/dog">Dog</a></p>'
+        b"<script>var dog=1</script><textarea>dog</textarea><svg><text>dog</text></svg></body></html>"
+    )
+    soup = _soup(display_html(body, URL, terms=highlight_terms("dog")))
+    marks = soup.find_all("mark")
+    assert [m.get_text() for m in marks] == ["dogs", "dog", "Dog"]
+    p = soup.find("p")
+    assert p is not None and p["title"] == "dog" and p["class"] == ["dog"]  # attributes untouched
+    assert "&lt;b&gt;" in str(p)  # the page's text stays text
+    assert soup.find("textarea").get_text() == "dog" and soup.find("title").get_text() == "dog"
+    assert "dog -->" in str(soup)  # comments untouched
+
+
+def test_no_query_no_marks_and_hostile_query_words_stay_text() -> None:
+    from services.search.page_views import highlight_terms
+
+    body = b"<p>an <b>onerror</b> script alert</p>"
+    assert "<mark" not in display_html(body, URL, terms=highlight_terms(""))
+    html = display_html(body, URL, terms=highlight_terms('"><img src=x onerror=alert(1)> script'))
+    soup = _soup(html)
+    assert soup.find("img") is None and [m.get_text() for m in soup.find_all("mark")] == [
+        "onerror",
+        "script",
+        "alert",
+    ]
