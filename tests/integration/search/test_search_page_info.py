@@ -79,7 +79,7 @@ def test_the_html_page_shows_it_and_unknown_documents_are_404(client):
 
 def test_a_pdf_is_badged_and_readable_as_its_extracted_text(client):
     page = client.get("/", params={"q": "nothing"}).text
-    assert 'class="badge"' in page and 'href="/cached/3/text"' in page
+    assert 'class="badge"' in page and 'href="/cached/3/text?q=nothing"' in page
     text = client.get("/cached/3/text")
     assert text.status_code == 200 and "Nothing about it." in text.text and "application/pdf" in text.text
     assert "script-src 'self'" in text.headers["content-security-policy"]

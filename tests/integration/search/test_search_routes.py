@@ -46,7 +46,7 @@ def test_cached_view_frames_a_display_copy_under_a_banner(client):
 
 def test_results_link_the_cached_copy_and_page_info(client):
     html = client.get("/", params={"q": "wing"}).text
-    assert 'href="/cached/0/view"' in html and 'href="/page/0?q=wing"' in html
+    assert 'href="/cached/0/view?q=wing"' in html and 'href="/page/0?q=wing"' in html
 
 
 class _Failing(SearchService):
