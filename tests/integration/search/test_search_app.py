@@ -171,7 +171,8 @@ def test_search_page_renders_escaped_results_with_marks_and_pagination(client):
     assert "<script>alert('x')</script>" not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Hypersonic flow" in html
     assert "<mark>Hypersonic</mark>" in html
-    assert 'href="http://a.test/xss"' in html and 'href="/cached/2/view?q=hypersonic"' in html and "/page/2?q=" in html
+    assert 'href="http://a.test/xss"' in html and "/page/2?q=" in html
+    assert 'href="/cached/2/view?q=hypersonic"' in html
     assert "1 result" in html and " ms" in html
     paged = client.get("/", params={"q": "wing", "page": "2"}).text
     assert "3 results" in paged and 'aria-current="page">2<' in paged
