@@ -48,6 +48,7 @@ class SearchResults:
     suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
     cached: bool = False  # answered from the result cache (services.search.result_cache)
     fewer: list[str] = field(default_factory=list)  # nothing found: shorter queries that find some
+    total_exact: bool = True  # False: ``total`` is an estimate ("about N results")
 
     @property
     def pages(self) -> int:

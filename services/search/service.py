@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 
 MAX_SUGGEST_CHARS = 200  # completions are for what a person is typing
 MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
+RANKINGS_KEPT = 256  # queries whose whole ranking is kept for paging (~20 KB each)
 MAX_FEWER_PARTS = 8  # "fewer words" is offered for queries of at most this many parts
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
@@ -111,6 +112,10 @@ class SearchService:
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="records")
         self.results: ResultCache[SearchResults] = ResultCache(
             settings.search.result_cache_size, settings.search.result_cache_seconds
+        )
+        # Rankings to MAX_RESULTS (a few tens of kilobytes each) for the pages still to come.
+        self.rankings: ResultCache[Retrieval] = ResultCache(
+            min(RANKINGS_KEPT, settings.search.result_cache_size), settings.search.result_cache_seconds
         )
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
@@ -177,20 +182,27 @@ class SearchService:
             message = NO_WORDS_MESSAGE if wordless else STOP_WORDS_MESSAGE
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
-        depth = min(first + per_page, MAX_RESULTS)
-        allowed = self.allowed(query, index)
-        result = retrieve_ranked(index, query, depth, self.retrieval, allowed)
+        result = self._ranking(q, query, index)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
+        exact = ranked.exact
         if first >= MAX_RESULTS:
-            return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
-        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index)
+            return done(
+                total=total,
+                total_exact=exact,
+                terms=result.found,
+                index_version=index.version_id,
+                mode=result.mode,
+            )
+        last = min(first + per_page, int(ranked.docs.shape[0]))
+        hits = self._hits(ranked, range(first, last), set(query.terms), index)
         suggestion = ""
         if len(result.found) < len(query.terms) or total < per_page:
             suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
         return done(
             fewer=self._fewer(q, index) if total == 0 else [],
             total=total,
+            total_exact=exact,
             hits=hits,
             terms=result.found,
             index_version=index.version_id,
@@ -200,6 +212,20 @@ class SearchService:
             phrase_relaxed=result.phrase_relaxed(),
             suggestion=suggestion,
         )
+
+    def _ranking(self, q: str, query: ParsedQuery, index: SegmentIndex) -> Retrieval:
+        """The query's first MAX_RESULTS results, the one list every page is cut from.
+
+        Ranked to the same depth whatever page is asked for: how far the list is read
+        never changes what it holds (whether AND matches are many enough, the words-as-typed
+        rescore's window, the count), so page n+1 continues page n and every page states
+        the same total. Kept per query and index version, so paging ranks once."""
+        key = (index.version_id, q)
+        result = self.rankings.get(key)
+        if result is None:
+            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, self.allowed(query, index))
+            self.rankings.put(key, result)
+        return result
 
     def _fewer(self, q: str, index: SegmentIndex, limit: int = 3) -> list[str]:
         """For a query that found nothing: the query without one of its parts (a word, a

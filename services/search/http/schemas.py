@@ -38,7 +38,11 @@ class SearchHit(BaseModel):
 class SearchResponse(BaseModel):
     query: str
     terms: list[str] = Field(description="analyzed query terms found in the index")
-    total: int = Field(description="number of matching documents")
+    total: int = Field(
+        description="number of matching documents, the same on every page of the query "
+        "(an estimate when total_exact is false)"
+    )
+    total_exact: bool = Field(True, description="false: total is an estimate (shown as 'about N results')")
     page: int
     per_page: int
     pages: int = Field(description="pages reachable by paging")
@@ -52,7 +56,11 @@ class SearchResponse(BaseModel):
     )
     hits: list[SearchHit]
     suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
-    cached: bool = Field(False, description="answered from the result cache (same query, page, size, index)")
+    cached: bool = Field(
+        False,
+        description="answered from the result cache (same query, page, size, index); took_ms is "
+        "then the time the cache lookup took, and the page says 'from cache'",
+    )
     fewer: list[str] = Field(
         default_factory=list, description="nothing found: shorter queries that find some"
     )
@@ -82,6 +90,7 @@ def _response_dict(results: SearchResults) -> dict[str, object]:
         "query": results.query,
         "terms": results.terms,
         "total": results.total,
+        "total_exact": results.total_exact,
         "page": results.page,
         "per_page": results.per_page,
         "pages": results.pages,

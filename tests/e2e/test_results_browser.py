@@ -1,0 +1,66 @@
+"""What a searcher sees of the results list in a real browser (issue 32, "Results"): one
+ranked list however it is paged, and what the stats line says about the answer."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.e2e.serving import serving
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server_url(pipeline):
+    from services.search.http.app import create_app
+
+    with serving(create_app(pipeline.settings)) as url:
+        yield url
+
+
+@pytest.fixture
+def browser_page(chromium):
+    context = chromium.new_context()
+    yield context.new_page()
+    context.close()
+
+
+def _count(stats: str) -> str:
+    found = re.search(r"((?:about )?[\d,]+) results?", stats)
+    assert found, stats
+    return found.group(1)
+
+
+# Queries whose count changed from page to page on the demo (AND giving way to partial
+# matches deeper down; a pruned count; the words-as-typed rescore's window).
+@pytest.mark.parametrize("q", ["domain names", "time zone database", "the anarchism of history"])
+def test_paging_shows_one_list_with_one_count(browser_page, server_url, q):
+    browser_page.goto(server_url + "/?" + httpx.QueryParams({"q": q}).__str__())
+    counts, urls = set(), []
+    while True:
+        counts.add(_count(browser_page.locator("p.stats").inner_text()))
+        urls += browser_page.locator("li.hit p.url").evaluate_all(
+            "ps => ps.map(p => p.closest('li').querySelector('h2 a').getAttribute('href'))"
+        )
+        following = browser_page.locator("nav.pages a[rel=next]")
+        if following.count() == 0:
+            break
+        following.click()
+        browser_page.wait_for_load_state()
+    assert len(counts) == 1, counts  # the same total on every page
+    assert len(urls) == len(set(urls)), "a document on two pages"
+    top = httpx.get(server_url + "/api/search", params={"q": q, "size": 100}).json()
+    assert urls[: len(top["hits"])] == [h["url"] for h in top["hits"]]  # page n+1 continues page n
+    assert counts.pop() == f"{top['total']:,}" and len(urls) == top["total"]
+
+
+def test_a_cached_answer_says_so_instead_of_a_zero_time(browser_page, server_url):
+    browser_page.goto(server_url + "/?q=anarchism+history")
+    first = browser_page.locator("p.stats .took").inner_text()
+    assert re.fullmatch(r"in [\d.]+ ms", first), first
+    browser_page.goto(server_url + "/?q=anarchism+history")
+    again = browser_page.locator("p.stats .took").inner_text()
+    assert again == "from cache"
