@@ -32,6 +32,7 @@ from services.errors import NimbusError
 from services.malloc import keep_freed_memory
 from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
+from services.search.query.examples import OperatorExamples, operator_examples
 from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
 from services.search.query.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.search.result_cache import ResultCache
@@ -119,6 +120,7 @@ class SearchService:
         )
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
+        self._examples: PerVersion[OperatorExamples] = PerVersion(self._build_examples)
         self.pages = PageViews(self)  # page info, cached copies, extracted text
         # Every store on this machine: no request waits on the network (answers_at_once).
         self._local_io = not self.blobs.remote and self.engine.dialect.name == "sqlite"
@@ -293,8 +295,31 @@ class SearchService:
             if index is not None:
                 self.vocabularies.get(index)
                 self.facts.get(index)
+                self._examples.get(index)
         except (NimbusError, SQLAlchemyError) as exc:  # the service still starts: /healthz says why
             log.warning("could not prepare suggestions for the index being served: %s", exc)
+
+    def examples(self) -> OperatorExamples:
+        """Operator examples that find something in the index being served (``examples``)."""
+        index = self.holder.current()
+        return OperatorExamples() if index is None else self._examples.get(index)
+
+    def _build_examples(self, index: SegmentIndex) -> OperatorExamples:
+        facts = self.facts.get(index)
+        vocabulary = self.vocabulary(index)
+        known = facts.host_of[facts.host_of >= 0]
+        per_host = np.bincount(known, minlength=len(facts.hosts)) if known.shape[0] else np.zeros(0, np.int64)
+        hosts = [(facts.hosts[i], int(per_host[i])) for i in np.argsort(-per_host, kind="stable")[:3]]
+        phrases = [p for p, _ in vocabulary.phrases.most_common(5)]
+
+        def works(q: str) -> bool:
+            query = parse_query(q)
+            if query.empty and not query.filtered:
+                return False
+            found = retrieve_ranked(index, query, 1, self.retrieval, self.allowed(query, index))
+            return bool(found.ranked.docs.shape[0])
+
+        return operator_examples(hosts, vocabulary.title_words, phrases, vocabulary.titles, works)
 
     def _read_facts(self, index: SegmentIndex) -> DocFacts:
         """Hosts and types of the index's documents (site:, filetype:), one read per version."""

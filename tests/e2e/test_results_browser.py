@@ -64,3 +64,27 @@ def test_a_cached_answer_says_so_instead_of_a_zero_time(browser_page, server_url
     browser_page.goto(server_url + "/?q=anarchism+history")
     again = browser_page.locator("p.stats .took").inner_text()
     assert again == "from cache"
+
+
+def test_site_with_a_port_is_that_site_only(browser_page, server_url, pipeline):
+    iana = pipeline.iana.origin.split("//")[1]  # 127.0.0.1:PORT, beside the wiki's port
+    browser_page.goto(server_url + f"/?q=site:{iana}")
+    urls = browser_page.locator("li.hit h2 a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert urls and all(u.startswith(pipeline.iana.origin + "/") for u in urls), urls
+    # Without a port: every port of the host, both sites.
+    both = httpx.get(server_url + "/api/search", params={"q": "site:127.0.0.1", "size": 100}).json()
+    origins = {"/".join(h["url"].split("/")[:3]) for h in both["hits"]}
+    assert {pipeline.iana.origin, pipeline.wiki.origin} <= origins
+
+
+def test_the_home_pages_operator_examples_find_something_here(browser_page, server_url):
+    browser_page.goto(server_url + "/")
+    examples = browser_page.locator("a.example").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    shown = browser_page.locator("a.example").all_inner_texts()
+    assert any(e.startswith("site:") for e in shown) and any(e.startswith("intitle:") for e in shown), shown
+    for href in examples:
+        browser_page.goto(server_url + href)
+        assert browser_page.locator("li.hit").count() > 0, href
+    # "No results" offers the same examples.
+    browser_page.goto(server_url + "/?q=zzqqxxnothing")
+    assert browser_page.locator("p.hint a.example").count() == len(examples)

@@ -44,6 +44,8 @@ async def search_page(
     # at most the weather timeout: a slow or broken provider costs no box, never a slow page.
     lookup = _weather_lookup(q, number, weather, places)
     results = await run_search_work(service, partial(service.search, q, number))
+    # Operator examples for the home page and for "no results": built once per index version.
+    examples = await run_search_work(service, service.examples) if not results.hits else None
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     answer = None
@@ -53,7 +55,12 @@ async def search_page(
     return templates.TemplateResponse(
         request,
         "search.html",
-        {"results": results, "page_links": page_links(results.page, results.pages), "answer": answer},
+        {
+            "results": results,
+            "page_links": page_links(results.page, results.pages),
+            "answer": answer,
+            "examples": examples.shown() if examples is not None else [],
+        },
     )
 
 
