@@ -34,7 +34,13 @@ from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
 from services.search.query.examples import OperatorExamples, operator_examples
 from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
-from services.search.query.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
+from services.search.query.suggest import (
+    COMPLETIONS,
+    Vocabulary,
+    clearly_better,
+    corrected_query,
+    replaces,
+)
 from services.search.result_cache import ResultCache
 from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
 from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
@@ -146,9 +152,12 @@ class SearchService:
         index = self.holder.current()
         return index is not None and self.vocabularies.ready_for(index) and self.facts.ready_for(index)
 
-    def search(self, q: str, page: int = 1, size: int | None = None) -> SearchResults:
+    def search(
+        self, q: str, page: int = 1, size: int | None = None, *, as_typed: bool = False
+    ) -> SearchResults:
         """One page of results; ``size`` results per page (the setting's when None), at most
-        MAX_PAGE_SIZE."""
+        MAX_PAGE_SIZE. A misspelled query's correction is searched instead when it clearly
+        answers better (``replaces``), unless ``as_typed`` (the API's and page's ``nfpr=1``)."""
         started = time.perf_counter()
         q = clean_query(q)
         per_page = min(
@@ -158,23 +167,31 @@ class SearchService:
 
         def done(**kwargs: Any) -> SearchResults:
             took = (time.perf_counter() - started) * 1000.0
-            return SearchResults(query=q, page=page, per_page=per_page, took_ms=took, **kwargs)
+            return SearchResults(
+                query=q, page=page, per_page=per_page, took_ms=took, as_typed=as_typed, **kwargs
+            )
 
         index = self.holder.current()
         if index is None:
             return done(total=0, message=NO_INDEX_MESSAGE)
         if not q:
             return done(total=0, index_version=index.version_id)
-        key = (index.version_id, q, page, per_page)
+        key = (index.version_id, q, page, per_page, as_typed)
         cached = self.results.get(key)
         if cached is not None:
             return replace(cached, took_ms=(time.perf_counter() - started) * 1000.0, cached=True)
-        answer = self._search(q, page, per_page, index, done)
+        answer = self._search(q, page, per_page, index, done, as_typed)
         self.results.put(key, answer)
         return answer
 
     def _search(
-        self, q: str, page: int, per_page: int, index: SegmentIndex, done: Callable[..., SearchResults]
+        self,
+        q: str,
+        page: int,
+        per_page: int,
+        index: SegmentIndex,
+        done: Callable[..., SearchResults],
+        as_typed: bool = True,
     ) -> SearchResults:
         query = parse_query(q)
         if query.only_exclusions:
@@ -198,9 +215,14 @@ class SearchService:
             )
         last = min(first + per_page, int(ranked.docs.shape[0]))
         hits = self._hits(ranked, range(first, last), set(query.terms), index)
-        suggestion = ""
+        suggestion, found_by_suggestion = "", 0
+        full = _full_matches(result, query, total)
         if len(result.found) < len(query.terms) or total < per_page:
-            suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
+            suggestion, found_by_suggestion = self._did_you_mean(q, index, set(result.found), full)
+        if suggestion and not as_typed and replaces(full, found_by_suggestion):
+            # "Showing results for": the correction's results, the query as typed one click away.
+            corrected = self._search(suggestion, page, per_page, index, done)
+            return replace(corrected, query=suggestion, corrected_from=q, suggestion="")
         return done(
             fewer=self._fewer(q, index) if total == 0 else [],
             total=total,
@@ -247,16 +269,17 @@ class SearchService:
                     break
         return out
 
-    def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> str:
-        """A corrected query, when one finds clearly more documents (``suggest``)."""
+    def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> tuple[str, int]:
+        """A corrected query, when one finds clearly more documents (``suggest``), and the
+        documents it answers in full; ("", 0) when there is none."""
         corrected = corrected_query(q, self.vocabulary(index), known)
         if corrected is None:
-            return ""
+            return "", 0
         query = parse_query(corrected)
         allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
-        return corrected if clearly_better(total, better) else ""
+        return (corrected, better) if clearly_better(total, better) else ("", 0)
 
     def suggest(self, q: str, limit: int = COMPLETIONS) -> list[str]:
         """Completions of the query's last word, the rest of the query kept as typed."""

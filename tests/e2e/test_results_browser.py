@@ -88,3 +88,21 @@ def test_the_home_pages_operator_examples_find_something_here(browser_page, serv
     # "No results" offers the same examples.
     browser_page.goto(server_url + "/?q=zzqqxxnothing")
     assert browser_page.locator("p.hint a.example").count() == len(examples)
+
+
+def test_a_misspelling_shows_its_corrections_results_and_keeps_the_typed_query_a_click_away(
+    browser_page, server_url
+):
+    browser_page.goto(server_url + "/?q=philosphy")
+    showing = browser_page.locator("p.showing-for")
+    assert "Showing results for philosophy" in " ".join(showing.inner_text().split())
+    assert browser_page.locator("li.hit").count() > 0
+    assert "No results" not in browser_page.locator("main").inner_text()
+    showing.locator("a.as-typed").click()
+    browser_page.wait_for_url("**nfpr=1**")
+    assert "No results for philosphy" in browser_page.locator("p.stats").inner_text()
+    assert browser_page.locator(".did-you-mean a").inner_text() == "philosophy"
+    api = httpx.get(server_url + "/api/search", params={"q": "philosphy"}).json()
+    assert api["query"] == "philosophy" and api["corrected_from"] == "philosphy" and api["total"] > 0
+    typed = httpx.get(server_url + "/api/search", params={"q": "philosphy", "nfpr": "true"}).json()
+    assert typed["total"] == 0 and typed["suggestion"] == "philosophy" and typed["as_typed"] is True

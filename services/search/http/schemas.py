@@ -56,6 +56,13 @@ class SearchResponse(BaseModel):
     )
     hits: list[SearchHit]
     suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
+    corrected_from: str = Field(
+        "",
+        description="the query as typed, when the results are its spelling correction's (query): "
+        "it answered no document in full, or under a tenth of what the correction answers. "
+        "Search it anyway with nfpr=true",
+    )
+    as_typed: bool = Field(False, description="nfpr was set: the query was searched exactly as typed")
     cached: bool = Field(
         False,
         description="answered from the result cache (same query, page, size, index); took_ms is "
@@ -100,6 +107,8 @@ def _response_dict(results: SearchResults) -> dict[str, object]:
         "mode": results.mode,
         "hits": [_hit_dict(hit) for hit in results.hits],
         "suggestion": results.suggestion,
+        "corrected_from": results.corrected_from,
+        "as_typed": results.as_typed,
         "cached": results.cached,
         "fewer": results.fewer,
     }

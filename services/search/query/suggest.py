@@ -173,3 +173,16 @@ def clearly_better(original_total: int, corrected_total: int) -> bool:
     if original_total == 0:
         return corrected_total > 0
     return corrected_total >= 2 * original_total and corrected_total >= original_total + 3
+
+
+REPLACE_RATIO = 10  # the correction answers ten times as many documents in full, or the query none
+
+
+def replaces(original_total: int, corrected_total: int) -> bool:
+    """Whether the correction's results are shown instead of the query's ("Showing results
+    for ..., search instead for ..."): the query as typed answers no document in full (a word
+    the index lacks, or no document holding them all), or fewer than a tenth of what the
+    correction answers. Otherwise the correction is only offered ("Did you mean")."""
+    if corrected_total <= 0:
+        return False
+    return original_total == 0 or corrected_total >= REPLACE_RATIO * original_total
