@@ -48,6 +48,11 @@ class SearchResults:
     suggestion: str = ""  # "did you mean": a corrected query that finds clearly more
     cached: bool = False  # answered from the result cache (services.search.result_cache)
     fewer: list[str] = field(default_factory=list)  # nothing found: shorter queries that find some
+    total_exact: bool = True  # False: ``total`` is an estimate ("about N results")
+    # The query as typed, when its correction's results are shown instead ("Showing results
+    # for <query> — search instead for <corrected_from>"); "" otherwise.
+    corrected_from: str = ""
+    as_typed: bool = False  # asked to search the query exactly as typed (nfpr=1): never corrected
 
     @property
     def pages(self) -> int:

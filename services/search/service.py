@@ -32,8 +32,15 @@ from services.errors import NimbusError
 from services.malloc import keep_freed_memory
 from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
+from services.search.query.examples import OperatorExamples, operator_examples
 from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
-from services.search.query.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
+from services.search.query.suggest import (
+    COMPLETIONS,
+    Vocabulary,
+    clearly_better,
+    corrected_query,
+    replaces,
+)
 from services.search.result_cache import ResultCache
 from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
 from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
@@ -54,6 +61,7 @@ log = logging.getLogger(__name__)
 
 MAX_SUGGEST_CHARS = 200  # completions are for what a person is typing
 MAX_PAGE_SIZE = 100  # results per page a client may ask for (``size``)
+RANKINGS_KEPT = 256  # queries whose whole ranking is kept for paging (~20 KB each)
 MAX_FEWER_PARTS = 8  # "fewer words" is offered for queries of at most this many parts
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
@@ -112,8 +120,13 @@ class SearchService:
         self.results: ResultCache[SearchResults] = ResultCache(
             settings.search.result_cache_size, settings.search.result_cache_seconds
         )
+        # Rankings to MAX_RESULTS (a few tens of kilobytes each) for the pages still to come.
+        self.rankings: ResultCache[Retrieval] = ResultCache(
+            min(RANKINGS_KEPT, settings.search.result_cache_size), settings.search.result_cache_seconds
+        )
         self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
         self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
+        self._examples: PerVersion[OperatorExamples] = PerVersion(self._build_examples)
         self.pages = PageViews(self)  # page info, cached copies, extracted text
         # Every store on this machine: no request waits on the network (answers_at_once).
         self._local_io = not self.blobs.remote and self.engine.dialect.name == "sqlite"
@@ -139,9 +152,12 @@ class SearchService:
         index = self.holder.current()
         return index is not None and self.vocabularies.ready_for(index) and self.facts.ready_for(index)
 
-    def search(self, q: str, page: int = 1, size: int | None = None) -> SearchResults:
+    def search(
+        self, q: str, page: int = 1, size: int | None = None, *, as_typed: bool = False
+    ) -> SearchResults:
         """One page of results; ``size`` results per page (the setting's when None), at most
-        MAX_PAGE_SIZE."""
+        MAX_PAGE_SIZE. A misspelled query's correction is searched instead when it clearly
+        answers better (``replaces``), unless ``as_typed`` (the API's and page's ``nfpr=1``)."""
         started = time.perf_counter()
         q = clean_query(q)
         per_page = min(
@@ -151,23 +167,31 @@ class SearchService:
 
         def done(**kwargs: Any) -> SearchResults:
             took = (time.perf_counter() - started) * 1000.0
-            return SearchResults(query=q, page=page, per_page=per_page, took_ms=took, **kwargs)
+            return SearchResults(
+                query=q, page=page, per_page=per_page, took_ms=took, as_typed=as_typed, **kwargs
+            )
 
         index = self.holder.current()
         if index is None:
             return done(total=0, message=NO_INDEX_MESSAGE)
         if not q:
             return done(total=0, index_version=index.version_id)
-        key = (index.version_id, q, page, per_page)
+        key = (index.version_id, q, page, per_page, as_typed)
         cached = self.results.get(key)
         if cached is not None:
             return replace(cached, took_ms=(time.perf_counter() - started) * 1000.0, cached=True)
-        answer = self._search(q, page, per_page, index, done)
+        answer = self._search(q, page, per_page, index, done, as_typed)
         self.results.put(key, answer)
         return answer
 
     def _search(
-        self, q: str, page: int, per_page: int, index: SegmentIndex, done: Callable[..., SearchResults]
+        self,
+        q: str,
+        page: int,
+        per_page: int,
+        index: SegmentIndex,
+        done: Callable[..., SearchResults],
+        as_typed: bool = True,
     ) -> SearchResults:
         query = parse_query(q)
         if query.only_exclusions:
@@ -177,20 +201,32 @@ class SearchService:
             message = NO_WORDS_MESSAGE if wordless else STOP_WORDS_MESSAGE
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
-        depth = min(first + per_page, MAX_RESULTS)
-        allowed = self.allowed(query, index)
-        result = retrieve_ranked(index, query, depth, self.retrieval, allowed)
+        result = self._ranking(q, query, index)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
+        exact = ranked.exact
         if first >= MAX_RESULTS:
-            return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
-        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index)
-        suggestion = ""
+            return done(
+                total=total,
+                total_exact=exact,
+                terms=result.found,
+                index_version=index.version_id,
+                mode=result.mode,
+            )
+        last = min(first + per_page, int(ranked.docs.shape[0]))
+        hits = self._hits(ranked, range(first, last), set(query.terms), index)
+        suggestion, found_by_suggestion = "", 0
+        full = _full_matches(result, query, total)
         if len(result.found) < len(query.terms) or total < per_page:
-            suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
+            suggestion, found_by_suggestion = self._did_you_mean(q, index, set(result.found), full)
+        if suggestion and not as_typed and replaces(full, found_by_suggestion):
+            # "Showing results for": the correction's results, the query as typed one click away.
+            corrected = self._search(suggestion, page, per_page, index, done)
+            return replace(corrected, query=suggestion, corrected_from=q, suggestion="")
         return done(
             fewer=self._fewer(q, index) if total == 0 else [],
             total=total,
+            total_exact=exact,
             hits=hits,
             terms=result.found,
             index_version=index.version_id,
@@ -200,6 +236,20 @@ class SearchService:
             phrase_relaxed=result.phrase_relaxed(),
             suggestion=suggestion,
         )
+
+    def _ranking(self, q: str, query: ParsedQuery, index: SegmentIndex) -> Retrieval:
+        """The query's first MAX_RESULTS results, the one list every page is cut from.
+
+        Ranked to the same depth whatever page is asked for: how far the list is read
+        never changes what it holds (whether AND matches are many enough, the words-as-typed
+        rescore's window, the count), so page n+1 continues page n and every page states
+        the same total. Kept per query and index version, so paging ranks once."""
+        key = (index.version_id, q)
+        result = self.rankings.get(key)
+        if result is None:
+            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, self.allowed(query, index))
+            self.rankings.put(key, result)
+        return result
 
     def _fewer(self, q: str, index: SegmentIndex, limit: int = 3) -> list[str]:
         """For a query that found nothing: the query without one of its parts (a word, a
@@ -219,16 +269,17 @@ class SearchService:
                     break
         return out
 
-    def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> str:
-        """A corrected query, when one finds clearly more documents (``suggest``)."""
+    def _did_you_mean(self, q: str, index: SegmentIndex, known: set[str], total: int) -> tuple[str, int]:
+        """A corrected query, when one finds clearly more documents (``suggest``), and the
+        documents it answers in full; ("", 0) when there is none."""
         corrected = corrected_query(q, self.vocabulary(index), known)
         if corrected is None:
-            return ""
+            return "", 0
         query = parse_query(corrected)
         allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
-        return corrected if clearly_better(total, better) else ""
+        return (corrected, better) if clearly_better(total, better) else ("", 0)
 
     def suggest(self, q: str, limit: int = COMPLETIONS) -> list[str]:
         """Completions of the query's last word, the rest of the query kept as typed."""
@@ -267,8 +318,31 @@ class SearchService:
             if index is not None:
                 self.vocabularies.get(index)
                 self.facts.get(index)
+                self._examples.get(index)
         except (NimbusError, SQLAlchemyError) as exc:  # the service still starts: /healthz says why
             log.warning("could not prepare suggestions for the index being served: %s", exc)
+
+    def examples(self) -> OperatorExamples:
+        """Operator examples that find something in the index being served (``examples``)."""
+        index = self.holder.current()
+        return OperatorExamples() if index is None else self._examples.get(index)
+
+    def _build_examples(self, index: SegmentIndex) -> OperatorExamples:
+        facts = self.facts.get(index)
+        vocabulary = self.vocabulary(index)
+        known = facts.host_of[facts.host_of >= 0]
+        per_host = np.bincount(known, minlength=len(facts.hosts)) if known.shape[0] else np.zeros(0, np.int64)
+        hosts = [(facts.hosts[i], int(per_host[i])) for i in np.argsort(-per_host, kind="stable")[:3]]
+        phrases = [p for p, _ in vocabulary.phrases.most_common(5)]
+
+        def works(q: str) -> bool:
+            query = parse_query(q)
+            if query.empty and not query.filtered:
+                return False
+            found = retrieve_ranked(index, query, 1, self.retrieval, self.allowed(query, index))
+            return bool(found.ranked.docs.shape[0])
+
+        return operator_examples(hosts, vocabulary.title_words, phrases, vocabulary.titles, works)
 
     def _read_facts(self, index: SegmentIndex) -> DocFacts:
         """Hosts and types of the index's documents (site:, filetype:), one read per version."""

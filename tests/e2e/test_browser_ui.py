@@ -91,7 +91,7 @@ def test_api_docs_render_offline_under_the_site_policy(browser_page, server_url,
 
 def test_did_you_mean_operators_and_completions(browser_page, server_url, artifacts):
     errors = _errors(browser_page)
-    browser_page.goto(server_url + "/?q=anarchsm")
+    browser_page.goto(server_url + "/?q=anarchsm&nfpr=1")  # as typed: the correction is offered
     link = browser_page.locator(".did-you-mean a")
     assert link.inner_text() == "anarchism"
     link.click()

@@ -38,7 +38,11 @@ class SearchHit(BaseModel):
 class SearchResponse(BaseModel):
     query: str
     terms: list[str] = Field(description="analyzed query terms found in the index")
-    total: int = Field(description="number of matching documents")
+    total: int = Field(
+        description="number of matching documents, the same on every page of the query "
+        "(an estimate when total_exact is false)"
+    )
+    total_exact: bool = Field(True, description="false: total is an estimate (shown as 'about N results')")
     page: int
     per_page: int
     pages: int = Field(description="pages reachable by paging")
@@ -52,7 +56,18 @@ class SearchResponse(BaseModel):
     )
     hits: list[SearchHit]
     suggestion: str = Field("", description="did you mean: a corrected query that finds clearly more")
-    cached: bool = Field(False, description="answered from the result cache (same query, page, size, index)")
+    corrected_from: str = Field(
+        "",
+        description="the query as typed, when the results are its spelling correction's (query): "
+        "it answered no document in full, or under a tenth of what the correction answers. "
+        "Search it anyway with nfpr=true",
+    )
+    as_typed: bool = Field(False, description="nfpr was set: the query was searched exactly as typed")
+    cached: bool = Field(
+        False,
+        description="answered from the result cache (same query, page, size, index); took_ms is "
+        "then the time the cache lookup took, and the page says 'from cache'",
+    )
     fewer: list[str] = Field(
         default_factory=list, description="nothing found: shorter queries that find some"
     )
@@ -82,6 +97,7 @@ def _response_dict(results: SearchResults) -> dict[str, object]:
         "query": results.query,
         "terms": results.terms,
         "total": results.total,
+        "total_exact": results.total_exact,
         "page": results.page,
         "per_page": results.per_page,
         "pages": results.pages,
@@ -91,6 +107,8 @@ def _response_dict(results: SearchResults) -> dict[str, object]:
         "mode": results.mode,
         "hits": [_hit_dict(hit) for hit in results.hits],
         "suggestion": results.suggestion,
+        "corrected_from": results.corrected_from,
+        "as_typed": results.as_typed,
         "cached": results.cached,
         "fewer": results.fewer,
     }

@@ -11,7 +11,8 @@
 Words go through the index analyzer, so a stop word inside a phrase is
 skipped just as it was at index time, and a phrase of one term is a word.
     solar | wind           the same as OR
-    site:nasa.gov wind     only pages on that host or its subdomains (several site: widen)
+    site:nasa.gov wind     only pages on that host or its subdomains (several site: widen);
+                           site:127.0.0.1:8001 only that port (without one: every port)
     -site:nasa.gov wind    never pages on it
     filetype:pdf wind      only PDFs (pdf, html; several widen)
     intitle:wind solar     "wind" must be in the title (and counts as a word)
@@ -37,12 +38,31 @@ _HOST = re.compile(r"^[a-z0-9.\-\[\]:]+$")
 
 
 def _site(value: str) -> str | None:
-    """The host of a site: value ("nasa.gov", "https://www.nasa.gov/x" -> "www.nasa.gov")."""
+    """The host of a site: value, with its port when one is given ("nasa.gov",
+    "https://www.nasa.gov/x" -> "www.nasa.gov", "127.0.0.1:8001", "[::1]:8001"): two sites
+    on one host differ by their port; without one, every port of the host matches."""
     host = value.lower().split("://", 1)[-1].split("/", 1)[0].strip(".")
     host = host.split("@")[-1]
-    if host.count(":") == 1:  # a port says nothing about which site
-        host = host.split(":")[0]
-    return host if host and _HOST.match(host) else None
+    name, port = split_site(host)
+    if not name or not _HOST.match(name) or "[" in name or "]" in name:
+        return None
+    if ":" in name:  # IPv6: bracketed, as in a URL
+        name = f"[{name}]"
+    return name if port is None else f"{name}:{port}"
+
+
+def split_site(site: str) -> tuple[str, int | None]:
+    """(host name, port or None) of a ``site:`` value as ``_site`` writes it; an IPv6 address
+    without its brackets. A port that is not a number is no port."""
+    if site.startswith("["):
+        name, _, rest = site[1:].partition("]")
+        digits = rest[1:] if rest.startswith(":") else ""
+    elif site.count(":") == 1:
+        name, _, digits = site.partition(":")
+    else:
+        name, digits = site, ""
+    port = int(digits) if digits.isdigit() and 0 < int(digits) < 65536 else None
+    return name.strip("."), port
 
 
 @dataclass(frozen=True)

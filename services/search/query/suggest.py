@@ -35,14 +35,25 @@ MAX_EDITS = 2
 COMPLETIONS = 8
 MIN_PHRASE_TITLES = 2
 _PRECOMPUTED_PREFIX = 2
+TITLE_WORDS_KEPT = 20  # the most frequent title words kept for the home page's examples
+EXAMPLE_WORD_LETTERS = 4  # shorter words are mostly function words ("the", "of")
 _WORD = re.compile(r"[^\W\d_]{2,30}")  # letters only: numbers and codes are not misspelled
 # Edit distance over CJK characters (each a syllable or a morpheme, indexed as bigrams) is no
 # spelling model: 図書室 is not a typo of 図書館. Such words (``CJK_CHAR``) are never corrected.
 
 
 class Vocabulary:
-    def __init__(self, counts: Counter[str], phrases: Counter[str] | None = None) -> None:
+    def __init__(
+        self,
+        counts: Counter[str],
+        phrases: Counter[str] | None = None,
+        title_words: list[tuple[str, int]] | None = None,
+        titles: int = 0,
+    ) -> None:
         self.counts = counts
+        # The most frequent title words (titles holding each), for the home page's examples.
+        self.title_words = title_words or []
+        self.titles = titles
         self.words = sorted(counts)
         self.phrases = phrases or Counter()
         self._phrase_list = sorted(self.phrases)
@@ -66,9 +77,13 @@ class Vocabulary:
         (``df_of``: 0 when the index lacks it; such words are left out)."""
         counts: Counter[str] = Counter({f: n for f, n in forms if _WORD.fullmatch(f)})
         pairs: Counter[str] = Counter()
+        in_titles: Counter[str] = Counter()
+        titled = 0
         known: set[str] = set()  # words whose stem the index lacks are looked up once
         for title in titles:
             words = _WORD.findall(title.lower())
+            titled += bool(words)
+            in_titles.update({w for w in words if len(w) >= EXAMPLE_WORD_LETTERS})
             for word in words:
                 if word in counts or word in known:
                     continue
@@ -87,7 +102,8 @@ class Vocabulary:
                 if n >= MIN_PHRASE_TITLES and all(w in counts for w in p.split(" "))
             }
         )
-        return cls(counts, phrases)
+        tops = [(w, n) for w, n in in_titles.most_common(TITLE_WORDS_KEPT * 4) if w in counts]
+        return cls(counts, phrases, tops[:TITLE_WORDS_KEPT], titled)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -157,3 +173,16 @@ def clearly_better(original_total: int, corrected_total: int) -> bool:
     if original_total == 0:
         return corrected_total > 0
     return corrected_total >= 2 * original_total and corrected_total >= original_total + 3
+
+
+REPLACE_RATIO = 10  # the correction answers ten times as many documents in full, or the query none
+
+
+def replaces(original_total: int, corrected_total: int) -> bool:
+    """Whether the correction's results are shown instead of the query's ("Showing results
+    for ..., search instead for ..."): the query as typed answers no document in full (a word
+    the index lacks, or no document holding them all), or fewer than a tenth of what the
+    correction answers. Otherwise the correction is only offered ("Did you mean")."""
+    if corrected_total <= 0:
+        return False
+    return original_total == 0 or corrected_total >= REPLACE_RATIO * original_total

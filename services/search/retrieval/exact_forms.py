@@ -11,6 +11,8 @@ which pages hold which forms. The bonus multiplies the score by at most
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from services.search.retrieval.rank import Ranked
@@ -37,4 +39,4 @@ def rescore_exact_forms(index: SegmentIndex, forms: list[str], ranked: Ranked, k
         return ranked
     final = ranked.final * (1.0 + EXACT_FORM_BONUS * exact_form_share(index, forms, ranked.docs))
     order = np.argsort(-final, kind="stable")[:k]
-    return Ranked(ranked.docs[order], final[order], ranked.text[order], ranked.total)
+    return replace(ranked, docs=ranked.docs[order], final=final[order], text=ranked.text[order])

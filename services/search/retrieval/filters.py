@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from services.search.query.language import ParsedQuery
+from services.search.query.language import ParsedQuery, split_site
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.blocks import ContentType
 
@@ -27,7 +27,7 @@ from services.storage.formats.blocks import ContentType
 class DocFacts:
     """Host and stored type of every document of one index version, by doc number."""
 
-    hosts: list[str]  # distinct host names, lower case
+    hosts: list[str]  # distinct "host:port" (the scheme's default port when none), lower case
     host_of: np.ndarray  # int32 per doc number: index into ``hosts``, -1 when unknown
     type_of: np.ndarray  # uint8 per doc number: ContentType (OTHER when unknown)
 
@@ -41,10 +41,7 @@ class DocFacts:
         for doc_num, url, content_type in rows:
             if not 0 <= doc_num < num_docs:
                 continue
-            try:
-                host = (urlsplit(url).hostname or "").lower()
-            except ValueError:
-                host = ""
+            host = _host_port(url)
             host_of[doc_num] = host_ids.setdefault(host, len(host_ids))
             type_of[doc_num] = stored_type(content_type)
         return cls(list(host_ids), host_of, type_of)
@@ -59,9 +56,33 @@ class DocFacts:
         return np.isin(self.type_of, np.asarray(codes, dtype=np.uint8))
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _host_port(url: str) -> str:
+    """ "host:port" of ``url`` (IPv6 bracketed), the scheme's default port when none is
+    written; "" when it has no host."""
+    try:
+        parts = urlsplit(url)
+        name, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return ""
+    if not name:
+        return ""
+    port = port or DEFAULT_PORTS.get(parts.scheme.lower())
+    name = f"[{name}]" if ":" in name else name
+    return f"{name}:{port}" if port else name
+
+
 def on_site(host: str, site: str) -> bool:
-    """``site:nasa.gov`` holds nasa.gov and www.nasa.gov, not fakenasa.gov."""
-    return host == site or host.endswith("." + site)
+    """``site:nasa.gov`` holds nasa.gov and www.nasa.gov on any port, not fakenasa.gov;
+    ``site:127.0.0.1:8001`` only that port (``http://nasa.gov/`` is on port 80).
+    ``host`` as ``DocFacts`` keeps it, ``site`` as the query parser writes it."""
+    name, port = split_site(host)
+    want, want_port = split_site(site)
+    if want_port is not None and port != want_port:
+        return False
+    return name == want or name.endswith("." + want)
 
 
 def stored_type(content_type: str) -> int:

@@ -35,7 +35,7 @@ documents get bit-identical scores.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -57,7 +57,8 @@ class Ranked:
     docs: np.ndarray  # uint32
     final: np.ndarray  # float64
     text: np.ndarray  # float64
-    total: int  # documents that matched (before the cut to k); a lower bound when pruned
+    total: int  # documents that matched (before the cut to k)
+    exact: bool = True  # False: ``total`` is an estimate (``count_matches``)
 
 
 def pagerank_prior(pagerank: np.ndarray, num_docs: int) -> np.ndarray:
@@ -216,8 +217,8 @@ def top_k_maxscore(
 
     ``allowed`` (a boolean per document) restricts the candidates further, as
     ``excluded`` does; restricting only lowers what outsiders could score, so
-    the bound stays valid. ``total`` is the number of documents scored, a
-    lower bound of the matches when the pruning stopped early.
+    the bound stays valid. ``total`` is the number of matching documents, counted
+    apart when the pruning stopped early (``count_matches``).
     """
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
@@ -247,7 +248,50 @@ def top_k_maxscore(
                 break  # nobody outside ``scored`` can reach the k-th score
     order = np.argsort(scored, kind="stable")  # ascending docs, as the exhaustive path has them
     scored, final, text = scored[order], final[order], text[order]
+    if m < len(by_bound):  # pruned: the documents scored are not all the matches
+        total, exact = count_matches(live, prior.shape[0], excluded, allowed)
+        return replace(best_of(scored, final, text, k, max(total, int(scored.shape[0]))), exact=exact)
     return best_of(scored, final, text, k, int(scored.shape[0]))
+
+
+# Postings a match count scatters at most (~1-2 ns each: a few milliseconds); past it the
+# count is estimated, and said to be ("about").
+EXACT_COUNT_POSTINGS = 4_000_000
+
+
+def count_matches(
+    terms: Sequence[QueryTerm],
+    num_docs: int,
+    excluded: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+    limit: int = EXACT_COUNT_POSTINGS,
+) -> tuple[int, bool]:
+    """(documents holding any of ``terms``, not ``excluded``, ``allowed``; whether exact).
+
+    Exact (one scatter of the postings into a table by document) up to ``limit`` postings;
+    beyond, an estimate that takes the terms as independent, ``N * (1 - prod(1 - df_t / N))``,
+    scaled by the share of documents allowed. Either way it depends on the query only,
+    never on how deep the results are read, so every page states the same count.
+    """
+    live = [t for t in terms if t.docs.shape[0]]
+    if not live or num_docs <= 0:
+        return 0, True
+    if sum(int(t.docs.shape[0]) for t in live) <= limit:
+        held = np.zeros(num_docs, dtype=bool)
+        for t in live:
+            held[t.docs] = True
+        if excluded is not None and excluded.shape[0]:
+            held[excluded] = False
+        if allowed is not None:
+            held &= allowed
+        return int(np.count_nonzero(held)), True
+    missing = 1.0
+    for t in live:
+        missing *= 1.0 - min(1.0, t.docs.shape[0] / num_docs)
+    share = float(np.count_nonzero(allowed)) / num_docs if allowed is not None else 1.0
+    removed = int(excluded.shape[0]) if excluded is not None else 0
+    estimate = num_docs * (1.0 - missing) * share * max(0.0, 1.0 - removed / num_docs)
+    return int(round(estimate)), False
 
 
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:

@@ -201,7 +201,9 @@ def _phrase_then_words(
     if first is None:
         return Retrieval(rest, "phrase+words", found)
     keep = ~np.isin(rest.docs, first.docs)
-    rest = Ranked(rest.docs[keep], rest.final[keep], rest.text[keep], max(0, rest.total - int(first.total)))
+    rest = Ranked(
+        rest.docs[keep], rest.final[keep], rest.text[keep], max(0, rest.total - int(first.total)), rest.exact
+    )
     return Retrieval(_concat(first, rest, k), "phrase+words", found)
 
 
@@ -243,6 +245,7 @@ def _concat(first: Ranked, rest: Ranked, k: int) -> Ranked:
         np.concatenate([first.final, rest.final])[:k],
         np.concatenate([first.text, rest.text])[:k],
         first.total + rest.total,
+        first.exact and rest.exact,
     )
 
 
@@ -268,5 +271,5 @@ def retrieve_ranked(
     if result.mode in _BY_SCORE and forms:
         ranked = rescore_exact_forms(index, forms, ranked, k)
     elif ranked.docs.shape[0] > k:
-        ranked = Ranked(ranked.docs[:k], ranked.final[:k], ranked.text[:k], ranked.total)
+        ranked = replace(ranked, docs=ranked.docs[:k], final=ranked.final[:k], text=ranked.text[:k])
     return Retrieval(ranked, result.mode, result.found, result.all_words)

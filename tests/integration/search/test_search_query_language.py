@@ -86,8 +86,10 @@ def test_a_query_that_only_excludes_says_what_is_missing(client):
 
 
 def test_the_home_page_and_empty_results_show_the_query_syntax(client):
-    assert "exact phrase" in client.get("/").text
-    assert "wing OR lift" in client.get("/", params={"q": "zzzqqq"}).text
+    # Examples taken from this index (its host, its title words), each one tried first.
+    home = client.get("/").text
+    assert 'class="example" href="/?q=site%3Aq.test' in home and "intitle:" in home
+    assert 'class="example"' in client.get("/", params={"q": "zzzqqq"}).text
 
 
 def test_a_phrase_too_few_documents_hold_ranks_them_first_then_its_words(client):

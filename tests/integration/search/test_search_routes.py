@@ -54,7 +54,7 @@ class _Failing(SearchService):
 
     error: BaseException = NimbusError("boom")
 
-    def search(self, q, page=1, size=None):  # type: ignore[override]
+    def search(self, q, page=1, size=None, *, as_typed=False):  # type: ignore[override]
         raise self.error
 
 

@@ -25,14 +25,25 @@ def published(settings):
 
 
 def search(client, q: str) -> dict:
-    return client.get("/api/search", params={"q": q}).json()
+    """The query as typed (nfpr): what "did you mean" offers, without it replacing the query."""
+    return client.get("/api/search", params={"q": q, "nfpr": "true"}).json()
 
 
 def test_a_misspelled_word_gets_a_correction_that_finds_more(client):
     body = search(client, "supersnoic flow")
     assert body["suggestion"] == "supersonic flow"
-    page = client.get("/", params={"q": "supersnoic flow"}).text
+    page = client.get("/", params={"q": "supersnoic flow", "nfpr": "1"}).text
     assert "Did you mean" in page and 'href="/?q=supersonic%20flow"' in page
+
+
+def test_a_query_answering_nothing_in_full_shows_its_correction_instead(client):
+    body = client.get("/api/search", params={"q": "supersnoic flow"}).json()
+    assert body["query"] == "supersonic flow" and body["corrected_from"] == "supersnoic flow"
+    assert body["total"] == 3 and body["suggestion"] == "" and body["hits"]
+    page = client.get("/", params={"q": "supersnoic flow"}).text
+    assert "Showing results for" in page and 'href="/?q=supersnoic%20flow&amp;nfpr=1"' in page
+    # A correction that finds clearly more but not ten times as much is only offered.
+    assert not client.get("/api/search", params={"q": "supersonic"}).json()["corrected_from"]
 
 
 def test_operators_phrases_and_exclusions_are_kept_as_typed(client):
@@ -73,9 +84,7 @@ def test_frequent_title_phrases_complete_before_single_words(client):
 
 def test_words_of_the_bodies_count_too_when_two_documents_hold_them(client):
     # "flow" is in no title, in three bodies (the index job's vocabulary); "tables" in one.
-    assert (
-        client.get("/api/search", params={"q": "supersonic flwo"}).json()["suggestion"] == "supersonic flow"
-    )
+    assert search(client, "supersonic flwo")["suggestion"] == "supersonic flow"
     assert "flow" in client.get("/api/suggest", params={"q": "fl"}).json()["suggestions"]
     assert "tables" not in client.get("/api/suggest", params={"q": "tab"}).json()["suggestions"]
 

@@ -29,8 +29,13 @@ async def api_search(
     size: int | None = Query(
         None, ge=1, description=f"results per page (default: the server's setting; at most {MAX_PAGE_SIZE})"
     ),
+    nfpr: bool = Query(
+        False,
+        description="search the query exactly as typed: no spelling correction replaces it "
+        "(a correction is still offered as 'suggestion')",
+    ),
 ) -> Response:
-    results = await run_search_work(service, partial(service.search, q, page, size))
+    results = await run_search_work(service, partial(service.search, q, page, size, as_typed=nfpr))
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     # Serialized here, once, from plain dicts: a returned model would be validated and

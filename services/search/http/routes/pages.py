@@ -36,6 +36,7 @@ async def search_page(
     places: PlacesDep,
     q: str = "",
     page: str = "1",
+    nfpr: str = "",
 ) -> HTMLResponse:
     # Forgiving for humans: anything but a plain positive number is page 1 ("²" is a digit
     # to str.isdigit but not to int: a 500 otherwise, which the schema fuzzer tries).
@@ -43,7 +44,10 @@ async def search_page(
     # The weather box asks its provider while the index is searched, and the page waits for it
     # at most the weather timeout: a slow or broken provider costs no box, never a slow page.
     lookup = _weather_lookup(q, number, weather, places)
-    results = await run_search_work(service, partial(service.search, q, number))
+    # nfpr=1 ("no further processing of the request", as Google names it): exactly as typed.
+    results = await run_search_work(service, partial(service.search, q, number, as_typed=nfpr == "1"))
+    # Operator examples for the home page and for "no results": built once per index version.
+    examples = await run_search_work(service, service.examples) if not results.hits else None
     if q.strip():
         metrics.observe_search(results.mode, results.took_ms)
     answer = None
@@ -53,7 +57,12 @@ async def search_page(
     return templates.TemplateResponse(
         request,
         "search.html",
-        {"results": results, "page_links": page_links(results.page, results.pages), "answer": answer},
+        {
+            "results": results,
+            "page_links": page_links(results.page, results.pages),
+            "answer": answer,
+            "examples": examples.shown() if examples is not None else [],
+        },
     )
 
 

@@ -67,7 +67,10 @@ def test_operators_are_parsed_and_case_insensitive():
 
 
 def test_operator_values_are_normalised_or_left_as_words():
-    assert parse_query("site:https://www.a.com:8080/x/ y").sites == ["www.a.com"]
+    assert parse_query("site:https://www.a.com:8080/x/ y").sites == ["www.a.com:8080"]
+    assert parse_query("site:127.0.0.1:44503 y").sites == ["127.0.0.1:44503"]
+    assert parse_query("site:[::1]:8001 site:[::1] y").sites == ["[::1]", "[::1]:8001"]
+    assert parse_query("site:a.com:http y").sites == ["a.com"]  # not a port: no port
     assert parse_query("filetype:htm y").filetypes == ["html"]
     assert parse_query("filetype:exe y").filetypes == ["exe"]  # never stored: matches nothing
     unknown = parse_query("foo:bar")

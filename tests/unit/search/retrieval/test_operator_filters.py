@@ -24,6 +24,24 @@ def test_sites_hold_subdomains_but_not_lookalikes():
     assert facts.on_sites(["nowhere.org"]).tolist() == [False] * 4
 
 
+def test_a_site_with_a_port_is_that_port_only_and_without_one_every_port():
+    rows = [
+        (0, "http://127.0.0.1:44503/a", "text/html"),
+        (1, "http://127.0.0.1:44504/b", "text/html"),
+        (2, "http://nasa.gov/c", "text/html"),  # port 80, the scheme's
+        (3, "https://www.nasa.gov:8443/d", "text/html"),
+        (4, "http://[::1]:8001/e", "text/html"),
+    ]
+    facts = DocFacts.from_rows(rows, 5)
+    assert facts.on_sites(["127.0.0.1:44503"]).tolist() == [True, False, False, False, False]
+    assert facts.on_sites(["127.0.0.1"]).tolist() == [True, True, False, False, False]
+    assert facts.on_sites(["nasa.gov"]).tolist() == [False, False, True, True, False]
+    assert facts.on_sites(["nasa.gov:80"]).tolist() == [False, False, True, False, False]
+    assert facts.on_sites(["[::1]:8001"]).tolist() == facts.on_sites(["[::1]"]).tolist()
+    assert facts.on_sites(["[::1]"]).tolist() == [False, False, False, False, True]
+    assert not on_site("127.0.0.1:44503", "127.0.0.1:1")
+
+
 def test_types_from_mime_or_name_and_unknown_types_match_nothing():
     assert (
         stored_type("text/html; charset=utf-8") == ContentType.HTML and stored_type("PDF") == ContentType.PDF

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from services.search.retrieval import rank
 from services.search.retrieval.rank import (
     QueryTerm,
     conjunctive,
+    count_matches,
     intersect_docs,
     pagerank_prior,
     score_candidates,
@@ -97,13 +99,32 @@ def test_maxscore_returns_exactly_the_exhaustive_top_k(seed):
             assert allowed[pruned.docs].all()
 
 
-def test_maxscore_skips_documents_holding_only_weak_terms():
+def test_maxscore_skips_documents_holding_only_weak_terms(monkeypatch):
     rare = term(list(range(20)), [10.0] * 20)
     common = term(list(range(0, 5_000, 2)), [0.1] * 2_500)
     prior = np.zeros(5_000)
+    scored: list[int] = []
+    score = rank.text_scores
+    monkeypatch.setattr(
+        rank, "text_scores", lambda terms, docs: scored.append(len(docs)) or score(terms, docs)
+    )
     pruned = top_k_maxscore([rare, common], prior, 10)
-    assert pruned.total < 100  # scored the rare term's docs only, not the common term's 2,500
-    assert pruned.docs.tolist() == top_k_exhaustive([rare, common], prior, 10).docs.tolist()
+    assert sum(scored) < 100  # scored the rare term's docs only, not the common term's 2,500
+    exhaustive = top_k_exhaustive([rare, common], prior, 10)
+    assert pruned.docs.tolist() == exhaustive.docs.tolist()
+    # The count is still every match (counted apart), not the documents scored.
+    assert pruned.total == exhaustive.total == 2_510 and pruned.exact
+
+
+def test_a_match_count_past_its_postings_limit_is_an_estimate_and_says_so():
+    a = term(list(range(0, 1_000, 2)), [1.0] * 500)
+    b = term(list(range(0, 1_000, 5)), [1.0] * 200)
+    assert count_matches([a, b], 1_000) == (600, True)
+    estimate, exact = count_matches([a, b], 1_000, limit=100)
+    assert not exact and estimate == 600  # 1000 * (1 - 0.5 * 0.8): independent here
+    allowed = np.arange(1_000) < 500
+    assert count_matches([a, b], 1_000, allowed=allowed) == (300, True)
+    assert count_matches([a, b], 1_000, excluded=np.array([0, 2, 3], dtype=np.uint32)) == (598, True)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
