@@ -9,6 +9,7 @@ ephemeral ports of the sample web never mix with an earlier crawl.
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from services.config import Settings
 from services.demo.errors import SampleDataMissingError
 from services.demo.sampleweb import SiteServer
+from services.search.http.listen import bound_port, listen
 
 
 def demo_settings(base: Settings, var_dir: Path) -> Settings:
@@ -80,20 +82,28 @@ def check_sample_data(data_dir: Path) -> None:
 
 
 def run_demo(base: Settings, data_dir: Path) -> None:
+    """Check what can fail in a second (the sample data, the UI's port: bound here and held)
+    before the crawl and the build, which take about 20 s, then serve until Ctrl-C."""
     check_sample_data(data_dir)
-    var_dir = base.var_dir / "demo"
-    shutil.rmtree(var_dir, ignore_errors=True)
-    settings = demo_settings(base, var_dir)
-    servers: list[SiteServer] = []
+    sock = listen(base.host, base.search.port)
     try:
-        timings = prepare(settings, data_dir, keep_serving=servers)
-        _serve(settings, timings, servers)
+        var_dir = base.var_dir / "demo"
+        shutil.rmtree(var_dir, ignore_errors=True)
+        settings = demo_settings(base, var_dir)
+        servers: list[SiteServer] = []
+        try:
+            timings = prepare(settings, data_dir, keep_serving=servers)
+            _serve(settings, sock, timings, servers)
+        finally:
+            for server in servers:
+                server.stop()
     finally:
-        for server in servers:
-            server.stop()
+        sock.close()
 
 
-def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServer]) -> None:
+def _serve(
+    settings: Settings, sock: socket.socket, timings: dict[str, float], servers: list[SiteServer]
+) -> None:
     import uvicorn
 
     from services.search.http.app import create_app
@@ -104,8 +114,9 @@ def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServ
         file=sys.stderr,
     )
     print(
-        f"Nimbus Search demo is serving on http://{settings.host}:{settings.search.port}/ (Ctrl-C to stop); "
+        f"Nimbus Search demo is serving on http://{settings.host}:{bound_port(sock)}/ (Ctrl-C to stop); "
         f"the sample web it crawled stays up at {', '.join(s.origin + '/' for s in servers)}",
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.search.port, log_level="warning")
+    config = uvicorn.Config(create_app(settings), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
