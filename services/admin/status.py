@@ -96,6 +96,19 @@ class ClusterStatus:
             "height": height,
         }
 
+    @staticmethod
+    def http_errors(counters: dict[str, int]) -> dict[str, int]:
+        """A node's answers with an HTTP error status by class (``{"4xx": n, "5xx": n}``,
+        from its ``errors_http_<code>`` counters), shown beside its failed fetches: a 404 is
+        an answer, not a failed fetch, yet a row with "errors 0" beside 1,926 404s reads as
+        a lie."""
+        classes = {"4xx": 0, "5xx": 0}
+        for name, n in counters.items():
+            code = name.removeprefix("errors_http_")
+            if name.startswith("errors_http_") and code.isdigit() and f"{code[0]}xx" in classes:
+                classes[f"{code[0]}xx"] += n
+        return classes
+
     @property
     def running(self) -> int:
         return sum(n.state == "running" for n in self.nodes)

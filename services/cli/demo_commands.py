@@ -13,8 +13,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     demo_ = commands.add_parser(
         "demo",
         help="sample web -> crawl -> index -> serve, offline",
-        description="Serve the sample web on loopback, crawl it, index it and serve the UI, "
-        "offline; the state is in var/demo/ and starts afresh each run.",
+        description="Serve the sample web on loopback, crawl it, index it and serve the UI and "
+        "the admin dashboard (/admin: sign in with NIMBUS_ADMIN_TOKEN, or the token the demo "
+        "prints), offline; the state is in var/demo/ and starts afresh each run.",
     )
     data_option(demo_)
     demo_.add_argument("--port", type=count, help="port for the UI (NIMBUS_PORT)")
@@ -30,9 +31,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def demo(args: argparse.Namespace, settings: Settings) -> int:
+    from services.admin.app import create_app
     from services.demo.run import run_demo
 
-    run_demo(settings.with_overrides(port=args.port), args.data)
+    run_demo(settings.with_overrides(port=args.port), args.data, make_app=create_app)
     return 0
 
 

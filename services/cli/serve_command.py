@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 from pathlib import Path
 
 from services.cli.parsing import count, leaf, positive
@@ -31,9 +32,11 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from services.admin.app import create_app
+    from services.search.http.listen import bound_port, listen
 
     settings = settings.with_overrides(host=args.host, port=args.port, serve_workers=args.workers)
-    port, workers = settings.search.port, settings.search.serve_workers
+    sock = listen(settings.host, settings.search.port)  # a busy port: one line and exit 1, now
+    port, workers = bound_port(sock), settings.search.serve_workers
     print(f"serving on http://{settings.host}:{port}/ ({workers} workers)", flush=True)
     if workers > 1:  # each worker process builds its app from the environment
         # /metrics of all workers together: prometheus-client reads its directory from the
@@ -42,25 +45,22 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         shutil.rmtree(metrics_dir, ignore_errors=True)
         metrics_dir.mkdir(parents=True)
         os.environ["NIMBUS_METRICS_DIR"] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-        serve_workers(settings)
+        serve_workers(settings, sock)
     else:
         # proxy_headers off: the app believes X-Forwarded-* from NIMBUS_PROXY_CIDRS only, and
         # only addresses (services/search/http/forwarded.py); uvicorn's takes any string.
-        uvicorn.run(
-            create_app(settings), host=settings.host, port=port, log_level="info", proxy_headers=False
-        )
+        config = uvicorn.Config(create_app(settings), log_level="info", proxy_headers=False)
+        uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
-def serve_workers(settings: Settings) -> None:
-    """uvicorn's several-worker mode, with Nagle's algorithm off on every connection.
+def serve_workers(settings: Settings, sock: socket.socket) -> None:
+    """uvicorn's several-worker mode on ``sock``, with Nagle's algorithm off on every connection.
 
-    uvicorn binds the shared socket with protocol 0, and asyncio sets TCP_NODELAY only on
-    sockets whose protocol says TCP: each response's second write then waits for the
-    client's delayed ACK (40 ms on Linux) on every request (docs/benchmarks.md). The same
-    socket, re-wrapped so the kernel names its protocol, fixes it."""
-    import socket
-
+    uvicorn binds its own shared socket with protocol 0, and asyncio sets TCP_NODELAY only on
+    sockets whose protocol says TCP: each response's second write would then wait for the
+    client's delayed ACK (40 ms on Linux) on every request (docs/benchmarks.md). ``sock``
+    comes from ``services.search.http.listen``, created as TCP."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -73,6 +73,4 @@ def serve_workers(settings: Settings) -> None:
         log_level="info",
         proxy_headers=False,  # the app's ForwardedHeaders decides (services/search/http/forwarded.py)
     )
-    bound = config.bind_socket()
-    sock = socket.socket(fileno=bound.detach())  # family, type and protocol read from the kernel
     Multiprocess(config, sockets=[sock]).run()

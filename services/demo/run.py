@@ -8,14 +8,24 @@ ephemeral ports of the sample web never mix with an earlier crawl.
 
 from __future__ import annotations
 
+import secrets
 import shutil
-import sys
+import socket
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from services.config import Settings
+from services.crawler.report.progress import CrawlStats
 from services.demo.errors import SampleDataMissingError
+from services.demo.report import admin_lines, crawl_summary
 from services.demo.sampleweb import SiteServer
+from services.search.http.listen import bound_port, listen
+
+ASGIApplication = Any  # a FastAPI app, or any ASGI callable uvicorn serves
+AppFactory = Callable[[Settings], ASGIApplication]
 
 
 def demo_settings(base: Settings, var_dir: Path) -> Settings:
@@ -29,6 +39,14 @@ def demo_settings(base: Settings, var_dir: Path) -> Settings:
     )
 
 
+@dataclass
+class Prepared:
+    """What ``prepare`` did: each stage's seconds (sample_web, crawl, index) and the crawl's totals."""
+
+    seconds: dict[str, float]
+    crawl: CrawlStats
+
+
 def prepare(
     settings: Settings,
     data_dir: Path,
@@ -37,8 +55,8 @@ def prepare(
     wiki_limit: int | None = None,
     progress: bool = True,
     keep_serving: list[SiteServer] | None = None,
-) -> dict[str, float]:
-    """Crawl the sample web into ``settings``' stores and build the index; returns stage timings.
+) -> Prepared:
+    """Crawl the sample web into ``settings``' stores and build the index.
 
     With ``keep_serving`` (a list), the sample web's servers stay up and are appended to it, so
     the demo's result links lead somewhere; the caller stops them."""
@@ -46,15 +64,14 @@ def prepare(
     from services.demo.sampleweb import start_sample_web
     from services.indexing.build import build_index
 
-    timings: dict[str, float] = {}
+    seconds: dict[str, float] = {}
     start = time.perf_counter()
     servers = start_sample_web(data_dir, wiki_limit=wiki_limit)
-    timings["sample_web"] = time.perf_counter() - start
+    seconds["sample_web"] = time.perf_counter() - start
     try:
         start = time.perf_counter()
         stats = run_crawl(settings, [s.origin + "/" for s in servers], max_pages=max_pages, progress=progress)
-        timings["crawl"] = time.perf_counter() - start
-        timings["pages"] = stats.pages
+        seconds["crawl"] = time.perf_counter() - start
     finally:
         if keep_serving is None:
             for server in servers:
@@ -63,8 +80,8 @@ def prepare(
             keep_serving.extend(servers)
     start = time.perf_counter()
     build_index(settings, progress=progress)
-    timings["index"] = time.perf_counter() - start
-    return timings
+    seconds["index"] = time.perf_counter() - start
+    return Prepared(seconds, stats)
 
 
 def check_sample_data(data_dir: Path) -> None:
@@ -79,33 +96,45 @@ def check_sample_data(data_dir: Path) -> None:
         )
 
 
-def run_demo(base: Settings, data_dir: Path) -> None:
+def run_demo(base: Settings, data_dir: Path, make_app: AppFactory) -> None:
+    """Check what can fail in a second (the sample data, the UI's port: bound here and held)
+    before the crawl and the build, which take about 20 s, then serve ``make_app``'s app (the
+    search UI with the admin dashboard: the CLI passes it, the demo cannot import the admin)
+    until Ctrl-C. The dashboard's token is ``NIMBUS_ADMIN_TOKEN``, or one made for this run."""
     check_sample_data(data_dir)
-    var_dir = base.var_dir / "demo"
-    shutil.rmtree(var_dir, ignore_errors=True)
-    settings = demo_settings(base, var_dir)
-    servers: list[SiteServer] = []
+    sock = listen(base.host, base.search.port)
     try:
-        timings = prepare(settings, data_dir, keep_serving=servers)
-        _serve(settings, timings, servers)
+        var_dir = base.var_dir / "demo"
+        shutil.rmtree(var_dir, ignore_errors=True)
+        token = base.search.admin_token or secrets.token_urlsafe(18)
+        settings = demo_settings(base, var_dir).with_overrides(admin_token=token)
+        servers: list[SiteServer] = []
+        try:
+            prepared = prepare(settings, data_dir, keep_serving=servers)
+            origin = f"http://{settings.host}:{bound_port(sock)}/"
+            for line in banner(prepared, origin, servers, generated=not base.search.admin_token, token=token):
+                print(line, flush=True)
+            _serve(make_app(settings), sock)
+        finally:
+            for server in servers:
+                server.stop()
     finally:
-        for server in servers:
-            server.stop()
+        sock.close()
 
 
-def _serve(settings: Settings, timings: dict[str, float], servers: list[SiteServer]) -> None:
+def banner(
+    prepared: Prepared, origin: str, servers: list[SiteServer], *, generated: bool, token: str
+) -> list[str]:
+    """What the demo prints once it serves: what was crawled, where the UI and the admin are."""
+    return [
+        crawl_summary(prepared.crawl, prepared.seconds["index"]),
+        f"Nimbus Search demo is serving on {origin} (Ctrl-C to stop); the sample web it crawled "
+        f"stays up at {', '.join(s.origin + '/' for s in servers)}",
+        *admin_lines(origin, token, generated),
+    ]
+
+
+def _serve(app: ASGIApplication, sock: socket.socket) -> None:
     import uvicorn
 
-    from services.search.http.app import create_app
-
-    print(
-        f"demo: crawled {int(timings['pages'])} pages in {timings['crawl']:.1f} s, "
-        f"indexed in {timings['index']:.1f} s",
-        file=sys.stderr,
-    )
-    print(
-        f"Nimbus Search demo is serving on http://{settings.host}:{settings.search.port}/ (Ctrl-C to stop); "
-        f"the sample web it crawled stays up at {', '.join(s.origin + '/' for s in servers)}",
-        flush=True,
-    )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.search.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -100,3 +100,36 @@ def test_no_state_change_without_the_session_and_csrf(chromium, admin_url) -> No
     assert forged.status == 403
     with sessions() as session:
         assert heartbeat.control(session).stop_requested_at == 0.0
+
+
+def _style(page, selector: str, *properties: str) -> dict[str, str]:
+    script = "(el, names) => Object.fromEntries(names.map(n => [n, getComputedStyle(el)[n]]))"
+    return page.eval_on_selector(selector, script, list(properties))
+
+
+def test_the_dashboard_looks_like_the_rest_of_the_site(chromium, admin_url) -> None:
+    """Its buttons are the search box's button and its fields the search box's field (the site's
+    stylesheet classes, not the browser's defaults); an empty table says so."""
+    url, _ = admin_url
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url + "/")
+    site_button = _style(page, "form.search button", "backgroundColor", "color", "fontFamily")
+    site_field = _style(page, "form.search input", "borderTopColor", "fontFamily")
+    page.goto(url + "/admin")
+    assert _style(page, "button[type=submit]", "backgroundColor") == {
+        "backgroundColor": site_button["backgroundColor"]
+    }
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_selector("table#nodes")
+    for button in ("button[value=pause]", "#block-form button[value=block]", "form.panel button"):
+        style = _style(page, button, "backgroundColor", "color", "fontFamily", "borderTopLeftRadius")
+        assert {k: style[k] for k in site_button} == site_button, button
+        assert style["borderTopLeftRadius"] != "0px", button
+    for field in ("#urls", "#block-hosts", "#block-reason"):
+        assert _style(page, field, "borderTopColor", "fontFamily") == site_field, field
+    assert _style(page, "label[for=urls]", "display")["display"] == "block"  # above its field
+    # No URL is waiting: the table says so under its headers, not a bare header row.
+    assert page.inner_text("table#hosts tbody").strip() == "None yet: no URL is waiting."
+    headers = page.inner_text("table#nodes thead")
+    assert "HTTP 4xx" in headers and "failed fetches" in headers

@@ -244,3 +244,25 @@ def test_bad_proxy_cidrs_are_a_settings_error_naming_the_variable() -> None:
     with pytest.raises(SettingsError, match="NIMBUS_PROXY_CIDRS.*10.40.0.0/20,10.40.16.0/20"):
         Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20,alb"})
     assert Settings.from_env({"NIMBUS_PROXY_CIDRS": "10.40.0.0/20"}).search.proxy_cidrs == "10.40.0.0/20"
+
+
+def test_a_nodes_http_errors_are_shown_by_class_beside_its_failed_fetches(admin_settings, sessions):
+    """1,926 answers of 404 are not "errors 0": the row counts them by class beside the
+    fetches that failed; an empty frontier and busiest-hosts table say "None yet"."""
+    now = time.time()
+    counters = {"pages": 2050, "errors": 0, "errors_http_404": 1926, "errors_http_403": 4}
+    counters |= {"errors_http_503": 2, "errors_timeout": 1}
+    with sessions.begin() as session:
+        heartbeat.beat(session, heartbeat.Beat("demo/all/1", "crawler", now - 20, now, "stopped", counters))
+    with TestClient(create_app(admin_settings, recheck_seconds=0)) as client:
+        _sign_in(client)
+        page = client.get("/admin").text
+    row = re.search(r'<tr class="stopped">(.*?)</tr>', page, re.S).group(1)
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    header = re.search(r'<table id="nodes".*?<thead>(.*?)</thead>', page, re.S).group(1)
+    names = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th>(.*?)</th>", header, re.S)]
+    shown = dict(zip(names, cells, strict=True))
+    assert (shown["HTTP 4xx"], shown["HTTP 5xx"], shown["failed fetches"]) == ("1930", "2", "0")
+    assert "http_404 1926" in shown["errors by kind"]
+    hosts = re.search(r'<table id="hosts".*?</table>', page, re.S).group(0)
+    assert "None yet" in hosts and "None yet: the frontier is empty" in page

@@ -14,10 +14,10 @@ def test_prepare_can_leave_the_sample_web_serving(sample_data: Path, tmp_path: P
     settings = demo_settings(Settings.of(mr_runner="inline"), tmp_path / "demo")
     servers: list[SiteServer] = []
     try:
-        timings = prepare(
+        prepared = prepare(
             settings, sample_data, max_pages=40, wiki_limit=5, progress=False, keep_serving=servers
         )
-        assert timings["pages"] > 0 and len(servers) == 2
+        assert prepared.crawl.pages > 0 and len(servers) == 2
         for server in servers:  # after the crawl and the build, still answering
             with urllib.request.urlopen(server.origin + "/", timeout=10) as resp:
                 assert resp.status == 200

@@ -176,6 +176,10 @@ def test_serve_leaves_forwarded_headers_to_the_app(monkeypatch) -> None:
     import uvicorn
 
     seen: dict[str, object] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: seen.update(options))
+
+    def run(server, sockets=None):  # on the socket `nimbus serve` bound before anything else
+        seen.update(proxy_headers=server.config.proxy_headers, sockets=sockets)
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     assert main(["serve", "--port", "0"]) == 0
-    assert seen["proxy_headers"] is False
+    assert seen["proxy_headers"] is False and len(seen["sockets"]) == 1
