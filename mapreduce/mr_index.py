@@ -20,6 +20,7 @@ kinds told apart by the key's tag::
     t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings_wire)
     l:7     ->  m,<title>,<body>,<url> | a,<anchor>          (map output: page or anchor lengths)
     l:7     ->  <title>,<body>,<anchor>,<url>                 (job output)
+    g:de    ->  <pages>                                       (pages analyzed in German)
 
 Terms are runs of word characters, so no key holds a tab; keys sort as bytes
 (the shuffle's sort), which puts terms in the segment's UTF-8 order.
@@ -43,7 +44,8 @@ TERM = "t"
 LENGTH = "l"
 FORMS = "f"
 VOCABULARY = "v"  # a written form -> documents holding it (did you mean, completions)
-TERM_KEY, LENGTH_KEY, FORMS_KEY, VOCABULARY_KEY = b"t:", b"l:", b"f:", b"v:"
+LANGUAGE = "g"  # an analysis (services.text.analysis.languages) -> pages analyzed so
+TERM_KEY, LENGTH_KEY, FORMS_KEY, VOCABULARY_KEY, LANGUAGE_KEY = b"t:", b"l:", b"f:", b"v:", b"g:"
 PAGE, ANCHORS = b"m", b"a"
 FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blocks of 10,000 short pages
 
@@ -112,6 +114,8 @@ class MRIndex(RecordBlockJob):
         yield from self._drain()
 
     def _drain(self) -> Iterator[tuple[bytes, bytes]]:
+        for analysis, pages in self.buffer.languages.items():
+            yield LANGUAGE_KEY + analysis.encode("ascii"), b"%d" % pages
         postings, lengths = self.buffer.drain()
         for doc, (title, body, anchor, url) in lengths.items():
             key = b"%s%d" % (LENGTH_KEY, doc)
@@ -131,7 +135,7 @@ class MRIndex(RecordBlockJob):
         if key.startswith(TERM_KEY):
             self.count("index", "terms")
             yield key, join_pieces(list(values))
-        elif key.startswith(VOCABULARY_KEY):
+        elif key.startswith((VOCABULARY_KEY, LANGUAGE_KEY)):
             yield key, b"%d" % sum(int(v) for v in values)
         elif key.startswith(FORMS_KEY):
             pieces = list(values)

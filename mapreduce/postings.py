@@ -7,6 +7,14 @@ A document is indexed in four fields (the BM25F fields of docs/ranking.md):
     anchor  the anchor text of links pointing at the document (from MRLinkGraph)
     url     words of the URL's host and path
 
+Each page is analyzed in its language (``Record.lang``: the analysis of
+``services.text.analysis.languages``), its anchor text too (anchors are mostly
+written in the language of the page they point at); the buffer keeps the
+rough tokens of each language apart, so a word is stemmed by its own language's
+stemmer once per block. The pages of each analysis are counted (``languages``):
+the segment records them, and search analyzes a query of unknown language in the
+index's common languages.
+
 Positions, for phrase queries, count analyzed terms of ``title`` then
 ``body``, with a gap between the two so no phrase spans the boundary. Stop
 words are dropped before positions are counted, so the phrase "speed of
@@ -33,6 +41,7 @@ from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
 from services.text.analysis.forms import build_filters, form_hashes
+from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
 
 TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -47,11 +56,18 @@ def url_words(url: str) -> str:
 
 
 class _RoughIds(dict):
-    """Distinct rough token -> id, in order of first sight. ``__missing__`` runs once per
-    new rough token, so ``map`` over a text's rough tokens stays in C."""
+    """Distinct rough token -> id, for one analysis; ids count up over every analysis of a
+    buffer, in order of first sight (``seen``). ``__missing__`` runs once per new rough
+    token, so ``map`` over a text's rough tokens stays in C."""
+
+    def __init__(self, key: str, seen: list[tuple[str, bytes]]) -> None:
+        super().__init__()
+        self.key = key
+        self.seen = seen
 
     def __missing__(self, rough: bytes) -> int:
-        self[rough] = n = len(self)
+        self[rough] = n = len(self.seen)
+        self.seen.append((self.key, rough))
         return n
 
 
@@ -75,7 +91,10 @@ class PostingBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self._rough_ids = _RoughIds()
+        self._seen: list[tuple[str, bytes]] = []  # (analysis, rough token) of each id
+        self._by_key: dict[str, _RoughIds] = {}
+        self._anchor_key: dict[int, str] = {}
+        self.languages: dict[str, int] = {}  # pages of each analysis since the last drain
         self._ids = array("i")  # the id of every rough token, in order
         self._seg_doc: list[int] = []  # a "segment" per (document, field) run
         self._seg_field: list[int] = []
@@ -86,9 +105,12 @@ class PostingBuffer:
         """Rough tokens buffered, about one per word (the measure of its memory)."""
         return len(self._ids)
 
-    def _append(self, doc: int, field_id: int, text: str) -> None:
+    def _append(self, doc: int, field_id: int, text: str, key: str) -> None:
         roughs = rough_tokens(text)
-        self._ids.extend(map(self._rough_ids.__getitem__, roughs))
+        ids = self._by_key.get(key)
+        if ids is None:
+            ids = self._by_key[key] = _RoughIds(key, self._seen)
+        self._ids.extend(map(ids.__getitem__, roughs))
         self._seg_doc.append(doc)
         self._seg_field.append(field_id)
         self._seg_len.append(len(roughs))
@@ -96,13 +118,16 @@ class PostingBuffer:
     def add(self, record: Record) -> None:
         """Buffer a record's title, body and URL (in this order: the body's positions
         continue after the title's)."""
-        self._append(record.doc_num, TITLE, record.title)
-        self._append(record.doc_num, BODY, f"{record.description} {record.text}")
-        self._append(record.doc_num, URL, url_words(record.url))
+        key = analysis_key(record.lang)
+        self.languages[key] = self.languages.get(key, 0) + 1
+        self._append(record.doc_num, TITLE, record.title, key)
+        self._append(record.doc_num, BODY, f"{record.description} {record.text}", key)
+        self._append(record.doc_num, URL, url_words(record.url), key)
 
-    def add_anchor(self, doc: int, anchor_text: str) -> None:
-        """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``)."""
-        self._append(doc, ANCHOR, anchor_text)
+    def add_anchor(self, doc: int, anchor_text: str, lang: str = "") -> None:
+        """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``), analyzed
+        in the language of the document it describes (``lang``; "" : the default)."""
+        self._append(doc, ANCHOR, anchor_text, analysis_key(lang) if lang else DEFAULT_LANGUAGE)
 
     def drain(self) -> tuple[Postings, dict[int, list[int | None]]]:
         """(the buffered postings of every term, field lengths by document), emptying the
@@ -113,7 +138,7 @@ class PostingBuffer:
         anchors without their page).
         """
         rough_ids = np.frombuffer(self._ids, dtype=np.intc) if self._ids else np.zeros(0, np.intc)
-        roughs = list(self._rough_ids)
+        roughs = self._seen
         seg_doc = np.asarray(self._seg_doc, dtype=np.int64)
         seg_field = np.asarray(self._seg_field, dtype=np.int64)
         seg_len = np.asarray(self._seg_len, dtype=np.int64)
@@ -237,27 +262,41 @@ def _kept_terms(
     return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg, src
 
 
-def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
+def _rough_terms(
+    roughs: list[tuple[str, bytes]],
+) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
     many each one holds; the distinct written forms; the form id of each kept word, parallel
-    to the term ids), with the word regex, the stop list and the stemmer run once per
-    distinct rough token or surface token."""
-    surfaces_of = [rough_surfaces(r) for r in roughs]
-    surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
-    terms = terms_of(surfaces)
-    vocab = sorted(set(terms) - {""})
+    to the term ids), with the word regex run once per distinct rough token and the stop
+    list and the stemmer once per distinct surface token of each analysis."""
+    surfaces_of = [rough_surfaces(r) for _key, r in roughs]
+    by_key: dict[str, dict[str, None]] = {}
+    for (key, _rough), ss in zip(roughs, surfaces_of, strict=True):
+        by_key.setdefault(key, {}).update(dict.fromkeys(ss))
+    term_by_key = {}
+    for key, distinct in by_key.items():
+        surfaces = list(distinct)
+        term_by_key[key] = dict(zip(surfaces, terms_of(surfaces, key), strict=True))
+    vocab = sorted({t for terms in term_by_key.values() for t in terms.values()} - {""})
     ids = dict(zip(vocab, range(len(vocab)), strict=True))
-    term_of = {s: ids[t] for s, t in zip(surfaces, terms, strict=True) if t}
-    kept_of = [[term_of[s] for s in ss if s in term_of] for ss in surfaces_of]
+    term_id_by_key = {key: {s: ids[t] for s, t in terms.items() if t} for key, terms in term_by_key.items()}
+    kept_of: list[list[int]] = []
+    kept_surfaces: list[list[str]] = []
+    for (key, _rough), ss in zip(roughs, surfaces_of, strict=True):
+        term_of = term_id_by_key[key]
+        kept = [s for s in ss if s in term_of]
+        kept_surfaces.append(kept)
+        kept_of.append([term_of[s] for s in kept])
     count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
     total = int(count.sum(dtype=np.int64))
     flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32, count=total)
     # The written form of each kept word, as ids into ``forms`` (services.text.analysis.forms).
-    forms = list(dict.fromkeys(surface_form(s) for s in surfaces if s in term_of))
+    distinct_kept = dict.fromkeys(itertools.chain.from_iterable(kept_surfaces))
+    forms = list(dict.fromkeys(surface_form(s) for s in distinct_kept))
     form_ids = dict(zip(forms, range(len(forms)), strict=True))
-    form_of = {s: form_ids[surface_form(s)] for s in surfaces if s in term_of}
+    form_of = {s: form_ids[surface_form(s)] for s in distinct_kept}
     flat_forms = np.fromiter(
-        (form_of[s] for ss in surfaces_of for s in ss if s in term_of), dtype=np.int32, count=total
+        (form_of[s] for s in itertools.chain.from_iterable(kept_surfaces)), dtype=np.int32, count=total
     )
     return vocab, flat, count, forms, flat_forms
 

@@ -5,7 +5,10 @@ names, dtypes, lengths and meaning, written once there); ``publish.publish_segme
 checks a segment against it before storing it.
 
 The BM25F parameters the impacts were computed with are in the meta
-(``bm25f``), so a reader can tell which ranking a segment carries.
+(``bm25f``), so a reader can tell which ranking a segment carries; so are the
+analyzer's version (``analyzer``: search refuses a segment whose terms its own
+analyzer would not produce) and the pages of each analysis (``languages``: a query
+of unknown language is analyzed in the index's common ones).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.formats.segment import SEGMENT_FORMAT
+from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.minhash import near_duplicate_groups, signatures, term_rows
 
 
@@ -263,10 +267,13 @@ def segment_meta(
     pagerank_damping: float,
     created_at: float,
     params: BM25FParams = DEFAULT_PARAMS,
+    languages: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     return {
         "format": SEGMENT_FORMAT,
         "bm25f": params.to_meta(),
+        "analyzer": analyzer_version(),
+        "languages": dict(sorted((languages or {}).items())),
         "num_docs": int(len(arrays["doc_lengths"])),
         "num_terms": int(len(arrays["df"])),
         "num_postings": int(len(arrays["post_docs"])),

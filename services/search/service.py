@@ -32,7 +32,7 @@ from services.errors import NimbusError
 from services.malloc import keep_freed_memory
 from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
-from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
+from services.search.query.language import ParsedQuery, analyses_for, clean_query, parse_query, plain_query
 from services.search.query.suggest import COMPLETIONS, Vocabulary, clearly_better, corrected_query
 from services.search.result_cache import ResultCache
 from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
@@ -169,7 +169,7 @@ class SearchService:
     def _search(
         self, q: str, page: int, per_page: int, index: SegmentIndex, done: Callable[..., SearchResults]
     ) -> SearchResults:
-        query = parse_query(q)
+        query = parse_query(q, analyses_for(q, index.languages))
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
         if query.empty and not query.filtered:
@@ -209,7 +209,7 @@ class SearchService:
         # One retrieval per part tried: a pasted paragraph that found nothing is not cut up.
         for i in range(len(parts)) if 1 < len(parts) <= MAX_FEWER_PARTS else ():
             shorter = " ".join(parts[:i] + parts[i + 1 :])
-            query = parse_query(shorter)
+            query = parse_query(shorter, analyses_for(shorter, index.languages))
             if query.empty and not query.filtered:
                 continue
             allowed = self.allowed(query, index)
@@ -224,7 +224,7 @@ class SearchService:
         corrected = corrected_query(q, self.vocabulary(index), known)
         if corrected is None:
             return ""
-        query = parse_query(corrected)
+        query = parse_query(corrected, analyses_for(corrected, index.languages))
         allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
@@ -294,8 +294,11 @@ class SearchService:
         listed before it: the order, not the score, is the ranking.
         """
         index = self.holder.current()
-        query = parse_query(clean_query(q)) if operators else plain_query(q)
-        if index is None or query.empty or k <= 0:
+        if index is None:
+            return []
+        analyses = analyses_for(q, index.languages)
+        query = parse_query(clean_query(q), analyses) if operators else plain_query(q, analyses)
+        if query.empty or k <= 0:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))

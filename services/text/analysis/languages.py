@@ -159,15 +159,17 @@ def query_languages(detected: str, languages: dict[str, int]) -> list[str]:
     ``detected`` is the query's own language when language identification was sure of
     it ("" otherwise); ``languages`` the index's documents per analysis key. A query
     identified with certainty is analyzed in its language and in the index's dominant
-    one (a German query on an English web may still mean an English word); one that
-    cannot be told, in every language holding at least ``MIN_SHARE`` of the index, most
-    common first (Elasticsearch's advice for multilingual indexes: search the
-    per-language fields together). Each word's forms are then OR-ed
-    (``services.search.query``).
+    one (a German query on an English web may still mean an English word), unless the
+    index holds no document of its language (then no term of that analysis can match,
+    and it is treated as unsure); one that cannot be told, in every language holding at
+    least ``MIN_SHARE`` of the index, most common first (Elasticsearch's advice for
+    multilingual indexes: search the per-language fields together). Each word's forms
+    are then OR-ed (``services.search.query``).
     """
     dominant = dominant_language(languages)
-    if detected:
-        keys = [analysis_key(detected), dominant]
+    key = analysis_key(detected) if detected else ""
+    if key and (key in languages or not languages):
+        keys = [key, dominant]
     else:
         total = sum(languages.values())
         common = sorted(languages, key=lambda key: (-languages[key], key))

@@ -104,4 +104,6 @@ def test_query_languages() -> None:
     assert query_languages("en", index) == ["en"]
     assert query_languages("", index) == ["en", "de"]  # unsure: every language of >= 5 %
     assert query_languages("", {}) == [DEFAULT_LANGUAGE]
-    assert query_languages("ja", index) == [PLAIN, "en"]
+    assert query_languages("ja", {**index, PLAIN: 1}) == [PLAIN, "en"]
+    assert query_languages("ja", index) == ["en", "de"]  # no Japanese page: as if unsure
+    assert query_languages("de", {}) == ["de", DEFAULT_LANGUAGE]
