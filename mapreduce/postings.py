@@ -1,11 +1,12 @@
 """Postings as the index job builds them: pure functions, no mrjob, no I/O.
 
-A document is indexed in four fields (the BM25F fields of docs/ranking.md):
+A document is indexed in five fields (the BM25F fields of docs/ranking.md):
 
     title   the record's title
-    body    description + text
+    body    its text
     anchor  the anchor text of links pointing at the document (from MRLinkGraph)
     url     words of the URL's host and path
+    meta    the page's own summary: <meta name=description> and <meta name=keywords>
 
 Each page is analyzed in its language (``Record.lang``: the analysis of
 ``services.text.analysis.languages``), its anchor text too (anchors are mostly
@@ -37,13 +38,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
+from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
 from services.text.analysis.forms import build_filters, form_hashes
 from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
 
-TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
+TITLE, BODY, ANCHOR, URL, META = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
@@ -116,13 +117,14 @@ class PostingBuffer:
         self._seg_len.append(len(roughs))
 
     def add(self, record: Record) -> None:
-        """Buffer a record's title, body and URL (in this order: the body's positions
-        continue after the title's)."""
+        """Buffer a record's title, body, URL and meta fields (title and body first: the
+        body's positions continue after the title's)."""
         key = analysis_key(record.lang)
         self.languages[key] = self.languages.get(key, 0) + 1
         self._append(record.doc_num, TITLE, record.title, key)
-        self._append(record.doc_num, BODY, f"{record.description} {record.text}", key)
+        self._append(record.doc_num, BODY, record.text, key)
         self._append(record.doc_num, URL, url_words(record.url), key)
+        self._append(record.doc_num, META, f"{record.description} {record.keywords}", key)
 
     def add_anchor(self, doc: int, anchor_text: str, lang: str = "") -> None:
         """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``), analyzed
@@ -133,7 +135,7 @@ class PostingBuffer:
         """(the buffered postings of every term, field lengths by document), emptying the
         buffer.
 
-        A document's lengths are ``[title, body, anchor, url]``, with None for
+        A document's lengths are ``[title, body, anchor, url, meta]``, with None for
         the fields this buffer did not see (a page without its anchors, or
         anchors without their page).
         """
@@ -158,7 +160,7 @@ class PostingBuffer:
         seg_first_kept = np.concatenate([[0], np.cumsum(kept_per_seg)[:-1]]).astype(index_type)
         pos = np.arange(n, dtype=index_type)
         pos -= seg_first_kept[seg_of_kept]
-        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor
+        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor, meta
         offset[seg_field == TITLE] = 0
         body = np.flatnonzero(seg_field == BODY)
         offset[body] = kept_per_seg[body - 1] + FIELD_GAP  # the title run precedes the body run
@@ -174,7 +176,7 @@ class PostingBuffer:
 
         lengths: dict[int, list[int | None]] = {}
         for d, f, k in zip(seg_doc.tolist(), seg_field.tolist(), kept_per_seg.tolist(), strict=True):
-            entry = lengths.setdefault(d, [None, None, None, None])
+            entry = lengths.setdefault(d, [None] * NUM_FIELDS)
             entry[f] = (entry[f] or 0) + k
         if not n:
             return Postings.empty(), lengths  # no kept word: no filters either
@@ -200,7 +202,8 @@ class PostingBuffer:
         posting_of = np.cumsum(new_posting, dtype=index_type)
         posting_of -= 1
         num_postings = starts.shape[0]
-        tf = np.bincount(posting_of * 4 + field_of, minlength=num_postings * 4).reshape(-1, 4)
+        tf = np.bincount(posting_of * NUM_FIELDS + field_of, minlength=num_postings * NUM_FIELDS)
+        tf = tf.reshape(-1, NUM_FIELDS)
         tf = np.minimum(tf, TF_MAX, out=tf).astype(np.uint16)
         has_pos = pos >= 0
         pos_counts = np.bincount(posting_of[has_pos], minlength=num_postings).astype(np.uint32)
@@ -218,10 +221,10 @@ class PostingBuffer:
 def _form_filters(
     doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str]
 ) -> tuple[dict[int, bytes], dict[str, int]]:
-    """Each document's Bloom filter of the forms its title and body words were written in,
-    and how many documents hold each form (from the same distinct pairs: the spelling
+    """Each document's Bloom filter of the forms its title, body and meta words were written
+    in, and how many documents hold each form (from the same distinct pairs: the spelling
     vocabulary costs one bincount)."""
-    text = (field_of == TITLE) | (field_of == BODY)
+    text = (field_of == TITLE) | (field_of == BODY) | (field_of == META)
     if not text.any():
         return {}, {}
     width = max(len(forms), 1)
@@ -246,13 +249,13 @@ def _kept_terms(
 
     A rough token holds no kept term ("the", "..."), one ("wing.") or several
     ("1990–95"); stop words and overlong words take no position. Arrays are
-    32-bit where the counts allow (posting ids times 4 included): half the
+    32-bit where the counts allow (posting ids times NUM_FIELDS included): half the
     memory traffic, and small enough for the allocator to reuse between flushes.
     """
     rough_start = np.concatenate([[0], np.cumsum(rough_kept, dtype=np.int64)[:-1]])
     kept = rough_kept[rough_ids]
     n = int(kept.sum(dtype=np.int64))
-    index_type = np.int32 if n < 1 << 29 else np.int64
+    index_type = np.int32 if n < 1 << 28 else np.int64  # posting ids times NUM_FIELDS fit
     kept_end = np.cumsum(kept, dtype=index_type)
     seg_bounds = np.concatenate([[0], np.cumsum(seg_len)])
     kept_before = np.concatenate([np.zeros(1, index_type), kept_end])
@@ -308,7 +311,7 @@ class Postings:
     terms: list[str]  # the terms present, ascending
     term_starts: np.ndarray  # first posting of each term
     docs: np.ndarray  # uint32 [P]
-    tfs: np.ndarray  # uint16 [P, 4]
+    tfs: np.ndarray  # uint16 [P, NUM_FIELDS]
     counts: np.ndarray  # uint32 [P]
     positions: np.ndarray  # uint32 [sum(counts)]
     # doc_num -> Bloom filter of its title and body word forms (services.text.analysis.forms)
@@ -322,7 +325,7 @@ class Postings:
             [],
             np.zeros(0, np.int64),
             np.zeros(0, np.uint32),
-            np.zeros((0, 4), np.uint16),
+            np.zeros((0, NUM_FIELDS), np.uint16),
             np.zeros(0, np.uint32),
             np.zeros(0, np.uint32),
         )

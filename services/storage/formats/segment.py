@@ -106,9 +106,10 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 # The segment contract, format 4 (3 added near_dup_of and the word-form filters, 4 the link
 # graph for page info). N documents, T terms, P postings, Q positions, E links.
-# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*
-SEGMENT_FORMAT = 5
-READABLE_FORMATS = frozenset({3, 4, 5})  # older segments serve without the newer arrays
+# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*;
+# 6: tf_meta, len_meta (the meta description and keywords as a field of their own)
+SEGMENT_FORMAT = 6
+READABLE_FORMATS = frozenset({3, 4, 5, 6})  # older segments serve without the newer arrays
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,9 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "tf_body": ArraySpec(np.dtype(np.uint16), "posting", "body term frequency (clipped)"),
     "tf_anchor": ArraySpec(np.dtype(np.uint16), "posting", "in-link anchor term frequency (clipped)"),
     "tf_url": ArraySpec(np.dtype(np.uint16), "posting", "URL-word term frequency (clipped)"),
+    "tf_meta": ArraySpec(
+        np.dtype(np.uint16), "posting", "meta description + keywords term frequency (clipped)", since=6
+    ),
     "pos_offsets": ArraySpec(
         np.dtype(np.uint64), "posting+1", "posting p's positions are positions[off[p]:off[p+1]]"
     ),
@@ -148,14 +152,15 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "len_body": ArraySpec(np.dtype(np.uint32), "doc", "body length in terms"),
     "len_anchor": ArraySpec(np.dtype(np.uint32), "doc", "in-link anchor text length in terms"),
     "len_url": ArraySpec(np.dtype(np.uint32), "doc", "URL words"),
+    "len_meta": ArraySpec(np.dtype(np.uint32), "doc", "meta description + keywords length in terms", since=6),
     "doc_lengths": ArraySpec(
-        np.dtype(np.uint32), "doc", "title + body terms (the document's language model, for feedback)"
+        np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),
     "fwd_offsets": ArraySpec(
         np.dtype(np.uint64), "doc+1", "forward index: document d's terms are fwd_*[off[d]:off[d+1]]"
     ),
     "fwd_terms": ArraySpec(np.dtype(np.uint32), "posting", "term ids, ascending per document"),
-    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body frequencies"),
+    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body + meta frequencies"),
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",

@@ -79,28 +79,29 @@ IN_LINK_ANCHORS = {0: 3, 1: 2, 2: 1, 4: 1}  # crawled in-links, self-links not c
 
 
 def expected_postings() -> dict[str, dict[int, list[int]]]:
-    """term -> {doc: [tf title, tf body, tf anchor, tf url]}, straight from the analyzer."""
+    """term -> {doc: [tf title, tf body, tf anchor, tf url, tf meta]}, straight from the analyzer."""
     postings: dict[str, dict[int, list[int]]] = {}
     pages = [page for block in CORPUS for page in block]
     for doc, page in enumerate(pages):
         fields = [
             analyze(page.get("title", "")),
-            analyze(f"{page.get('description', '')} {page.get('text', '')}"),
+            analyze(page.get("text", "")),
             ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
             analyze(url_words(normalize_url(page["url"]))),
+            analyze(f"{page.get('description', '')} {page.get('keywords', '')}"),
         ]
         for f, words in enumerate(fields):
             for term, tf in Counter(words).items():
-                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0])[f] = tf
+                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0, 0])[f] = tf
     return postings
 
 
 def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str, int], float]:
     """The documented impact formula (docs/ranking.md) in plain Python."""
     params = BM25FParams()
-    names = ("title", "body", "anchor", "url")
-    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(4)] for doc in range(N)]
-    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(4)]
+    names = ("title", "body", "anchor", "url", "meta")
+    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(5)] for doc in range(N)]
+    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(5)]
     out = {}
     for term, docs in expected.items():
         idf = math.log(1 + (N - len(docs) + 0.5) / (len(docs) + 0.5))
@@ -131,7 +132,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     offsets = arrays["term_offsets"]
     terms = [bytes(arrays["term_bytes"][offsets[i] : offsets[i + 1]]) for i in range(t)]
     assert terms == sorted(term.encode() for term in expected)
-    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url")]
+    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url", "tf_meta")]
     for i, raw in enumerate(terms):
         term = raw.decode()
         lo, hi = arrays["post_offsets"][i], arrays["post_offsets"][i + 1]
