@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from services.text.analysis.analyze import surface_form, surface_tokens, terms_of
 from services.text.analysis.lang import identify
-from services.text.analysis.languages import DEFAULT_LANGUAGE, query_languages
+from services.text.analysis.languages import DEFAULT_LANGUAGE, query_languages, script_of
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
@@ -98,7 +98,7 @@ def analyses_for(text: str, index_languages: Mapping[str, int]) -> list[str]:
     analysis): its own language when CLD2 is sure of it (a query of a few words rarely
     is: ``identify`` needs 16 letters and a reliable answer), and the index's
     (``query_languages``)."""
-    return query_languages(identify(text), dict(index_languages))
+    return query_languages(identify(text), dict(index_languages), script_of(text))
 
 
 class _Analysis:

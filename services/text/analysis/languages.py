@@ -31,6 +31,7 @@ them) do it:
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 DEFAULT_LANGUAGE = "en"  # the analysis of a document or query of unknown language
@@ -143,7 +144,34 @@ def analysis_key(lang: str) -> str:
 # Languages holding at least this share of an index's documents are among a query's
 # analyses when the query's own language cannot be told (a short query usually).
 MIN_SHARE = 0.05
-MAX_QUERY_LANGUAGES = 4  # at most this many analyses of one query
+MAX_QUERY_LANGUAGES = 6  # at most this many analyses of one query (a stemmer call per word each)
+# The script each stemmed language is written in (Latin when not listed); ``PLAIN`` takes any.
+_SCRIPTS = {
+    "ar": "ARABIC",
+    "el": "GREEK",
+    "fa": "ARABIC",
+    "hi": "DEVANAGARI",
+    "hy": "ARMENIAN",
+    "ne": "DEVANAGARI",
+    "ru": "CYRILLIC",
+    "sr": "CYRILLIC",
+    "ta": "TAMIL",
+    "yi": "HEBREW",
+}
+
+
+def script_of(text: str) -> str:
+    """The script of the first letter of ``text`` as Unicode names it ("LATIN", "CYRILLIC",
+    "CJK", ...), "" when it has no letter."""
+    for ch in text:
+        if ch.isalpha():
+            return unicodedata.name(ch, "").split(" ")[0]
+    return ""
+
+
+def _writes(key: str, script: str) -> bool:
+    """Whether the analysis ``key`` reads text in ``script`` ("" : any script)."""
+    return not script or key == PLAIN or _SCRIPTS.get(key, "LATIN") == script
 
 
 def dominant_language(languages: dict[str, int]) -> str:
@@ -153,18 +181,19 @@ def dominant_language(languages: dict[str, int]) -> str:
     return max(sorted(languages), key=lambda key: languages[key])
 
 
-def query_languages(detected: str, languages: dict[str, int]) -> list[str]:
-    """The analyses of a query, first the one its terms are shown in.
+def query_languages(detected: str, languages: dict[str, int], script: str = "") -> list[str]:
+    """The analyses of a query, first the one whose stop list and terms lead.
 
     ``detected`` is the query's own language when language identification was sure of
-    it ("" otherwise); ``languages`` the index's documents per analysis key. A query
-    identified with certainty is analyzed in its language and in the index's dominant
-    one (a German query on an English web may still mean an English word), unless the
-    index holds no document of its language (then no term of that analysis can match,
-    and it is treated as unsure); one that cannot be told, in every language holding at
-    least ``MIN_SHARE`` of the index, most common first (Elasticsearch's advice for
-    multilingual indexes: search the per-language fields together). Each word's forms
-    are then OR-ed (``services.search.query``).
+    it ("" otherwise); ``languages`` the index's documents per analysis key; ``script``
+    the query's script (``script_of``). A query identified with certainty is analyzed
+    in its language and in the index's dominant one (a German query on an English web
+    may still mean an English word), unless the index holds no document of its language
+    (then no term of that analysis can match, and it is treated as unsure). One that
+    cannot be told is analyzed in every language of its script holding at least
+    ``MIN_SHARE`` of the index, most common first, and in the dominant one (Elasticsearch's
+    advice for multilingual indexes: search the per-language fields together). Each
+    word's forms are then OR-ed (``services.search.query``).
     """
     dominant = dominant_language(languages)
     key = analysis_key(detected) if detected else ""
@@ -172,6 +201,8 @@ def query_languages(detected: str, languages: dict[str, int]) -> list[str]:
         keys = [key, dominant]
     else:
         total = sum(languages.values())
-        common = sorted(languages, key=lambda key: (-languages[key], key))
-        keys = [dominant, *(k for k in common if total and languages[k] >= MIN_SHARE * total)]
+        # Most common first; the plain analysis after the stemmed ones (it has no stop list).
+        common = sorted(languages, key=lambda k: (k == PLAIN, -languages[k], k))
+        shared = [k for k in common if languages[k] >= MIN_SHARE * total and _writes(k, script)]
+        keys = [*shared, dominant]
     return list(dict.fromkeys(keys))[:MAX_QUERY_LANGUAGES]

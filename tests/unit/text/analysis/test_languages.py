@@ -12,6 +12,7 @@ from services.text.analysis.languages import (
     analysis_key,
     dominant_language,
     query_languages,
+    script_of,
 )
 
 # (language, a page's words, the query's inflected form): the two share their term.
@@ -104,6 +105,9 @@ def test_query_languages() -> None:
     assert query_languages("en", index) == ["en"]
     assert query_languages("", index) == ["en", "de"]  # unsure: every language of >= 5 %
     assert query_languages("", {}) == [DEFAULT_LANGUAGE]
+    assert query_languages("", {**index, "ru": 10}, "CYRILLIC") == ["ru", "en"]  # its script first
+    assert query_languages("", {**index, "ru": 10}, "LATIN") == ["en", "de"]
+    assert script_of("  книга") == "CYRILLIC" and script_of("Haus") == "LATIN" and script_of("42") == ""
     assert query_languages("ja", {**index, PLAIN: 1}) == [PLAIN, "en"]
     assert query_languages("ja", index) == ["en", "de"]  # no Japanese page: as if unsure
     assert query_languages("de", {}) == ["de", DEFAULT_LANGUAGE]
