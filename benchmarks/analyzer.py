@@ -8,7 +8,8 @@ words per second, on two corpora of real text:
   ``data/langid/udhr.jsonl``, each record with its language, repeated ``--udhr-repeat`` times.
 
 Words are the whitespace-separated words of the input (the same count whatever the analyzer
-does), timed over ``--rounds`` runs, best kept. Only the public ``PostingBuffer`` and ``Record``
+does), over the process's CPU time (the work is single-threaded; on a shared machine wall
+time mostly measures the neighbours), best of ``--rounds`` runs. Only the public ``PostingBuffer`` and ``Record``
 are used, so the same script times an older checkout (``PYTHONPATH=<checkout>``).
 
     python -m benchmarks.analyzer --corpus var/bench/corpus-100000 --docs 20000
@@ -53,14 +54,14 @@ def words_per_second(records: list[Record], rounds: int) -> tuple[int, float]:
     words = sum(len(r.title.split()) + len(r.text.split()) for r in records)
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = time.process_time()
         buffer = PostingBuffer()
         for i, record in enumerate(records, 1):
             buffer.add(record)
             if i % FLUSH == 0:
                 buffer.drain()
         buffer.drain()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return words, words / best
 
 

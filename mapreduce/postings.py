@@ -58,17 +58,20 @@ def url_words(url: str) -> str:
 
 class _RoughIds(dict):
     """Distinct rough token -> id, for one analysis; ids count up over every analysis of a
-    buffer, in order of first sight (``seen``). ``__missing__`` runs once per new rough
-    token, so ``map`` over a text's rough tokens stays in C."""
+    buffer, in order of first sight (``roughs``, and each one's analysis in ``analyses``).
+    ``__missing__`` runs once per new rough token, so ``map`` over a text's rough tokens
+    stays in C."""
 
-    def __init__(self, key: str, seen: list[tuple[str, bytes]]) -> None:
+    def __init__(self, key: str, roughs: list[bytes], analyses: list[str]) -> None:
         super().__init__()
         self.key = key
-        self.seen = seen
+        self.roughs = roughs
+        self.analyses = analyses
 
     def __missing__(self, rough: bytes) -> int:
-        self[rough] = n = len(self.seen)
-        self.seen.append((self.key, rough))
+        self[rough] = n = len(self.roughs)
+        self.roughs.append(rough)
+        self.analyses.append(self.key)
         return n
 
 
@@ -92,7 +95,8 @@ class PostingBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self._seen: list[tuple[str, bytes]] = []  # (analysis, rough token) of each id
+        self._roughs: list[bytes] = []  # the rough token of each id
+        self._keys: list[str] = []  # and its analysis
         self._by_key: dict[str, _RoughIds] = {}
         self._anchor_key: dict[int, str] = {}
         self.languages: dict[str, int] = {}  # pages of each analysis since the last drain
@@ -110,7 +114,7 @@ class PostingBuffer:
         roughs = rough_tokens(text)
         ids = self._by_key.get(key)
         if ids is None:
-            ids = self._by_key[key] = _RoughIds(key, self._seen)
+            ids = self._by_key[key] = _RoughIds(key, self._roughs, self._keys)
         self._ids.extend(map(ids.__getitem__, roughs))
         self._seg_doc.append(doc)
         self._seg_field.append(field_id)
@@ -124,7 +128,8 @@ class PostingBuffer:
         self._append(record.doc_num, TITLE, record.title, key)
         self._append(record.doc_num, BODY, record.text, key)
         self._append(record.doc_num, URL, url_words(record.url), key)
-        self._append(record.doc_num, META, f"{record.description} {record.keywords}", key)
+        if record.description or record.keywords:  # most pages have neither: no empty run
+            self._append(record.doc_num, META, f"{record.description} {record.keywords}", key)
 
     def add_anchor(self, doc: int, anchor_text: str, lang: str = "") -> None:
         """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``), analyzed
@@ -140,20 +145,20 @@ class PostingBuffer:
         anchors without their page).
         """
         rough_ids = np.frombuffer(self._ids, dtype=np.intc) if self._ids else np.zeros(0, np.intc)
-        roughs = self._seen
+        roughs, keys = self._roughs, (self._keys if len(self._by_key) > 1 else next(iter(self._by_key), ""))
         seg_doc = np.asarray(self._seg_doc, dtype=np.int64)
         seg_field = np.asarray(self._seg_field, dtype=np.int64)
         seg_len = np.asarray(self._seg_len, dtype=np.int64)
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
-        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs)
+        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs, keys)
         term, kept_per_seg, src = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
         form = rough_form_ids[src]
         del src
         n = int(term.shape[0])
         index_type = term.dtype  # int32 unless the flush is huge
-        del roughs, rough_ids
+        del roughs, keys, rough_ids
 
         # Each term's position in its field.
         seg_of_kept = np.repeat(np.arange(seg_doc.shape[0], dtype=index_type), kept_per_seg)
@@ -178,6 +183,8 @@ class PostingBuffer:
         for d, f, k in zip(seg_doc.tolist(), seg_field.tolist(), kept_per_seg.tolist(), strict=True):
             entry = lengths.setdefault(d, [None] * NUM_FIELDS)
             entry[f] = (entry[f] or 0) + k
+            if f == TITLE and entry[META] is None:
+                entry[META] = 0  # a page without description and keywords adds no meta run
         if not n:
             return Postings.empty(), lengths  # no kept word: no filters either
 
@@ -266,42 +273,59 @@ def _kept_terms(
 
 
 def _rough_terms(
-    roughs: list[tuple[str, bytes]],
+    roughs: list[bytes], keys: list[str] | str
 ) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
     many each one holds; the distinct written forms; the form id of each kept word, parallel
     to the term ids), with the word regex run once per distinct rough token and the stop
-    list and the stemmer once per distinct surface token of each analysis."""
-    surfaces_of = [rough_surfaces(r) for _key, r in roughs]
-    by_key: dict[str, dict[str, None]] = {}
-    for (key, _rough), ss in zip(roughs, surfaces_of, strict=True):
-        by_key.setdefault(key, {}).update(dict.fromkeys(ss))
-    term_by_key = {}
-    for key, distinct in by_key.items():
-        surfaces = list(distinct)
-        term_by_key[key] = dict(zip(surfaces, terms_of(surfaces, key), strict=True))
-    vocab = sorted({t for terms in term_by_key.values() for t in terms.values()} - {""})
+    list and the stemmer once per distinct surface token of each analysis. ``keys`` is each
+    rough token's analysis, or the one analysis of them all (the usual block)."""
+    surfaces_of = [rough_surfaces(r) for r in roughs]
+    if isinstance(keys, str):
+        surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
+        by_key = {keys: dict(zip(surfaces, terms_of(surfaces, keys), strict=True))}
+    else:
+        distinct: dict[str, dict[str, None]] = {}
+        for key, ss in zip(keys, surfaces_of, strict=True):
+            distinct.setdefault(key, {}).update(dict.fromkeys(ss))
+        by_key = {
+            key: dict(zip(surfaces, terms_of(list(surfaces), key), strict=True))
+            for key, surfaces in distinct.items()
+        }
+    vocab = sorted({t for terms in by_key.values() for t in terms.values()} - {""})
     ids = dict(zip(vocab, range(len(vocab)), strict=True))
-    term_id_by_key = {key: {s: ids[t] for s, t in terms.items() if t} for key, terms in term_by_key.items()}
-    kept_of: list[list[int]] = []
-    kept_surfaces: list[list[str]] = []
-    for (key, _rough), ss in zip(roughs, surfaces_of, strict=True):
-        term_of = term_id_by_key[key]
-        kept = [s for s in ss if s in term_of]
-        kept_surfaces.append(kept)
-        kept_of.append([term_of[s] for s in kept])
-    count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
+    # Per analysis: surface -> (term id, written form) of each kept surface.
+    forms: list[str] = []
+    form_ids: dict[str, int] = {}
+    kept_by_key: dict[str, dict[str, tuple[int, int]]] = {}
+    for key, terms in by_key.items():
+        kept: dict[str, tuple[int, int]] = {}
+        for surface, term in terms.items():
+            if term:
+                form = surface_form(surface)
+                form_id = form_ids.get(form)
+                if form_id is None:
+                    form_id = form_ids[form] = len(forms)
+                    forms.append(form)
+                kept[surface] = (ids[term], form_id)
+        kept_by_key[key] = kept
+    if isinstance(keys, str):
+        kept = kept_by_key[keys]
+        pairs_of = [[kept[s] for s in ss if s in kept] for ss in surfaces_of]
+    else:
+        pairs_of = [
+            [kept[s] for s in ss if s in kept]
+            for kept, ss in zip(map(kept_by_key.__getitem__, keys), surfaces_of, strict=True)
+        ]
+    count = np.fromiter(map(len, pairs_of), dtype=np.int32, count=len(pairs_of))
     total = int(count.sum(dtype=np.int64))
-    flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32, count=total)
+    both = np.fromiter(
+        itertools.chain.from_iterable(itertools.chain.from_iterable(pairs_of)),
+        dtype=np.int32,
+        count=2 * total,
+    ).reshape(-1, 2)
     # The written form of each kept word, as ids into ``forms`` (services.text.analysis.forms).
-    distinct_kept = dict.fromkeys(itertools.chain.from_iterable(kept_surfaces))
-    forms = list(dict.fromkeys(surface_form(s) for s in distinct_kept))
-    form_ids = dict(zip(forms, range(len(forms)), strict=True))
-    form_of = {s: form_ids[surface_form(s)] for s in distinct_kept}
-    flat_forms = np.fromiter(
-        (form_of[s] for s in itertools.chain.from_iterable(kept_surfaces)), dtype=np.int32, count=total
-    )
-    return vocab, flat, count, forms, flat_forms
+    return vocab, np.ascontiguousarray(both[:, 0]), count, forms, np.ascontiguousarray(both[:, 1])
 
 
 @dataclass
