@@ -9,8 +9,9 @@ words per second, on two corpora of real text:
 
 Words are the whitespace-separated words of the input (the same count whatever the analyzer
 does), over the process's CPU time (the work is single-threaded; on a shared machine wall
-time mostly measures the neighbours), best of ``--rounds`` runs. Only the public ``PostingBuffer`` and ``Record``
-are used, so the same script times an older checkout (``PYTHONPATH=<checkout>``).
+time mostly measures the neighbours), best of ``--rounds`` runs. Only the public
+``PostingBuffer`` and ``Record`` are used, so the same script times an older checkout
+(``PYTHONPATH=<checkout>``).
 
     python -m benchmarks.analyzer --corpus var/bench/corpus-100000 --docs 20000
 """
