@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -75,6 +75,22 @@ def write_segment(fh: BinaryIO, arrays: dict[str, np.ndarray], meta: dict[str, A
 
 def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def read_meta(read: Callable[[int, int], bytes], name: str = "segment") -> dict[str, Any]:
+    """A segment's meta from two ranged reads (``read(start, end)``: bytes start..end-1), so a
+    stored segment's meta is known without fetching its arrays."""
+    pre = read(0, _PRE.size)
+    if len(pre) < _PRE.size:
+        raise BlockFormatError(f"{name}: truncated index segment")
+    magic, header_len = _PRE.unpack(pre)
+    if magic != MAGIC:
+        raise BlockFormatError(f"{name}: not a Nimbus index segment (magic {magic!r})")
+    try:
+        meta: dict[str, Any] = json.loads(read(_PRE.size, _PRE.size + header_len))["meta"]
+    except (ValueError, KeyError) as exc:
+        raise BlockFormatError(f"{name}: corrupt segment header ({exc})") from exc
+    return meta
 
 
 def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
