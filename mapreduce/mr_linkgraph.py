@@ -26,7 +26,9 @@ again here.
 Output, two kinds of line (``LinkGraphOutput``):
 
     7<TAB>[2, 9]                      doc_num -> target doc_nums, ascending (every document)
-    @anchor<TAB>7<TAB>"home | About"  a document's in-link anchor text (when it has any)
+    @anchor<TAB>7<TAB>"home | About"<TAB>de  a document's in-link anchor text (when it has
+                                            any) and the document's language, in which
+                                            MRIndex analyzes it
 
 ``adjacency_rows`` reads the first kind; MRIndex reads the second.
 """
@@ -55,15 +57,16 @@ MAX_DOC_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu
 
 def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
     """(url_id, tagged value) pairs of one record: itself, then each out-link and its anchor."""
-    yield record.url_id, [DOC, record.doc_num]
+    yield record.url_id, [DOC, record.doc_num, record.lang]
     for link in record.links:
         yield url_id(link.url), [SOURCE, record.doc_num, link.anchor]
 
 
-def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple[int, str]], int]:
+def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple[int, str]], int, str]:
     """(target doc or None if uncrawled, (source, anchor) of the links to it except its own,
-    self-links)."""
+    self-links, the target's language)."""
     target: int | None = None
+    lang = ""
     sources: list[tuple[int, str]] = []
     for value in values:
         if value[0] == DOC:
@@ -73,12 +76,13 @@ def join_edges(key: str, values: Iterable[list]) -> tuple[int | None, list[tuple
                     "one document; rebuild the manifest from the documents table"
                 )
             target = value[1]
+            lang = value[2] if len(value) > 2 else ""
         else:
             sources.append((value[1], value[2]))
     if target is None:
-        return None, sources, 0
+        return None, sources, 0, ""
     kept = [(s, anchor) for s, anchor in sources if s != target]
-    return target, kept, len(sources) - len(kept)
+    return target, kept, len(sources) - len(kept), lang
 
 
 def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
@@ -96,24 +100,28 @@ def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
     return " | ".join(text)
 
 
-def parse_anchor_line(line: str) -> tuple[int, str]:
-    _tag, doc, text = line.rstrip("\r\n").split("\t", 2)
-    return int(doc), json.loads(text)
+def parse_anchor_line(line: str) -> tuple[int, str, str]:
+    """(document, anchor text, the document's language: "" when the line has none)."""
+    _tag, doc, rest = line.rstrip("\r\n").split("\t", 2)
+    text, _tab, lang = rest.partition("\t")  # JSON escapes a tab inside the text
+    return int(doc), json.loads(text), lang
 
 
 class LinkGraphOutput(StandardJSONProtocol):
-    """Adjacency rows as JSON ``key<TAB>value``; anchor rows (key ``["anchor", doc]``) as
-    ``@anchor<TAB>doc<TAB>"text"``, a line no manifest line and no adjacency row starts with."""
+    """Adjacency rows as JSON ``key<TAB>value``; anchor rows (key ``["anchor", doc, lang]``) as
+    ``@anchor<TAB>doc<TAB>"text"<TAB>lang``, a line no manifest line and no adjacency row
+    starts with."""
 
     def write(self, key: object, value: object) -> bytes:
         if isinstance(key, list | tuple) and key and key[0] == ANCHOR:
-            return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}".encode()
+            lang = key[2] if len(key) > 2 else ""
+            return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}\t{lang}".encode()
         return super().write(key, value)
 
     def read(self, line: bytes) -> tuple[object, object]:
         if line.startswith(ANCHOR_BYTES):
-            doc, text = parse_anchor_line(line.decode("utf-8"))
-            return [ANCHOR, doc], text
+            doc, text, lang = parse_anchor_line(line.decode("utf-8"))
+            return [ANCHOR, doc, lang], text
         return super().read(line)
 
 
@@ -160,7 +168,7 @@ class MRLinkGraph(RecordBlockJob):
             yield from record_announcements(record)
 
     def reducer_join(self, key: str, values: Iterable[list]) -> Iterator[tuple[int, object]]:
-        target, sources, self_links = join_edges(key, values)
+        target, sources, self_links, lang = join_edges(key, values)
         if target is None:
             self.count("linkgraph", "links_to_uncrawled", len(sources))
             return
@@ -170,23 +178,24 @@ class MRLinkGraph(RecordBlockJob):
             yield source, target
         text = anchor_text(sources)
         if text:
-            yield target, [ANCHOR, text]
+            yield target, [ANCHOR, text, lang]
 
     def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[tuple[object, object]]:
         edges: list[int] = []
         anchor: str | None = None  # one join reducer per URL of the document: its crawled URL only
+        lang = ""
         for value in values:
             if isinstance(value, int):
                 edges.append(value)
             elif isinstance(value, list):
-                anchor = value[1]
+                anchor, lang = value[1], value[2]
         targets = sorted(set(edges))
         self.count("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
         self.count("linkgraph", "edges", len(targets))
         yield doc, targets
         if anchor is not None:
             self.count("linkgraph", "documents_with_anchor_text")
-            yield [ANCHOR, doc], anchor
+            yield [ANCHOR, doc, lang], anchor
 
 
 if __name__ == "__main__":
