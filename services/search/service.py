@@ -184,7 +184,8 @@ class SearchService:
         total = max(ranked.total, int(ranked.docs.shape[0]))
         if first >= MAX_RESULTS:
             return done(total=total, terms=result.found, index_version=index.version_id, mode=result.mode)
-        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), set(query.terms), index)
+        every_form = {form for term in query.terms for form in query.forms_of(term)}
+        hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), every_form, index)
         suggestion = ""
         if len(result.found) < len(query.terms) or total < per_page:
             suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
@@ -330,7 +331,10 @@ class SearchService:
         # in this thread (pure Python: threads would only take turns at the GIL).
         fetch = self.pool.map if self.blobs.remote else map
         records = list(fetch(lambda item: self.record(item[1], "snippet", links=False), found))
-        snippets = [[] if r is None else make_snippet(r.text, query_terms, r.description) for r in records]
+        snippets = [
+            [] if r is None else make_snippet(r.text, query_terms, r.description, lang=r.lang)
+            for r in records
+        ]
         hits = []
         for (i, doc), snippet, record in zip(found, snippets, records, strict=True):
             num = doc.doc_num

@@ -132,6 +132,11 @@ def test_an_inflected_form_finds_the_page_in_each_language(
         for query, path in QUERIES:
             hits = service.search(query).hits
             assert hits and hits[0].url == urls[path], (query, [h.url for h in hits])
+        # The snippet shows the page's word, as the page's language analyzes it.
+        marked = [f.text for f in service.search("Haus").hits[0].snippet if f.match]
+        assert marked == ["Häuser"]
+        marked = [f.text for f in service.search("election").hits[0].snippet if f.match]
+        assert marked == ["élections"]
         # Only an in-link's anchor text names the German page so.
         assert [h.url for h in service.search("Fachwerkhaus").hits] == [urls["/de.html"]]
     finally:
