@@ -188,7 +188,10 @@ class SearchService:
         hits = self._hits(ranked, range(first, int(ranked.docs.shape[0])), every_form, index)
         suggestion = ""
         if len(result.found) < len(query.terms) or total < per_page:
-            suggestion = self._did_you_mean(q, index, set(result.found), _full_matches(result, query, total))
+            # Every form of the words found: the speller reads a word in English (its stem may be
+            # the word's English alternative, not the term of the query's first language).
+            found_forms = {form for term in result.found for form in query.forms_of(term)}
+            suggestion = self._did_you_mean(q, index, found_forms, _full_matches(result, query, total))
         return done(
             fewer=self._fewer(q, index) if total == 0 else [],
             total=total,
