@@ -21,7 +21,7 @@ from services.storage.formats.segment import open_segment, segment_dtypes
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import IndexVersion, PageRankScore
-from services.text.analysis.analyze import analyze
+from services.text.analysis.analyze import analyze, analyzer_version
 from services.text.urls import normalize_url
 from tests.networkx_reference import networkx_pagerank
 
@@ -124,7 +124,8 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 5 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 6 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["analyzer"] == analyzer_version() and sum(meta["languages"].values()) == N
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.index.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
@@ -145,14 +146,16 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
         assert arrays["post_impacts"][lo:hi].tolist() == pytest.approx(want, rel=1e-5)
         assert arrays["max_impact"][i] == pytest.approx(max(want), rel=1e-5)
     for doc in range(N):
-        title_body = sum(p[doc][0] + p[doc][1] for p in expected.values() if doc in p)
-        assert arrays["doc_lengths"][doc] == title_body
+        words = sum(p[doc][0] + p[doc][1] + p[doc][4] for p in expected.values() if doc in p)
+        assert arrays["doc_lengths"][doc] == words  # title, body and meta
         lo, hi = arrays["fwd_offsets"][doc], arrays["fwd_offsets"][doc + 1]
         forward = {
             terms[k].decode(): int(tf)
             for k, tf in zip(arrays["fwd_terms"][lo:hi], arrays["fwd_tfs"][lo:hi], strict=True)
         }
-        assert forward == {term: p[doc][0] + p[doc][1] for term, p in expected.items() if doc in p}
+        assert forward == {
+            term: p[doc][0] + p[doc][1] + p[doc][4] for term, p in expected.items() if doc in p
+        }
     assert arrays["doc_lengths"][5] == 0
 
     pagerank = np.asarray(arrays["pagerank"])
