@@ -102,11 +102,11 @@ def analyzer_version() -> str:
     (PyStemmer's version, every stop list, the language table, ICU's version). Two builds
     with the same version give every text the same terms."""
     digest = hashlib.sha256()
-    digest.update(
-        f"{ANALYZER_REVISION}|{Stemmer.version()}|{_icu_version()}|{sorted(LANGUAGES.items())}".encode()
-    )
-    for key in sorted(LANGUAGES):
-        digest.update(key.encode() + b"\0" + "\n".join(sorted(stopwords(key))).encode("utf-8"))
+    digest.update(f"{ANALYZER_REVISION}|{Stemmer.version()}|{_icu_version()}".encode())
+    for key in sorted(LANGUAGES):  # sorted everywhere: a set's order changes from process to process
+        spec = LANGUAGES[key]
+        table = f"{key}|{spec.stemmer}|{sorted(spec.elisions)}|{spec.fold_accents}|"
+        digest.update(table.encode() + "\n".join(sorted(stopwords(key))).encode("utf-8") + b"\0")
     return f"{ANALYZER_REVISION}-{digest.hexdigest()[:12]}"
 
 

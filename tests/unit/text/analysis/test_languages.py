@@ -97,6 +97,27 @@ def test_the_version_names_the_analysis() -> None:
     assert analyzer_version() == version  # stable within a process
 
 
+def test_the_version_is_the_same_in_every_process() -> None:
+    """Indexer and search service are other processes, with other string hash seeds: no
+    set's iteration order may enter the digest."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from services.text.analysis.analyze import analyzer_version; print(analyzer_version())"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "3")
+    }
+    assert seen == {analyzer_version()}
+
+
 def test_query_languages() -> None:
     index = {"en": 90, "de": 8, "fr": 2}
     assert dominant_language(index) == "en"
