@@ -41,7 +41,9 @@ Name lines (input, besides the manifest)::
 Output, two kinds of line (``LinkGraphOutput``):
 
     7<TAB>[2, 9]                      doc_num -> target doc_nums, ascending (every document)
-    @anchor<TAB>7<TAB>"home | About"  a document's in-link anchor text (when it has any)
+    @anchor<TAB>7<TAB>"home | About"<TAB>de  a document's in-link anchor text (when it has
+                                            any) and the document's language, in which
+                                            MRIndex analyzes it
 
 ``adjacency_rows`` reads the first kind; MRIndex reads the second.
 """
@@ -74,7 +76,7 @@ MAX_DOC_ANCHOR_CHARS = 20_000  # anchor text kept per document: a site-wide menu
 
 def record_announcements(record: Record) -> Iterator[tuple[str, list]]:
     """(url_id, tagged value) pairs of one record: itself, then each out-link and its anchor."""
-    yield record.url_id, [DOC, record.doc_num]
+    yield record.url_id, [DOC, record.doc_num, record.lang]
     for link in record.links:
         yield url_id(link.url), [SOURCE, record.doc_num, link.anchor]
 
@@ -95,12 +97,13 @@ class Join:
     """What one URL's reducer learns: the document it names (None: uncrawled), the (source,
     anchor) of the links to it except the document's own (an alias's title with source
     ``ALIAS_SOURCE``), the self-links dropped, and whether the URL is another name (an alias
-    or a duplicate URL) rather than the document's own."""
+    or a duplicate URL) rather than the document's own, and the document's language."""
 
     target: int | None
     sources: list[tuple[int, str]] = field(default_factory=list)
     self_links: int = 0
     by_name: bool = False
+    lang: str = ""  # the document's language, when this URL is its own ("" through another name)
 
     @property
     def edges(self) -> list[int]:
@@ -110,6 +113,7 @@ class Join:
 def join_edges(key: str, values: Iterable[list]) -> Join:
     """Join a URL's announcements: the document it is, or else the one it names."""
     target: int | None = None
+    lang = ""
     named: list[tuple[int, str]] = []
     sources: list[tuple[int, str]] = []
     for value in values:
@@ -120,6 +124,7 @@ def join_edges(key: str, values: Iterable[list]) -> Join:
                     "one document; rebuild the manifest from the documents table"
                 )
             target = value[1]
+            lang = value[2] if len(value) > 2 else ""
         elif value[0] == NAME:
             named.append((value[1], value[2]))
         else:
@@ -132,7 +137,7 @@ def join_edges(key: str, values: Iterable[list]) -> Join:
     if target is None:
         return Join(None, sources)
     kept = [(s, anchor) for s, anchor in sources if s != target]
-    return Join(target, kept, len(sources) - len(kept), by_name)
+    return Join(target, kept, len(sources) - len(kept), by_name, "" if by_name else lang)
 
 
 def kept_anchors(sources: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -159,24 +164,28 @@ def anchor_text(sources: Iterable[tuple[int, str]]) -> str:
     return " | ".join(anchor for _source, anchor in kept_anchors(sources))
 
 
-def parse_anchor_line(line: str) -> tuple[int, str]:
-    _tag, doc, text = line.rstrip("\r\n").split("\t", 2)
-    return int(doc), json.loads(text)
+def parse_anchor_line(line: str) -> tuple[int, str, str]:
+    """(document, anchor text, the document's language: "" when the line has none)."""
+    _tag, doc, rest = line.rstrip("\r\n").split("\t", 2)
+    text, _tab, lang = rest.partition("\t")  # JSON escapes a tab inside the text
+    return int(doc), json.loads(text), lang
 
 
 class LinkGraphOutput(StandardJSONProtocol):
-    """Adjacency rows as JSON ``key<TAB>value``; anchor rows (key ``["anchor", doc]``) as
-    ``@anchor<TAB>doc<TAB>"text"``, a line no manifest line and no adjacency row starts with."""
+    """Adjacency rows as JSON ``key<TAB>value``; anchor rows (key ``["anchor", doc, lang]``) as
+    ``@anchor<TAB>doc<TAB>"text"<TAB>lang``, a line no manifest line and no adjacency row
+    starts with."""
 
     def write(self, key: object, value: object) -> bytes:
         if isinstance(key, list | tuple) and key and key[0] == ANCHOR:
-            return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}".encode()
+            lang = key[2] if len(key) > 2 else ""
+            return f"{ANCHOR_LINE}\t{key[1]}\t{json.dumps(value, ensure_ascii=False)}\t{lang}".encode()
         return super().write(key, value)
 
     def read(self, line: bytes) -> tuple[object, object]:
         if line.startswith(ANCHOR_BYTES):
-            doc, text = parse_anchor_line(line.decode("utf-8"))
-            return [ANCHOR, doc], text
+            doc, text, lang = parse_anchor_line(line.decode("utf-8"))
+            return [ANCHOR, doc, lang], text
         return super().read(line)
 
 
@@ -240,17 +249,19 @@ class MRLinkGraph(RecordBlockJob):
         for source in edges:
             yield source, target
         kept = kept_anchors(join.sources)
-        if kept:
-            yield target, [ANCHOR, kept]
+        if kept or join.lang:  # the document's own URL tells its reducer the language
+            yield target, [ANCHOR, kept, join.lang]
 
     def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[tuple[object, object]]:
         edges: list[int] = []
         anchors: list[tuple[int, str]] = []  # from each URL naming the document: its own, aliases
+        lang = ""
         for value in values:
             if isinstance(value, int):
                 edges.append(value)
             elif isinstance(value, list):
                 anchors.extend((int(source), str(anchor)) for source, anchor in value[1])
+                lang = lang or (str(value[2]) if len(value) > 2 else "")
         targets = sorted(set(edges))
         self.count("linkgraph", "duplicate_edges_dropped", len(edges) - len(targets))
         self.count("linkgraph", "edges", len(targets))
@@ -258,7 +269,7 @@ class MRLinkGraph(RecordBlockJob):
         text = anchor_text(anchors)
         if text:
             self.count("linkgraph", "documents_with_anchor_text")
-            yield [ANCHOR, doc], text
+            yield [ANCHOR, doc, lang], text
 
 
 if __name__ == "__main__":

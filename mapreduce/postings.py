@@ -1,11 +1,20 @@
 """Postings as the index job builds them: pure functions, no mrjob, no I/O.
 
-A document is indexed in four fields (the BM25F fields of docs/ranking.md):
+A document is indexed in five fields (the BM25F fields of docs/ranking.md):
 
     title   the record's title
-    body    description + text
+    body    its text
     anchor  the anchor text of links pointing at the document (from MRLinkGraph)
     url     words of the URL's host and path
+    meta    the page's own summary: <meta name=description> and <meta name=keywords>
+
+Each page is analyzed in its language (``Record.lang``: the analysis of
+``services.text.analysis.languages``), its anchor text too (anchors are mostly
+written in the language of the page they point at); the buffer keeps the
+rough tokens of each language apart, so a word is stemmed by its own language's
+stemmer once per block. The pages of each analysis are counted (``languages``):
+the segment records them, and search analyzes a query of unknown language in the
+index's common languages.
 
 Positions, for phrase queries, count analyzed terms of ``title`` then
 ``body``, with a gap between the two so no phrase spans the boundary. Stop
@@ -29,12 +38,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.postings_wire import TF_MAX, Chunk, encode_runs
+from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
 from services.text.analysis.forms import build_filters, form_hashes
+from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
 
-TITLE, BODY, ANCHOR, URL = range(4)  # field order: services.ranking.bm25f.FIELD_NAMES
+TITLE, BODY, ANCHOR, URL, META = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
@@ -47,11 +57,21 @@ def url_words(url: str) -> str:
 
 
 class _RoughIds(dict):
-    """Distinct rough token -> id, in order of first sight. ``__missing__`` runs once per
-    new rough token, so ``map`` over a text's rough tokens stays in C."""
+    """Distinct rough token -> id, for one analysis; ids count up over every analysis of a
+    buffer, in order of first sight (``roughs``, and each one's analysis in ``analyses``).
+    ``__missing__`` runs once per new rough token, so ``map`` over a text's rough tokens
+    stays in C."""
+
+    def __init__(self, key: str, roughs: list[bytes], analyses: list[str]) -> None:
+        super().__init__()
+        self.key = key
+        self.roughs = roughs
+        self.analyses = analyses
 
     def __missing__(self, rough: bytes) -> int:
-        self[rough] = n = len(self)
+        self[rough] = n = len(self.roughs)
+        self.roughs.append(rough)
+        self.analyses.append(self.key)
         return n
 
 
@@ -75,7 +95,11 @@ class PostingBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self._rough_ids = _RoughIds()
+        self._roughs: list[bytes] = []  # the rough token of each id
+        self._keys: list[str] = []  # and its analysis
+        self._by_key: dict[str, _RoughIds] = {}
+        self._anchor_key: dict[int, str] = {}
+        self.languages: dict[str, int] = {}  # pages of each analysis since the last drain
         self._ids = array("i")  # the id of every rough token, in order
         self._seg_doc: list[int] = []  # a "segment" per (document, field) run
         self._seg_field: list[int] = []
@@ -86,54 +110,62 @@ class PostingBuffer:
         """Rough tokens buffered, about one per word (the measure of its memory)."""
         return len(self._ids)
 
-    def _append(self, doc: int, field_id: int, text: str) -> None:
+    def _append(self, doc: int, field_id: int, text: str, key: str) -> None:
         roughs = rough_tokens(text)
-        self._ids.extend(map(self._rough_ids.__getitem__, roughs))
+        ids = self._by_key.get(key)
+        if ids is None:
+            ids = self._by_key[key] = _RoughIds(key, self._roughs, self._keys)
+        self._ids.extend(map(ids.__getitem__, roughs))
         self._seg_doc.append(doc)
         self._seg_field.append(field_id)
         self._seg_len.append(len(roughs))
 
     def add(self, record: Record) -> None:
-        """Buffer a record's title, body and URL (in this order: the body's positions
-        continue after the title's)."""
-        self._append(record.doc_num, TITLE, record.title)
-        self._append(record.doc_num, BODY, f"{record.description} {record.text}")
-        self._append(record.doc_num, URL, url_words(record.url))
+        """Buffer a record's title, body, URL and meta fields (title and body first: the
+        body's positions continue after the title's)."""
+        key = analysis_key(record.lang)
+        self.languages[key] = self.languages.get(key, 0) + 1
+        self._append(record.doc_num, TITLE, record.title, key)
+        self._append(record.doc_num, BODY, record.text, key)
+        self._append(record.doc_num, URL, url_words(record.url), key)
+        if record.description or record.keywords:  # most pages have neither: no empty run
+            self._append(record.doc_num, META, f"{record.description} {record.keywords}", key)
 
-    def add_anchor(self, doc: int, anchor_text: str) -> None:
-        """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``)."""
-        self._append(doc, ANCHOR, anchor_text)
+    def add_anchor(self, doc: int, anchor_text: str, lang: str = "") -> None:
+        """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``), analyzed
+        in the language of the document it describes (``lang``; "" : the default)."""
+        self._append(doc, ANCHOR, anchor_text, analysis_key(lang) if lang else DEFAULT_LANGUAGE)
 
     def drain(self) -> tuple[Postings, dict[int, list[int | None]]]:
         """(the buffered postings of every term, field lengths by document), emptying the
         buffer.
 
-        A document's lengths are ``[title, body, anchor, url]``, with None for
+        A document's lengths are ``[title, body, anchor, url, meta]``, with None for
         the fields this buffer did not see (a page without its anchors, or
         anchors without their page).
         """
         rough_ids = np.frombuffer(self._ids, dtype=np.intc) if self._ids else np.zeros(0, np.intc)
-        roughs = list(self._rough_ids)
+        roughs, keys = self._roughs, (self._keys if len(self._by_key) > 1 else next(iter(self._by_key), ""))
         seg_doc = np.asarray(self._seg_doc, dtype=np.int64)
         seg_field = np.asarray(self._seg_field, dtype=np.int64)
         seg_len = np.asarray(self._seg_len, dtype=np.int64)
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
-        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs)
+        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs, keys)
         term, kept_per_seg, src = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
         form = rough_form_ids[src]
         del src
         n = int(term.shape[0])
         index_type = term.dtype  # int32 unless the flush is huge
-        del roughs, rough_ids
+        del roughs, keys, rough_ids
 
         # Each term's position in its field.
         seg_of_kept = np.repeat(np.arange(seg_doc.shape[0], dtype=index_type), kept_per_seg)
         seg_first_kept = np.concatenate([[0], np.cumsum(kept_per_seg)[:-1]]).astype(index_type)
         pos = np.arange(n, dtype=index_type)
         pos -= seg_first_kept[seg_of_kept]
-        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor
+        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor, meta
         offset[seg_field == TITLE] = 0
         body = np.flatnonzero(seg_field == BODY)
         offset[body] = kept_per_seg[body - 1] + FIELD_GAP  # the title run precedes the body run
@@ -149,8 +181,10 @@ class PostingBuffer:
 
         lengths: dict[int, list[int | None]] = {}
         for d, f, k in zip(seg_doc.tolist(), seg_field.tolist(), kept_per_seg.tolist(), strict=True):
-            entry = lengths.setdefault(d, [None, None, None, None])
+            entry = lengths.setdefault(d, [None] * NUM_FIELDS)
             entry[f] = (entry[f] or 0) + k
+            if f == TITLE and entry[META] is None:
+                entry[META] = 0  # a page without description and keywords adds no meta run
         if not n:
             return Postings.empty(), lengths  # no kept word: no filters either
 
@@ -175,7 +209,8 @@ class PostingBuffer:
         posting_of = np.cumsum(new_posting, dtype=index_type)
         posting_of -= 1
         num_postings = starts.shape[0]
-        tf = np.bincount(posting_of * 4 + field_of, minlength=num_postings * 4).reshape(-1, 4)
+        tf = np.bincount(posting_of * NUM_FIELDS + field_of, minlength=num_postings * NUM_FIELDS)
+        tf = tf.reshape(-1, NUM_FIELDS)
         tf = np.minimum(tf, TF_MAX, out=tf).astype(np.uint16)
         has_pos = pos >= 0
         pos_counts = np.bincount(posting_of[has_pos], minlength=num_postings).astype(np.uint32)
@@ -193,10 +228,10 @@ class PostingBuffer:
 def _form_filters(
     doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str]
 ) -> tuple[dict[int, bytes], dict[str, int]]:
-    """Each document's Bloom filter of the forms its title and body words were written in,
-    and how many documents hold each form (from the same distinct pairs: the spelling
+    """Each document's Bloom filter of the forms its title, body and meta words were written
+    in, and how many documents hold each form (from the same distinct pairs: the spelling
     vocabulary costs one bincount)."""
-    text = (field_of == TITLE) | (field_of == BODY)
+    text = (field_of == TITLE) | (field_of == BODY) | (field_of == META)
     if not text.any():
         return {}, {}
     width = max(len(forms), 1)
@@ -221,13 +256,13 @@ def _kept_terms(
 
     A rough token holds no kept term ("the", "..."), one ("wing.") or several
     ("1990–95"); stop words and overlong words take no position. Arrays are
-    32-bit where the counts allow (posting ids times 4 included): half the
+    32-bit where the counts allow (posting ids times NUM_FIELDS included): half the
     memory traffic, and small enough for the allocator to reuse between flushes.
     """
     rough_start = np.concatenate([[0], np.cumsum(rough_kept, dtype=np.int64)[:-1]])
     kept = rough_kept[rough_ids]
     n = int(kept.sum(dtype=np.int64))
-    index_type = np.int32 if n < 1 << 29 else np.int64
+    index_type = np.int32 if n < 1 << 28 else np.int64  # posting ids times NUM_FIELDS fit
     kept_end = np.cumsum(kept, dtype=index_type)
     seg_bounds = np.concatenate([[0], np.cumsum(seg_len)])
     kept_before = np.concatenate([np.zeros(1, index_type), kept_end])
@@ -237,29 +272,60 @@ def _kept_terms(
     return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg, src
 
 
-def _rough_terms(roughs: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
+def _rough_terms(
+    roughs: list[bytes], keys: list[str] | str
+) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
     many each one holds; the distinct written forms; the form id of each kept word, parallel
-    to the term ids), with the word regex, the stop list and the stemmer run once per
-    distinct rough token or surface token."""
+    to the term ids), with the word regex run once per distinct rough token and the stop
+    list and the stemmer once per distinct surface token of each analysis. ``keys`` is each
+    rough token's analysis, or the one analysis of them all (the usual block)."""
     surfaces_of = [rough_surfaces(r) for r in roughs]
-    surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
-    terms = terms_of(surfaces)
-    vocab = sorted(set(terms) - {""})
+    if isinstance(keys, str):
+        surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
+        by_key = {keys: dict(zip(surfaces, terms_of(surfaces, keys), strict=True))}
+    else:
+        distinct: dict[str, dict[str, None]] = {}
+        for key, ss in zip(keys, surfaces_of, strict=True):
+            distinct.setdefault(key, {}).update(dict.fromkeys(ss))
+        by_key = {
+            key: dict(zip(surfaces, terms_of(list(surfaces), key), strict=True))
+            for key, surfaces in distinct.items()
+        }
+    vocab = sorted({t for terms in by_key.values() for t in terms.values()} - {""})
     ids = dict(zip(vocab, range(len(vocab)), strict=True))
-    term_of = {s: ids[t] for s, t in zip(surfaces, terms, strict=True) if t}
-    kept_of = [[term_of[s] for s in ss if s in term_of] for ss in surfaces_of]
-    count = np.fromiter(map(len, kept_of), dtype=np.int32, count=len(kept_of))
+    # Per analysis: surface -> (term id, written form) of each kept surface.
+    forms: list[str] = []
+    form_ids: dict[str, int] = {}
+    kept_by_key: dict[str, dict[str, tuple[int, int]]] = {}
+    for key, terms in by_key.items():
+        kept: dict[str, tuple[int, int]] = {}
+        for surface, term in terms.items():
+            if term:
+                form = surface_form(surface)
+                form_id = form_ids.get(form)
+                if form_id is None:
+                    form_id = form_ids[form] = len(forms)
+                    forms.append(form)
+                kept[surface] = (ids[term], form_id)
+        kept_by_key[key] = kept
+    if isinstance(keys, str):
+        kept = kept_by_key[keys]
+        pairs_of = [[kept[s] for s in ss if s in kept] for ss in surfaces_of]
+    else:
+        pairs_of = [
+            [kept[s] for s in ss if s in kept]
+            for kept, ss in zip(map(kept_by_key.__getitem__, keys), surfaces_of, strict=True)
+        ]
+    count = np.fromiter(map(len, pairs_of), dtype=np.int32, count=len(pairs_of))
     total = int(count.sum(dtype=np.int64))
-    flat = np.fromiter(itertools.chain.from_iterable(kept_of), dtype=np.int32, count=total)
+    both = np.fromiter(
+        itertools.chain.from_iterable(itertools.chain.from_iterable(pairs_of)),
+        dtype=np.int32,
+        count=2 * total,
+    ).reshape(-1, 2)
     # The written form of each kept word, as ids into ``forms`` (services.text.analysis.forms).
-    forms = list(dict.fromkeys(surface_form(s) for s in surfaces if s in term_of))
-    form_ids = dict(zip(forms, range(len(forms)), strict=True))
-    form_of = {s: form_ids[surface_form(s)] for s in surfaces if s in term_of}
-    flat_forms = np.fromiter(
-        (form_of[s] for ss in surfaces_of for s in ss if s in term_of), dtype=np.int32, count=total
-    )
-    return vocab, flat, count, forms, flat_forms
+    return vocab, np.ascontiguousarray(both[:, 0]), count, forms, np.ascontiguousarray(both[:, 1])
 
 
 @dataclass
@@ -269,7 +335,7 @@ class Postings:
     terms: list[str]  # the terms present, ascending
     term_starts: np.ndarray  # first posting of each term
     docs: np.ndarray  # uint32 [P]
-    tfs: np.ndarray  # uint16 [P, 4]
+    tfs: np.ndarray  # uint16 [P, NUM_FIELDS]
     counts: np.ndarray  # uint32 [P]
     positions: np.ndarray  # uint32 [sum(counts)]
     # doc_num -> Bloom filter of its title and body word forms (services.text.analysis.forms)
@@ -283,7 +349,7 @@ class Postings:
             [],
             np.zeros(0, np.int64),
             np.zeros(0, np.uint32),
-            np.zeros((0, 4), np.uint16),
+            np.zeros((0, NUM_FIELDS), np.uint16),
             np.zeros(0, np.uint32),
             np.zeros(0, np.uint32),
         )

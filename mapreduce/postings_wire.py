@@ -19,6 +19,7 @@ import numpy as np
 import pybase64
 
 TF_MAX = np.iinfo(np.uint16).max  # field frequencies are stored as uint16, clipped
+NUM_FIELDS = 5  # title, body, anchor, url, meta (services.ranking.bm25f.FIELD_NAMES)
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Chunk:
     """Postings of one term, ascending by document, one posting per document."""
 
     docs: np.ndarray  # uint32 [n]
-    tfs: np.ndarray  # uint16 [n, 4]: title, body, anchor, url
+    tfs: np.ndarray  # uint16 [n, NUM_FIELDS]: title, body, anchor, url, meta
     counts: np.ndarray  # uint32 [n]: positions of each posting
     positions: np.ndarray  # uint32 [sum(counts)]
 
@@ -41,10 +42,11 @@ class Chunk:
         return cls(docs, tfs, counts, positions)
 
     def as_lists(self) -> list[list[int]]:
-        """``[docs, tf_title, tf_body, tf_anchor, tf_url, counts, positions]`` (for tests, logs)."""
+        """``[docs, tf_title, tf_body, tf_anchor, tf_url, tf_meta, counts, positions]`` (for
+        tests, logs)."""
         return [
             self.docs.tolist(),
-            *(self.tfs[:, f].tolist() for f in range(4)),
+            *(self.tfs[:, f].tolist() for f in range(NUM_FIELDS)),
             self.counts.tolist(),
             self.positions.tolist(),
         ]
@@ -54,12 +56,12 @@ class Chunk:
 # is a header of two uint32 words, n (postings) and q (positions, its top bit the NARROW
 # flag), then whole uint32 words:
 #
-#     wide:    docs u32 x n | tfs u16 x 4n | counts u32 x n      | positions u32 x q
-#     narrow:  docs u32 x n | tfs u8 x 4n  | counts u8 x n, pad  | positions u16 x q, pad
+#     wide:    docs u32 x n | tfs u16 x 5n, pad | counts u32 x n      | positions u32 x q
+#     narrow:  docs u32 x n | tfs u8 x 5n, pad  | counts u8 x n, pad  | positions u16 x q, pad
 #
 # and zero words up to a multiple of 12 bytes. A region is narrow when its field
 # frequencies and position counts fit a byte and its positions 16 bits: nearly every
-# region of real text, at 9 bytes a posting and 2 a position instead of 16 and 4.
+# region of real text, at 10 bytes a posting and 2 a position instead of 18 and 4.
 #
 # Whole 3-byte base64 quanta make the base64 of two regions their two texts joined, so a
 # reducer that receives a term's pieces from several map tasks, over disjoint document
@@ -76,7 +78,7 @@ _HEAD, _DOCS, _TFS8, _TFS16, _COUNTS8, _COUNTS32, _POS16, _POS32, _PAD = range(9
 def _layout(n: np.ndarray, q: np.ndarray, narrow: np.ndarray) -> np.ndarray:
     """Words of each part of each region: [regions, 6] (head, docs, tfs, counts,
     positions, padding)."""
-    tfs = np.where(narrow, n, 2 * n)
+    tfs = np.where(narrow, -(-NUM_FIELDS * n // 4), -(-NUM_FIELDS * n // 2))
     counts = np.where(narrow, -(-n // 4), n)
     positions = np.where(narrow, -(-q // 2), q)
     used = _HEAD_WORDS + n + tfs + counts + positions
@@ -139,8 +141,14 @@ def encode_runs(
     words[labels == _DOCS] = docs
     in_narrow = np.repeat(narrow, n)
     pos_in_narrow = np.repeat(narrow, q)
-    words[labels == _TFS16] = tfs[~in_narrow].view(np.uint32).ravel()
-    words[labels == _TFS8] = tfs[in_narrow].astype(np.uint8).view(np.uint32).ravel()
+    real, slots = _packed(n[~narrow] * NUM_FIELDS, 2)
+    wide_tfs = np.zeros(slots, dtype=np.uint16)
+    wide_tfs[real] = tfs[~in_narrow].ravel()
+    words[labels == _TFS16] = wide_tfs.view(np.uint32)
+    real, slots = _packed(n[narrow] * NUM_FIELDS, 4)
+    narrow_tfs = np.zeros(slots, dtype=np.uint8)
+    narrow_tfs[real] = tfs[in_narrow].ravel()
+    words[labels == _TFS8] = narrow_tfs.view(np.uint32)
     words[labels == _COUNTS32] = counts[~in_narrow]
     real, slots = _packed(n[narrow], 4)
     packed = np.zeros(slots, dtype=np.uint8)
@@ -158,7 +166,10 @@ def encode_runs(
 
 def _region_words(n: int, q: int, narrow: bool) -> int:
     """Words of one region: ``_layout``'s row sum, in plain ints for the header walk."""
-    used = _HEAD_WORDS + (2 * n + -(-n // 4) + -(-q // 2) if narrow else 4 * n + q)
+    if narrow:
+        used = _HEAD_WORDS + n + -(-NUM_FIELDS * n // 4) + -(-n // 4) + -(-q // 2)
+    else:
+        used = _HEAD_WORDS + n + -(-NUM_FIELDS * n // 2) + n + q
     return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
 
 
@@ -220,11 +231,13 @@ class WireRegions:
         return np.repeat(self.narrow, self.n)
 
     def tfs(self) -> np.ndarray:
-        """uint16 [postings, 4]."""
+        """uint16 [postings, NUM_FIELDS]."""
+        narrow_real, _slots = _packed(self.n[self.narrow] * NUM_FIELDS, 4)
+        wide_real, _slots = _packed(self.n[~self.narrow] * NUM_FIELDS, 2)
         return _interleave(
             self._posting_in_narrow,
-            self.words[self.labels == _TFS8].view(np.uint8).reshape(-1, 4),
-            self.words[self.labels == _TFS16].view(np.uint16).reshape(-1, 4),
+            self.words[self.labels == _TFS8].view(np.uint8)[narrow_real].reshape(-1, NUM_FIELDS),
+            self.words[self.labels == _TFS16].view(np.uint16)[wide_real].reshape(-1, NUM_FIELDS),
             np.uint16,
         )
 
@@ -262,7 +275,7 @@ def read_regions(texts: list[bytes | str]) -> WireRegions:
 def decode_terms(
     texts: list[bytes | str],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(postings per text, docs, tfs [P, 4], counts, positions) of the texts' regions,
+    """(postings per text, docs, tfs [P, NUM_FIELDS], counts, positions) of the texts' regions,
     concatenated in order (``read_regions``)."""
     regions = read_regions(texts)
     return (regions.per_text, regions.docs(), regions.tfs(), regions.counts(), regions.positions())
@@ -323,7 +336,7 @@ def merge_chunks(chunks: Iterable[Chunk]) -> Chunk:
     if not chunks:
         return Chunk(
             np.zeros(0, np.uint32),
-            np.zeros((0, 4), np.uint16),
+            np.zeros((0, NUM_FIELDS), np.uint16),
             np.zeros(0, np.uint32),
             np.zeros(0, np.uint32),
         )

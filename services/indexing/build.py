@@ -184,6 +184,7 @@ def build_index(
         arrays = segment_arrays(
             columns, ranks.ranks, num_docs, near_duplicates=settings.index.near_duplicates, links=graph
         )
+        languages = columns.languages
         del graph
         del columns
         arrays_s, stage = time.monotonic() - stage, time.monotonic()
@@ -192,6 +193,7 @@ def build_index(
             pagerank_iterations=ranks.iterations,
             pagerank_damping=settings.index.pagerank_damping,
             created_at=time.time(),
+            languages=languages,
         )
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         published = publish_segment(arrays, meta, store, sessions, keep=settings.index.keep_segments)

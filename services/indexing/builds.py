@@ -26,6 +26,7 @@ from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import IndexBuild
 
 SCHEDULE = "schedule"  # requested_by of the rows the schedule adds
+ANALYZER = "analyzer change"  # requested_by of a rebuild for a segment of another analyzer
 MAX_PROGRESS_CHARS = 16_000  # the tail of a build's progress kept in its row (a TEXT column)
 
 
@@ -161,6 +162,29 @@ def schedule_if_due(session: Session, now: float, every: float, since: float) ->
     if now - last < every:
         return None
     return request_build(session, SCHEDULE, now).id
+
+
+def request_if_analyzer_changed(
+    session: Session, active_analyzer: str | None, analyzer: str, now: float
+) -> int | None:
+    """Add a rebuild when the active segment was built with another analyzer than this
+    release's (``active_analyzer``; None: no active segment), nothing is pending, and no
+    such rebuild was asked for since it was published (a failing one is not retried in a
+    loop); returns its id. Search refuses that segment until the rebuild publishes."""
+    if active_analyzer is None or active_analyzer == analyzer:
+        return None
+    if session.scalar(select(func.count()).where(IndexBuild.state.in_(PENDING))):
+        return None
+    active = active_index(session)
+    asked = session.scalar(
+        select(func.count()).where(
+            IndexBuild.requested_by == ANALYZER,
+            IndexBuild.requested_at >= (active.created_at if active is not None else 0.0),
+        )
+    )
+    if asked:
+        return None
+    return request_build(session, ANALYZER, now).id
 
 
 def take_next(session: Session, worker: str, runner: str, now: float) -> BuildView | None:

@@ -51,10 +51,13 @@ from services.errors import NimbusError
 from services.indexing import builds
 from services.indexing.build import BuildResult, build_index
 from services.indexing.builds import BuildState, BuildView
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import read_meta
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.retry import is_transient, retry_with_backoff
 from services.storage.sql.schema import init_db
+from services.text.analysis.analyze import analyzer_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -128,6 +131,7 @@ class IndexDaemon:
         self.stopping = threading.Event()
         self._wake = threading.Event()
         self._age_at: float | None = None
+        self._analyzer_checked = False  # the active segment's analyzer, compared once a start
         self.abandoned: threading.Thread | None = None  # a handed-back build's thread, still running
 
     def stop(self) -> None:
@@ -161,6 +165,8 @@ class IndexDaemon:
             self.counters["died"] += 1
             log.warning("index build %d failed: %s", dead.id, dead.error)
             self.metrics.publish_soon(Datum(INDEX_BUILD_FAILURES, 1))
+        if not self._analyzer_checked:
+            self._check_analyzer(now)
         every = self.settings.index.index_every
         added = self._transaction(lambda s: builds.schedule_if_due(s, now, every, self.started_at))
         if added is not None:
@@ -172,6 +178,26 @@ class IndexDaemon:
             lambda s: builds.take_next(s, self.worker, self.settings.index.mr_runner, now)
         )
         return None if taken is None else self._run(taken)
+
+    def _check_analyzer(self, now: float) -> None:
+        """A release whose analyzer differs from the active segment's asks for a rebuild at
+        once: search refuses that segment (``SegmentIndex.open``) and keeps the one it has."""
+        segment = self._transaction(lambda s: a.segment if (a := active_index(s)) is not None else None)
+        built: str | None = None
+        if segment is not None:
+            store = open_blobstore(self.settings.blob_url, self.settings.aws_endpoint_url)
+            try:
+                built = str(read_meta(lambda a, b: store.get(segment, a, b), segment).get("analyzer", "1"))
+            except (NimbusError, OSError) as exc:  # a missing segment: the schedule rebuilds it
+                log.warning("cannot read the analyzer of %s: %s", segment, exc)
+        self._analyzer_checked = True
+        version = analyzer_version()
+        added = self._transaction(lambda s: builds.request_if_analyzer_changed(s, built, version, now))
+        if added is not None:
+            self._say(
+                f"index build {added} requested: {segment} was built with analyzer {built}, "
+                f"this release's is {version}"
+            )
 
     # -- one build --------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ import pybase64
 from mapreduce.mr_index import (
     FORMS,
     FORMS_KEY,
+    LANGUAGE,
+    LANGUAGE_KEY,
     LENGTH,
     LENGTH_KEY,
     TERM,
@@ -35,6 +37,7 @@ class IndexColumns:
     lengths: dict[int, list[int]] = field(default_factory=dict)
     forms: dict[int, bytes] = field(default_factory=dict)  # doc -> Bloom filter of its word forms
     vocabulary: dict[str, int] = field(default_factory=dict)  # written form -> documents holding it
+    languages: dict[str, int] = field(default_factory=dict)  # analysis -> pages analyzed so
 
 
 def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
@@ -54,6 +57,8 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             cols.forms[int(name)] = value
         elif kind == VOCABULARY:
             cols.vocabulary[name] = cols.vocabulary.get(name, 0) + int(value)
+        elif kind == LANGUAGE:
+            cols.languages[name] = cols.languages.get(name, 0) + int(value)
         else:
             raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
     return cols
@@ -61,7 +66,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
 
 def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
     """MRIndex's output file as ``((kind, name), value)``: ``(("t", term), wire text)`` and
-    ``(("l", doc), [title, body, anchor, url])``."""
+    ``(("l", doc), [title, body, anchor, url, meta])``."""
     term_key, length_key = TERM_KEY, LENGTH_KEY
     with Path(path).open("rb") as fh:
         for line in fh:
@@ -74,5 +79,7 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
                 yield (FORMS, int(key[len(FORMS_KEY) :])), pybase64.b64decode(value)
             elif key.startswith(VOCABULARY_KEY):
                 yield (VOCABULARY, key[len(VOCABULARY_KEY) :].decode("utf-8")), int(value)
+            elif key.startswith(LANGUAGE_KEY):
+                yield (LANGUAGE, key[len(LANGUAGE_KEY) :].decode("ascii")), int(value)
             elif key:
                 raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")

@@ -5,7 +5,10 @@ names, dtypes, lengths and meaning, written once there); ``publish.publish_segme
 checks a segment against it before storing it.
 
 The BM25F parameters the impacts were computed with are in the meta
-(``bm25f``), so a reader can tell which ranking a segment carries.
+(``bm25f``), so a reader can tell which ranking a segment carries; so are the
+analyzer's version (``analyzer``: search refuses a segment whose terms its own
+analyzer would not produce) and the pages of each analysis (``languages``: a query
+of unknown language is analyzed in the index's common ones).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from mapreduce.postings_wire import TF_MAX, read_regions
+from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
 from services.storage.formats.segment import SEGMENT_FORMAT
+from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.minhash import near_duplicate_groups, signatures, term_rows
 
 
@@ -108,13 +112,13 @@ def _posting_arrays(
     post_offsets = _offsets(df)
     num_postings = int(post_offsets[-1])
     _check_postings(post_docs, post_offsets, num_docs)
-    tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(4)]
+    tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(NUM_FIELDS)]
     del field_tfs
 
     term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
     term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
 
-    lengths = np.zeros((4, num_docs), dtype=np.uint32)
+    lengths = np.zeros((NUM_FIELDS, num_docs), dtype=np.uint32)
     for doc, values in cols.lengths.items():
         if not 0 <= doc < num_docs:
             raise PublishError(
@@ -127,7 +131,9 @@ def _posting_arrays(
     # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
     from scipy.sparse import csr_matrix
 
-    title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1], TF_MAX).astype(np.uint16)
+    # The page's own words: title, body and meta (the description was body text until the
+    # meta field had its own weight; feedback and near-duplicates still read it).
+    title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1] + tfs[4], TF_MAX).astype(np.uint16)
     by_doc = csr_matrix(
         (title_body, post_docs, post_offsets.astype(np.int64)), shape=(len(df), num_docs)
     ).tocsc()
@@ -167,11 +173,13 @@ def _posting_arrays(
         "tf_body": tfs[1],
         "tf_anchor": tfs[2],
         "tf_url": tfs[3],
+        "tf_meta": tfs[4],
         "len_title": lengths[0],
         "len_body": lengths[1],
         "len_anchor": lengths[2],
         "len_url": lengths[3],
-        "doc_lengths": (lengths[0] + lengths[1]).astype(np.uint32),
+        "len_meta": lengths[4],
+        "doc_lengths": (lengths[0] + lengths[1] + lengths[4]).astype(np.uint32),
         "fwd_offsets": fwd_offsets,
         "fwd_terms": fwd_terms,
         "fwd_tfs": fwd_tfs,
@@ -263,10 +271,13 @@ def segment_meta(
     pagerank_damping: float,
     created_at: float,
     params: BM25FParams = DEFAULT_PARAMS,
+    languages: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     return {
         "format": SEGMENT_FORMAT,
         "bm25f": params.to_meta(),
+        "analyzer": analyzer_version(),
+        "languages": dict(sorted((languages or {}).items())),
         "num_docs": int(len(arrays["doc_lengths"])),
         "num_terms": int(len(arrays["df"])),
         "num_postings": int(len(arrays["post_docs"])),

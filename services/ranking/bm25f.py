@@ -23,7 +23,17 @@ k1 = 1.2 and body b = 0.75 (Robertson & Zaragoza 2009). Short fields are
 normalised less (title b = 0.5, url b = 0.5), because their lengths vary
 little; anchor text b = 0.75 (Zaragoza et al.'s TREC web runs used high b
 for anchors: a page linked from everywhere should not win by the sheer
-amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5.
+amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5, meta 1.
+
+The meta field is the page's ``<meta name=description>`` and ``<meta name=keywords>``.
+Weight 1, b = 0.75, the body's: the description was body text before it had a field
+of its own, so its evidence keeps its weight, and now neither lengthens the body nor is
+diluted by it. Not more than the body: both are written by the page's author for
+search engines, and keywords became the textbook spam vector (Google has ignored them
+since 2009, Bing reads stuffing as a spam signal), so a boost would reward stuffing;
+the body's b = 0.75 makes a long keyword list count for less per word, and since the
+field's frequencies enter BM25F before saturation, a word repeated in the keywords
+adds little once title or body hold it.
 A title field boost of 2 hurts plain BM25 on Cranfield, whose body repeats
 the title (``python -m benchmarks.ranking_peers``); with BM25F the boost enters before saturation, so a
 modest 1.5 keeps the title's value on the web without letting a title
@@ -38,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-FIELD_NAMES = ("title", "body", "anchor", "url")
+FIELD_NAMES = ("title", "body", "anchor", "url", "meta")
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class BM25FParams:
             "body": FieldParams(1.0, 0.75),
             "anchor": FieldParams(1.0, 0.75),
             "url": FieldParams(0.5, 0.5),
+            "meta": FieldParams(1.0, 0.75),
         }
     )
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from services.config.search import SearchSettings
 from services.search.errors import NotFoundError
-from services.search.query.language import ParsedQuery, clean_query, parse_query
+from services.search.query.language import ParsedQuery, analyses_for, clean_query, parse_query
 from services.search.results import (
     MAX_RESULTS,
     CachedCopy,
@@ -106,7 +106,7 @@ class PageViews:
         if index is not None and in_index and index.has_links:
             linked = int(index.in_links(doc_num).shape[0])
         score = None
-        query = parse_query(clean_query(q))
+        query = parse_query(clean_query(q), analyses_for(q, index.languages) if index is not None else ())
         if index is not None and in_index and not query.empty:
             allowed = self.service.allowed(query, index)
             result = retrieve_ranked(index, query, MAX_RESULTS, self.service.retrieval, allowed)

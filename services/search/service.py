@@ -33,7 +33,7 @@ from services.malloc import keep_freed_memory
 from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
 from services.search.query.examples import OperatorExamples, operator_examples
-from services.search.query.language import ParsedQuery, clean_query, parse_query, plain_query
+from services.search.query.language import ParsedQuery, analyses_for, clean_query, parse_query, plain_query
 from services.search.query.suggest import (
     COMPLETIONS,
     Vocabulary,
@@ -193,7 +193,7 @@ class SearchService:
         done: Callable[..., SearchResults],
         as_typed: bool = True,
     ) -> SearchResults:
-        query = parse_query(q)
+        query = parse_query(q, analyses_for(q, index.languages))
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
         if query.empty and not query.filtered:
@@ -214,11 +214,15 @@ class SearchService:
                 mode=result.mode,
             )
         last = min(first + per_page, int(ranked.docs.shape[0]))
-        hits = self._hits(ranked, range(first, last), set(query.terms), index)
+        every_form = {form for term in query.terms for form in query.forms_of(term)}
+        hits = self._hits(ranked, range(first, last), every_form, index)
         suggestion, found_by_suggestion = "", 0
         full = _full_matches(result, query, total)
         if len(result.found) < len(query.terms) or total < per_page:
-            suggestion, found_by_suggestion = self._did_you_mean(q, index, set(result.found), full)
+            # Every form of the words found: the speller reads a word in English (its stem may be
+            # the word's English alternative, not the term of the query's first language).
+            found_forms = {form for term in result.found for form in query.forms_of(term)}
+            suggestion, found_by_suggestion = self._did_you_mean(q, index, found_forms, full)
         if suggestion and not as_typed and replaces(full, found_by_suggestion):
             # "Showing results for": the correction's results, the query as typed one click away.
             corrected = self._search(suggestion, page, per_page, index, done)
@@ -259,7 +263,7 @@ class SearchService:
         # One retrieval per part tried: a pasted paragraph that found nothing is not cut up.
         for i in range(len(parts)) if 1 < len(parts) <= MAX_FEWER_PARTS else ():
             shorter = " ".join(parts[:i] + parts[i + 1 :])
-            query = parse_query(shorter)
+            query = parse_query(shorter, analyses_for(shorter, index.languages))
             if query.empty and not query.filtered:
                 continue
             allowed = self.allowed(query, index)
@@ -275,7 +279,7 @@ class SearchService:
         corrected = corrected_query(q, self.vocabulary(index), known)
         if corrected is None:
             return "", 0
-        query = parse_query(corrected)
+        query = parse_query(corrected, analyses_for(corrected, index.languages))
         allowed = self.allowed(query, index)
         result = retrieve_ranked(index, query, 1, self.retrieval, allowed)
         better = _full_matches(result, query, max(result.ranked.total, int(result.ranked.docs.shape[0])))
@@ -336,7 +340,7 @@ class SearchService:
         phrases = [p for p, _ in vocabulary.phrases.most_common(5)]
 
         def works(q: str) -> bool:
-            query = parse_query(q)
+            query = parse_query(q, analyses_for(q, index.languages))
             if query.empty and not query.filtered:
                 return False
             found = retrieve_ranked(index, query, 1, self.retrieval, self.allowed(query, index))
@@ -368,8 +372,11 @@ class SearchService:
         listed before it: the order, not the score, is the ranking.
         """
         index = self.holder.current()
-        query = parse_query(clean_query(q)) if operators else plain_query(q)
-        if index is None or query.empty or k <= 0:
+        if index is None:
+            return []
+        analyses = analyses_for(q, index.languages)
+        query = parse_query(clean_query(q), analyses) if operators else plain_query(q, analyses)
+        if query.empty or k <= 0:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
@@ -401,7 +408,10 @@ class SearchService:
         # in this thread (pure Python: threads would only take turns at the GIL).
         fetch = self.pool.map if self.blobs.remote else map
         records = list(fetch(lambda item: self.record(item[1], "snippet", links=False), found))
-        snippets = [[] if r is None else make_snippet(r.text, query_terms, r.description) for r in records]
+        snippets = [
+            [] if r is None else make_snippet(r.text, query_terms, r.description, lang=r.lang)
+            for r in records
+        ]
         hits = []
         for (i, doc), snippet, record in zip(found, snippets, records, strict=True):
             num = doc.doc_num

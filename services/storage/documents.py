@@ -72,6 +72,7 @@ class NewDocument:
     depth: int = 0
     doc_id: str = ""  # hex SHA-1 of ``body``; computed when empty
     noarchive: bool = False  # the site asks that no cached copy be shown
+    keywords: str = ""  # <meta name=keywords>
 
     def __post_init__(self) -> None:
         if not self.doc_id:
@@ -92,6 +93,7 @@ class NewDocument:
             links=self.links,
             fetched_at=self.fetched_at,
             noarchive=self.noarchive,
+            keywords=self.keywords,
         )
 
 

@@ -6,6 +6,7 @@
   furniture and link lists in ``boilerplate``, placeholder ``titles``, robots directives,
   the ``charset`` of its bytes, ``pdf`` text, ``whitespace``).
 - ``analysis/``: the terms text gives (the one analyzer used at index and query time,
-  ``analyze`` with its stop list; the word forms as typed, ``forms``; language
-  identification, ``lang``; near-duplicate signatures, ``minhash``).
+  ``analyze``, each language with its own stop list and stemmer, ``languages``; the word
+  forms as typed, ``forms``; language identification, ``lang``; near-duplicate
+  signatures, ``minhash``).
 """

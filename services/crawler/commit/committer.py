@@ -475,6 +475,7 @@ def new_document(result: UrlResult, doc_num: int) -> NewDocument:
         title=p.title,
         text=p.text,
         description=p.description,
+        keywords=p.keywords,
         lang=p.lang,
         links=p.links,
         fetched_at=doc.fetched_at,

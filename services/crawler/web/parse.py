@@ -42,6 +42,7 @@ class ParsedDoc(LinksPickledFlat):
     description: str = ""
     lang: str = ""
     links: list[Link] = field(default_factory=list)
+    keywords: str = ""  # <meta name=keywords>
     noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
     noarchive: bool = False  # robots noarchive (meta or X-Robots-Tag): stored, no cached copy shown
     charset: str = ""  # the charset an HTML body was decoded with
@@ -154,6 +155,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             title=page.title,
             text=page.text,
             description=page.description,
+            keywords=page.keywords,
             lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
             links=links[:MAX_LINKS],
             links_dropped=max(0, len(links) - MAX_LINKS),

@@ -1,7 +1,8 @@
 """Snippets: the window of a document's text that best shows why it matched.
 
 A word matches when the analyzer turns it into one of the query's terms, so
-"Running" highlights for the query "runs" exactly as the index matched them.
+"Running" highlights for the query "runs" exactly as the index matched them; the
+words of a page are analyzed in its language (``lang``), as the index analyzed them.
 The result is a list of fragments ``(text, match)``, never HTML: templates
 escape each fragment and wrap matches in ``<mark>`` themselves.
 
@@ -26,6 +27,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from services.text.analysis.analyze import CJK, CJK_CHAR, analyze
+from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
 
 WINDOW_WORDS = 30
 # The window is chosen among the first 100,000 characters: enough for any
@@ -51,13 +53,17 @@ def snippet_text(fragments: Iterable[Fragment]) -> str:
 
 
 @lru_cache(maxsize=100_000)
-def _word_terms(word: str) -> frozenset[str]:
-    """Terms one word yields (empty for stop words); cached across requests."""
-    return frozenset(analyze(word))
+def _word_terms(word: str, lang: str = DEFAULT_LANGUAGE) -> frozenset[str]:
+    """Terms one word yields in ``lang``'s analysis (empty for stop words); cached across requests."""
+    return frozenset(analyze(word, lang))
 
 
 def make_snippet(
-    text: str, query_terms: Iterable[str], description: str = "", window: int = WINDOW_WORDS
+    text: str,
+    query_terms: Iterable[str],
+    description: str = "",
+    window: int = WINDOW_WORDS,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> list[Fragment]:
     """Fragments of the best ``window``-word stretch of ``text`` for ``query_terms``.
 
@@ -67,11 +73,12 @@ def make_snippet(
     where it matches.
     """
     terms = frozenset(query_terms)
+    key = analysis_key(lang)
     for source in (text, description):
-        fragments = _best_window(source, terms, window, require_match=True)
+        fragments = _best_window(source, terms, window, require_match=True, lang=key)
         if fragments:
             return fragments
-    return _best_window(description or text, terms, window, require_match=False)
+    return _best_window(description or text, terms, window, require_match=False, lang=key)
 
 
 _FURNITURE_HEADING = re.compile(
@@ -94,9 +101,11 @@ CHARS_PER_WORD = 8  # a word and its space, on average in English text
 CJK_CHARS_PER_WORD = 3
 
 
-def _best_window(text: str, terms: frozenset[str], window: int, require_match: bool) -> list[Fragment]:
+def _best_window(
+    text: str, terms: frozenset[str], window: int, require_match: bool, lang: str = DEFAULT_LANGUAGE
+) -> list[Fragment]:
     text = text[:MAX_SCAN_CHARS]
-    matches = _matches(text, terms)
+    matches = _matches(text, terms, lang)
     if require_match and not matches:
         return []
     # Locate the best stretch by characters over the matches alone, then cut
@@ -153,17 +162,18 @@ def _best_window(text: str, terms: frozenset[str], window: int, require_match: b
     return _trim(out)
 
 
-def matching_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
+def matching_spans(text: str, terms: frozenset[str], lang: str = "") -> list[tuple[int, int]]:
     """(start, end) of every word of ``text`` that matches one of ``terms``, as the snippet
-    marks them (a cached copy's highlighting uses the same rule)."""
-    return [(at, end) for at, end, _ in _matches(text, terms)] if terms else []
+    marks them (a cached copy's highlighting uses the same rule), its words analyzed in the
+    page's language ``lang``."""
+    return [(at, end) for at, end, _ in _matches(text, terms, analysis_key(lang))] if terms else []
 
 
-def query_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
+def query_fragments(text: str, terms: frozenset[str], lang: str = "") -> list[Fragment]:
     """All of ``text`` as fragments, its words that match ``terms`` marked."""
     out: list[Fragment] = []
     pos = 0
-    for at, end in matching_spans(text, terms):
+    for at, end in matching_spans(text, terms, lang):
         _append(out, text[pos:at], False)
         _append(out, text[at:end], True)
         pos = end
@@ -171,11 +181,16 @@ def query_fragments(text: str, terms: frozenset[str]) -> list[Fragment]:
     return out
 
 
-def _matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, frozenset[str]]]:
+def _matches(
+    text: str, terms: frozenset[str], lang: str = DEFAULT_LANGUAGE
+) -> list[tuple[int, int, frozenset[str]]]:
     """(start, end, query terms) of every matching word, in text order: a CJK character is
     a match when a query bigram holds it there (``_cjk_matches``)."""
     bigrams = {t for t in terms if len(t) == 2 and CJK_CHAR.search(t)}
-    found = _word_matches(text, terms - bigrams)
+    if lang == DEFAULT_LANGUAGE:
+        found = _word_matches(text, terms - bigrams)
+    else:
+        found = _every_word_matches(text, terms - bigrams, lang)
     if not bigrams:
         return found
     by_start = {at: (end, words) for at, end, words in found}
@@ -243,6 +258,20 @@ def _word_matches(text: str, terms: frozenset[str]) -> list[tuple[int, int, froz
         found = _word_terms(m.group()) & terms
         if found:
             out.append((at, m.end(), found))
+    return out
+
+
+def _every_word_matches(text: str, terms: frozenset[str], lang: str) -> list[tuple[int, int, frozenset[str]]]:
+    """``_word_matches`` for a page in another language than English: every word goes
+    through the analyzer (cached per word), since a stem need not start with its word's
+    letters once accents are folded ("élections" -> ``elect``, "Häuser" -> ``haus``)."""
+    if not terms:
+        return []
+    out = []
+    for m in _WORD.finditer(text):
+        found = _word_terms(m.group(), lang) & terms
+        if found:
+            out.append((m.start(), m.end(), found))
     return out
 
 

@@ -17,6 +17,12 @@ skipped just as it was at index time, and a phrase of one term is a word.
     filetype:pdf wind      only PDFs (pdf, html; several widen)
     intitle:wind solar     "wind" must be in the title (and counts as a word)
 
+Words are analyzed in the query's languages (``languages``, first the one whose terms
+it shows; ``services.text.analysis.languages.query_languages`` picks them): a word whose
+forms differ between them ("Häuser": ``häuser`` in English, ``haus`` in German) matches
+a document holding any of its forms (``ParsedQuery.alternatives``), scored by the best
+one. Whether a word is a stop word is the first language's answer.
+
 An unclosed quote runs to the end of the query. ``OR`` and ``NOT`` are
 operators only in capitals ("or" is a stop word anyway); operator names are
 case-insensitive, and an unknown one (``foo:bar``) is searched as words.
@@ -26,9 +32,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from services.text.analysis.analyze import analyze_forms
+from services.text.analysis.analyze import surface_form, surface_tokens, terms_of
+from services.text.analysis.lang import identify
+from services.text.analysis.languages import DEFAULT_LANGUAGE, query_languages, script_of
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
@@ -77,6 +86,12 @@ class ParsedQuery:
     excluded_sites: list[str] = field(default_factory=list)
     filetypes: list[str] = field(default_factory=list)  # canonical names (FILETYPES values)
     in_title: list[str] = field(default_factory=list)  # analyzed terms each title must hold
+    # term -> the same words' terms in the query's other languages (any of them matches)
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+
+    def forms_of(self, term: str) -> list[str]:
+        """``term`` and its alternatives, ``term`` first."""
+        return [term, *self.alternatives.get(term, ())]
 
     @property
     def filtered(self) -> bool:
@@ -98,7 +113,41 @@ class ParsedQuery:
         return not self.terms
 
 
-def parse_query(text: str) -> ParsedQuery:
+def analyses_for(text: str, index_languages: Mapping[str, int]) -> list[str]:
+    """The analyses a query is read in, on an index holding ``index_languages`` (pages per
+    analysis): its own language when CLD2 is sure of it (a query of a few words rarely
+    is: ``identify`` needs 16 letters and a reliable answer), and the index's
+    (``query_languages``)."""
+    return query_languages(identify(text), dict(index_languages), script_of(text))
+
+
+class _Analysis:
+    """The query's analyzer: each piece's (term, form) pairs in the first language, and
+    the other languages' terms of the same words gathered in ``alternatives``."""
+
+    def __init__(self, languages: Sequence[str]) -> None:
+        self.languages = list(languages) or [DEFAULT_LANGUAGE]
+        self.alternatives: dict[str, list[str]] = {}
+
+    def __call__(self, text: str) -> list[tuple[str, str]]:
+        surfaces = surface_tokens(text)
+        first, *others = (terms_of(surfaces, lang) for lang in self.languages)
+        pairs = []
+        for i, (surface, term) in enumerate(zip(surfaces, first, strict=True)):
+            if not term:
+                continue
+            pairs.append((term, surface_form(surface)))
+            for other in others:
+                alternative = other[i]
+                if alternative and alternative != term:
+                    known = self.alternatives.setdefault(term, [])
+                    if alternative not in known:
+                        known.append(alternative)
+        return pairs
+
+
+def parse_query(text: str, languages: Sequence[str] = (DEFAULT_LANGUAGE,)) -> ParsedQuery:
+    analyze_forms = _Analysis(languages)
     terms: Counter[str] = Counter()
     forms: dict[str, str] = {}
     phrases: list[list[str]] = []
@@ -167,6 +216,8 @@ def parse_query(text: str) -> ParsedQuery:
             forms.setdefault(term, form)
         if len(analyzed) > 1:
             phrases.append(analyzed)
+    alternatives = analyze_forms.alternatives
+    excluded = [*excluded, *(a for t in excluded for a in alternatives.get(t, ()))]
     return ParsedQuery(
         terms,
         phrases,
@@ -178,10 +229,11 @@ def parse_query(text: str) -> ParsedQuery:
         sorted(set(excluded_sites)),
         sorted(set(filetypes)),
         list(dict.fromkeys(in_title)),
+        {t: a for t, a in alternatives.items() if t in terms},
     )
 
 
-def plain_query(text: str) -> ParsedQuery:
+def plain_query(text: str, languages: Sequence[str] = (DEFAULT_LANGUAGE,)) -> ParsedQuery:
     """``text`` as words only, however long: no phrases, exclusions, OR or operators.
 
     A judged collection's queries are sentences written for people, not for a search
@@ -189,11 +241,12 @@ def plain_query(text: str) -> ParsedQuery:
     exclusion and a capital OR is a word. IR evaluations read them as bags of words
     (Anserini escapes Lucene's query syntax for the same reason), so ``nimbus eval``
     measures the ranking, not how its query language reads prose."""
-    pairs = analyze_forms(text)
+    analysis = _Analysis(languages)
+    pairs = analysis(text)
     forms: dict[str, str] = {}
     for term, form in pairs:
         forms.setdefault(term, form)
-    return ParsedQuery(Counter(term for term, _ in pairs), forms=forms)
+    return ParsedQuery(Counter(term for term, _ in pairs), forms=forms, alternatives=analysis.alternatives)
 
 
 MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident

@@ -19,7 +19,7 @@ from services.search.query.language import ParsedQuery
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.segment import SegmentIndex
 
-FIELDS = ("title", "body", "anchor", "url")
+FIELDS = ("title", "body", "anchor", "url", "meta")
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,11 @@ def term_parts(index: SegmentIndex, query: ParsedQuery, doc: int) -> list[TermPa
             if at < docs.shape[0] and int(docs[at]) == doc:
                 p = start + at
                 impact = float(index.arrays["post_impacts"][p])
-                tfs = {name: int(index.arrays[f"tf_{name}"][p]) for name in FIELDS}
+                tfs = {
+                    name: int(index.arrays[f"tf_{name}"][p])
+                    for name in FIELDS
+                    if f"tf_{name}" in index.arrays
+                }
         parts.append(TermPart(term, word, float(weight), impact, tfs))
     return parts
 

@@ -71,6 +71,27 @@ def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
     return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id))
 
 
+def _present(index: SegmentIndex, forms: list[str]) -> list[int]:
+    """The term ids of those of a word's ``forms`` the index holds, in order."""
+    return [i for form in forms if (i := index.term_id(form)) is not None]
+
+
+def query_term_group(index: SegmentIndex, term_ids: list[int], weight: float) -> QueryTerm:
+    """One query word whose forms are several terms (its analyses in several languages): the
+    documents holding any, each scored by its best form's impact (a disjunction scored as
+    its best clause, Lucene's ``DisjunctionMaxQuery``: a page holding two forms of one word
+    is not counted as holding two words)."""
+    if len(term_ids) == 1:
+        return query_term(index, term_ids[0], weight)
+    parts = [index.postings(i) for i in term_ids]
+    docs = np.concatenate([d for d, _ in parts])
+    impacts = np.concatenate([m for _, m in parts])
+    order = np.lexsort((-impacts, docs))  # by document, its best impact first
+    docs, impacts = docs[order], impacts[order]
+    first = np.concatenate([[True], docs[1:] != docs[:-1]]) if docs.shape[0] else np.zeros(0, bool)
+    return QueryTerm(float(weight), docs[first], impacts[first], max(index.max_impact(i) for i in term_ids))
+
+
 def retrieve(
     index: SegmentIndex,
     query: ParsedQuery,
@@ -82,11 +103,11 @@ def retrieve(
     operators' mask, ``services.search.retrieval.filters``) when it is given."""
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
-    looked_up = {term: index.term_id(term) for term in query.terms}
-    ids = {term: i for term, i in looked_up.items() if i is not None}  # terms in the index
+    looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
+    ids = {term: i[0] for term, i in looked_up.items() if i}  # terms in the index (a form of)
     found = list(ids)
     weights = {ids[t]: float(query.terms[t]) for t in found}
-    terms = [query_term(index, i, w) for i, w in weights.items()]
+    terms = [query_term_group(index, looked_up[t], weights[ids[t]]) for t in found]
     excluded = union_docs(
         [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
     )

@@ -31,10 +31,23 @@ from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
 from services.storage.sql.index_versions import active_index
+from services.text.analysis.analyze import analyzer_version
 
 log = logging.getLogger(__name__)
 
 TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
+
+
+def check_analyzer(meta: Mapping[str, Any], where: str) -> None:
+    """Refuse a segment whose terms this process's analyzer would not give: its queries
+    would silently miss (a stemmer, a stop list or a language's analysis changed)."""
+    built = meta.get("analyzer", "1 (before per-language analysis)")
+    if built != analyzer_version():
+        raise SearchIndexError(
+            f"{where}: index built with analyzer {built}, but this search service analyzes "
+            f"queries with analyzer {analyzer_version()}; rebuild the index with this release "
+            "(`nimbus index`) before serving it"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +73,7 @@ class SegmentIndex:
             check_segment(arrays, meta, str(path))
         except SegmentContractError as exc:
             raise SearchIndexError(str(exc)) from exc
+        check_analyzer(meta, str(path))
         # Plain ndarray views of the memory maps: slicing an np.memmap runs Python code
         # (__array_finalize__) on every slice, a large share of a query's time
         # (docs/performance-notes.md).
@@ -68,6 +82,11 @@ class SegmentIndex:
         index.term_id("")  # builds the dictionary's sample now, not in the first query's time
         index.folded_into([])  # and the near-duplicate groups
         return index
+
+    @cached_property
+    def languages(self) -> dict[str, int]:
+        """Pages of each analysis (``services.text.analysis.languages``) the index holds."""
+        return {str(k): int(v) for k, v in self.meta.get("languages", {}).items()}
 
     @property
     def num_docs(self) -> int:

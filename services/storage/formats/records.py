@@ -65,6 +65,7 @@ class Record:
     content_block: str = ""
     content_index: int = -1
     noarchive: bool = False  # robots noarchive: the search service shows no cached copy
+    keywords: str = ""  # <meta name=keywords>: indexed with the description (the meta field)
 
     def to_json(self) -> str:
         # The same JSON as dataclasses.asdict, built directly: asdict deep-copies

@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -77,6 +77,22 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def read_meta(read: Callable[[int, int], bytes], name: str = "segment") -> dict[str, Any]:
+    """A segment's meta from two ranged reads (``read(start, end)``: bytes start..end-1), so a
+    stored segment's meta is known without fetching its arrays."""
+    pre = read(0, _PRE.size)
+    if len(pre) < _PRE.size:
+        raise BlockFormatError(f"{name}: truncated index segment")
+    magic, header_len = _PRE.unpack(pre)
+    if magic != MAGIC:
+        raise BlockFormatError(f"{name}: not a Nimbus index segment (magic {magic!r})")
+    try:
+        meta: dict[str, Any] = json.loads(read(_PRE.size, _PRE.size + header_len))["meta"]
+    except (ValueError, KeyError) as exc:
+        raise BlockFormatError(f"{name}: corrupt segment header ({exc})") from exc
+    return meta
+
+
 def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Memory-map a segment file; returns (arrays, meta)."""
     path = Path(path)
@@ -106,9 +122,10 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 # The segment contract, format 4 (3 added near_dup_of and the word-form filters, 4 the link
 # graph for page info). N documents, T terms, P postings, Q positions, E links.
-# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*
-SEGMENT_FORMAT = 5
-READABLE_FORMATS = frozenset({3, 4, 5})  # older segments serve without the newer arrays
+# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*;
+# 6: tf_meta, len_meta (the meta description and keywords as a field of their own)
+SEGMENT_FORMAT = 6
+READABLE_FORMATS = frozenset({3, 4, 5, 6})  # older segments serve without the newer arrays
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,9 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "tf_body": ArraySpec(np.dtype(np.uint16), "posting", "body term frequency (clipped)"),
     "tf_anchor": ArraySpec(np.dtype(np.uint16), "posting", "in-link anchor term frequency (clipped)"),
     "tf_url": ArraySpec(np.dtype(np.uint16), "posting", "URL-word term frequency (clipped)"),
+    "tf_meta": ArraySpec(
+        np.dtype(np.uint16), "posting", "meta description + keywords term frequency (clipped)", since=6
+    ),
     "pos_offsets": ArraySpec(
         np.dtype(np.uint64), "posting+1", "posting p's positions are positions[off[p]:off[p+1]]"
     ),
@@ -148,14 +168,15 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "len_body": ArraySpec(np.dtype(np.uint32), "doc", "body length in terms"),
     "len_anchor": ArraySpec(np.dtype(np.uint32), "doc", "in-link anchor text length in terms"),
     "len_url": ArraySpec(np.dtype(np.uint32), "doc", "URL words"),
+    "len_meta": ArraySpec(np.dtype(np.uint32), "doc", "meta description + keywords length in terms", since=6),
     "doc_lengths": ArraySpec(
-        np.dtype(np.uint32), "doc", "title + body terms (the document's language model, for feedback)"
+        np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),
     "fwd_offsets": ArraySpec(
         np.dtype(np.uint64), "doc+1", "forward index: document d's terms are fwd_*[off[d]:off[d+1]]"
     ),
     "fwd_terms": ArraySpec(np.dtype(np.uint32), "posting", "term ids, ascending per document"),
-    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body frequencies"),
+    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body + meta frequencies"),
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",

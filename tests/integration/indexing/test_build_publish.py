@@ -21,7 +21,7 @@ from services.storage.formats.segment import open_segment, segment_dtypes
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import IndexVersion, PageRankScore
-from services.text.analysis.analyze import analyze
+from services.text.analysis.analyze import analyze, analyzer_version
 from services.text.urls import normalize_url
 from tests.networkx_reference import networkx_pagerank
 
@@ -79,28 +79,29 @@ IN_LINK_ANCHORS = {0: 3, 1: 2, 2: 1, 4: 1}  # crawled in-links, self-links not c
 
 
 def expected_postings() -> dict[str, dict[int, list[int]]]:
-    """term -> {doc: [tf title, tf body, tf anchor, tf url]}, straight from the analyzer."""
+    """term -> {doc: [tf title, tf body, tf anchor, tf url, tf meta]}, straight from the analyzer."""
     postings: dict[str, dict[int, list[int]]] = {}
     pages = [page for block in CORPUS for page in block]
     for doc, page in enumerate(pages):
         fields = [
             analyze(page.get("title", "")),
-            analyze(f"{page.get('description', '')} {page.get('text', '')}"),
+            analyze(page.get("text", "")),
             ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
             analyze(url_words(normalize_url(page["url"]))),
+            analyze(f"{page.get('description', '')} {page.get('keywords', '')}"),
         ]
         for f, words in enumerate(fields):
             for term, tf in Counter(words).items():
-                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0])[f] = tf
+                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0, 0])[f] = tf
     return postings
 
 
 def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str, int], float]:
     """The documented impact formula (docs/ranking.md) in plain Python."""
     params = BM25FParams()
-    names = ("title", "body", "anchor", "url")
-    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(4)] for doc in range(N)]
-    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(4)]
+    names = ("title", "body", "anchor", "url", "meta")
+    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(5)] for doc in range(N)]
+    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(5)]
     out = {}
     for term, docs in expected.items():
         idf = math.log(1 + (N - len(docs) + 0.5) / (len(docs) + 0.5))
@@ -123,7 +124,8 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 5 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 6 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["analyzer"] == analyzer_version() and sum(meta["languages"].values()) == N
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.index.pagerank_damping
     assert BM25FParams.from_meta(meta["bm25f"]) == BM25FParams()
@@ -131,7 +133,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     offsets = arrays["term_offsets"]
     terms = [bytes(arrays["term_bytes"][offsets[i] : offsets[i + 1]]) for i in range(t)]
     assert terms == sorted(term.encode() for term in expected)
-    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url")]
+    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url", "tf_meta")]
     for i, raw in enumerate(terms):
         term = raw.decode()
         lo, hi = arrays["post_offsets"][i], arrays["post_offsets"][i + 1]
@@ -144,14 +146,16 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
         assert arrays["post_impacts"][lo:hi].tolist() == pytest.approx(want, rel=1e-5)
         assert arrays["max_impact"][i] == pytest.approx(max(want), rel=1e-5)
     for doc in range(N):
-        title_body = sum(p[doc][0] + p[doc][1] for p in expected.values() if doc in p)
-        assert arrays["doc_lengths"][doc] == title_body
+        words = sum(p[doc][0] + p[doc][1] + p[doc][4] for p in expected.values() if doc in p)
+        assert arrays["doc_lengths"][doc] == words  # title, body and meta
         lo, hi = arrays["fwd_offsets"][doc], arrays["fwd_offsets"][doc + 1]
         forward = {
             terms[k].decode(): int(tf)
             for k, tf in zip(arrays["fwd_terms"][lo:hi], arrays["fwd_tfs"][lo:hi], strict=True)
         }
-        assert forward == {term: p[doc][0] + p[doc][1] for term, p in expected.items() if doc in p}
+        assert forward == {
+            term: p[doc][0] + p[doc][1] + p[doc][4] for term, p in expected.items() if doc in p
+        }
     assert arrays["doc_lengths"][5] == 0
 
     pagerank = np.asarray(arrays["pagerank"])

@@ -24,10 +24,12 @@ from services.indexing import builds
 from services.indexing.build import BuildResult
 from services.indexing.daemon import STALE_AFTER, IndexDaemon
 from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import pack_segment
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import IndexBuild, IndexVersion
 from services.storage.sql.schema import init_db
+from services.text.analysis.analyze import analyzer_version
 from tests.integration.conftest import write_corpus
 from tests.polling import wait_for
 
@@ -298,6 +300,40 @@ def test_the_schedule_adds_a_build_when_due(settings: Settings, metrics: Metrics
         assert off.step() is None and len(_rows(settings)) == 3  # 0: only on request
     finally:
         off.close()
+
+
+def _activate_segment_of(settings: Settings, analyzer: str | None, name: str) -> None:
+    meta = {} if analyzer is None else {"analyzer": analyzer}
+    open_blobstore(settings.blob_url).put(name, pack_segment({}, meta))
+    engine, sessions = _sessions(settings)
+    try:
+        with sessions.begin() as session:
+            activate_index(session, name, 0, 0)
+    finally:
+        engine.dispose()
+
+
+def test_a_segment_of_another_analyzer_is_rebuilt_once(settings: Settings, metrics: MetricsPublisher) -> None:
+    calls: list[Settings] = []
+    quiet = settings.with_overrides(index_every=0)
+    _activate_segment_of(quiet, analyzer_version(), "index/segment-same.nseg")
+    same = IndexDaemon(quiet, clock=lambda: 1000.0, metrics=metrics, build=_fake_build(calls))
+    try:
+        assert same.step() is None and not calls  # this release's analyzer: nothing to do
+    finally:
+        same.close()
+    _activate_segment_of(quiet, None, "index/segment-old.nseg")  # before analyzers had versions
+    for start in (1, 2):  # a second start (or a failed rebuild) asks no more
+        daemon = IndexDaemon(quiet, metrics=metrics, build=_fake_build(calls))  # the real clock
+        try:
+            ended = daemon.step()
+        finally:
+            daemon.close()
+        if start == 1:
+            assert ended is not None and ended.requested_by == builds.ANALYZER and ended.state == "succeeded"
+        else:
+            assert ended is None
+    assert len(calls) == 1
 
 
 def test_the_index_age_goes_out_every_five_minutes(settings: Settings, metrics, recorder) -> None:

@@ -33,20 +33,20 @@ FRUIT = [
     ],
     [{"url": "http://sky.test/", "description": "Sky blue", "text": "The sky"}],
 ]
-# By hand: term -> doc -> [tf title, tf body, tf anchor, tf url, positions]. Stems:
+# By hand: term -> doc -> [tf title, tf body, tf anchor, tf url, tf meta, positions]. Stems:
 # apples -> appl, pears -> pear; "and", "the" are stop words. Positions count
 # title terms, skip one, then body terms; URL words ("fruit test apples") have none.
 FRUIT_POSTINGS = {
-    "red": {0: [1, 0, 0, 0, [0]], 1: [0, 1, 0, 0, [4]]},
-    "appl": {0: [1, 1, 0, 1, [1, 3]]},
-    "pear": {0: [0, 1, 0, 0, [4]], 1: [1, 2, 0, 1, [0, 3, 5]]},
-    "green": {1: [0, 1, 0, 0, [2]]},
-    "fruit": {0: [0, 0, 0, 1, []], 1: [0, 0, 0, 1, []]},
-    "test": {0: [0, 0, 0, 1, []], 1: [0, 0, 0, 1, []], 2: [0, 0, 0, 1, []]},
-    "sky": {2: [0, 2, 0, 1, [1, 3]]},
-    "blue": {2: [0, 1, 0, 0, [2]]},
+    "red": {0: [1, 0, 0, 0, 0, [0]], 1: [0, 1, 0, 0, 0, [4]]},
+    "appl": {0: [1, 1, 0, 1, 0, [1, 3]]},
+    "pear": {0: [0, 1, 0, 0, 0, [4]], 1: [1, 2, 0, 1, 0, [0, 3, 5]]},
+    "green": {1: [0, 1, 0, 0, 0, [2]]},
+    "fruit": {0: [0, 0, 0, 1, 0, []], 1: [0, 0, 0, 1, 0, []]},
+    "test": {0: [0, 0, 0, 1, 0, []], 1: [0, 0, 0, 1, 0, []], 2: [0, 0, 0, 1, 0, []]},
+    "sky": {2: [0, 1, 0, 1, 1, [1]]},  # the description is the meta field: no positions
+    "blue": {2: [0, 0, 0, 0, 1, []]},
 }
-FRUIT_LENGTHS = {0: [2, 2, 0, 3], 1: [1, 4, 0, 3], 2: [0, 3, 0, 2]}  # title, body, anchor, url
+FRUIT_LENGTHS = {0: [2, 2, 0, 3, 0], 1: [1, 4, 0, 3, 0], 2: [0, 1, 0, 2, 2]}  # title, body, anchor, url, meta
 CorpusWriter = Callable[..., list]
 
 
@@ -64,11 +64,11 @@ def index_output(output: JobOutput, vocabulary: dict | None = None) -> tuple[dic
     vocabulary = {} if vocabulary is None else vocabulary
     for (kind, name), value in read_index_rows(output.path):
         if kind == "t":
-            docs, tt, tb, ta, tu, counts, positions = Chunk.decode(value).as_lists()
+            docs, tt, tb, ta, tu, tm, counts, positions = Chunk.decode(value).as_lists()
             assert docs == sorted(docs)  # ascending doc numbers
             starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
             postings[name] = {
-                d: [tt[i], tb[i], ta[i], tu[i], positions[starts[i] : starts[i + 1]]]
+                d: [tt[i], tb[i], ta[i], tu[i], tm[i], positions[starts[i] : starts[i + 1]]]
                 for i, d in enumerate(docs)
             }
         elif kind == "l":
@@ -121,7 +121,7 @@ def test_anchor_text_of_in_links_becomes_the_targets_anchor_field(
     # corpus_writer gives every link the anchor text "anchor"; the home page's self-link
     # is skipped and the link to an uncrawled page goes nowhere.
     assert [line for line in links.path.read_text().splitlines() if line.startswith("@")] == [
-        '@anchor\t1\t"anchor"'
+        '@anchor\t1\t"anchor"\ten'  # the target's language, in which MRIndex analyzes the text
     ]
     assert dict(adjacency_rows(links.path)) == {0: [1], 1: []}
     out = run_job(
@@ -132,9 +132,9 @@ def test_anchor_text_of_in_links_becomes_the_targets_anchor_field(
         scratch=tmp_path / "scratch",
     )
     postings, lengths = index_output(out)
-    assert postings["anchor"] == {1: [0, 0, 1, 0, []]}
-    assert postings["lift"] == {1: [0, 1, 0, 0, [2]]}  # title "w" at 0, gap, body
-    assert lengths[1] == [1, 1, 1, 2] and lengths[0] == [1, 1, 0, 1]  # "a" is a stop word
+    assert postings["anchor"] == {1: [0, 0, 1, 0, 0, []]}
+    assert postings["lift"] == {1: [0, 1, 0, 0, 0, [2]]}  # title "w" at 0, gap, body
+    assert lengths[1] == [1, 1, 1, 2, 0] and lengths[0] == [1, 1, 0, 1, 0]  # "a" is a stop word
 
 
 def test_mr_index_names_a_missing_block(settings: Settings, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
-from services.text.analysis.analyze import analyze
+from services.text.analysis.analyze import analyze, analyzer_version
 
 
 @dataclass
@@ -150,6 +150,8 @@ def publish_index(
         "created_at": 1_700_000_000,
         "pagerank_iterations": 1,
         "pagerank_damping": 0.85,
+        "analyzer": analyzer_version(),
+        "languages": {"en": len(docs)},
     }
     name = f"index/segment-{version}.nseg"
     open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(arrays, meta))

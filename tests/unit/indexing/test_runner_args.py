@@ -85,6 +85,7 @@ def test_package_zip_holds_modules_and_data_files(tmp_path: Path) -> None:
         "services/__init__.py",
         "services/text/analysis/analyze.py",
         "services/text/analysis/stopwords_en.txt",
+        "services/text/analysis/stopwords/german.txt",
         "mapreduce/__init__.py",
         "mapreduce/mr_index.py",
         "services/ranking/pagerank.py",

@@ -34,34 +34,37 @@ class DocPostings:
     made with ``analyze`` document by document, the plain way."""
 
     doc: int
-    lengths: tuple[int, int, int, int]  # title, body, anchor, url
-    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, [positions]]
+    lengths: tuple[int, int, int, int, int]  # title, body, anchor, url, meta
+    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, tf_meta, [positions]]
 
 
 def document_postings(record: Record) -> DocPostings:
-    title = analyze(record.title)
-    body = analyze(f"{record.description} {record.text}")
-    url = analyze(url_words(record.url))
+    lang = record.lang
+    title = analyze(record.title, lang)
+    body = analyze(record.text, lang)
+    url = analyze(url_words(record.url), lang)
+    meta = analyze(f"{record.description} {record.keywords}", lang)
     title_pos: dict[str, list[int]] = defaultdict(list)
     body_pos: dict[str, list[int]] = defaultdict(list)
     for pos, term in enumerate(title):
         title_pos[term].append(pos)
     for pos, term in enumerate(body, len(title) + FIELD_GAP):
         body_pos[term].append(pos)
-    url_tf = Counter(url)
+    url_tf, meta_tf = Counter(url), Counter(meta)
     terms: dict[str, list] = {}
-    for term in title_pos.keys() | body_pos.keys() | url_tf.keys():
+    for term in title_pos.keys() | body_pos.keys() | url_tf.keys() | meta_tf.keys():
         in_title, in_body = title_pos.get(term, ()), body_pos.get(term, ())
-        terms[term] = [len(in_title), len(in_body), 0, url_tf.get(term, 0), [*in_title, *in_body]]
-    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url)), terms)
+        tfs = [len(in_title), len(in_body), 0, url_tf.get(term, 0), meta_tf.get(term, 0)]
+        terms[term] = [*tfs, [*in_title, *in_body]]
+    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url), len(meta)), terms)
 
 
-def anchor_postings(doc: int, anchor_text: str) -> DocPostings:
-    words = analyze(anchor_text)
+def anchor_postings(doc: int, anchor_text: str, lang: str = "") -> DocPostings:
+    words = analyze(anchor_text, lang)
     terms: dict[str, list] = {}
     for term in words:
-        terms.setdefault(term, [0, 0, 0, 0, []])[ANCHOR] += 1
-    return DocPostings(doc, (0, 0, len(words), 0), terms)
+        terms.setdefault(term, [0, 0, 0, 0, 0, []])[ANCHOR] += 1
+    return DocPostings(doc, (0, 0, len(words), 0, 0), terms)
 
 
 def test_url_words_split_host_and_path():
@@ -70,15 +73,24 @@ def test_url_words_split_host_and_path():
 
 def test_document_fields_and_positions():
     rec = Record(
-        4, "http://w.test/wing", "", "", "text/html", title="Wing lift", description="Lift!", text="the wing"
+        4,
+        "http://w.test/wing",
+        "",
+        "",
+        "text/html",
+        title="Wing lift",
+        description="Lift!",
+        text="the wing lift",
+        keywords="wings, drag",
     )
     buffer = PostingBuffer()
     buffer.add(rec)
     chunks, lengths = buffer.drain()
     postings = as_dict(chunks)
-    assert lengths[4] == [2, 2, None, 3]  # url: w, test, wing; no anchors seen
-    assert postings["wing"] == {4: [1, 1, 0, 1, [0, 4]]}  # title pos 0; body after title + gap
-    assert postings["lift"] == {4: [1, 1, 0, 0, [1, 3]]}
+    assert lengths[4] == [2, 2, None, 3, 3]  # url: w, test, wing; meta: lift, wing, drag; no anchors
+    assert postings["wing"] == {4: [1, 1, 0, 1, 1, [0, 3]]}  # title pos 0; body after title + gap
+    assert postings["lift"] == {4: [1, 1, 0, 0, 1, [1, 4]]}
+    assert postings["drag"] == {4: [0, 0, 0, 0, 1, []]}  # the meta field has no positions
 
 
 def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[int, list]]:
@@ -87,22 +99,22 @@ def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[
     docs = [document_postings(r) for r in records]
     docs += [anchor_postings(doc, text) for doc, text in anchors.items()]
     for d in docs:
-        for term, (tt, tb, ta, tu, positions) in d.terms.items():
-            entry = out.setdefault(term, {}).setdefault(d.doc, [0, 0, 0, 0, []])
-            for i, v in enumerate((tt, tb, ta, tu)):
+        for term, (*tfs, positions) in d.terms.items():
+            entry = out.setdefault(term, {}).setdefault(d.doc, [0, 0, 0, 0, 0, []])
+            for i, v in enumerate(tfs):
                 entry[i] += v
-            entry[4] = sorted(entry[4] + positions)
+            entry[5] = sorted(entry[5] + positions)
     return out
 
 
 def as_dict(chunks) -> dict[str, dict[int, list]]:
     out = {}
     for term, chunk in chunks:
-        docs, tt, tb, ta, tu, counts, positions = chunk.as_lists()
+        docs, tt, tb, ta, tu, tm, counts, positions = chunk.as_lists()
         assert docs == sorted(set(docs))  # ascending, one posting per document
         at, entries = 0, {}
         for i, d in enumerate(docs):
-            entries[d] = [tt[i], tb[i], ta[i], tu[i], positions[at : at + counts[i]]]
+            entries[d] = [tt[i], tb[i], ta[i], tu[i], tm[i], positions[at : at + counts[i]]]
             at += counts[i]
         out[term] = entries
     return out
@@ -122,9 +134,9 @@ def assert_reference_lengths(
 ) -> None:
     """Each page's field lengths as ``analyze`` counts them (None: anchors not seen)."""
     for r in records:
-        title, body, _anchor, url = document_postings(r).lengths
+        title, body, _anchor, url, meta = document_postings(r).lengths
         anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] if r.doc_num in anchors else None
-        assert lengths[r.doc_num] == [title, body, anchor, url]
+        assert lengths[r.doc_num] == [title, body, anchor, url, meta]
 
 
 def test_block_buffer_gives_the_per_document_postings():
@@ -215,7 +227,43 @@ def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     c = PostingBuffer()
     c.add_anchor(7, "Wing page | wings")
     wing = [dict(x.drain()[0])["wing"] for x in (a, b, c)]
-    assert merge_chunks(wing[:2]).as_lists() == [[2, 7], [0, 0], [1, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
+    assert merge_chunks(wing[:2]).as_lists() == [
+        [2, 7],
+        [0, 0],
+        [1, 2],
+        [0, 0],
+        [0, 0],
+        [0, 0],
+        [1, 2],
+        [1, 1, 2],
+    ]
     merged = merge_chunks(wing)
-    assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [1, 2], [1, 1, 2]]
+    assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
     assert Chunk.decode(merged.encode()).as_lists() == merged.as_lists()  # the wire format
+
+
+def test_each_page_is_analyzed_in_its_language_and_counted():
+    texts = [
+        "Die Häuser der Altstadt und die Brücken",
+        "Les élections municipales de l'année",
+        "Книги о ёлках и книгу",
+        "ภาษาไทยเป็นภาษาที่สวยงาม",
+        "The running dogs of the houses",
+    ]
+    langs = ["de", "fr", "ru", "th", "en", "", "ja"]
+    records = [
+        Record(
+            num, f"http://h.test/{num}", "", "", "text/html", title=texts[num % 5], text=texts[(num + 1) % 5]
+        )
+        for num in range(14)
+    ]
+    for num, record in enumerate(records):
+        record.lang = langs[num % len(langs)]
+    buffer = filled(records, {})
+    assert buffer.languages == {"de": 2, "fr": 2, "ru": 2, "plain": 4, "en": 4}
+    postings, lengths = buffer.drain()
+    assert as_dict(postings) == reference(records, {})
+    assert_reference_lengths(lengths, records, {})
+    assert 0 in as_dict(postings)["haus"]  # German page: German stems
+    assert 4 in as_dict(postings)["dog"]  # English page: English stems
+    assert buffer.languages == {}  # counted per drain

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapreduce.postings_wire import Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
+from mapreduce.postings_wire import NUM_FIELDS, Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
@@ -17,7 +17,7 @@ def random_chunk(rng: np.random.Generator, docs: range, size: int, narrow: bool 
     picked = np.sort(rng.choice(np.array(docs), size=size, replace=False)).astype(np.uint32)
     counts = rng.integers(0, 5, size=size).astype(np.uint32)
     tf_top, pos_top = (256, 65536) if narrow else (65536, 2**32)
-    tfs = rng.integers(0, tf_top, size=(size, 4)).astype(np.uint16)
+    tfs = rng.integers(0, tf_top, size=(size, NUM_FIELDS)).astype(np.uint16)
     if narrow and size > 1:
         counts[0], tfs[-1, 2] = 255, 255
     positions = rng.integers(0, pos_top, size=int(counts.sum()), dtype=np.uint64)
@@ -48,9 +48,9 @@ def test_runs_round_trip_through_one_base64_text() -> None:
     assert tfs.tolist() == np.concatenate([c.tfs for c in chunks]).tolist()
     assert positions.tolist() == np.concatenate([c.positions for c in chunks]).tolist()
     assert counts.tolist() == np.concatenate([c.counts for c in chunks]).tolist()
-    # Narrow regions take 9 bytes a posting and 2 a position, wide ones 16 and 4.
+    # Narrow regions take 10 bytes a posting and 2 a position, wide ones 18 and 4.
     wide, narrow = chunks[0], chunks[1]
-    for chunk, per_posting, per_position in ((wide, 16, 4), (narrow, 9, 2)):
+    for chunk, per_posting, per_position in ((wide, 18, 4), (narrow, 10, 2)):
         used = 8 + per_posting * chunk.docs.shape[0] + per_position * chunk.positions.shape[0]
         assert len(chunk.encode()) * 3 // 4 - used < 12 + 4 + 4  # padding only
 
@@ -58,13 +58,13 @@ def test_runs_round_trip_through_one_base64_text() -> None:
 def test_one_value_past_the_narrow_limits_makes_a_region_wide() -> None:
     base = dict(docs=np.array([1, 2], np.uint32), counts=np.array([1, 1], np.uint32))
     fits = Chunk(
-        tfs=np.array([[255, 1, 0, 0], [1, 0, 0, 0]], np.uint16),
+        tfs=np.array([[255, 1, 0, 0, 0], [1, 0, 0, 0, 0]], np.uint16),
         positions=np.array([0, 65535], np.uint32),
         **base,
     )
     for tfs, positions in (
-        ([[256, 1, 0, 0], [1, 0, 0, 0]], [0, 65535]),
-        ([[255, 1, 0, 0], [1, 0, 0, 0]], [0, 65536]),
+        ([[256, 1, 0, 0, 0], [1, 0, 0, 0, 0]], [0, 65535]),
+        ([[255, 1, 0, 0, 0], [1, 0, 0, 0, 0]], [0, 65536]),
     ):
         past = Chunk(tfs=np.array(tfs, np.uint16), positions=np.array(positions, np.uint32), **base)
         assert len(past.encode()) > len(fits.encode())
@@ -85,13 +85,13 @@ def test_disjoint_pieces_are_joined_unread_in_document_order(size: int) -> None:
 def test_pieces_of_the_same_document_are_merged() -> None:
     page = Chunk(
         np.array([2, 7], np.uint32),
-        np.array([[1, 2, 0, 0], [0, 1, 0, 1]], np.uint16),
+        np.array([[1, 2, 0, 0, 0], [0, 1, 0, 1, 3]], np.uint16),
         np.array([3, 1], np.uint32),
         np.array([0, 4, 9, 5], np.uint32),
     )
     anchors = Chunk(
         np.array([7, 8], np.uint32),
-        np.array([[0, 0, 2, 0], [0, 0, 1, 0]], np.uint16),
+        np.array([[0, 0, 2, 0, 0], [0, 0, 1, 0, 0]], np.uint16),
         np.array([0, 0], np.uint32),
         np.array([], np.uint32),
     )
@@ -102,6 +102,7 @@ def test_pieces_of_the_same_document_are_merged() -> None:
         [2, 1, 0],
         [0, 2, 1],
         [0, 1, 0],
+        [0, 3, 0],
         [3, 1, 0],
         [0, 4, 9, 5],
     ]
@@ -110,10 +111,10 @@ def test_pieces_of_the_same_document_are_merged() -> None:
 def test_truncated_postings_are_refused_by_the_publisher() -> None:
     text = Chunk(
         np.array([0, 1], np.uint32),
-        np.ones((2, 4), np.uint16),
+        np.ones((2, NUM_FIELDS), np.uint16),
         np.array([1, 1], np.uint32),
         np.array([0, 0], np.uint32),
     ).encode()
-    rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0]), (["l", 1], [1, 1, 0, 0])]
+    rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0, 0]), (["l", 1], [1, 1, 0, 0, 0])]
     with pytest.raises(PublishError, match="truncated"):
         segment_arrays(collect_index_rows(rows), np.array([0.5, 0.5]), 2)

@@ -26,17 +26,19 @@ def test_fields_are_normalised_weighted_and_summed_before_saturation():
             "body": FieldParams(1.0, 0.75),
             "anchor": FieldParams(1.0, 0.75),
             "url": FieldParams(0.0, 0.5),
+            "meta": FieldParams(1.0, 0.75),
         },
     )
-    # Two documents; the term is in doc 0's title once and body twice, in doc 1's body once.
+    # Two documents; the term is in doc 0's title once and body twice, in doc 1's body once
+    # and its meta description once.
     docs = np.array([0, 1], np.uint32)
-    tfs = [np.array([1, 0]), np.array([2, 1]), np.array([0, 0]), np.array([3, 3])]
-    lengths = [np.array([2, 4]), np.array([10, 30]), np.array([0, 0]), np.array([1, 1])]
+    tfs = [np.array([1, 0]), np.array([2, 1]), np.array([0, 0]), np.array([3, 3]), np.array([0, 1])]
+    lengths = [np.array([2, 4]), np.array([10, 30]), np.array([0, 0]), np.array([1, 1]), np.array([0, 8])]
     idf = np.array([0.7])
     got = impacts(docs, tfs, np.array([0, 0]), idf, lengths, params)
-    # avg title 3, body 20; anchor all empty -> avg 1; url weight 0 -> ignored.
+    # avg title 3, body 20, meta 4; anchor all empty -> avg 1; url weight 0 -> ignored.
     pseudo0 = 2.0 * 1 / (0.5 + 0.5 * 2 / 3) + 1.0 * 2 / (0.25 + 0.75 * 10 / 20)
-    pseudo1 = 1.0 * 1 / (0.25 + 0.75 * 30 / 20)
+    pseudo1 = 1.0 * 1 / (0.25 + 0.75 * 30 / 20) + 1.0 * 1 / (0.25 + 0.75 * 8 / 4)
     want = [0.7 * p * 2.2 / (p + 1.2) for p in (pseudo0, pseudo1)]
     assert got.dtype == np.float32
     assert got.tolist() == pytest.approx(want, rel=1e-6)
@@ -44,8 +46,8 @@ def test_fields_are_normalised_weighted_and_summed_before_saturation():
 
 def test_impact_saturates_below_idf_times_k1_plus_one():
     docs = np.zeros(3, np.uint32)
-    tfs = [np.zeros(3), np.array([1, 10, 1000]), np.zeros(3), np.zeros(3)]
-    lengths = [np.array([0]), np.array([50]), np.array([0]), np.array([0])]
+    tfs = [np.zeros(3), np.array([1, 10, 1000]), np.zeros(3), np.zeros(3), np.zeros(3)]
+    lengths = [np.array([0]), np.array([50]), np.array([0]), np.array([0]), np.array([0])]
     got = impacts(docs, tfs, np.zeros(3, np.int64), np.array([1.0]), lengths)
     assert got[0] < got[1] < got[2] < 2.2
     assert got[2] - got[1] < got[1] - got[0]
