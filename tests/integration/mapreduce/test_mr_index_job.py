@@ -238,11 +238,12 @@ def test_links_through_other_names_count_for_the_document_with_their_anchor_text
     )
     assert dict(adjacency_rows(out.path)) == {0: [1, 2], 1: [3], 2: [], 3: [1]}
     anchors = sorted(line for line in out.path.read_text().splitlines() if line.startswith("@"))
-    # Alias titles first (no source page), then the in-links' anchors by source.
+    # Alias titles first (no source page), then the in-links' anchors by source; each line
+    # with the document's language, which only its own URL's reducer knows.
     assert anchors == [
-        '@anchor\t1\t"Bee | anchor | anchor"',
-        '@anchor\t2\t"anchor"',
-        '@anchor\t3\t"Dee | anchor"',
+        '@anchor\t1\t"Bee | anchor | anchor"\ten',
+        '@anchor\t2\t"anchor"\ten',
+        '@anchor\t3\t"Dee | anchor"\ten',
     ]
     assert out.counters["linkgraph"]["links_through_other_names"] == 2
     assert out.counters["linkgraph"]["self_links_dropped"] == 1  # b's link to its own alias
