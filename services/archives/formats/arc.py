@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from services.archives.compression import DamageError
-from services.archives.formats.framing import Frame, Header, HeaderParser, frames, read_line
+from services.archives.formats.framing import Frame, Header, HeaderParser, first_line, frames
 from services.archives.formats.http import NotKeptError, payload, split_http
 from services.archives.records import ArchiveRecord, Skip, damaged, skipped
 
@@ -28,9 +28,7 @@ class ArcHeader(HeaderParser):
     trailer = b"\n"
 
     def parse(self, stream: IO[bytes]) -> Header | None:
-        line = read_line(stream, "ARC header")
-        while line in (b"\n", b"\r\n"):
-            line = read_line(stream, "ARC header")
+        line = first_line(stream, "ARC header")
         if not line:
             return None
         parts = line.split()

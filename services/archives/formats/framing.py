@@ -17,6 +17,7 @@ truncated gzip member, and fastwarc reads no ARC (docs/benchmarks.md, "Archive r
 from __future__ import annotations
 
 import io
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
@@ -45,18 +46,18 @@ class Frame:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-class HeaderParser:
+class HeaderParser(ABC):
     """How one kind of archive writes a record's header, and how a record ends."""
 
     trailer = b"\r\n\r\n"
 
+    @abstractmethod
     def parse(self, stream: IO[bytes]) -> Header | None:
         """The next record's header, or None at a clean end; ``DamageError`` (offset 0) when bad."""
-        raise NotImplementedError
 
+    @abstractmethod
     def starts_record(self, line: bytes) -> bool:
         """Whether a line of a plain file can begin a record (for reading on after damage)."""
-        raise NotImplementedError
 
 
 def frames(
@@ -211,5 +212,13 @@ def read_line(stream: IO[bytes], what: str) -> bytes:
     return line
 
 
+def first_line(stream: IO[bytes], what: str) -> bytes:
+    """A record header's first line, past the blank lines between records; b"" at the end."""
+    line = read_line(stream, what)
+    while line in (b"\n", b"\r\n"):
+        line = read_line(stream, what)
+    return line
+
+
 LineCheck = Callable[[bytes], bool]
-__all__ = ["Frame", "Header", "HeaderParser", "Member", "frames", "read_line"]
+__all__ = ["Frame", "Header", "HeaderParser", "Member", "first_line", "frames", "read_line"]

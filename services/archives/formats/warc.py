@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from services.archives.compression import DamageError
-from services.archives.formats.framing import Frame, Header, HeaderParser, frames, read_line
+from services.archives.formats.framing import Frame, Header, HeaderParser, first_line, frames, read_line
 from services.archives.formats.http import NotKeptError, payload, split_http
 from services.archives.records import ArchiveRecord, Payload, Skip, damaged, skipped
 
@@ -39,9 +39,7 @@ class WarcHeader(HeaderParser):
     trailer = b"\r\n\r\n"
 
     def parse(self, stream: IO[bytes]) -> Header | None:
-        line = read_line(stream, "WARC version")
-        while line in (b"\r\n", b"\n"):
-            line = read_line(stream, "WARC version")
+        line = first_line(stream, "WARC version")
         if not line:
             return None
         match = _VERSION_LINE.match(line)
