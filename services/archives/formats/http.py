@@ -20,24 +20,9 @@ from __future__ import annotations
 import zlib
 
 from services.archives.records import Payload, Skip
-from services.storage.formats.blocks import ContentType, mime_type
+from services.storage.formats.blocks import SNIFFED_TYPES, ContentType, mime_type
 from services.text.extract.content_encoding import ContentDecoder, decode_whole
 
-# Media types that say "some bytes" rather than what they are: the first bytes decide, as the
-# crawler decides for a fetched body of such a type.
-_GENERIC = frozenset(
-    {
-        "",
-        "application/octet-stream",
-        "binary/octet-stream",
-        "application/x-octet-stream",
-        "application/download",
-        "application/x-download",
-        "application/force-download",
-        "application/unknown",
-        "unknown/unknown",
-    }
-)
 _DROPPED = {"transfer-encoding", "content-encoding"}
 
 
@@ -111,7 +96,7 @@ def _indexable(content_type: str, head: bytes) -> bool:
         ContentType.PDF,
     ):
         return True
-    return mime_type(content_type) in _GENERIC and start[:15].lower().startswith(
+    return mime_type(content_type) in SNIFFED_TYPES and start[:15].lower().startswith(
         (b"<!doctype html", b"<html", b"<head", b"<body", b"<!--")
     )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
 from services.crawler.web.fetch import FetchResult
-from services.storage.formats.blocks import ContentType, mime_type
+from services.storage.formats.blocks import SNIFFED_TYPES, ContentType, mime_type
 from services.storage.formats.records import Link, LinksPickledFlat
 from services.text.analysis.lang import identify
 from services.text.errors import BadUrlError, PdfError
@@ -51,26 +51,6 @@ class ParsedDoc(LinksPickledFlat):
     canonical: str = ""  # <link rel=canonical> (normalized), "" when none or the page itself
     links_dropped: int = 0  # distinct links past MAX_LINKS, left out
     links_bad: int = 0  # links whose URL no crawl can use (normalize_url refused it), left out
-
-
-# Types that say "some bytes" rather than what they are: a download link's PDF is often sent
-# so (application/octet-stream, or the force-a-download types of old PHP and ASP scripts).
-# Their bodies are downloaded and their first bytes decide (``classify``).
-SNIFFED_TYPES = frozenset(
-    {
-        "",
-        "application/octet-stream",
-        "binary/octet-stream",
-        "application/x-octet-stream",
-        "application/download",
-        "application/x-download",
-        "application/force-download",
-        "application/unknown",
-        "application/x-unknown",
-        "application/binary",
-        "unknown/unknown",
-    }
-)
 
 
 def accept_content_type(header: str) -> bool:

@@ -63,6 +63,27 @@ class ContentType(IntEnum):
         }.get(self, "application/octet-stream")
 
 
+# Types that say "some bytes" rather than what they are: a download link's PDF is often sent
+# so (application/octet-stream, or the force-a-download types of old PHP and ASP scripts).
+# Their bodies are downloaded and their first bytes decide (the crawler's ``classify``, the
+# archive readers).
+SNIFFED_TYPES = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/x-octet-stream",
+        "application/download",
+        "application/x-download",
+        "application/force-download",
+        "application/unknown",
+        "application/x-unknown",
+        "application/binary",
+        "unknown/unknown",
+    }
+)
+
+
 def mime_type(content_type: str) -> str:
     """The media type of a Content-Type header: ``"Text/HTML; charset=x"`` -> ``"text/html"``."""
     return content_type.split(";", 1)[0].strip().lower()
