@@ -77,6 +77,12 @@ def link_arrays(links: Mapping[int, Sequence[int]], num_docs: int) -> dict[str, 
     link graph is otherwise gone once PageRank is computed."""
     sources = np.fromiter((doc for doc, targets in links.items() for _ in targets), dtype=np.int64, count=-1)
     targets = np.fromiter((t for ts in links.values() for t in ts), dtype=np.int64, count=-1)
+    return edge_arrays(sources, targets, num_docs)
+
+
+def edge_arrays(sources: np.ndarray, targets: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
+    """``link_arrays`` from the links as two aligned arrays (source, target)."""
+    sources, targets = sources.astype(np.int64, copy=False), targets.astype(np.int64, copy=False)
     inside = (sources >= 0) & (sources < num_docs) & (targets >= 0) & (targets < num_docs)
     if not inside.all():
         bad = int(np.flatnonzero(~inside)[0])
@@ -93,6 +99,28 @@ def link_arrays(links: Mapping[int, Sequence[int]], num_docs: int) -> dict[str, 
         "in_docs": source.astype(np.uint32),
         "out_counts": np.bincount(source, minlength=num_docs).astype(np.uint32),
     }
+
+
+def arrays_from_postings(
+    per_term: np.ndarray,
+    post_docs: np.ndarray,
+    field_tfs: np.ndarray,
+    sorted_terms: list[bytes],
+    cols: IndexColumns,
+    pagerank: np.ndarray,
+    num_docs: int,
+    params: BM25FParams = DEFAULT_PARAMS,
+    *,
+    near_duplicates: bool = True,
+) -> dict[str, np.ndarray]:
+    """Every segment array but the positions, their offsets and the link graph, from postings
+    already decoded (``per_term``: postings of each term of ``sorted_terms``; ``field_tfs``:
+    one row per posting, one column per field), as ``segment_arrays`` computes them: a
+    merge of segments (``segment_merge``) scores exactly as a build does."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
+        return _posting_arrays(
+            per_term, post_docs, field_tfs, sorted_terms, cols, pagerank, num_docs, params, near_duplicates, helper
+        )
 
 
 def _posting_arrays(

@@ -1,0 +1,202 @@
+"""Merge index segments into one, scoring as a full build would: pure (no I/O).
+
+An incremental update (``services.indexing.incremental``) indexes only the documents
+committed since the active version, as a *delta* segment, and merges it with the active
+segment. Each part speaks for a set of documents (``SegmentPart.docs``); a later part
+supersedes what earlier parts held for the same document (a recrawled page's old
+postings are dropped, never shown), as Lucene's segments mark a replaced document
+deleted in the older segment.
+
+The collection statistics are *recomputed* over all live documents, not carried over:
+the merged postings, field frequencies and field lengths go through the same code a
+full build uses (``segment_arrays.arrays_from_postings``), so document frequencies, idf,
+average field lengths, impacts, the pruning bounds, the forward index and near-duplicate
+folding are exactly those of a full build over the same documents' records. What a
+merge cannot know until the next full build (docs/architecture.md, "Incremental
+index"): anchor text and in-links from pages of one part to pages of another, PageRank
+(the caller passes the vector), and forms that are in one document of each part (the
+spelling vocabulary keeps forms in two or more documents; each part dropped its own
+single-document forms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from services.indexing.errors import PublishError
+from services.indexing.index_rows import IndexColumns
+from services.indexing.segment_arrays import arrays_from_postings, edge_arrays
+from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams
+from services.storage.formats.segment import SEGMENT_FORMAT
+
+
+@dataclass(frozen=True)
+class SegmentPart:
+    """A segment's arrays and the documents it speaks for (doc numbers)."""
+
+    arrays: Mapping[str, np.ndarray]
+    docs: np.ndarray
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.arrays["doc_lengths"].shape[0])
+
+
+def check_mergeable(metas: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse to merge segments of another format, analyzer or ranking: their terms or their
+    fields would not mean the same (a full build is the way across such a change)."""
+    for key, want in (("format", SEGMENT_FORMAT), ("analyzer", None), ("bm25f", None)):
+        values = {repr(m.get(key)) for m in metas}
+        if want is not None:
+            values.add(repr(want))
+        if len(values) > 1:
+            raise PublishError(
+                f"segments differ in {key} ({', '.join(sorted(values))}): they cannot be merged; "
+                "run a full build (`nimbus index`)"
+            )
+
+
+def owners(parts: Sequence[SegmentPart], num_docs: int) -> np.ndarray:
+    """The part that speaks for each document (-1: none), later parts winning."""
+    owner = np.full(num_docs, -1, dtype=np.int32)
+    for i, part in enumerate(parts):
+        docs = np.asarray(part.docs, dtype=np.int64)
+        if docs.shape[0] and (int(docs.min()) < 0 or int(docs.max()) >= min(num_docs, part.num_docs)):
+            raise PublishError(
+                f"segment part {i} speaks for doc_num {int(docs.max())}, outside its "
+                f"{part.num_docs} documents or the merged {num_docs}"
+            )
+        owner[docs] = i
+    return owner
+
+
+def merge_segments(
+    parts: Sequence[SegmentPart],
+    num_docs: int,
+    pagerank: np.ndarray,
+    params: BM25FParams = DEFAULT_PARAMS,
+    *,
+    near_duplicates: bool = True,
+) -> dict[str, np.ndarray]:
+    """One segment's arrays (the contract) holding each document as its owning part has it."""
+    owner = owners(parts, num_docs)
+    term_lists = [_terms(part.arrays) for part in parts]
+    merged_terms = sorted(set().union(*term_lists))
+    term_ids = {term: i for i, term in enumerate(merged_terms)}
+
+    terms, docs, tfs, pos_parts, pos_lengths = [], [], [], [], []
+    for i, part in enumerate(parts):
+        a = part.arrays
+        df = np.diff(a["post_offsets"].astype(np.int64))
+        post_docs = a["post_docs"]
+        keep = owner[post_docs.astype(np.int64)] == i if post_docs.shape[0] else np.zeros(0, bool)
+        remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
+        terms.append(remap[np.repeat(np.arange(df.shape[0]), df)[keep]])
+        docs.append(post_docs[keep].astype(np.uint32))
+        tfs.append(np.stack([a[f"tf_{name}"][keep] for name in FIELD_NAMES], axis=1).astype(np.uint16))
+        starts = a["pos_offsets"][:-1][keep].astype(np.int64)
+        lengths = np.diff(a["pos_offsets"].astype(np.int64))[keep]
+        pos_parts.append(_gather(a["positions"], starts, lengths))
+        pos_lengths.append(lengths)
+
+    term_col = np.concatenate(terms) if terms else np.zeros(0, np.int64)
+    doc_col = np.concatenate(docs) if docs else np.zeros(0, np.uint32)
+    order = np.lexsort((doc_col, term_col))  # by term, then document: the postings' order
+    term_col, doc_col = term_col[order], doc_col[order]
+    field_tfs = np.concatenate(tfs)[order] if tfs else np.zeros((0, len(FIELD_NAMES)), np.uint16)
+    per_posting = np.concatenate(pos_lengths) if pos_lengths else np.zeros(0, np.int64)
+    flat = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
+    flat_starts = np.concatenate([[0], np.cumsum(per_posting)[:-1]]).astype(np.int64)
+    positions = _gather(flat, flat_starts[order], per_posting[order])
+    pos_offsets = np.zeros(order.shape[0] + 1, dtype=np.uint64)
+    np.cumsum(per_posting[order].astype(np.uint64), out=pos_offsets[1:])
+
+    per_term = np.bincount(term_col, minlength=len(merged_terms))
+    present = np.flatnonzero(per_term)  # a term only superseded versions held is gone
+    arrays = arrays_from_postings(
+        per_term[present].astype(np.uint32),
+        doc_col,
+        field_tfs,
+        [merged_terms[t] for t in present.tolist()],
+        _columns(parts, owner),
+        pagerank,
+        num_docs,
+        params,
+        near_duplicates=near_duplicates,
+    )
+    arrays["positions"] = positions.astype(np.uint32)
+    arrays["pos_offsets"] = pos_offsets
+    arrays.update(_links(parts, owner, num_docs))
+    return arrays
+
+
+def merged_languages(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Pages of each analysis over the parts (a recrawled page counts in each part that had
+    it until the next full build: a figure for choosing query analyses, not a count)."""
+    total: dict[str, int] = {}
+    for meta in metas:
+        for lang, pages in meta.get("languages", {}).items():
+            total[lang] = total.get(lang, 0) + int(pages)
+    return total
+
+
+def _terms(arrays: Mapping[str, np.ndarray]) -> list[bytes]:
+    blob = arrays["term_bytes"].tobytes()
+    offsets = arrays["term_offsets"].tolist()
+    return [blob[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+
+
+def _gather(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``values[starts[i]:starts[i]+lengths[i]]`` for every i, concatenated (no Python loop)."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=values.dtype)
+    run_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    index = np.repeat(starts - run_starts, lengths) + np.arange(total, dtype=np.int64)
+    return np.asarray(values[index])
+
+
+def _columns(parts: Sequence[SegmentPart], owner: np.ndarray) -> IndexColumns:
+    """Each document's field lengths and word-form filter from its owning part, and the
+    spelling vocabulary summed over the parts."""
+    cols = IndexColumns()
+    for i, part in enumerate(parts):
+        a = part.arrays
+        mine = np.flatnonzero(owner[: part.num_docs] == i)
+        lengths = np.stack([a[f"len_{name}"][mine] for name in FIELD_NAMES], axis=1).tolist()
+        cols.lengths.update(zip(mine.tolist(), lengths, strict=True))
+        offsets = a["form_offsets"]
+        blob = a["form_filters"]
+        for doc in mine.tolist():
+            start, end = int(offsets[doc]), int(offsets[doc + 1])
+            if end > start:
+                cols.forms[doc] = blob[start:end].tobytes()
+        raw = a["vocab_bytes"].tobytes()
+        vocab_offsets = a["vocab_offsets"].tolist()
+        for j, held in enumerate(a["vocab_df"].tolist()):
+            form = raw[vocab_offsets[j] : vocab_offsets[j + 1]].decode("utf-8")
+            cols.vocabulary[form] = cols.vocabulary.get(form, 0) + held
+    return cols
+
+
+def _links(parts: Sequence[SegmentPart], owner: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
+    """The link graph: each part's links *from* the documents it speaks for (a page's links
+    are its current record's), to any document of the merged segment."""
+    sources, targets = [], []
+    for i, part in enumerate(parts):
+        a = part.arrays
+        counts = np.diff(a["in_offsets"].astype(np.int64))
+        target = np.repeat(np.arange(counts.shape[0]), counts)
+        source = a["in_docs"].astype(np.int64)
+        keep = owner[source] == i if source.shape[0] else np.zeros(0, bool)
+        sources.append(source[keep])
+        targets.append(target[keep])
+    return edge_arrays(
+        np.concatenate(sources) if sources else np.zeros(0, np.int64),
+        np.concatenate(targets) if targets else np.zeros(0, np.int64),
+        num_docs,
+    )

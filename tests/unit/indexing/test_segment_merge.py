@@ -1,0 +1,129 @@
+"""Merging segments (services.indexing.segment_merge): a base segment and a delta of new and
+recrawled documents merge into exactly the segment a full build of the same documents gives,
+statistics and all (document frequencies, idf, impacts, bounds, forward index, folding)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from mapreduce.postings_wire import NUM_FIELDS, Chunk
+from services.indexing.errors import PublishError
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays
+from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments
+from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
+
+WORDS = [f"w{i}" for i in range(60)] + ["école", "zoo", "ab"]
+
+Doc = dict[str, tuple[list[int], list[int]]]  # term -> (field tfs, positions)
+
+
+def random_doc(rng: random.Random, words: list[str]) -> Doc:
+    doc: Doc = {}
+    position = 0
+    for word in rng.sample(words, rng.randint(1, 12)):
+        tfs = [rng.choice([0, 0, 1, 2]) for _ in range(NUM_FIELDS)]
+        tfs[1] = max(1, tfs[1])
+        doc[word] = (tfs, list(range(position, position + tfs[1])))
+        position += tfs[1]
+    return doc
+
+
+def rows_for(docs: dict[int, Doc], vocabulary: dict[str, int] | None = None) -> list:
+    """MRIndex's rows for ``docs`` (doc -> its terms), as the job writes them."""
+    by_term: dict[str, list[tuple[int, list[int], list[int]]]] = {}
+    rows: list = []
+    for num, doc in sorted(docs.items()):
+        for term, (tfs, positions) in doc.items():
+            by_term.setdefault(term, []).append((num, tfs, positions))
+        lengths = [sum(tfs[f] for tfs, _ in doc.values()) for f in range(NUM_FIELDS)]
+        rows.append((["l", num], lengths))
+        rows.append((["f", num], bytes([num % 251, 7])))
+    for term, postings in by_term.items():
+        chunk = Chunk(
+            np.array([p[0] for p in postings], np.uint32),
+            np.array([p[1] for p in postings], np.uint16).reshape(-1, NUM_FIELDS),
+            np.array([len(p[2]) for p in postings], np.uint32),
+            np.array([x for p in postings for x in p[2]], np.uint32),
+        ).encode()
+        rows.append((["t", term], chunk))
+    for form, held in (vocabulary or {}).items():
+        rows.append((["v", form], held))
+    return rows
+
+
+def build(docs: dict[int, Doc], num_docs: int, links: dict[int, list[int]]) -> dict[str, np.ndarray]:
+    ranks = np.full(num_docs, 1.0 / num_docs)
+    return segment_arrays(collect_index_rows(rows_for(docs)), ranks, num_docs, links=links)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    base_n, total = 40, 70
+    base = {d: random_doc(rng, WORDS) for d in range(base_n)}
+    base[5] = {"only": ([0, 1, 0, 0, 0], [0])}  # a word that the recrawl below removes
+    base[6] = {w: ([0, 1, 0, 0, 0], [i]) for i, w in enumerate(WORDS[:20])}  # 45 copies it
+    recrawled = {d: random_doc(rng, WORDS) for d in (3, 5, 17)}
+    new = {d: random_doc(rng, WORDS) for d in range(base_n, total)}
+    new[45] = dict(base[6])
+    delta = {**recrawled, **new}
+    links_base = {d: rng.sample(range(base_n), 3) for d in range(base_n)}
+    links_delta = {d: rng.sample(range(total), 3) for d in delta}
+
+    final = {**base, **delta}
+    final_links = {**links_base, **links_delta}
+    full = build(final, total, final_links)
+
+    base_arrays = build(base, base_n, links_base)
+    delta_arrays = build(delta, total, links_delta)
+    merged = merge_segments(
+        [
+            SegmentPart(base_arrays, np.arange(base_n)),
+            SegmentPart(delta_arrays, np.array(sorted(delta))),
+        ],
+        total,
+        np.full(total, 1.0 / total),
+    )
+    assert sorted(merged) == sorted(full)
+    for name, value in full.items():
+        assert merged[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(merged[name], value, err_msg=name)
+    check_segment(merged, {"format": SEGMENT_FORMAT, "num_docs": total}, "merged")
+    # The recrawl took "only" out of document 5: no posting of the old version survives.
+    terms = bytes(merged["term_bytes"]).decode()
+    assert "only" not in terms
+    # Near-duplicates are found across the parts: the delta's copy of 6 folds into it.
+    assert int(merged["near_dup_of"][45]) == 6
+
+
+def test_vocabulary_counts_add_over_the_parts() -> None:
+    docs = {0: {"cat": ([0, 1, 0, 0, 0], [0])}, 1: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    first = segment_arrays(collect_index_rows(rows_for(docs, {"cat": 2})), np.ones(2) / 2, 2)
+    more = {2: {"cat": ([0, 1, 0, 0, 0], [0])}, 3: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    second = segment_arrays(collect_index_rows(rows_for(more, {"cat": 2})), np.ones(4) / 4, 4)
+    merged = merge_segments(
+        [SegmentPart(first, np.arange(2)), SegmentPart(second, np.array([2, 3]))], 4, np.ones(4) / 4
+    )
+    assert bytes(merged["vocab_bytes"]) == b"cat"
+    assert merged["vocab_df"].tolist() == [4]
+    assert merged["df"].tolist() == [4]
+
+
+def test_a_part_speaking_for_documents_it_does_not_hold_is_refused() -> None:
+    docs = {0: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    one = segment_arrays(collect_index_rows(rows_for(docs)), np.ones(1), 1)
+    with pytest.raises(PublishError, match="doc_num 3"):
+        merge_segments([SegmentPart(one, np.array([0, 3]))], 4, np.ones(4) / 4)
+
+
+def test_segments_of_another_analyzer_or_format_are_not_merged() -> None:
+    same = {"format": SEGMENT_FORMAT, "analyzer": "2", "bm25f": {"k1": 1.2}}
+    check_mergeable([same, dict(same)])
+    with pytest.raises(PublishError, match="analyzer"):
+        check_mergeable([same, {**same, "analyzer": "1"}])
+    with pytest.raises(PublishError, match="format"):
+        check_mergeable([same, {**same, "format": 3}])
