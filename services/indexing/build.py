@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import func, select
@@ -29,13 +30,14 @@ from sqlalchemy.orm import Session
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
 from services.config import Settings
+from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
-from services.indexing.runner import run_job
+from services.indexing.runner import JobOutput, run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.url_names import write_name_lines
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
@@ -73,6 +75,38 @@ class BuildResult:
     near_duplicates: int = 0  # documents folded into a near-identical one (services.text.analysis.minhash)
 
 
+def run_index_jobs(
+    settings: Settings,
+    manifest: list[Path],
+    graph_input: list[Path],
+    scratch: Path,
+    say: Callable[[str], None],
+) -> tuple[JobOutput, JobOutput]:
+    """MRLinkGraph (over ``graph_input``: the manifest and the name lines) then MRIndex (over
+    the manifest and the anchor text): the full build's stages 1 and 2, and an incremental
+    update's whole job work. Returns (link graph, index) outputs."""
+    say("1/4 link graph and in-link anchor text")
+    links = run_job(MRLinkGraph, graph_input, settings, output=scratch / "links.jsonl", scratch=scratch)
+    say(
+        f"    {links.counter('linkgraph', 'edges')} edges, "
+        f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
+        f"dropped, {links.counter('linkgraph', 'links_through_other_names')} through aliases "
+        f"and duplicate URLs, {links.counter('linkgraph', 'documents_with_anchor_text')} "
+        f"documents with anchor text ({links.seconds:.1f} s)"
+    )
+    say("2/4 index: terms, fields and positions")
+    anchors = scratch / "anchors.txt"
+    inputs = [*manifest, anchors] if write_anchor_lines(links.path, anchors) else manifest
+    index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
+    say(
+        f"    {index.counter('blocks', 'records')} records, {index.counter('index', 'terms')} terms, "
+        f"{index.counter('index', 'postings')} postings, "
+        f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
+        f"({index.seconds:.1f} s)"
+    )
+    return links, index
+
+
 def build_index(
     settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
 ) -> BuildResult:
@@ -104,6 +138,7 @@ def build_index(
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
+            mark = commit_mark(session)  # before the documents: later commits are newer
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
             names = write_name_lines(session, scratch / "names.txt.gz")
         say(
@@ -118,28 +153,9 @@ def build_index(
 
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
-        say("1/4 link graph and in-link anchor text")
         graph_input = [*manifest, scratch / "names.txt.gz"] if names.lines else manifest
-        links = run_job(MRLinkGraph, graph_input, settings, output=scratch / "links.jsonl", scratch=scratch)
-        say(
-            f"    {links.counter('linkgraph', 'edges')} edges, "
-            f"{links.counter('linkgraph', 'links_to_uncrawled')} links to uncrawled pages "
-            f"dropped, {links.counter('linkgraph', 'links_through_other_names')} through aliases "
-            f"and duplicate URLs, {links.counter('linkgraph', 'documents_with_anchor_text')} "
-            f"documents with anchor text ({links.seconds:.1f} s)"
-        )
-
-        say("2/4 index: terms, fields and positions")
-        anchors = scratch / "anchors.txt"
-        inputs = [*manifest, anchors] if write_anchor_lines(links.path, anchors) else manifest
-        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
+        links, index = run_index_jobs(settings, manifest, graph_input, scratch, say)
         records = index.counter("blocks", "records")
-        say(
-            f"    {records} records, {index.counter('index', 'terms')} terms, "
-            f"{index.counter('index', 'postings')} postings, "
-            f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
-            f"({index.seconds:.1f} s)"
-        )
         if records != count and index.counters:  # no counters: an emulator keeps no job logs
             say(
                 f"warning: {count} documents but {records} current records in their blocks "
@@ -195,6 +211,7 @@ def build_index(
             created_at=time.time(),
             languages=languages,
         )
+        meta.update(mark.to_meta())
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         published = publish_segment(arrays, meta, store, sessions, keep=settings.index.keep_segments)
         say(

@@ -19,3 +19,7 @@ class JobError(IndexBuildError):
 
 class PublishError(IndexBuildError, ValueError):
     """Job outputs that cannot form a consistent segment; the message names the mismatch."""
+
+
+class SupersededError(IndexBuildError):
+    """An update's base version stopped being the active one before the update was published."""

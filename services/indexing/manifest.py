@@ -12,7 +12,7 @@ import gzip
 import os
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from mapreduce.record_job import manifest_lines
@@ -32,7 +32,10 @@ def manifest_parts(settings: Settings) -> int:
 
 
 def write_manifest_parts(
-    session: Session, directory: Path, parts: int = MANIFEST_PARTS
+    session: Session,
+    directory: Path,
+    parts: int = MANIFEST_PARTS,
+    where: ColumnElement[bool] | None = None,
 ) -> tuple[list[Path], int]:
     """The job input from the documents table, dealt in contiguous runs of blocks over up to
     ``parts`` gzip files: (files, blocks listed).
@@ -52,15 +55,17 @@ def write_manifest_parts(
     them (``mapreduce.postings_wire.join_pieces``). Dealt round-robin, every
     task's pieces would span the whole collection and have to be merged, most
     of the reduce phase (docs/benchmarks.md).
+
+    ``where`` limits the documents (an incremental update's: those newer than its base).
     """
-    num_blocks = session.scalar(select(func.count(func.distinct(Document.record_block)))) or 0
+    blocks_query = select(func.count(func.distinct(Document.record_block)))
+    rows_query = select(Document.record_block, Document.doc_num, Document.content_index)
+    if where is not None:
+        blocks_query, rows_query = blocks_query.where(where), rows_query.where(where)
+    num_blocks = session.scalar(blocks_query) or 0
     count = max(1, min(parts, num_blocks))
     paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
-    rows = session.execute(
-        select(Document.record_block, Document.doc_num, Document.content_index).order_by(
-            Document.record_block, Document.doc_num
-        )
-    )
+    rows = session.execute(rows_query.order_by(Document.record_block, Document.doc_num))
     blocks = 0
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]

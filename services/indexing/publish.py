@@ -23,11 +23,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.indexing.errors import SupersededError
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.segment import check_segment, write_segment
 from services.storage.sql.bulk_sql import chunked
-from services.storage.sql.index_versions import activate_index
+from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import IndexVersion, PageRankScore, table
 
 log = logging.getLogger(__name__)
@@ -52,15 +53,29 @@ def publish_segment(
     store: BlobStore,
     sessions: sessionmaker[Session],
     keep: int = 0,
+    *,
+    replaces: int | None = None,
 ) -> PublishedIndex:
     """Store the segment, then replace PageRank rows and activate it in one transaction;
-    then delete the segments beyond the ``keep`` newest (``prune_segments``; 0: none)."""
+    then delete the segments beyond the ``keep`` newest (``prune_segments``; 0: none).
+
+    ``replaces``: the version this segment was made from (an incremental update's base). If
+    another version became active meanwhile (a full build finished), nothing is activated
+    and ``SupersededError`` says so: activating would put back what that build replaced."""
     name = segment_name(meta["created_at"])
     check_segment(arrays, meta, name)  # a bug here must never reach the search service
     with store.writer(name) as fh:
         size = write_segment(fh, arrays, meta)
     try:
         with sessions.begin() as session:
+            if replaces is not None:
+                current = active_index(session, lock=True)
+                if current is None or current.id != replaces:
+                    raise SupersededError(
+                        f"index version {replaces} is no longer active (now "
+                        f"{None if current is None else current.id}): this update of it is not "
+                        "published; the next update starts from the active version"
+                    )
             session.execute(delete(PageRankScore))
             rows = [{"doc_num": i, "score": s} for i, s in enumerate(arrays["pagerank"].tolist())]
             scores = table(PageRankScore)

@@ -119,7 +119,16 @@ def arrays_from_postings(
     merge of segments (``segment_merge``) scores exactly as a build does."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
         return _posting_arrays(
-            per_term, post_docs, field_tfs, sorted_terms, cols, pagerank, num_docs, params, near_duplicates, helper
+            per_term,
+            post_docs,
+            field_tfs,
+            sorted_terms,
+            cols,
+            pagerank,
+            num_docs,
+            params,
+            near_duplicates,
+            helper,
         )
 
 

@@ -91,7 +91,7 @@ def merge_segments(
     terms, docs, tfs, pos_parts, pos_lengths = [], [], [], [], []
     for i, part in enumerate(parts):
         a = part.arrays
-        df = np.diff(a["post_offsets"].astype(np.int64))
+        df = _runs(a["post_offsets"])
         post_docs = a["post_docs"]
         keep = owner[post_docs.astype(np.int64)] == i if post_docs.shape[0] else np.zeros(0, bool)
         remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
@@ -99,7 +99,7 @@ def merge_segments(
         docs.append(post_docs[keep].astype(np.uint32))
         tfs.append(np.stack([a[f"tf_{name}"][keep] for name in FIELD_NAMES], axis=1).astype(np.uint16))
         starts = a["pos_offsets"][:-1][keep].astype(np.int64)
-        lengths = np.diff(a["pos_offsets"].astype(np.int64))[keep]
+        lengths = _runs(a["pos_offsets"])[keep]
         pos_parts.append(_gather(a["positions"], starts, lengths))
         pos_lengths.append(lengths)
 
@@ -150,6 +150,13 @@ def _terms(arrays: Mapping[str, np.ndarray]) -> list[bytes]:
     return [blob[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
 
 
+def _runs(offsets: np.ndarray) -> np.ndarray:
+    """Run lengths (int64) from CSR offsets."""
+    wide = offsets.astype(np.int64)
+    out: np.ndarray = wide[1:] - wide[:-1]
+    return out
+
+
 def _gather(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``values[starts[i]:starts[i]+lengths[i]]`` for every i, concatenated (no Python loop)."""
     total = int(lengths.sum())
@@ -189,7 +196,7 @@ def _links(parts: Sequence[SegmentPart], owner: np.ndarray, num_docs: int) -> di
     sources, targets = [], []
     for i, part in enumerate(parts):
         a = part.arrays
-        counts = np.diff(a["in_offsets"].astype(np.int64))
+        counts = _runs(a["in_offsets"])
         target = np.repeat(np.arange(counts.shape[0]), counts)
         source = a["in_docs"].astype(np.int64)
         keep = owner[source] == i if source.shape[0] else np.zeros(0, bool)

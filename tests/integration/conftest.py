@@ -29,24 +29,33 @@ class Page:
 
 
 def write_corpus(
-    store: BlobStore, database_url: str, blocks: Sequence[Sequence[Page | dict]]
+    store: BlobStore,
+    database_url: str,
+    blocks: Sequence[Sequence[Page | dict]],
+    *,
+    first_doc: int = 0,
+    commit_seq: int | None = None,
 ) -> list[Record]:
     """One record block per inner list of pages (``Page`` or its fields as a dict);
-    doc_nums dense in order, except that a page with ``recrawl_of`` is a later
-    version of that document: its record keeps the doc_num and the Document row
-    points to it, as after a recrawl that changed the page. Returns the records."""
+    doc_nums dense in order from ``first_doc``, except that a page with ``recrawl_of`` is a
+    later version of that document: its record keeps the doc_num and the Document row
+    points to it, as after a recrawl that changed the page (also of a document an earlier
+    call wrote). Rows carry ``commit_seq``, as a committer's do. Returns the records."""
     engine = make_engine(database_url)
     init_db(engine)
     records: list[Record] = []
     rows: dict[int, Document] = {}
+    fresh = first_doc
     for b, pages in enumerate(blocks):
-        name = f"records/test-{b:03d}.rec.gz"
+        stem = f"test-{b:03d}" if not first_doc else f"test-{first_doc:05d}-{b:03d}"  # names never reused
+        name = f"records/{stem}.rec.gz"
         writer = RecordBlockWriter()
         for i, spec in enumerate(pages):
             page = spec if isinstance(spec, Page) else Page(**spec)
             url = normalize_url(page.url)
             body = f"{page.title}|{page.text}".encode()
-            num = len(rows) if page.recrawl_of is None else page.recrawl_of
+            num = fresh if page.recrawl_of is None else page.recrawl_of
+            fresh += page.recrawl_of is None
             record = Record(
                 doc_num=num,
                 url=url,
@@ -59,7 +68,7 @@ def write_corpus(
                 lang="en",
                 links=[Link(normalize_url(link), "anchor") for link in page.links],
                 fetched_at=1_700_000_000.0,
-                content_block=f"content/test-{b:03d}.ncb",
+                content_block=f"content/{stem}.ncb",
                 content_index=i,
             )
             offset, length = writer.add(record)
@@ -82,10 +91,12 @@ def write_corpus(
                 record_block=name,
                 record_offset=offset,
                 record_length=length,
+                commit_seq=commit_seq,
             )
         store.put(name, writer.to_bytes())
     with session_factory(engine).begin() as session:
-        session.add_all(rows.values())
+        for row in rows.values():
+            session.merge(row)  # a recrawl of an earlier call's document replaces its row
     engine.dispose()
     return records
 

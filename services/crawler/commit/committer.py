@@ -235,8 +235,11 @@ class Committer:
         """Everything a commit writes once its document rows are known (both committers, in
         their transaction under the commit lock): the rows, recrawls, duplicates, frontier,
         host counts, counters and the ledger. Returns the new frontier URLs."""
-        self.writer.insert(session, fresh)
-        self._update_recrawled(session, docs, changed, counts)
+        # The batch that wrote a document's current record: an incremental index update
+        # indexes the documents committed after the sequence its base version includes.
+        commit_seq = max(seqs) if seqs else None
+        self.writer.insert(session, [{**row, "commit_seq": commit_seq} for row in fresh])
+        self._update_recrawled(session, docs, changed, counts, commit_seq)
         self._record_duplicates(session, duplicates, now)
         self._record_aliases(session, results, now)
         new_urls = self._record_frontier(session, results, docs, now)
@@ -318,7 +321,12 @@ class Committer:
         return out
 
     def _update_recrawled(
-        self, session: Session, docs: list[_Doc], changed: dict[str, dict], counts: Counter[str]
+        self,
+        session: Session,
+        docs: list[_Doc],
+        changed: dict[str, dict],
+        counts: Counter[str],
+        commit_seq: int | None,
     ) -> None:
         """Point recrawled documents at their new version (``changed``: the new rows by
         url_id), or note that nothing changed."""
@@ -340,6 +348,7 @@ class Committer:
             for key in PLACEMENT_COLUMNS:
                 setattr(live, key, new[key])
             live.versions = (live.versions or 1) + 1
+            live.commit_seq = commit_seq
             counts["recrawl_changed"] += 1
 
     def _record_duplicates(

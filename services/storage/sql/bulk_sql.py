@@ -60,7 +60,7 @@ def mysql_literal(value: object, quote: Callable[[str], str]) -> str:
 
 def insert_rows(session: Session, into: Table, rows: Sequence[dict[str, Any]]) -> None:
     """INSERT ``rows`` (dicts by column key) in the caller's transaction; a column a row
-    leaves out takes its scalar default.
+    leaves out takes its scalar default (NULL if it has none and is nullable).
 
     SQLAlchemy's Core executemany processes every row's parameters in Python (for a row of
     ``documents``, as much as SQLite's own insert), and PyMySQL's generic escaping of a
@@ -100,4 +100,7 @@ def _insert_plan(into: Table, dialect: Dialect) -> tuple[str, list[str], dict[st
     defaults = {
         c.key: c.default.arg for c in into.columns if isinstance(c.default, ScalarElementColumnDefault)
     }
+    for c in into.columns:  # a nullable column a row leaves out is NULL, as in an ORM insert
+        if c.nullable and c.default is None and c.server_default is None and not c.primary_key:
+            defaults.setdefault(c.key, None)
     return str(compiled), order, defaults

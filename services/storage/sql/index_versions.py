@@ -10,10 +10,11 @@ from sqlalchemy.orm import Session
 from services.storage.sql.models import IndexVersion
 
 
-def active_index(session: Session) -> IndexVersion | None:
-    return session.scalars(
-        select(IndexVersion).where(IndexVersion.active.is_(True)).order_by(IndexVersion.id.desc())
-    ).first()
+def active_index(session: Session, *, lock: bool = False) -> IndexVersion | None:
+    """The active version; ``lock``: hold its row until the transaction ends (a publisher that
+    checks which version is active before replacing it)."""
+    query = select(IndexVersion).where(IndexVersion.active.is_(True)).order_by(IndexVersion.id.desc())
+    return session.scalars(query.with_for_update() if lock else query).first()
 
 
 def activate_index(

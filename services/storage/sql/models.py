@@ -59,6 +59,10 @@ class Document(Base):
     # Recrawls: the row always points at the latest version's content and record.
     versions: Mapped[int] = mapped_column(Integer, default=1)  # fetches that changed the content
     unchanged: Mapped[int] = mapped_column(Integer, default=0)  # recrawls that found it unchanged
+    # The ledger seq (fetch_batches.seq) of the commit that wrote the current record: the
+    # incremental index update takes documents past its base version's ``through_seq``.
+    # NULL for rows of releases before it (a full build includes them).
+    commit_seq: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
 
 
 class DuplicateUrl(Base):

@@ -1,0 +1,215 @@
+"""Incremental index update: the documents committed since the active version, merged in.
+
+``nimbus index update`` (and the indexer's daemon between full builds) finds the documents
+whose commit is newer than the active version's mark (``commit_mark``: new pages and
+recrawled ones), runs the same MapReduce jobs as a full build over only those, and merges
+the result into the active segment (``segment_merge``), with the statistics of all live
+documents recomputed. The merged segment is published as a new version, only if the base
+is still the active one (a full build that finished meanwhile wins).
+
+What waits for the next full build (``nimbus index``; on EMR at scale): PageRank (documents
+the last full build did not see get the median rank: ``ranking.pagerank.extend_ranks``),
+and the anchor text and in-links of older pages from links on new ones. Links *from* new
+pages to older ones count at once: every stored URL is given to the link graph as a name of
+its document, so the job resolves them.
+
+Each update rewrites the whole segment: seconds at 100,000 documents (docs/benchmarks.md),
+proportional to the index. Searching several segments at once, with a background tiered
+merge as Lucene does, would make an update proportional to what is new (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from mapreduce.mr_linkgraph import adjacency_rows, name_line
+from mapreduce.record_job import parse_manifest_line
+from services.config import Settings
+from services.indexing.build import run_index_jobs
+from services.indexing.commit_mark import CommitMark, commit_mark
+from services.indexing.emr_options import show_emr_progress
+from services.indexing.errors import BuildError
+from services.indexing.index_rows import collect_index_rows, read_index_rows
+from services.indexing.manifest import manifest_parts, write_manifest_parts
+from services.indexing.publish import publish_segment
+from services.indexing.segment_arrays import segment_arrays, segment_meta
+from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
+from services.indexing.url_names import write_name_lines
+from services.ranking.pagerank import extend_ranks
+from services.storage.blobs.blobstore import BlobStore, open_blobstore
+from services.storage.formats.segment import open_segment, read_meta
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import active_index
+from services.storage.sql.models import Document
+from services.storage.sql.schema import init_db
+
+
+@dataclass
+class UpdateResult:
+    base_version: int
+    version_id: int | None  # None: nothing was committed since the base
+    segment: str
+    num_docs: int
+    new_documents: int  # documents indexed by this update: new pages and recrawls
+    through_seq: int
+    seconds: float
+
+
+def update_index(
+    settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
+) -> UpdateResult:
+    """Index what was committed since the active version and publish the merge (module
+    docstring). Raises ``BuildError`` when there is no version to update, or one built
+    before updates existed or with another analyzer (a full build is then the way)."""
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        if report is not None:
+            report(f"update: {message}")
+        elif progress:
+            print(f"update: {message}", file=sys.stderr, flush=True)
+
+    engine = make_engine(settings.database_url)
+    scratch: Path | None = None
+    try:
+        init_db(engine)
+        sessions = session_factory(engine)
+        store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        with sessions() as session:
+            version = active_index(session)
+            if version is None:
+                raise BuildError("no index is published yet: build one first with `nimbus index`")
+            base_id, base_name = version.id, version.segment
+        base_meta = read_meta(lambda start, end: store.get(base_name, start, end), base_name)
+        base_mark = CommitMark.from_meta(base_meta)
+        if base_mark is None:
+            raise BuildError(
+                f"the active index {base_name} was built before incremental updates: run a full "
+                "build once (`nimbus index`), then updates follow it"
+            )
+        with sessions() as session:
+            later = commit_mark(session)  # before the documents, as a full build reads it
+            waiting = session.scalar(select(func.count()).select_from(Document).where(base_mark.newer()))
+        mark = base_mark.joined(later)
+        if not waiting:
+            say(f"nothing committed since version {base_id} (through seq {base_mark.through_seq})")
+            return UpdateResult(
+                base_id, None, base_name, int(base_meta["num_docs"]), 0, mark.through_seq, 0.0
+            )
+
+        scratch = (
+            settings.var_dir / "mr" / f"update-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        ).resolve()
+        scratch.mkdir(parents=True, exist_ok=True)
+        with sessions() as session:
+            manifest, blocks = write_manifest_parts(
+                session, scratch, manifest_parts(settings), where=base_mark.newer()
+            )
+            names = write_name_lines(session, scratch / "names.txt.gz")
+            stored = _write_stored_names(session, scratch / "stored.txt.gz")
+        delta_docs = _manifest_docs(manifest)
+        num_docs = max(int(base_meta["num_docs"]), int(delta_docs.max()) + 1 if delta_docs.shape[0] else 0)
+        say(
+            f"{delta_docs.shape[0]} documents committed since version {base_id} (seq > "
+            f"{base_mark.through_seq}) in {blocks} record blocks; {stored} stored URLs name their documents"
+        )
+        if settings.index.mr_runner == "emr" and (progress or report is not None):
+            show_emr_progress(say)
+        graph_input = [
+            *manifest,
+            *([scratch / "names.txt.gz"] if names.lines else []),
+            scratch / "stored.txt.gz",
+        ]
+        links, index = run_index_jobs(settings, manifest, graph_input, scratch, say)
+
+        say("3/4 merge with the active segment")
+        stage = time.monotonic()
+        columns = collect_index_rows(read_index_rows(index.path))
+        graph = dict(adjacency_rows(links.path))
+        uniform = np.full(num_docs, 1.0 / num_docs)
+        delta = segment_arrays(columns, uniform, num_docs, near_duplicates=False, links=graph)
+        delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
+        check_mergeable([base_meta, delta_meta])
+        base_arrays, base_meta = open_segment(_fetch(store, base_name, scratch))
+        merged = merge_segments(
+            [SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))), SegmentPart(delta, delta_docs)],
+            num_docs,
+            extend_ranks(base_arrays["pagerank"], num_docs),
+            near_duplicates=settings.index.near_duplicates,
+        )
+        del base_arrays, delta, graph
+        meta = segment_meta(
+            merged,
+            pagerank_iterations=int(base_meta.get("pagerank_iterations", 0)),
+            pagerank_damping=float(base_meta.get("pagerank_damping", settings.index.pagerank_damping)),
+            created_at=time.time(),
+            languages=merged_languages([base_meta, {"languages": columns.languages}]),
+        )
+        meta.update(mark.to_meta())
+        meta["incremental"] = {"base": base_name, "documents": int(delta_docs.shape[0])}
+        say(f"    merged {num_docs} documents in {time.monotonic() - stage:.1f} s")
+
+        say("4/4 publish")
+        published = publish_segment(
+            merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=base_id
+        )
+        shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        show_emr_progress(None)
+        engine.dispose()
+    result = UpdateResult(
+        base_version=base_id,
+        version_id=published.version_id,
+        segment=published.segment,
+        num_docs=num_docs,
+        new_documents=int(delta_docs.shape[0]),
+        through_seq=mark.through_seq,
+        seconds=time.monotonic() - started,
+    )
+    say(
+        f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
+        f"{result.new_documents} documents added or replaced, {result.num_docs} in all, "
+        f"through commit seq {result.through_seq}, in {result.seconds:.1f} s"
+    )
+    return result
+
+
+def _write_stored_names(session: Session, path: Path) -> int:
+    """Every stored document's own URL as a name line: the update's link graph sees only the
+    new documents, and these let it resolve their links to older ones."""
+    count = 0
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        rows = session.execute(select(Document.url_id, Document.doc_num).execution_options(yield_per=10_000))
+        for key, doc_num in rows:
+            out.write(name_line(key, int(doc_num)))
+            count += 1
+    return count
+
+
+def _manifest_docs(paths: list[Path]) -> np.ndarray:
+    """The documents the manifest lists (ascending): exactly those the update's part speaks
+    for, whatever was committed between the queries that wrote it."""
+    docs: list[int] = []
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                _, wanted = parse_manifest_line(line)
+                if wanted is not None:
+                    docs.extend(wanted.nums)
+    return np.unique(np.array(docs, dtype=np.int64))
+
+
+def _fetch(store: BlobStore, name: str, scratch: Path) -> Path:
+    """The base segment as a local file to memory-map."""
+    return store.download(name, scratch / "base.nseg")

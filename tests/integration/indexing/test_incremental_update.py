@@ -1,0 +1,144 @@
+"""Incremental index updates (services.indexing.incremental) against the full build: the
+documents committed after the active version are indexed and merged in, and search then
+answers exactly as after a full build of the same documents (PageRank aside, which only a
+full build recomputes); a recrawled page's old version is never shown; what waits for the
+next full build is what the module says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.config import Settings
+from services.indexing.build import build_index
+from services.indexing.errors import BuildError
+from services.indexing.incremental import update_index
+from services.search.service import SearchService
+from services.storage.blobs.blobstore import open_blobstore
+from services.storage.formats.segment import open_segment
+from services.storage.sql.engines import make_engine, session_factory
+from services.storage.sql.index_versions import active_index
+from tests.integration.conftest import Page, write_corpus
+
+FIRST = [
+    [
+        Page(
+            "http://old.test/",
+            "Old harbour",
+            "Boats rest in the old harbour at night.",
+            links=["http://old.test/fish"],
+        ),
+        Page("http://old.test/fish", "Fish market", "The fish market opens before dawn by the harbour."),
+        Page("http://old.test/tide", "Tides", "Tide tables for the harbour and the bay, updated daily."),
+    ],
+    [Page("http://old.test/lamp", "Lighthouse", "The lighthouse lamp turns all night over the bay.")],
+]
+# New pages link to each other; no link joins old and new pages (anchor text an old page
+# gets from a new one waits for the next full build: see the second test).
+SECOND = [
+    [
+        Page(
+            "http://new.test/",
+            "New quay",
+            "The new quay takes ferries to the island.",
+            links=["http://new.test/ferry"],
+        ),
+        Page("http://new.test/ferry", "Ferry times", "Ferries leave the quay every hour for the island."),
+        Page(
+            "http://old.test/tide",
+            "Tides",
+            "Tide tables moved to the harbour office notice board.",
+            recrawl_of=2,
+        ),
+    ]
+]
+LINKING_OLD = [[Page("http://new.test/", "New quay", "Ferries to the island.", links=["http://old.test/"])]]
+QUERIES = [
+    "harbour",
+    "island ferry",
+    "quay",
+    "tide tables",
+    "lighthouse bay",
+    "updated daily",
+    "notice board",
+]
+
+
+def results(settings: Settings, query: str) -> list[str]:
+    service = SearchService(settings, recheck_seconds=0.0)
+    return [hit.url for hit in service.search(query, size=20).hits]
+
+
+def active_arrays(settings: Settings, tmp_path: Path, name: str) -> tuple[dict[str, np.ndarray], dict]:
+    engine = make_engine(settings.database_url)
+    with session_factory(engine)() as session:
+        version = active_index(session)
+        assert version is not None
+        segment = version.segment
+    engine.dispose()
+    store = open_blobstore(settings.blob_url)
+    arrays, meta = open_segment(store.download(segment, tmp_path / f"{name}.nseg"))
+    return {k: np.asarray(v) for k, v in arrays.items()}, meta
+
+
+def test_an_update_answers_as_a_full_build_of_the_same_documents(settings: Settings, tmp_path: Path) -> None:
+    flat = settings.with_overrides(pagerank_weight=0.0)  # PageRank is the full build's alone
+    store = open_blobstore(flat.blob_url)
+    write_corpus(store, flat.database_url, FIRST, commit_seq=1)
+    build_index(flat, progress=False)
+    assert results(flat, "notice board") == []
+
+    write_corpus(store, flat.database_url, SECOND, first_doc=4, commit_seq=2)
+    update = update_index(flat, progress=False)
+    assert update.version_id is not None and update.new_documents == 3 and update.through_seq == 2
+    incremental = {q: results(flat, q) for q in QUERIES}
+    merged, merged_meta = active_arrays(flat, tmp_path, "merged")
+    assert merged_meta["through_seq"] == 2 and merged_meta["incremental"]["documents"] == 3
+
+    # The recrawl replaced the tide page: its new words find it, its old ones no longer do.
+    assert incremental["notice board"] == ["http://old.test/tide"]
+    assert "http://old.test/tide" not in incremental["updated daily"]
+    assert incremental["island ferry"][:2] == ["http://new.test/ferry", "http://new.test/"]
+
+    build_index(flat, progress=False)
+    full, _ = active_arrays(flat, tmp_path, "full")
+    assert {q: results(flat, q) for q in QUERIES} == incremental
+    for name, value in full.items():
+        if name == "pagerank" or name.startswith("vocab_"):
+            continue  # the full build's alone; spelling counts (segment_merge's docstring)
+        np.testing.assert_array_equal(merged[name], value, err_msg=name)
+
+    again = update_index(flat, progress=False)  # nothing new since the full build
+    assert again.version_id is None and again.new_documents == 0
+
+
+def test_new_pages_get_the_median_rank_until_the_next_full_build(settings: Settings, tmp_path: Path) -> None:
+    store = open_blobstore(settings.blob_url)
+    write_corpus(store, settings.database_url, FIRST, commit_seq=1)
+    build_index(settings, progress=False)
+    base, _ = active_arrays(settings, tmp_path, "base")
+    write_corpus(store, settings.database_url, LINKING_OLD, first_doc=4, commit_seq=2)
+    update_index(settings, progress=False)
+    merged, _ = active_arrays(settings, tmp_path, "merged")
+    assert merged["pagerank"].shape[0] == 5 and merged["pagerank"].sum() == pytest.approx(1.0)
+    median = np.median(base["pagerank"])
+    scale = 1.0 / (base["pagerank"].sum() + median)
+    np.testing.assert_allclose(merged["pagerank"][4:], median * scale)
+    np.testing.assert_allclose(merged["pagerank"][:4], base["pagerank"] * scale)
+    # The new page links to the old home page: the link counts at once (page info,
+    # in-links); its anchor text joins the old page's at the next full build.
+    offsets = merged["in_offsets"]
+    assert merged["in_docs"][offsets[0] : offsets[1]].tolist() == [4]
+    assert merged["len_anchor"][0] == 0
+    build_index(settings, progress=False)
+    full, _ = active_arrays(settings, tmp_path, "full")
+    assert full["len_anchor"][0] == 1
+
+
+def test_an_update_needs_a_full_build_to_start_from(settings: Settings) -> None:
+    store = open_blobstore(settings.blob_url)
+    write_corpus(store, settings.database_url, FIRST, commit_seq=1)
+    with pytest.raises(BuildError, match="nimbus index"):
+        update_index(settings, progress=False)
