@@ -1,9 +1,11 @@
 """`nimbus index`: the published index (the schema it reads: ``db_commands``, `nimbus migrate`).
 
 ``nimbus index`` builds here and now (``build``, the bare form: a developer's machine,
-``make index-emr``); on the stack the indexer instance runs ``nimbus index daemon``, which
-builds on a schedule and on request, and ``nimbus index now`` / ``status`` ask it and
-follow it through the database (``services.indexing.builds``).
+``make index-emr``); ``nimbus index update`` merges what was committed since into the
+active index (``services.indexing.incremental``); on the stack the indexer instance runs
+``nimbus index daemon``, which builds and updates on a schedule and on request, and
+``nimbus index now`` / ``status`` ask it and follow it through the database
+(``services.indexing.builds``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     build_.add_argument("--quiet", action="store_true", help="no progress on stderr")
     leaf(build_, build)
 
+    update_ = sub.add_parser(
+        "update",
+        help="index what was committed since the active index and merge it in, here and now",
+        description="Index the documents committed since the active index version (new pages and "
+        "recrawls) with the same MapReduce jobs, merge them into the active segment with the "
+        "collection statistics recomputed, and publish the merge. PageRank and anchor text "
+        "from new pages to older ones wait for the next full build (`nimbus index`).",
+    )
+    update_.add_argument("--runner", choices=_RUNNERS, help="mrjob runner (NIMBUS_MR_RUNNER)")
+    update_.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    leaf(update_, update)
+
     daemon_ = sub.add_parser(
         "daemon",
         help="the indexer: build on a schedule and on request, one at a time, until stopped",
@@ -94,6 +108,20 @@ def build(args: argparse.Namespace, settings: Settings) -> int:
         f"published {result.segment}: {result.num_docs} documents "
         f"({result.near_duplicates} near-duplicates folded), {result.num_terms} terms, "
         f"PageRank in {result.pagerank_iterations} iterations, {result.seconds:.1f} s"
+    )
+    return 0
+
+
+def update(args: argparse.Namespace, settings: Settings) -> int:
+    from services.indexing.incremental import update_index
+
+    result = update_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
+    if result.version_id is None:
+        print(f"nothing committed since index version {result.base_version}: {result.segment} stays")
+        return 0
+    print(
+        f"published {result.segment}: {result.new_documents} documents added or replaced, "
+        f"{result.num_docs} in all, through commit seq {result.through_seq}, {result.seconds:.1f} s"
     )
     return 0
 

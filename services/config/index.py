@@ -28,6 +28,10 @@ class IndexSettings:
     # `nimbus index daemon`: seconds between scheduled builds (counted from the last build
     # asked for, or the active index's publication); 0: only builds someone asks for.
     index_every: int = 86400
+    # ... and between incremental updates (services.indexing.incremental: what was committed
+    # since the active index, merged in) while no build runs; 0: none. With the search
+    # service's 2 s recheck, a committed page is searchable within this plus an update's time.
+    update_every: int = 30
 
     # Ranking computed at build time (query-time weights are in SearchSettings).
     near_duplicates: bool = True  # fold pages whose terms are >= 90 % the same (text/minhash.py)
@@ -53,6 +57,10 @@ class IndexSettings:
         if self.index_every < 0:
             raise SettingsError(
                 f"NIMBUS_INDEX_EVERY={self.index_every}: use 0 (only on request) or more seconds"
+            )
+        if self.update_every < 0:
+            raise SettingsError(
+                f"NIMBUS_UPDATE_EVERY={self.update_every}: use 0 (no incremental updates) or more seconds"
             )
         if self.pagerank_level not in {"page", "host"}:
             raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")

@@ -27,6 +27,7 @@ from services.storage.sql.models import IndexBuild
 
 SCHEDULE = "schedule"  # requested_by of the rows the schedule adds
 ANALYZER = "analyzer change"  # requested_by of a rebuild for a segment of another analyzer
+UNMARKED = "no commit mark"  # ... for a segment built before incremental updates (none can follow it)
 MAX_PROGRESS_CHARS = 16_000  # the tail of a build's progress kept in its row (a TEXT column)
 
 
@@ -173,18 +174,25 @@ def request_if_analyzer_changed(
     loop); returns its id. Search refuses that segment until the rebuild publishes."""
     if active_analyzer is None or active_analyzer == analyzer:
         return None
+    return request_rebuild_once(session, ANALYZER, now)
+
+
+def request_rebuild_once(session: Session, why: str, now: float) -> int | None:
+    """Add a build requested by ``why`` unless a build is pending or ``why`` already asked for
+    one since the active version was published (a failing one is not retried in a loop);
+    returns its id."""
     if session.scalar(select(func.count()).where(IndexBuild.state.in_(PENDING))):
         return None
     active = active_index(session)
     asked = session.scalar(
         select(func.count()).where(
-            IndexBuild.requested_by == ANALYZER,
+            IndexBuild.requested_by == why,
             IndexBuild.requested_at >= (active.created_at if active is not None else 0.0),
         )
     )
     if asked:
         return None
-    return request_build(session, ANALYZER, now).id
+    return request_build(session, why, now).id
 
 
 def take_next(session: Session, worker: str, runner: str, now: float) -> BuildView | None:

@@ -7,7 +7,8 @@ Each look (every ``POLL`` seconds, at once when stopped or when a build ends):
 2. add the schedule's row when ``NIMBUS_INDEX_EVERY`` seconds have passed
    (``builds.schedule_if_due``; 0: builds only on request);
 3. publish IndexAgeSeconds, at most every ``AGE_EVERY`` seconds;
-4. take the oldest requested build (``builds.take_next``) and run it: ``build_index`` in a
+4. take the oldest requested build (``builds.take_next``) and run it (none: an incremental
+   update every ``NIMBUS_UPDATE_EVERY`` seconds, in this thread: ``_update_if_due``): ``build_index`` in a
    thread of this process, while this thread heartbeats the row every ``BEAT_EVERY``
    seconds with the build's progress lines, keeps publishing the index age, and watches
    for a stop. The row ends ``succeeded`` with its segment or ``failed`` with its error,
@@ -51,6 +52,8 @@ from services.errors import NimbusError
 from services.indexing import builds
 from services.indexing.build import BuildResult, build_index
 from services.indexing.builds import BuildState, BuildView
+from services.indexing.errors import NoBaseError, SupersededError
+from services.indexing.incremental import UpdateResult, update_index
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import read_meta
 from services.storage.sql.engines import make_engine, session_factory
@@ -72,6 +75,7 @@ DRAIN = 10.0  # seconds a stopping daemon waits for its last data points to reac
 PROGRESS_LINES = 200  # a build's newest progress lines kept for its row
 
 Build = Callable[..., BuildResult]  # build_index's signature: (settings, *, progress, report)
+Update = Callable[..., UpdateResult]  # update_index's
 
 
 class Progress:
@@ -110,6 +114,7 @@ class IndexDaemon:
         clock: Callable[[], float] = time.time,
         metrics: MetricsPublisher | None = None,
         build: Build = build_index,
+        update: Update = update_index,
         poll: float = POLL,
         beat_every: float = BEAT_EVERY,
         echo: bool = False,
@@ -118,6 +123,8 @@ class IndexDaemon:
         self.clock = clock
         self.metrics = metrics if metrics is not None else metrics_publisher(settings)
         self.build = build
+        self.update = update
+        self._updated_at: float | None = None
         self.poll = poll
         self.beat_every = beat_every
         self.echo = echo
@@ -177,7 +184,43 @@ class IndexDaemon:
         taken = self._transaction(
             lambda s: builds.take_next(s, self.worker, self.settings.index.mr_runner, now)
         )
-        return None if taken is None else self._run(taken)
+        if taken is not None:
+            return self._run(taken)
+        self._update_if_due(now)
+        return None
+
+    def _update_if_due(self, now: float) -> None:
+        """An incremental update (``services.indexing.incremental``) every ``update_every``
+        seconds between builds. On the local runner even where builds run on EMR: a delta is
+        small, and an EMR cluster takes minutes to start. A failure is logged and counted;
+        the served index stays, and the next update or build tries again."""
+        every = self.settings.index.update_every
+        if not every or (self._updated_at is not None and now - self._updated_at < every):
+            return
+        self._updated_at = now
+        runner = "local" if self.settings.index.mr_runner == "emr" else None
+        try:
+            result = self.update(self.settings.with_overrides(mr_runner=runner), progress=False)
+        except SupersededError as exc:  # a build published meanwhile: the next look starts from it
+            self._say(f"index update not published: {exc}")
+            return
+        except NoBaseError as exc:  # nothing to update yet; an old release's index: rebuild once
+            if exc.stale:
+                why = builds.UNMARKED
+                added = self._transaction(lambda s: builds.request_rebuild_once(s, why, now))
+                if added is not None:
+                    self._say(f"index build {added} requested: {exc}")
+            return
+        except Exception as exc:  # any failure: the served index stays (module docstring)
+            self.counters["update_failures"] += 1
+            log.warning("index update failed: %s", exc, exc_info=not isinstance(exc, NimbusError))
+            return
+        if result.version_id is not None:
+            self.counters["updates"] += 1
+            self._say(
+                f"index updated: version {result.version_id} ({result.segment}) adds or replaces "
+                f"{result.new_documents} documents, through commit seq {result.through_seq}"
+            )
 
     def _check_analyzer(self, now: float) -> None:
         """A release whose analyzer differs from the active segment's asks for a rebuild at

@@ -23,3 +23,12 @@ class PublishError(IndexBuildError, ValueError):
 
 class SupersededError(IndexBuildError):
     """An update's base version stopped being the active one before the update was published."""
+
+
+class NoBaseError(BuildError):
+    """An incremental update has no version to start from: none is published, or the active
+    one was built before updates existed (``stale``: a full build is what it needs)."""
+
+    def __init__(self, message: str, *, stale: bool = False) -> None:
+        super().__init__(message)
+        self.stale = stale

@@ -39,7 +39,7 @@ from services.config import Settings
 from services.indexing.build import run_index_jobs
 from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
-from services.indexing.errors import BuildError
+from services.indexing.errors import NoBaseError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.publish import publish_segment
@@ -70,8 +70,9 @@ def update_index(
     settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
 ) -> UpdateResult:
     """Index what was committed since the active version and publish the merge (module
-    docstring). Raises ``BuildError`` when there is no version to update, or one built
-    before updates existed or with another analyzer (a full build is then the way)."""
+    docstring). Raises ``NoBaseError`` when there is no version to update or it was built
+    before updates existed, ``PublishError`` when it was built with another analyzer (a full
+    build is then the way)."""
     started = time.monotonic()
 
     def say(message: str) -> None:
@@ -89,14 +90,15 @@ def update_index(
         with sessions() as session:
             version = active_index(session)
             if version is None:
-                raise BuildError("no index is published yet: build one first with `nimbus index`")
+                raise NoBaseError("no index is published yet: build one first with `nimbus index`")
             base_id, base_name = version.id, version.segment
         base_meta = read_meta(lambda start, end: store.get(base_name, start, end), base_name)
         base_mark = CommitMark.from_meta(base_meta)
         if base_mark is None:
-            raise BuildError(
+            raise NoBaseError(
                 f"the active index {base_name} was built before incremental updates: run a full "
-                "build once (`nimbus index`), then updates follow it"
+                "build once (`nimbus index`), then updates follow it",
+                stale=True,
             )
         with sessions() as session:
             later = commit_mark(session)  # before the documents, as a full build reads it

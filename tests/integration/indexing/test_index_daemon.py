@@ -23,6 +23,7 @@ from services.config import Settings
 from services.indexing import builds
 from services.indexing.build import BuildResult
 from services.indexing.daemon import STALE_AFTER, IndexDaemon
+from services.search.service import SearchService
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import pack_segment
 from services.storage.sql.engines import make_engine, session_factory
@@ -315,7 +316,7 @@ def _activate_segment_of(settings: Settings, analyzer: str | None, name: str) ->
 
 def test_a_segment_of_another_analyzer_is_rebuilt_once(settings: Settings, metrics: MetricsPublisher) -> None:
     calls: list[Settings] = []
-    quiet = settings.with_overrides(index_every=0)
+    quiet = settings.with_overrides(index_every=0, update_every=0)
     _activate_segment_of(quiet, analyzer_version(), "index/segment-same.nseg")
     same = IndexDaemon(quiet, clock=lambda: 1000.0, metrics=metrics, build=_fake_build(calls))
     try:
@@ -414,3 +415,46 @@ def test_a_killed_daemons_build_fails_and_a_stopped_ones_is_handed_back(
     with sessions() as session:
         assert session.scalar(select(func.count()).where(IndexBuild.state == "running")) == 0
     engine.dispose()
+
+
+def test_between_builds_the_daemon_merges_what_was_committed(
+    settings: Settings, metrics: MetricsPublisher
+) -> None:
+    """NIMBUS_UPDATE_EVERY: a page committed after the active version is searchable after the
+    daemon's next update, with no build asked for; an index of a release before updates is
+    rebuilt once, so updates can follow it."""
+    now = [1000.0]
+    quiet = settings.with_overrides(index_every=0, update_every=30)
+    _activate_segment_of(quiet, analyzer_version(), "index/segment-unmarked.nseg")
+    store = open_blobstore(quiet.blob_url)
+    write_corpus(store, quiet.database_url, CORPUS, commit_seq=1)
+    daemon = IndexDaemon(quiet, clock=lambda: now[0], metrics=metrics)
+    try:
+        assert daemon.step() is None  # the update finds no commit mark: it asks for a build
+        rebuilt = daemon.step()
+        assert (
+            rebuilt is not None and rebuilt.requested_by == builds.UNMARKED and rebuilt.state == "succeeded"
+        )
+        write_corpus(
+            store,
+            quiet.database_url,
+            [
+                [
+                    {
+                        "url": "http://wings.test/slats",
+                        "title": "Slats",
+                        "text": "Slats open at the leading edge.",
+                    }
+                ]
+            ],
+            first_doc=2,
+            commit_seq=2,
+        )
+        now[0] += 10  # not yet due
+        assert daemon.step() is None and daemon.counters["updates"] == 0
+        now[0] += 30
+        assert daemon.step() is None and daemon.counters["updates"] == 1
+    finally:
+        daemon.close()
+    service = SearchService(quiet, recheck_seconds=0.0)
+    assert [hit.url for hit in service.search("leading edge slats").hits] == ["http://wings.test/slats"]
