@@ -46,6 +46,7 @@ PINNED = {
     "NIMBUS_EMR_CORE_INSTANCES": "index.emr_core_instances",
     "NIMBUS_KEEP_SEGMENTS": "index.keep_segments",
     "NIMBUS_INDEX_EVERY": "index.index_every",
+    "NIMBUS_UPDATE_EVERY": "index.update_every",
     "AWS_ENDPOINT_URL": "aws_endpoint_url",
     "AWS_REGION": "aws_region",
     "NIMBUS_DATABASE_INSTANCE": "deploy.database_instance",

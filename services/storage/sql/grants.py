@@ -15,7 +15,8 @@ its own MySQL user with privileges on exactly the tables its processes touch:
   the crawl's state and writes the operator's commands (crawl_control,
   blocked_hosts, seeds into frontier, requested index_builds);
 * ``indexer`` reads documents and their other names (duplicate_urls, url_aliases: the
-  link graph resolves links through them) and publishes (index_versions, pagerank,
+  link graph resolves links through them), the ledger's batches (an index version's commit
+  mark) and publishes (index_versions, pagerank,
   index_builds).
   It changes the schema only as the master user (``nimbus migrate`` with
   ``NIMBUS_DATABASE_ADMIN_SECRET``), as it creates these users (``nimbus db users``).
@@ -90,6 +91,7 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "documents": READ,
         "duplicate_urls": READ,  # a link to a copy's URL or to an alias counts for the document
         "url_aliases": READ,
+        "fetch_batches": READ,  # an index version's commit mark: batches still being committed
         "index_versions": WRITE_DELETE,  # publish; prune beyond NIMBUS_KEEP_SEGMENTS
         "pagerank": ("SELECT", "INSERT", "DELETE"),  # replaced at each publish
         "index_builds": WRITE,

@@ -17,7 +17,7 @@ from pathlib import Path
 import boto3
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, func, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -27,6 +27,7 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
+from services.indexing.incremental import update_index
 from services.storage.errors import MigrationError
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.grants import ROLES
@@ -162,13 +163,18 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
     )
     build_index(as_indexer, progress=False)
     assert build_index(as_indexer, progress=False).num_docs == PAGES
+    # ... and updates it with what was committed since (as if the last page were recrawled).
+    with root.begin() as session:
+        session.execute(update(Document).where(Document.doc_num == PAGES - 1).values(commit_seq=10**6))
+    updated = update_index(as_indexer, progress=False)
+    assert updated.version_id is not None and updated.new_documents == 1
     with session_factory(make_engine(roles.urls["indexer"])).begin() as session:
         session.add(IndexBuild(state="succeeded", requested_at=time.time(), finished_at=time.time()))
 
     # Search serves results and page info; its dashboard reads the crawl and writes the operator's word.
     as_search = as_indexer.with_overrides(database_url=roles.urls["search"], admin_token=TOKEN)
     with TestClient(create_app(as_search, recheck_seconds=0)) as client:
-        assert client.get("/healthz").json()["index_version"] == 2
+        assert client.get("/healthz").json()["index_version"] == 3
         assert client.get("/api/search", params={"q": "river"}).json()["total"] >= 1
         assert client.get("/api/page/1").status_code == 200
         assert (
