@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
@@ -40,7 +40,7 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.url_names import write_name_lines
-from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
+from services.ranking.pagerank import PageRankResult, adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
@@ -107,6 +107,50 @@ def run_index_jobs(
     return links, index
 
 
+def compute_pagerank(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    links: Path,
+    num_docs: int,
+    scratch: Path,
+    say: Callable[[str], None],
+    progress: bool,
+) -> tuple[dict[int, list[int]], PageRankResult]:
+    """Stage 3: PageRank over MRLinkGraph's adjacency (``links``), in memory or as MapReduce
+    steps, page or host level, as the settings say. Returns (the link graph, kept in the
+    segment for page info, and the ranks)."""
+    say(
+        f"3/4 pagerank ({settings.index.pagerank_engine}, d={settings.index.pagerank_damping}, tolerance "
+        f"{settings.index.pagerank_tolerance:g}, at most {settings.index.pagerank_max_iterations})"
+    )
+    graph = dict(adjacency_rows(links))
+    if settings.index.pagerank_level == "host" or settings.index.pagerank_engine == "memory":
+        # The host graph is small (hosts, not pages): it always runs in memory.
+        adjacency = adjacency_from_mapping(graph, num_docs)
+        iteration = (
+            settings.index.pagerank_damping,
+            settings.index.pagerank_tolerance,
+            settings.index.pagerank_max_iterations,
+        )
+        if settings.index.pagerank_level == "host":
+            with sessions() as session:
+                doc_hosts, num_hosts = host_ids(session, num_docs)
+            ranks = host_pagerank(adjacency, doc_hosts, num_hosts, *iteration)
+            say(f"    host level: {num_hosts} hosts")
+        else:
+            ranks = pagerank_sparse(adjacency, *iteration)
+    else:
+        ranks = run_pagerank(
+            links,
+            num_docs,
+            settings,
+            scratch,
+            progress=(lambda line: say("    " + line)) if progress else None,
+        )
+    say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
+    return graph, ranks
+
+
 def build_index(
     settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
 ) -> BuildResult:
@@ -162,36 +206,7 @@ def build_index(
                 f"({index.counter('blocks', 'listed_records_missing')} listed but missing)"
             )
 
-        say(
-            f"3/4 pagerank ({settings.index.pagerank_engine}, d={settings.index.pagerank_damping}, tolerance "
-            f"{settings.index.pagerank_tolerance:g}, at most {settings.index.pagerank_max_iterations})"
-        )
-        # The link graph, kept in the segment for page info (in-links, out-link counts).
-        graph = dict(adjacency_rows(links.path))
-        if settings.index.pagerank_level == "host" or settings.index.pagerank_engine == "memory":
-            # The host graph is small (hosts, not pages): it always runs in memory.
-            adjacency = adjacency_from_mapping(graph, num_docs)
-            iteration = (
-                settings.index.pagerank_damping,
-                settings.index.pagerank_tolerance,
-                settings.index.pagerank_max_iterations,
-            )
-            if settings.index.pagerank_level == "host":
-                with sessions() as session:
-                    doc_hosts, num_hosts = host_ids(session, num_docs)
-                ranks = host_pagerank(adjacency, doc_hosts, num_hosts, *iteration)
-                say(f"    host level: {num_hosts} hosts")
-            else:
-                ranks = pagerank_sparse(adjacency, *iteration)
-        else:
-            ranks = run_pagerank(
-                links.path,
-                num_docs,
-                settings,
-                scratch,
-                progress=(lambda line: say("    " + line)) if progress else None,
-            )
-        say(f"    {ranks.iterations} iterations, L1 change {ranks.delta:.3g}")
+        graph, ranks = compute_pagerank(settings, sessions, links.path, num_docs, scratch, say, progress)
 
         say("4/4 publish")
         stage = time.monotonic()

@@ -2,20 +2,21 @@
 
 ``nimbus index update`` (and the indexer's daemon between full builds) finds the documents
 whose commit is newer than the active version's mark (``commit_mark``: new pages and
-recrawled ones), runs the same MapReduce jobs as a full build over only those, and merges
-the result into the active segment (``segment_merge``), with the statistics of all live
-documents recomputed. The merged segment is published as a new version, only if the base
-is still the active one (a full build that finished meanwhile wins).
+recrawled ones), analyzes only those (MRIndex, the build's costly job), and merges the
+result into the active segment (``segment_merge``) with the statistics of all live
+documents recomputed. The link graph job reads every record, as a full build's does: a
+crawl's new pages are found through links on older ones, so their anchor text comes from
+pages the update does not analyze; with the whole graph, anchor text, in-links and PageRank
+are a full build's too, and the merge equals a full build over the same records (the spelling
+vocabulary's counts aside: ``segment_merge``). The merged segment is published as a new
+version, only if the base is still the active one (a full build that finished meanwhile
+wins).
 
-What waits for the next full build (``nimbus index``; on EMR at scale): PageRank (documents
-the last full build did not see get the median rank: ``ranking.pagerank.extend_ranks``),
-and the anchor text and in-links of older pages from links on new ones. Links *from* new
-pages to older ones count at once: every stored URL is given to the link graph as a name of
-its document, so the job resolves them.
-
-Each update rewrites the whole segment: seconds at 100,000 documents (docs/benchmarks.md),
-proportional to the index. Searching several segments at once, with a background tiered
-merge as Lucene does, would make an update proportional to what is new (docs/scaling.md).
+Each update reads every record's links and rewrites the whole segment: its cost grows
+with the index, only more slowly than a build's (docs/benchmarks.md, "Incremental
+updates"). Searching several segments at once, with a background tiered merge as Lucene
+does, and a link graph kept between runs, would make an update proportional to what is new
+(docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -31,12 +32,10 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from mapreduce.mr_linkgraph import adjacency_rows, name_line
 from mapreduce.record_job import parse_manifest_line
 from services.config import Settings
-from services.indexing.build import run_index_jobs
+from services.indexing.build import compute_pagerank, run_index_jobs
 from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
@@ -46,7 +45,6 @@ from services.indexing.publish import publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
 from services.indexing.url_names import write_name_lines
-from services.ranking.pagerank import extend_ranks
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
 from services.storage.sql.engines import make_engine, session_factory
@@ -114,47 +112,49 @@ def update_index(
             settings.var_dir / "mr" / f"update-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         ).resolve()
         scratch.mkdir(parents=True, exist_ok=True)
+        text_dir, graph_dir = scratch / "text", scratch / "graph"
+        text_dir.mkdir()
+        graph_dir.mkdir()
         with sessions() as session:
+            count, max_doc = session.execute(select(func.count(), func.max(Document.doc_num))).one()
             manifest, blocks = write_manifest_parts(
-                session, scratch, manifest_parts(settings), where=base_mark.newer()
+                session, text_dir, manifest_parts(settings), where=base_mark.newer()
             )
+            every, _ = write_manifest_parts(session, graph_dir, manifest_parts(settings))
             names = write_name_lines(session, scratch / "names.txt.gz")
-            stored = _write_stored_names(session, scratch / "stored.txt.gz")
         delta_docs = _manifest_docs(manifest)
-        num_docs = max(int(base_meta["num_docs"]), int(delta_docs.max()) + 1 if delta_docs.shape[0] else 0)
+        num_docs = max(int(max_doc) + 1, int(base_meta["num_docs"]), int(delta_docs.max()) + 1)
         say(
             f"{delta_docs.shape[0]} documents committed since version {base_id} (seq > "
-            f"{base_mark.through_seq}) in {blocks} record blocks; {stored} stored URLs name their documents"
+            f"{base_mark.through_seq}) in {blocks} record blocks; the link graph reads all {count}"
         )
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
-        graph_input = [
-            *manifest,
-            *([scratch / "names.txt.gz"] if names.lines else []),
-            scratch / "stored.txt.gz",
-        ]
+        graph_input = [*every, scratch / "names.txt.gz"] if names.lines else every
         links, index = run_index_jobs(settings, manifest, graph_input, scratch, say)
+        graph, ranks = compute_pagerank(settings, sessions, links.path, num_docs, scratch, say, progress)
 
-        say("3/4 merge with the active segment")
+        say("4/4 merge with the active segment and publish")
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
-        graph = dict(adjacency_rows(links.path))
-        uniform = np.full(num_docs, 1.0 / num_docs)
-        delta = segment_arrays(columns, uniform, num_docs, near_duplicates=False, links=graph)
+        delta = segment_arrays(columns, ranks.ranks, num_docs, near_duplicates=False, links=graph)
         delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
         check_mergeable([base_meta, delta_meta])
         base_arrays, base_meta = open_segment(_fetch(store, base_name, scratch))
         merged = merge_segments(
-            [SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))), SegmentPart(delta, delta_docs)],
+            [
+                SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))),
+                SegmentPart(delta, delta_docs, whole_graph=True),
+            ],
             num_docs,
-            extend_ranks(base_arrays["pagerank"], num_docs),
+            ranks.ranks,
             near_duplicates=settings.index.near_duplicates,
         )
         del base_arrays, delta, graph
         meta = segment_meta(
             merged,
-            pagerank_iterations=int(base_meta.get("pagerank_iterations", 0)),
-            pagerank_damping=float(base_meta.get("pagerank_damping", settings.index.pagerank_damping)),
+            pagerank_iterations=ranks.iterations,
+            pagerank_damping=settings.index.pagerank_damping,
             created_at=time.time(),
             languages=merged_languages([base_meta, {"languages": columns.languages}]),
         )
@@ -162,7 +162,6 @@ def update_index(
         meta["incremental"] = {"base": base_name, "documents": int(delta_docs.shape[0])}
         say(f"    merged {num_docs} documents in {time.monotonic() - stage:.1f} s")
 
-        say("4/4 publish")
         published = publish_segment(
             merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=base_id
         )
@@ -185,18 +184,6 @@ def update_index(
         f"through commit seq {result.through_seq}, in {result.seconds:.1f} s"
     )
     return result
-
-
-def _write_stored_names(session: Session, path: Path) -> int:
-    """Every stored document's own URL as a name line: the update's link graph sees only the
-    new documents, and these let it resolve their links to older ones."""
-    count = 0
-    with gzip.open(path, "wt", encoding="utf-8") as out:
-        rows = session.execute(select(Document.url_id, Document.doc_num).execution_options(yield_per=10_000))
-        for key, doc_num in rows:
-            out.write(name_line(key, int(doc_num)))
-            count += 1
-    return count
 
 
 def _manifest_docs(paths: list[Path]) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from mapreduce.postings_wire import TF_MAX
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.indexing.segment_arrays import arrays_from_postings, edge_arrays
@@ -40,6 +41,9 @@ class SegmentPart:
 
     arrays: Mapping[str, np.ndarray]
     docs: np.ndarray
+    # Its link graph is the whole collection's (an update's link job reads every record):
+    # then its anchor text and links stand for every document, whichever part has its text.
+    whole_graph: bool = False
 
     @property
     def num_docs(self) -> int:
@@ -88,18 +92,26 @@ def merge_segments(
     merged_terms = sorted(set().union(*term_lists))
     term_ids = {term: i for i, term in enumerate(merged_terms)}
 
+    graph = _graph_part(parts)
+    anchor = FIELD_NAMES.index("anchor")
     terms, docs, tfs, pos_parts, pos_lengths = [], [], [], [], []
     for i, part in enumerate(parts):
         a = part.arrays
         df = _runs(a["post_offsets"])
-        post_docs = a["post_docs"]
-        keep = owner[post_docs.astype(np.int64)] == i if post_docs.shape[0] else np.zeros(0, bool)
+        post_docs = a["post_docs"].astype(np.int64)
+        text = owner[post_docs] == i if post_docs.shape[0] else np.zeros(0, bool)
+        part_tfs = np.stack([a[f"tf_{name}"] for name in FIELD_NAMES], axis=1).astype(np.uint16)
+        part_tfs[~text] = 0  # what another part speaks for is superseded here
+        if graph is not None:  # the anchor field from the graph part alone, for every document
+            part_tfs[:, anchor] = a["tf_anchor"] if i == graph else 0
+        keep = part_tfs.any(axis=1)
         remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
         terms.append(remap[np.repeat(np.arange(df.shape[0]), df)[keep]])
         docs.append(post_docs[keep].astype(np.uint32))
-        tfs.append(np.stack([a[f"tf_{name}"][keep] for name in FIELD_NAMES], axis=1).astype(np.uint16))
-        starts = a["pos_offsets"][:-1][keep].astype(np.int64)
-        lengths = _runs(a["pos_offsets"])[keep]
+        tfs.append(part_tfs[keep])
+        # Positions (title and body) come with the text: none from a part's anchor-only share.
+        starts = a["pos_offsets"][:-1].astype(np.int64)[keep]
+        lengths = np.where(text, _runs(a["pos_offsets"]), 0)[keep]
         pos_parts.append(_gather(a["positions"], starts, lengths))
         pos_lengths.append(lengths)
 
@@ -112,8 +124,20 @@ def merge_segments(
     flat = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
     flat_starts = np.concatenate([[0], np.cumsum(per_posting)[:-1]]).astype(np.int64)
     positions = _gather(flat, flat_starts[order], per_posting[order])
-    pos_offsets = np.zeros(order.shape[0] + 1, dtype=np.uint64)
-    np.cumsum(per_posting[order].astype(np.uint64), out=pos_offsets[1:])
+    per_posting = per_posting[order]
+    # One posting per (term, document): a document's text from its owner and its anchor text
+    # from the graph part are two rows until here; their fields are disjoint, so they add.
+    if term_col.shape[0]:
+        first = np.flatnonzero(
+            np.concatenate([[True], (term_col[1:] != term_col[:-1]) | (doc_col[1:] != doc_col[:-1])])
+        )
+        if first.shape[0] != term_col.shape[0]:
+            field_tfs = np.add.reduceat(field_tfs.astype(np.uint32), first, axis=0)
+            field_tfs = np.minimum(field_tfs, TF_MAX).astype(np.uint16)
+            per_posting = np.add.reduceat(per_posting, first)
+            term_col, doc_col = term_col[first], doc_col[first]
+    pos_offsets = np.zeros(term_col.shape[0] + 1, dtype=np.uint64)
+    np.cumsum(per_posting.astype(np.uint64), out=pos_offsets[1:])
 
     per_term = np.bincount(term_col, minlength=len(merged_terms))
     present = np.flatnonzero(per_term)  # a term only superseded versions held is gone
@@ -122,7 +146,7 @@ def merge_segments(
         doc_col,
         field_tfs,
         [merged_terms[t] for t in present.tolist()],
-        _columns(parts, owner),
+        _columns(parts, owner, graph),
         pagerank,
         num_docs,
         params,
@@ -130,7 +154,7 @@ def merge_segments(
     )
     arrays["positions"] = positions.astype(np.uint32)
     arrays["pos_offsets"] = pos_offsets
-    arrays.update(_links(parts, owner, num_docs))
+    arrays.update(_links(parts, owner, num_docs, graph))
     return arrays
 
 
@@ -142,6 +166,12 @@ def merged_languages(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         for lang, pages in meta.get("languages", {}).items():
             total[lang] = total.get(lang, 0) + int(pages)
     return total
+
+
+def _graph_part(parts: Sequence[SegmentPart]) -> int | None:
+    """The last part whose link graph is the whole collection's, if any."""
+    found = [i for i, part in enumerate(parts) if part.whole_graph]
+    return found[-1] if found else None
 
 
 def _terms(arrays: Mapping[str, np.ndarray]) -> list[bytes]:
@@ -167,15 +197,26 @@ def _gather(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.n
     return np.asarray(values[index])
 
 
-def _columns(parts: Sequence[SegmentPart], owner: np.ndarray) -> IndexColumns:
-    """Each document's field lengths and word-form filter from its owning part, and the
-    spelling vocabulary summed over the parts."""
+def _columns(parts: Sequence[SegmentPart], owner: np.ndarray, graph: int | None) -> IndexColumns:
+    """Each document's field lengths and word-form filter from its owning part (its anchor
+    text's length from the graph part, if any), and the spelling vocabulary summed over the
+    parts."""
     cols = IndexColumns()
+    num_docs = owner.shape[0]
+    lengths = np.zeros((num_docs, len(FIELD_NAMES)), dtype=np.int64)
     for i, part in enumerate(parts):
         a = part.arrays
         mine = np.flatnonzero(owner[: part.num_docs] == i)
-        lengths = np.stack([a[f"len_{name}"][mine] for name in FIELD_NAMES], axis=1).tolist()
-        cols.lengths.update(zip(mine.tolist(), lengths, strict=True))
+        lengths[mine] = np.stack([a[f"len_{name}"][mine] for name in FIELD_NAMES], axis=1)
+    if graph is not None:
+        anchors = parts[graph].arrays["len_anchor"]
+        lengths[:, FIELD_NAMES.index("anchor")] = 0
+        lengths[: anchors.shape[0], FIELD_NAMES.index("anchor")] = anchors
+    held = np.flatnonzero((owner >= 0) | lengths.any(axis=1))
+    cols.lengths.update(zip(held.tolist(), lengths[held].tolist(), strict=True))
+    for i, part in enumerate(parts):
+        a = part.arrays
+        mine = np.flatnonzero(owner[: part.num_docs] == i)
         offsets = a["form_offsets"]
         blob = a["form_filters"]
         for doc in mine.tolist():
@@ -190,16 +231,20 @@ def _columns(parts: Sequence[SegmentPart], owner: np.ndarray) -> IndexColumns:
     return cols
 
 
-def _links(parts: Sequence[SegmentPart], owner: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
-    """The link graph: each part's links *from* the documents it speaks for (a page's links
-    are its current record's), to any document of the merged segment."""
+def _links(
+    parts: Sequence[SegmentPart], owner: np.ndarray, num_docs: int, graph: int | None
+) -> dict[str, np.ndarray]:
+    """The link graph: the graph part's, or else each part's links *from* the documents it
+    speaks for (a page's links are its current record's), to any document of the merge."""
     sources, targets = [], []
     for i, part in enumerate(parts):
+        if graph is not None and i != graph:
+            continue
         a = part.arrays
         counts = _runs(a["in_offsets"])
         target = np.repeat(np.arange(counts.shape[0]), counts)
         source = a["in_docs"].astype(np.int64)
-        keep = owner[source] == i if source.shape[0] else np.zeros(0, bool)
+        keep = (owner[source] == i) | (graph == i) if source.shape[0] else np.zeros(0, bool)
         sources.append(source[keep])
         targets.append(target[keep])
     return edge_arrays(

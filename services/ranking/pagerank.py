@@ -251,21 +251,3 @@ def _iterate(
             break
     return PageRankResult(ranks=x, iterations=iterations, delta=delta)
 
-
-def extend_ranks(ranks: np.ndarray, num_docs: int) -> np.ndarray:
-    """PageRank over ``num_docs`` documents from ``ranks``, a full build's vector over the first
-    ``len(ranks)``: each document the build did not see gets the median rank, and the vector
-    is scaled to sum to 1 again.
-
-    An incremental update cannot rerun PageRank (it needs the whole graph: the next full build
-    does). The median, not the mean 1/N: PageRank is heavy-tailed, its mean pulled up by a few
-    hubs, and a page new to the index is as likely as any to be an ordinary leaf, so it ranks
-    as the typical page does, neither promoted for being new nor buried.
-    """
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if num_docs < ranks.shape[0]:
-        raise ValueError(f"{ranks.shape[0]} ranks cannot be extended to {num_docs} documents")
-    typical = float(np.median(ranks)) if ranks.shape[0] else 1.0
-    out = np.concatenate([ranks, np.full(num_docs - ranks.shape[0], typical)])
-    total = float(out.sum())
-    return out / total if total > 0 else np.full(num_docs, 1.0 / max(num_docs, 1))

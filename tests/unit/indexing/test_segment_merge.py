@@ -21,27 +21,39 @@ WORDS = [f"w{i}" for i in range(60)] + ["école", "zoo", "ab"]
 Doc = dict[str, tuple[list[int], list[int]]]  # term -> (field tfs, positions)
 
 
-def random_doc(rng: random.Random, words: list[str]) -> Doc:
+def random_doc(rng: random.Random, words: list[str], *, anchor: bool = True) -> Doc:
+    """Terms with random field frequencies (``anchor``: in-link anchor text's too)."""
     doc: Doc = {}
     position = 0
     for word in rng.sample(words, rng.randint(1, 12)):
         tfs = [rng.choice([0, 0, 1, 2]) for _ in range(NUM_FIELDS)]
         tfs[1] = max(1, tfs[1])
+        tfs[2] = tfs[2] if anchor else 0
         doc[word] = (tfs, list(range(position, position + tfs[1])))
         position += tfs[1]
     return doc
 
 
-def rows_for(docs: dict[int, Doc], vocabulary: dict[str, int] | None = None) -> list:
-    """MRIndex's rows for ``docs`` (doc -> its terms), as the job writes them."""
+def rows_for(
+    docs: dict[int, Doc],
+    vocabulary: dict[str, int] | None = None,
+    anchors: dict[int, dict[str, int]] | None = None,
+) -> list:
+    """MRIndex's rows for ``docs`` (doc -> its terms), as the job writes them, with the
+    in-link anchor text ``anchors`` (doc -> term -> frequency) of any document."""
     by_term: dict[str, list[tuple[int, list[int], list[int]]]] = {}
     rows: list = []
-    for num, doc in sorted(docs.items()):
+    anchors = anchors or {}
+    for num in sorted(set(docs) | set(anchors)):
+        doc = {term: (list(tfs), positions) for term, (tfs, positions) in docs.get(num, {}).items()}
+        for term, tf in anchors.get(num, {}).items():
+            doc.setdefault(term, ([0] * NUM_FIELDS, []))[0][2] = tf
         for term, (tfs, positions) in doc.items():
             by_term.setdefault(term, []).append((num, tfs, positions))
         lengths = [sum(tfs[f] for tfs, _ in doc.values()) for f in range(NUM_FIELDS)]
         rows.append((["l", num], lengths))
-        rows.append((["f", num], bytes([num % 251, 7])))
+        if num in docs:  # a page's word forms; an anchor text's target has none of its own
+            rows.append((["f", num], bytes([num % 251, 7])))
     for term, postings in by_term.items():
         chunk = Chunk(
             np.array([p[0] for p in postings], np.uint32),
@@ -55,9 +67,14 @@ def rows_for(docs: dict[int, Doc], vocabulary: dict[str, int] | None = None) -> 
     return rows
 
 
-def build(docs: dict[int, Doc], num_docs: int, links: dict[int, list[int]]) -> dict[str, np.ndarray]:
+def build(
+    docs: dict[int, Doc],
+    num_docs: int,
+    links: dict[int, list[int]],
+    anchors: dict[int, dict[str, int]] | None = None,
+) -> dict[str, np.ndarray]:
     ranks = np.full(num_docs, 1.0 / num_docs)
-    return segment_arrays(collect_index_rows(rows_for(docs)), ranks, num_docs, links=links)
+    return segment_arrays(collect_index_rows(rows_for(docs, anchors=anchors)), ranks, num_docs, links=links)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -98,6 +115,38 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     assert "only" not in terms
     # Near-duplicates are found across the parts: the delta's copy of 6 folds into it.
     assert int(merged["near_dup_of"][45]) == 6
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(seed: int) -> None:
+    """An update's link job reads every record: new pages' anchor text from old pages, and old
+    pages' from new ones, come from its part, whichever part holds the page's text."""
+    rng = random.Random(seed)
+    base_n, total = 30, 45
+    base = {d: random_doc(rng, WORDS, anchor=False) for d in range(base_n)}
+    delta = {d: random_doc(rng, WORDS, anchor=False) for d in [*range(base_n, total), 4, 9]}  # 2 recrawls
+    anchors_then = {d: {rng.choice(WORDS): rng.randint(1, 3)} for d in rng.sample(range(base_n), 10)}
+    anchors_now = {
+        d: {rng.choice(WORDS): rng.randint(1, 3) for _ in range(2)} for d in rng.sample(range(total), 25)
+    }
+    anchors_now[7] = {"harbour": 2}  # a word only anchor text gives, on an old page
+    links_then = {d: rng.sample(range(base_n), 2) for d in range(base_n)}
+    links_now = {**links_then, **{d: rng.sample(range(total), 3) for d in delta}}
+
+    full = build({**base, **delta}, total, links_now, anchors_now)
+    merged = merge_segments(
+        [
+            SegmentPart(build(base, base_n, links_then, anchors_then), np.arange(base_n)),
+            SegmentPart(
+                build(delta, total, links_now, anchors_now), np.array(sorted(delta)), whole_graph=True
+            ),
+        ],
+        total,
+        np.full(total, 1.0 / total),
+    )
+    assert sorted(merged) == sorted(full)
+    for name, value in full.items():
+        np.testing.assert_array_equal(merged[name], value, err_msg=name)
 
 
 def test_vocabulary_counts_add_over_the_parts() -> None:
