@@ -131,3 +131,9 @@ def test_the_api_schema_documents_the_cut(client):
     assert set(repeated) == {"word", "times"}
     q = next(p for p in schema["paths"]["/api/search"]["get"]["parameters"] if p["name"] == "q")
     assert "maxLength" not in q["schema"] and "2,048 characters" in q["description"]
+
+
+def test_help_states_the_limits(client):
+    text = " ".join(re.sub(r"<[^>]+>", " ", client.get("/help").text).split())
+    assert "the first 2,048 characters of a query and its first 32 words are searched" in text
+    assert "3 or more times in a row counts once" in text
