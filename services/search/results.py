@@ -31,7 +31,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResults:
-    query: str
+    query: str  # as searched: within the query limits (``cut`` says what was left out), or its correction
     total: int  # matching documents
     page: int
     per_page: int
