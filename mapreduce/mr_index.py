@@ -17,10 +17,10 @@ term's document frequency.
 Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
 kinds told apart by the key's tag::
 
-    t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings_wire)
+    t:flow  ->  <base64 regions of the term's postings>            (mapreduce.postings_wire)
     l:7     ->  m,<title>,<body>,<url>,<meta>,<nav> | a,<anchor>   (map output: page or anchor lengths)
     l:7     ->  <title>,<body>,<anchor>,<url>,<meta>,<nav>          (job output)
-    g:de    ->  <pages>                                       (pages analyzed in German)
+    g:de    ->  <pages>                                             (pages analyzed in German)
 
 Terms are runs of word characters, so no key holds a tab; keys sort as bytes
 (the shuffle's sort), which puts terms in the segment's UTF-8 order.
