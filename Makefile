@@ -100,6 +100,7 @@ bench: install
 	$(BIN)/python -m benchmarks.langid
 	$(BIN)/python -m benchmarks.parsers
 	$(BIN)/python -m benchmarks.ranking_peers
+	$(BIN)/python -m benchmarks.word_recall
 	$(BIN)/python -m benchmarks.archives
 
 clean:

@@ -5,7 +5,7 @@ optionally, MRLinkGraph's output as a second input file, of which it reads
 the ``@anchor`` lines (in-link anchor text) and skips the adjacency rows.
 
 The mapper analyses each document with ``services.text.analysis.analyze`` (the
-analyzer queries use) into its five fields (``mapreduce.postings``) and
+analyzer queries use) into its six fields (``mapreduce.postings``) and
 combines in memory across the documents its task reads: one row per
 distinct term per flush, holding that term's postings in column form, never
 a row per token or per (term, document). The buffer is flushed when it holds
@@ -17,10 +17,10 @@ term's document frequency.
 Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
 kinds told apart by the key's tag::
 
-    t:flow  ->  <base64 regions of the term's postings>      (mapreduce.postings_wire)
-    l:7     ->  m,<title>,<body>,<url>,<meta> | a,<anchor>   (map output: page or anchor lengths)
-    l:7     ->  <title>,<body>,<anchor>,<url>,<meta>          (job output)
-    g:de    ->  <pages>                                       (pages analyzed in German)
+    t:flow  ->  <base64 regions of the term's postings>            (mapreduce.postings_wire)
+    l:7     ->  m,<title>,<body>,<url>,<meta>,<nav> | a,<anchor>   (map output: page or anchor lengths)
+    l:7     ->  <title>,<body>,<anchor>,<url>,<meta>,<nav>          (job output)
+    g:de    ->  <pages>                                             (pages analyzed in German)
 
 Terms are runs of word characters, so no key holds a tab; keys sort as bytes
 (the shuffle's sort), which puts terms in the segment's UTF-8 order.
@@ -70,9 +70,9 @@ def merge_lengths(doc: int, values: Iterable[bytes]) -> list[int]:
         else:
             anchor += int(numbers[0])
     if page is None:  # anchors of a document whose record the manifest does not list
-        return [0, 0, anchor, 0, 0]
-    title, body, url, meta = page
-    return [title, body, anchor, url, meta]
+        return [0, 0, anchor, 0, 0, 0]
+    title, body, url, meta, nav = page
+    return [title, body, anchor, url, meta, nav]
 
 
 class MRIndex(RecordBlockJob):
@@ -117,10 +117,10 @@ class MRIndex(RecordBlockJob):
         for analysis, pages in self.buffer.languages.items():
             yield LANGUAGE_KEY + analysis.encode("ascii"), b"%d" % pages
         postings, lengths = self.buffer.drain()
-        for doc, (title, body, anchor, url, meta) in lengths.items():
+        for doc, (title, body, anchor, url, meta, nav) in lengths.items():
             key = b"%s%d" % (LENGTH_KEY, doc)
-            if title is not None:  # a page has all four
-                yield key, b"%s,%d,%d,%d,%d" % (PAGE, title, body or 0, url or 0, meta or 0)
+            if title is not None:  # a page has all five
+                yield key, b"%s,%d,%d,%d,%d,%d" % (PAGE, title, body or 0, url or 0, meta or 0, nav or 0)
             if anchor is not None:
                 yield key, b"%s,%d" % (ANCHORS, anchor)
         for doc, forms in postings.forms.items():  # one per page: anchors have none
@@ -144,7 +144,7 @@ class MRIndex(RecordBlockJob):
             yield key, pieces[0]
         else:
             lengths = merge_lengths(int(key[len(LENGTH_KEY) :]), values)
-            yield key, b"%d,%d,%d,%d,%d" % tuple(lengths)
+            yield key, b"%d,%d,%d,%d,%d,%d" % tuple(lengths)
 
 
 if __name__ == "__main__":

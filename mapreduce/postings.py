@@ -1,12 +1,13 @@
 """Postings as the index job builds them: pure functions, no mrjob, no I/O.
 
-A document is indexed in five fields (the BM25F fields of docs/ranking.md):
+A document is indexed in six fields (the BM25F fields of docs/ranking.md):
 
     title   the record's title
     body    its text
     anchor  the anchor text of links pointing at the document (from MRLinkGraph)
     url     words of the URL's host and path
     meta    the page's own summary: <meta name=description> and <meta name=keywords>
+    nav     what a reader sees beside the text: menus, link lists, form words (Record.nav)
 
 Each page is analyzed in its language (``Record.lang``: the analysis of
 ``services.text.analysis.languages``), its anchor text too (anchors are mostly
@@ -44,7 +45,7 @@ from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface
 from services.text.analysis.forms import build_filters, form_hashes
 from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
 
-TITLE, BODY, ANCHOR, URL, META = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
+TITLE, BODY, ANCHOR, URL, META, NAV = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
 _URL_WORDS = re.compile(r"[^0-9A-Za-z]+")
 
@@ -121,8 +122,8 @@ class PostingBuffer:
         self._seg_len.append(len(roughs))
 
     def add(self, record: Record) -> None:
-        """Buffer a record's title, body, URL and meta fields (title and body first: the
-        body's positions continue after the title's)."""
+        """Buffer a record's title, body, URL, meta and nav fields (title and body first:
+        the body's positions continue after the title's)."""
         key = analysis_key(record.lang)
         self.languages[key] = self.languages.get(key, 0) + 1
         self._append(record.doc_num, TITLE, record.title, key)
@@ -130,6 +131,8 @@ class PostingBuffer:
         self._append(record.doc_num, URL, url_words(record.url), key)
         if record.description or record.keywords:  # most pages have neither: no empty run
             self._append(record.doc_num, META, f"{record.description} {record.keywords}", key)
+        if record.nav:
+            self._append(record.doc_num, NAV, record.nav, key)
 
     def add_anchor(self, doc: int, anchor_text: str, lang: str = "") -> None:
         """Buffer one document's in-link anchor text (capped by ``MRLinkGraph``), analyzed
@@ -140,7 +143,7 @@ class PostingBuffer:
         """(the buffered postings of every term, field lengths by document), emptying the
         buffer.
 
-        A document's lengths are ``[title, body, anchor, url, meta]``, with None for
+        A document's lengths are ``[title, body, anchor, url, meta, nav]``, with None for
         the fields this buffer did not see (a page without its anchors, or
         anchors without their page).
         """
@@ -165,7 +168,7 @@ class PostingBuffer:
         seg_first_kept = np.concatenate([[0], np.cumsum(kept_per_seg)[:-1]]).astype(index_type)
         pos = np.arange(n, dtype=index_type)
         pos -= seg_first_kept[seg_of_kept]
-        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # no positions in url, anchor, meta
+        offset = np.full(seg_doc.shape[0], -1, dtype=index_type)  # none in url, anchor, meta, nav
         offset[seg_field == TITLE] = 0
         body = np.flatnonzero(seg_field == BODY)
         offset[body] = kept_per_seg[body - 1] + FIELD_GAP  # the title run precedes the body run
@@ -183,8 +186,10 @@ class PostingBuffer:
         for d, f, k in zip(seg_doc.tolist(), seg_field.tolist(), kept_per_seg.tolist(), strict=True):
             entry = lengths.setdefault(d, [None] * NUM_FIELDS)
             entry[f] = (entry[f] or 0) + k
-            if f == TITLE and entry[META] is None:
-                entry[META] = 0  # a page without description and keywords adds no meta run
+            if f == TITLE:  # a page without description and keywords adds no meta run, nor
+                for empty in (META, NAV):  # one without navigation text a nav run
+                    if entry[empty] is None:
+                        entry[empty] = 0
         if not n:
             return Postings.empty(), lengths  # no kept word: no filters either
 

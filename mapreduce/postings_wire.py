@@ -19,7 +19,7 @@ import numpy as np
 import pybase64
 
 TF_MAX = np.iinfo(np.uint16).max  # field frequencies are stored as uint16, clipped
-NUM_FIELDS = 5  # title, body, anchor, url, meta (services.ranking.bm25f.FIELD_NAMES)
+NUM_FIELDS = 6  # title, body, anchor, url, meta, nav (services.ranking.bm25f.FIELD_NAMES)
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Chunk:
     """Postings of one term, ascending by document, one posting per document."""
 
     docs: np.ndarray  # uint32 [n]
-    tfs: np.ndarray  # uint16 [n, NUM_FIELDS]: title, body, anchor, url, meta
+    tfs: np.ndarray  # uint16 [n, NUM_FIELDS]: title, body, anchor, url, meta, nav
     counts: np.ndarray  # uint32 [n]: positions of each posting
     positions: np.ndarray  # uint32 [sum(counts)]
 
@@ -42,8 +42,8 @@ class Chunk:
         return cls(docs, tfs, counts, positions)
 
     def as_lists(self) -> list[list[int]]:
-        """``[docs, tf_title, tf_body, tf_anchor, tf_url, tf_meta, counts, positions]`` (for
-        tests, logs)."""
+        """``[docs, tf_title, tf_body, tf_anchor, tf_url, tf_meta, tf_nav, counts, positions]``
+        (for tests, logs)."""
         return [
             self.docs.tolist(),
             *(self.tfs[:, f].tolist() for f in range(NUM_FIELDS)),
@@ -56,12 +56,12 @@ class Chunk:
 # is a header of two uint32 words, n (postings) and q (positions, its top bit the NARROW
 # flag), then whole uint32 words:
 #
-#     wide:    docs u32 x n | tfs u16 x 5n, pad | counts u32 x n      | positions u32 x q
-#     narrow:  docs u32 x n | tfs u8 x 5n, pad  | counts u8 x n, pad  | positions u16 x q, pad
+#     wide:    docs u32 x n | tfs u16 x 6n, pad | counts u32 x n      | positions u32 x q
+#     narrow:  docs u32 x n | tfs u8 x 6n, pad  | counts u8 x n, pad  | positions u16 x q, pad
 #
 # and zero words up to a multiple of 12 bytes. A region is narrow when its field
 # frequencies and position counts fit a byte and its positions 16 bits: nearly every
-# region of real text, at 10 bytes a posting and 2 a position instead of 18 and 4.
+# region of real text, at 11 bytes a posting and 2 a position instead of 20 and 4.
 #
 # Whole 3-byte base64 quanta make the base64 of two regions their two texts joined, so a
 # reducer that receives a term's pieces from several map tasks, over disjoint document

@@ -66,7 +66,7 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
 
 def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
     """MRIndex's output file as ``((kind, name), value)``: ``(("t", term), wire text)`` and
-    ``(("l", doc), [title, body, anchor, url, meta])``."""
+    ``(("l", doc), [title, body, anchor, url, meta, nav])``."""
     term_key, length_key = TERM_KEY, LENGTH_KEY
     with Path(path).open("rb") as fh:
         for line in fh:

@@ -169,7 +169,8 @@ def _posting_arrays(
     from scipy.sparse import csr_matrix
 
     # The page's own words: title, body and meta (the description was body text until the
-    # meta field had its own weight; feedback and near-duplicates still read it).
+    # meta field had its own weight; feedback and near-duplicates still read it). Not nav:
+    # a site's menu is no evidence of what a page is about, nor of two pages being copies.
     title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1] + tfs[4], TF_MAX).astype(np.uint16)
     by_doc = csr_matrix(
         (title_body, post_docs, post_offsets.astype(np.int64)), shape=(len(df), num_docs)
@@ -211,11 +212,13 @@ def _posting_arrays(
         "tf_anchor": tfs[2],
         "tf_url": tfs[3],
         "tf_meta": tfs[4],
+        "tf_nav": tfs[5],
         "len_title": lengths[0],
         "len_body": lengths[1],
         "len_anchor": lengths[2],
         "len_url": lengths[3],
         "len_meta": lengths[4],
+        "len_nav": lengths[5],
         "doc_lengths": (lengths[0] + lengths[1] + lengths[4]).astype(np.uint32),
         "fwd_offsets": fwd_offsets,
         "fwd_terms": fwd_terms,

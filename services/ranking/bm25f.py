@@ -23,7 +23,8 @@ k1 = 1.2 and body b = 0.75 (Robertson & Zaragoza 2009). Short fields are
 normalised less (title b = 0.5, url b = 0.5), because their lengths vary
 little; anchor text b = 0.75 (Zaragoza et al.'s TREC web runs used high b
 for anchors: a page linked from everywhere should not win by the sheer
-amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5, meta 1.
+amount of anchor text). Field weights: body 1, title 1.5, anchor 1, url 0.5, meta 1,
+nav 0.25.
 
 The meta field is the page's ``<meta name=description>`` and ``<meta name=keywords>``.
 Weight 1, b = 0.75, the body's: the description was body text before it had a field
@@ -34,6 +35,38 @@ since 2009, Bing reads stuffing as a spam signal), so a boost would reward stuff
 the body's b = 0.75 makes a long keyword list count for less per word, and since the
 field's frequencies enter BM25F before saturation, a word repeated in the keywords
 adds little once title or body hold it.
+
+The nav field is what a reader sees beside the page's content: the menus, site headers,
+footers and sidebars the page marks, the link lists of pages that mark none (both cut out
+of the body: ``services.text.extract.boilerplate``) and the words of forms that are no text
+(placeholders, button labels). Until it was a field, that text was dropped: a job title
+on a page listing jobs, the words of a login form found nothing. Weight 0.25, b = 0.5:
+
+- *Low weight.* That a page links to a topic, or offers a form, is weak evidence that it
+  is about it. Weighing a page's blocks by their importance, navigation and link blocks
+  lowest, rather than keeping or dropping them whole, is the way of block-level web
+  retrieval (Song et al., "Learning block importance models for web pages", WWW 2004;
+  Cai et al., "Block-based web search", SIGIR 2004). At 0.25 four occurrences in
+  navigation count as one in the body before saturation: one mention in a nav of average
+  length gives 0.25 * 2.2 / 1.45 = 0.38 of the idf, against 1.0 for one in a body of
+  average length, so of two pages alike in all else, the one holding a word in its body
+  or title ranks above the one holding it only in its navigation, and a page found only
+  through its navigation still comes up when nothing better holds the word. Not lower: a
+  weight near 0 would leave a navigation match an arbitrary tail below every partial
+  match of the query's other words.
+- *b = 0.5, as the other short fields.* Most pages' nav is the site's template (the same
+  menu, so lengths vary with the site, not with how much the page says about a word); a
+  long link list still counts for less per word (half normalised), but a page whose list
+  is long is not crushed for it.
+- *Repetition is idf's job.* One idf per term over the whole document, as BM25F has it
+  (and Lucene's ``CombinedFieldQuery``, which scores a synthetic combined field): a menu
+  word on every page of a site is in every document of that site, so its idf, and with
+  it any score a menu gives, tends to 0 as the site's share of the index grows (on a
+  one-site index, by itself); a word in one page's list of jobs keeps a high idf.
+- *Nowhere else:* nav text lengthens no other field, fills no snippet, feeds neither
+  feedback (RM3 reads title, body and meta) nor near-duplicate detection (two pages of one
+  site share their menu), and gives no words-as-typed bonus.
+
 A title field boost of 2 hurts plain BM25 on Cranfield, whose body repeats
 the title (``python -m benchmarks.ranking_peers``); with BM25F the boost enters before saturation, so a
 modest 1.5 keeps the title's value on the web without letting a title
@@ -48,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-FIELD_NAMES = ("title", "body", "anchor", "url", "meta")
+FIELD_NAMES = ("title", "body", "anchor", "url", "meta", "nav")
 
 
 @dataclass(frozen=True)
@@ -67,6 +100,7 @@ class BM25FParams:
             "anchor": FieldParams(1.0, 0.75),
             "url": FieldParams(0.5, 0.5),
             "meta": FieldParams(1.0, 0.75),
+            "nav": FieldParams(0.25, 0.5),
         }
     )
 

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from services.config.search import SearchSettings
 from services.search.errors import NotFoundError
-from services.search.query.language import ParsedQuery, analyses_for, clean_query, parse_query
+from services.search.query.language import ParsedQuery, analyses_for, parse_query
+from services.search.query.limits import bound_query
 from services.search.results import (
     MAX_RESULTS,
     CachedCopy,
@@ -106,14 +107,15 @@ class PageViews:
         if index is not None and in_index and index.has_links:
             linked = int(index.in_links(doc_num).shape[0])
         score = None
-        query = parse_query(clean_query(q), analyses_for(q, index.languages) if index is not None else ())
+        q = bound_query(q).text  # the query as the results page searched it
+        query = parse_query(q, analyses_for(q, index.languages) if index is not None else ())
         if index is not None and in_index and not query.empty:
             allowed = self.service.allowed(query, index)
             result = retrieve_ranked(index, query, MAX_RESULTS, self.service.retrieval, allowed)
             score = breakdown(
                 index,
                 query,
-                clean_query(q),
+                q,
                 doc_num,
                 result.ranked,
                 result.mode,
@@ -203,7 +205,7 @@ class PageViews:
 def highlight_terms(q: str) -> frozenset[str]:
     """The analyzed terms of query ``q`` that a cached copy highlights (its operators' values,
     such as ``site:``, are no words of the page)."""
-    return frozenset(parse_query(clean_query(q)).terms) if q else frozenset()
+    return frozenset(parse_query(bound_query(q).text).terms) if q else frozenset()
 
 
 _NOARCHIVE = "document {} has no cached copy: its site asks for none (robots noarchive)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from services.search.display.snippets import Fragment
+from services.search.query.limits import QueryCut
 from services.search.retrieval.explain import ScoreBreakdown
 from services.storage.formats.blocks import ContentType
 
@@ -30,7 +31,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResults:
-    query: str
+    query: str  # as searched: within the query limits (``cut`` says what was left out), or its correction
     total: int  # matching documents
     page: int
     per_page: int
@@ -53,6 +54,8 @@ class SearchResults:
     # for <query> — search instead for <corrected_from>"); "" otherwise.
     corrected_from: str = ""
     as_typed: bool = False  # asked to search the query exactly as typed (nfpr=1): never corrected
+    # What the query limits left out of the query as sent (``query`` is what was searched).
+    cut: QueryCut = field(default_factory=QueryCut)
 
     @property
     def pages(self) -> int:

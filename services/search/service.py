@@ -15,7 +15,6 @@ show the latest version, while ranking follows the index until the next
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,8 +31,10 @@ from services.errors import NimbusError
 from services.malloc import keep_freed_memory
 from services.search.display.snippets import make_snippet
 from services.search.page_views import PageViews
+from services.search.query.empty_query import EXCLUSIONS_ONLY_MESSAGE, nothing_to_search_message
 from services.search.query.examples import OperatorExamples, operator_examples
-from services.search.query.language import ParsedQuery, analyses_for, clean_query, parse_query, plain_query
+from services.search.query.language import ParsedQuery, analyses_for, parse_query, plain_query
+from services.search.query.limits import MAX_QUERY_CHARS, QUERY_PART, bound_query
 from services.search.query.suggest import (
     COMPLETIONS,
     Vocabulary,
@@ -66,14 +67,6 @@ MAX_FEWER_PARTS = 8  # "fewer words" is offered for queries of at most this many
 NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
-)
-EXCLUSIONS_ONLY_MESSAGE = "Your query only leaves words out (“-word”, “NOT word”). Add a word to search for."
-NO_WORDS_MESSAGE = (
-    "Your query has no words to search for, only punctuation or symbols. Type a word or a phrase."
-)
-STOP_WORDS_MESSAGE = (
-    "Your query holds only very common words (like “the” or “of”), which are not indexed. "
-    "Add a more specific word."
 )
 
 
@@ -157,9 +150,13 @@ class SearchService:
     ) -> SearchResults:
         """One page of results; ``size`` results per page (the setting's when None), at most
         MAX_PAGE_SIZE. A misspelled query's correction is searched instead when it clearly
-        answers better (``replaces``), unless ``as_typed`` (the API's and page's ``nfpr=1``)."""
+        answers better (``replaces``), unless ``as_typed`` (the API's and page's ``nfpr=1``).
+
+        ``q`` is searched within the query limits (``bound_query``: characters, words typed
+        again and again, words); the answer's ``cut`` says what was left out."""
         started = time.perf_counter()
-        q = clean_query(q)
+        bounded = bound_query(q)
+        q = bounded.text
         per_page = min(
             MAX_PAGE_SIZE, max(1, size if size is not None else self.settings.search.results_per_page)
         )
@@ -168,7 +165,13 @@ class SearchService:
         def done(**kwargs: Any) -> SearchResults:
             took = (time.perf_counter() - started) * 1000.0
             return SearchResults(
-                query=q, page=page, per_page=per_page, took_ms=took, as_typed=as_typed, **kwargs
+                query=q,
+                page=page,
+                per_page=per_page,
+                took_ms=took,
+                as_typed=as_typed,
+                cut=bounded.cut,
+                **kwargs,
             )
 
         index = self.holder.current()
@@ -179,7 +182,9 @@ class SearchService:
         key = (index.version_id, q, page, per_page, as_typed)
         cached = self.results.get(key)
         if cached is not None:
-            return replace(cached, took_ms=(time.perf_counter() - started) * 1000.0, cached=True)
+            # Kept by the query as searched: the cut is the one of the query as sent.
+            took = (time.perf_counter() - started) * 1000.0
+            return replace(cached, took_ms=took, cached=True, cut=bounded.cut)
         answer = self._search(q, page, per_page, index, done, as_typed)
         self.results.put(key, answer)
         return answer
@@ -197,8 +202,7 @@ class SearchService:
         if query.only_exclusions:
             return done(total=0, message=EXCLUSIONS_ONLY_MESSAGE, index_version=index.version_id)
         if query.empty and not query.filtered:
-            wordless = not any(ch.isalnum() for ch in q)
-            message = NO_WORDS_MESSAGE if wordless else STOP_WORDS_MESSAGE
+            message = nothing_to_search_message(q, analyses_for(q, index.languages)[0])
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
         result = self._ranking(q, query, index)
@@ -258,7 +262,7 @@ class SearchService:
     def _fewer(self, q: str, index: SegmentIndex, limit: int = 3) -> list[str]:
         """For a query that found nothing: the query without one of its parts (a word, a
         quoted phrase, an operator), for each that finds something; at most ``limit``."""
-        parts = [m.group(0) for m in _PART.finditer(q)]
+        parts = [m.group(0) for m in QUERY_PART.finditer(q)]
         out: list[str] = []
         # One retrieval per part tried: a pasted paragraph that found nothing is not cut up.
         for i in range(len(parts)) if 1 < len(parts) <= MAX_FEWER_PARTS else ():
@@ -286,10 +290,14 @@ class SearchService:
         return (corrected, better) if clearly_better(total, better) else ("", 0)
 
     def suggest(self, q: str, limit: int = COMPLETIONS) -> list[str]:
-        """Completions of the query's last word, the rest of the query kept as typed."""
+        """Completions of the query's last word, the rest of the query kept as typed; none
+        for a query longer than MAX_SUGGEST_CHARS (a paragraph is not being typed, and its
+        cut end is no word to complete)."""
         index = self.holder.current()
-        text = " ".join(q.split())[:MAX_SUGGEST_CHARS]
-        if index is None or not text or q[-1:].isspace():
+        if len(q) > MAX_QUERY_CHARS:  # before reading it: a huge query costs nothing
+            return []
+        text = " ".join(q.split())
+        if index is None or not text or q[-1:].isspace() or len(text) > MAX_SUGGEST_CHARS:
             return []
         head, _, last = text.rpartition(" ")
         vocabulary = self.vocabulary(index)
@@ -375,7 +383,7 @@ class SearchService:
         if index is None:
             return []
         analyses = analyses_for(q, index.languages)
-        query = parse_query(clean_query(q), analyses) if operators else plain_query(q, analyses)
+        query = parse_query(bound_query(q).text, analyses) if operators else plain_query(q, analyses)
         if query.empty or k <= 0:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
@@ -453,9 +461,6 @@ class SearchService:
             )
             return None
         return record
-
-
-_PART = re.compile(r'-?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words
 
 
 def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:

@@ -73,6 +73,7 @@ class NewDocument:
     doc_id: str = ""  # hex SHA-1 of ``body``; computed when empty
     noarchive: bool = False  # the site asks that no cached copy be shown
     keywords: str = ""  # <meta name=keywords>
+    nav: str = ""  # menus, link lists and form words beside the text (Record.nav)
 
     def __post_init__(self) -> None:
         if not self.doc_id:
@@ -94,6 +95,7 @@ class NewDocument:
             fetched_at=self.fetched_at,
             noarchive=self.noarchive,
             keywords=self.keywords,
+            nav=self.nav,
         )
 
 

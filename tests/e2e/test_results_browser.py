@@ -1,5 +1,6 @@
 """What a searcher sees of the results list in a real browser (issue 32, "Results"): one
-ranked list however it is paged, and what the stats line says about the answer."""
+ranked list however it is paged, what the stats line says about the answer, and what a long
+or repetitive query was cut to ("Junk queries")."""
 
 from __future__ import annotations
 
@@ -106,3 +107,61 @@ def test_a_misspelling_shows_its_corrections_results_and_keeps_the_typed_query_a
     assert api["query"] == "philosophy" and api["corrected_from"] == "philosphy" and api["total"] > 0
     typed = httpx.get(server_url + "/api/search", params={"q": "philosphy", "nfpr": "true"}).json()
     assert typed["total"] == 0 and typed["suggestion"] == "philosophy" and typed["as_typed"] is True
+
+
+def _search_from_the_box(page, server_url: str, q: str) -> None:
+    """Type ``q`` into the search box as a person pastes it, and submit; the box's completions
+    must answer it (never a refusal)."""
+    page.goto(server_url + "/")
+    with page.expect_response(lambda r: "/api/suggest" in r.url) as suggested:
+        page.locator("#q").fill(q)
+    assert suggested.value.status == 200
+    page.locator("#q").press("Enter")
+    page.wait_for_load_state()
+
+
+def test_a_forty_word_query_says_which_words_were_ignored(browser_page, server_url, artifacts):
+    sentence = "the history of anarchism and the philosophy of the time zone database"
+    forty = (sentence.split(" ") * 4)[:40]
+    _search_from_the_box(browser_page, server_url, " ".join(forty))
+    notice = browser_page.locator("div.query-cut")
+    assert notice.is_visible()
+    assert notice.inner_text() == (
+        f"“{forty[32]}” (and any subsequent words) was ignored because we limit queries to 32 words."
+    )
+    assert browser_page.locator("#q").input_value() == " ".join(forty[:32])  # the box: what was searched
+    assert browser_page.locator("li.hit").count() > 0
+    browser_page.screenshot(path=str(artifacts / "query-cut-forty-words.png"), full_page=True)
+
+
+def test_ab_four_hundred_times_is_searched_as_ab_and_says_so(browser_page, server_url, artifacts):
+    _search_from_the_box(browser_page, server_url, " ".join(["ab"] * 400))
+    notice = browser_page.locator("div.query-cut")
+    assert notice.is_visible()
+    assert notice.inner_text() == "“ab” was repeated 400 times in a row: it was searched once."
+    main = browser_page.locator("main").inner_text()
+    assert "ab ab" not in main and "ad ad" not in main  # searched and corrected as one word
+    # The box holds what was searched: "ab", or its correction with "ab" one click away.
+    showing = browser_page.locator("p.showing-for a.as-typed")
+    if showing.count():
+        assert showing.inner_text() == "ab" and " " not in browser_page.locator("#q").input_value()
+    else:
+        assert browser_page.locator("#q").input_value() == "ab"
+    browser_page.screenshot(path=str(artifacts / "query-cut-ab-400.png"), full_page=True)
+
+
+def test_a_thousand_and_one_a_is_one_very_common_word_not_a_query_of_very_common_words(
+    browser_page, server_url, artifacts
+):
+    # The query is "a" typed 1,001 times: searched once, and "a" is on the stop list. The page
+    # says both, about the word that was searched, rather than "only very common words" about
+    # a query the searcher is not told was changed.
+    _search_from_the_box(browser_page, server_url, "a " * 1001)
+    assert browser_page.locator("div.query-cut").inner_text() == (
+        "“a” was repeated 1,001 times in a row: it was searched once."
+    )
+    message = browser_page.locator("p.notice").inner_text()
+    assert message == "“a” is a very common word, which is not indexed. Add a more specific word."
+    assert "only very common words" not in browser_page.locator("main").inner_text()
+    assert browser_page.locator("#q").input_value() == "a"
+    browser_page.screenshot(path=str(artifacts / "query-cut-a-1001.png"), full_page=True)

@@ -25,6 +25,7 @@ class Page:
     text: str = ""
     description: str = ""
     links: Sequence[str] = field(default_factory=tuple)
+    nav: str = ""  # menus, link lists, form words (Record.nav)
     recrawl_of: int | None = None  # a newer version of this doc_num: the row moves to it
 
 
@@ -65,6 +66,7 @@ def write_corpus(
                 title=page.title,
                 text=page.text,
                 description=page.description,
+                nav=page.nav,
                 lang="en",
                 links=[Link(normalize_url(link), "anchor") for link in page.links],
                 fetched_at=1_700_000_000.0,

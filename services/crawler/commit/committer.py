@@ -485,6 +485,7 @@ def new_document(result: UrlResult, doc_num: int) -> NewDocument:
         text=p.text,
         description=p.description,
         keywords=p.keywords,
+        nav=p.nav,
         lang=p.lang,
         links=p.links,
         fetched_at=doc.fetched_at,

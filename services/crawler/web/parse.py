@@ -43,6 +43,7 @@ class ParsedDoc(LinksPickledFlat):
     lang: str = ""
     links: list[Link] = field(default_factory=list)
     keywords: str = ""  # <meta name=keywords>
+    nav: str = ""  # menus, link lists, form words: seen beside the text (services.text.extract.boilerplate)
     noindex: bool = False  # <meta name=robots content=noindex>: follow links, store nothing
     noarchive: bool = False  # robots noarchive (meta or X-Robots-Tag): stored, no cached copy shown
     charset: str = ""  # the charset an HTML body was decoded with
@@ -136,6 +137,7 @@ def parse_document(result: FetchResult, page_url: str) -> ParsedDoc:
             text=page.text,
             description=page.description,
             keywords=page.keywords,
+            nav=page.nav,
             lang=identify(f"{page.title} {page.description} {page.text}", page.lang),
             links=links[:MAX_LINKS],
             links_dropped=max(0, len(links) - MAX_LINKS),

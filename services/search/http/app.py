@@ -29,6 +29,7 @@ from services.search.http.routes import api, cached, docs, health, pageinfo, pag
 from services.search.http.security import SecurityHeaders
 from services.search.instant.places import shared_gazetteer
 from services.search.instant.weather import WeatherClient
+from services.search.query.limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS, MIN_REPEAT
 from services.search.service import SearchService
 from services.webui import WEBUI, build_templates
 
@@ -79,6 +80,10 @@ def create_app(
     app = FastAPI(title="Nimbus Search", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = svc
     app.state.templates = build_templates()
+    # The query limits, for the search boxes' maxlength and /help.
+    app.state.templates.env.globals.update(
+        max_query_chars=MAX_QUERY_CHARS, max_query_words=MAX_QUERY_WORDS, min_repeat=MIN_REPEAT
+    )
     app.state.metrics = SearchMetrics(settings.search.metrics_dir)
     app.state.weather = weather  # None: no weather answer box
     app.state.places = places

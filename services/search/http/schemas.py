@@ -5,6 +5,7 @@ from __future__ import annotations
 import ujson
 from pydantic import BaseModel, Field
 
+from services.search.query.limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS, MIN_REPEAT, QueryCut
 from services.search.results import PageInfo, SearchResults
 from services.search.results import SearchHit as Hit
 
@@ -35,8 +36,17 @@ class SearchHit(BaseModel):
     page_info_url: str = Field("", description="what is known about the page (/page/{doc_num})")
 
 
+class RepeatedWord(BaseModel):
+    word: str = Field(description="as sent (a word, a quoted phrase or an operator)")
+    times: int = Field(description="times sent in a row; searched once")
+
+
 class SearchResponse(BaseModel):
-    query: str
+    query: str = Field(
+        description=f"the query as searched: at most {MAX_QUERY_CHARS:,} characters and {MAX_QUERY_WORDS} "
+        f"words, a word sent {MIN_REPEAT} or more times in a row once (query_cut says whether that "
+        "changed the query sent)"
+    )
     terms: list[str] = Field(description="analyzed query terms found in the index")
     total: int = Field(
         description="number of matching documents, the same on every page of the query "
@@ -70,6 +80,26 @@ class SearchResponse(BaseModel):
     )
     fewer: list[str] = Field(
         default_factory=list, description="nothing found: shorter queries that find some"
+    )
+    query_cut: bool = Field(
+        False,
+        description="the query searched (query) is not all of the query sent: characters or words past "
+        "the limits were ignored (ignored_chars, ignored_words) or repeats searched once (repeated_words)",
+    )
+    ignored_words: list[str] = Field(
+        default_factory=list,
+        description=f"the words after the first {MAX_QUERY_WORDS}, as sent, in order: not searched",
+    )
+    ignored_chars: int = Field(
+        0, description=f"characters after the first {MAX_QUERY_CHARS:,} (ending at a word's end): never read"
+    )
+    repeated_words: list[RepeatedWord] = Field(
+        default_factory=list,
+        description=f"words sent {MIN_REPEAT} or more times in a row, each searched once",
+    )
+    notices: list[str] = Field(
+        default_factory=list,
+        description="what the results page says about the cut, one sentence per change (empty: none)",
     )
 
     @classmethod
@@ -111,6 +141,17 @@ def _response_dict(results: SearchResults) -> dict[str, object]:
         "as_typed": results.as_typed,
         "cached": results.cached,
         "fewer": results.fewer,
+        **_cut_dict(results.cut),
+    }
+
+
+def _cut_dict(cut: QueryCut) -> dict[str, object]:
+    return {
+        "query_cut": bool(cut),
+        "ignored_words": list(cut.ignored_words),
+        "ignored_chars": cut.ignored_chars,
+        "repeated_words": [{"word": r.word, "times": r.times} for r in cut.repeats],
+        "notices": cut.notices(),
     }
 
 

@@ -247,11 +247,3 @@ def plain_query(text: str, languages: Sequence[str] = (DEFAULT_LANGUAGE,)) -> Pa
     for term, form in pairs:
         forms.setdefault(term, form)
     return ParsedQuery(Counter(term for term, _ in pairs), forms=forms, alternatives=analysis.alternatives)
-
-
-MAX_QUERY_CHARS = 1000  # a query longer than a paragraph is a paste accident
-
-
-def clean_query(q: str) -> str:
-    """The query as searched: whitespace runs collapsed, at most MAX_QUERY_CHARS."""
-    return " ".join(q.split())[:MAX_QUERY_CHARS]

@@ -19,7 +19,7 @@ from services.search.query.language import ParsedQuery
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.segment import SegmentIndex
 
-FIELDS = ("title", "body", "anchor", "url", "meta")
+FIELDS = ("title", "body", "anchor", "url", "meta", "nav")
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,10 @@ class Record:
     content_index: int = -1
     noarchive: bool = False  # robots noarchive: the search service shows no cached copy
     keywords: str = ""  # <meta name=keywords>: indexed with the description (the meta field)
+    # What a reader sees beside the text: menus, headers, footers, sidebars and link lists cut
+    # out of it, and form words no text holds; indexed as the nav field, at a low weight
+    # (services.ranking.bm25f), never shown in snippets. Records written before it have none.
+    nav: str = ""
 
     def to_json(self) -> str:
         # The same JSON as dataclasses.asdict, built directly: asdict deep-copies

@@ -120,12 +120,13 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 4 (3 added near_dup_of and the word-form filters, 4 the link
-# graph for page info). N documents, T terms, P postings, Q positions, E links.
+# The segment contract, format 7. N documents, T terms, P postings, Q positions, E links.
+# What each format added (an array's ``since``):
 # 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*;
-# 6: tf_meta, len_meta (the meta description and keywords as a field of their own)
-SEGMENT_FORMAT = 6
-READABLE_FORMATS = frozenset({3, 4, 5, 6})  # older segments serve without the newer arrays
+# 6: tf_meta, len_meta (the meta description and keywords as a field of their own);
+# 7: tf_nav, len_nav (menus, link lists and form words, cut out of the body, as a field)
+SEGMENT_FORMAT = 7
+READABLE_FORMATS = frozenset({3, 4, 5, 6, 7})  # older segments serve without the newer arrays
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,9 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "tf_meta": ArraySpec(
         np.dtype(np.uint16), "posting", "meta description + keywords term frequency (clipped)", since=6
     ),
+    "tf_nav": ArraySpec(
+        np.dtype(np.uint16), "posting", "navigation, link list and form word tf (clipped)", since=7
+    ),
     "pos_offsets": ArraySpec(
         np.dtype(np.uint64), "posting+1", "posting p's positions are positions[off[p]:off[p+1]]"
     ),
@@ -169,6 +173,9 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "len_anchor": ArraySpec(np.dtype(np.uint32), "doc", "in-link anchor text length in terms"),
     "len_url": ArraySpec(np.dtype(np.uint32), "doc", "URL words"),
     "len_meta": ArraySpec(np.dtype(np.uint32), "doc", "meta description + keywords length in terms", since=6),
+    "len_nav": ArraySpec(
+        np.dtype(np.uint32), "doc", "navigation, link list and form word length in terms", since=7
+    ),
     "doc_lengths": ArraySpec(
         np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),

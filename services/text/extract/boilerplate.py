@@ -1,16 +1,19 @@
-"""Boilerplate: page furniture and link lists, cut out of a page's text.
+"""Boilerplate: page furniture and link lists, cut out of a page's text and kept apart.
 
-Menus, site headers and footers and sidebars neither match queries nor fill snippets:
-marked ones (HTML5 elements, ARIA roles) are removed from the tree, and in pages that
-mark nothing, blocks that are mostly link text are cut out of the text. A page whose
-"boilerplate" is nearly all of it keeps its full text. Pure functions over a selectolax
+Menus, site headers and footers and sidebars neither fill snippets nor count as what a
+page is about: marked ones (HTML5 elements, ARIA roles) are removed from the tree, and in
+pages that mark nothing, blocks that are mostly link text are cut out of the text. What
+was cut is returned beside the text (``Split.nav``): the index keeps it as a field of its
+own at a low weight (``services.ranking.bm25f``), so a word a reader sees only in a menu,
+a list of links or a sidebar still finds the page. A page whose "boilerplate" is nearly
+all of it keeps its full text (and no navigation text). Pure functions over a selectolax
 tree; ``html.parse_html`` calls them.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 from selectolax.lexbor import LexborNode as Node
@@ -33,21 +36,55 @@ def _has_furniture(tree: LexborHTMLParser, low: str) -> bool:
     return "role" in low and _ROLE_ATTRIBUTE.search(low) is not None
 
 
+class Split(NamedTuple):
+    """A page's body text cut in two: ``main``, its content, and ``nav``, the boilerplate
+    cut out of it (menus, headers, footers, sidebars, link lists), its blocks joined by
+    spaces ("" when nothing was cut)."""
+
+    main: str
+    nav: str = ""
+
+
 _MIN_MAIN_SHARE = 0.2  # less main text than this (or < 200 chars): the markup is not trusted
 
 
-def _without_boilerplate(tree: LexborHTMLParser, full: str) -> str:
-    """The body text without page furniture, so menus and footers neither match queries nor
-    fill snippets (their links were already taken). A page whose "furniture" holds nearly all
-    its text (content wrapped in <header>, say) keeps its full text."""
-    for node in tree.css(_BOILERPLATE_ROLES):
+def _too_little_left(main: str, full: str) -> bool:
+    return len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full)
+
+
+def _furniture_text(nodes: list[Node]) -> str:
+    """The text of the outermost of ``nodes`` (a <nav> inside a <header> is read once)."""
+    marked = {node.mem_id for node in nodes}
+    texts = []
+    for node in nodes:
+        parent, inside = node.parent, False
+        while parent is not None:
+            if parent.mem_id in marked:
+                inside = True
+                break
+            parent = parent.parent
+        if not inside:
+            text = clean_text(node.text(deep=True, separator=" "))
+            if text:
+                texts.append(text)
+    return " ".join(texts)
+
+
+def _without_boilerplate(tree: LexborHTMLParser, full: str) -> Split:
+    """The body text without page furniture, so menus and footers neither fill snippets nor
+    count as content (their links were already taken), and the furniture's text apart. A page
+    whose "furniture" holds nearly all its text (content wrapped in <header>, say) keeps its
+    full text."""
+    roles = tree.css(_BOILERPLATE_ROLES)
+    nav = _furniture_text([*roles, *(node for tag in _BOILERPLATE_TAGS for node in tree.tags(tag))])
+    for node in roles:
         node.decompose()
     tree.strip_tags(_BOILERPLATE_TAGS)
     body = tree.body or tree.root
     main = clean_text(body.text(deep=True, separator=" ")) if body is not None else ""
-    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
-        return full
-    return main
+    if _too_little_left(main, full):
+        return Split(full)
+    return Split(main, nav)
 
 
 # Link lists of pages that mark no furniture (table and div layouts): a block of at least
@@ -62,20 +99,22 @@ _LIST_BLOCKS = frozenset(
 _UP = 3  # ancestors of a link that may be its list (a > li > ul, a > td > tr > tbody)
 
 
-def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> str:
-    """The body text without link lists, or ``full`` when they hold nearly all of it (a
-    site map, a directory page: then the links are the content).
+def _without_link_lists(anchors: list[tuple[Node, int]], full: str) -> Split:
+    """The body text without link lists, and their text apart; or ``full`` when they hold
+    nearly all of it (a site map, a directory page: then the links are the content).
 
     A block's cleaned text is a run of the page's cleaned text, so it is cut out of the
     string: the tree is neither changed nor read a second time."""
     main = full
+    cut = []
     for text in _link_lists(anchors):
         at = main.find(text)
         if at >= 0:
             main = f"{main[:at].rstrip()} {main[at + len(text) :].lstrip()}".strip()
-    if len(main) < max(200, _MIN_MAIN_SHARE * len(full)) and len(main) < len(full):
-        return full
-    return main
+            cut.append(text)
+    if _too_little_left(main, full):
+        return Split(full)
+    return Split(main, " ".join(cut))
 
 
 def _add(into: dict[int, list[Any]], node: Node, chars: int, links: int, key: int | None = None) -> None:
@@ -129,12 +168,12 @@ def _link_lists(anchors: list[tuple[Node, int]]) -> list[str]:
     return outermost
 
 
-def main_text(tree: LexborHTMLParser, low: str, anchors: list[tuple[Node, int]], full: str) -> str:
-    """``full``, the body's text, without its boilerplate: the furniture the page marks, or,
-    when it marks none, its link lists (``anchors``: the ``<a>`` nodes with text and their
-    text's length; ``low``: the page lower-cased)."""
+def main_text(tree: LexborHTMLParser, low: str, anchors: list[tuple[Node, int]], full: str) -> Split:
+    """``full``, the body's text, split into its content and its boilerplate: the furniture
+    the page marks, or, when it marks none, its link lists (``anchors``: the ``<a>`` nodes
+    with text and their text's length; ``low``: the page lower-cased)."""
     if _has_furniture(tree, low):
         return _without_boilerplate(tree, full)
     if len(anchors) >= _MIN_LIST_LINKS:
         return _without_link_lists(anchors, full)
-    return full
+    return Split(full)

@@ -21,6 +21,7 @@ from selectolax.lexbor import LexborNode as Node
 
 from services.text.extract.boilerplate import main_text
 from services.text.extract.charset import decode_body
+from services.text.extract.forms import form_text
 from services.text.extract.leftovers import tidy_leftovers
 from services.text.extract.links import (
     ANCHORS,
@@ -45,7 +46,10 @@ _REPAIRED_TITLE_CHARS = 200
 @dataclass
 class ParsedPage:
     title: str = ""
-    text: str = ""
+    text: str = ""  # the body's text without its boilerplate (services.text.extract.boilerplate)
+    # What a reader sees beside the content: the boilerplate cut out of ``text`` (menus,
+    # headers, footers, sidebars, link lists) and the form words no text holds (forms)
+    nav: str = ""
     description: str = ""
     keywords: str = ""
     lang: str = ""
@@ -210,8 +214,11 @@ def _parse(html: str, base_url: str, charset: str) -> ParsedPage:
         return page
     body_node = tree.body or tree.root
     if body_node is not None:
-        text = main_text(tree, low, anchors, clean_text(body_node.text(deep=True, separator=" ")))
-        page.text = tidy_leftovers(text)
+        # Read before the furniture leaves the tree: a login form sits in the header.
+        forms = form_text(tree) if "<input" in low or "<textarea" in low else ""
+        split = main_text(tree, low, anchors, clean_text(body_node.text(deep=True, separator=" ")))
+        page.text = tidy_leftovers(split.main)
+        page.nav = f"{split.nav} {forms}".strip()
     return page
 
 

@@ -49,6 +49,7 @@ CORPUS = [
             "url": "http://news.test/sun",
             "title": "Sun",
             "text": "Sunny days follow rain.",
+            "nav": "Home | Rain | Sun | Archive | Sign in",
             "links": ["http://news.test/", "http://news.test/rain"],
         },
     ],
@@ -79,7 +80,8 @@ IN_LINK_ANCHORS = {0: 3, 1: 2, 2: 1, 4: 1}  # crawled in-links, self-links not c
 
 
 def expected_postings() -> dict[str, dict[int, list[int]]]:
-    """term -> {doc: [tf title, tf body, tf anchor, tf url, tf meta]}, straight from the analyzer."""
+    """term -> {doc: [tf title, tf body, tf anchor, tf url, tf meta, tf nav]}, straight from the
+    analyzer."""
     postings: dict[str, dict[int, list[int]]] = {}
     pages = [page for block in CORPUS for page in block]
     for doc, page in enumerate(pages):
@@ -89,19 +91,20 @@ def expected_postings() -> dict[str, dict[int, list[int]]]:
             ["anchor"] * IN_LINK_ANCHORS.get(doc, 0),
             analyze(url_words(normalize_url(page["url"]))),
             analyze(f"{page.get('description', '')} {page.get('keywords', '')}"),
+            analyze(page.get("nav", "")),
         ]
         for f, words in enumerate(fields):
             for term, tf in Counter(words).items():
-                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0, 0])[f] = tf
+                postings.setdefault(term, {}).setdefault(doc, [0, 0, 0, 0, 0, 0])[f] = tf
     return postings
 
 
 def bm25f_reference(expected: dict[str, dict[int, list[int]]]) -> dict[tuple[str, int], float]:
     """The documented impact formula (docs/ranking.md) in plain Python."""
     params = BM25FParams()
-    names = ("title", "body", "anchor", "url", "meta")
-    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(5)] for doc in range(N)]
-    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(5)]
+    names = ("title", "body", "anchor", "url", "meta", "nav")
+    lengths = [[sum(p[doc][f] for p in expected.values() if doc in p) for f in range(6)] for doc in range(N)]
+    avg = [(sum(x[f] for x in lengths) / N) or 1.0 for f in range(6)]
     out = {}
     for term, docs in expected.items():
         idf = math.log(1 + (N - len(docs) + 0.5) / (len(docs) + 0.5))
@@ -124,7 +127,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 6 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 7 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["analyzer"] == analyzer_version() and sum(meta["languages"].values()) == N
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.index.pagerank_damping
@@ -133,7 +136,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     offsets = arrays["term_offsets"]
     terms = [bytes(arrays["term_bytes"][offsets[i] : offsets[i + 1]]) for i in range(t)]
     assert terms == sorted(term.encode() for term in expected)
-    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url", "tf_meta")]
+    fields = [arrays[name] for name in ("tf_title", "tf_body", "tf_anchor", "tf_url", "tf_meta", "tf_nav")]
     for i, raw in enumerate(terms):
         term = raw.decode()
         lo, hi = arrays["post_offsets"][i], arrays["post_offsets"][i + 1]

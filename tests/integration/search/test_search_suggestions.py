@@ -67,7 +67,13 @@ def test_completions_of_the_last_word_most_frequent_first(client):
     ]
     assert client.get("/api/suggest", params={"q": "wing "}).json()["suggestions"] == []  # next word: none
     assert client.get("/api/suggest", params={"q": "zzz"}).json()["suggestions"] == []
-    assert client.get("/api/suggest", params={"q": "x" * 201}).status_code == 422
+    # A paragraph is not being typed: no completions (its cut end is no word), and no error.
+    for long in ("x" * 201, "a " * 1001, "wing " * 409):
+        answer = client.get("/api/suggest", params={"q": long})
+        assert answer.status_code == 200 and answer.json()["suggestions"] == []
+    # More than the search box holds is refused, briefly.
+    refused = client.get("/api/suggest", params={"q": "w" * 65_000})
+    assert refused.status_code == 422 and len(refused.content) < 2_000
 
 
 def test_frequent_title_phrases_complete_before_single_words(client):

@@ -19,10 +19,10 @@ from services.text.analysis.analyze import analyzer_version
 
 def chunk(*postings: tuple[int, int, list[int]]) -> bytes:
     """A term's row (as the job writes it) from (doc, body tf, positions) triples
-    (title, anchor and meta tf 0, url tf 1)."""
+    (title, anchor, meta and nav tf 0, url tf 1)."""
     return Chunk(
         np.array([p[0] for p in postings], np.uint32),
-        np.array([[0, p[1], 0, 1, 0] for p in postings], np.uint16).reshape(-1, 5),
+        np.array([[0, p[1], 0, 1, 0, 0] for p in postings], np.uint16).reshape(-1, 6),
         np.array([len(p[2]) for p in postings], np.uint32),
         np.array([x for p in postings for x in p[2]], np.uint32),
     ).encode()
@@ -32,11 +32,11 @@ def chunk(*postings: tuple[int, int, list[int]]) -> bytes:
 # "zoo" by UTF-8 bytes (0xC3 > 'z'), though before it by Unicode collation.
 ROWS = [
     (["t", "zoo"], chunk((1, 2, [0, 2]))),
-    (["l", 1], [0, 3, 0, 1, 0]),
+    (["l", 1], [0, 3, 0, 1, 0, 0]),
     (["t", "école"], chunk((0, 1, [3]), (2, 4, [0, 1, 2, 3]))),
     (["t", "apple"], chunk((0, 3, [0, 1, 2]), (1, 1, [1]), (2, 1, [4]))),
-    (["l", 0], [0, 4, 0, 1, 0]),
-    (["l", 2], [0, 5, 0, 1, 0]),
+    (["l", 0], [0, 4, 0, 1, 0, 0]),
+    (["l", 2], [0, 5, 0, 1, 0, 0]),
 ]
 
 
@@ -85,14 +85,14 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 6 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 7 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
 
 def test_empty_documents_get_zero_length() -> None:
     a = segment_arrays(
-        collect_index_rows([(["t", "x"], chunk((0, 1, [0]))), (["l", 0], [0, 1, 0, 0, 0])]),
+        collect_index_rows([(["t", "x"], chunk((0, 1, [0]))), (["l", 0], [0, 1, 0, 0, 0, 0])]),
         np.array([0.5, 0.5]),
         2,
     )
@@ -104,7 +104,7 @@ def test_empty_documents_get_zero_length() -> None:
     ("rows", "message"),
     [
         ([(["t", "x"], chunk((5, 1, [0])))], "doc_num 5"),
-        ([(["l", 9], [0, 1, 0, 0, 0])], "doc_num 9"),
+        ([(["l", 9], [0, 1, 0, 0, 0, 0])], "doc_num 9"),
         ([(["t", "x"], chunk((1, 1, [0]), (1, 2, [1])))], "indexed twice"),
         ([(["what", "x"], 1)], "unexpected MRIndex row kind"),
     ],
@@ -138,3 +138,15 @@ def test_a_format_3_segment_is_still_read_without_the_link_arrays():
     check_segment(old, {"format": 3, "num_docs": 3}, "old.nseg")  # no error
     with pytest.raises(SegmentContractError, match="in_offsets"):
         check_segment(old, {"format": 4, "num_docs": 3}, "new.nseg")
+
+
+def test_a_format_6_segment_is_still_read_without_the_nav_field():
+    from services.storage.formats.segment import READABLE_FORMATS, SEGMENT_FORMAT, check_segment
+
+    assert SEGMENT_FORMAT == 7 and 6 in READABLE_FORMATS
+    arrays = arrays_for(ROWS)
+    assert arrays["tf_nav"].tolist() == [0] * 6 and arrays["len_nav"].tolist() == [0, 0, 0]
+    old = {k: v for k, v in arrays.items() if k not in ("tf_nav", "len_nav")}
+    check_segment(old, {"format": 6, "num_docs": 3}, "old.nseg")  # no error
+    with pytest.raises(SegmentContractError, match="tf_nav"):
+        check_segment(old, {"format": 7, "num_docs": 3}, "new.nseg")

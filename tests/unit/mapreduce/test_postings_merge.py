@@ -34,8 +34,8 @@ class DocPostings:
     made with ``analyze`` document by document, the plain way."""
 
     doc: int
-    lengths: tuple[int, int, int, int, int]  # title, body, anchor, url, meta
-    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, tf_meta, [positions]]
+    lengths: tuple[int, int, int, int, int, int]  # title, body, anchor, url, meta, nav
+    terms: dict[str, list]  # term -> [tf_title, tf_body, tf_anchor, tf_url, tf_meta, tf_nav, [positions]]
 
 
 def document_postings(record: Record) -> DocPostings:
@@ -44,27 +44,28 @@ def document_postings(record: Record) -> DocPostings:
     body = analyze(record.text, lang)
     url = analyze(url_words(record.url), lang)
     meta = analyze(f"{record.description} {record.keywords}", lang)
+    nav = analyze(record.nav, lang)
     title_pos: dict[str, list[int]] = defaultdict(list)
     body_pos: dict[str, list[int]] = defaultdict(list)
     for pos, term in enumerate(title):
         title_pos[term].append(pos)
     for pos, term in enumerate(body, len(title) + FIELD_GAP):
         body_pos[term].append(pos)
-    url_tf, meta_tf = Counter(url), Counter(meta)
+    url_tf, meta_tf, nav_tf = Counter(url), Counter(meta), Counter(nav)
     terms: dict[str, list] = {}
-    for term in title_pos.keys() | body_pos.keys() | url_tf.keys() | meta_tf.keys():
+    for term in title_pos.keys() | body_pos.keys() | url_tf.keys() | meta_tf.keys() | nav_tf.keys():
         in_title, in_body = title_pos.get(term, ()), body_pos.get(term, ())
-        tfs = [len(in_title), len(in_body), 0, url_tf.get(term, 0), meta_tf.get(term, 0)]
+        tfs = [len(in_title), len(in_body), 0, url_tf.get(term, 0), meta_tf.get(term, 0), nav_tf.get(term, 0)]
         terms[term] = [*tfs, [*in_title, *in_body]]
-    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url), len(meta)), terms)
+    return DocPostings(record.doc_num, (len(title), len(body), 0, len(url), len(meta), len(nav)), terms)
 
 
 def anchor_postings(doc: int, anchor_text: str, lang: str = "") -> DocPostings:
     words = analyze(anchor_text, lang)
     terms: dict[str, list] = {}
     for term in words:
-        terms.setdefault(term, [0, 0, 0, 0, 0, []])[ANCHOR] += 1
-    return DocPostings(doc, (0, 0, len(words), 0, 0), terms)
+        terms.setdefault(term, [0, 0, 0, 0, 0, 0, []])[ANCHOR] += 1
+    return DocPostings(doc, (0, 0, len(words), 0, 0, 0), terms)
 
 
 def test_url_words_split_host_and_path():
@@ -82,15 +83,18 @@ def test_document_fields_and_positions():
         description="Lift!",
         text="the wing lift",
         keywords="wings, drag",
+        nav="Home | Wings | Sign in",
     )
     buffer = PostingBuffer()
     buffer.add(rec)
     chunks, lengths = buffer.drain()
     postings = as_dict(chunks)
-    assert lengths[4] == [2, 2, None, 3, 3]  # url: w, test, wing; meta: lift, wing, drag; no anchors
-    assert postings["wing"] == {4: [1, 1, 0, 1, 1, [0, 3]]}  # title pos 0; body after title + gap
-    assert postings["lift"] == {4: [1, 1, 0, 0, 1, [1, 4]]}
-    assert postings["drag"] == {4: [0, 0, 0, 0, 1, []]}  # the meta field has no positions
+    # url: w, test, wing; meta: lift, wing, drag; nav: home, wing, sign; no anchors
+    assert lengths[4] == [2, 2, None, 3, 3, 3]
+    assert postings["wing"] == {4: [1, 1, 0, 1, 1, 1, [0, 3]]}  # title pos 0; body after title + gap
+    assert postings["lift"] == {4: [1, 1, 0, 0, 1, 0, [1, 4]]}
+    assert postings["drag"] == {4: [0, 0, 0, 0, 1, 0, []]}  # the meta field has no positions
+    assert postings["sign"] == {4: [0, 0, 0, 0, 0, 1, []]}  # nor the nav field
 
 
 def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[int, list]]:
@@ -100,21 +104,21 @@ def reference(records: list[Record], anchors: dict[int, str]) -> dict[str, dict[
     docs += [anchor_postings(doc, text) for doc, text in anchors.items()]
     for d in docs:
         for term, (*tfs, positions) in d.terms.items():
-            entry = out.setdefault(term, {}).setdefault(d.doc, [0, 0, 0, 0, 0, []])
+            entry = out.setdefault(term, {}).setdefault(d.doc, [0, 0, 0, 0, 0, 0, []])
             for i, v in enumerate(tfs):
                 entry[i] += v
-            entry[5] = sorted(entry[5] + positions)
+            entry[6] = sorted(entry[6] + positions)
     return out
 
 
 def as_dict(chunks) -> dict[str, dict[int, list]]:
     out = {}
     for term, chunk in chunks:
-        docs, tt, tb, ta, tu, tm, counts, positions = chunk.as_lists()
+        docs, tt, tb, ta, tu, tm, tn, counts, positions = chunk.as_lists()
         assert docs == sorted(set(docs))  # ascending, one posting per document
         at, entries = 0, {}
         for i, d in enumerate(docs):
-            entries[d] = [tt[i], tb[i], ta[i], tu[i], tm[i], positions[at : at + counts[i]]]
+            entries[d] = [tt[i], tb[i], ta[i], tu[i], tm[i], tn[i], positions[at : at + counts[i]]]
             at += counts[i]
         out[term] = entries
     return out
@@ -134,9 +138,9 @@ def assert_reference_lengths(
 ) -> None:
     """Each page's field lengths as ``analyze`` counts them (None: anchors not seen)."""
     for r in records:
-        title, body, _anchor, url, meta = document_postings(r).lengths
+        title, body, _anchor, url, meta, nav = document_postings(r).lengths
         anchor = anchor_postings(r.doc_num, anchors[r.doc_num]).lengths[2] if r.doc_num in anchors else None
-        assert lengths[r.doc_num] == [title, body, anchor, url, meta]
+        assert lengths[r.doc_num] == [title, body, anchor, url, meta, nav]
 
 
 def test_block_buffer_gives_the_per_document_postings():
@@ -150,6 +154,7 @@ def test_block_buffer_gives_the_per_document_postings():
             "text/html",
             title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
             text=" ".join(rng.choices(WORDS, k=rng.randint(0, 60))),
+            nav=" ".join(rng.choices(WORDS, k=rng.choice((0, 0, 5, 20)))),
         )
         for num in rng.sample(range(100), 40)
     ]  # doc_nums out of order, as after recrawls
@@ -234,11 +239,12 @@ def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
         [0, 0],
         [0, 0],
         [0, 0],
+        [0, 0],
         [1, 2],
         [1, 1, 2],
     ]
     merged = merge_chunks(wing)
-    assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
+    assert merged.as_lists() == [[2, 7], [0, 0], [1, 2], [0, 2], [0, 0], [0, 0], [0, 0], [1, 2], [1, 1, 2]]
     assert Chunk.decode(merged.encode()).as_lists() == merged.as_lists()  # the wire format
 
 

@@ -48,9 +48,9 @@ def test_runs_round_trip_through_one_base64_text() -> None:
     assert tfs.tolist() == np.concatenate([c.tfs for c in chunks]).tolist()
     assert positions.tolist() == np.concatenate([c.positions for c in chunks]).tolist()
     assert counts.tolist() == np.concatenate([c.counts for c in chunks]).tolist()
-    # Narrow regions take 10 bytes a posting and 2 a position, wide ones 18 and 4.
+    # Narrow regions take 11 bytes a posting and 2 a position, wide ones 20 and 4.
     wide, narrow = chunks[0], chunks[1]
-    for chunk, per_posting, per_position in ((wide, 18, 4), (narrow, 10, 2)):
+    for chunk, per_posting, per_position in ((wide, 20, 4), (narrow, 11, 2)):
         used = 8 + per_posting * chunk.docs.shape[0] + per_position * chunk.positions.shape[0]
         assert len(chunk.encode()) * 3 // 4 - used < 12 + 4 + 4  # padding only
 
@@ -58,13 +58,13 @@ def test_runs_round_trip_through_one_base64_text() -> None:
 def test_one_value_past_the_narrow_limits_makes_a_region_wide() -> None:
     base = dict(docs=np.array([1, 2], np.uint32), counts=np.array([1, 1], np.uint32))
     fits = Chunk(
-        tfs=np.array([[255, 1, 0, 0, 0], [1, 0, 0, 0, 0]], np.uint16),
+        tfs=np.array([[255, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], np.uint16),
         positions=np.array([0, 65535], np.uint32),
         **base,
     )
     for tfs, positions in (
-        ([[256, 1, 0, 0, 0], [1, 0, 0, 0, 0]], [0, 65535]),
-        ([[255, 1, 0, 0, 0], [1, 0, 0, 0, 0]], [0, 65536]),
+        ([[256, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], [0, 65535]),
+        ([[255, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], [0, 65536]),
     ):
         past = Chunk(tfs=np.array(tfs, np.uint16), positions=np.array(positions, np.uint32), **base)
         assert len(past.encode()) > len(fits.encode())
@@ -85,13 +85,13 @@ def test_disjoint_pieces_are_joined_unread_in_document_order(size: int) -> None:
 def test_pieces_of_the_same_document_are_merged() -> None:
     page = Chunk(
         np.array([2, 7], np.uint32),
-        np.array([[1, 2, 0, 0, 0], [0, 1, 0, 1, 3]], np.uint16),
+        np.array([[1, 2, 0, 0, 0, 0], [0, 1, 0, 1, 3, 2]], np.uint16),
         np.array([3, 1], np.uint32),
         np.array([0, 4, 9, 5], np.uint32),
     )
     anchors = Chunk(
         np.array([7, 8], np.uint32),
-        np.array([[0, 0, 2, 0, 0], [0, 0, 1, 0, 0]], np.uint16),
+        np.array([[0, 0, 2, 0, 0, 0], [0, 0, 1, 0, 0, 0]], np.uint16),
         np.array([0, 0], np.uint32),
         np.array([], np.uint32),
     )
@@ -103,6 +103,7 @@ def test_pieces_of_the_same_document_are_merged() -> None:
         [0, 2, 1],
         [0, 1, 0],
         [0, 3, 0],
+        [0, 2, 0],
         [3, 1, 0],
         [0, 4, 9, 5],
     ]
@@ -115,6 +116,6 @@ def test_truncated_postings_are_refused_by_the_publisher() -> None:
         np.array([1, 1], np.uint32),
         np.array([0, 0], np.uint32),
     ).encode()
-    rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0, 0]), (["l", 1], [1, 1, 0, 0, 0])]
+    rows = [(["t", "x"], text[:-4]), (["l", 0], [1, 1, 0, 0, 0, 0]), (["l", 1], [1, 1, 0, 0, 0, 0])]
     with pytest.raises(PublishError, match="truncated"):
         segment_arrays(collect_index_rows(rows), np.array([0.5, 0.5]), 2)

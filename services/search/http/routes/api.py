@@ -14,6 +14,7 @@ from services.search.http.schemas import (
     error_responses,
     search_response_json,
 )
+from services.search.query.limits import MAX_QUERY_CHARS, MAX_QUERY_WORDS, MIN_REPEAT
 from services.search.query.suggest import COMPLETIONS
 from services.search.service import MAX_PAGE_SIZE, MAX_RESULTS, MAX_SUGGEST_CHARS
 
@@ -24,7 +25,13 @@ router = APIRouter(prefix="/api")
 async def api_search(
     service: ServiceDep,
     metrics: MetricsDep,
-    q: str = Query("", max_length=1000, description="the query"),
+    # No length refused: a long query is cut, and the answer says what was left out.
+    q: str = Query(
+        "",
+        description=f"the query; searched within the query limits ({MAX_QUERY_CHARS:,} characters, "
+        f"{MAX_QUERY_WORDS} words, a word sent {MIN_REPEAT} or more times in a row once): the answer's "
+        "query_cut, ignored_words, ignored_chars, repeated_words and notices say what was left out",
+    ),
     page: int = Query(1, ge=1, le=MAX_RESULTS, description="1-based page"),
     size: int | None = Query(
         None, ge=1, description=f"results per page (default: the server's setting; at most {MAX_PAGE_SIZE})"
@@ -48,7 +55,11 @@ async def api_search(
 @router.get("/suggest", response_model=SuggestResponse, responses=error_responses(429, 500, 503))
 async def api_suggest(
     service: ServiceDep,
-    q: str = Query("", max_length=MAX_SUGGEST_CHARS, description="what has been typed so far"),
+    q: str = Query(
+        "",
+        max_length=MAX_QUERY_CHARS,  # what the search box holds at most
+        description=f"what has been typed so far (none are offered past {MAX_SUGGEST_CHARS} characters)",
+    ),
     limit: int = Query(COMPLETIONS, ge=1, le=20, description="completions wanted"),
 ) -> SuggestResponse:
     return SuggestResponse(

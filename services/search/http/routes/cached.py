@@ -42,7 +42,7 @@ from services.search.display.snippets import query_fragments
 from services.search.http.deps import ServiceDep, TemplatesDep
 from services.search.http.schemas import error_responses
 from services.search.page_views import highlight_terms
-from services.search.query.language import MAX_QUERY_CHARS
+from services.search.query.limits import MAX_QUERY_CHARS
 from services.text.extract.charset import header_charset
 
 router = APIRouter(prefix="/cached", responses=error_responses(404, 429, 503))

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from services.search.http.deps import ServiceDep, TemplatesDep
 from services.search.http.schemas import PageInfoResponse, error_responses
-from services.search.query.language import MAX_QUERY_CHARS
+from services.search.query.limits import MAX_QUERY_CHARS
 
 router = APIRouter(responses=error_responses(404, 429, 503))
 

@@ -19,6 +19,7 @@ from services.search.http.deps import (
 from services.search.http.schemas import error_responses
 from services.search.instant.places import Gazetteer
 from services.search.instant.weather import WeatherClient, WeatherLookup
+from services.search.query.limits import bound_query
 from services.search.service import MAX_RESULTS
 
 router = APIRouter(responses=error_responses(429))  # the rate limit's answer
@@ -43,7 +44,8 @@ async def search_page(
     number = int(page) if page.isascii() and page.isdigit() and 0 < int(page) <= MAX_RESULTS else 1
     # The weather box asks its provider while the index is searched, and the page waits for it
     # at most the weather timeout: a slow or broken provider costs no box, never a slow page.
-    lookup = _weather_lookup(q, number, weather, places)
+    # It reads the query as it is searched (within the query limits), not all that was sent.
+    lookup = _weather_lookup(bound_query(q).text, number, weather, places)
     # nfpr=1 ("no further processing of the request", as Google names it): exactly as typed.
     results = await run_search_work(service, partial(service.search, q, number, as_typed=nfpr == "1"))
     # Operator examples for the home page and for "no results": built once per index version.

@@ -9,6 +9,7 @@ import pytest
 
 from services.search.display.snippets import Fragment
 from services.search.http.schemas import SearchResponse, search_response_json
+from services.search.query.limits import QueryCut, Repeat
 from services.search.results import SearchHit, SearchResults
 
 
@@ -66,6 +67,15 @@ def _bodies(results: SearchResults) -> tuple[object, object]:
             fewer=["a b", '"c d"'],
         ),
         SearchResults(query="x", total=10_000, page=2, per_page=1, hits=[_hit(0, 0.0)], mode="or+feedback"),
+        SearchResults(  # a query cut by the limits (services/search/query/limits.py)
+            query="ab w1",
+            total=0,
+            page=1,
+            per_page=10,
+            cut=QueryCut(
+                ignored_chars=7, repeats=(Repeat("ab", 400), Repeat('"c d"', 3)), ignored_words=("«z»",)
+            ),
+        ),
     ],
 )
 def test_the_fast_body_equals_the_models_body(results: SearchResults) -> None:

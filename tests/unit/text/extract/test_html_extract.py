@@ -147,6 +147,57 @@ def test_content_with_a_few_links_and_pages_that_are_all_links_keep_their_text()
     assert "Parish record 39" in page.text  # the links are the page: its text is kept
 
 
+def test_furniture_link_lists_and_form_words_are_kept_apart_as_navigation_text() -> None:
+    """What is cut out of the text is not lost: the index reads it as a low-weight field."""
+    main = "Walks along the river start at the mill every Sunday morning. " * 5
+    login = (
+        '<form action="/login"><label for=u>Username</label><input id=u name=u placeholder="Member number">'
+        '<input type=password placeholder="Passphrase"><input type=hidden name=csrf value="tok3n">'
+        '<input type=submit value="Sign in"><select><option>Remember me</option></select></form>'
+    )
+    body = (
+        f"<body><header><nav><a href=/b>Bridges</a></nav>{login}</header>"
+        "<div role=navigation><a href=/r>Rivers</a></div>"
+        f"<main><p>{main}</p></main><aside>Related: ferries</aside><footer>Copyright</footer></body>"
+    )
+    page = parse_html(body.encode(), "http://a.test/")
+    assert page.text == " ".join(main.split())
+    for word in ("Bridges", "Rivers", "ferries", "Copyright", "Username", "Remember me"):
+        assert word in page.nav and word not in page.text, word
+    for word in ("Member number", "Passphrase", "Sign in"):  # attributes: no text has them
+        assert word in page.nav, word
+    assert "tok3n" not in page.nav and page.nav.count("Bridges") == 1  # nav inside header: once
+
+    # A link list of a page that marks no furniture (a list of jobs beside the article).
+    jobs = (
+        "<ul>"
+        + "".join(
+            f'<li><a href="/jobs/{i}">{title}</a></li>'
+            for i, title in enumerate(("Senior archivist", "Lock keeper", "Towpath warden"))
+        )
+        + "</ul>"
+    )
+    page = parse_html(_table_layout("", f"<p>{ARTICLE * 2}</p>{jobs}").encode(), "http://x.test/")
+    assert "archivist" not in page.text and "rebuilt in 1783" in page.text
+    assert "Senior archivist" in page.nav and "Towpath warden" in page.nav
+    assert "rebuilt" not in page.nav
+
+    # A search form in the content: its label stays in the text, its placeholder is nav text.
+    page = parse_html(
+        f'<p>{ARTICLE}</p><form><label>Find a lock</label><input placeholder="Lock name"></form>'.encode(),
+        "http://x.test/",
+    )
+    assert "Find a lock" in page.text and page.nav == "Lock name"
+
+
+def test_a_page_that_is_all_links_keeps_them_as_its_text_not_as_navigation() -> None:
+    listing = "<ul>" + "".join(f'<li><a href="/job{i}">Canal job {i}</a></li>' for i in range(40)) + "</ul>"
+    page = parse_html(f"<html><body><h1>Jobs</h1>{listing}</body></html>".encode(), "http://x.test/")
+    assert "Canal job 39" in page.text and page.nav == ""
+    plain = parse_html(f"<p>{ARTICLE}</p>".encode(), "http://x.test/")
+    assert plain.nav == ""
+
+
 FRAMESET = b"""<HTML><HEAD><TITLE>Old site</TITLE></HEAD>
 <FRAMESET COLS="20%,80%">
   <FRAME SRC="menu.html" NAME="menu" TITLE="Site menu">
