@@ -21,6 +21,13 @@ WORDS = [f"w{i}" for i in range(60)] + ["école", "zoo", "ab"]
 Doc = dict[str, tuple[list[int], list[int]]]  # term -> (field tfs, positions)
 
 
+def body_tf() -> list[int]:
+    """Field frequencies of a word once in the body."""
+    tfs = [0] * NUM_FIELDS
+    tfs[1] = 1
+    return tfs
+
+
 def random_doc(rng: random.Random, words: list[str], *, anchor: bool = True) -> Doc:
     """Terms with random field frequencies (``anchor``: in-link anchor text's too)."""
     doc: Doc = {}
@@ -82,8 +89,8 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     rng = random.Random(seed)
     base_n, total = 40, 70
     base = {d: random_doc(rng, WORDS) for d in range(base_n)}
-    base[5] = {"only": ([0, 1, 0, 0, 0], [0])}  # a word that the recrawl below removes
-    base[6] = {w: ([0, 1, 0, 0, 0], [i]) for i, w in enumerate(WORDS[:20])}  # 45 copies it
+    base[5] = {"only": (body_tf(), [0])}  # a word that the recrawl below removes
+    base[6] = {w: (body_tf(), [i]) for i, w in enumerate(WORDS[:20])}  # 45 copies it
     recrawled = {d: random_doc(rng, WORDS) for d in (3, 5, 17)}
     new = {d: random_doc(rng, WORDS) for d in range(base_n, total)}
     new[45] = dict(base[6])
@@ -150,9 +157,9 @@ def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(se
 
 
 def test_vocabulary_counts_add_over_the_parts() -> None:
-    docs = {0: {"cat": ([0, 1, 0, 0, 0], [0])}, 1: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    docs = {0: {"cat": (body_tf(), [0])}, 1: {"cat": (body_tf(), [0])}}
     first = segment_arrays(collect_index_rows(rows_for(docs, {"cat": 2})), np.ones(2) / 2, 2)
-    more = {2: {"cat": ([0, 1, 0, 0, 0], [0])}, 3: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    more = {2: {"cat": (body_tf(), [0])}, 3: {"cat": (body_tf(), [0])}}
     second = segment_arrays(collect_index_rows(rows_for(more, {"cat": 2})), np.ones(4) / 4, 4)
     merged = merge_segments(
         [SegmentPart(first, np.arange(2)), SegmentPart(second, np.array([2, 3]))], 4, np.ones(4) / 4
@@ -163,7 +170,7 @@ def test_vocabulary_counts_add_over_the_parts() -> None:
 
 
 def test_a_part_speaking_for_documents_it_does_not_hold_is_refused() -> None:
-    docs = {0: {"cat": ([0, 1, 0, 0, 0], [0])}}
+    docs = {0: {"cat": (body_tf(), [0])}}
     one = segment_arrays(collect_index_rows(rows_for(docs)), np.ones(1), 1)
     with pytest.raises(PublishError, match="doc_num 3"):
         merge_segments([SegmentPart(one, np.array([0, 3]))], 4, np.ones(4) / 4)
