@@ -250,4 +250,3 @@ def _iterate(
         if delta < tolerance:
             break
     return PageRankResult(ranks=x, iterations=iterations, delta=delta)
-
