@@ -34,7 +34,7 @@ from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
-from services.indexing.manifest import manifest_parts, write_manifest_parts
+from services.indexing.manifest import docs_end, manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
@@ -172,11 +172,15 @@ def build_index(
         sessions = session_factory(engine)
         with sessions() as session:
             count, max_doc = session.execute(select(func.count(), func.max(Document.doc_num))).one()
+            removed = session.scalar(select(func.count()).where(Document.removed_at.is_not(None))) or 0
         if not count:
             raise BuildError(f"no documents in {settings.database_url}: crawl first: nimbus crawl URL")
         num_docs = int(max_doc) + 1  # doc_nums are dense from 0
         if count != num_docs:
             say(f"warning: {count} documents but doc_nums reach {max_doc}; gaps index as empty")
+        if removed:
+            say(f"{removed} documents left out: a recrawl found them gone or noindex")
+            count -= removed
 
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         scratch = (settings.var_dir / "mr" / f"build-{build_id}").resolve()
@@ -184,7 +188,9 @@ def build_index(
         with sessions() as session:
             mark = commit_mark(session)  # before the documents: later commits are newer
             manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
-            names = write_name_lines(session, scratch / "names.txt.gz")
+            # A crawl committing meanwhile may have added documents past max_doc: count them.
+            num_docs = max(num_docs, docs_end(manifest))
+            names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(
             f"{count} documents in {blocks} record blocks; "
             f"runner {settings.index.mr_runner}, scratch {scratch}"

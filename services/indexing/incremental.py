@@ -21,7 +21,6 @@ does, and a link graph kept between runs, would make an update proportional to w
 
 from __future__ import annotations
 
-import gzip
 import shutil
 import sys
 import time
@@ -33,14 +32,13 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import func, select
 
-from mapreduce.record_job import parse_manifest_line
 from services.config import Settings
 from services.indexing.build import compute_pagerank, run_index_jobs
 from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
-from services.indexing.manifest import manifest_parts, write_manifest_parts
+from services.indexing.manifest import docs_end, manifest_docs, manifest_parts, write_manifest_parts
 from services.indexing.publish import publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
@@ -59,7 +57,7 @@ class UpdateResult:
     version_id: int | None  # None: nothing was committed since the base
     segment: str
     num_docs: int
-    new_documents: int  # documents indexed by this update: new pages and recrawls
+    new_documents: int  # documents this update indexed (new pages, recrawls) or left out (gone)
     through_seq: int
     seconds: float
 
@@ -101,6 +99,12 @@ def update_index(
         with sessions() as session:
             later = commit_mark(session)  # before the documents, as a full build reads it
             waiting = session.scalar(select(func.count()).select_from(Document).where(base_mark.newer()))
+            removed = np.array(
+                session.scalars(
+                    select(Document.doc_num).where(base_mark.newer(), Document.removed_at.is_not(None))
+                ).all(),
+                dtype=np.int64,
+            )
         mark = base_mark.joined(later)
         if not waiting:
             say(f"nothing committed since version {base_id} (through seq {base_mark.through_seq})")
@@ -121,12 +125,15 @@ def update_index(
                 session, text_dir, manifest_parts(settings), where=base_mark.newer()
             )
             every, _ = write_manifest_parts(session, graph_dir, manifest_parts(settings))
-            names = write_name_lines(session, scratch / "names.txt.gz")
-        delta_docs = _manifest_docs(manifest)
-        num_docs = max(int(max_doc) + 1, int(base_meta["num_docs"]), int(delta_docs.max()) + 1)
+        delta_docs = manifest_docs(manifest)
+        # Documents committed while the manifests were written are in them: count them.
+        num_docs = max(int(max_doc) + 1, int(base_meta["num_docs"]), docs_end([*manifest, *every]))
+        with sessions() as session:
+            names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(
             f"{delta_docs.shape[0]} documents committed since version {base_id} (seq > "
-            f"{base_mark.through_seq}) in {blocks} record blocks; the link graph reads all {count}"
+            f"{base_mark.through_seq}) in {blocks} record blocks, {removed.shape[0]} gone or noindex; "
+            f"the link graph reads all {count}"
         )
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
@@ -149,6 +156,7 @@ def update_index(
             num_docs,
             ranks.ranks,
             near_duplicates=settings.index.near_duplicates,
+            removed=removed,
         )
         del base_arrays, delta, graph
         meta = segment_meta(
@@ -159,7 +167,11 @@ def update_index(
             languages=merged_languages([base_meta, {"languages": columns.languages}]),
         )
         meta.update(mark.to_meta())
-        meta["incremental"] = {"base": base_name, "documents": int(delta_docs.shape[0])}
+        meta["incremental"] = {
+            "base": base_name,
+            "documents": int(delta_docs.shape[0]),
+            "removed": int(removed.shape[0]),
+        }
         say(f"    merged {num_docs} documents in {time.monotonic() - stage:.1f} s")
 
         published = publish_segment(
@@ -174,7 +186,7 @@ def update_index(
         version_id=published.version_id,
         segment=published.segment,
         num_docs=num_docs,
-        new_documents=int(delta_docs.shape[0]),
+        new_documents=int(delta_docs.shape[0] + removed.shape[0]),
         through_seq=mark.through_seq,
         seconds=time.monotonic() - started,
     )
@@ -184,19 +196,6 @@ def update_index(
         f"through commit seq {result.through_seq}, in {result.seconds:.1f} s"
     )
     return result
-
-
-def _manifest_docs(paths: list[Path]) -> np.ndarray:
-    """The documents the manifest lists (ascending): exactly those the update's part speaks
-    for, whatever was committed between the queries that wrote it."""
-    docs: list[int] = []
-    for path in paths:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                _, wanted = parse_manifest_line(line)
-                if wanted is not None:
-                    docs.extend(wanted.nums)
-    return np.unique(np.array(docs, dtype=np.int64))
 
 
 def _fetch(store: BlobStore, name: str, scratch: Path) -> Path:

@@ -12,10 +12,11 @@ import gzip
 import os
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from mapreduce.record_job import manifest_lines
+from mapreduce.record_job import manifest_lines, parse_manifest_line
 from services.config import Settings
 from services.storage.sql.models import Document
 
@@ -58,8 +59,9 @@ def write_manifest_parts(
 
     ``where`` limits the documents (an incremental update's: those newer than its base).
     """
-    blocks_query = select(func.count(func.distinct(Document.record_block)))
-    rows_query = select(Document.record_block, Document.doc_num, Document.content_index)
+    live = Document.removed_at.is_(None)  # a page a recrawl found gone or noindex is left out
+    blocks_query = select(func.count(func.distinct(Document.record_block))).where(live)
+    rows_query = select(Document.record_block, Document.doc_num, Document.content_index).where(live)
     if where is not None:
         blocks_query, rows_query = blocks_query.where(where), rows_query.where(where)
     num_blocks = session.scalar(blocks_query) or 0
@@ -73,3 +75,23 @@ def write_manifest_parts(
             files[min(count - 1, i * count // max(1, num_blocks))].write(line)
             blocks += 1
     return paths, blocks
+
+
+def manifest_docs(paths: list[Path]) -> np.ndarray:
+    """The documents the manifest files list (ascending): exactly what a job over them reads,
+    whatever was committed between the queries that wrote them."""
+    docs: list[int] = []
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                _, wanted = parse_manifest_line(line)
+                if wanted is not None:
+                    docs.extend(wanted.nums)
+    return np.unique(np.array(docs, dtype=np.int64))
+
+
+def docs_end(paths: list[Path]) -> int:
+    """One past the largest doc_num the manifest files list (0: none): a crawl that commits
+    while a build writes its manifest adds documents past the count it read before."""
+    docs = manifest_docs(paths)
+    return int(docs[-1]) + 1 if docs.shape[0] else 0

@@ -85,9 +85,13 @@ def merge_segments(
     params: BM25FParams = DEFAULT_PARAMS,
     *,
     near_duplicates: bool = True,
+    removed: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """One segment's arrays (the contract) holding each document as its owning part has it."""
+    """One segment's arrays (the contract) holding each document as its owning part has it;
+    ``removed`` documents (gone, noindex) are left out whatever a part holds of them."""
     owner = owners(parts, num_docs)
+    if removed is not None and removed.shape[0]:
+        owner[np.asarray(removed, dtype=np.int64)] = -1
     term_lists = [_terms(part.arrays) for part in parts]
     merged_terms = sorted(set().union(*term_lists))
     term_ids = {term: i for i, term in enumerate(merged_terms)}
@@ -104,6 +108,8 @@ def merge_segments(
         part_tfs[~text] = 0  # what another part speaks for is superseded here
         if graph is not None:  # the anchor field from the graph part alone, for every document
             part_tfs[:, anchor] = a["tf_anchor"] if i == graph else 0
+            if i == graph and removed is not None and removed.shape[0]:
+                part_tfs[np.isin(post_docs, removed), anchor] = 0  # gone: no anchor text either
         keep = part_tfs.any(axis=1)
         remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
         terms.append(remap[np.repeat(np.arange(df.shape[0]), df)[keep]])

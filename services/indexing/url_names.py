@@ -63,9 +63,14 @@ def resolved_aliases(session: Session) -> Iterator[tuple[str, int | None, str]]:
         yield key, None if doc_num is None else int(doc_num), title or ""
 
 
-def write_name_lines(session: Session, path: Path) -> NameCounts:
-    """Write the name lines of every duplicate URL and resolved alias to ``path`` (gzip)."""
+def write_name_lines(session: Session, path: Path, below: int | None = None) -> NameCounts:
+    """Write the name lines of every duplicate URL and resolved alias to ``path`` (gzip);
+    ``below``: only of documents numbered below it (those the build's manifest can hold:
+    a crawl committing meanwhile adds names of documents it has not listed)."""
     counts = NameCounts()
+    # A page a recrawl found gone or noindex is left out of the index: no name gives it
+    # anchor text or in-links either.
+    removed = set(session.scalars(select(Document.doc_num).where(Document.removed_at.is_not(None))))
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(gzip.open(path, "wt", encoding="utf-8"))
         duplicates = session.execute(
@@ -74,10 +79,12 @@ def write_name_lines(session: Session, path: Path) -> NameCounts:
             .execution_options(yield_per=10_000)
         )
         for key, doc_num in duplicates:
+            if doc_num in removed or (below is not None and doc_num >= below):
+                continue
             out.write(name_line(key, int(doc_num)))
             counts.duplicates += 1
         for key, target, title in resolved_aliases(session):
-            if target is None:
+            if target is None or target in removed or (below is not None and target >= below):
                 counts.unresolved += 1
                 continue
             out.write(name_line(key, target, title))

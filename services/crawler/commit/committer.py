@@ -73,6 +73,14 @@ log = logging.getLogger(__name__)
 _ATTEMPTS = 5
 _LOST_CONNECTION_ATTEMPTS = 8  # backoff 0.25 s doubling, capped at 8 s: about 40 s in all
 DAY = 86_400.0
+# Answers that say a page is gone for good (RFC 9110: 404 not found, 410 gone); a stored
+# document whose recrawl answers one leaves the index (``_record_removals``).
+GONE_STATUSES = frozenset({404, 410})
+GONE_COUNTERS = ("noindex", "soft_404")  # a recrawl found the page noindex, or a soft 404
+
+
+def _says_gone(result: UrlResult) -> bool:
+    return result.status in GONE_STATUSES or any(result.counters.get(c) for c in GONE_COUNTERS)
 
 
 @dataclass
@@ -240,6 +248,7 @@ class Committer:
         commit_seq = max(seqs) if seqs else None
         self.writer.insert(session, [{**row, "commit_seq": commit_seq} for row in fresh])
         self._update_recrawled(session, docs, changed, counts, commit_seq)
+        self._record_removals(session, results, counts, commit_seq, now)
         self._record_duplicates(session, duplicates, now)
         self._record_aliases(session, results, now)
         new_urls = self._record_frontier(session, results, docs, now)
@@ -337,6 +346,10 @@ class Committer:
             live = session.get(Document, row.url_id)
             if live is None:  # cannot happen: documents are never deleted
                 continue
+            if live.removed_at is not None:  # gone or noindex before, a page again now
+                live.removed_at = None
+                live.commit_seq = commit_seq
+                counts["documents_restored"] += 1
             new = changed.get(row.url_id)
             if new is None:
                 live.unchanged = (live.unchanged or 0) + 1
@@ -350,6 +363,26 @@ class Committer:
             live.versions = (live.versions or 1) + 1
             live.commit_seq = commit_seq
             counts["recrawl_changed"] += 1
+
+    def _record_removals(
+        self,
+        session: Session,
+        results: list[UrlResult],
+        counts: Counter[str],
+        commit_seq: int | None,
+        now: float,
+    ) -> None:
+        """Mark stored documents whose page a recrawl found gone (``GONE_STATUSES``), a soft
+        404, or marked noindex: the index leaves them out from its next update or build, as
+        web engines drop a page whose recrawl says it is gone. A server error or a timeout
+        is not gone: the page stays until a fetch says so."""
+        gone = [r.url_id for r in results if r.doc is None and not r.archived and _says_gone(r)]
+        for ids in chunked(gone, 500):
+            for row in session.scalars(select(Document).where(Document.url_id.in_(ids))):
+                if row.removed_at is None:
+                    row.removed_at = now
+                    row.commit_seq = commit_seq
+                    counts["documents_removed"] += 1
 
     def _record_duplicates(
         self, session: Session, duplicates: list[tuple[UrlResult, Document | _Doc]], now: float

@@ -63,6 +63,9 @@ class Document(Base):
     # incremental index update takes documents past its base version's ``through_seq``.
     # NULL for rows of releases before it (a full build includes them).
     commit_seq: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    # When a recrawl found the page gone (404, 410) or marked noindex: the row stays (its
+    # doc_num, its history), the index leaves it out; a later fetch of the page clears it.
+    removed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
 
 
 class DuplicateUrl(Base):

@@ -18,6 +18,9 @@ from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl, partition_of
+from services.indexing.build import build_index
+from services.indexing.incremental import update_index
+from services.search.service import SearchService
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.records import decode_record
 from services.storage.sql.counters import read_counters
@@ -355,3 +358,66 @@ def test_recrawl_keeps_the_doc_number_and_adapts_the_interval(settings: Settings
         assert read_counters(session)["documents"] == 2  # recrawls add no documents
     assert rows[site.base + "/"].recrawl_interval == pytest.approx(8.0)  # unchanged: doubled
     assert rows[site.base + "/changing"].recrawl_interval == pytest.approx(2.0)  # changed: halved
+
+
+def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_returns(
+    settings: Settings, serve
+) -> None:
+    """A stored page whose recrawl answers 404 or 410, or is now noindex, is marked removed and
+    left out by the next update and build (its row and doc_num stay); fetched as a page again,
+    it is back. A server error is not gone: that page stays."""
+    state = {"gone": False}
+
+    def route(path: str, _seen: int) -> Page:
+        if path == "/":
+            links = "".join(f'<a href="/{p}">{p}</a> ' for p in ("lost", "retired", "hidden", "flaky"))
+            return html("Home", ENGLISH + links)
+        if state["gone"] and path == "/lost":
+            return 404, {"Content-Type": "text/html"}, b"not here"
+        if state["gone"] and path == "/retired":
+            return 410, {"Content-Type": "text/html"}, b"gone for good"
+        if state["gone"] and path == "/flaky":
+            return 503, {"Content-Type": "text/html"}, b"try later"
+        robots = '<meta name="robots" content="noindex">' if state["gone"] and path == "/hidden" else ""
+        word = {"/lost": "marigold", "/retired": "tamarind", "/hidden": "juniper", "/flaky": "saffron"}[path]
+        return html(path.strip("/"), f"{robots}{ENGLISH}<p>{word} {word}</p>")
+
+    site = serve(route)
+    quick = settings.with_overrides(
+        sitemaps=False, recrawl_min_interval=2.0, recrawl_max_interval=8.0, retry_backoff=0.0, max_attempts=1
+    )
+    clock = ShiftedClock()
+
+    def found(word: str) -> list[str]:
+        return [hit.url for hit in SearchService(quick, recheck_seconds=0.0).search(word).hits]
+
+    run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    build_index(quick, progress=False)
+    words = {"marigold": "/lost", "tamarind": "/retired", "juniper": "/hidden", "saffron": "/flaky"}
+    assert {w: found(w) for w in words} == {w: [site.base + p] for w, p in words.items()}
+
+    state["gone"] = True
+    clock.advance(4.1)
+    stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    assert stats.counters["documents_removed"] == 3
+    docs = _docs(quick)
+    assert {url for url, d in docs.items() if d.removed_at is not None} == {
+        site.base + p for p in ("/lost", "/retired", "/hidden")
+    }
+    update_index(quick, progress=False)
+    assert {w: found(w) for w in words} == {
+        "marigold": [],
+        "tamarind": [],
+        "juniper": [],
+        "saffron": [site.base + "/flaky"],  # a 503 says nothing about the page
+    }
+    build_index(quick, progress=False)  # a full build leaves them out too
+    assert found("marigold") == [] and found("juniper") == []
+
+    state["gone"] = False
+    clock.advance(8.1)
+    stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    assert stats.counters["documents_restored"] >= 1
+    update_index(quick, progress=False)
+    assert found("marigold") == [site.base + "/lost"]
+    assert _docs(quick)[site.base + "/lost"].doc_num == docs[site.base + "/lost"].doc_num
