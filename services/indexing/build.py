@@ -38,6 +38,7 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.url_names import write_name_lines
+from services.ranking.entry_pages import url_kinds
 from services.ranking.pagerank import adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
@@ -181,8 +182,21 @@ def build_index(
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
         read_s, stage = time.monotonic() - stage, time.monotonic()
+        with sessions() as session:
+            # Each document's URL form, for the entry-page factor (services.ranking.entry_pages).
+            rows = session.execute(
+                select(Document.doc_num, Document.url).execution_options(yield_per=10_000)
+            )
+            kinds = url_kinds(rows.tuples(), num_docs)
+            doc_hosts, _ = host_ids(session, num_docs)  # for each site's name (its pages' titles)
         arrays = segment_arrays(
-            columns, ranks.ranks, num_docs, near_duplicates=settings.index.near_duplicates, links=graph
+            columns,
+            ranks.ranks,
+            num_docs,
+            near_duplicates=settings.index.near_duplicates,
+            links=graph,
+            url_kinds=kinds,
+            doc_hosts=doc_hosts,
         )
         languages = columns.languages
         del graph

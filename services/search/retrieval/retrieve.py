@@ -24,6 +24,7 @@ import numpy as np
 
 from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
+from services.search.retrieval.entry_pages import with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
 from services.search.retrieval.phrase import phrase_matches
@@ -104,6 +105,8 @@ def retrieve(
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
+    # Pages the query names as a site's or section's entry (services.ranking.entry_pages).
+    prior, top = with_entry_pages(index, list(looked_up.values()), prior, top, settings.entry_page_weight)
     ids = {term: i[0] for term, i in looked_up.items() if i}  # terms in the index (a form of)
     found = list(ids)
     weights = {ids[t]: float(query.terms[t]) for t in found}

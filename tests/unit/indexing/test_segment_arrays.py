@@ -85,7 +85,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 7 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 8 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
