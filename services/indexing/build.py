@@ -187,7 +187,7 @@ def build_index(
             rows = session.execute(
                 select(Document.doc_num, Document.url).execution_options(yield_per=10_000)
             )
-            kinds = url_kinds(rows.tuples(), num_docs)
+            kinds = url_kinds(((int(num), url) for num, url in rows), num_docs)
             doc_hosts, _ = host_ids(session, num_docs)  # for each site's name (its pages' titles)
         arrays = segment_arrays(
             columns,
