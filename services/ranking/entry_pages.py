@@ -1,8 +1,8 @@
-"""Entry pages: which documents a query names, and how much that lifts them. Pure numpy.
+"""Entry pages: which documents a query names, and what that does to their rank. Pure numpy.
 
 A query that names a site ("iana", "internet assigned numbers authority") wants the
 site's home page, and a query that names a section ("time zones") the section's entry
-page; inner pages that mention the name many times must not come first. Two facts
+page; inner pages that mention the name many times must not come first. Three facts
 decide it, as in the TREC web tracks' home-page finding:
 
 * **The URL's form** (Kraaij, Westerveld & Hiemstra, SIGIR 2002): a *root* (``/``,
@@ -10,26 +10,27 @@ decide it, as in the TREC web tracks' home-page finding:
   ``/time-zones``, ``/docs/``), a subroot than a *path* (deeper), a path than a *file*
   (a name with an extension, or any query string). Computed once per document at
   index build (``url_kind``), stored in the segment (``url_kind``).
-* **Whether the query names the page** (``names_page``): the prior counts only then, so
-  it never moves an informational query (Song et al., ECIR 2006, "URL hit priors":
-  where the query's words hit the URL matters more than the URL's depth alone). A
-  page is named when every query word is in its URL words (the host name, for a
-  root), in the anchor text of links to it (Craswell, Hawking & Robertson, SIGIR
-  2001: anchor text finds sites) or, for a root, in its site's name; or when the
-  query's words make up at least half of its title (the query *is* the title, not
-  one word of it: "numbers" does not name "Internet Assigned Numbers Authority").
 * **The site's name** (``site_names``, site-level evidence computed at index build):
-  the words in the titles of at least half of a host's pages (and of two or more),
-  as "IANA — ..." heads every page of www.iana.org and "... - Sample Wiki" ends every
-  article of a wiki. A home page titled "Welcome" or "Acme: tools for the workshop"
-  is still named by "acme" when the site's pages call it that.
+  the words in the titles of at least half of a host's pages (and of two or more), as
+  "IANA — ..." heads every page of www.iana.org and "... - Sample Wiki" ends every
+  article of a wiki. A home page titled "Welcome" or "Acme: tools for the workshop" is
+  still named by "acme" when the site's pages call it that.
+* **Whether the query names the page** (``names_page``): only then does the URL's form
+  count, so an informational query never moves (Song et al., ECIR 2006, "URL hit
+  priors": where the query's words hit the URL matters, not its depth alone). A page is
+  named when every query word is in its URL words (for a root: its host name) or, for a
+  root, in its site's name; or when the query's words are most of its title or most of
+  the anchor text of links to it (Craswell, Hawking & Robertson, SIGIR 2001: anchor text
+  finds sites). "Most": the query *is* the name, not one word of it ("numbers" does not
+  name "Internet Assigned Numbers Authority", nor "domains" "Example Domain").
 
-The factor multiplies the score, like the PageRank factor (``services.search.retrieval.
-rank``): ``1 + V * ENTRY_WEIGHT[kind]`` for a named root or subroot, 1 otherwise. With V
-= 1 a named home page counts double, a named section page one and a half times: the
-home page comes before the sections a site-name query also names (their URLs hold the
-host name too), and a named page beats an inner page unless that page's text scores
-more than that factor higher.
+What naming does (``services.search.retrieval.entry_pages``): a named home page is listed
+first, before every page that is not one (the navigational answer web engines give), and
+a named section page's score is multiplied by ``1 + V / 2`` (``V``: the setting
+``entry_page_weight``, 1 by default; a named root's by ``1 + V``, which orders named roots
+among themselves as their text and links do). Sections get a bounded factor, not a place:
+"history" names the /history section of every site that has one, and the best page about
+history must still be able to beat them.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # al.'s order (root > subroot > path > file), kept to the two forms that are entry pages.
 ENTRY_WEIGHT = np.array([1.0, 0.5, 0.0, 0.0], dtype=np.float64)  # by UrlKind value
 
-TITLE_SHARE = 0.5  # the query's words are at least half the title's words: it names the page
+NAME_SHARE = 0.5  # the query's words are most of the title's (or anchor text's) words: it names the page
 
 
 def url_kind(url: str) -> UrlKind:
@@ -91,28 +92,31 @@ def url_kinds(urls: Iterable[tuple[int, str]], num_docs: int) -> np.ndarray:
 
 def names_page(
     in_url: np.ndarray,
-    in_anchor: np.ndarray,
+    in_site_name: np.ndarray,
     title_tf: np.ndarray,
     title_len: np.ndarray,
-    in_site_name: np.ndarray | None = None,
+    anchor_tf: np.ndarray,
+    anchor_len: np.ndarray,
 ) -> np.ndarray:
     """Whether the query names each candidate page (one row per page, one column per query
-    word): every word in its URL words, in-link anchor text or site name, or the query's
-    words at least ``TITLE_SHARE`` of its title's words (every word in it).
+    word): every word in its URL words or (a root's) site name, or the query's words more
+    than ``NAME_SHARE`` of its title or of the anchor text of links to it (every word in it).
 
-    ``in_url``, ``in_anchor``, ``in_site_name`` (bool) and ``title_tf`` (the word's title
-    frequency) are pages x words; ``title_len`` is each page's title length in terms.
+    ``in_url`` and ``in_site_name`` (bool), ``title_tf`` and ``anchor_tf`` (the word's
+    frequency in the field) are pages x words; ``title_len`` and ``anchor_len`` are each
+    page's field lengths in terms.
     """
     if in_url.shape[1] == 0:
         return np.zeros(in_url.shape[0], dtype=bool)
-    names = in_url | in_anchor
-    if in_site_name is not None:
-        names = names | in_site_name
-    by_name = names.all(axis=1)
-    title_tf = title_tf.astype(np.float64)
-    in_title = (title_tf > 0).all(axis=1)
-    share = title_tf.sum(axis=1) >= TITLE_SHARE * title_len.astype(np.float64)
-    return by_name | (in_title & share & (title_len > 0))
+    by_name = (in_url | in_site_name).all(axis=1)
+    return by_name | _most_of(title_tf, title_len) | _most_of(anchor_tf, anchor_len)
+
+
+def _most_of(tf: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Every word in the field, and the words more than ``NAME_SHARE`` of its terms."""
+    tf = tf.astype(np.float64)
+    length = length.astype(np.float64)
+    return (tf > 0).all(axis=1) & (tf.sum(axis=1) > NAME_SHARE * length) & (length > 0)
 
 
 def entry_factor(kinds: np.ndarray, named: np.ndarray, weight: float) -> np.ndarray:

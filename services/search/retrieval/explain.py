@@ -5,7 +5,8 @@ the segment (the same numbers the ranking used, not a second formula).
     final  = text * (1 + W * s / (s + 1)) * entry * (1 + words-as-typed bonus)     s = N * pagerank
 
 ``entry`` is the entry-page factor (``services.ranking.entry_pages``): above 1 for a home
-or section page the query names, 1 otherwise.
+or section page the query names, 1 otherwise; a home page the query names is also listed
+before the other results, whatever its score.
 
 Per term the breakdown gives the impact (BM25F over the fields at once: a field has no
 score of its own, so its term frequencies are shown, which is what BM25F weighs). Pure:
@@ -94,8 +95,8 @@ def breakdown(
     words = sum(p.score for p in parts)
     prior = float(index.prior(pagerank_weight)[doc])
     words_ids = [[i for form in query.forms_of(t) if (i := index.term_id(form)) is not None] for t in query.terms]
-    pages, factors = named_entry_pages(index, words_ids, entry_page_weight)
-    entry = float(factors[pages == doc][0]) if (pages == doc).any() else 1.0
+    named = named_entry_pages(index, words_ids, entry_page_weight)
+    entry = float(named.factors[named.docs == doc][0]) if (named.docs == doc).any() else 1.0
     where = np.flatnonzero(ranked.docs == doc)
     if where.shape[0]:
         i = int(where[0])
