@@ -108,8 +108,12 @@ def setup_archive(state: Path) -> tuple[Settings, dict[str, str]]:
     try:
         init_db(engine)
         sessions = session_factory(engine)
-        web = _bundle(state / "bundles" / "web", 'type = "warc"\ndescription = "sample web archives"\n', WEB_ARCHIVES)
-        wiki = _bundle(state / "bundles" / "wiki", 'type = "mediawiki"\ndescription = "enwiki sample"\n', [WIKI_DUMP])
+        web = _bundle(
+            state / "bundles" / "web", 'type = "warc"\ndescription = "sample web archives"\n', WEB_ARCHIVES
+        )
+        wiki = _bundle(
+            state / "bundles" / "wiki", 'type = "mediawiki"\ndescription = "enwiki sample"\n', [WIKI_DUMP]
+        )
         for folder in (web, wiki):
             register_bundle(sessions, str(folder), now=time.time())
     finally:
@@ -152,13 +156,17 @@ def doc_urls(settings: Settings) -> tuple[dict[int, str], dict[str, int]]:
         with session_factory(engine)() as session:
             urls = {int(n): u for n, u in session.execute(select(Document.doc_num, Document.url))}
             names = {u: n for n, u in urls.items()}
-            names.update({u: int(n) for n, u in session.execute(select(DuplicateUrl.doc_num, DuplicateUrl.url))})
+            names.update(
+                {u: int(n) for n, u in session.execute(select(DuplicateUrl.doc_num, DuplicateUrl.url))}
+            )
     finally:
         engine.dispose()
     return urls, names
 
 
-def run(settings: Settings, hosts: dict[str, str], queries: list[NavQuery], weight: float, depth: int) -> dict:
+def run(
+    settings: Settings, hosts: dict[str, str], queries: list[NavQuery], weight: float, depth: int
+) -> dict:
     """Each query's rank of its answer (None beyond ``depth``), by query id."""
     from services.search.service import SearchService
 
@@ -199,10 +207,21 @@ def report(queries: list[NavQuery], ranks: dict[str, int | None]) -> dict[str, d
     return out
 
 
+def _worse(rank: int | None, than: int | None) -> bool:
+    """Whether ``rank`` is a worse place than ``than`` (None: not found)."""
+    if rank == than:
+        return False
+    return rank is None or (than is not None and rank > than)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--setup", nargs="+", default=["archive", "sampleweb"], choices=["archive", "sampleweb"])
-    parser.add_argument("--weights", nargs="+", type=float, default=[0.0, 1.0], help="NIMBUS_ENTRY_PAGE_WEIGHT values")
+    parser.add_argument(
+        "--setup", nargs="+", default=["archive", "sampleweb"], choices=["archive", "sampleweb"]
+    )
+    parser.add_argument(
+        "--weights", nargs="+", type=float, default=[0.0, 1.0], help="NIMBUS_ENTRY_PAGE_WEIGHT values"
+    )
     parser.add_argument("--depth", type=int, default=100, help="results read per query")
     parser.add_argument("--verbose", action="store_true", help="each entry-page query's rank")
     args = parser.parse_args(argv)
@@ -219,6 +238,14 @@ def main(argv: list[str] | None = None) -> int:
                 for w, ranks in by_weight.items():
                     m = report(queries, ranks)[group]
                     print(f"| {w:g} | {m['queries']} | {m['MRR']:.3f} | {m['S@1']:.3f} | {m['S@10']:.3f} |")
+            base = by_weight[args.weights[0]]
+            for w, ranks in list(by_weight.items())[1:]:
+                worse = [q.id for q in queries if q.id in ranks and _worse(ranks[q.id], base[q.id])]
+                better = [q.id for q in queries if q.id in ranks and _worse(base[q.id], ranks[q.id])]
+                print(
+                    f"weight {w:g} against {args.weights[0]:g}: {len(better)} queries ranked their answer "
+                    f"higher, {len(worse)} lower {worse}"
+                )
             if args.verbose:
                 for q in queries:
                     if q.group != "named pages" and q.id in by_weight[args.weights[0]]:
