@@ -184,9 +184,7 @@ def build_index(
         read_s, stage = time.monotonic() - stage, time.monotonic()
         with sessions() as session:
             # Each document's URL form, for the entry-page factor (services.ranking.entry_pages).
-            rows = session.execute(
-                select(Document.doc_num, Document.url).execution_options(yield_per=10_000)
-            )
+            rows = session.execute(select(Document.doc_num, Document.url).execution_options(yield_per=10_000))
             kinds = url_kinds(((int(num), url) for num, url in rows), num_docs)
             doc_hosts, _ = host_ids(session, num_docs)  # for each site's name (its pages' titles)
         arrays = segment_arrays(

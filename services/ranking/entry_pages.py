@@ -108,15 +108,17 @@ def names_page(
     """
     if in_url.shape[1] == 0:
         return np.zeros(in_url.shape[0], dtype=bool)
-    by_name = (in_url | in_site_name).all(axis=1)
-    return by_name | _most_of(title_tf, title_len) | _most_of(anchor_tf, anchor_len)
+    by_name: np.ndarray = (in_url | in_site_name).all(axis=1)
+    named: np.ndarray = by_name | _most_of(title_tf, title_len) | _most_of(anchor_tf, anchor_len)
+    return named
 
 
 def _most_of(tf: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Every word in the field, and the words more than ``NAME_SHARE`` of its terms."""
     tf = tf.astype(np.float64)
     length = length.astype(np.float64)
-    return (tf > 0).all(axis=1) & (tf.sum(axis=1) > NAME_SHARE * length) & (length > 0)
+    most: np.ndarray = (tf > 0).all(axis=1) & (tf.sum(axis=1) > NAME_SHARE * length) & (length > 0)
+    return most
 
 
 def entry_factor(kinds: np.ndarray, named: np.ndarray, weight: float) -> np.ndarray:
@@ -141,7 +143,7 @@ def site_names(
     only roots (``UrlKind.ROOT``) get one. ``doc_hosts``: a host id per document."""
     num_docs = int(doc_hosts.shape[0])
     num_hosts = int(doc_hosts.max()) + 1 if num_docs else 0
-    per_term = np.diff(post_offsets.astype(np.int64))
+    per_term = np.diff(post_offsets.astype(np.int64)).astype(np.int64)
     term_of = np.repeat(np.arange(per_term.shape[0], dtype=np.int64), per_term)
     titled = tf_title > 0
     # Postings are unique per (term, doc): a (term, host) pair's count is its pages.

@@ -94,7 +94,9 @@ def breakdown(
     parts = term_parts(index, query, doc)
     words = sum(p.score for p in parts)
     prior = float(index.prior(pagerank_weight)[doc])
-    words_ids = [[i for form in query.forms_of(t) if (i := index.term_id(form)) is not None] for t in query.terms]
+    words_ids = [
+        [i for form in query.forms_of(t) if (i := index.term_id(form)) is not None] for t in query.terms
+    ]
     named = named_entry_pages(index, words_ids, entry_page_weight)
     entry = float(named.factors[named.docs == doc][0]) if (named.docs == doc).any() else 1.0
     where = np.flatnonzero(ranked.docs == doc)

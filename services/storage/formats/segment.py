@@ -270,7 +270,10 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         raise bad("form_offsets does not end at the end of form_filters")
     if "in_offsets" in expected and int(arrays["in_offsets"][-1]) != arrays["in_docs"].shape[0]:
         raise bad("in_offsets does not end at the number of in-links")
-    if "site_name_offsets" in expected and int(arrays["site_name_offsets"][-1]) != arrays["site_name_terms"].shape[0]:
+    if (
+        "site_name_offsets" in expected
+        and int(arrays["site_name_offsets"][-1]) != arrays["site_name_terms"].shape[0]
+    ):
         raise bad("site_name_offsets does not end at the number of site name terms")
     if "vocab_df" in expected and (
         arrays["vocab_offsets"].shape[0] != arrays["vocab_df"].shape[0] + 1

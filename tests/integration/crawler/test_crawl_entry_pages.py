@@ -48,7 +48,7 @@ PAGES = {
 def _page(title: str, text: str) -> str:
     return (
         f"<html lang=en><head><title>{title}</title></head><body><nav>{MENU}</nav>"
-        f"<h1>{title}</h1><p>{text}</p><p><a href=\"/pruning.html\">How to prune roses</a></p></body></html>"
+        f'<h1>{title}</h1><p>{text}</p><p><a href="/pruning.html">How to prune roses</a></p></body></html>'
     )
 
 

@@ -93,7 +93,9 @@ def test_no_words_name_nothing() -> None:
 
 
 def test_the_factor_by_url_form_for_named_pages_only() -> None:
-    kinds = np.array([UrlKind.ROOT, UrlKind.SUBROOT, UrlKind.PATH, UrlKind.FILE, UrlKind.ROOT], dtype=np.uint8)
+    kinds = np.array(
+        [UrlKind.ROOT, UrlKind.SUBROOT, UrlKind.PATH, UrlKind.FILE, UrlKind.ROOT], dtype=np.uint8
+    )
     named = np.array([True, True, True, True, False])
     assert entry_factor(kinds, named, 1.0).tolist() == [2.0, 1.5, 1.0, 1.0, 1.0]
     assert entry_factor(kinds, named, 0.0).tolist() == [1.0] * 5
@@ -114,6 +116,10 @@ def test_a_sites_name_is_the_words_most_of_its_titles_share_and_only_roots_get_i
 
 def test_a_page_alone_on_its_host_names_no_site() -> None:
     offsets, terms = site_names(
-        np.array([0, 1]), np.array([0]), np.array([3]), np.array([0]), np.array([UrlKind.ROOT], dtype=np.uint8)
+        np.array([0, 1]),
+        np.array([0]),
+        np.array([3]),
+        np.array([0]),
+        np.array([UrlKind.ROOT], dtype=np.uint8),
     )
     assert offsets.tolist() == [0, 0] and terms.shape[0] == 0
