@@ -154,17 +154,17 @@ def site_names(
     keep = (pages >= SITE_NAME_PAGES) & (pages >= SITE_NAME_SHARE * host_pages[host])
     term, host = term[keep], host[keep]  # sorted by term, then host
     roots = np.flatnonzero(kinds == UrlKind.ROOT)
-    # Each root gets its host's terms: (root, term) pairs, sorted by root then term.
+    # Each root gets its host's terms (ascending: the pairs are sorted by term, and the
+    # stable sort by host keeps that order within a host), gathered without a loop.
     by_host = np.argsort(host, kind="stable")
     host_start = np.searchsorted(host[by_host], np.arange(num_hosts + 1))
-    counts = np.zeros(num_docs, dtype=np.int64)
-    parts = []
-    for doc in roots.tolist():
-        h = int(doc_hosts[doc])
-        names = term[by_host[host_start[h] : host_start[h + 1]]]
-        counts[doc] = names.shape[0]
-        parts.append(np.sort(names))
+    root_hosts = doc_hosts[roots].astype(np.int64)
+    counts = host_start[root_hosts + 1] - host_start[root_hosts]
+    per_doc = np.zeros(num_docs, dtype=np.int64)
+    per_doc[roots] = counts
     offsets = np.zeros(num_docs + 1, dtype=np.uint64)
-    offsets[1:] = np.cumsum(counts)
-    terms = np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)
+    offsets[1:] = np.cumsum(per_doc)
+    first = np.cumsum(counts) - counts  # each root's first entry in the output
+    within = np.arange(int(counts.sum())) - np.repeat(first, counts)
+    terms = term[by_host[np.repeat(host_start[root_hosts], counts) + within]].astype(np.uint32)
     return offsets, terms

@@ -59,13 +59,16 @@ def _field_tfs(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -
 
 
 def _in_site_name(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
-    """Whether one query word (any of its forms) is in the site name of each of ``docs``."""
+    """Whether one query word (any of its forms) is in the site name of each of ``docs``:
+    a running count of the site-name entries that are one of its forms, read at each
+    document's range (no loop over the documents)."""
     offsets, names = index.arrays["site_name_offsets"], index.arrays["site_name_terms"]
-    out = np.zeros(docs.shape[0], dtype=bool)
+    if names.shape[0] == 0:
+        return np.zeros(docs.shape[0], dtype=bool)
+    seen = np.concatenate([[0], np.cumsum(np.isin(names, np.asarray(term_ids, dtype=names.dtype)))])
     starts, ends = offsets[docs].astype(np.int64), offsets[docs.astype(np.int64) + 1].astype(np.int64)
-    for i in np.flatnonzero(ends > starts).tolist():  # the roots with a site name only
-        out[i] = bool(np.isin(term_ids, names[starts[i] : ends[i]]).any())
-    return out
+    held: np.ndarray = seen[ends] > seen[starts]
+    return held
 
 
 def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weight: float) -> NamedPages:
@@ -79,7 +82,8 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     kinds = index.arrays["url_kind"]
     # A named page holds every word, so the rarest word's postings hold every candidate.
     rarest = min(words, key=lambda ids: sum(int(index.arrays["df"][i]) for i in ids))
-    candidates = np.unique(np.concatenate([index.postings(i)[0] for i in rarest]))
+    parts = [index.postings(i)[0] for i in rarest]
+    candidates = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))  # ascending
     candidates = candidates[kinds[candidates] <= UrlKind.SUBROOT]
     if candidates.shape[0] == 0:
         return NONE
