@@ -5,6 +5,7 @@ without entry pages."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import PostingBuffer
@@ -14,8 +15,10 @@ from services.indexing.segment_arrays import segment_arrays
 from services.ranking.entry_pages import url_kinds
 from services.search.query.language import parse_query
 from services.search.retrieval.entry_pages import named_entry_pages
+from services.search.retrieval.explain import breakdown
 from services.search.retrieval.retrieve import retrieve, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
+from services.storage.formats.records import Record
 from services.text.urls import host_key
 
 ACME = "Acme widgets, Acme gadgets and Acme spare parts: Acme ships every Acme order in a day."
@@ -44,7 +47,7 @@ def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) ->
     buffer, rows = PostingBuffer(), []
     for num, (url, title, text, anchor) in enumerate(pages):
         buffer.add_anchor(num, anchor)
-        buffer.add(Record_(num, url, title, text))
+        buffer.add(Record(num, url, "", "", "text/html", title=title, text=text, lang="en"))
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, t], c.encode()) for t, c in chunks]
@@ -56,12 +59,6 @@ def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) ->
         collect_index_rows(rows), np.full(n, 1 / n), n, url_kinds=kinds, doc_hosts=doc_hosts
     )
     return SegmentIndex(0, "t", None, {"languages": {"en": n}}, arrays)
-
-
-def Record_(num: int, url: str, title: str, text: str):  # noqa: N802 - a Record, as the crawler writes it
-    from services.storage.formats.records import Record
-
-    return Record(num, url, "", "", "text/html", title=title, text=text, lang="en")
 
 
 def term(index: SegmentIndex, word: str) -> int:
@@ -135,3 +132,15 @@ def test_the_home_page_first_whatever_its_score_but_not_past_the_querys_filters(
 
 def ranked_docs(index: SegmentIndex, q: str, settings: SearchSettings) -> list[int]:
     return retrieve_ranked(index, parse_query(q), 10, settings).ranked.docs.tolist()
+
+
+def test_page_info_shows_the_entry_page_factor() -> None:
+    index = index_of(QUIET_HOME)
+    settings = SearchSettings(feedback_docs=0)
+    query = parse_query("acme")
+    result = retrieve_ranked(index, query, 10, settings)
+    home = breakdown(index, query, "acme", 0, result.ranked, result.mode, 0.2, settings.entry_page_weight)
+    inner = breakdown(index, query, "acme", 3, result.ranked, result.mode, 0.2, settings.entry_page_weight)
+    assert (home.rank, home.entry_factor, inner.entry_factor) == (1, 2.0, 1.0)
+    rebuilt = home.text_score * (1 + home.prior) * home.entry_factor * (1 + home.exact_bonus)
+    assert home.final_score == pytest.approx(rebuilt)
