@@ -18,10 +18,10 @@ decide it, as in the TREC web tracks' home-page finding:
 * **Whether the query names the page** (``names_page``): only then does the URL's form
   count, so an informational query never moves (Song et al., ECIR 2006, "URL hit
   priors": where the query's words hit the URL matters, not its depth alone). A page is
-  named when every query word is in its URL words (for a root: its host name) or, for a
-  root, in its site's name; or when the query's words are most of its title or most of
-  the anchor text of links to it (Craswell, Hawking & Robertson, SIGIR 2001: anchor text
-  finds sites). "Most": the query *is* the name, not one word of it ("numbers" does not
+  named when every query word is in its URL words (for a root: its host name; not "www",
+  a generic suffix or a number) or, for a root, in its site's name; or when the query's
+  words are most of its title or most of the anchor text of links to it (Craswell,
+  Hawking & Robertson, SIGIR 2001: anchor text finds sites). "Most": the query *is* the name, not one word of it ("numbers" does not
   name "Internet Assigned Numbers Authority", nor "domains" "Example Domain").
 
 What naming does (``services.search.retrieval.entry_pages``): a named home page is listed
@@ -58,6 +58,16 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 # How strongly each form says "entry page", as a share of the factor's weight: Kraaij et
 # al.'s order (root > subroot > path > file), kept to the two forms that are entry pages.
 ENTRY_WEIGHT = np.array([1.0, 0.5, 0.0, 0.0], dtype=np.float64)  # by UrlKind value
+
+# Words nearly every URL holds (the scheme is not indexed): a host's "www" or ".org" names
+# no site, nor do numbers (IP addresses, ports: every loopback site is "127 0 0 1").
+GENERIC_URL_WORDS = frozenset({"www", "com", "org", "net", "edu", "gov", "int", "info", "biz", "co", "ac"})
+
+
+def names_by_url(term: str) -> bool:
+    """Whether ``term`` found in a URL's words can name a site (not a generic label or a number)."""
+    return term not in GENERIC_URL_WORDS and not term.isdigit()
+
 
 NAME_SHARE = 0.5  # the query's words are most of the title's (or anchor text's) words: it names the page
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.ranking.entry_pages import UrlKind, entry_factor, names_page
+from services.ranking.entry_pages import UrlKind, entry_factor, names_by_url, names_page
 from services.search.retrieval.segment import SegmentIndex
 
 FIELDS = ("url", "anchor", "title")
@@ -71,6 +71,11 @@ def _in_site_name(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray
     return held
 
 
+def _can_name(index: SegmentIndex, term_ids: Sequence[int]) -> bool:
+    """Whether a query word found in a URL can name a site: not "www", "org" or a number."""
+    return any(names_by_url(index.term(i)) for i in term_ids)
+
+
 def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weight: float) -> NamedPages:
     """The entry pages the query names, with their factors.
 
@@ -90,7 +95,7 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     tfs = [_field_tfs(index, ids, candidates) for ids in words]
     holds_all = np.stack([t["held"] > 0 for t in tfs], axis=1).all(axis=1)
     named = holds_all & names_page(
-        np.stack([t["url"] > 0 for t in tfs], axis=1),
+        np.stack([(t["url"] > 0) & _can_name(index, ids) for t, ids in zip(tfs, words, strict=True)], axis=1),
         np.stack([_in_site_name(index, ids, candidates) for ids in words], axis=1),
         np.stack([t["title"] for t in tfs], axis=1),
         index.arrays["len_title"][candidates],

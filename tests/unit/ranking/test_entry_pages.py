@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.ranking.entry_pages import UrlKind, entry_factor, names_page, site_names, url_kind, url_kinds
+from services.ranking.entry_pages import (
+    UrlKind,
+    entry_factor,
+    names_by_url,
+    names_page,
+    site_names,
+    url_kind,
+    url_kinds,
+)
 
 
 @pytest.mark.parametrize(
@@ -123,3 +131,8 @@ def test_a_page_alone_on_its_host_names_no_site() -> None:
         np.array([UrlKind.ROOT], dtype=np.uint8),
     )
     assert offsets.tolist() == [0, 0] and terms.shape[0] == 0
+
+
+def test_generic_url_words_and_numbers_name_no_site() -> None:
+    assert names_by_url("iana") and names_by_url("time") and names_by_url("3com")
+    assert not any(names_by_url(w) for w in ("www", "org", "com", "127", "0", "41083"))

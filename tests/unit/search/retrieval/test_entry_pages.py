@@ -144,3 +144,13 @@ def test_page_info_shows_the_entry_page_factor() -> None:
     assert (home.rank, home.entry_factor, inner.entry_factor) == (1, 2.0, 1.0)
     rebuilt = home.text_score * (1 + home.prior) * home.entry_factor * (1 + home.exact_bonus)
     assert home.final_score == pytest.approx(rebuilt)
+
+
+def test_a_generic_url_word_names_no_home_page() -> None:
+    index = index_of(PAGES)
+    # "shop" is the host's name (shop.test): it names the home page; "test", the suffix
+    # here, would too were it "com" or "org", which name no site.
+    assert named_entry_pages(index, [[term(index, "shop")]], 1.0).roots.tolist() == [0]
+    generic = index_of([("http://www.shop.org/", "Welcome", "www org shop", "Home"), *PAGES[1:]])
+    assert named_entry_pages(generic, [[term(generic, "org")]], 1.0).docs.shape[0] == 0
+    assert named_entry_pages(generic, [[term(generic, "www")]], 1.0).docs.shape[0] == 0
