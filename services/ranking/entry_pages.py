@@ -21,8 +21,9 @@ decide it, as in the TREC web tracks' home-page finding:
   named when every query word is in its URL words (for a root: its host name; not "www",
   a generic suffix or a number) or, for a root, in its site's name; or when the query's
   words are most of its title or most of the anchor text of links to it (Craswell,
-  Hawking & Robertson, SIGIR 2001: anchor text finds sites). "Most": the query *is* the name, not one word of it ("numbers" does not
-  name "Internet Assigned Numbers Authority", nor "domains" "Example Domain").
+  Hawking & Robertson, SIGIR 2001: anchor text finds sites). "Most": the query *is* the
+  name, not one word of it ("numbers" does not name "Internet Assigned Numbers
+  Authority", nor "domains" "Example Domain").
 
 What naming does (``services.search.retrieval.entry_pages``): a named home page is listed
 first, before every page that is not one (the navigational answer web engines give), and
