@@ -108,7 +108,7 @@ def test_a_query_naming_no_entry_page_ranks_as_without_the_factor() -> None:
 
 
 def test_a_segment_without_url_forms_has_no_entry_pages() -> None:
-    index = index_of(PAGES, with_kinds=False)  # every document a PATH: as before format 7
+    index = index_of(PAGES, with_kinds=False)  # every document a PATH: as before format 8
     assert named_entry_pages(index, [[term(index, "acme")]], 1.0).docs.shape[0] == 0
     assert ranked(index, "acme", 1.0) == ranked(index, "acme", 0.0)
 
