@@ -18,6 +18,9 @@ from services.config.errors import SettingsError
 class SearchSettings:
     # Ranking at query time (the index build's PageRank knobs are in IndexSettings).
     pagerank_weight: float = 0.2  # a top-linked page's text score times at most 1.2 (docs/ranking.md)
+    # A home page the query names scores (1 + this) times, a named section page (1 + this/2)
+    # times (services.ranking.entry_pages); 0 switches it off.
+    entry_page_weight: float = 1.0
     # Query semantics: AND of the words unless AND finds fewer than this many
     # documents (then OR, ranked by score alone).
     and_min_results: int = 10
@@ -99,6 +102,10 @@ class SearchSettings:
                 ) from exc
         if not 0.0 <= self.feedback_weight <= 1.0:
             raise SettingsError(f"NIMBUS_FEEDBACK_WEIGHT={self.feedback_weight}: use 0.0 to 1.0")
+        if not self.entry_page_weight >= 0.0:
+            raise SettingsError(
+                f"NIMBUS_ENTRY_PAGE_WEIGHT={self.entry_page_weight}: use 0 (off) or a positive number"
+            )
         if self.weather_url:
             try:
                 parts = urlsplit(self.weather_url)

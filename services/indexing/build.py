@@ -40,12 +40,27 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.url_names import write_name_lines
+from services.ranking.entry_pages import url_kinds
 from services.ranking.pagerank import PageRankResult, adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
 from services.text.urls import host_key
+
+
+def url_facts(sessions: sessionmaker[Session], num_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's URL form, for the entry-page factor (``services.ranking.entry_pages``),
+    and its host id, for each site's name (its pages' titles)."""
+    with sessions() as session:
+        rows = session.execute(
+            select(Document.doc_num, Document.url)
+            .where(Document.doc_num < num_docs)  # committed after the manifest: the next build's
+            .execution_options(yield_per=10_000)
+        )
+        kinds = url_kinds(((int(num), url) for num, url in rows), num_docs)
+        doc_hosts, _ = host_ids(session, num_docs)
+    return kinds, doc_hosts
 
 
 def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
@@ -55,7 +70,8 @@ def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
     """
     ids: dict[str, int] = {}
     hosts = np.full(num_docs, -1, dtype=np.int64)
-    for num, url in session.execute(select(Document.doc_num, Document.url).order_by(Document.doc_num)):
+    rows = select(Document.doc_num, Document.url).where(Document.doc_num < num_docs)  # later: next build's
+    for num, url in session.execute(rows.order_by(Document.doc_num)):
         hosts[num] = ids.setdefault(host_key(url), len(ids))
     gaps = np.flatnonzero(hosts < 0)
     hosts[gaps] = len(ids) + np.arange(gaps.shape[0])
@@ -218,8 +234,15 @@ def build_index(
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
         read_s, stage = time.monotonic() - stage, time.monotonic()
+        kinds, doc_hosts = url_facts(sessions, num_docs)
         arrays = segment_arrays(
-            columns, ranks.ranks, num_docs, near_duplicates=settings.index.near_duplicates, links=graph
+            columns,
+            ranks.ranks,
+            num_docs,
+            near_duplicates=settings.index.near_duplicates,
+            links=graph,
+            url_kinds=kinds,
+            doc_hosts=doc_hosts,
         )
         languages = columns.languages
         del graph

@@ -33,7 +33,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from services.config import Settings
-from services.indexing.build import compute_pagerank, run_index_jobs
+from services.indexing.build import compute_pagerank, run_index_jobs, url_facts
 from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
@@ -144,7 +144,16 @@ def update_index(
         say("4/4 merge with the active segment and publish")
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
-        delta = segment_arrays(columns, ranks.ranks, num_docs, near_duplicates=False, links=graph)
+        kinds, doc_hosts = url_facts(sessions, num_docs)
+        delta = segment_arrays(
+            columns,
+            ranks.ranks,
+            num_docs,
+            near_duplicates=False,
+            links=graph,
+            url_kinds=kinds,
+            doc_hosts=doc_hosts,
+        )
         delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
         check_mergeable([base_meta, delta_meta])
         base_arrays, base_meta = open_segment(_fetch(store, base_name, scratch))
@@ -157,6 +166,8 @@ def update_index(
             ranks.ranks,
             near_duplicates=settings.index.near_duplicates,
             removed=removed,
+            url_kinds=kinds,
+            doc_hosts=doc_hosts,
         )
         del base_arrays, delta, graph
         meta = segment_meta(

@@ -23,6 +23,7 @@ from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
+from services.ranking.entry_pages import UrlKind, site_names
 from services.storage.formats.segment import SEGMENT_FORMAT
 from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.minhash import near_duplicate_groups, signatures, term_rows
@@ -36,9 +37,13 @@ def segment_arrays(
     *,
     near_duplicates: bool = True,
     links: Mapping[int, Sequence[int]] | None = None,
+    url_kinds: np.ndarray | None = None,
+    doc_hosts: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The segment's arrays (the contract in ``services.storage.formats.segment``) from the index
-    columns, the PageRank vector and the link graph (``doc -> targets``; none: no links)."""
+    columns, the PageRank vector, the link graph (``doc -> targets``; none: no links) and
+    each document's URL form (``services.ranking.entry_pages.url_kinds``; none: every
+    document a PATH, no entry pages) and host id (none: every document a host of its own)."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
@@ -69,7 +74,29 @@ def segment_arrays(
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
     arrays.update(link_arrays(links or {}, num_docs))
+    arrays.update(entry_page_arrays(arrays, num_docs, url_kinds, doc_hosts))
     return arrays
+
+
+def entry_page_arrays(
+    arrays: Mapping[str, np.ndarray],
+    num_docs: int,
+    url_kinds: np.ndarray | None = None,
+    doc_hosts: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Each document's URL form and each site's name (``services.ranking.entry_pages``) from
+    the postings: a build's and a merge's (``segment_merge``) alike."""
+    if url_kinds is None:
+        url_kinds = np.full(num_docs, UrlKind.PATH, dtype=np.uint8)
+    if url_kinds.shape != (num_docs,):
+        raise PublishError(f"{url_kinds.shape[0]} URL forms for {num_docs} documents")
+    kinds = url_kinds.astype(np.uint8, copy=False)
+    if doc_hosts is None:
+        doc_hosts = np.arange(num_docs, dtype=np.int64)
+    offsets, terms = site_names(
+        arrays["post_offsets"], arrays["post_docs"], arrays["tf_title"], doc_hosts, kinds
+    )
+    return {"url_kind": kinds, "site_name_offsets": offsets, "site_name_terms": terms}
 
 
 def link_arrays(links: Mapping[int, Sequence[int]], num_docs: int) -> dict[str, np.ndarray]:

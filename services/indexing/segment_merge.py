@@ -30,7 +30,7 @@ import numpy as np
 from mapreduce.postings_wire import TF_MAX
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
-from services.indexing.segment_arrays import arrays_from_postings, edge_arrays
+from services.indexing.segment_arrays import arrays_from_postings, edge_arrays, entry_page_arrays
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams
 from services.storage.formats.segment import SEGMENT_FORMAT
 
@@ -86,9 +86,13 @@ def merge_segments(
     *,
     near_duplicates: bool = True,
     removed: np.ndarray | None = None,
+    url_kinds: np.ndarray | None = None,
+    doc_hosts: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """One segment's arrays (the contract) holding each document as its owning part has it;
-    ``removed`` documents (gone, noindex) are left out whatever a part holds of them."""
+    ``removed`` documents (gone, noindex) are left out whatever a part holds of them.
+    ``url_kinds`` and ``doc_hosts``: as a build passes them (``segment_arrays``), for the
+    entry pages and site names, recomputed over the merged postings."""
     owner = owners(parts, num_docs)
     if removed is not None and removed.shape[0]:
         owner[np.asarray(removed, dtype=np.int64)] = -1
@@ -164,6 +168,7 @@ def merge_segments(
     arrays["positions"] = positions.astype(np.uint32)
     arrays["pos_offsets"] = pos_offsets
     arrays.update(_links(parts, owner, num_docs, graph))
+    arrays.update(entry_page_arrays(arrays, num_docs, url_kinds, doc_hosts))
     return arrays
 
 

@@ -120,6 +120,7 @@ class PageViews:
                 result.ranked,
                 result.mode,
                 self.service.retrieval.pagerank_weight,
+                self.service.retrieval.entry_page_weight,
             )
         return PageInfo(
             doc_num=doc_num,

@@ -96,6 +96,7 @@ PINNED = {
     "NIMBUS_ALLOWED_HOSTS": "crawl.allowed_hosts",
     "NIMBUS_NEAR_DUPLICATES": "index.near_duplicates",
     "NIMBUS_PAGERANK_WEIGHT": "search.pagerank_weight",
+    "NIMBUS_ENTRY_PAGE_WEIGHT": "search.entry_page_weight",
     "NIMBUS_PAGERANK_DAMPING": "index.pagerank_damping",
     "NIMBUS_PAGERANK_TOLERANCE": "index.pagerank_tolerance",
     "NIMBUS_PAGERANK_MAX_ITERATIONS": "index.pagerank_max_iterations",

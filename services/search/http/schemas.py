@@ -235,6 +235,9 @@ class ScoreParts(BaseModel):
     text_score: float
     pagerank: float
     prior: float = Field(description="W * s / (s + 1), s = N * pagerank")
+    entry_factor: float = Field(
+        default=1.0, description="the entry-page factor: above 1 for a home or section page the query names"
+    )
     exact_bonus: float = Field(description="the words-as-typed bonus, a fraction of the score")
     final_score: float
 

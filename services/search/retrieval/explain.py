@@ -2,7 +2,11 @@
 the segment (the same numbers the ranking used, not a second formula).
 
     text   = sum over query terms of  weight * impact      (+ RM3 terms, when feedback ran)
-    final  = text * (1 + W * s / (s + 1)) * (1 + words-as-typed bonus)     s = N * pagerank
+    final  = text * (1 + W * s / (s + 1)) * entry * (1 + words-as-typed bonus)     s = N * pagerank
+
+``entry`` is the entry-page factor (``services.ranking.entry_pages``): above 1 for a home
+or section page the query names, 1 otherwise; a home page the query names is also listed
+before the other results, whatever its score.
 
 Per term the breakdown gives the impact (BM25F over the fields at once: a field has no
 score of its own, so its term frequencies are shown, which is what BM25F weighs). Pure:
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from services.search.query.language import ParsedQuery
+from services.search.retrieval.entry_pages import named_entry_pages
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.segment import SegmentIndex
 
@@ -46,6 +51,7 @@ class ScoreBreakdown:
     text_score: float
     pagerank: float
     prior: float  # W * s / (s + 1)
+    entry_factor: float  # the entry-page factor: 1 unless the query names this home or section page
     exact_bonus: float  # words-as-typed bonus, as a fraction of the score (0..0.05)
     final_score: float
 
@@ -81,20 +87,26 @@ def breakdown(
     ranked: Ranked,
     mode: str,
     pagerank_weight: float,
+    entry_page_weight: float = 0.0,
 ) -> ScoreBreakdown:
     """``doc``'s score parts for ``query``, given the ranking the search made (``ranked``,
     best first, as deep as results may be paged)."""
     parts = term_parts(index, query, doc)
     words = sum(p.score for p in parts)
     prior = float(index.prior(pagerank_weight)[doc])
+    words_ids = [
+        [i for form in query.forms_of(t) if (i := index.term_id(form)) is not None] for t in query.terms
+    ]
+    named = named_entry_pages(index, words_ids, entry_page_weight)
+    entry = float(named.factors[named.docs == doc][0]) if (named.docs == doc).any() else 1.0
     where = np.flatnonzero(ranked.docs == doc)
     if where.shape[0]:
         i = int(where[0])
         text, final, rank = float(ranked.text[i]), float(ranked.final[i]), i + 1
     else:  # not among the reachable results: the words' score, no feedback, no bonus
         text, rank = words, None
-        final = text * (1.0 + prior)
-    plain = text * (1.0 + prior)
+        final = text * (1.0 + prior) * entry
+    plain = text * (1.0 + prior) * entry
     return ScoreBreakdown(
         query=q,
         mode=mode,
@@ -105,6 +117,7 @@ def breakdown(
         text_score=text,
         pagerank=float(index.pagerank[doc]),
         prior=prior,
+        entry_factor=entry,
         exact_bonus=max(0.0, final / plain - 1.0) if plain > 0 else 0.0,
         final_score=final,
     )

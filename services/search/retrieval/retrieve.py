@@ -24,6 +24,7 @@ import numpy as np
 
 from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
+from services.search.retrieval.entry_pages import named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
 from services.search.retrieval.phrase import phrase_matches
@@ -35,6 +36,7 @@ from services.search.retrieval.rank import (
     conjunctive,
     intersect_docs,
     score_candidates,
+    top_k,
     top_k_maxscore,
     union_docs,
 )
@@ -104,18 +106,15 @@ def retrieve(
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
+    # Pages the query names as a site's or section's entry (services.ranking.entry_pages).
+    named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
+    prior, top = with_entry_pages(index, named, prior, top)
     ids = {term: i[0] for term, i in looked_up.items() if i}  # terms in the index (a form of)
     found = list(ids)
     weights = {ids[t]: float(query.terms[t]) for t in found}
     terms = [query_term_group(index, looked_up[t], weights[ids[t]]) for t in found]
-    excluded = union_docs(
-        [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
-    )
-    visible = index.visible  # near-duplicates show under their group's first document
-    if allowed is not None:
-        visible = allowed if visible is None else allowed & visible
-    for phrase in query.excluded_phrases:
-        excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
+    excluded = _excluded(index, query)
+    visible = _visible(index, allowed)
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
     if not query.terms and visible is not None and allowed is not None and k > 0:
         return Retrieval(_browse(visible, excluded, prior, k), "browse", found)
@@ -195,6 +194,25 @@ def retrieve(
         ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
         return Retrieval(ranked, "or+feedback", found, all_words)
     return Retrieval(ranked, "or", found, all_words)
+
+
+def _excluded(index: SegmentIndex, query: ParsedQuery) -> np.ndarray:
+    """The documents the query's ``-word`` and ``-"phrase"`` exclude (ascending)."""
+    excluded = union_docs(
+        [query_term(index, i, 1.0) for t in query.excluded if (i := index.term_id(t)) is not None]
+    )
+    for phrase in query.excluded_phrases:
+        excluded = np.union1d(excluded, _phrase_docs(index, phrase)).astype(np.uint32)
+    return excluded
+
+
+def _visible(index: SegmentIndex, allowed: np.ndarray | None) -> np.ndarray | None:
+    """The documents that may be results: not folded (near-duplicates show under their
+    group's first document) and ``allowed`` by the query's operators; None when all may."""
+    visible = index.visible
+    if allowed is not None:
+        visible = allowed if visible is None else allowed & visible
+    return visible
 
 
 def _phrase_then_words(
@@ -283,14 +301,74 @@ def retrieve_ranked(
     allowed: np.ndarray | None = None,
 ) -> Retrieval:
     """``retrieve``, then the words-as-typed rescore (``services.search.retrieval.exact_forms``) over at
-    least ``RESCORE_WINDOW`` first-phase hits: what search and evaluation rank by."""
+    least ``RESCORE_WINDOW`` first-phase hits, then the home pages the query names first
+    (``services.ranking.entry_pages``): what search and evaluation rank by."""
     if k <= 0:
         return retrieve(index, query, k, settings, allowed)
-    result = retrieve(index, query, max(k, RESCORE_WINDOW), settings, allowed)
+    roots = named_roots(index, query, settings, allowed)
+    depth = k + int(roots.shape[0])  # enough results besides the roots, wherever they ranked
+    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed)
     ranked = result.ranked
     forms = [query.forms[t] for t in result.found if t in query.forms]
     if result.mode in _BY_SCORE and forms:
-        ranked = rescore_exact_forms(index, forms, ranked, k)
-    elif ranked.docs.shape[0] > k:
+        ranked = rescore_exact_forms(index, forms, ranked, depth)
+    if roots.shape[0]:
+        ranked = _roots_first(index, query, ranked, roots, settings)
+    if ranked.docs.shape[0] > k:
         ranked = replace(ranked, docs=ranked.docs[:k], final=ranked.final[:k], text=ranked.text[:k])
     return Retrieval(ranked, result.mode, result.found, result.all_words)
+
+
+def named_roots(
+    index: SegmentIndex, query: ParsedQuery, settings: SearchSettings, allowed: np.ndarray | None
+) -> np.ndarray:
+    """The home pages the query names that are results of it (not excluded, folded or
+    filtered out by an operator; holding its quoted phrases), ascending."""
+    if not query.terms:
+        return np.zeros(0, np.uint32)
+    words = [_present(index, query.forms_of(t)) for t in query.terms]
+    roots = named_entry_pages(index, words, settings.entry_page_weight).roots
+    if not roots.shape[0]:
+        return roots
+    visible = _visible(index, allowed)
+    if visible is not None:
+        roots = roots[visible[roots]]
+    roots = _without(roots, _excluded(index, query))
+    for phrase in query.phrases:
+        ids = [index.term_id(t) for t in phrase]
+        if any(i is None for i in ids):
+            return np.zeros(0, np.uint32)
+        roots = _holding_phrase(index, roots, [i for i in ids if i is not None])
+    return roots
+
+
+def _roots_first(
+    index: SegmentIndex, query: ParsedQuery, ranked: Ranked, roots: np.ndarray, settings: SearchSettings
+) -> Ranked:
+    """``ranked`` with the named ``roots`` first (best score first), scored as ``retrieve``
+    scores them where it did not list them. The count is unchanged: each root holds every
+    word of the query and passed its filters, so it was counted among the matches."""
+    listed = np.isin(ranked.docs, roots)
+    missing = roots[~np.isin(roots, ranked.docs)]
+    docs = np.concatenate([ranked.docs[listed], missing])
+    final = np.concatenate([ranked.final[listed], np.zeros(missing.shape[0])])
+    text = np.concatenate([ranked.text[listed], np.zeros(missing.shape[0])])
+    if missing.shape[0]:
+        looked_up = {t: _present(index, query.forms_of(t)) for t in query.terms}
+        terms = [query_term_group(index, ids, float(query.terms[t])) for t, ids in looked_up.items() if ids]
+        prior = index.prior(settings.pagerank_weight)
+        named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
+        prior, _top = with_entry_pages(index, named, prior, 0.0)
+        scored = score_candidates(terms, missing, prior, int(missing.shape[0]))
+        order = np.searchsorted(missing, scored.docs)  # missing is ascending
+        final[listed.sum() + order] = scored.final
+        text[listed.sum() + order] = scored.text
+    first = top_k(docs, final, int(docs.shape[0]))
+    rest = ~listed
+    return Ranked(
+        np.concatenate([docs[first], ranked.docs[rest]]).astype(np.uint32),
+        np.concatenate([final[first], ranked.final[rest]]),
+        np.concatenate([text[first], ranked.text[rest]]),
+        ranked.total,
+        ranked.exact,
+    )

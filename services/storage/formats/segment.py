@@ -120,13 +120,14 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 7. N documents, T terms, P postings, Q positions, E links.
+# The segment contract, format 8. N documents, T terms, P postings, Q positions, E links.
 # What each format added (an array's ``since``):
 # 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*;
 # 6: tf_meta, len_meta (the meta description and keywords as a field of their own);
-# 7: tf_nav, len_nav (menus, link lists and form words, cut out of the body, as a field)
-SEGMENT_FORMAT = 7
-READABLE_FORMATS = frozenset({3, 4, 5, 6, 7})  # older segments serve without the newer arrays
+# 7: tf_nav, len_nav (menus, link lists and form words, cut out of the body, as a field);
+# 8: url_kind, site_name_* (entry pages for navigational queries)
+SEGMENT_FORMAT = 8
+READABLE_FORMATS = frozenset({3, 4, 5, 6, 7, 8})  # older segments serve without the newer arrays
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,21 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         np.dtype(np.uint32), "free", "the documents linking to each document, ascending per document", since=4
     ),
     "out_counts": ArraySpec(np.dtype(np.uint32), "doc", "links from the document to crawled pages", since=4),
+    "url_kind": ArraySpec(
+        np.dtype(np.uint8),
+        "doc",
+        "the URL's form: 0 root, 1 subroot, 2 path, 3 file (services.ranking.entry_pages.UrlKind)",
+        since=8,
+    ),
+    "site_name_offsets": ArraySpec(
+        np.dtype(np.uint64), "doc+1", "document d's site name is site_name_terms[off[d]:off[d+1]]", since=8
+    ),
+    "site_name_terms": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        "term ids in the titles of most of a host's pages, ascending, for its roots (entry_pages.site_names)",
+        since=8,
+    ),
     "vocab_bytes": ArraySpec(
         np.dtype(np.uint8), "free", "written word forms in 2+ documents, UTF-8, sorted by bytes", since=5
     ),
@@ -254,6 +270,11 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         raise bad("form_offsets does not end at the end of form_filters")
     if "in_offsets" in expected and int(arrays["in_offsets"][-1]) != arrays["in_docs"].shape[0]:
         raise bad("in_offsets does not end at the number of in-links")
+    if (
+        "site_name_offsets" in expected
+        and int(arrays["site_name_offsets"][-1]) != arrays["site_name_terms"].shape[0]
+    ):
+        raise bad("site_name_offsets does not end at the number of site name terms")
     if "vocab_df" in expected and (
         arrays["vocab_offsets"].shape[0] != arrays["vocab_df"].shape[0] + 1
         or int(arrays["vocab_offsets"][-1]) != arrays["vocab_bytes"].shape[0]

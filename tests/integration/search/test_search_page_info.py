@@ -61,7 +61,7 @@ def test_the_score_breakdown_adds_up_to_the_ranked_score(client):
     assert score["words_score"] == pytest.approx(sum(t["score"] for t in score["terms"]))
     assert score["text_score"] == pytest.approx(score["words_score"])  # no feedback here
     # final = text * (1 + prior) * (1 + bonus)
-    rebuilt = score["text_score"] * (1 + score["prior"]) * (1 + score["exact_bonus"])
+    rebuilt = score["text_score"] * (1 + score["prior"]) * score["entry_factor"] * (1 + score["exact_bonus"])
     assert rebuilt == pytest.approx(score["final_score"], rel=1e-9)
     # A page the query does not find: a breakdown with no rank and no impact.
     other = client.get("/api/page/3", params={"q": "wing"}).json()["score"]

@@ -85,7 +85,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 7 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 8 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
@@ -143,10 +143,23 @@ def test_a_format_3_segment_is_still_read_without_the_link_arrays():
 def test_a_format_6_segment_is_still_read_without_the_nav_field():
     from services.storage.formats.segment import READABLE_FORMATS, SEGMENT_FORMAT, check_segment
 
-    assert SEGMENT_FORMAT == 7 and 6 in READABLE_FORMATS
+    assert SEGMENT_FORMAT == 8 and 6 in READABLE_FORMATS
     arrays = arrays_for(ROWS)
     assert arrays["tf_nav"].tolist() == [0] * 6 and arrays["len_nav"].tolist() == [0, 0, 0]
-    old = {k: v for k, v in arrays.items() if k not in ("tf_nav", "len_nav")}
+    entry_pages = ("url_kind", "site_name_offsets", "site_name_terms")
+    old = {k: v for k, v in arrays.items() if k not in ("tf_nav", "len_nav", *entry_pages)}
     check_segment(old, {"format": 6, "num_docs": 3}, "old.nseg")  # no error
     with pytest.raises(SegmentContractError, match="tf_nav"):
         check_segment(old, {"format": 7, "num_docs": 3}, "new.nseg")
+
+
+def test_a_format_7_segment_is_still_read_without_entry_pages():
+    from services.storage.formats.segment import check_segment
+
+    arrays = arrays_for(ROWS)
+    assert arrays["url_kind"].tolist() == [2, 2, 2]  # no URLs given: every document a PATH
+    assert arrays["site_name_offsets"].tolist() == [0, 0, 0, 0] and arrays["site_name_terms"].shape[0] == 0
+    old = {k: v for k, v in arrays.items() if k not in ("url_kind", "site_name_offsets", "site_name_terms")}
+    check_segment(old, {"format": 7, "num_docs": 3}, "old.nseg")  # no error
+    with pytest.raises(SegmentContractError, match="url_kind"):
+        check_segment(old, {"format": 8, "num_docs": 3}, "new.nseg")

@@ -1,0 +1,120 @@
+"""The entry pages one query names, read from the segment (``services.ranking.entry_pages``).
+
+A query's named entry pages are the roots and subroots that hold every one of its words and
+that it names (URL words, a root's site name, most of the title or of the in-link anchor
+text). Their factors are folded into the query's prior, ``(1 + prior') = (1 + prior) *
+factor``, so every path of ``retrieve`` (AND, OR with MaxScore, phrases, feedback) ranks by
+the same final score and MaxScore's bound stays exact (the largest prior' is the bound);
+``retrieve_ranked`` then lists the named roots first. A query naming no entry page (every
+informational query over pages without roots, such as Cranfield's) gets the shared prior
+array back, untouched and uncopied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.ranking.entry_pages import UrlKind, entry_factor, names_by_url, names_page
+from services.search.retrieval.segment import SegmentIndex
+
+FIELDS = ("url", "anchor", "title")
+
+
+@dataclass(frozen=True)
+class NamedPages:
+    """The entry pages a query names: doc numbers ascending, their URL forms and factors."""
+
+    docs: np.ndarray  # uint32
+    kinds: np.ndarray  # uint8, UrlKind values
+    factors: np.ndarray  # float64, above 1
+
+    @property
+    def roots(self) -> np.ndarray:
+        return self.docs[self.kinds == UrlKind.ROOT]
+
+
+NONE = NamedPages(np.zeros(0, np.uint32), np.zeros(0, np.uint8), np.zeros(0, np.float64))
+
+
+def _field_tfs(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -> dict[str, np.ndarray]:
+    """One query word in ``docs`` (ascending): whether each holds it (``held``) and its url,
+    anchor and title frequencies, its best form's per field (a word's forms are its
+    analyses in several languages)."""
+    out = {name: np.zeros(docs.shape[0], dtype=np.uint32) for name in FIELDS}
+    out["held"] = np.zeros(docs.shape[0], dtype=np.uint32)
+    for term_id in term_ids:
+        start, end = index.posting_range(term_id)
+        postings = index.arrays["post_docs"][start:end]
+        if postings.shape[0] == 0:
+            continue
+        at = np.minimum(np.searchsorted(postings, docs), postings.shape[0] - 1)
+        hit = postings[at] == docs
+        out["held"] |= hit
+        for name in FIELDS:
+            out[name] = np.maximum(out[name], np.where(hit, index.arrays[f"tf_{name}"][start + at], 0))
+    return out
+
+
+def _in_site_name(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
+    """Whether one query word (any of its forms) is in the site name of each of ``docs``:
+    a running count of the site-name entries that are one of its forms, read at each
+    document's range (no loop over the documents)."""
+    offsets, names = index.arrays["site_name_offsets"], index.arrays["site_name_terms"]
+    if names.shape[0] == 0:
+        return np.zeros(docs.shape[0], dtype=bool)
+    seen = np.concatenate([[0], np.cumsum(np.isin(names, np.asarray(term_ids, dtype=names.dtype)))])
+    starts, ends = offsets[docs].astype(np.int64), offsets[docs.astype(np.int64) + 1].astype(np.int64)
+    held: np.ndarray = seen[ends] > seen[starts]
+    return held
+
+
+def _can_name(index: SegmentIndex, term_ids: Sequence[int]) -> bool:
+    """Whether a query word found in a URL can name a site: not "www", "org" or a number."""
+    return any(names_by_url(index.term(i)) for i in term_ids)
+
+
+def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weight: float) -> NamedPages:
+    """The entry pages the query names, with their factors.
+
+    ``words`` holds each query word's term ids (its forms in the index); a word the index
+    lacks (no ids) means no page holds every word, so none is named.
+    """
+    if weight <= 0 or not words or any(not ids for ids in words) or "url_kind" not in index.arrays:
+        return NONE
+    kinds = index.arrays["url_kind"]
+    # A named page holds every word, so the rarest word's postings hold every candidate.
+    rarest = min(words, key=lambda ids: sum(int(index.arrays["df"][i]) for i in ids))
+    parts = [index.postings(i)[0] for i in rarest]
+    candidates = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))  # ascending
+    candidates = candidates[kinds[candidates] <= UrlKind.SUBROOT]
+    if candidates.shape[0] == 0:
+        return NONE
+    tfs = [_field_tfs(index, ids, candidates) for ids in words]
+    holds_all = np.stack([t["held"] > 0 for t in tfs], axis=1).all(axis=1)
+    named = holds_all & names_page(
+        np.stack([(t["url"] > 0) & _can_name(index, ids) for t, ids in zip(tfs, words, strict=True)], axis=1),
+        np.stack([_in_site_name(index, ids, candidates) for ids in words], axis=1),
+        np.stack([t["title"] for t in tfs], axis=1),
+        index.arrays["len_title"][candidates],
+        np.stack([t["anchor"] for t in tfs], axis=1),
+        index.arrays["len_anchor"][candidates],
+    )
+    factors = entry_factor(kinds[candidates], named, weight)
+    lifted = factors > 1.0
+    return NamedPages(
+        candidates[lifted].astype(np.uint32), kinds[candidates][lifted].astype(np.uint8), factors[lifted]
+    )
+
+
+def with_entry_pages(
+    index: SegmentIndex, named: NamedPages, prior: np.ndarray, top: float
+) -> tuple[np.ndarray, float]:
+    """(the query's prior with its named entry pages' factors folded in, its largest value)."""
+    if named.docs.shape[0] == 0:
+        return prior, top
+    lifted = prior.copy()  # the segment's cached prior is shared by every query
+    lifted[named.docs] = (1.0 + prior[named.docs]) * named.factors - 1.0
+    return lifted, max(top, float(lifted[named.docs].max()))
