@@ -64,15 +64,19 @@ def index_output(output: JobOutput, vocabulary: dict | None = None) -> tuple[dic
     vocabulary = {} if vocabulary is None else vocabulary
     for (kind, name), value in read_index_rows(output.path):
         if kind == "t":
-            docs, tt, tb, ta, tu, tm, counts, positions = Chunk.decode(value).as_lists()
+            docs, *fields, counts, positions = Chunk.decode(value).as_lists()
             assert docs == sorted(docs)  # ascending doc numbers
+            # title, body, anchor, url, meta; the nav field (menus, link lists, forms) is
+            # empty in these pages
+            *kept, nav = fields
+            assert len(kept) == 5 and not any(nav)
             starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
             postings[name] = {
-                d: [tt[i], tb[i], ta[i], tu[i], tm[i], positions[starts[i] : starts[i + 1]]]
-                for i, d in enumerate(docs)
+                d: [*(f[i] for f in kept), positions[starts[i] : starts[i + 1]]] for i, d in enumerate(docs)
             }
         elif kind == "l":
-            lengths[name] = value
+            *lengths[name], nav_length = value
+            assert nav_length == 0
         elif kind == "v":
             vocabulary[name] = value
     return postings, lengths
