@@ -165,3 +165,14 @@ def test_a_thousand_and_one_a_is_one_very_common_word_not_a_query_of_very_common
     assert "only very common words" not in browser_page.locator("main").inner_text()
     assert browser_page.locator("#q").input_value() == "a"
     browser_page.screenshot(path=str(artifacts / "query-cut-a-1001.png"), full_page=True)
+
+
+def test_a_site_name_brings_the_sites_home_page_first(browser_page, server_url, pipeline):
+    """Navigational queries: the IANA site's name, typed into the box, lists its home page
+    first, above the inner pages that mention IANA more often (issue 32: it was 14th)."""
+    browser_page.goto(server_url + "/")
+    browser_page.fill("input[name=q]", "iana")
+    browser_page.keyboard.press("Enter")
+    browser_page.wait_for_load_state()
+    first = browser_page.locator("li.hit h2 a").first.get_attribute("href")
+    assert first == pipeline.iana.origin + "/", first
