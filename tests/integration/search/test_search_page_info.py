@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from services.search.query.limits import MAX_QUERY_CHARS
@@ -72,6 +74,21 @@ def test_the_html_page_shows_it_and_unknown_documents_are_404(client):
     page = client.get("/page/1", params={"q": "wing"})
     assert page.status_code == 200
     assert "the wing page" in page.text and "Why it ranked" in page.text and "Links in" in page.text
+    # The score table has a column per BM25F field, the meta and nav fields too.
+    header = page.text.split('<table class="scores"', 1)[1].split("</thead>", 1)[0]
+    columns = re.findall(r'<th scope="col">([^<]*)</th>', header)
+    assert columns == [
+        "word",
+        "indexed as",
+        "title",
+        "body",
+        "anchor",
+        "URL",
+        "meta",
+        "nav",
+        "impact",
+        "× weight",
+    ]
     assert client.get("/page/3").text.count("PDF") >= 1
     assert client.get("/api/page/99").status_code == 404
     assert client.get("/api/page/-1").status_code in (404, 422)
