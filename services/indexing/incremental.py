@@ -210,5 +210,5 @@ def update_index(
 
 
 def _fetch(store: BlobStore, name: str, scratch: Path) -> Path:
-    """The base segment as a local file to memory-map."""
-    return store.download(name, scratch / "base.nseg")
+    """The base segment as a local file to memory-map (on a file:// store, the blob itself)."""
+    return store.local_file(name, scratch / "base.nseg")

@@ -61,6 +61,11 @@ class BlobStore(ABC):
             return False
         return True
 
+    def local_file(self, name: str, cache: Path) -> Path:
+        """A local file holding blob ``name``, to memory-map: ``download`` to ``cache``, or the
+        blob's own file where it is one (``FileBlobStore``: no copy of a large segment)."""
+        return self.download(name, cache)
+
     def download(self, name: str, path: Path) -> Path:
         """Copy a blob to a local file atomically, in chunks (index segments for memory-mapping).
 
@@ -105,6 +110,14 @@ class FileBlobStore(BlobStore):
     def put(self, name: str, data: bytes) -> None:
         with self.writer(name) as fh:
             fh.write(data)
+
+    def local_file(self, name: str, cache: Path) -> Path:
+        """The blob's own file: blobs are never written in place (``writer`` renames a new
+        file over the name), so a memory map of it stays whole."""
+        path = self._path(name)
+        if not path.is_file():
+            raise BlobNotFoundError(f"blob {name!r} not found in {self.url}")
+        return path
 
     @contextlib.contextmanager
     def writer(self, name: str) -> Iterator[BinaryIO]:

@@ -46,6 +46,17 @@ def test_download_copies_in_chunks_atomically(store, tmp_path):
     assert not (tmp_path / "cache" / "missing.nseg").exists()
 
 
+def test_a_local_file_of_a_blob_is_a_copy_or_on_disk_the_blob_itself(store, tmp_path):
+    data = bytes(range(256)) * 100
+    store.put("index/segment-2.nseg", data)
+    path = store.local_file("index/segment-2.nseg", tmp_path / "cache" / "segment-2.nseg")
+    assert path.read_bytes() == data
+    if isinstance(store, FileBlobStore):  # no copy of a segment that is a file already
+        assert path.parent == store.root / "index" and not (tmp_path / "cache").exists()
+    with pytest.raises(BlobNotFoundError):
+        store.local_file("index/missing.nseg", tmp_path / "cache" / "missing.nseg")
+
+
 def test_missing_blob_is_a_named_error(store):
     with pytest.raises(BlobNotFoundError, match="nope"):
         store.get("content/nope.ncb")
