@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.index import tantivy_index
 from benchmarks.textcorpus import DATA, build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,13 +87,7 @@ def nimbus(first: Path, second: Path, runner: str, state: Path) -> dict[str, flo
 def tantivy_peer(first: Path, second: Path, path: Path) -> dict[str, float]:
     import tantivy
 
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("title", stored=False, tokenizer_name="en_stem")
-    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    builder.add_integer_field("id", stored=True, indexed=False)
-    index = tantivy.Index(builder.build(), path=str(path))
+    index = tantivy_index(path)
 
     def add(docs_file: Path) -> float:
         start = time.perf_counter()

@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.textcorpus import DATA, build
 
@@ -127,7 +128,9 @@ def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
     return {"build_s": build_s, "docs": len(texts), **timed_queries(run, queries)}
 
 
-def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, float]:
+def tantivy_index(path: Path) -> Any:
+    """An empty tantivy index at ``path`` (emptied first): title and body with its
+    ``en_stem`` analyzer, the document's id stored."""
     import tantivy
 
     shutil.rmtree(path, ignore_errors=True)
@@ -136,8 +139,13 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, 
     builder.add_text_field("title", stored=False, tokenizer_name="en_stem")
     builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
     builder.add_integer_field("id", stored=True, indexed=False)
-    schema = builder.build()
-    index = tantivy.Index(schema, path=str(path))
+    return tantivy.Index(builder.build(), path=str(path))
+
+
+def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, float]:
+    import tantivy
+
+    index = tantivy_index(path)
     start = time.perf_counter()
     writer = index.writer(heap_size=512_000_000)
     for d in docs:

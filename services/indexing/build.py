@@ -123,6 +123,19 @@ def run_index_jobs(
     return links, index
 
 
+def progress_lines(stage: str, progress: bool, report: Callable[[str], None] | None) -> Callable[[str], None]:
+    """Where a build's or an update's progress lines go: ``report`` when given (the indexer's
+    daemon keeps them in the build's row), else stderr unless ``progress`` is off."""
+
+    def say(message: str) -> None:
+        if report is not None:
+            report(f"{stage}: {message}")
+        elif progress:
+            print(f"{stage}: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
 def compute_pagerank(
     settings: Settings,
     sessions: sessionmaker[Session],
@@ -175,13 +188,7 @@ def build_index(
     Progress lines (stages, counts, EMR's cluster and step states) go to stderr, or to
     ``report`` when given (the indexer's daemon keeps them in the build's row)."""
     started = time.monotonic()
-
-    def say(message: str) -> None:
-        if report is not None:
-            report(f"build: {message}")
-        elif progress:
-            print(f"build: {message}", file=sys.stderr, flush=True)
-
+    say = progress_lines("build", progress, report)
     engine = make_engine(settings.database_url)
     try:
         init_db(engine)

@@ -22,7 +22,6 @@ does, and a link graph kept between runs, would make an update proportional to w
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -33,7 +32,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from services.config import Settings
-from services.indexing.build import compute_pagerank, run_index_jobs, url_facts
+from services.indexing.build import compute_pagerank, progress_lines, run_index_jobs, url_facts
 from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
@@ -43,7 +42,7 @@ from services.indexing.publish import publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
 from services.indexing.url_names import write_name_lines
-from services.storage.blobs.blobstore import BlobStore, open_blobstore
+from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
@@ -70,13 +69,7 @@ def update_index(
     before updates existed, ``PublishError`` when it was built with another analyzer (a full
     build is then the way)."""
     started = time.monotonic()
-
-    def say(message: str) -> None:
-        if report is not None:
-            report(f"update: {message}")
-        elif progress:
-            print(f"update: {message}", file=sys.stderr, flush=True)
-
+    say = progress_lines("update", progress, report)
     engine = make_engine(settings.database_url)
     scratch: Path | None = None
     try:
@@ -156,7 +149,8 @@ def update_index(
         )
         delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
         check_mergeable([base_meta, delta_meta])
-        base_arrays, base_meta = open_segment(_fetch(store, base_name, scratch))
+        # On a file:// store the blob itself is mapped, not a copy of it.
+        base_arrays, base_meta = open_segment(store.local_file(base_name, scratch / "base.nseg"))
         merged = merge_segments(
             [
                 SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))),
@@ -207,8 +201,3 @@ def update_index(
         f"through commit seq {result.through_seq}, in {result.seconds:.1f} s"
     )
     return result
-
-
-def _fetch(store: BlobStore, name: str, scratch: Path) -> Path:
-    """The base segment as a local file to memory-map (on a file:// store, the blob itself)."""
-    return store.local_file(name, scratch / "base.nseg")
