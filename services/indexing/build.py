@@ -34,7 +34,7 @@ from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
-from services.indexing.manifest import docs_end, manifest_parts, write_manifest_parts
+from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
@@ -210,9 +210,10 @@ def build_index(
         scratch.mkdir(parents=True, exist_ok=True)
         with sessions() as session:
             mark = commit_mark(session)  # before the documents: later commits are newer
-            manifest, blocks = write_manifest_parts(session, scratch, manifest_parts(settings))
+            written = write_manifest_parts(session, scratch, manifest_parts(settings))
+            manifest, blocks = written.paths, written.blocks
             # A crawl committing meanwhile may have added documents past max_doc: count them.
-            num_docs = max(num_docs, docs_end(manifest))
+            num_docs = max(num_docs, written.docs_end)
             names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(
             f"{count} documents in {blocks} record blocks; "

@@ -37,7 +37,7 @@ from services.indexing.commit_mark import CommitMark, commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
-from services.indexing.manifest import docs_end, manifest_docs, manifest_parts, write_manifest_parts
+from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.publish import publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
@@ -114,13 +114,11 @@ def update_index(
         graph_dir.mkdir()
         with sessions() as session:
             count, max_doc = session.execute(select(func.count(), func.max(Document.doc_num))).one()
-            manifest, blocks = write_manifest_parts(
-                session, text_dir, manifest_parts(settings), where=base_mark.newer()
-            )
-            every, _ = write_manifest_parts(session, graph_dir, manifest_parts(settings))
-        delta_docs = manifest_docs(manifest)
+            text = write_manifest_parts(session, text_dir, manifest_parts(settings), where=base_mark.newer())
+            graph_all = write_manifest_parts(session, graph_dir, manifest_parts(settings))
+        manifest, blocks, delta_docs, every = text.paths, text.blocks, text.docs, graph_all.paths
         # Documents committed while the manifests were written are in them: count them.
-        num_docs = max(int(max_doc) + 1, int(base_meta["num_docs"]), docs_end([*manifest, *every]))
+        num_docs = max(int(max_doc) + 1, int(base_meta["num_docs"]), text.docs_end, graph_all.docs_end)
         with sessions() as session:
             names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(

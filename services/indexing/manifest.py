@@ -11,12 +11,13 @@ import contextlib
 import gzip
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from mapreduce.record_job import manifest_lines, parse_manifest_line
+from mapreduce.record_job import manifest_lines
 from services.config import Settings
 from services.storage.sql.models import Document
 
@@ -32,14 +33,29 @@ def manifest_parts(settings: Settings) -> int:
     return MANIFEST_PARTS if settings.index.mr_runner == "emr" else max(1, os.cpu_count() or 1)
 
 
+class Manifest(NamedTuple):
+    """What ``write_manifest_parts`` wrote."""
+
+    paths: list[Path]
+    blocks: int  # record blocks listed
+    # The documents listed, ascending: exactly what a job over the files reads, whatever was
+    # committed between this and the build's other queries (a crawl racing the build).
+    docs: np.ndarray
+
+    @property
+    def docs_end(self) -> int:
+        """One past the largest doc_num listed (0: none)."""
+        return int(self.docs[-1]) + 1 if self.docs.shape[0] else 0
+
+
 def write_manifest_parts(
     session: Session,
     directory: Path,
     parts: int = MANIFEST_PARTS,
     where: ColumnElement[bool] | None = None,
-) -> tuple[list[Path], int]:
+) -> Manifest:
     """The job input from the documents table, dealt in contiguous runs of blocks over up to
-    ``parts`` gzip files: (files, blocks listed).
+    ``parts`` gzip files (``Manifest``: the files, the blocks and the documents listed).
 
     One line per record block: ``<block>\t<doc_nums whose current record is there>``
     (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
@@ -69,29 +85,15 @@ def write_manifest_parts(
     paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
     rows = session.execute(rows_query.order_by(Document.record_block, Document.doc_num))
     blocks = 0
+    listed: list[int] = []
+
+    def noted(row: tuple[str, int, int]) -> tuple[str, int, int]:
+        listed.append(row[1])
+        return row
+
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
-        for i, line in enumerate(manifest_lines((block, num, index) for block, num, index in rows)):
+        for i, line in enumerate(manifest_lines(noted((b, n, x)) for b, n, x in rows)):
             files[min(count - 1, i * count // max(1, num_blocks))].write(line)
             blocks += 1
-    return paths, blocks
-
-
-def manifest_docs(paths: list[Path]) -> np.ndarray:
-    """The documents the manifest files list (ascending): exactly what a job over them reads,
-    whatever was committed between the queries that wrote them."""
-    docs: list[int] = []
-    for path in paths:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                _, wanted = parse_manifest_line(line)
-                if wanted is not None:
-                    docs.extend(wanted.nums)
-    return np.unique(np.array(docs, dtype=np.int64))
-
-
-def docs_end(paths: list[Path]) -> int:
-    """One past the largest doc_num the manifest files list (0: none): a crawl that commits
-    while a build writes its manifest adds documents past the count it read before."""
-    docs = manifest_docs(paths)
-    return int(docs[-1]) + 1 if docs.shape[0] else 0
+    return Manifest(paths, blocks, np.unique(np.array(listed, dtype=np.int64)))

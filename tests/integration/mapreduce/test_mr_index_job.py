@@ -303,10 +303,10 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(
     engine = make_engine(settings.database_url)
     with session_factory(engine)() as session:
         # As the build writes it: gzip parts, one block each (one map task per part).
-        parts, blocks = write_manifest_parts(session, tmp_path)
+        parts, blocks, _ = write_manifest_parts(session, tmp_path)
         # Fewer parts than blocks: contiguous runs of blocks, in name (= doc_num) order.
         (tmp_path / "halves").mkdir()
-        halves, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
+        halves, _, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
     engine.dispose()
     named = [
         [line.split("\t")[0] for line in gzip.decompress(h.read_bytes()).decode().splitlines()]

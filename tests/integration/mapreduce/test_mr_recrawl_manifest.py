@@ -62,7 +62,7 @@ def db_manifest(settings: Settings, directory: Path) -> Path:
     engine = make_engine(settings.database_url)
     try:
         with session_factory(engine)() as session:
-            [path], _blocks = write_manifest_parts(session, directory, parts=1)
+            [path], _blocks, _docs = write_manifest_parts(session, directory, parts=1)
     finally:
         engine.dispose()
     return path
