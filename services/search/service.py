@@ -205,7 +205,7 @@ class SearchService:
             message = nothing_to_search_message(q, analyses_for(q, index.languages)[0])
             return done(total=0, message=message, index_version=index.version_id)
         first = (page - 1) * per_page
-        result = self._ranking(q, query, index)
+        result = self._ranking(q, query, index, first + per_page)
         ranked = result.ranked
         total = max(ranked.total, int(ranked.docs.shape[0]))
         exact = ranked.exact
@@ -245,17 +245,21 @@ class SearchService:
             suggestion=suggestion,
         )
 
-    def _ranking(self, q: str, query: ParsedQuery, index: SegmentIndex) -> Retrieval:
-        """The query's first MAX_RESULTS results, the one list every page is cut from.
+    def _ranking(self, q: str, query: ParsedQuery, index: SegmentIndex, need: int) -> Retrieval:
+        """The query's first MAX_RESULTS results, the one list every page is cut from, read
+        at least ``need`` deep.
 
         Ranked to the same depth whatever page is asked for: how far the list is read
         never changes what it holds (whether AND matches are many enough, the words-as-typed
         rescore's window, the count), so page n+1 continues page n and every page states
-        the same total. Kept per query and index version, so paging ranks once."""
+        the same total. Only the partial matches after an AND's are ranked no deeper than
+        the page (``retrieve``'s ``upto``), and again, deeper, for a later page. Kept per query
+        and index version, so paging ranks once per such step."""
         key = (index.version_id, q)
         result = self.rankings.get(key)
-        if result is None:
-            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, self.allowed(query, index))
+        if result is None or not result.complete and result.ranked.docs.shape[0] < need:
+            allowed = self.allowed(query, index)
+            result = retrieve_ranked(index, query, MAX_RESULTS, self.retrieval, allowed, upto=need)
             self.rankings.put(key, result)
         return result
 

@@ -106,6 +106,28 @@ def furniture_start(text: str) -> int:
     return m.start() if m else len(text)
 
 
+_LONGEST_TITLE = max(map(len, _FURNITURE_TITLES))
+
+
+def _densest_in_content(
+    text: str, matches: list[tuple[int, int, frozenset[str]]], width: int
+) -> tuple[int, int]:
+    """``_densest`` with the page's furniture start, looked for only where it can matter.
+
+    The best stretch by terms and matching words alone is also the best with the furniture
+    rule unless a furniture heading starts at or before it (a stretch before every heading
+    is in the main content, and none beats it on terms or words). So the headings are looked
+    for in the text up to that stretch (a heading starting there holds its title within
+    the longest title's length; ``[ \t]*`` cannot cover a word), and the whole page is
+    searched only when one of their titles occurs there: most pages are spared the
+    scan of every title over all their text."""
+    first, last = _densest(matches, width, len(text))
+    head = text[: first + _LONGEST_TITLE]
+    if not any(title in head for title in _FURNITURE_TITLES):
+        return first, last
+    return _densest(matches, width, furniture_start(text))
+
+
 CHARS_PER_WORD = 8  # a word and its space, on average in English text
 CJK_CHARS_PER_WORD = 3
 
@@ -120,8 +142,7 @@ def _best_window(
     # Locate the best stretch by characters over the matches alone, then cut
     # words only in its neighbourhood: the cost follows the matches, not the
     # length of the document (a 100,000-character article stays cheap).
-    furniture = furniture_start(text) if matches else len(text)
-    first, last = _densest(matches, window * CHARS_PER_WORD, furniture) if matches else (0, 0)
+    first, last = _densest_in_content(text, matches, window * CHARS_PER_WORD) if matches else (0, 0)
     if CJK_CHAR.match(text, first):
         # Each CJK character is a "word" here: a window of them is three times as many, about
         # the width of an English one (still within the neighbourhood cut below).

@@ -34,6 +34,7 @@ from services.search.retrieval.rank import (
     best_of,
     combine,
     conjunctive,
+    count_matches,
     intersect_docs,
     score_candidates,
     top_k,
@@ -53,6 +54,9 @@ class Retrieval:
     # Documents holding every word, when the AND was tried and too few held them for an AND
     # result (the OR that follows ranks them among partial matches); None when not tried.
     all_words: int | None = None
+    # False: an "and+or" list whose partial matches were ranked only as deep as ``upto`` asked
+    # (``retrieve``); what it holds that far, its mode and its total are the whole list's.
+    complete: bool = True
 
     def phrase_relaxed(self) -> bool:
         """Too few documents held the quoted phrase: documents with its words follow them."""
@@ -100,9 +104,17 @@ def retrieve(
     k: int,
     settings: SearchSettings = DEFAULT_SETTINGS,
     allowed: np.ndarray | None = None,
+    upto: int | None = None,
 ) -> Retrieval:
     """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
-    operators' mask, ``services.search.retrieval.filters``) when it is given."""
+    operators' mask, ``services.search.retrieval.filters``) when it is given.
+
+    ``upto``: the first ``upto`` of them are enough for now (a results page). The list is still
+    the ``k``-deep one (its mode, order and total are decided at ``k``), but when every
+    document holding all the words comes first ("and+or"), the partial matches after them are
+    ranked only as far as ``upto`` reaches, and counted, not ranked, when it stops before them:
+    ranking a thousand partial matches to show ten AND matches was most of a cold search's
+    ranking (docs/benchmarks.md, issue 31's stop). The result says it is not ``complete``."""
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
@@ -159,10 +171,15 @@ def retrieve(
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for: partial matches follow them.
-            rest = top_k_maxscore(
-                terms, prior, k, excluded=np.union1d(excluded, docs), max_prior=top, allowed=visible
-            )
-            return Retrieval(_concat(ranked, rest, k), "and+or", found)
+            outside = np.union1d(excluded, docs)
+            wanted = k if upto is None else min(k, upto) - int(ranked.docs.shape[0])
+            if wanted <= 0:
+                count, exact = count_matches(terms, index.num_docs, outside, visible)
+                rest = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), count, exact)
+                return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=count == 0)
+            rest = top_k_maxscore(terms, prior, wanted, excluded=outside, max_prior=top, allowed=visible)
+            complete = upto is None or upto >= k or rest.docs.shape[0] < wanted
+            return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=complete)
 
     all_words = int(docs.shape[0]) if and_tried else None
     ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top, allowed=visible)
@@ -299,15 +316,18 @@ def retrieve_ranked(
     k: int,
     settings: SearchSettings = DEFAULT_SETTINGS,
     allowed: np.ndarray | None = None,
+    upto: int | None = None,
 ) -> Retrieval:
-    """``retrieve``, then the words-as-typed rescore (``services.search.retrieval.exact_forms``) over at
-    least ``RESCORE_WINDOW`` first-phase hits, then the home pages the query names first
-    (``services.ranking.entry_pages``): what search and evaluation rank by."""
+    """``retrieve`` (``upto`` as it reads it), then the words-as-typed rescore
+    (``services.search.retrieval.exact_forms``) over at least ``RESCORE_WINDOW`` first-phase
+    hits, then the home pages the query names first (``services.ranking.entry_pages``): what
+    search and evaluation rank by."""
     if k <= 0:
         return retrieve(index, query, k, settings, allowed)
     roots = named_roots(index, query, settings, allowed)
     depth = k + int(roots.shape[0])  # enough results besides the roots, wherever they ranked
-    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed)
+    reach = None if upto is None else upto + int(roots.shape[0])
+    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed, reach)
     ranked = result.ranked
     forms = [query.forms[t] for t in result.found if t in query.forms]
     if result.mode in _BY_SCORE and forms:
@@ -316,7 +336,7 @@ def retrieve_ranked(
         ranked = _roots_first(index, query, ranked, roots, settings)
     if ranked.docs.shape[0] > k:
         ranked = replace(ranked, docs=ranked.docs[:k], final=ranked.final[:k], text=ranked.text[:k])
-    return Retrieval(ranked, result.mode, result.found, result.all_words)
+    return Retrieval(ranked, result.mode, result.found, result.all_words, result.complete)
 
 
 def named_roots(

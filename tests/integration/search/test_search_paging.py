@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.search.retrieval.retrieve import retrieve_ranked
 from tests.integration.search.search_corpus import Doc, publish_corpus
 
 FILLER = "report notes archive summary index letter record volume"
@@ -66,3 +67,39 @@ def test_the_count_does_not_depend_on_the_depth_read(client):
     those; the count is now every page holding either word."""
     body = client.get("/api/search", params={"q": "zeta gamma"}).json()
     assert body["total"] == 72 and body["total_exact"] is True
+
+
+@pytest.mark.parametrize("q", [*QUERIES, "alpha gamma", "zeta alpha", "beta gamma zeta", "organ report"])
+def test_a_page_deep_read_is_the_prefix_of_the_whole_list(published, q):
+    """A results page ranks an "and+or" list's partial matches only as deep as it shows
+    (``upto``): what it lists is the whole list's start, with the whole list's mode and count."""
+    from services.search.query.language import analyses_for, parse_query
+    from services.search.results import MAX_RESULTS
+    from services.search.service import SearchService
+
+    service = SearchService(published)
+    index = service.holder.current()
+    assert index is not None
+    query = parse_query(q, analyses_for(q, index.languages))
+    allowed = service.allowed(query, index)
+    whole = retrieve_ranked(index, query, MAX_RESULTS, service.retrieval, allowed)
+    assert whole.complete
+    shallow_seen = False
+    for upto in (1, 5, 10, 15, 16, 20, 30, 100):
+        part = retrieve_ranked(index, query, MAX_RESULTS, service.retrieval, allowed, upto=upto)
+        shown = part.ranked.docs.shape[0]
+        assert shown >= min(upto, whole.ranked.docs.shape[0]), (upto, shown)
+        assert part.ranked.docs.tolist() == whole.ranked.docs[:shown].tolist()
+        assert part.ranked.final.tolist() == whole.ranked.final[:shown].tolist()
+        assert (part.mode, part.ranked.total, part.ranked.exact) == (
+            whole.mode,
+            whole.ranked.total,
+            whole.ranked.exact,
+        )
+        if part.complete:
+            assert shown == whole.ranked.docs.shape[0]
+        shallow_seen |= not part.complete
+    if q == "alpha beta":  # 15 pages hold both words: AND first, then 40 partial matches
+        assert whole.mode == "and+or" and whole.ranked.docs.shape[0] > 15
+    if whole.mode == "and+or":
+        assert shallow_seen  # the tail was left unranked at some depth: the test saw the lazy path

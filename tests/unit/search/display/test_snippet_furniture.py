@@ -36,3 +36,16 @@ def test_a_heading_is_only_a_heading_at_a_blocks_start() -> None:
         assert furniture_start(prose) == len(prose)
     assert furniture_start("Text.\nReferences\n1. A book") == len("Text.\n")
     assert furniture_start("The end. External links Official site") == len("The end. ")
+
+
+def test_a_heading_after_the_best_stretch_or_a_title_word_in_prose_changes_nothing() -> None:
+    """The furniture start is looked for only up to the best stretch: pages with a heading
+    after it, or a title's word in a sentence before it, get the stretch as before."""
+    content = "Glaciers carve valleys. Glacier ice moves slowly downhill over many years. "
+    later = "Filler text about other things. " * 20 + "References\n1. Glacier atlas, glacier survey."
+    assert "Glaciers carve" in snippet_text(make_snippet(content + later, ["glacier"]))
+    prose = "See the Notes of the survey. " + "Filler text about other things. " * 20 + content
+    assert "Glaciers carve" in snippet_text(make_snippet(prose, ["glacier"]))
+    # A heading before the densest stretch still sends the snippet to the content.
+    head = content + "Filler text. " * 30 + "References\n" + "Glacier glacier glaciers, glacier atlas. " * 3
+    assert "Glaciers carve" in snippet_text(make_snippet(head, ["glacier"]))
