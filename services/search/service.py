@@ -179,7 +179,7 @@ class SearchService:
             return done(total=0, message=NO_INDEX_MESSAGE)
         if not q:
             return done(total=0, index_version=index.version_id)
-        key = (index.version_id, q, page, per_page, as_typed)
+        key = (index.view, q, page, per_page, as_typed)
         cached = self.results.get(key)
         if cached is not None:
             # Kept by the query as searched: the cut is the one of the query as sent.
@@ -255,7 +255,7 @@ class SearchService:
         the same total. Only the partial matches after an AND's are ranked no deeper than
         the page (``retrieve``'s ``upto``), and again, deeper, for a later page. Kept per query
         and index version, so paging ranks once per such step."""
-        key = (index.version_id, q)
+        key = (index.view, q)
         result = self.rankings.get(key)
         if result is None or not result.complete and result.ranked.docs.shape[0] < need:
             allowed = self.allowed(query, index)

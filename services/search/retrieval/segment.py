@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,9 +31,13 @@ from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
 from services.storage.sql.index_versions import active_index
+from services.storage.sql.removals import removed_since
 from services.text.analysis.analyze import analyzer_version
 
 log = logging.getLogger(__name__)
+
+# SegmentIndex's cached tables that do not depend on its deleted documents (``with_deleted``).
+_SHARED_TABLES = ("languages", "folded", "_groups", "_term_sample", "_priors")
 
 TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
 
@@ -59,6 +63,29 @@ class SegmentIndex:
     path: Path
     meta: Mapping[str, Any]
     arrays: Mapping[str, np.ndarray]
+    # Documents removed since this version was built (a recrawl found them gone or noindex, the
+    # operator purged their host), ascending: never results, until the next version leaves
+    # them out (``with_deleted``; Lucene's live-docs bitmap over a segment, refreshed as
+    # ``IndexHolder`` rechecks the database).
+    deleted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    deletes_seen: int = 0  # how many times the deleted set changed under this version
+
+    @property
+    def view(self) -> tuple[int, int]:
+        """What a cached answer depends on: the version and its deleted documents."""
+        return (self.version_id, self.deletes_seen)
+
+    def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
+        """This version with ``deleted`` (ascending doc numbers) hidden from results; the
+        tables built from the arrays (dictionary sample, priors, near-duplicate groups) are
+        shared, only the visibility mask is new."""
+        deleted = np.asarray(deleted, dtype=np.uint32)
+        deleted = deleted[deleted < self.num_docs]
+        view = replace(self, deleted=deleted, deletes_seen=self.deletes_seen + 1)
+        for name in _SHARED_TABLES:
+            if name in self.__dict__:
+                view.__dict__[name] = self.__dict__[name]
+        return view
 
     @classmethod
     def open(cls, path: Path, version_id: int = 0, segment: str = "") -> SegmentIndex:
@@ -113,17 +140,24 @@ class SegmentIndex:
 
     @cached_property
     def visible(self) -> np.ndarray | None:
-        """True for every document that may be a result (not folded); None when all may."""
-        if not self.folded.shape[0]:
+        """True for every document that may be a result (not folded, not deleted); None when
+        all may."""
+        if not self.folded.shape[0] and not self.deleted.shape[0]:
             return None
         mask = np.ones(self.num_docs, dtype=bool)
         mask[self.folded] = False
+        mask[self.deleted] = False
         return mask
 
     def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
-        """representative -> the near-duplicates folded into it, for ``doc_nums``."""
+        """representative -> the near-duplicates folded into it (deleted ones left out), for
+        ``doc_nums``."""
         groups = self._groups
-        return {num: groups[num] for num in doc_nums if num in groups}
+        found = {num: groups[num] for num in doc_nums if num in groups}
+        if self.deleted.shape[0] and found:
+            gone = set(self.deleted.tolist())
+            found = {num: [m for m in ms if m not in gone] for num, ms in found.items()}
+        return found
 
     @cached_property
     def _groups(self) -> dict[int, list[int]]:
@@ -350,14 +384,15 @@ class IndexHolder:
             with self._sessions() as session:
                 version = active_index(session)
                 wanted = None if version is None else (version.id, version.segment)
+                if wanted is not None and self._index is not None and self._index.version_id == wanted[0]:
+                    self._index = self._with_deletes(session, self._index)
+                    return
         except SQLAlchemyError as exc:
             self.last_error = f"cannot read the active index version from the database: {exc}"
             log.warning("%s", self.last_error)
             return
         if wanted is None:
             self._index = None
-            return
-        if self._index is not None and self._index.version_id == wanted[0]:
             return
         try:
             path = fetch_segment(self._blobs, wanted[1], self._cache_dir)
@@ -366,6 +401,11 @@ class IndexHolder:
             self.last_error = str(exc)
             log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
             return
+        try:
+            with self._sessions() as session:
+                index = self._with_deletes(session, index)
+        except SQLAlchemyError as exc:
+            log.warning("index version %s: removed documents not read (%s)", wanted[0], exc)
         self.last_error = None
         log.info(
             "serving index version %s (%s, %d docs, %d terms)",
@@ -376,3 +416,18 @@ class IndexHolder:
         )
         previous, self._index = self._index, index  # requests see old or new, never half
         prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))
+
+    @staticmethod
+    def _with_deletes(session: Session, index: SegmentIndex) -> SegmentIndex:
+        """``index`` hiding the documents removed since it was built (``removed_since``), the
+        same object when they have not changed; a version without a commit mark (built before
+        marks) hides nothing."""
+        if "through_seq" not in index.meta:
+            return index
+        mark = (int(index.meta["through_seq"]), [int(s) for s in index.meta.get("pending_seqs", [])])
+        removed = np.asarray(removed_since(session, *mark), dtype=np.uint32)
+        removed = removed[removed < index.num_docs]
+        if np.array_equal(removed, index.deleted):
+            return index
+        log.info("index version %s: %d documents removed since it was built", index.version_id, len(removed))
+        return index.with_deleted(removed)

@@ -138,9 +138,14 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
 
 
 def publish_index(
-    settings: Settings, docs: list[Doc], version: str, pagerank: list[float] | None = None
+    settings: Settings,
+    docs: list[Doc],
+    version: str,
+    pagerank: list[float] | None = None,
+    through_seq: int | None = None,
 ) -> int:
-    """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id."""
+    """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id.
+    ``through_seq``: the commit mark the version records (none: a version from before marks)."""
     arrays = segment_arrays(docs, pagerank)
     meta = {
         "format": SEGMENT_FORMAT,
@@ -153,6 +158,8 @@ def publish_index(
         "analyzer": analyzer_version(),
         "languages": {"en": len(docs)},
     }
+    if through_seq is not None:
+        meta |= {"through_seq": through_seq, "pending_seqs": []}
     name = f"index/segment-{version}.nseg"
     open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(arrays, meta))
     engine = make_engine(settings.database_url)
