@@ -120,8 +120,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     unblock_ = sub.add_parser(
         "unblock",
         help="let blocked hosts back into the crawl",
-        description="Let blocked hosts back: links to them found from now on are crawled. Pages "
-        "purged with `block --purge` stay out of the index until a recrawl finds them good.",
+        description="Let blocked hosts back: links to them found from now on are crawled. Pages a "
+        "purge took out of the index stay out until a recrawl finds them good.",
         usage="%(prog)s [-h] [--remote URL] [--insecure-http] HOST [HOST ...]",
     )
     unblock_.add_argument("hosts", nargs="*", metavar="HOST", help="blocked host names, one or more")
