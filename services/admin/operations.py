@@ -211,6 +211,7 @@ class BlockedLine:
     host: str
     reason: str
     blocked_at: float
+    purged_at: float | None = None  # its stored pages purged then (``block --purge``)
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,12 @@ class CrawlStatus:
         said.append(f"frontier: {by_state or 'empty'}")
         if self.paused:
             said.append("paused: every crawler leases nothing new (`nimbus crawl resume` to go on)")
-        said += [f"blocked: {b.host}" + (f" ({b.reason})" if b.reason else "") for b in self.blocked]
+        said += [
+            f"blocked: {b.host}"
+            + (f" ({b.reason})" if b.reason else "")
+            + ("; its pages purged from the index" if b.purged_at is not None else "")
+            for b in self.blocked
+        ]
         said += [a.line() for a in self.archives]
         return said
 
@@ -282,7 +288,7 @@ def block(
     (``block_reason``) shown beside them. With ``purge`` their stored pages leave the index
     too (``services.crawler.commit.purge``), whether the host was blocked already or not:
     blocking again is how an operator purges a host blocked earlier without it."""
-    blocked = heartbeat.block_hosts(session, list(hosts), now, reason)
+    blocked = heartbeat.block_hosts(session, list(hosts), now, reason, purged=purge)
     return HostsChanged(blocked=blocked, purged=purge_hosts(session, blocked, now) if purge else None)
 
 
@@ -295,7 +301,9 @@ def crawl_status(session: Session, now: float, beat_every: float) -> CrawlStatus
         now=now,
         nodes=heartbeat.nodes(session, now, beat_every),
         frontier=entries.count_by_state(session),
-        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        blocked=[
+            BlockedLine(b.host, b.reason, b.blocked_at, b.purged_at) for b in heartbeat.blocked_hosts(session)
+        ],
         paused=heartbeat.control(session).paused,
         archives=archive_batches.progress(session, now),
     )

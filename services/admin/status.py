@@ -66,6 +66,7 @@ class BlockedLine:
     host: str
     reason: str
     blocked_at: float
+    purged_at: float | None = None  # its stored pages purged then (``block --purge``)
 
 
 @dataclass
@@ -156,7 +157,9 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         busiest=busiest,
         paused=heartbeat.control(session).paused,
         minutes=minutes,
-        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        blocked=[
+            BlockedLine(b.host, b.reason, b.blocked_at, b.purged_at) for b in heartbeat.blocked_hosts(session)
+        ],
         archives=archive_batches.progress(session, now),
     )
 

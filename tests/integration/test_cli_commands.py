@@ -112,6 +112,8 @@ def test_a_host_blocked_with_purge_leaves_the_index_at_the_next_update(env, site
     assert "purged 127.0.0.1: 3 stored pages (its subdomains' too) leave the index at its next update" in out
     assert main(["index", "update", "--quiet"]) == 0
     assert SearchService(settings, recheck_seconds=0).search("wings").hits == []
+    assert main(["crawl", "status"]) == 0
+    assert "blocked: 127.0.0.1 (spam); its pages purged from the index" in capsys.readouterr().out
     capsys.readouterr()
     assert main(["crawl", "block", "--purge", "127.0.0.1"]) == 0  # again: nothing left to purge
     assert "nothing to purge for 127.0.0.1: no stored page of it or its subdomains is live" in (

@@ -14,6 +14,12 @@ whatever the pages' age; without a seq of its own the purge of old pages would w
 next full build. Under the lock no batch leased after the purge's seq commits before it, so
 a mark read while the purge runs has a smaller ``through_seq``; read after, the build it
 belongs to sees the pages removed already.
+
+A crawler reads the block at its next heartbeat, a crawl cluster's committer commits what
+its workers fetched a little later: a page of the host fetched before the block may be
+committed after the purge. While the host stays blocked (``blocked_hosts.purged_at``), the
+committers store such a page removed (``purged_hosts``, ``kept_out``), a new one or a
+recrawl alike; after ``unblock``, a good fetch brings a page back.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from sqlalchemy.orm import Session
 from services.crawler.frontier.ledger import BatchState
 from services.storage.sql.counters import bump_counters
 from services.storage.sql.doc_numbers import lock_commits
-from services.storage.sql.models import Document, FetchBatch
+from services.storage.sql.models import BlockedHost, Document, FetchBatch
 from services.text.urls import in_scope
 
 PURGED_BY = "operator purge"  # fetch_batches.leased_by of a purge's ledger row
@@ -50,6 +56,17 @@ def host_documents(session: Session, host: str) -> list[str]:
     )
     scope = frozenset({host})
     return [uid for uid, url in rows if in_scope(url, scope)]
+
+
+def purged_hosts(session: Session) -> frozenset[str]:
+    """The hosts blocked with their pages purged: their pages (and their subdomains') are
+    stored removed while the block stays (module docstring)."""
+    return frozenset(session.scalars(select(BlockedHost.host).where(BlockedHost.purged_at.is_not(None))))
+
+
+def kept_out(url: str, purged: frozenset[str]) -> bool:
+    """Whether a page at ``url`` (normalized) is of a purged host (``purged_hosts``)."""
+    return bool(purged) and in_scope(url, purged)
 
 
 def purge_hosts(session: Session, hosts: Sequence[str], now: float) -> dict[str, int]:
