@@ -29,6 +29,8 @@ POLICY_COUNTERS = (
     "bad_url_links",
     "trap_path_links",
     "blocked_by_operator",
+    "documents_purged",  # a blocked host's pages the operator took out of the index
+    "purged_host_pages",  # ... and its pages committed after that, stored removed
     "fetch_error",
     "gave_up",
 )
