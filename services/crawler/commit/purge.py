@@ -71,13 +71,15 @@ def kept_out(url: str, purged: frozenset[str]) -> bool:
 
 def purge_hosts(session: Session, hosts: Sequence[str], now: float) -> dict[str, int]:
     """Mark the live documents of ``hosts`` (and their subdomains) removed at ``now`` under a
-    ledger seq of their own (module docstring). Returns how many each host had; a host
-    with none takes no seq. Runs in the caller's transaction, which should end soon: it
-    holds the committers' lock."""
+    ledger seq of their own (module docstring). Returns how many each host had; none at
+    all takes no seq. Runs in the caller's transaction, which should end soon: it holds the
+    committers' lock, taken before the documents are looked for, so no commit lands between
+    the look and the marking (a page committed live there would stay in the index), and
+    after it every committer sees the block's ``purged_at``."""
+    lock_commits(session)
     found = {host: host_documents(session, host) for host in hosts}
     if not any(found.values()):
         return {host: 0 for host in hosts}
-    lock_commits(session)
     batch = FetchBatch(
         state=BatchState.COMMITTED, leased_by=PURGED_BY, created_at=now, committed_at=now, num_urls=0
     )
@@ -87,8 +89,7 @@ def purge_hosts(session: Session, hosts: Sequence[str], now: float) -> dict[str,
     for host, ids in found.items():
         done = 0
         for at in range(0, len(ids), CHUNK):
-            # removed_at IS NULL again: a recrawl may have removed some since the scan (a
-            # subdomain blocked twice over counts once).
+            # removed_at IS NULL again: a subdomain given beside its parent counts once.
             result = session.execute(
                 update(Document)
                 .where(Document.url_id.in_(ids[at : at + CHUNK]), Document.removed_at.is_(None))
