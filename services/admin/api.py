@@ -102,12 +102,13 @@ for _what in CrawlCommand:
     "/block", response_model=HostsChanged, responses=errors(400), summary="take hosts out of every crawl"
 )
 def block(admin: AdminDep, body: BlockRequest) -> HostsChanged:
-    """What ``nimbus crawl block [--reason R] HOST...`` does: the hosts and their subdomains
-    leave every crawl from each crawler's next heartbeat."""
+    """What ``nimbus crawl block [--reason R] [--purge] HOST...`` does: the hosts and their
+    subdomains leave every crawl from each crawler's next heartbeat; with ``purge`` their stored
+    pages leave the index from its next update."""
     hosts = operations.host_names(body.hosts)
     reason = operations.block_reason(body.reason)
     with admin.sessions().begin() as session:
-        return operations.block(session, hosts, reason, time.time())
+        return operations.block(session, hosts, reason, time.time(), purge=body.purge)
 
 
 @changes.post(

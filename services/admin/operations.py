@@ -1,5 +1,5 @@
-"""The operator's commands against the database, once: seed, pause/resume/stop, block,
-unblock, index now, and the status they read.
+"""The operator's commands against the database, once: seed, pause/resume/stop, block
+(and purge), unblock, index now, and the status they read.
 
 The CLI's local commands (``nimbus crawl seed ...`` on a machine that reaches the database),
 the admin API (``/admin/api/...``, what ``nimbus ... --remote`` calls) and the dashboard's
@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.admin.errors import OperatorInputError
 from services.crawler.cluster import heartbeat
+from services.crawler.commit.purge import purge_hosts
 from services.crawler.frontier import archive_batches, entries
 from services.crawler.frontier.archive_batches import ArchiveProgress
 from services.storage.sql.engines import make_engine, session_factory
@@ -175,6 +176,9 @@ class HostsChanged:
     blocked: list[str] = field(default_factory=list)
     unblocked: list[str] = field(default_factory=list)
     within_seconds: float = heartbeat.BEAT_EVERY
+    # With --purge: each blocked host's stored pages (its subdomains' too) marked removed now;
+    # None: no purge asked.
+    purged: dict[str, int] | None = None
 
     def lines(self) -> list[str]:
         said = []
@@ -183,8 +187,22 @@ class HostsChanged:
                 f"blocked {', '.join(self.blocked)} (and their subdomains) for every crawler, from its "
                 f"next heartbeat (within {self.within_seconds:.0f} s)"
             )
+        for host, pages in (self.purged or {}).items():
+            if pages:
+                said.append(
+                    f"purged {host}: {pages} stored pages (its subdomains' too) leave the index at its "
+                    "next update (`nimbus index update`, or the indexer's within NIMBUS_UPDATE_EVERY s)"
+                )
+            else:
+                said.append(
+                    f"nothing to purge for {host}: no stored page of it or its subdomains is live "
+                    "(none was crawled, or all were removed already)"
+                )
         if self.unblocked:
-            said.append(f"unblocked {', '.join(self.unblocked)}: links found from now on are crawled")
+            said.append(
+                f"unblocked {', '.join(self.unblocked)}: links found from now on are crawled; pages "
+                "purged stay out of the index until a recrawl finds them good"
+            )
         return said
 
 
@@ -193,6 +211,7 @@ class BlockedLine:
     host: str
     reason: str
     blocked_at: float
+    purged_at: float | None = None  # its stored pages purged then (``block --purge``)
 
 
 @dataclass(frozen=True)
@@ -224,7 +243,12 @@ class CrawlStatus:
         said.append(f"frontier: {by_state or 'empty'}")
         if self.paused:
             said.append("paused: every crawler leases nothing new (`nimbus crawl resume` to go on)")
-        said += [f"blocked: {b.host}" + (f" ({b.reason})" if b.reason else "") for b in self.blocked]
+        said += [
+            f"blocked: {b.host}"
+            + (f" ({b.reason})" if b.reason else "")
+            + ("; its pages purged from the index" if b.purged_at is not None else "")
+            for b in self.blocked
+        ]
         said += [a.line() for a in self.archives]
         return said
 
@@ -257,10 +281,15 @@ def command(session: Session, what: CrawlCommand, now: float) -> Commanded:
     return Commanded(what.value)
 
 
-def block(session: Session, hosts: Sequence[str], reason: str, now: float) -> HostsChanged:
+def block(
+    session: Session, hosts: Sequence[str], reason: str, now: float, *, purge: bool = False
+) -> HostsChanged:
     """``hosts`` (``host_names``) and their subdomains out of every crawl; ``reason``
-    (``block_reason``) shown beside them."""
-    return HostsChanged(blocked=heartbeat.block_hosts(session, list(hosts), now, reason))
+    (``block_reason``) shown beside them. With ``purge`` their stored pages leave the index
+    too (``services.crawler.commit.purge``), whether the host was blocked already or not:
+    blocking again is how an operator purges a host blocked earlier without it."""
+    blocked = heartbeat.block_hosts(session, list(hosts), now, reason, purged=purge)
+    return HostsChanged(blocked=blocked, purged=purge_hosts(session, blocked, now) if purge else None)
 
 
 def unblock(session: Session, hosts: Sequence[str]) -> HostsChanged:
@@ -272,7 +301,9 @@ def crawl_status(session: Session, now: float, beat_every: float) -> CrawlStatus
         now=now,
         nodes=heartbeat.nodes(session, now, beat_every),
         frontier=entries.count_by_state(session),
-        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        blocked=[
+            BlockedLine(b.host, b.reason, b.blocked_at, b.purged_at) for b in heartbeat.blocked_hosts(session)
+        ],
         paused=heartbeat.control(session).paused,
         archives=archive_batches.progress(session, now),
     )

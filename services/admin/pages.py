@@ -163,7 +163,7 @@ async def block(request: Request, admin: AdminDep) -> Response:
     def act() -> None:
         with admin.sessions().begin() as session:
             if action == "block":
-                operations.block(session, hosts, reason, time.time())
+                operations.block(session, hosts, reason, time.time(), purge=bool(fields.get("purge")))
             else:
                 operations.unblock(session, hosts)
 

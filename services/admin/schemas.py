@@ -70,6 +70,11 @@ class BlockRequest(BaseModel):
         description="why, shown on the dashboard: one line, no control characters",
         json_schema_extra={"maxLength": MAX_REASON_CHARS},
     )
+    purge: bool = Field(
+        False,
+        description="also take their stored pages (their subdomains' too) out of the index from its "
+        "next update; a host blocked earlier is purged by blocking it again with this",
+    )
 
 
 class UnblockRequest(BaseModel):

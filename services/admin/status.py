@@ -29,6 +29,8 @@ POLICY_COUNTERS = (
     "bad_url_links",
     "trap_path_links",
     "blocked_by_operator",
+    "documents_purged",  # a blocked host's pages the operator took out of the index
+    "purged_host_pages",  # ... and its pages committed after that, stored removed
     "fetch_error",
     "gave_up",
 )
@@ -66,6 +68,7 @@ class BlockedLine:
     host: str
     reason: str
     blocked_at: float
+    purged_at: float | None = None  # its stored pages purged then (``block --purge``)
 
 
 @dataclass
@@ -156,7 +159,9 @@ def cluster_status(session: Session, now: float, beat_every: float, hosts: int =
         busiest=busiest,
         paused=heartbeat.control(session).paused,
         minutes=minutes,
-        blocked=[BlockedLine(b.host, b.reason, b.blocked_at) for b in heartbeat.blocked_hosts(session)],
+        blocked=[
+            BlockedLine(b.host, b.reason, b.blocked_at, b.purged_at) for b in heartbeat.blocked_hosts(session)
+        ],
         archives=archive_batches.progress(session, now),
     )
 

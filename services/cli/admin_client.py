@@ -221,7 +221,9 @@ def crawl_signal(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def crawl_block(args: argparse.Namespace, settings: Settings) -> int:
-    answer = client(args, settings).post("block", {"hosts": args.hosts, "reason": args.reason})
+    answer = client(args, settings).post(
+        "block", {"hosts": args.hosts, "reason": args.reason, "purge": args.purge}
+    )
     return _say(operations.from_json(operations.HostsChanged, answer).lines())
 
 

@@ -101,19 +101,27 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "block",
         help="take hosts (and their subdomains) out of every crawl",
         description="Take hosts and their subdomains out of every crawl, from each crawler's next "
-        "heartbeat; `nimbus crawl status` and the dashboard list them.",
-        usage="%(prog)s [-h] [--reason R] [--remote URL] [--insecure-http] HOST [HOST ...]",
+        "heartbeat; `nimbus crawl status` and the dashboard list them. Their stored pages stay "
+        "searchable unless --purge is given (again on a host blocked earlier, to purge it then).",
+        usage="%(prog)s [-h] [--reason R] [--purge] [--remote URL] [--insecure-http] HOST [HOST ...]",
     )
     block_.add_argument(
         "hosts", nargs="*", metavar="HOST", help="host names (example.org) or URLs, one or more"
     )
     block_.add_argument("--reason", default="", metavar="R", help="why, shown on the dashboard")
+    block_.add_argument(
+        "--purge",
+        action="store_true",
+        help="also take their stored pages (their subdomains' too) out of the index, from its next "
+        "update; unblocking does not bring them back, a recrawl that finds a page good does",
+    )
     leaf(block_, block, words="hosts")
 
     unblock_ = sub.add_parser(
         "unblock",
         help="let blocked hosts back into the crawl",
-        description="Let blocked hosts back: links to them found from now on are crawled.",
+        description="Let blocked hosts back: links to them found from now on are crawled. Pages a "
+        "purge took out of the index stay out until a recrawl finds them good.",
         usage="%(prog)s [-h] [--remote URL] [--insecure-http] HOST [HOST ...]",
     )
     unblock_.add_argument("hosts", nargs="*", metavar="HOST", help="blocked host names, one or more")
@@ -291,7 +299,7 @@ def block(args: argparse.Namespace, settings: Settings) -> int:
 
     hosts, reason = operations.host_names(args.hosts), operations.block_reason(args.reason)
     with operations.database(settings.database_url) as sessions, sessions.begin() as session:
-        done = operations.block(session, hosts, reason, time.time())
+        done = operations.block(session, hosts, reason, time.time(), purge=args.purge)
     return _say(done.lines())
 
 

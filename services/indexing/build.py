@@ -202,7 +202,9 @@ def build_index(
         if count != num_docs:
             say(f"warning: {count} documents but doc_nums reach {max_doc}; gaps index as empty")
         if removed:
-            say(f"{removed} documents left out: a recrawl found them gone or noindex")
+            say(
+                f"{removed} documents left out: a recrawl found them gone or noindex, or a purge removed them"
+            )
             count -= removed
 
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"

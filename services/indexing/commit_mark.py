@@ -1,12 +1,14 @@
 """Which commits an index version includes, so the next incremental update knows what is new.
 
 Every commit stamps the documents it writes with its ledger seq (``documents.commit_seq``,
-the crawler's committers). Batches commit in seq order in a crawl cluster, but several
-single-process crawlers on one database may commit out of order, and a batch leased
-before a build may commit after it with a smaller seq. So a version records both the
-highest seq its documents had (``through_seq``) and the seqs below it that were still
-leased or acknowledged when it read the documents (``pending_seqs``): the documents new to
-it are those stamped above ``through_seq`` or with one of those seqs. A document the
+the crawler's committers); so does the operator's purge of a blocked host, a commit without
+fetches that takes a seq of its own (``services.crawler.commit.purge``), so the pages it
+removes are newer than any mark read before it, however old they are. Batches commit in seq
+order in a crawl cluster, but several single-process crawlers on one database may commit out
+of order, and a batch leased before a build may commit after it with a smaller seq. So a
+version records both the highest seq its documents had (``through_seq``) and the seqs below
+it that were still leased or acknowledged when it read the documents (``pending_seqs``): the
+documents new to it are those stamped above ``through_seq`` or with one of those seqs. A document the
 version already held and that is taken again is only indexed twice, never missed.
 """
 

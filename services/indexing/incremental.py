@@ -2,7 +2,8 @@
 
 ``nimbus index update`` (and the indexer's daemon between full builds) finds the documents
 whose commit is newer than the active version's mark (``commit_mark``: new pages and
-recrawled ones), analyzes only those (MRIndex, the build's costly job), and merges the
+recrawled ones, and pages a recrawl or the operator's purge removed: a purge takes a commit
+seq of its own), analyzes only those (MRIndex, the build's costly job), and merges the
 result into the active segment (``segment_merge``) with the statistics of all live
 documents recomputed. The link graph job reads every record, as a full build's does: a
 crawl's new pages are found through links on older ones, so their anchor text comes from
@@ -123,8 +124,8 @@ def update_index(
             names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(
             f"{delta_docs.shape[0]} documents committed since version {base_id} (seq > "
-            f"{base_mark.through_seq}) in {blocks} record blocks, {removed.shape[0]} gone or noindex; "
-            f"the link graph reads all {count}"
+            f"{base_mark.through_seq}) in {blocks} record blocks, {removed.shape[0]} gone, noindex or "
+            f"purged; the link graph reads all {count}"
         )
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from services.cli import main
+from services.config import Settings
 from services.demo.sampleweb import Resource, Site, SiteServer
+from services.search.service import SearchService
 
 
 @pytest.fixture
@@ -96,6 +98,35 @@ def test_hosts_are_blocked_and_unblocked_from_the_shell(env, capsys):
     assert main(["crawl", "block"]) == 2  # no host
     assert main(["crawl", "block", "exa_mple.com"]) == 2
     assert "not a host name" in capsys.readouterr().err
+
+
+def test_a_host_blocked_with_purge_leaves_the_index_at_the_next_update(env, site, capsys):
+    assert main(["crawl", site.origin + "/", "--max-pages", "10", "--delay", "0", "--quiet"]) == 0
+    assert main(["index", "--quiet"]) == 0
+    settings = Settings.of(database_url=f"sqlite:///{env}/nimbus.db", blob_url=f"file://{env}/blobs")
+    assert [h.url for h in SearchService(settings, recheck_seconds=0).search("wings").hits]
+    capsys.readouterr()
+    assert main(["crawl", "block", "--purge", site.origin + "/wings", "--reason", "spam"]) == 0
+    out = capsys.readouterr().out
+    assert "blocked 127.0.0.1 (and their subdomains)" in out
+    assert "purged 127.0.0.1: 3 stored pages (its subdomains' too) leave the index at its next update" in out
+    assert main(["index", "update", "--quiet"]) == 0
+    assert SearchService(settings, recheck_seconds=0).search("wings").hits == []
+    assert main(["crawl", "status"]) == 0
+    assert "blocked: 127.0.0.1 (spam); its pages purged from the index" in capsys.readouterr().out
+    capsys.readouterr()
+    assert main(["crawl", "block", "--purge", "127.0.0.1"]) == 0  # again: nothing left to purge
+    assert "nothing to purge for 127.0.0.1: no stored page of it or its subdomains is live" in (
+        capsys.readouterr().out
+    )
+    assert main(["crawl", "block", "--purge", ""]) == 2
+    assert "nimbus crawl block: not a host name: '' (give example.org" in capsys.readouterr().err
+    assert main(["crawl", "block", "--purge", "bad host!"]) == 2
+    assert "not a host name: 'bad host!'" in capsys.readouterr().err
+    assert main(["crawl", "block", "--purge"]) == 2
+    assert "give one or more host names" in capsys.readouterr().err
+    assert main(["crawl", "unblock", "127.0.0.1"]) == 0
+    assert "pages purged stay out of the index until a recrawl finds them good" in capsys.readouterr().out
 
 
 def test_bad_seed_and_empty_index_say_what_to_do(env, capsys):

@@ -169,17 +169,23 @@ def control(session: Session) -> Control:
     return Control(bool(values.get("paused", 0.0)), float(values.get("stop_requested_at", 0.0)), blocked)
 
 
-def block_hosts(session: Session, hosts: list[str], now: float, reason: str = "") -> list[str]:
+def block_hosts(
+    session: Session, hosts: list[str], now: float, reason: str = "", *, purged: bool = False
+) -> list[str]:
     """Take ``hosts`` (names or URLs) out of every crawl from its next heartbeat: their URLs
-    are not fetched, links to them not queued (``blocked_by_operator``). Returns the names
-    as stored; raises ``BadUrlError`` naming the first that is no host name."""
+    are not fetched, links to them not queued (``blocked_by_operator``); ``purged``: their
+    pages were purged now (``purged_at``; blocking again without it keeps an earlier purge's).
+    Returns the names as stored; raises ``BadUrlError`` naming the first that is no host name."""
     names = [bare_host(host) for host in hosts]
     for name in names:
         row = session.get(BlockedHost, name)
         if row is None:
-            session.add(BlockedHost(host=name, reason=reason, blocked_at=now))
+            row = BlockedHost(host=name, reason=reason, blocked_at=now)
+            session.add(row)
         else:
             row.reason, row.blocked_at = reason or row.reason, now
+        if purged:
+            row.purged_at = now
     return names
 
 

@@ -5,5 +5,6 @@ A visit's ``UrlResult`` (``results``) is appended to the local write-ahead spool
 and record blocks and commits rows in sequence order; a cluster's worker writes the
 blocks itself and acknowledges its batches with a manifest (``worker_flush``,
 ``manifest``) for the elected committer (``cluster.ordered_commit``);
-``finished_urls`` keeps links to finished URLs out of the inserts.
+``finished_urls`` keeps links to finished URLs out of the inserts; ``purge`` is the
+operator's commit without fetches, a blocked host's pages marked removed.
 """

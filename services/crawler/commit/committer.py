@@ -48,6 +48,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
+from services.crawler.commit import purge
 from services.crawler.commit.finished_urls import FinishedUrls
 from services.crawler.commit.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.errors import BatchStateError
@@ -246,8 +247,16 @@ class Committer:
         # The batch that wrote a document's current record: an incremental index update
         # indexes the documents committed after the sequence its base version includes.
         commit_seq = max(seqs) if seqs else None
-        self.writer.insert(session, [{**row, "commit_seq": commit_seq} for row in fresh])
-        self._update_recrawled(session, docs, changed, counts, commit_seq)
+        # Pages of a host the operator blocked and purged, fetched before its crawler saw the
+        # block, are stored removed: the purge holds (services.crawler.commit.purge).
+        purged = purge.purged_hosts(session)
+        rows = [{**row, "commit_seq": commit_seq, "removed_at": None} for row in fresh]
+        for row in rows:
+            if purge.kept_out(row["url"], purged):
+                row["removed_at"] = now
+                counts["purged_host_pages"] += 1
+        self.writer.insert(session, rows)
+        self._update_recrawled(session, docs, changed, counts, commit_seq, purged, now)
         self._record_removals(session, results, counts, commit_seq, now)
         self._record_duplicates(session, duplicates, now)
         self._record_aliases(session, results, now)
@@ -336,9 +345,12 @@ class Committer:
         changed: dict[str, dict],
         counts: Counter[str],
         commit_seq: int | None,
+        purged: frozenset[str],
+        now: float,
     ) -> None:
         """Point recrawled documents at their new version (``changed``: the new rows by
-        url_id), or note that nothing changed."""
+        url_id), or note that nothing changed. A page of a purged host (``purged``) stays
+        removed, or is removed now."""
         for d in docs:
             row = d.existing
             if row is None:
@@ -346,7 +358,12 @@ class Committer:
             live = session.get(Document, row.url_id)
             if live is None:  # cannot happen: documents are never deleted
                 continue
-            if live.removed_at is not None:  # gone or noindex before, a page again now
+            if purge.kept_out(live.url, purged):
+                if live.removed_at is None:
+                    live.removed_at = now
+                    live.commit_seq = commit_seq
+                counts["purged_host_pages"] += 1
+            elif live.removed_at is not None:  # gone or noindex before, a page again now
                 live.removed_at = None
                 live.commit_seq = commit_seq
                 counts["documents_restored"] += 1

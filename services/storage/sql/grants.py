@@ -13,7 +13,9 @@ its own MySQL user with privileges on exactly the tables its processes touch:
 * ``search`` reads what results and page info show (documents, duplicate_urls,
   hosts, index_versions) and, as the admin dashboard runs in the same process, reads
   the crawl's state and writes the operator's commands (crawl_control,
-  blocked_hosts, seeds into frontier, requested index_builds);
+  blocked_hosts, seeds into frontier, requested index_builds; a blocked host's purge:
+  its documents marked removed under a ledger seq of its own, counted, under the
+  committers' lock in crawl_counters);
 * ``indexer`` reads documents and their other names (duplicate_urls, url_aliases: the
   link graph resolves links through them), the ledger's batches (an index version's commit
   mark) and publishes (index_versions, pagerank,
@@ -70,14 +72,14 @@ ROLE_GRANTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     },
     "search": {
         "alembic_version": READ,
-        "documents": READ,
+        "documents": ("SELECT", "UPDATE"),  # `block --purge` marks a host's pages removed; never DELETE
         "duplicate_urls": READ,
         "hosts": READ,
         "index_versions": READ,
         # The admin dashboard and its API, served by the same process.
         "crawl_nodes": READ,
-        "crawl_counters": READ,
-        "fetch_batches": READ,
+        "crawl_counters": WRITE,  # a purge: the committers' lock, documents_purged
+        "fetch_batches": ("SELECT", "INSERT"),  # a purge's ledger seq
         "frontier": WRITE,  # seeds; "recrawl now"
         "crawl_control": WRITE,  # pause, resume, stop
         "blocked_hosts": WRITE_DELETE,  # block, unblock

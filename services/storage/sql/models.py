@@ -289,6 +289,9 @@ class BlockedHost(Base):
     host: Mapped[str] = mapped_column(String(255), primary_key=True)  # lower case, IDNA
     reason: Mapped[str] = mapped_column(Text, default="")
     blocked_at: Mapped[float] = mapped_column(Double)
+    # When the operator purged its stored pages (``block --purge``): while the block stays, a
+    # page of it committed late is stored removed too. NULL: blocked, its pages searchable.
+    purged_at: Mapped[float | None] = mapped_column(Double, nullable=True)
 
 
 class RoleLease(Base):

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from services.admin import operations
 from services.admin.app import create_app
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.sql.models import FrontierEntry, IndexBuild
+from services.storage.sql.models import Document, FetchBatch, FrontierEntry, IndexBuild
 from tests.hostile_urls import HOSTILE_URLS
+from tests.integration.admin.pages import store_pages
 
 TOKEN = "api-admin-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -42,6 +44,35 @@ def test_reads_take_the_token_or_the_session_and_changes_only_the_token(client: 
     }
     with sessions() as session:
         assert heartbeat.control(session).paused
+
+
+def test_block_with_purge_marks_the_hosts_pages_removed_and_says_how_many(
+    client: TestClient, sessions
+) -> None:
+    store_pages(
+        sessions, "http://spam.test/", "http://www.spam.test/a", "http://notspam.test/", "http://ok.test/"
+    )
+    answer = client.post(
+        "/admin/api/block", json={"hosts": ["spam.test", "none.test"], "purge": True}, headers=BEARER
+    ).json()
+    assert answer["purged"] == {"spam.test": 2, "none.test": 0}
+    assert operations.from_json(operations.HostsChanged, answer).lines()[1:] == [
+        "purged spam.test: 2 stored pages (its subdomains' too) leave the index at its next update "
+        "(`nimbus index update`, or the indexer's within NIMBUS_UPDATE_EVERY s)",
+        "nothing to purge for none.test: no stored page of it or its subdomains is live (none was "
+        "crawled, or all were removed already)",
+    ]
+    with sessions() as session:
+        removed = {d.url for d in session.scalars(select(Document)) if d.removed_at is not None}
+        seqs = {d.commit_seq for d in session.scalars(select(Document))}
+        purge = session.scalars(select(FetchBatch)).one()  # the purge's own ledger seq
+    assert removed == {"http://spam.test/", "http://www.spam.test/a"}
+    assert purge.state == "committed" and seqs == {1, purge.seq}
+    assert (
+        client.post("/admin/api/block", json={"hosts": ["ok.test"]}, headers=BEARER).json()["purged"] is None
+    )
+    refused = client.post("/admin/api/block", json={"hosts": [""], "purge": True}, headers=BEARER)
+    assert refused.status_code == 400 and "not a host name" in refused.json()["detail"]
 
 
 def test_each_command_changes_what_the_cli_changes(client: TestClient, sessions) -> None:

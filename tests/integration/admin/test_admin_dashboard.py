@@ -7,13 +7,15 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from services.admin.app import create_app
 from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.crawler.frontier import entries
-from services.storage.sql.models import FrontierEntry
+from services.storage.sql.models import Document, FrontierEntry
 from tests.hostile_urls import HOSTILE_URLS
+from tests.integration.admin.pages import store_pages
 
 TOKEN = "s3cret-admin-token"
 
@@ -163,6 +165,14 @@ def test_hosts_are_blocked_and_unblocked_from_the_dashboard_with_the_session_and
     assert client.post("/admin/block", data=unblock, follow_redirects=False).status_code == 303
     with sessions() as session:
         assert heartbeat.control(session).blocked == frozenset({"spam.test"})
+    assert 'name="purge"' in page  # the block form's "also take their stored pages out"
+    store_pages(sessions, "http://purged.test/", "http://kept.test/")
+    purge = {"hosts": "purged.test", "purge": "1", "csrf": csrf}
+    assert client.post("/admin/block", data=purge, follow_redirects=False).status_code == 303
+    with sessions() as session:
+        assert heartbeat.control(session).blocked == frozenset({"spam.test", "purged.test"})
+        removed = session.scalars(select(Document.url).where(Document.removed_at.is_not(None))).all()
+    assert removed == ["http://purged.test/"]
 
 
 HTML = "text/html; charset=utf-8"

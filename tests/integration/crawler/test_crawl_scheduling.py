@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from services.admin import operations
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import entries, leases
@@ -421,3 +422,55 @@ def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_return
     update_index(quick, progress=False)
     assert found("marigold") == [site.base + "/lost"]
     assert _docs(quick)[site.base + "/lost"].doc_num == docs[site.base + "/lost"].doc_num
+
+
+def test_a_purged_hosts_pages_leave_the_index_and_come_back_only_with_a_good_recrawl(
+    settings: Settings, serve
+) -> None:
+    """``nimbus crawl block --purge``: the blocked host's stored pages are marked removed (rows,
+    doc numbers and history kept) and the next update leaves them out, with no crawl commit
+    in between; unblocking does not bring them back, a recrawl that fetches a page does."""
+    words = {"/lost": "marigold", "/kept": "juniper"}
+
+    def route(path: str, _seen: int) -> Page:
+        if path == "/":
+            return html("Home", ENGLISH + '<a href="/lost">lost</a> <a href="/kept">kept</a>')
+        return html(path.strip("/"), f"{ENGLISH}<p>{words[path]} {words[path]}</p>")
+
+    site = serve(route)
+    quick = settings.with_overrides(sitemaps=False, recrawl_min_interval=2.0, recrawl_max_interval=8.0)
+    clock = ShiftedClock()
+
+    def found(word: str) -> list[str]:
+        return [hit.url for hit in SearchService(quick, recheck_seconds=0.0).search(word).hits]
+
+    run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    build_index(quick, progress=False)
+    assert found("marigold") == [site.base + "/lost"]
+    first = _docs(quick)
+
+    with _db(quick).begin() as session:
+        done = operations.block(session, operations.host_names([site.base]), "", clock(), purge=True)
+    assert done.purged == {"127.0.0.1": 3}
+    docs = _docs(quick)
+    assert all(d.removed_at is not None for d in docs.values())
+    assert {u: (d.doc_num, d.versions) for u, d in docs.items()} == {
+        u: (d.doc_num, d.versions) for u, d in first.items()
+    }
+    update = update_index(quick, progress=False)
+    assert update.version_id is not None
+    assert found("marigold") == [] and found("juniper") == [] and found("fox") == []
+
+    with _db(quick).begin() as session:
+        operations.unblock(session, ["127.0.0.1"])
+    assert update_index(quick, progress=False).version_id is None  # unblocking changes no page
+    assert found("marigold") == []
+
+    clock.advance(8.1)  # the pages are due again: fetched good, they are back
+    stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
+    assert stats.counters["documents_restored"] == 3
+    update_index(quick, progress=False)
+    assert found("marigold") == [site.base + "/lost"] and found("juniper") == [site.base + "/kept"]
+    assert _docs(quick)[site.base + "/lost"].doc_num == first[site.base + "/lost"].doc_num
+    with _db(quick)() as session:
+        assert read_counters(session)["documents_purged"] == 3

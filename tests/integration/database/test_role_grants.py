@@ -188,6 +188,9 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
             ("/admin/seed", {"urls": f"{site.origin}/p1", "recrawl": "1"}),
             ("/admin/block", {"hosts": "spam.test"}),
             ("/admin/block", {"hosts": "spam.test", "action": "unblock"}),
+            # A purge: the crawled pages marked removed under a ledger seq of their own.
+            ("/admin/block", {"hosts": site.origin, "purge": "1"}),
+            ("/admin/block", {"hosts": site.origin, "action": "unblock"}),
         ]:
             done = client.post(path, data={**form, "csrf": csrf.group(1)}, follow_redirects=False)
             assert done.status_code == 303, (path, done.text)
@@ -197,6 +200,8 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
         assert session.get(CrawlControl, "paused") is not None
         assert session.scalar(select(func.count()).select_from(BlockedHost)) == 0
         assert session.scalar(select(func.count()).select_from(IndexVersion)) == 2
+        removed = select(func.count()).select_from(Document).where(Document.removed_at.is_not(None))
+        assert session.scalar(removed) == PAGES
 
 
 FORBIDDEN = [

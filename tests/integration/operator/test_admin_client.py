@@ -97,6 +97,7 @@ def test_the_local_and_the_remote_command_print_the_same(
     monkeypatch.setenv("NIMBUS_DATABASE_URL", mysql_url)  # this machine reaches the database too
     for argv in (
         ["crawl", "block", "--reason", "link farm", "spam.test"],
+        ["crawl", "block", "--purge", "spam.test"],  # no pages: the same "nothing to purge"
         ["crawl", "pause"],
         ["crawl", "status"],
         ["index", "now"],

@@ -22,7 +22,7 @@ CRAWL_OPTIONS = {
     "pause": REMOTE,
     "resume": REMOTE,
     "stop": REMOTE,
-    "block": {"--reason", *REMOTE},
+    "block": {"--reason", "--purge", *REMOTE},
     "unblock": REMOTE,
     "worker": {"--id", "--max-pages", "--max-depth", "--delay", "--concurrency", "--quiet"},
     "committer": {"--quiet"},

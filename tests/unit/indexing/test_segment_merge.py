@@ -156,6 +156,39 @@ def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(se
         np.testing.assert_array_equal(merged[name], value, err_msg=name)
 
 
+@pytest.mark.parametrize("seed", [6, 7])
+def test_a_purge_with_no_new_text_merges_into_a_full_build_of_the_live_documents(seed: int) -> None:
+    """``block --purge`` of an old host: no document has new text, the update's delta is the
+    link graph alone (of the live documents: a link to a removed page names nothing), and the
+    host's documents are ``removed``. The merge equals a full build without them, their
+    postings, anchor text and links gone."""
+    rng = random.Random(seed)
+    total = 36
+    purged = list(range(10, 18))  # the host's pages
+    live = [d for d in range(total) if d not in purged]
+    base = {d: random_doc(rng, WORDS, anchor=False) for d in range(total)}
+    base[12] = {"purgedword": (body_tf(), [0])}  # only a purged page has it
+    anchors_then = {d: {rng.choice(WORDS): rng.randint(1, 3)} for d in rng.sample(range(total), 12)}
+    links_then = {d: rng.sample(range(total), 3) for d in range(total)}
+    anchors_now = {d: a for d, a in anchors_then.items() if d in live}
+    links_now = {d: [t for t in links_then[d] if t in live] for d in live}
+
+    full = build({d: base[d] for d in live}, total, links_now, anchors_now)
+    merged = merge_segments(
+        [
+            SegmentPart(build(base, total, links_then, anchors_then), np.arange(total)),
+            SegmentPart(build({}, total, links_now, anchors_now), np.zeros(0, np.int64), whole_graph=True),
+        ],
+        total,
+        np.full(total, 1.0 / total),
+        removed=np.array(purged),
+    )
+    assert sorted(merged) == sorted(full)
+    for name, value in full.items():
+        np.testing.assert_array_equal(merged[name], value, err_msg=name)
+    assert "purgedword" not in bytes(merged["term_bytes"]).decode()
+
+
 def test_vocabulary_counts_add_over_the_parts() -> None:
     docs = {0: {"cat": (body_tf(), [0])}, 1: {"cat": (body_tf(), [0])}}
     first = segment_arrays(collect_index_rows(rows_for(docs, {"cat": 2})), np.ones(2) / 2, 2)

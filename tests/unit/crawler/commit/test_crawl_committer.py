@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from services.config import Settings
+from services.crawler.cluster import heartbeat
+from services.crawler.commit import purge
 from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl
@@ -165,3 +167,43 @@ def test_a_retried_flush_keeps_its_reserved_doc_numbers(settings: Settings, sess
         assert sorted(d.doc_num for d in docs) == [0, 1]
         assert next_doc_num(session) == 2  # the retry reserved nothing more
     assert set(blobs.list()) == {n for d in docs for n in (d.content_block, d.record_block)}
+
+
+def test_a_page_of_a_purged_host_committed_late_is_stored_removed_until_unblocked(
+    settings: Settings, sessions
+) -> None:
+    """A page fetched before its crawler saw ``block --purge`` and committed after the purge
+    (a new page, or a recrawl of a purged one) is stored removed while the block stays; a
+    good fetch after ``unblock`` brings a page back."""
+    blobs = open_blobstore(settings.blob_url)
+    committer = Committer(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
+    old = "http://www.spam.test/old"
+    with sessions.begin() as session:
+        entries.add_urls(session, [NewUrl(old, 0)])
+    first = _lease(sessions)
+    committer.add_batch(first.seq, [_doc_result(old, b"old")])
+    committer.flush()
+    with sessions.begin() as session:
+        entries.recrawl_now(session, [old])
+        entries.add_urls(session, [NewUrl("http://spam.test/new", 0), NewUrl("http://ok.test/new", 0)])
+    late = _lease(sessions, now=20.0)
+    assert {e.url for e in late.entries} == {old, "http://spam.test/new", "http://ok.test/new"}
+    with sessions.begin() as session:  # the operator: `nimbus crawl block --purge spam.test`
+        heartbeat.block_hosts(session, ["spam.test"], 30.0, purged=True)
+        assert purge.purge_hosts(session, ["spam.test"], 30.0) == {"spam.test": 1}
+    committer.add_batch(late.seq, [_doc_result(e.url, f"late {e.url}".encode()) for e in late.entries])
+    flushed = committer.flush()
+    assert flushed.counters["purged_host_pages"] == 2 and "documents_restored" not in flushed.counters
+    with sessions() as session:
+        docs = {d.url: d for d in session.scalars(select(Document))}
+    assert {u for u, d in docs.items() if d.removed_at is not None} == {old, "http://spam.test/new"}
+    assert docs[old].versions == 2 and docs[old].commit_seq == late.seq  # the new version, removed
+
+    with sessions.begin() as session:
+        heartbeat.unblock_hosts(session, ["spam.test"])
+        entries.recrawl_now(session, [old])
+    again = _lease(sessions, now=40.0)
+    committer.add_batch(again.seq, [_doc_result(e.url, b"good again") for e in again.entries])
+    assert committer.flush().counters["documents_restored"] == 1
+    with sessions() as session:
+        assert session.get(Document, url_id(old)).removed_at is None
