@@ -68,3 +68,27 @@ def test_a_version_without_a_commit_mark_hides_nothing(client, settings):
     publish_index(settings, DOCS, "v2")  # built before marks: the daemon rebuilds it once
     _set(settings, 0, removed=True, seq=9)
     assert _found(client, "glacier") == ([0, 1, 2], 3)
+
+
+def test_a_purged_host_leaves_the_results_at_once(settings):
+    """``nimbus crawl block --purge`` stamps the host's pages with a commit of its own: the
+    service hides them at its next look, before any update."""
+    from fastapi.testclient import TestClient
+
+    from services.admin import operations
+    from services.search.http.app import create_app
+
+    docs = [*DOCS, Doc("http://other.test/e", "Glacier e", "glacier on another host")]
+    commit_documents(settings, docs, 0, "crawl-purge")
+    publish_index(settings, docs, "v1", through_seq=0)  # the ledger's seqs start at 1
+    with TestClient(create_app(settings, recheck_seconds=0)) as client:
+        assert _found(client, "glacier") == ([0, 1, 2, 4], 4)
+        engine = make_engine(settings.database_url)
+        try:
+            with session_factory(engine).begin() as session:
+                changed = operations.block(session, ["r.test"], "spam", time.time(), purge=True)
+        finally:
+            engine.dispose()
+        assert changed.purged == {"r.test": 4}
+        assert _found(client, "glacier") == ([4], 1)
+        assert _found(client, "desert") == ([], 0)
