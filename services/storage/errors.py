@@ -31,3 +31,7 @@ class SegmentContractError(StorageError):
 class MigrationError(StorageError):
     """The database's schema cannot be brought to this release's; the message says what to do
     (nothing is dropped or altered when this is raised)."""
+
+
+class GrantError(StorageError):
+    """A role's privileges are not its grants after ``sync_grants`` granted and revoked."""

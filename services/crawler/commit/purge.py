@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, insert, select, update
 from sqlalchemy.orm import Session
 
 from services.crawler.frontier.ledger import BatchState
 from services.storage.sql.counters import bump_counters
 from services.storage.sql.doc_numbers import lock_commits
-from services.storage.sql.models import BlockedHost, Document, FetchBatch
+from services.storage.sql.models import BlockedHost, Document, FetchBatch, table
 from services.text.urls import in_scope
 
 PURGED_BY = "operator purge"  # fetch_batches.leased_by of a purge's ledger row
@@ -80,11 +80,17 @@ def purge_hosts(session: Session, hosts: Sequence[str], now: float) -> dict[str,
     found = {host: host_documents(session, host) for host in hosts}
     if not any(found.values()):
         return {host: 0 for host in hosts}
-    batch = FetchBatch(
-        state=BatchState.COMMITTED, leased_by=PURGED_BY, created_at=now, committed_at=now, num_urls=0
+    # A Core INSERT: it names only the columns given and those with defaults, which the
+    # search role may write (storage.sql.grants); an ORM flush names every column.
+    inserted = session.execute(
+        insert(table(FetchBatch)).values(
+            state=BatchState.COMMITTED, leased_by=PURGED_BY, created_at=now, committed_at=now, num_urls=0
+        )
     )
-    session.add(batch)
-    session.flush()  # its seq
+    key = cast(CursorResult[Any], inserted).inserted_primary_key
+    if key is None:
+        raise RuntimeError("the database returned no sequence number for a purge's ledger row")
+    seq = int(key[0])
     purged: dict[str, int] = {}
     for host, ids in found.items():
         done = 0
@@ -93,7 +99,7 @@ def purge_hosts(session: Session, hosts: Sequence[str], now: float) -> dict[str,
             result = session.execute(
                 update(Document)
                 .where(Document.url_id.in_(ids[at : at + CHUNK]), Document.removed_at.is_(None))
-                .values(removed_at=now, commit_seq=batch.seq)
+                .values(removed_at=now, commit_seq=seq)
                 .execution_options(synchronize_session=False)
             )
             done += cast(CursorResult[Any], result).rowcount

@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, func, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from services.admin import operations
 from services.admin.app import create_app
 from services.cli import main
 from services.config import Settings
@@ -29,10 +30,12 @@ from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
 from services.indexing.incremental import update_index
 from services.storage.errors import MigrationError
+from services.storage.sql import grants
 from services.storage.sql.engines import make_engine, session_factory
-from services.storage.sql.grants import ROLES
+from services.storage.sql.grants import ROLES, sync_grants
 from services.storage.sql.models import BlockedHost, CrawlControl, Document, IndexBuild, IndexVersion
 from services.storage.sql.schema import init_db
+from tests.integration.admin.pages import store_pages
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.mariadb
@@ -207,6 +210,15 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
 FORBIDDEN = [
     ("search", "DELETE FROM documents"),
     ("search", "UPDATE index_versions SET active = 1"),
+    # A purge sets removed_at and commit_seq (column grants): no other column of a document,
+    # nor the ledger's order or what a committer commits from, nor a counter's name.
+    ("search", "UPDATE documents SET url = 'http://evil.test/'"),
+    ("search", "UPDATE documents SET record_block = 'records/evil.rec.gz', record_offset = 0"),
+    ("search", "INSERT INTO documents (url_id) VALUES ('x')"),
+    ("search", "INSERT INTO fetch_batches (seq, state) VALUES (1000000, 'committed')"),
+    ("search", "INSERT INTO fetch_batches (state, manifest) VALUES ('leased', 'acks/evil.json')"),
+    ("search", "UPDATE fetch_batches SET state = 'committed'"),
+    ("search", "UPDATE crawl_counters SET name = 'x'"),
     ("worker", "CREATE TABLE stolen (x INT)"),
     ("worker", "SELECT url FROM documents"),
     ("committer", "DROP TABLE index_versions"),
@@ -221,7 +233,8 @@ def test_what_a_role_must_not_do_is_refused(roles: Roles) -> None:
         engine = create_engine(roles.urls[role])
         with pytest.raises(DBAPIError) as refused, engine.begin() as conn:
             conn.execute(text(statement))
-        assert refused.value.orig.args[0] in {1142, 1044}, (role, statement, refused.value)
+        # 1143: refused for a column (the role has a column grant on the table)
+        assert refused.value.orig.args[0] in {1142, 1143, 1044}, (role, statement, refused.value)
         engine.dispose()
 
 
@@ -230,22 +243,88 @@ def test_only_the_master_changes_the_schema_and_the_grants_follow_it(
 ) -> None:
     as_master = ["--database-url", roles.root_url, "--user-prefix", roles.prefix]
     assert main(["migrate", "--to", "0005", *as_master]) == 0  # back before index_builds (a rollback)
-    # index_builds (S I U) and 0007's archive tables (S each) leave the search role's grants.
+    # index_builds (S I U), 0007's tables (S each) and the purge's UPDATE of 0009's and 0010's
+    # columns of documents leave the search role's grants.
     assert (
-        f"{roles.prefix}search: 0 privileges granted, 6 revoked; not in this schema: "
-        "archive_batches, archive_bundles, index_builds, url_aliases"
+        f"{roles.prefix}search: 0 privileges granted, 8 revoked; not in this schema: "
+        "archive_batches, archive_bundles, documents.commit_seq, documents.removed_at, index_builds, "
+        "url_aliases"
     ) in capsys.readouterr().out
     worker = make_engine(roles.urls["worker"])
     with pytest.raises(MigrationError, match="may not change the database's schema.*nimbus migrate"):
         init_db(worker)  # a role's start finds the schema behind: it may not migrate it
     assert main(["migrate", *as_master]) == 0  # the master migrates; the grants follow the new table
-    assert f"{roles.prefix}search: 6 privileges granted, 0 revoked" in capsys.readouterr().out
+    assert f"{roles.prefix}search: 8 privileges granted, 0 revoked" in capsys.readouterr().out
     init_db(worker)
     with session_factory(make_engine(roles.urls["search"])).begin() as session:
         session.add(IndexBuild(state="requested", requested_at=time.time(), requested_by="admin"))
     # A role's own `nimbus migrate` (a unit's ExecStartPre) with nothing to do: fine, grants untouched.
     assert main(["migrate", "--database-url", roles.urls["worker"], "--user-prefix", roles.prefix]) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def _privileges(root_url: str, user: str) -> set[tuple[str, str, str]]:
+    """(table, privilege, column or "") of ``user`` as the server lists them."""
+    engine = create_engine(root_url)
+    with engine.connect() as conn:
+        found = {
+            (str(t), str(p), str(c))
+            for t, p, c in conn.execute(
+                text(
+                    "SELECT TABLE_NAME, PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES "
+                    "WHERE GRANTEE = :g UNION ALL SELECT TABLE_NAME, PRIVILEGE_TYPE, COLUMN_NAME "
+                    "FROM information_schema.COLUMN_PRIVILEGES WHERE GRANTEE = :g"
+                ),
+                {"g": f"'{user}'@'%'"},
+            )
+        }
+    engine.dispose()
+    return found
+
+
+# The search role's grants before they were narrowed to the columns a purge writes.
+WHOLE_TABLES = {"documents": ("SELECT", "UPDATE"), "crawl_counters": ("SELECT", "INSERT", "UPDATE")}
+WHOLE_TABLES["fetch_batches"] = ("SELECT", "INSERT")
+
+
+def test_a_whole_table_grant_of_the_last_release_is_narrowed_to_columns(
+    roles: Roles, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The release before this one granted the search role UPDATE on all of documents, INSERT
+    and UPDATE on crawl_counters, INSERT on fetch_batches. ``nimbus migrate`` of this release
+    revokes them and grants the columns (a table's REVOKE takes its columns' privilege with
+    it: the columns come after), and a purge works with what is left."""
+    user = f"{roles.prefix}search"
+    narrowed = _privileges(roles.root_url, user)
+    assert {(t, p, c) for t, p, c in narrowed if t == "documents"} == {
+        ("documents", "SELECT", ""),
+        ("documents", "UPDATE", "removed_at"),
+        ("documents", "UPDATE", "commit_seq"),
+    }
+    database = str(make_url(roles.root_url).database)
+    root = create_engine(roles.root_url)
+    with monkeypatch.context() as last_release, root.begin() as conn:
+        last_release.setitem(grants.ROLE_GRANTS, "search", {**grants.ROLE_GRANTS["search"], **WHOLE_TABLES})
+        back = sync_grants(conn, "search", database, roles.prefix)
+    assert (len(back.granted), len(back.revoked)) == (4, 14)  # 2 + 9 + 3 columns
+    assert {(t, p, c) for t, p, c in _privileges(roles.root_url, user) if t in WHOLE_TABLES} == {
+        (table, priv, "") for table, privs in WHOLE_TABLES.items() for priv in privs
+    }
+
+    assert main(["migrate", "--database-url", roles.root_url, "--user-prefix", roles.prefix]) == 0
+    assert f"{user}: 14 privileges granted, 4 revoked" in capsys.readouterr().out
+    assert _privileges(roles.root_url, user) == narrowed
+
+    store_pages(session_factory(root), "http://spam.test/", "http://www.spam.test/a", "http://ok.test/")
+    as_search = make_engine(roles.urls["search"])
+    with session_factory(as_search).begin() as session:
+        done = operations.block(session, ["spam.test"], "", time.time(), purge=True)
+    assert done.purged == {"spam.test": 2}
+    with pytest.raises(DBAPIError) as refused, as_search.begin() as conn:
+        conn.execute(text("UPDATE documents SET url = 'http://evil.test/' WHERE url = 'http://ok.test/'"))
+    assert refused.value.orig.args[0] == 1143  # UPDATE denied for column 'url'
+    as_search.dispose()
+    root.dispose()
 
 
 def test_a_secret_of_another_user_is_refused(roles: Roles, moto_server: str, capsys) -> None:
