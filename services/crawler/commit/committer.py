@@ -77,7 +77,10 @@ DAY = 86_400.0
 # Answers that say a page is gone for good (RFC 9110: 404 not found, 410 gone); a stored
 # document whose recrawl answers one leaves the index (``_record_removals``).
 GONE_STATUSES = frozenset({404, 410})
-GONE_COUNTERS = ("noindex", "soft_404")  # a recrawl found the page noindex, or a soft 404
+# A recrawl found the page noindex, a soft 404, or disallowed by the host's robots.txt now:
+# the owner asked us not to read it, so the copy we hold goes too (as Nutch's ROBOTS_DENIED
+# counts as gone). robots.txt unavailable (5xx) is not a disallow: that page stays.
+GONE_COUNTERS = ("noindex", "soft_404", "robots_denied")
 
 
 def _says_gone(result: UrlResult) -> bool:

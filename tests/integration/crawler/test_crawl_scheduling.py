@@ -19,6 +19,7 @@ from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.crawler.frontier import entries, leases
 from services.crawler.frontier.entries import NewUrl, partition_of
+from services.crawler.web.robots import ROBOTS_TTL
 from services.indexing.build import build_index
 from services.indexing.incremental import update_index
 from services.search.service import SearchService
@@ -64,6 +65,7 @@ class Server:
 
     def __init__(self, route: Route) -> None:
         self.route = route
+        self.robots = b"User-agent: *\nAllow: /\n"
         self.log: list[tuple[str, str]] = []
         self.lock = threading.Lock()
         server = self
@@ -74,7 +76,7 @@ class Server:
                     seen = sum(1 for p, _ in server.log if p == self.path)
                     server.log.append((self.path, self.headers.get("User-Agent", "")))
                 if self.path == "/robots.txt":
-                    status, headers, body = 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+                    status, headers, body = 200, {"Content-Type": "text/plain"}, server.robots
                 else:
                     status, headers, body = server.route(self.path, seen)
                 self.send_response(status)
@@ -364,14 +366,16 @@ def test_recrawl_keeps_the_doc_number_and_adapts_the_interval(settings: Settings
 def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_returns(
     settings: Settings, serve
 ) -> None:
-    """A stored page whose recrawl answers 404 or 410, or is now noindex, is marked removed and
-    left out by the next update and build (its row and doc_num stay); fetched as a page again,
-    it is back. A server error is not gone: that page stays."""
+    """A stored page whose recrawl answers 404 or 410, is now noindex, or that robots.txt now
+    disallows (Nutch's ROBOTS_DENIED is gone too) is marked removed and left out by the next
+    update and build (its row and doc_num stay); fetched as a page again, it is back. A server
+    error is not gone: that page stays."""
     state = {"gone": False}
 
     def route(path: str, _seen: int) -> Page:
         if path == "/":
-            links = "".join(f'<a href="/{p}">{p}</a> ' for p in ("lost", "retired", "hidden", "flaky"))
+            pages = ("lost", "retired", "hidden", "flaky", "private")
+            links = "".join(f'<a href="/{p}">{p}</a> ' for p in pages)
             return html("Home", ENGLISH + links)
         if state["gone"] and path == "/lost":
             return 404, {"Content-Type": "text/html"}, b"not here"
@@ -380,7 +384,13 @@ def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_return
         if state["gone"] and path == "/flaky":
             return 503, {"Content-Type": "text/html"}, b"try later"
         robots = '<meta name="robots" content="noindex">' if state["gone"] and path == "/hidden" else ""
-        word = {"/lost": "marigold", "/retired": "tamarind", "/hidden": "juniper", "/flaky": "saffron"}[path]
+        word = {
+            "/lost": "marigold",
+            "/retired": "tamarind",
+            "/hidden": "juniper",
+            "/flaky": "saffron",
+            "/private": "cardamom",
+        }[path]
         return html(path.strip("/"), f"{robots}{ENGLISH}<p>{word} {word}</p>")
 
     site = serve(route)
@@ -394,16 +404,23 @@ def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_return
 
     run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
     build_index(quick, progress=False)
-    words = {"marigold": "/lost", "tamarind": "/retired", "juniper": "/hidden", "saffron": "/flaky"}
+    words = {
+        "marigold": "/lost",
+        "tamarind": "/retired",
+        "juniper": "/hidden",
+        "saffron": "/flaky",
+        "cardamom": "/private",
+    }
     assert {w: found(w) for w in words} == {w: [site.base + p] for w, p in words.items()}
 
     state["gone"] = True
-    clock.advance(4.1)
+    site.robots = b"User-agent: *\nDisallow: /private\n"
+    clock.advance(ROBOTS_TTL + 4.1)  # the crawler keeps a robots.txt a day (RFC 9309)
     stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
-    assert stats.counters["documents_removed"] == 3
+    assert stats.counters["documents_removed"] == 4 and stats.counters["robots_denied"] == 1
     docs = _docs(quick)
     assert {url for url, d in docs.items() if d.removed_at is not None} == {
-        site.base + p for p in ("/lost", "/retired", "/hidden")
+        site.base + p for p in ("/lost", "/retired", "/hidden", "/private")
     }
     update_index(quick, progress=False)
     assert {w: found(w) for w in words} == {
@@ -411,12 +428,14 @@ def test_a_page_a_recrawl_finds_gone_or_noindex_leaves_the_index_until_it_return
         "tamarind": [],
         "juniper": [],
         "saffron": [site.base + "/flaky"],  # a 503 says nothing about the page
+        "cardamom": [],
     }
     build_index(quick, progress=False)  # a full build leaves them out too
     assert found("marigold") == [] and found("juniper") == []
 
     state["gone"] = False
-    clock.advance(8.1)
+    site.robots = b"User-agent: *\nAllow: /\n"
+    clock.advance(ROBOTS_TTL + 8.1)
     stats = run_crawl(quick, [site.base + "/"], progress=False, clock=clock)
     assert stats.counters["documents_restored"] >= 1
     update_index(quick, progress=False)
