@@ -141,23 +141,43 @@ class SegmentIndex:
     @cached_property
     def visible(self) -> np.ndarray | None:
         """True for every document that may be a result (not folded, not deleted); None when
-        all may."""
+        all may. A deleted group representative's first live member stands in for it."""
         if not self.folded.shape[0] and not self.deleted.shape[0]:
             return None
         mask = np.ones(self.num_docs, dtype=bool)
         mask[self.folded] = False
         mask[self.deleted] = False
+        for stand_in in self._stand_ins:
+            mask[stand_in] = True
         return mask
 
     def folded_into(self, doc_nums: list[int]) -> dict[int, list[int]]:
         """representative -> the near-duplicates folded into it (deleted ones left out), for
-        ``doc_nums``."""
+        ``doc_nums``; a stand-in for a deleted representative lists the group's other members."""
         groups = self._groups
         found = {num: groups[num] for num in doc_nums if num in groups}
-        if self.deleted.shape[0] and found:
-            gone = set(self.deleted.tolist())
-            found = {num: [m for m in ms if m not in gone] for num, ms in found.items()}
-        return found
+        if not self.deleted.shape[0]:
+            return found
+        stand_ins = self._stand_ins
+        found |= {num: stand_ins[num] for num in doc_nums if num in stand_ins}
+        gone = set(self.deleted.tolist())
+        return {num: [m for m in ms if m not in gone and m != num] for num, ms in found.items()}
+
+    @cached_property
+    def _stand_ins(self) -> dict[int, list[int]]:
+        """For each deleted representative of a near-duplicate group, its first live member ->
+        the group's members: the copies of a page that went away are still found (the next
+        update refolds the group), under one of them, as before."""
+        if not self.deleted.shape[0]:
+            return {}
+        gone = set(self.deleted.tolist())
+        out: dict[int, list[int]] = {}
+        for rep in gone & self._groups.keys():
+            members = self._groups[rep]
+            live = [m for m in members if m not in gone]
+            if live:
+                out[live[0]] = members
+        return out
 
     @cached_property
     def _groups(self) -> dict[int, list[int]]:

@@ -92,3 +92,37 @@ def test_a_purged_host_leaves_the_results_at_once(settings):
         assert changed.purged == {"r.test": 4}
         assert _found(client, "glacier") == ([4], 1)
         assert _found(client, "desert") == ([], 0)
+
+
+NOTICE = (
+    "Ferry notice: the river ferry crosses every hour from the north quay, tickets are sold on "
+    "board, dogs and bicycles travel free, and the last crossing leaves at ten in the evening."
+)
+
+
+def test_the_copies_of_a_removed_page_are_still_found_under_one_of_them(settings):
+    """Near-duplicates show under their group's first page; when that page is removed, its
+    first live copy stands in for it (the other copies listed under it) until the next update
+    refolds the group, instead of the whole family vanishing."""
+    docs = [
+        Doc(f"http://n.test/notice/{day}", "Ferry notice", f"{NOTICE} Updated {day}.") for day in (1, 2, 3)
+    ]
+    docs.append(Doc("http://n.test/other", "Timetable", "the ferry timetable for winter"))
+    commit_documents(settings, docs, 0, "crawl-copies")
+    publish_index(settings, docs, "v1", through_seq=3)
+    from fastapi.testclient import TestClient
+
+    from services.search.http.app import create_app
+
+    with TestClient(create_app(settings, recheck_seconds=0)) as client:
+
+        def hits() -> list[tuple[int, list[str]]]:
+            body = client.get("/api/search", params={"q": "quay"}).json()
+            return [(h["doc_num"], sorted(h["also_at"])) for h in body["hits"]]
+
+        copies = [d.url for d in docs[:3]]
+        assert hits() == [(0, copies[1:])]  # folded: one result, the copies under it
+        _set(settings, 0, removed=True, seq=4)
+        assert hits() == [(1, [copies[2]])]  # the first live copy stands in
+        _set(settings, 1, removed=True, seq=5)
+        assert hits() == [(2, [])]
