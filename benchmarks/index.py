@@ -21,6 +21,7 @@ process slow the next one's queries):
   OR), tantivy ``searcher.search`` of ``index.parse_query`` over title and
   body (OR of the words, its default), bm25s ``retrieve``. Figures: p50 and
   p95 in milliseconds.
+* **index bytes**: Nimbus's published segment, tantivy's index folder (both with positions).
 """
 
 from __future__ import annotations
@@ -97,13 +98,42 @@ def nimbus(corpus: Path, docs: list[dict], queries: list[str], runner: str, stat
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "services.cli", "index", "--runner", runner], env=env, check=True)
     build_s = time.perf_counter() - start
+    index_bytes = published_bytes(settings)
     service = SearchService(settings)
     try:
         latency = timed_queries(lambda q: service.ranked(q, 10), queries)
         latency_or = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
     finally:
         service.close()
-    return {"build_s": build_s, "docs": len(docs), **latency, **{f"or_{k}": v for k, v in latency_or.items()}}
+    return {
+        "build_s": build_s,
+        "docs": len(docs),
+        "index_bytes": index_bytes,
+        **latency,
+        **{f"or_{k}": v for k, v in latency_or.items()},
+    }
+
+
+def published_bytes(settings: Any) -> int:
+    """The size of the active index segment in the blob store (what search downloads)."""
+    from services.storage.blobs.blobstore import open_blobstore
+    from services.storage.sql.engines import make_engine, session_factory
+    from services.storage.sql.index_versions import active_index
+
+    engine = make_engine(settings.database_url)
+    try:
+        with session_factory(engine)() as session:
+            active = active_index(session)
+            if active is None:
+                raise SystemExit("benchmarks.index: the build published no index")
+            name = active.segment
+    finally:
+        engine.dispose()
+    return open_blobstore(settings.blob_url, settings.aws_endpoint_url).size(name)
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
@@ -159,7 +189,12 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, 
     def run(q: str) -> object:
         return searcher.search(index.parse_query(q, ["title", "body"]), 10).hits
 
-    return {"build_s": build_s, "docs": len(docs), **timed_queries(run, queries)}
+    return {
+        "build_s": build_s,
+        "docs": len(docs),
+        "index_bytes": folder_bytes(path),
+        **timed_queries(run, queries),
+    }
 
 
 RESULT = "RESULT "  # the line a contender's process reports its figures on
@@ -241,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         if "or_p50" in r:
             line += f"  (OR queries: p50 {r['or_p50']:.2f} ms, p95 {r['or_p95']:.2f} ms)"
         print(line, flush=True)
+    sizes = {name: r["index_bytes"] for name, r in results.items() if "index_bytes" in r}
+    if sizes:
+        # Both with positions: tantivy's text fields index them by default, Nimbus's title + body.
+        print("index bytes: " + ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sizes.items()))
+        if "nimbus" in sizes and sizes.get("tantivy"):
+            print(f"nimbus/tantivy: index bytes {sizes['nimbus'] / sizes['tantivy']:.2f}x")
     if "nimbus" in results:
         n = results["nimbus"]
         for peer in ("bm25s", "tantivy"):

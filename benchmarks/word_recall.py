@@ -284,6 +284,7 @@ def run(state: Path, per_page: int, max_df: int, seed: int) -> tuple[list[Query]
     from services.indexing.publish import publish_segment
     from services.storage.blobs.blobstore import open_blobstore
     from services.storage.formats.segment import open_segment
+    from services.storage.formats.segment_codec import expand_segment
     from services.storage.sql.engines import make_engine, session_factory
     from services.storage.sql.index_versions import active_index
 
@@ -309,7 +310,7 @@ def run(state: Path, per_page: int, max_df: int, seed: int) -> tuple[list[Query]
             name = active.segment
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         arrays, meta = open_segment(store.download(name, state / "after.nseg"))
-        before = without_nav({k: np.asarray(v) for k, v in arrays.items()})
+        before = without_nav(expand_segment(arrays))
         publish_segment(before, {**meta, "created_at": time.time()}, store, sessions)
     finally:
         engine.dispose()

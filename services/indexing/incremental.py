@@ -45,6 +45,7 @@ from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_
 from services.indexing.url_names import write_name_lines
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
+from services.storage.formats.segment_codec import expand_segment
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import Document
@@ -149,7 +150,9 @@ def update_index(
         delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
         check_mergeable([base_meta, delta_meta])
         # On a file:// store the blob itself is mapped, not a copy of it.
-        base_arrays, base_meta = open_segment(store.local_file(base_name, scratch / "base.nseg"))
+        stored, base_meta = open_segment(store.local_file(base_name, scratch / "base.nseg"))
+        base_arrays = expand_segment(stored)  # the plain arrays the merge works on
+        del stored
         merged = merge_segments(
             [
                 SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))),

@@ -27,6 +27,7 @@ from services.indexing.errors import SupersededError
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.segment import check_segment, write_segment
+from services.storage.formats.segment_codec import compact_segment
 from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import IndexVersion, PageRankScore, table
@@ -48,7 +49,7 @@ def segment_name(created_at: float) -> str:
 
 
 def publish_segment(
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, np.ndarray],  # plain (segment_codec): as segment_arrays and merge_segments give them
     meta: dict[str, Any],
     store: BlobStore,
     sessions: sessionmaker[Session],
@@ -63,9 +64,11 @@ def publish_segment(
     another version became active meanwhile (a full build finished), nothing is activated
     and ``SupersededError`` says so: activating would put back what that build replaced."""
     name = segment_name(meta["created_at"])
-    check_segment(arrays, meta, name)  # a bug here must never reach the search service
+    stored = compact_segment(arrays)  # the build's plain arrays, packed as format 9 stores them
+    check_segment(stored, meta, name)  # a bug here must never reach the search service
     with store.writer(name) as fh:
-        size = write_segment(fh, arrays, meta)
+        size = write_segment(fh, stored, meta)
+    del stored
     try:
         with sessions.begin() as session:
             if replaces is not None:

@@ -53,8 +53,11 @@ def _field_tfs(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -
         at = np.minimum(np.searchsorted(postings, docs), postings.shape[0] - 1)
         hit = postings[at] == docs
         out["held"] |= hit
+        rows = start + at[hit]
         for name in FIELDS:
-            out[name] = np.maximum(out[name], np.where(hit, index.arrays[f"tf_{name}"][start + at], 0))
+            found = np.zeros(docs.shape[0], dtype=np.uint32)
+            found[hit] = index.field_tfs(name, rows)
+            out[name] = np.maximum(out[name], found)
     return out
 
 

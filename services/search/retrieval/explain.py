@@ -70,11 +70,7 @@ def term_parts(index: SegmentIndex, query: ParsedQuery, doc: int) -> list[TermPa
             if at < docs.shape[0] and int(docs[at]) == doc:
                 p = start + at
                 impact = float(index.arrays["post_impacts"][p])
-                tfs = {
-                    name: int(index.arrays[f"tf_{name}"][p])
-                    for name in FIELDS
-                    if f"tf_{name}" in index.arrays
-                }
+                tfs = {name: int(index.field_tfs(name, np.array([p]))[0]) for name in FIELDS}
         parts.append(TermPart(term, word, float(weight), impact, tfs))
     return parts
 

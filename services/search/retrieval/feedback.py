@@ -28,7 +28,7 @@ word the user typed):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -37,9 +37,7 @@ def rm3_weights(
     query: Mapping[int, float],
     fb_docs: np.ndarray,
     fb_scores: np.ndarray,
-    fwd_offsets: np.ndarray,
-    fwd_terms: np.ndarray,
-    fwd_tfs: np.ndarray,
+    fb_vectors: Sequence[tuple[np.ndarray, np.ndarray]],
     doc_lengths: np.ndarray,
     fb_terms: int,
     original_weight: float,
@@ -47,19 +45,20 @@ def rm3_weights(
     max_df: float = 1.0,
     cap_to_query: bool = False,
 ) -> dict[int, float]:
-    """Expanded query weights by term id (the original terms included); ``df`` (document
-    frequency by term id) with ``max_df`` < 1 leaves common terms out of the expansion."""
+    """Expanded query weights by term id (the original terms included). ``fb_vectors``: each
+    feedback document's (term ids, title + body + meta frequencies), its forward index
+    entry (``SegmentIndex.forward``); ``df`` (document frequency by term id) with ``max_df``
+    < 1 leaves common terms out of the expansion."""
     qlen = float(sum(query.values()))
     if fb_docs.shape[0] == 0 or fb_terms <= 0 or qlen <= 0:
         return dict(query)
     scores = np.maximum(fb_scores.astype(np.float64), 0.0)
     p_doc = scores / scores.sum() if scores.sum() > 0 else np.full(scores.shape, 1 / scores.shape[0])
     term_parts, weight_parts = [], []
-    for d, pd in zip(fb_docs.tolist(), p_doc.tolist(), strict=True):
-        start, end = int(fwd_offsets[d]), int(fwd_offsets[d + 1])
+    for d, pd, (doc_terms, doc_tfs) in zip(fb_docs.tolist(), p_doc.tolist(), fb_vectors, strict=True):
         length = max(int(doc_lengths[d]), 1)
-        term_parts.append(fwd_terms[start:end].astype(np.int64))
-        weight_parts.append(fwd_tfs[start:end].astype(np.float64) * (pd / length))
+        term_parts.append(doc_terms.astype(np.int64))
+        weight_parts.append(doc_tfs.astype(np.float64) * (pd / length))
     terms = np.concatenate(term_parts)
     weights = np.concatenate(weight_parts)
     if df is not None and max_df < 1.0:

@@ -106,7 +106,7 @@ def titles_holding(index: SegmentIndex, term: str) -> np.ndarray:
         return np.zeros(0, dtype=np.uint32)
     start, end = index.posting_range(term_id)
     docs = index.arrays["post_docs"][start:end]
-    return docs[index.arrays["tf_title"][start:end] > 0]
+    return docs[index.field_tfs("title", np.arange(start, end)) > 0]
 
 
 def operator_mask(query: ParsedQuery, index: SegmentIndex, facts: DocFacts | None) -> np.ndarray | None:

@@ -3,32 +3,28 @@
 A document matches the phrase t0 t1 ... tn when some position p has t0 at p,
 t1 at p + 1, ... tn at p + n. For all candidate documents at once: for term
 i, the keys ``doc << 32 | (p - i)`` of its positions; a document matches when
-one key is in every term's set.
+one key is in every term's set. Only the candidates' positions are decoded
+(``SegmentIndex.positions``): the segment keeps them packed apart from the
+postings (segment format 9).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+# Global posting numbers -> (positions per posting, the positions concatenated).
+PositionReader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
 
 def _keys(
-    docs: np.ndarray,
-    post_docs: np.ndarray,
-    start: int,
-    pos_offsets: np.ndarray,
-    positions: np.ndarray,
-    shift: int,
+    docs: np.ndarray, post_docs: np.ndarray, start: int, read: PositionReader, shift: int
 ) -> np.ndarray:
     """Keys of one term's positions in ``docs`` (ascending, all holding the term)."""
     postings = start + np.searchsorted(post_docs, docs)
-    begin = pos_offsets[postings].astype(np.int64)
-    counts = pos_offsets[postings + 1].astype(np.int64) - begin
-    idx = np.repeat(begin - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
-        int(counts.sum())
-    )
-    pos = positions[idx].astype(np.int64) - shift
+    counts, positions = read(postings)
+    pos = positions.astype(np.int64) - shift
     owner = np.repeat(docs.astype(np.int64), counts)
     keep = pos >= 0
     return np.unique((owner[keep] << 32) | pos[keep])
@@ -38,8 +34,7 @@ def phrase_matches(
     candidates: np.ndarray,
     term_ranges: Sequence[tuple[int, int]],
     post_docs: np.ndarray,
-    pos_offsets: np.ndarray,
-    positions: np.ndarray,
+    read_positions: PositionReader,
 ) -> np.ndarray:
     """The candidates (ascending; each holds every phrase term) where the phrase occurs.
 
@@ -49,7 +44,7 @@ def phrase_matches(
         return candidates
     common: np.ndarray | None = None
     for shift, (start, end) in enumerate(term_ranges):
-        keys = _keys(candidates, post_docs[start:end], start, pos_offsets, positions, shift)
+        keys = _keys(candidates, post_docs[start:end], start, read_positions, shift)
         common = keys if common is None else np.intersect1d(common, keys, assume_unique=True)
         if common.shape[0] == 0:
             return candidates[:0]

@@ -190,9 +190,7 @@ def retrieve(
             weights,
             ranked.docs[:fb],
             ranked.text[:fb],
-            index.arrays["fwd_offsets"],
-            index.arrays["fwd_terms"],
-            index.arrays["fwd_tfs"],
+            index.forward(ranked.docs[:fb]),
             index.doc_lengths,
             settings.feedback_terms,
             settings.feedback_weight,
@@ -283,11 +281,7 @@ def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
 def _holding_phrase(index: SegmentIndex, candidates: np.ndarray, ids: list[int]) -> np.ndarray:
     """The ``candidates`` (each holding every term of the phrase) where the phrase occurs."""
     return phrase_matches(
-        candidates,
-        [index.posting_range(i) for i in ids],
-        index.arrays["post_docs"],
-        index.arrays["pos_offsets"],
-        index.arrays["positions"],
+        candidates, [index.posting_range(i) for i in ids], index.arrays["post_docs"], index.positions
     )
 
 

@@ -30,6 +30,7 @@ from services.search.retrieval.rank import pagerank_prior
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
+from services.storage.formats.segment_codec import field_tfs, forward_lists, position_lists
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.removals import removed_since
 from services.text.analysis.analyze import analyzer_version
@@ -266,6 +267,22 @@ class SegmentIndex:
     def posting_range(self, term_id: int) -> tuple[int, int]:
         offsets = self.arrays["post_offsets"]
         return int(offsets[term_id]), int(offsets[term_id + 1])
+
+    def field_tfs(self, field: str, postings: np.ndarray) -> np.ndarray:
+        """The ``field`` frequency (title, body, anchor, url, meta, nav) of global posting
+        numbers ``postings`` (uint16), decoded from their packed blocks."""
+        return field_tfs(self.arrays, field, postings)
+
+    def positions(self, postings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions per posting, the positions concatenated) of global posting numbers
+        ``postings``: the title + body positions, ascending per posting."""
+        return position_lists(self.arrays, postings)
+
+    def forward(self, docs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(term ids ascending, their title + body + meta frequencies) of each of ``docs``."""
+        counts, terms, tfs = forward_lists(self.arrays, docs)
+        bounds = np.cumsum(counts)[:-1]
+        return list(zip(np.split(terms, bounds), np.split(tfs, bounds), strict=True))
 
     def max_impact(self, term_id: int) -> float:
         return float(self.arrays["max_impact"][term_id])

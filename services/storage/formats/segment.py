@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from services.storage.errors import BlockFormatError, SegmentContractError
+from services.storage.formats.bitpack import BLOCK
 
 MAGIC = b"NMBSEG01"
 _PRE = struct.Struct("<8sI")
@@ -120,14 +121,19 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header["meta"]
 
 
-# The segment contract, format 8. N documents, T terms, P postings, Q positions, E links.
-# What each format added (an array's ``since``):
-# 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts; 5: vocab_*;
-# 6: tf_meta, len_meta (the meta description and keywords as a field of their own);
-# 7: tf_nav, len_nav (menus, link lists and form words, cut out of the body, as a field);
-# 8: url_kind, site_name_* (entry pages for navigational queries)
-SEGMENT_FORMAT = 8
-READABLE_FORMATS = frozenset({3, 4, 5, 6, 7, 8})  # older segments serve without the newer arrays
+# The segment contract, format 9. N documents, T terms, P postings, Q positions, F forward
+# entries (a document's distinct title, body and meta terms), E links. What each format
+# changed: 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts;
+# 5: vocab_*; 6: tf_meta, len_meta; 7: tf_nav, len_nav; 8: url_kind, site_name_*;
+# 9: the field frequencies, positions and forward index bit-packed in blocks of 128
+# (``services.storage.formats.bitpack``; the per-posting position offsets gone).
+# Only the current format is read: the arrays changed shape, not just grew.
+SEGMENT_FORMAT = 9
+READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
+
+TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the packed postings' columns, in order
+POSTING_COLUMNS = len(TF_FIELDS) + 1  # ... and the posting's number of positions
+FORWARD_COLUMNS = 2  # term id gap, frequency
 
 
 @dataclass(frozen=True)
@@ -135,10 +141,11 @@ class ArraySpec:
     """One array of the contract: its dtype, its length (``per``) and what it means."""
 
     dtype: np.dtype
-    per: str  # term | term+1 | posting | posting+1 | doc | doc+1 | free (checked by a rule)
+    per: str  # term | term+1 | posting | doc | doc+1 | free (checked by a rule)
     meaning: str
-    since: int = 3  # the format that added it (older segments lack it)
 
+
+_PACKED = "(services.storage.formats.bitpack: words, block starts, block widths)"
 
 SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "term_bytes": ArraySpec(
@@ -155,36 +162,46 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "post_impacts": ArraySpec(
         np.dtype(np.float32), "posting", "BM25F weight of the term in the document (services.ranking.bm25f)"
     ),
-    "tf_title": ArraySpec(np.dtype(np.uint16), "posting", "title term frequency (clipped)"),
-    "tf_body": ArraySpec(np.dtype(np.uint16), "posting", "body term frequency (clipped)"),
-    "tf_anchor": ArraySpec(np.dtype(np.uint16), "posting", "in-link anchor term frequency (clipped)"),
-    "tf_url": ArraySpec(np.dtype(np.uint16), "posting", "URL-word term frequency (clipped)"),
-    "tf_meta": ArraySpec(
-        np.dtype(np.uint16), "posting", "meta description + keywords term frequency (clipped)", since=6
+    "post_packed": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        "per posting, in blocks of 128: the title, body, anchor, URL, meta and nav frequencies "
+        f"(clipped) and the number of positions {_PACKED}",
     ),
-    "tf_nav": ArraySpec(
-        np.dtype(np.uint16), "posting", "navigation, link list and form word tf (clipped)", since=7
+    "post_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "post_packed's block starts"),
+    "post_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "post_packed's block widths"),
+    "pos_block_offsets": ArraySpec(
+        np.dtype(np.uint64), "free", "where each block of 128 postings' positions start (blocks + 1 entries)"
     ),
-    "pos_offsets": ArraySpec(
-        np.dtype(np.uint64), "posting+1", "posting p's positions are positions[off[p]:off[p+1]]"
+    "pos_packed": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        f"each posting's ascending title + body positions as its first, then gaps {_PACKED}",
     ),
-    "positions": ArraySpec(np.dtype(np.uint32), "free", "ascending term positions in title + body"),
+    "pos_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "pos_packed's block starts"),
+    "pos_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "pos_packed's block widths"),
     "len_title": ArraySpec(np.dtype(np.uint32), "doc", "title length in terms"),
     "len_body": ArraySpec(np.dtype(np.uint32), "doc", "body length in terms"),
     "len_anchor": ArraySpec(np.dtype(np.uint32), "doc", "in-link anchor text length in terms"),
     "len_url": ArraySpec(np.dtype(np.uint32), "doc", "URL words"),
-    "len_meta": ArraySpec(np.dtype(np.uint32), "doc", "meta description + keywords length in terms", since=6),
-    "len_nav": ArraySpec(
-        np.dtype(np.uint32), "doc", "navigation, link list and form word length in terms", since=7
-    ),
+    "len_meta": ArraySpec(np.dtype(np.uint32), "doc", "meta description + keywords length in terms"),
+    "len_nav": ArraySpec(np.dtype(np.uint32), "doc", "navigation, link list and form word length in terms"),
     "doc_lengths": ArraySpec(
         np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),
     "fwd_offsets": ArraySpec(
-        np.dtype(np.uint64), "doc+1", "forward index: document d's terms are fwd_*[off[d]:off[d+1]]"
+        np.dtype(np.uint64),
+        "doc+1",
+        "forward index: document d's entries are rows off[d]:off[d+1] of fwd_packed",
     ),
-    "fwd_terms": ArraySpec(np.dtype(np.uint32), "posting", "term ids, ascending per document"),
-    "fwd_tfs": ArraySpec(np.dtype(np.uint16), "posting", "their title + body + meta frequencies"),
+    "fwd_packed": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        "per entry: term id (ascending per document, as its first, then gaps) and its title + body + meta "
+        f"frequency {_PACKED}",
+    ),
+    "fwd_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "fwd_packed's block starts"),
+    "fwd_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "fwd_packed's block widths"),
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",
@@ -198,34 +215,32 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     ),
     "pagerank": ArraySpec(np.dtype(np.float64), "doc", "PageRank by document number; sums to 1"),
     "in_offsets": ArraySpec(
-        np.dtype(np.uint64), "doc+1", "document d's in-links are in_docs[off[d]:off[d+1]]", since=4
+        np.dtype(np.uint64), "doc+1", "document d's in-links are in_docs[off[d]:off[d+1]]"
     ),
     "in_docs": ArraySpec(
-        np.dtype(np.uint32), "free", "the documents linking to each document, ascending per document", since=4
+        np.dtype(np.uint32), "free", "the documents linking to each document, ascending per document"
     ),
-    "out_counts": ArraySpec(np.dtype(np.uint32), "doc", "links from the document to crawled pages", since=4),
+    "out_counts": ArraySpec(np.dtype(np.uint32), "doc", "links from the document to crawled pages"),
     "url_kind": ArraySpec(
         np.dtype(np.uint8),
         "doc",
         "the URL's form: 0 root, 1 subroot, 2 path, 3 file (services.ranking.entry_pages.UrlKind)",
-        since=8,
     ),
     "site_name_offsets": ArraySpec(
-        np.dtype(np.uint64), "doc+1", "document d's site name is site_name_terms[off[d]:off[d+1]]", since=8
+        np.dtype(np.uint64), "doc+1", "document d's site name is site_name_terms[off[d]:off[d+1]]"
     ),
     "site_name_terms": ArraySpec(
         np.dtype(np.uint32),
         "free",
         "term ids in the titles of most of a host's pages, ascending, for its roots (entry_pages.site_names)",
-        since=8,
     ),
     "vocab_bytes": ArraySpec(
-        np.dtype(np.uint8), "free", "written word forms in 2+ documents, UTF-8, sorted by bytes", since=5
+        np.dtype(np.uint8), "free", "written word forms in 2+ documents, UTF-8, sorted by bytes"
     ),
     "vocab_offsets": ArraySpec(
-        np.dtype(np.uint64), "free", "form i is vocab_bytes[off[i]:off[i+1]] (forms + 1 entries)", since=5
+        np.dtype(np.uint64), "free", "form i is vocab_bytes[off[i]:off[i+1]] (forms + 1 entries)"
     ),
-    "vocab_df": ArraySpec(np.dtype(np.uint32), "free", "documents holding each form", since=5),
+    "vocab_df": ArraySpec(np.dtype(np.uint32), "free", "documents holding each form"),
 }
 
 
@@ -241,47 +256,67 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
 
     found = meta.get("format", SEGMENT_FORMAT)
     if found not in READABLE_FORMATS:
-        raise bad(f"it is format {found}, this version reads formats {sorted(READABLE_FORMATS)}")
-    expected = {name: spec for name, spec in SEGMENT_ARRAYS.items() if spec.since <= found}
-    for name, spec in expected.items():
+        raise SegmentContractError(
+            f"index segment {where} is format {found}, and this version reads format {SEGMENT_FORMAT} "
+            "only (its postings are packed differently): rebuild the index with `nimbus index`"
+        )
+    for name, spec in SEGMENT_ARRAYS.items():
         if name not in arrays:
             raise bad(f"array {name!r} is missing")
         if arrays[name].dtype != spec.dtype:
             raise bad(f"array {name!r} has dtype {arrays[name].dtype}, expected {spec.dtype}")
+    extra = sorted(set(arrays) - set(SEGMENT_ARRAYS))
+    if extra:
+        raise bad(f"array {extra[0]!r} is not in the contract")
     sizes = {
         "doc": arrays["doc_lengths"].shape[0],
         "term": arrays["df"].shape[0],
         "posting": arrays["post_docs"].shape[0],
     }
-    for name, spec in expected.items():
+    for name, spec in SEGMENT_ARRAYS.items():
         if spec.per == "free":
             continue
         unit, _, plus = spec.per.partition("+")
         length = sizes[unit] + (1 if plus else 0)
         if arrays[name].shape[0] != length:
             raise bad(f"array {name!r} has {arrays[name].shape[0]} entries, expected {length}")
-    if int(arrays["term_offsets"][-1]) != arrays["term_bytes"].shape[0]:
-        raise bad("term_offsets does not end at the end of term_bytes")
+    ends = (
+        ("term_offsets", "term_bytes", "the end of term_bytes"),
+        ("form_offsets", "form_filters", "the end of form_filters"),
+        ("in_offsets", "in_docs", "the number of in-links"),
+        ("site_name_offsets", "site_name_terms", "the number of site name terms"),
+    )
+    for offsets, values, what in ends:
+        if int(arrays[offsets][-1]) != arrays[values].shape[0]:
+            raise bad(f"{offsets} does not end at {what}")
     if int(arrays["post_offsets"][-1]) != sizes["posting"]:
         raise bad("post_offsets does not end at the number of postings")
-    if int(arrays["pos_offsets"][-1]) != arrays["positions"].shape[0]:
-        raise bad("pos_offsets does not end at the number of positions")
-    if int(arrays["form_offsets"][-1]) != arrays["form_filters"].shape[0]:
-        raise bad("form_offsets does not end at the end of form_filters")
-    if "in_offsets" in expected and int(arrays["in_offsets"][-1]) != arrays["in_docs"].shape[0]:
-        raise bad("in_offsets does not end at the number of in-links")
     if (
-        "site_name_offsets" in expected
-        and int(arrays["site_name_offsets"][-1]) != arrays["site_name_terms"].shape[0]
-    ):
-        raise bad("site_name_offsets does not end at the number of site name terms")
-    if "vocab_df" in expected and (
         arrays["vocab_offsets"].shape[0] != arrays["vocab_df"].shape[0] + 1
         or int(arrays["vocab_offsets"][-1]) != arrays["vocab_bytes"].shape[0]
     ):
         raise bad("vocab_offsets does not match vocab_df and vocab_bytes")
+    posting_blocks = _blocks(sizes["posting"])
+    if arrays["pos_block_offsets"].shape[0] != posting_blocks + 1:
+        raise bad(f"pos_block_offsets does not have the {posting_blocks} blocks of the postings")
+    packed = (
+        ("post_packed", sizes["posting"], POSTING_COLUMNS),
+        ("pos_packed", int(arrays["pos_block_offsets"][-1]), 1),
+        ("fwd_packed", int(arrays["fwd_offsets"][-1]), FORWARD_COLUMNS),
+    )
+    for name, rows, columns in packed:
+        blocks = _blocks(rows)
+        starts, widths = arrays[f"{name}_starts"], arrays[f"{name}_widths"]
+        if starts.shape[0] != blocks + 1 or widths.shape[0] != blocks * columns:
+            raise bad(f"{name} does not have the blocks of its {rows} rows")
+        if int(starts[-1]) + 2 != arrays[name].shape[0]:
+            raise bad(f"{name}_starts does not end at the end of {name}")
     if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
+
+
+def _blocks(rows: int) -> int:
+    return -(-rows // BLOCK)
 
 
 def segment_dtypes() -> dict[str, np.dtype]:

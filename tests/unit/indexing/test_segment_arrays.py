@@ -13,7 +13,7 @@ from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.storage.errors import SegmentContractError
-from services.storage.formats.segment import segment_dtypes
+from services.storage.formats.segment_codec import plain_dtypes
 from services.text.analysis.analyze import analyzer_version
 
 
@@ -64,7 +64,7 @@ def test_terms_sorted_by_utf8_bytes_with_their_postings_and_positions() -> None:
 
 def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> None:
     a = arrays_for(ROWS, [2.0, 3.0, 5.0])  # not normalised: publish divides by the sum
-    assert {name: arr.dtype for name, arr in a.items()} == segment_dtypes()
+    assert {name: arr.dtype for name, arr in a.items()} == plain_dtypes()
     idf = [math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (3, 1, 2)]
     assert a["idf"].tolist() == pytest.approx(idf, rel=1e-6)
     assert (a["post_impacts"] > 0).all()
@@ -85,7 +85,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 8 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 9 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
@@ -130,36 +130,31 @@ def test_link_arrays_hold_in_links_by_target_and_out_counts():
         link_arrays({0: [7]}, 4)
 
 
-def test_a_format_3_segment_is_still_read_without_the_link_arrays():
+def test_a_segment_of_an_older_format_is_refused_with_the_fix():
+    from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
+    from services.storage.formats.segment_codec import compact_segment
+
+    assert SEGMENT_FORMAT == 9
+    stored = compact_segment(arrays_for(ROWS))
+    check_segment(stored, {"format": 9, "num_docs": 3}, "new.nseg")  # no error
+    for old in (3, 6, 8):
+        with pytest.raises(
+            SegmentContractError, match=rf"format {old}, .*rebuild the index with `nimbus index`"
+        ):
+            check_segment(stored, {"format": old, "num_docs": 3}, "old.nseg")
+    plain = arrays_for(ROWS)  # format 8's arrays, unpacked
+    with pytest.raises(SegmentContractError, match="post_packed"):
+        check_segment(plain, {"format": 9, "num_docs": 3}, "unpacked.nseg")
+
+
+def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
     from services.storage.formats.segment import check_segment
+    from services.storage.formats.segment_codec import compact_segment, expand_segment
 
-    arrays = arrays_for(ROWS)
-    old = {k: v for k, v in arrays.items() if k not in ("in_offsets", "in_docs", "out_counts")}
-    check_segment(old, {"format": 3, "num_docs": 3}, "old.nseg")  # no error
-    with pytest.raises(SegmentContractError, match="in_offsets"):
-        check_segment(old, {"format": 4, "num_docs": 3}, "new.nseg")
-
-
-def test_a_format_6_segment_is_still_read_without_the_nav_field():
-    from services.storage.formats.segment import READABLE_FORMATS, SEGMENT_FORMAT, check_segment
-
-    assert SEGMENT_FORMAT == 8 and 6 in READABLE_FORMATS
-    arrays = arrays_for(ROWS)
-    assert arrays["tf_nav"].tolist() == [0] * 6 and arrays["len_nav"].tolist() == [0, 0, 0]
-    entry_pages = ("url_kind", "site_name_offsets", "site_name_terms")
-    old = {k: v for k, v in arrays.items() if k not in ("tf_nav", "len_nav", *entry_pages)}
-    check_segment(old, {"format": 6, "num_docs": 3}, "old.nseg")  # no error
-    with pytest.raises(SegmentContractError, match="tf_nav"):
-        check_segment(old, {"format": 7, "num_docs": 3}, "new.nseg")
-
-
-def test_a_format_7_segment_is_still_read_without_entry_pages():
-    from services.storage.formats.segment import check_segment
-
-    arrays = arrays_for(ROWS)
-    assert arrays["url_kind"].tolist() == [2, 2, 2]  # no URLs given: every document a PATH
-    assert arrays["site_name_offsets"].tolist() == [0, 0, 0, 0] and arrays["site_name_terms"].shape[0] == 0
-    old = {k: v for k, v in arrays.items() if k not in ("url_kind", "site_name_offsets", "site_name_terms")}
-    check_segment(old, {"format": 7, "num_docs": 3}, "old.nseg")  # no error
-    with pytest.raises(SegmentContractError, match="url_kind"):
-        check_segment(old, {"format": 8, "num_docs": 3}, "new.nseg")
+    plain = arrays_for(ROWS)
+    stored = compact_segment(plain)
+    check_segment(stored, {"format": 9, "num_docs": 3}, "t.nseg")
+    back = expand_segment(stored)
+    assert sorted(back) == sorted(plain)
+    for name, array in plain.items():
+        assert back[name].dtype == array.dtype and back[name].tolist() == array.tolist(), name

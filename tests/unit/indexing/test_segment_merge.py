@@ -15,6 +15,7 @@ from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments
 from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
+from services.storage.formats.segment_codec import compact_segment, expand_segment
 
 WORDS = [f"w{i}" for i in range(60)] + ["école", "zoo", "ab"]
 
@@ -102,7 +103,8 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     final_links = {**links_base, **links_delta}
     full = build(final, total, final_links)
 
-    base_arrays = build(base, base_n, links_base)
+    # The base as an update reads it: stored (packed), then expanded.
+    base_arrays = expand_segment(compact_segment(build(base, base_n, links_base)))
     delta_arrays = build(delta, total, links_delta)
     merged = merge_segments(
         [
@@ -116,7 +118,10 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     for name, value in full.items():
         assert merged[name].dtype == value.dtype, name
         np.testing.assert_array_equal(merged[name], value, err_msg=name)
-    check_segment(merged, {"format": SEGMENT_FORMAT, "num_docs": total}, "merged")
+    stored, stored_full = compact_segment(merged), compact_segment(full)
+    check_segment(stored, {"format": SEGMENT_FORMAT, "num_docs": total}, "merged")
+    for name, value in stored_full.items():  # and so is what publish stores, byte for byte
+        assert stored[name].tobytes() == value.tobytes(), name
     # The recrawl took "only" out of document 5: no posting of the old version survives.
     terms = bytes(merged["term_bytes"]).decode()
     assert "only" not in terms

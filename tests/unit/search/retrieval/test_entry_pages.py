@@ -19,6 +19,7 @@ from services.search.retrieval.explain import breakdown
 from services.search.retrieval.retrieve import retrieve, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.records import Record
+from services.storage.formats.segment_codec import compact_segment
 from services.text.urls import host_key
 
 ACME = "Acme widgets, Acme gadgets and Acme spare parts: Acme ships every Acme order in a day."
@@ -58,7 +59,7 @@ def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) ->
     arrays = segment_arrays(
         collect_index_rows(rows), np.full(n, 1 / n), n, url_kinds=kinds, doc_hosts=doc_hosts
     )
-    return SegmentIndex(0, "t", None, {"languages": {"en": n}}, arrays)
+    return SegmentIndex(0, "t", None, {"languages": {"en": n}}, compact_segment(arrays))
 
 
 def term(index: SegmentIndex, word: str) -> int:

@@ -8,9 +8,10 @@ import pytest
 from services.search.retrieval.feedback import rm3_weights
 
 # Doc 0: term 0 x2, term 1 x2 (length 4); doc 1: term 0 x1, term 2 x3 (length 4).
-FWD_OFFSETS = np.array([0, 2, 4], np.uint64)
-FWD_TERMS = np.array([0, 1, 0, 2], np.uint32)
-FWD_TFS = np.array([2, 2, 1, 3], np.uint16)
+FWD = [
+    (np.array([0, 1], np.int64), np.array([2, 2], np.int64)),
+    (np.array([0, 2], np.int64), np.array([1, 3], np.int64)),
+]
 LENGTHS = np.array([4, 4], np.uint32)
 
 
@@ -19,9 +20,7 @@ def test_rm3_mixes_the_query_with_the_feedback_documents_model():
         {0: 1.0},
         np.array([0, 1]),
         np.array([3.0, 1.0]),
-        FWD_OFFSETS,
-        FWD_TERMS,
-        FWD_TFS,
+        FWD,
         LENGTHS,
         fb_terms=10,
         original_weight=0.5,
@@ -36,9 +35,7 @@ def test_rm3_keeps_the_most_likely_terms_only_and_off_means_unchanged():
         {0: 2.0},
         np.array([0, 1]),
         np.array([3.0, 1.0]),
-        FWD_OFFSETS,
-        FWD_TERMS,
-        FWD_TFS,
+        FWD,
         LENGTHS,
         fb_terms=2,
         original_weight=0.5,
@@ -48,9 +45,7 @@ def test_rm3_keeps_the_most_likely_terms_only_and_off_means_unchanged():
         {0: 1.0},
         np.array([], np.int64),
         np.array([]),
-        FWD_OFFSETS,
-        FWD_TERMS,
-        FWD_TFS,
+        [],
         LENGTHS,
         fb_terms=10,
         original_weight=0.5,
@@ -64,13 +59,11 @@ def test_common_terms_are_not_expansion_candidates_and_none_outweighs_a_query_wo
 
     # Two feedback docs. Term 0 is the rare query word; term 9 is in 40 % of the collection
     # and fills the feedback docs; term 5 is a rare co-occurring word.
-    fwd_offsets = np.array([0, 3, 6], dtype=np.int64)
-    fwd_terms = np.array([0, 5, 9, 0, 5, 9], dtype=np.uint32)
-    fwd_tfs = np.array([1, 2, 20, 1, 2, 20], dtype=np.uint32)
+    doc = (np.array([0, 5, 9], dtype=np.int64), np.array([1, 2, 20], dtype=np.int64))
     lengths = np.array([23, 23, *[10] * 8], dtype=np.uint32)  # a collection of 10 documents
     df = np.zeros(10, dtype=np.uint32)
     df[[0, 1, 2, 3, 5, 9]] = [1, 1, 1, 1, 1, 4]  # term 9: 40 % of the documents
-    args = (np.array([0, 1]), np.array([2.0, 1.0]), fwd_offsets, fwd_terms, fwd_tfs, lengths, 10, 0.5)
+    args = (np.array([0, 1]), np.array([2.0, 1.0]), [doc, doc], lengths, 10, 0.5)
     query = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}  # a verbose four-word query
     before = rm3_weights(query, *args)
     assert before[9] > 2 * before[0]  # the failure: the generic word drowns the query's words

@@ -15,6 +15,7 @@ from services.search.query.language import parse_query, plain_query
 from services.search.retrieval.retrieve import query_term_group, retrieve
 from services.search.retrieval.segment import SegmentIndex, check_analyzer
 from services.storage.formats.records import Record
+from services.storage.formats.segment_codec import compact_segment
 from services.text.analysis.analyze import analyzer_version
 
 PAGES = [
@@ -36,7 +37,7 @@ def index_of(pages: list[tuple[str, str, str]]) -> SegmentIndex:
     rows += [([TERM, t], c.encode()) for t, c in chunks]
     n = len(pages)
     arrays = segment_arrays(collect_index_rows(rows), np.full(n, 1 / n), n)
-    return SegmentIndex(0, "t", None, {"languages": {"de": 2, "en": 2}}, arrays)
+    return SegmentIndex(0, "t", None, {"languages": {"de": 2, "en": 2}}, compact_segment(arrays))
 
 
 def test_a_word_gets_its_forms_in_every_language_of_the_query() -> None:

@@ -12,6 +12,7 @@ from services.search.retrieval.phrase import phrase_matches
 from services.search.retrieval.rank import QueryTerm, intersect_docs
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.records import Record
+from services.storage.formats.segment_codec import compact_segment
 from services.text.analysis.analyze import analyze
 
 TEXTS = [
@@ -30,7 +31,9 @@ def index_of(texts: list[tuple[str, str]]) -> SegmentIndex:
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, t], c.encode()) for t, c in chunks]
     n = len(texts)
-    return SegmentIndex(0, "t", None, {}, segment_arrays(collect_index_rows(rows), np.full(n, 1 / n), n))
+    return SegmentIndex(
+        0, "t", None, {}, compact_segment(segment_arrays(collect_index_rows(rows), np.full(n, 1 / n), n))
+    )
 
 
 def matches(index: SegmentIndex, phrase: str) -> list[int]:
@@ -41,8 +44,7 @@ def matches(index: SegmentIndex, phrase: str) -> list[int]:
         candidates,
         [index.posting_range(i) for i in ids],
         index.arrays["post_docs"],
-        index.arrays["pos_offsets"],
-        index.arrays["positions"],
+        index.positions,
     ).tolist()
 
 
