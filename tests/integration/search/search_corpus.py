@@ -22,6 +22,7 @@ from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.blocks import ContentBlockWriter, ContentType
 from services.storage.formats.records import Link, Record, RecordBlockWriter
 from services.storage.formats.segment import SEGMENT_FORMAT, pack_segment
+from services.storage.formats.segment_codec import compact_segment
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index
 from services.storage.sql.models import Document
@@ -161,7 +162,7 @@ def publish_index(
     if through_seq is not None:
         meta |= {"through_seq": through_seq, "pending_seqs": []}
     name = f"index/segment-{version}.nseg"
-    open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(arrays, meta))
+    open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(compact_segment(arrays), meta))
     engine = make_engine(settings.database_url)
     init_db(engine)
     try:

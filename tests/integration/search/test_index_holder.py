@@ -17,6 +17,7 @@ from services.search.retrieval.segment import (
 )
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import pack_segment
+from services.storage.formats.segment_codec import compact_segment
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index
 from tests.integration.search.search_corpus import Doc, commit_documents, publish_index, segment_arrays
@@ -98,12 +99,12 @@ def test_a_segment_breaking_the_contract_is_refused_by_name(tmp_path):
     arrays = segment_arrays(DOCS)
     arrays["idf"] = arrays["idf"].astype(np.float64)
     bad = tmp_path / "bad.nseg"
-    bad.write_bytes(pack_segment(arrays, {"num_docs": 2}))
+    bad.write_bytes(pack_segment(compact_segment(arrays), {"num_docs": 2}))
     with pytest.raises(SearchIndexError, match="'idf' has dtype float64"):
         SegmentIndex.open(bad)
     arrays = segment_arrays(DOCS)
     del arrays["pagerank"]
-    bad.write_bytes(pack_segment(arrays, {"num_docs": 2}))
+    bad.write_bytes(pack_segment(compact_segment(arrays), {"num_docs": 2}))
     with pytest.raises(SearchIndexError, match="'pagerank' is missing"):
         SegmentIndex.open(bad)
 
