@@ -104,9 +104,8 @@ def titles_holding(index: SegmentIndex, term: str) -> np.ndarray:
     term_id = index.term_id(term)
     if term_id is None:
         return np.zeros(0, dtype=np.uint32)
-    start, end = index.posting_range(term_id)
-    docs = index.arrays["post_docs"][start:end]
-    return docs[index.field_tfs("title", np.arange(start, end)) > 0]
+    docs = index.postings(term_id)[0]
+    return docs[index.field_tfs_of("title", term_id) > 0]
 
 
 def operator_mask(query: ParsedQuery, index: SegmentIndex, facts: DocFacts | None) -> np.ndarray | None:

@@ -30,7 +30,7 @@ from services.search.retrieval.rank import pagerank_prior
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
-from services.storage.formats.segment_codec import field_tfs, forward_lists, position_lists
+from services.storage.formats.segment_codec import field_tfs, field_tfs_range, forward_lists, position_lists
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.removals import removed_since
 from services.text.analysis.analyze import analyzer_version
@@ -272,6 +272,11 @@ class SegmentIndex:
         """The ``field`` frequency (title, body, anchor, url, meta, nav) of global posting
         numbers ``postings`` (uint16), decoded from their packed blocks."""
         return field_tfs(self.arrays, field, postings)
+
+    def field_tfs_of(self, field: str, term_id: int) -> np.ndarray:
+        """The ``field`` frequency of each of the term's postings (``postings``'s order)."""
+        start, end = self.posting_range(term_id)
+        return field_tfs_range(self.arrays, field, start, end)
 
     def positions(self, postings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(positions per posting, the positions concatenated) of global posting numbers

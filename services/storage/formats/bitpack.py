@@ -25,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 BLOCK = 128
 _WORDS_PER_BIT = BLOCK // 32  # a column of width w takes 4 w words in a block
-_CHUNK_BLOCKS = 1 << 15  # blocks packed per numpy pass (bounds the temporaries to ~100 MB)
+_CHUNK_BLOCKS = 1 << 14  # blocks packed or decoded per numpy pass (bounds the temporaries)
 
 
 def pack(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -43,47 +44,85 @@ def pack(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
             raise ValueError("packed columns must be one-dimensional and of one length")
         if arr.shape[0] and (arr.dtype.kind not in "ui" or int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF):
             raise ValueError("packed values must be integers in 0 .. 2**32 - 1")
-        cols.append(arr.astype(np.uint64, copy=False))
+        cols.append(arr)
     nblocks = -(-n // BLOCK)
     widths = np.zeros((nblocks, len(cols)), dtype=np.uint8)
-    padded = nblocks * BLOCK
     for c, col in enumerate(cols):
-        full = np.zeros(padded, dtype=np.uint64)
-        full[:n] = col
-        widths[:, c] = bit_widths(full.reshape(nblocks, BLOCK).max(axis=1) if nblocks else full)
+        widths[:, c] = bit_widths(_blocks_of(col, 0, nblocks).max(axis=1))
     block_words = widths.astype(np.uint64).sum(axis=1) * _WORDS_PER_BIT
     starts = np.zeros(nblocks + 1, dtype=np.uint64)
     np.cumsum(block_words, out=starts[1:])
     words = np.zeros(int(starts[-1]) + 2, dtype=np.uint32)  # + the spare words a window may read
-    before = np.concatenate(
-        [np.zeros((nblocks, 1), np.int64), np.cumsum(widths, axis=1, dtype=np.int64)], axis=1
-    )
+    offsets = _column_offsets(starts, widths.reshape(-1), len(cols))
     for first in range(0, nblocks, _CHUNK_BLOCKS):
         last = min(nblocks, first + _CHUNK_BLOCKS)
-        lo, hi = first * BLOCK, min(n, last * BLOCK)
-        if hi <= lo:
-            continue
-        base = int(starts[first])
-        span = int(starts[last]) - base + 2
-        acc = np.zeros(span, dtype=np.float64)  # disjoint bit fields add up to their OR, exactly
-        rows = np.arange(lo, hi, dtype=np.int64)
-        block = rows >> 7
-        j = rows & (BLOCK - 1)
         for c, col in enumerate(cols):
-            w = widths[block, c].astype(np.int64)
-            bit = (starts[block].astype(np.int64) - base + _WORDS_PER_BIT * before[block, c]) * 32 + j * w
-            values = col[lo:hi]
-            word = bit >> 5
-            shift = (bit & 31).astype(np.uint64)
-            shifted = values << shift  # at most 32 + 31 bits: fits
-            acc += np.bincount(
-                word, weights=(shifted & np.uint64(0xFFFFFFFF)).astype(np.float64), minlength=span
-            )
-            acc += np.bincount(
-                word + 1, weights=(shifted >> np.uint64(32)).astype(np.float64), minlength=span
-            )
-        words[base : base + span - 1] |= acc[: span - 1].astype(np.uint64).astype(np.uint32)
+            values = _blocks_of(col, first, last).astype(np.uint64)
+            w = widths[first:last, c]
+            for width in np.unique(w[w > 0]).tolist():
+                sel = np.flatnonzero(w == width)
+                at = offsets[first + sel, c][:, None] + np.arange(_WORDS_PER_BIT * width)
+                words[at] = _pack_width(values[sel], width)
     return words, starts, widths.reshape(-1)
+
+
+def _blocks_of(col: np.ndarray, first: int, last: int) -> np.ndarray:
+    """Blocks ``first .. last - 1`` of a column as a (blocks, 128) array, zero past its end."""
+    part = col[first * BLOCK : last * BLOCK]
+    if part.shape[0] < (last - first) * BLOCK:
+        part = np.concatenate([part, np.zeros((last - first) * BLOCK - part.shape[0], dtype=part.dtype)])
+    return part.reshape(last - first, BLOCK)
+
+
+def _layout(width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a width: each value's word and shift in its run, and the first value of each word."""
+    bit = np.arange(BLOCK, dtype=np.int64) * width
+    word, shift = bit >> 5, (bit & 31).astype(np.uint64)
+    firsts = np.searchsorted(word, np.arange(_WORDS_PER_BIT * width))  # every word holds a start (w <= 32)
+    return word, shift, firsts
+
+
+def _pack_width(values: np.ndarray, width: int) -> np.ndarray:
+    """(k, 4 width) uint32 words of k blocks of 128 values (uint64) of ``width`` bits."""
+    _, shift, firsts = _layout(width)
+    shifted = values << shift
+    low = np.add.reduceat(shifted & np.uint64(0xFFFFFFFF), firsts, axis=1)  # disjoint bits: + is |
+    high = np.add.reduceat(shifted >> np.uint64(32), firsts, axis=1)  # spills into the next word
+    low[:, 1:] += high[:, :-1]
+    return low.astype(np.uint32)
+
+
+def _column_offsets(starts: np.ndarray, widths: np.ndarray, columns: int) -> np.ndarray:
+    """(blocks, columns) int64: the first word of each block's run of each column."""
+    table = widths.reshape(-1, columns).astype(np.int64)
+    before = np.cumsum(table, axis=1) - table
+    out: np.ndarray = starts[:-1].astype(np.int64)[:, None] + _WORDS_PER_BIT * before
+    return out
+
+
+def unpack_range(
+    words: np.ndarray, starts: np.ndarray, widths: np.ndarray, columns: int, column: int, lo: int, hi: int
+) -> np.ndarray:
+    """Column ``column`` of rows ``lo .. hi - 1`` as uint32, decoded a whole block at a time
+    (blocks of one width together): the way to read a long run of rows."""
+    if hi <= lo:
+        return np.zeros(0, dtype=np.uint32)
+    first, last = lo // BLOCK, -(-hi // BLOCK)
+    out = np.zeros((last - first, BLOCK), dtype=np.uint32)
+    for a in range(first, last, _CHUNK_BLOCKS):
+        b = min(last, a + _CHUNK_BLOCKS)
+        offsets = _column_offsets(starts[a : b + 1], widths[a * columns : b * columns], columns)[:, column]
+        w = widths[a * columns + column : b * columns : columns]
+        for width in np.unique(w[w > 0]).tolist():
+            sel = np.flatnonzero(w == width)
+            word, shift, _ = _layout(width)
+            # Each block's run (and the word after it) as a row, then the values' windows from
+            # the rows: one index per block, not per value (twice as fast as a gather per value).
+            runs = sliding_window_view(words, _WORDS_PER_BIT * width + 1)[offsets[sel]].astype(np.uint64)
+            window = runs.take(word, axis=1) | (runs.take(word + 1, axis=1) << np.uint64(32))
+            mask = np.uint64((1 << width) - 1)
+            out[a - first + sel] = (window >> shift) & mask
+    return out.reshape(-1)[lo - first * BLOCK : hi - first * BLOCK]
 
 
 def bit_widths(values: np.ndarray) -> np.ndarray:

@@ -79,6 +79,21 @@ def _unpack(
     )
 
 
+def _unpack_range(
+    arrays: Mapping[str, np.ndarray], name: str, columns: int, column: int, lo: int, hi: int
+) -> np.ndarray:
+    return bitpack.unpack_range(
+        arrays[name], arrays[f"{name}_starts"], arrays[f"{name}_widths"], columns, column, lo, hi
+    )
+
+
+def field_tfs_range(arrays: Mapping[str, np.ndarray], field: str, lo: int, hi: int) -> np.ndarray:
+    """The ``field`` frequency of postings ``lo .. hi - 1`` (a term's run), uint16."""
+    return _unpack_range(arrays, "post_packed", POSTING_COLUMNS, TF_FIELDS.index(field), lo, hi).astype(
+        np.uint16
+    )
+
+
 def field_tfs(arrays: Mapping[str, np.ndarray], field: str, rows: np.ndarray) -> np.ndarray:
     """The ``field`` frequency (``TF_FIELDS``) of postings ``rows`` (global posting numbers), uint16."""
     values = _unpack(arrays, "post_packed", POSTING_COLUMNS, TF_FIELDS.index(field), rows)
@@ -123,19 +138,17 @@ def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The plain arrays of a stored segment (``compact_segment``'s input, exactly)."""
     out = {name: np.asarray(array) for name, array in arrays.items() if name not in PACKED_ONLY}
     postings = int(arrays["post_docs"].shape[0])
-    every = np.arange(postings, dtype=np.int64)
     for field in TF_FIELDS:
-        out[f"tf_{field}"] = field_tfs(arrays, field, every)
-    counts = _unpack(arrays, "post_packed", POSTING_COLUMNS, _COUNT, every).astype(np.int64)
+        out[f"tf_{field}"] = field_tfs_range(arrays, field, 0, postings)
+    counts = _unpack_range(arrays, "post_packed", POSTING_COLUMNS, _COUNT, 0, postings).astype(np.int64)
     pos_offsets = np.zeros(postings + 1, dtype=np.uint64)
     np.cumsum(counts.astype(np.uint64), out=pos_offsets[1:])
     out["pos_offsets"] = pos_offsets
-    total = int(pos_offsets[-1])
-    out["positions"] = bitpack.ungap(_unpack(arrays, "pos_packed", 1, 0, np.arange(total)), counts).astype(
-        np.uint32
-    )
-    docs = int(arrays["fwd_offsets"].shape[0]) - 1
-    _, terms, tfs = forward_lists(arrays, np.arange(docs))
-    out["fwd_terms"] = terms.astype(np.uint32)
-    out["fwd_tfs"] = tfs.astype(np.uint16)
+    deltas = _unpack_range(arrays, "pos_packed", 1, 0, 0, int(pos_offsets[-1]))
+    out["positions"] = bitpack.ungap(deltas, counts).astype(np.uint32)
+    fwd_counts = np.diff(arrays["fwd_offsets"].astype(np.int64))
+    entries = int(arrays["fwd_offsets"][-1])
+    term_gaps = _unpack_range(arrays, "fwd_packed", FORWARD_COLUMNS, 0, 0, entries)
+    out["fwd_terms"] = bitpack.ungap(term_gaps, fwd_counts).astype(np.uint32)
+    out["fwd_tfs"] = _unpack_range(arrays, "fwd_packed", FORWARD_COLUMNS, 1, 0, entries).astype(np.uint16)
     return out

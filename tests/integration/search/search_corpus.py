@@ -162,7 +162,9 @@ def publish_index(
     if through_seq is not None:
         meta |= {"through_seq": through_seq, "pending_seqs": []}
     name = f"index/segment-{version}.nseg"
-    open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(name, pack_segment(compact_segment(arrays), meta))
+    open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(
+        name, pack_segment(compact_segment(arrays), meta)
+    )
     engine = make_engine(settings.database_url)
     init_db(engine)
     try:
