@@ -44,8 +44,10 @@ def side(state: Path, corpus: Path) -> dict[str, float]:
 
 
 def run_side(checkout: Path, state: Path, corpus: Path) -> dict[str, float]:
+    # This file run as a script, so that the other checkout needs no copy of it: its own
+    # ``services`` and ``benchmarks.index`` come first on the path.
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    args = [sys.executable, "-m", "benchmarks.latency_ab", "--side", str(state), "--corpus", str(corpus)]
+    args = [sys.executable, str(Path(__file__).resolve()), "--side", str(state), "--corpus", str(corpus)]
     proc = subprocess.run(args, env=env, cwd=checkout, stdout=subprocess.PIPE, text=True, check=True)
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT):

@@ -53,10 +53,11 @@ def _field_tfs(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -
         at = np.minimum(np.searchsorted(postings, docs), postings.shape[0] - 1)
         hit = postings[at] == docs
         out["held"] |= hit
-        rows = start + at[hit]
-        for name in FIELDS:
+        if not hit.any():
+            continue
+        for name, tfs in zip(FIELDS, index.field_tfs_many(FIELDS, start + at[hit]), strict=True):
             found = np.zeros(docs.shape[0], dtype=np.uint32)
-            found[hit] = index.field_tfs(name, rows)
+            found[hit] = tfs
             out[name] = np.maximum(out[name], found)
     return out
 

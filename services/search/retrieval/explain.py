@@ -70,7 +70,8 @@ def term_parts(index: SegmentIndex, query: ParsedQuery, doc: int) -> list[TermPa
             if at < docs.shape[0] and int(docs[at]) == doc:
                 p = start + at
                 impact = float(index.arrays["post_impacts"][p])
-                tfs = {name: int(index.field_tfs(name, np.array([p]))[0]) for name in FIELDS}
+                found = index.field_tfs_many(FIELDS, np.array([p]))
+                tfs = {name: int(tf[0]) for name, tf in zip(FIELDS, found, strict=True)}
         parts.append(TermPart(term, word, float(weight), impact, tfs))
     return parts
 

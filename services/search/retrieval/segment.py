@@ -15,7 +15,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -30,7 +30,13 @@ from services.search.retrieval.rank import pagerank_prior
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
-from services.storage.formats.segment_codec import field_tfs, field_tfs_range, forward_lists, position_lists
+from services.storage.formats.segment_codec import (
+    field_tfs,
+    field_tfs_many,
+    field_tfs_range,
+    forward_lists,
+    position_lists,
+)
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.removals import removed_since
 from services.text.analysis.analyze import analyzer_version
@@ -272,6 +278,10 @@ class SegmentIndex:
         """The ``field`` frequency (title, body, anchor, url, meta, nav) of global posting
         numbers ``postings`` (uint16), decoded from their packed blocks."""
         return field_tfs(self.arrays, field, postings)
+
+    def field_tfs_many(self, fields: Sequence[str], postings: np.ndarray) -> list[np.ndarray]:
+        """``field_tfs`` of several fields at once (the postings' blocks found once), uint32."""
+        return field_tfs_many(self.arrays, fields, postings)
 
     def field_tfs_of(self, field: str, term_id: int) -> np.ndarray:
         """The ``field`` frequency of each of the term's postings (``postings``'s order)."""

@@ -136,19 +136,41 @@ def unpack(
     words: np.ndarray, starts: np.ndarray, widths: np.ndarray, columns: int, column: int, rows: np.ndarray
 ) -> np.ndarray:
     """Column ``column`` of a packed table of ``columns`` columns at ``rows`` (any order), as uint32."""
+    return unpack_columns(words, starts, widths, columns, (column,), rows)[0]
+
+
+def unpack_columns(
+    words: np.ndarray,
+    starts: np.ndarray,
+    widths: np.ndarray,
+    columns: int,
+    wanted: Sequence[int],
+    rows: np.ndarray,
+) -> list[np.ndarray]:
+    """Columns ``wanted`` (ascending) at ``rows``, as uint32: the rows' blocks are found once.
+    A query reads a handful to a few thousand rows, where numpy's cost is per call, not per
+    value: every step here is one call over all the rows."""
     rows = np.asarray(rows, dtype=np.int64)
     if rows.shape[0] == 0:
-        return np.zeros(0, dtype=np.uint32)
+        return [np.zeros(0, dtype=np.uint32) for _ in wanted]
     block = rows >> 7
-    table = widths.reshape(-1, columns)
-    w = table[block, column].astype(np.int64)
-    before = table[block, :column].sum(axis=1, dtype=np.int64) if column else 0
-    bit = (starts[block].astype(np.int64) + _WORDS_PER_BIT * before) * 32 + (rows & (BLOCK - 1)) * w
-    word = bit >> 5
-    window = words[word].astype(np.uint64) | (words[word + 1].astype(np.uint64) << np.uint64(32))
-    mask = (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
-    values: np.ndarray = ((window >> (bit & 31).astype(np.uint64)) & mask).astype(np.uint32)
-    return values
+    at = block * columns
+    run = starts[block].astype(np.int64) * 32  # the bit where the block's first column starts
+    j = rows & (BLOCK - 1)
+    out = []
+    done = 0
+    for column in wanted:
+        for c in range(done, column):  # skip the runs of the columns before this one
+            run += widths[at + c].astype(np.int64) * BLOCK
+        done = column
+        w = widths[at + column].astype(np.int64)
+        bit = run + j * w
+        word = bit >> 5
+        window = words[word].astype(np.uint64) | (words[word + 1].astype(np.uint64) << np.uint64(32))
+        mask = (np.uint64(1) << w.astype(np.uint64)) - np.uint64(1)
+        values: np.ndarray = ((window >> (bit & 31).astype(np.uint64)) & mask).astype(np.uint32)
+        out.append(values)
+    return out
 
 
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

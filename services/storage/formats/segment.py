@@ -131,8 +131,11 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 SEGMENT_FORMAT = 9
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
-TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the packed postings' columns, in order
-POSTING_COLUMNS = len(TF_FIELDS) + 1  # ... and the posting's number of positions
+TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
+# post_packed's columns, in this order: what is read a few rows at a time first (a column's
+# place is found by summing the widths before it): position counts (phrases), the fields
+# entry pages and intitle: read, then the rest (explain, the merge).
+POSTING_COLUMNS = ("positions", "title", "anchor", "url", "body", "meta", "nav")
 FORWARD_COLUMNS = 2  # term id gap, frequency
 
 
@@ -165,8 +168,8 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "post_packed": ArraySpec(
         np.dtype(np.uint32),
         "free",
-        "per posting, in blocks of 128: the title, body, anchor, URL, meta and nav frequencies "
-        f"(clipped) and the number of positions {_PACKED}",
+        "per posting, in blocks of 128: its number of positions and its title, anchor, URL, body, "
+        f"meta and nav frequencies (clipped; POSTING_COLUMNS) {_PACKED}",
     ),
     "post_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "post_packed's block starts"),
     "post_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "post_packed's block widths"),
@@ -300,7 +303,7 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
     if arrays["pos_block_offsets"].shape[0] != posting_blocks + 1:
         raise bad(f"pos_block_offsets does not have the {posting_blocks} blocks of the postings")
     packed = (
-        ("post_packed", sizes["posting"], POSTING_COLUMNS),
+        ("post_packed", sizes["posting"], len(POSTING_COLUMNS)),
         ("pos_packed", int(arrays["pos_block_offsets"][-1]), 1),
         ("fwd_packed", int(arrays["fwd_offsets"][-1]), FORWARD_COLUMNS),
     )

@@ -15,7 +15,7 @@ per-document columns); docs/benchmarks.md ("Issue 31") has what each choice cost
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -47,7 +47,8 @@ def plain_dtypes() -> dict[str, np.dtype]:
     return {**stored, **PLAIN_ONLY}
 
 
-_COUNT = len(TF_FIELDS)  # the posting column holding its number of positions
+_COLUMNS = len(POSTING_COLUMNS)
+_COUNT = POSTING_COLUMNS.index("positions")  # the posting column holding its number of positions
 
 
 def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -56,7 +57,7 @@ def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     pos_offsets = np.asarray(plain["pos_offsets"]).astype(np.int64)
     counts = np.diff(pos_offsets)
     postings = counts.shape[0]
-    columns = [np.asarray(plain[f"tf_{f}"]) for f in TF_FIELDS] + [counts]
+    columns = [counts if name == "positions" else np.asarray(plain[f"tf_{name}"]) for name in POSTING_COLUMNS]
     _put(out, "post_packed", bitpack.pack(columns))
     block_firsts = np.concatenate([np.arange(0, postings, BLOCK), [postings]])
     out["pos_block_offsets"] = pos_offsets[block_firsts].astype(np.uint64)
@@ -89,14 +90,14 @@ def _unpack_range(
 
 def field_tfs_range(arrays: Mapping[str, np.ndarray], field: str, lo: int, hi: int) -> np.ndarray:
     """The ``field`` frequency of postings ``lo .. hi - 1`` (a term's run), uint16."""
-    return _unpack_range(arrays, "post_packed", POSTING_COLUMNS, TF_FIELDS.index(field), lo, hi).astype(
+    return _unpack_range(arrays, "post_packed", _COLUMNS, POSTING_COLUMNS.index(field), lo, hi).astype(
         np.uint16
     )
 
 
 def field_tfs(arrays: Mapping[str, np.ndarray], field: str, rows: np.ndarray) -> np.ndarray:
     """The ``field`` frequency (``TF_FIELDS``) of postings ``rows`` (global posting numbers), uint16."""
-    values = _unpack(arrays, "post_packed", POSTING_COLUMNS, TF_FIELDS.index(field), rows)
+    values = _unpack(arrays, "post_packed", _COLUMNS, POSTING_COLUMNS.index(field), rows)
     return values.astype(np.uint16)
 
 
@@ -109,7 +110,7 @@ def position_lists(arrays: Mapping[str, np.ndarray], rows: np.ndarray) -> tuple[
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     blocks, which = np.unique(rows >> 7, return_inverse=True)
     block_rows = (blocks[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1)
-    per_block = _unpack(arrays, "post_packed", POSTING_COLUMNS, _COUNT, block_rows).astype(np.int64)
+    per_block = _unpack(arrays, "post_packed", _COLUMNS, _COUNT, block_rows).astype(np.int64)
     per_block = per_block.reshape(-1, BLOCK)
     before = np.cumsum(per_block, axis=1) - per_block
     j = rows & (BLOCK - 1)
@@ -129,9 +130,37 @@ def forward_lists(
     starts = offsets[docs].astype(np.int64)
     counts = offsets[docs + 1].astype(np.int64) - starts
     rows = bitpack.ranges(starts, counts)
-    terms = bitpack.ungap(_unpack(arrays, "fwd_packed", FORWARD_COLUMNS, 0, rows), counts)
-    tfs = _unpack(arrays, "fwd_packed", FORWARD_COLUMNS, 1, rows).astype(np.int64)
-    return counts, terms, tfs
+    gaps, tfs = bitpack.unpack_columns(
+        arrays["fwd_packed"],
+        arrays["fwd_packed_starts"],
+        arrays["fwd_packed_widths"],
+        FORWARD_COLUMNS,
+        (0, 1),
+        rows,
+    )
+    return counts, bitpack.ungap(gaps, counts), tfs.astype(np.int64)
+
+
+def field_tfs_many(
+    arrays: Mapping[str, np.ndarray], fields: Sequence[str], rows: np.ndarray
+) -> list[np.ndarray]:
+    """The frequencies of several fields at postings ``rows``, in ``fields``' order (uint32)."""
+    wanted = sorted(POSTING_COLUMNS.index(f) for f in fields)
+    got = dict(
+        zip(
+            wanted,
+            bitpack.unpack_columns(
+                arrays["post_packed"],
+                arrays["post_packed_starts"],
+                arrays["post_packed_widths"],
+                _COLUMNS,
+                wanted,
+                rows,
+            ),
+            strict=True,
+        )
+    )
+    return [got[POSTING_COLUMNS.index(f)] for f in fields]
 
 
 def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -140,7 +169,7 @@ def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     postings = int(arrays["post_docs"].shape[0])
     for field in TF_FIELDS:
         out[f"tf_{field}"] = field_tfs_range(arrays, field, 0, postings)
-    counts = _unpack_range(arrays, "post_packed", POSTING_COLUMNS, _COUNT, 0, postings).astype(np.int64)
+    counts = _unpack_range(arrays, "post_packed", _COLUMNS, _COUNT, 0, postings).astype(np.int64)
     pos_offsets = np.zeros(postings + 1, dtype=np.uint64)
     np.cumsum(counts.astype(np.uint64), out=pos_offsets[1:])
     out["pos_offsets"] = pos_offsets
