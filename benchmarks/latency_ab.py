@@ -6,8 +6,9 @@ Each STATE is a ``benchmarks.index`` Nimbus state (``var/bench/nimbus-state``: t
 and blob store of a published index over the same corpus); each CHECKOUT the code that
 built it and answers with it. Every round runs each side in a fresh process of its own,
 with that checkout's code first on the path, timing the corpus's queries through
-``SearchService.ranked`` as ``benchmarks.index`` does: as typed (AND, the default) and
-with ``OR`` between the words. Interleaving spreads this shared machine's drift over both
+``SearchService.ranked`` as ``benchmarks.index`` does: as typed (AND, the default), with
+``OR`` between the words (four-word ones run RM3 feedback: the forward index), and quoted
+(a phrase: the positions). Interleaving spreads this shared machine's drift over both
 sides; the figures are each side's median over the rounds of its p50 and p95.
 """
 
@@ -38,9 +39,14 @@ def side(state: Path, corpus: Path) -> dict[str, float]:
     try:
         typed = timed_queries(lambda q: service.ranked(q, 10), queries)
         ored = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
+        quoted = timed_queries(lambda q: service.ranked(f'"{q}"', 10), queries)
     finally:
         service.close()
-    return {**typed, **{f"or_{k}": v for k, v in ored.items()}}
+    return {
+        **typed,
+        **{f"or_{k}": v for k, v in ored.items()},
+        **{f"phrase_{k}": v for k, v in quoted.items()},
+    }
 
 
 def run_side(checkout: Path, state: Path, corpus: Path) -> dict[str, float]:
@@ -74,19 +80,18 @@ def main(argv: list[str] | None = None) -> int:
             checkout, _, state = spec.partition(":")
             figures = run_side(Path(checkout), Path(state), args.corpus)
             got[name].append(figures)
-            print(
-                f"round {r + 1} {name}: as typed p50 {figures['p50']:.2f} p95 {figures['p95']:.2f} ms; "
-                f"OR p50 {figures['or_p50']:.2f} p95 {figures['or_p95']:.2f} ms",
-                flush=True,
-            )
+            print(f"round {r + 1} {name}: {_line(figures)}", flush=True)
     for name, spec in sides.items():
-        med = {k: statistics.median(f[k] for f in got[name]) for k in ("p50", "p95", "or_p50", "or_p95")}
-        print(
-            f"{name} ({spec}) median of {args.rounds}: "
-            f"as typed p50 {med['p50']:.2f} p95 {med['p95']:.2f} ms; "
-            f"OR p50 {med['or_p50']:.2f} p95 {med['or_p95']:.2f} ms"
-        )
+        med = {k: statistics.median(f[k] for f in got[name]) for k in got[name][0]}
+        print(f"{name} ({spec}) median of {args.rounds}: {_line(med)}")
     return 0
+
+
+def _line(f: dict[str, float]) -> str:
+    return "; ".join(
+        f"{label} p50 {f[prefix + 'p50']:.2f} p95 {f[prefix + 'p95']:.2f} ms"
+        for label, prefix in (("as typed", ""), ("OR", "or_"), ("phrase", "phrase_"))
+    )
 
 
 if __name__ == "__main__":

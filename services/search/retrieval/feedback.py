@@ -28,7 +28,7 @@ word the user typed):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def rm3_weights(
     query: Mapping[int, float],
     fb_docs: np.ndarray,
     fb_scores: np.ndarray,
-    fb_vectors: Sequence[tuple[np.ndarray, np.ndarray]],
+    fb_forward: tuple[np.ndarray, np.ndarray, np.ndarray],
     doc_lengths: np.ndarray,
     fb_terms: int,
     original_weight: float,
@@ -45,22 +45,20 @@ def rm3_weights(
     max_df: float = 1.0,
     cap_to_query: bool = False,
 ) -> dict[int, float]:
-    """Expanded query weights by term id (the original terms included). ``fb_vectors``: each
-    feedback document's (term ids, title + body + meta frequencies), its forward index
-    entry (``SegmentIndex.forward``); ``df`` (document frequency by term id) with ``max_df``
+    """Expanded query weights by term id (the original terms included). ``fb_forward``: the
+    feedback documents' forward index entries (``SegmentIndex.forward``: the number of each
+    document's entries, then their term ids and title + body + meta frequencies, concatenated
+    in ``fb_docs``' order); ``df`` (document frequency by term id) with ``max_df``
     < 1 leaves common terms out of the expansion."""
     qlen = float(sum(query.values()))
     if fb_docs.shape[0] == 0 or fb_terms <= 0 or qlen <= 0:
         return dict(query)
     scores = np.maximum(fb_scores.astype(np.float64), 0.0)
     p_doc = scores / scores.sum() if scores.sum() > 0 else np.full(scores.shape, 1 / scores.shape[0])
-    term_parts, weight_parts = [], []
-    for d, pd, (doc_terms, doc_tfs) in zip(fb_docs.tolist(), p_doc.tolist(), fb_vectors, strict=True):
-        length = max(int(doc_lengths[d]), 1)
-        term_parts.append(doc_terms.astype(np.int64))
-        weight_parts.append(doc_tfs.astype(np.float64) * (pd / length))
-    terms = np.concatenate(term_parts)
-    weights = np.concatenate(weight_parts)
+    counts, doc_terms, doc_tfs = fb_forward
+    lengths = np.maximum(doc_lengths[fb_docs].astype(np.float64), 1.0)
+    terms = doc_terms.astype(np.int64)
+    weights = doc_tfs.astype(np.float64) * np.repeat(p_doc / lengths, counts)
     if df is not None and max_df < 1.0:
         num_docs = max(int(doc_lengths.shape[0]), 1)
         original = np.fromiter(query.keys(), dtype=np.int64, count=len(query))

@@ -293,11 +293,10 @@ class SegmentIndex:
         ``postings``: the title + body positions, ascending per posting."""
         return position_lists(self.arrays, postings)
 
-    def forward(self, docs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(term ids ascending, their title + body + meta frequencies) of each of ``docs``."""
-        counts, terms, tfs = forward_lists(self.arrays, docs)
-        bounds = np.cumsum(counts)[:-1]
-        return list(zip(np.split(terms, bounds), np.split(tfs, bounds), strict=True))
+    def forward(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The forward index of ``docs``: (entries of each, their term ids (ascending per
+        document) and title + body + meta frequencies, concatenated in ``docs``' order)."""
+        return forward_lists(self.arrays, docs)
 
     def max_impact(self, term_id: int) -> float:
         return float(self.arrays["max_impact"][term_id])

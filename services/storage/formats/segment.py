@@ -133,10 +133,14 @@ READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
 TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
 # post_packed's columns, in this order: what is read a few rows at a time first (a column's
-# place is found by summing the widths before it): position counts (phrases), the fields
+# place is found by summing the widths before it): where the posting's positions start,
+# counted from its block's first (pos_block_offsets; phrases read it), the fields
 # entry pages and intitle: read, then the rest (explain, the merge).
-POSTING_COLUMNS = ("positions", "title", "anchor", "url", "body", "meta", "nav")
-FORWARD_COLUMNS = 2  # term id gap, frequency
+POSTING_COLUMNS = ("pos_start", "title", "anchor", "url", "body", "meta", "nav")
+# The forward index (feedback reads ten documents' entries per query) is byte-aligned, not
+# bit-packed: read with two gathers, not a dozen numpy passes (docs/benchmarks.md, "Issue 31:
+# compact segments"); values from these up are kept apart.
+FORWARD_WIDE = (0xFFFF, 0xFF)
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,8 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "post_packed": ArraySpec(
         np.dtype(np.uint32),
         "free",
-        "per posting, in blocks of 128: its number of positions and its title, anchor, URL, body, "
+        "per posting, in blocks of 128: where its positions start after its block's first "
+        "(pos_block_offsets) and its title, anchor, URL, body, "
         f"meta and nav frequencies (clipped; POSTING_COLUMNS) {_PACKED}",
     ),
     "post_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "post_packed's block starts"),
@@ -193,18 +198,24 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),
     "fwd_offsets": ArraySpec(
-        np.dtype(np.uint64),
-        "doc+1",
-        "forward index: document d's entries are rows off[d]:off[d+1] of fwd_packed",
+        np.dtype(np.uint64), "doc+1", "forward index: document d's entries are fwd_*[off[d]:off[d+1]]"
     ),
-    "fwd_packed": ArraySpec(
-        np.dtype(np.uint32),
+    "fwd_gaps": ArraySpec(
+        np.dtype(np.uint16),
         "free",
-        "per entry: term id (ascending per document, as its first, then gaps) and its title + body + meta "
-        f"frequency {_PACKED}",
+        "per entry, the term id (ascending per document) minus the one before it, the first its id; "
+        f"{FORWARD_WIDE[0]}: in fwd_wide_*",
     ),
-    "fwd_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "fwd_packed's block starts"),
-    "fwd_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "fwd_packed's block widths"),
+    "fwd_tfs8": ArraySpec(
+        np.dtype(np.uint8),
+        "free",
+        f"per entry, its title + body + meta frequency; {FORWARD_WIDE[1]}: in fwd_wide_*",
+    ),
+    "fwd_wide_rows": ArraySpec(
+        np.dtype(np.uint64), "free", "the entries whose gap or frequency does not fit, ascending"
+    ),
+    "fwd_wide_gaps": ArraySpec(np.dtype(np.uint32), "free", "their gaps"),
+    "fwd_wide_tfs": ArraySpec(np.dtype(np.uint16), "free", "their frequencies"),
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",
@@ -305,7 +316,6 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
     packed = (
         ("post_packed", sizes["posting"], len(POSTING_COLUMNS)),
         ("pos_packed", int(arrays["pos_block_offsets"][-1]), 1),
-        ("fwd_packed", int(arrays["fwd_offsets"][-1]), FORWARD_COLUMNS),
     )
     for name, rows, columns in packed:
         blocks = _blocks(rows)
@@ -314,6 +324,12 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
             raise bad(f"{name} does not have the blocks of its {rows} rows")
         if int(starts[-1]) + 2 != arrays[name].shape[0]:
             raise bad(f"{name}_starts does not end at the end of {name}")
+    entries = int(arrays["fwd_offsets"][-1])
+    if arrays["fwd_gaps"].shape[0] != entries or arrays["fwd_tfs8"].shape[0] != entries:
+        raise bad("fwd_gaps and fwd_tfs8 do not have the entries fwd_offsets counts")
+    wide = arrays["fwd_wide_rows"].shape[0]
+    if arrays["fwd_wide_gaps"].shape[0] != wide or arrays["fwd_wide_tfs"].shape[0] != wide:
+        raise bad("fwd_wide_rows, fwd_wide_gaps and fwd_wide_tfs differ in length")
     if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
-from services.storage.formats.segment import FORWARD_COLUMNS, POSTING_COLUMNS, TF_FIELDS, segment_dtypes
+from services.storage.formats.segment import FORWARD_WIDE, POSTING_COLUMNS, TF_FIELDS, segment_dtypes
 
 # Plain arrays that the stored segment holds packed instead (format 8's arrays, dtypes).
 PLAIN_ONLY: dict[str, np.dtype] = {
@@ -32,12 +32,8 @@ PLAIN_ONLY: dict[str, np.dtype] = {
     "fwd_tfs": np.dtype(np.uint16),  # their title + body + meta frequencies
 }
 PACKED_ONLY = frozenset(
-    {"pos_block_offsets"}
-    | {
-        f"{name}{part}"
-        for name in ("post_packed", "pos_packed", "fwd_packed")
-        for part in ("", "_starts", "_widths")
-    }
+    {"pos_block_offsets", "fwd_gaps", "fwd_tfs8", "fwd_wide_rows", "fwd_wide_gaps", "fwd_wide_tfs"}
+    | {f"{name}{part}" for name in ("post_packed", "pos_packed") for part in ("", "_starts", "_widths")}
 )
 
 
@@ -48,7 +44,7 @@ def plain_dtypes() -> dict[str, np.dtype]:
 
 
 _COLUMNS = len(POSTING_COLUMNS)
-_COUNT = POSTING_COLUMNS.index("positions")  # the posting column holding its number of positions
+_POS = POSTING_COLUMNS.index("pos_start")  # where a posting's positions start, in its block
 
 
 def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -57,14 +53,23 @@ def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     pos_offsets = np.asarray(plain["pos_offsets"]).astype(np.int64)
     counts = np.diff(pos_offsets)
     postings = counts.shape[0]
-    columns = [counts if name == "positions" else np.asarray(plain[f"tf_{name}"]) for name in POSTING_COLUMNS]
-    _put(out, "post_packed", bitpack.pack(columns))
     block_firsts = np.concatenate([np.arange(0, postings, BLOCK), [postings]])
+    in_block = pos_offsets[:-1] - np.repeat(pos_offsets[block_firsts[:-1]], np.diff(block_firsts))
+    columns = [
+        in_block if name == "pos_start" else np.asarray(plain[f"tf_{name}"]) for name in POSTING_COLUMNS
+    ]
+    _put(out, "post_packed", bitpack.pack(columns))
     out["pos_block_offsets"] = pos_offsets[block_firsts].astype(np.uint64)
     _put(out, "pos_packed", bitpack.pack([bitpack.gaps(np.asarray(plain["positions"]), counts)]))
     fwd_counts = np.diff(np.asarray(plain["fwd_offsets"]).astype(np.int64))
     term_gaps = bitpack.gaps(np.asarray(plain["fwd_terms"]), fwd_counts)
-    _put(out, "fwd_packed", bitpack.pack([term_gaps, np.asarray(plain["fwd_tfs"])]))
+    tfs = np.asarray(plain["fwd_tfs"])
+    wide = np.flatnonzero((term_gaps >= FORWARD_WIDE[0]) | (tfs >= FORWARD_WIDE[1]))
+    out["fwd_gaps"] = np.minimum(term_gaps, FORWARD_WIDE[0]).astype(np.uint16)
+    out["fwd_tfs8"] = np.minimum(tfs, FORWARD_WIDE[1]).astype(np.uint8)
+    out["fwd_wide_rows"] = wide.astype(np.uint64)
+    out["fwd_wide_gaps"] = term_gaps[wide].astype(np.uint32)
+    out["fwd_wide_tfs"] = tfs[wide].astype(np.uint16)
     return out
 
 
@@ -103,19 +108,21 @@ def field_tfs(arrays: Mapping[str, np.ndarray], field: str, rows: np.ndarray) ->
 
 def position_lists(arrays: Mapping[str, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(number of positions of each posting in ``rows``, their positions concatenated in that
-    order, ascending per posting), both int64. Decodes the position counts of the 128-posting
-    blocks the rows are in, then only the rows' positions."""
+    order, ascending per posting), both int64: where each row's positions start and where the
+    next row's start, then only those positions."""
     rows = np.asarray(rows, dtype=np.int64)
     if rows.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    blocks, which = np.unique(rows >> 7, return_inverse=True)
-    block_rows = (blocks[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1)
-    per_block = _unpack(arrays, "post_packed", _COLUMNS, _COUNT, block_rows).astype(np.int64)
-    per_block = per_block.reshape(-1, BLOCK)
-    before = np.cumsum(per_block, axis=1) - per_block
-    j = rows & (BLOCK - 1)
-    counts = per_block[which, j]
-    starts = arrays["pos_block_offsets"][blocks].astype(np.int64)[which] + before[which, j]
+    postings = int(arrays["post_docs"].shape[0])
+    after = rows + 1
+    ends_block = ((after & (BLOCK - 1)) == 0) | (after >= postings)  # the next block's first, then
+    both = np.concatenate([rows, np.where(ends_block, rows, after)])
+    rel = _unpack(arrays, "post_packed", _COLUMNS, _POS, both).astype(np.int64)
+    block_starts = arrays["pos_block_offsets"]
+    base = block_starts[rows >> 7].astype(np.int64)
+    starts = base + rel[: rows.shape[0]]
+    ends = np.where(ends_block, block_starts[(rows >> 7) + 1].astype(np.int64), base + rel[rows.shape[0] :])
+    counts = ends - starts
     deltas = _unpack(arrays, "pos_packed", 1, 0, bitpack.ranges(starts, counts))
     return counts, bitpack.ungap(deltas, counts)
 
@@ -130,15 +137,20 @@ def forward_lists(
     starts = offsets[docs].astype(np.int64)
     counts = offsets[docs + 1].astype(np.int64) - starts
     rows = bitpack.ranges(starts, counts)
-    gaps, tfs = bitpack.unpack_columns(
-        arrays["fwd_packed"],
-        arrays["fwd_packed_starts"],
-        arrays["fwd_packed_widths"],
-        FORWARD_COLUMNS,
-        (0, 1),
-        rows,
-    )
-    return counts, bitpack.ungap(gaps, counts), tfs.astype(np.int64)
+    return (counts, *_forward_rows(arrays, rows, counts))
+
+
+def _forward_rows(
+    arrays: Mapping[str, np.ndarray], rows: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    gaps = arrays["fwd_gaps"][rows].astype(np.int64)
+    tfs = arrays["fwd_tfs8"][rows].astype(np.int64)
+    wide = np.flatnonzero((gaps == FORWARD_WIDE[0]) | (tfs == FORWARD_WIDE[1]))
+    if wide.shape[0]:
+        at = np.searchsorted(arrays["fwd_wide_rows"], rows[wide].astype(np.uint64))
+        gaps[wide] = arrays["fwd_wide_gaps"][at]
+        tfs[wide] = arrays["fwd_wide_tfs"][at]
+    return bitpack.ungap(gaps, counts), tfs
 
 
 def field_tfs_many(
@@ -169,15 +181,20 @@ def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     postings = int(arrays["post_docs"].shape[0])
     for field in TF_FIELDS:
         out[f"tf_{field}"] = field_tfs_range(arrays, field, 0, postings)
-    counts = _unpack_range(arrays, "post_packed", _COLUMNS, _COUNT, 0, postings).astype(np.int64)
-    pos_offsets = np.zeros(postings + 1, dtype=np.uint64)
-    np.cumsum(counts.astype(np.uint64), out=pos_offsets[1:])
+    in_block = _unpack_range(arrays, "post_packed", _COLUMNS, _POS, 0, postings).astype(np.uint64)
+    block_starts = arrays["pos_block_offsets"]
+    pos_offsets = np.empty(postings + 1, dtype=np.uint64)
+    pos_offsets[:-1] = np.repeat(
+        block_starts[:-1], np.diff(np.append(np.arange(0, postings, BLOCK), postings))
+    )
+    pos_offsets[:-1] += in_block
+    pos_offsets[-1] = block_starts[-1]
     out["pos_offsets"] = pos_offsets
+    counts = np.diff(pos_offsets.astype(np.int64))
     deltas = _unpack_range(arrays, "pos_packed", 1, 0, 0, int(pos_offsets[-1]))
     out["positions"] = bitpack.ungap(deltas, counts).astype(np.uint32)
     fwd_counts = np.diff(arrays["fwd_offsets"].astype(np.int64))
-    entries = int(arrays["fwd_offsets"][-1])
-    term_gaps = _unpack_range(arrays, "fwd_packed", FORWARD_COLUMNS, 0, 0, entries)
-    out["fwd_terms"] = bitpack.ungap(term_gaps, fwd_counts).astype(np.uint32)
-    out["fwd_tfs"] = _unpack_range(arrays, "fwd_packed", FORWARD_COLUMNS, 1, 0, entries).astype(np.uint16)
+    terms, tfs = _forward_rows(arrays, np.arange(int(arrays["fwd_offsets"][-1])), fwd_counts)
+    out["fwd_terms"] = terms.astype(np.uint32)
+    out["fwd_tfs"] = tfs.astype(np.uint16)
     return out

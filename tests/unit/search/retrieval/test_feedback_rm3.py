@@ -8,10 +8,7 @@ import pytest
 from services.search.retrieval.feedback import rm3_weights
 
 # Doc 0: term 0 x2, term 1 x2 (length 4); doc 1: term 0 x1, term 2 x3 (length 4).
-FWD = [
-    (np.array([0, 1], np.int64), np.array([2, 2], np.int64)),
-    (np.array([0, 2], np.int64), np.array([1, 3], np.int64)),
-]
+FWD = (np.array([2, 2]), np.array([0, 1, 0, 2], np.int64), np.array([2, 2, 1, 3], np.int64))
 LENGTHS = np.array([4, 4], np.uint32)
 
 
@@ -45,7 +42,7 @@ def test_rm3_keeps_the_most_likely_terms_only_and_off_means_unchanged():
         {0: 1.0},
         np.array([], np.int64),
         np.array([]),
-        [],
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)),
         LENGTHS,
         fb_terms=10,
         original_weight=0.5,
@@ -59,11 +56,15 @@ def test_common_terms_are_not_expansion_candidates_and_none_outweighs_a_query_wo
 
     # Two feedback docs. Term 0 is the rare query word; term 9 is in 40 % of the collection
     # and fills the feedback docs; term 5 is a rare co-occurring word.
-    doc = (np.array([0, 5, 9], dtype=np.int64), np.array([1, 2, 20], dtype=np.int64))
+    both = (
+        np.array([3, 3]),
+        np.array([0, 5, 9, 0, 5, 9], np.int64),
+        np.array([1, 2, 20, 1, 2, 20], np.int64),
+    )
     lengths = np.array([23, 23, *[10] * 8], dtype=np.uint32)  # a collection of 10 documents
     df = np.zeros(10, dtype=np.uint32)
     df[[0, 1, 2, 3, 5, 9]] = [1, 1, 1, 1, 1, 4]  # term 9: 40 % of the documents
-    args = (np.array([0, 1]), np.array([2.0, 1.0]), [doc, doc], lengths, 10, 0.5)
+    args = (np.array([0, 1]), np.array([2.0, 1.0]), both, lengths, 10, 0.5)
     query = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}  # a verbose four-word query
     before = rm3_weights(query, *args)
     assert before[9] > 2 * before[0]  # the failure: the generic word drowns the query's words
