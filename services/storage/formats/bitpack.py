@@ -200,8 +200,11 @@ def gaps(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def ungap(deltas: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The inverse of ``gaps``: each list's running sum (int64)."""
-    deltas = np.asarray(deltas, dtype=np.int64)
-    running = np.concatenate([[0], np.cumsum(deltas)])
-    before = np.cumsum(counts) - counts
-    sums: np.ndarray = running[1:] - np.repeat(running[np.asarray(before, dtype=np.int64)], counts)
+    running = np.cumsum(deltas, dtype=np.int64)
+    if running.shape[0] == 0:
+        return running
+    before = np.cumsum(counts) - counts  # where each list starts
+    carried = running[before - 1]  # the sum of the lists before it (the first's wraps: zeroed)
+    carried[before == 0] = 0
+    sums: np.ndarray = running - np.repeat(carried, counts)
     return sums

@@ -131,18 +131,35 @@ def forward_lists(
     arrays: Mapping[str, np.ndarray], docs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(entries of each of ``docs``, their term ids concatenated (ascending per document),
-    their title + body + meta frequencies), all int64."""
+    their title + body + meta frequencies), all int64. A document's entries are one run: a
+    slice each (feedback reads ten documents), not a gather per entry."""
     docs = np.asarray(docs, dtype=np.int64)
     offsets = arrays["fwd_offsets"]
     starts = offsets[docs].astype(np.int64)
-    counts = offsets[docs + 1].astype(np.int64) - starts
-    rows = bitpack.ranges(starts, counts)
-    return (counts, *_forward_rows(arrays, rows, counts))
+    ends = offsets[docs + 1].astype(np.int64)
+    counts = ends - starts
+    if docs.shape[0] == 0:
+        return counts, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    runs = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    gaps = np.concatenate([arrays["fwd_gaps"][a:b] for a, b in runs]).astype(np.int64)
+    tfs = np.concatenate([arrays["fwd_tfs8"][a:b] for a, b in runs]).astype(np.int64)
+    wide_rows = arrays["fwd_wide_rows"]
+    first = np.searchsorted(wide_rows, starts.astype(np.uint64))
+    last = np.searchsorted(wide_rows, ends.astype(np.uint64))
+    if (last > first).any():  # the documents' entries whose values were kept apart
+        held = last - first
+        wide = bitpack.ranges(first, held)
+        owner = np.repeat(np.arange(docs.shape[0]), held)
+        local = wide_rows[wide].astype(np.int64) - starts[owner] + (np.cumsum(counts) - counts)[owner]
+        gaps[local] = arrays["fwd_wide_gaps"][wide]
+        tfs[local] = arrays["fwd_wide_tfs"][wide]
+    return counts, bitpack.ungap(gaps, counts), tfs
 
 
 def _forward_rows(
     arrays: Mapping[str, np.ndarray], rows: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Term ids and frequencies of forward index rows (whole documents' runs, ``counts`` each)."""
     gaps = arrays["fwd_gaps"][rows].astype(np.int64)
     tfs = arrays["fwd_tfs8"][rows].astype(np.int64)
     wide = np.flatnonzero((gaps == FORWARD_WIDE[0]) | (tfs == FORWARD_WIDE[1]))
