@@ -18,12 +18,8 @@ import numpy as np
 PositionReader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def _keys(
-    docs: np.ndarray, post_docs: np.ndarray, start: int, read: PositionReader, shift: int
-) -> np.ndarray:
-    """Keys of one term's positions in ``docs`` (ascending, all holding the term)."""
-    postings = start + np.searchsorted(post_docs, docs)
-    counts, positions = read(postings)
+def _keys(docs: np.ndarray, counts: np.ndarray, positions: np.ndarray, shift: int) -> np.ndarray:
+    """Keys of one term's positions in ``docs`` (``counts[i]`` of them in ``docs[i]``)."""
     pos = positions.astype(np.int64) - shift
     owner = np.repeat(docs.astype(np.int64), counts)
     keep = pos >= 0
@@ -38,13 +34,22 @@ def phrase_matches(
 ) -> np.ndarray:
     """The candidates (ascending; each holds every phrase term) where the phrase occurs.
 
-    ``term_ranges[i]`` is the posting range of the phrase's i-th term.
+    ``term_ranges[i]`` is the posting range of the phrase's i-th term. Every term's
+    positions are read in one call: decoding them costs mostly per call, not per position.
     """
     if candidates.shape[0] == 0 or not term_ranges:
         return candidates
+    postings = np.concatenate(
+        [start + np.searchsorted(post_docs[start:end], candidates) for start, end in term_ranges]
+    )
+    counts, positions = read_positions(postings)
+    per_term = counts.reshape(len(term_ranges), candidates.shape[0])
+    bounds = np.cumsum(per_term.sum(axis=1))[:-1]
     common: np.ndarray | None = None
-    for shift, (start, end) in enumerate(term_ranges):
-        keys = _keys(candidates, post_docs[start:end], start, read_positions, shift)
+    for shift, (term_counts, term_positions) in enumerate(
+        zip(per_term, np.split(positions, bounds), strict=True)
+    ):
+        keys = _keys(candidates, term_counts, term_positions, shift)
         common = keys if common is None else np.intersect1d(common, keys, assume_unique=True)
         if common.shape[0] == 0:
             return candidates[:0]
