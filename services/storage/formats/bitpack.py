@@ -15,9 +15,9 @@ Lucene's postings, without their exceptions).
 
 Any row is read with one 64-bit window of two words: numpy reads any set of rows at
 once (``unpack``) without decoding whole blocks, which is what the search side needs
-for the field frequencies of a few postings, the positions of a phrase's candidates
-and the forward index of a few documents. Lists of ascending numbers (positions, term
-ids) are stored as gaps (``gaps``) and summed back (``ungap``).
+for the field frequencies of a few postings and the positions of a phrase's candidates;
+``unpack_range`` decodes long runs a whole block at a time. Lists of ascending numbers
+(positions, term ids) are stored as gaps (``gaps``) and summed back (``ungap``).
 """
 
 from __future__ import annotations

@@ -125,8 +125,9 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 # entries (a document's distinct title, body and meta terms), E links. What each format
 # changed: 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts;
 # 5: vocab_*; 6: tf_meta, len_meta; 7: tf_nav, len_nav; 8: url_kind, site_name_*;
-# 9: the field frequencies, positions and forward index bit-packed in blocks of 128
-# (``services.storage.formats.bitpack``; the per-posting position offsets gone).
+# 9: the field frequencies and positions bit-packed in blocks of 128
+# (``services.storage.formats.bitpack``), the forward index byte-aligned, the per-posting
+# position offsets gone (``services.storage.formats.segment_codec`` packs and unpacks).
 # Only the current format is read: the arrays changed shape, not just grew.
 SEGMENT_FORMAT = 9
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
