@@ -134,7 +134,7 @@ def forward_lists(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(entries of each of ``docs``, their term ids concatenated (ascending per document),
     their title + body + meta frequencies), all int64. A document's entries are one run: a
-    slice each (feedback reads ten documents), not a gather per entry."""
+    slice and a running sum each (feedback reads ten documents), not a gather per entry."""
     docs = np.asarray(docs, dtype=np.int64)
     offsets = arrays["fwd_offsets"]
     starts = offsets[docs].astype(np.int64)
@@ -142,20 +142,20 @@ def forward_lists(
     counts = ends - starts
     if docs.shape[0] == 0:
         return counts, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    runs = list(zip(starts.tolist(), ends.tolist(), strict=True))
-    gaps = np.concatenate([arrays["fwd_gaps"][a:b] for a, b in runs]).astype(np.int64)
-    tfs = np.concatenate([arrays["fwd_tfs8"][a:b] for a, b in runs]).astype(np.int64)
     wide_rows = arrays["fwd_wide_rows"]
-    first = np.searchsorted(wide_rows, starts.astype(np.uint64))
-    last = np.searchsorted(wide_rows, ends.astype(np.uint64))
-    if (last > first).any():  # the documents' entries whose values were kept apart
-        held = last - first
-        wide = bitpack.ranges(first, held)
-        owner = np.repeat(np.arange(docs.shape[0]), held)
-        local = wide_rows[wide].astype(np.int64) - starts[owner] + (np.cumsum(counts) - counts)[owner]
-        gaps[local] = arrays["fwd_wide_gaps"][wide]
-        tfs[local] = arrays["fwd_wide_tfs"][wide]
-    return counts, bitpack.ungap(gaps, counts), tfs
+    first = np.searchsorted(wide_rows, starts.astype(np.uint64)).tolist()
+    last = np.searchsorted(wide_rows, ends.astype(np.uint64)).tolist()
+    gaps16, tfs8 = arrays["fwd_gaps"], arrays["fwd_tfs8"]
+    term_parts, tf_parts = [], []
+    for a, b, lo, hi in zip(starts.tolist(), ends.tolist(), first, last, strict=True):
+        gaps, tfs = gaps16[a:b].astype(np.int64), tfs8[a:b].astype(np.int64)
+        if hi > lo:  # entries of this document whose values were kept apart
+            at = wide_rows[lo:hi].astype(np.int64) - a
+            gaps[at] = arrays["fwd_wide_gaps"][lo:hi]
+            tfs[at] = arrays["fwd_wide_tfs"][lo:hi]
+        term_parts.append(np.cumsum(gaps))
+        tf_parts.append(tfs)
+    return counts, np.concatenate(term_parts), np.concatenate(tf_parts)
 
 
 def _forward_rows(
