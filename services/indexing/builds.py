@@ -27,6 +27,7 @@ from services.storage.sql.models import IndexBuild
 
 SCHEDULE = "schedule"  # requested_by of the rows the schedule adds
 ANALYZER = "analyzer change"  # requested_by of a rebuild for a segment of another analyzer
+FORMAT = "segment format change"  # ... for a segment in a format this release does not read
 UNMARKED = "no commit mark"  # ... for a segment built before incremental updates (none can follow it)
 MAX_PROGRESS_CHARS = 16_000  # the tail of a build's progress kept in its row (a TEXT column)
 

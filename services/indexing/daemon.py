@@ -55,7 +55,7 @@ from services.indexing.builds import BuildState, BuildView
 from services.indexing.errors import NoBaseError, SupersededError
 from services.indexing.incremental import UpdateResult, update_index
 from services.storage.blobs.blobstore import open_blobstore
-from services.storage.formats.segment import read_meta
+from services.storage.formats.segment import SEGMENT_FORMAT, read_meta
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.retry import is_transient, retry_with_backoff
@@ -223,15 +223,19 @@ class IndexDaemon:
             )
 
     def _check_analyzer(self, now: float) -> None:
-        """A release whose analyzer differs from the active segment's asks for a rebuild at
-        once: search refuses that segment (``SegmentIndex.open``) and keeps the one it has."""
+        """A release whose analyzer or segment format differs from the active segment's asks
+        for a rebuild at once: search refuses that segment (``SegmentIndex.open``) and keeps
+        the one it has, and an update cannot merge into it."""
         segment = self._transaction(lambda s: a.segment if (a := active_index(s)) is not None else None)
         built: str | None = None
+        built_format: int | None = None
         if segment is not None:
             store = open_blobstore(self.settings.blob_url, self.settings.aws_endpoint_url)
             try:
-                built = str(read_meta(lambda a, b: store.get(segment, a, b), segment).get("analyzer", "1"))
-            except (NimbusError, OSError) as exc:  # a missing segment: the schedule rebuilds it
+                meta = read_meta(lambda a, b: store.get(segment, a, b), segment)
+                built = str(meta.get("analyzer", "1"))
+                built_format = int(meta["format"]) if "format" in meta else None
+            except (NimbusError, OSError, ValueError) as exc:  # a missing segment: the schedule rebuilds it
                 log.warning("cannot read the analyzer of %s: %s", segment, exc)
         self._analyzer_checked = True
         version = analyzer_version()
@@ -241,6 +245,13 @@ class IndexDaemon:
                 f"index build {added} requested: {segment} was built with analyzer {built}, "
                 f"this release's is {version}"
             )
+        elif built_format is not None and built_format != SEGMENT_FORMAT:
+            added = self._transaction(lambda s: builds.request_rebuild_once(s, builds.FORMAT, now))
+            if added is not None:
+                self._say(
+                    f"index build {added} requested: {segment} is in segment format {built_format}, "
+                    f"this release reads format {SEGMENT_FORMAT}"
+                )
 
     # -- one build --------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from services.indexing.build import BuildResult
 from services.indexing.daemon import STALE_AFTER, IndexDaemon
 from services.search.service import SearchService
 from services.storage.blobs.blobstore import open_blobstore
-from services.storage.formats.segment import pack_segment
+from services.storage.formats.segment import SEGMENT_FORMAT, pack_segment
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import IndexBuild, IndexVersion
@@ -303,8 +303,12 @@ def test_the_schedule_adds_a_build_when_due(settings: Settings, metrics: Metrics
         off.close()
 
 
-def _activate_segment_of(settings: Settings, analyzer: str | None, name: str) -> None:
-    meta = {} if analyzer is None else {"analyzer": analyzer}
+def _activate_segment_of(
+    settings: Settings, analyzer: str | None, name: str, segment_format: int | None = SEGMENT_FORMAT
+) -> None:
+    meta: dict[str, object] = {} if analyzer is None else {"analyzer": analyzer}
+    if segment_format is not None:
+        meta["format"] = segment_format
     open_blobstore(settings.blob_url).put(name, pack_segment({}, meta))
     engine, sessions = _sessions(settings)
     try:
@@ -332,6 +336,26 @@ def test_a_segment_of_another_analyzer_is_rebuilt_once(settings: Settings, metri
             daemon.close()
         if start == 1:
             assert ended is not None and ended.requested_by == builds.ANALYZER and ended.state == "succeeded"
+        else:
+            assert ended is None
+    assert len(calls) == 1
+
+
+def test_a_segment_of_an_older_format_is_rebuilt_once(settings: Settings, metrics: MetricsPublisher) -> None:
+    """A release that reads another segment format (9 packs its postings; 8 is refused)
+    rebuilds at once, as for an analyzer change, instead of search answering nothing until
+    the daily build."""
+    calls: list[Settings] = []
+    quiet = settings.with_overrides(index_every=0, update_every=0)
+    _activate_segment_of(quiet, analyzer_version(), "index/segment-f8.nseg", SEGMENT_FORMAT - 1)
+    for start in (1, 2):  # a second start (or a failed rebuild) asks no more
+        daemon = IndexDaemon(quiet, metrics=metrics, build=_fake_build(calls))
+        try:
+            ended = daemon.step()
+        finally:
+            daemon.close()
+        if start == 1:
+            assert ended is not None and ended.requested_by == builds.FORMAT and ended.state == "succeeded"
         else:
             assert ended is None
     assert len(calls) == 1
