@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="longest wait for the last commit (s)")
     p.add_argument("--work", type=Path, default=ROOT / "var" / "bench")
     args = p.parse_args(argv)
+    # A SIGTERM ends the run through the ``finally`` that stops the daemon, not around it.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     corpus = args.work / f"corpus-{args.docs}"
     if not (corpus / "docs.jsonl").is_file():
         build(DATA, args.docs, args.queries, corpus)

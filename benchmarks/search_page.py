@@ -34,6 +34,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -249,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=64, help="concurrent connections of the load run")
     p.add_argument("--prepare-only", action="store_true")
     args = p.parse_args(argv)
+    # A SIGTERM (timeout, pkill) ends the run through the ``finally`` that stops the server,
+    # not around it: a killed run used to leave its ``nimbus serve`` running.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     state = ROOT / "var" / "bench" / f"search-{args.docs}"
     env = prepare(args.docs, state)
     if args.prepare_only:
