@@ -69,7 +69,17 @@ def prepare(docs: int, state: Path) -> dict[str, str]:
         "NIMBUS_VAR_DIR": str(settings.var_dir),
         "NIMBUS_RATE_LIMIT": "off",
     }
-    if (state / "ready").exists():
+    from services.storage.formats.segment import SEGMENT_FORMAT
+    from services.text.analysis.analyze import analyzer_version
+
+    # The stamp says which index the prepared state holds: a release that reads another
+    # segment format or analyzes otherwise rebuilds the index (the crawl is kept).
+    stamp = f"format {SEGMENT_FORMAT}, analyzer {analyzer_version()}\n"
+    ready = state / "ready"
+    if ready.exists():
+        if ready.read_text() != stamp:
+            subprocess.run([sys.executable, "-m", "services.cli", "index"], env=env, check=True, cwd=ROOT)
+            ready.write_text(stamp)
         return env
     from services.eval.crawl import crawl_jsonl
 
@@ -81,7 +91,7 @@ def prepare(docs: int, state: Path) -> dict[str, str]:
     stored = crawl_jsonl(corpus / "docs.jsonl", "bench", settings, state / "nimbus", {}, progress=False)
     print(f"archive crawl: {stored.seconds:.1f} s", flush=True)
     subprocess.run([sys.executable, "-m", "services.cli", "index"], env=env, check=True, cwd=ROOT)
-    (state / "ready").write_text("ok\n")
+    ready.write_text(stamp)
     return env
 
 
