@@ -15,6 +15,7 @@ MySQL); a build's outcome is written only by the daemon that ran it (``worker``)
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, cast
@@ -166,16 +167,26 @@ def schedule_if_due(session: Session, now: float, every: float, since: float) ->
     return request_build(session, SCHEDULE, now).id
 
 
-def request_if_analyzer_changed(
-    session: Session, active_analyzer: str | None, analyzer: str, now: float
-) -> int | None:
-    """Add a rebuild when the active segment was built with another analyzer than this
-    release's (``active_analyzer``; None: no active segment), nothing is pending, and no
-    such rebuild was asked for since it was published (a failing one is not retried in a
-    loop); returns its id. Search refuses that segment until the rebuild publishes."""
-    if active_analyzer is None or active_analyzer == analyzer:
+def request_if_unreadable(
+    session: Session, meta: Mapping[str, Any] | None, analyzer: str, segment_format: int, now: float
+) -> tuple[int, str] | None:
+    """Add a rebuild when the active segment (its ``meta``; None: no active segment) was built
+    with another analyzer or in another segment format than this release's, nothing is
+    pending, and no such rebuild was asked for since it was published (a failing one is not
+    retried in a loop); returns its id and why. Search refuses that segment until the
+    rebuild publishes, and an update cannot merge into it."""
+    if meta is None:
         return None
-    return request_rebuild_once(session, ANALYZER, now)
+    built = str(meta.get("analyzer", "1"))
+    if built != analyzer:
+        why, said = ANALYZER, f"was built with analyzer {built}, this release's is {analyzer}"
+    elif "format" in meta and int(meta["format"]) != segment_format:
+        said = f"is in segment format {meta['format']}, this release reads format {segment_format}"
+        why = FORMAT
+    else:
+        return None
+    added = request_rebuild_once(session, why, now)
+    return None if added is None else (added, said)
 
 
 def request_rebuild_once(session: Session, why: str, now: float) -> int | None:

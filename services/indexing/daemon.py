@@ -34,7 +34,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -138,7 +138,7 @@ class IndexDaemon:
         self.stopping = threading.Event()
         self._wake = threading.Event()
         self._age_at: float | None = None
-        self._analyzer_checked = False  # the active segment's analyzer, compared once a start
+        self._segment_checked = False  # the active segment's analyzer and format, compared once a start
         self.abandoned: threading.Thread | None = None  # a handed-back build's thread, still running
 
     def stop(self) -> None:
@@ -172,8 +172,8 @@ class IndexDaemon:
             self.counters["died"] += 1
             log.warning("index build %d failed: %s", dead.id, dead.error)
             self.metrics.publish_soon(Datum(INDEX_BUILD_FAILURES, 1))
-        if not self._analyzer_checked:
-            self._check_analyzer(now)
+        if not self._segment_checked:
+            self._check_segment(now)
         every = self.settings.index.index_every
         added = self._transaction(lambda s: builds.schedule_if_due(s, now, every, self.started_at))
         if added is not None:
@@ -222,36 +222,22 @@ class IndexDaemon:
                 f"{result.new_documents} documents, through commit seq {result.through_seq}"
             )
 
-    def _check_analyzer(self, now: float) -> None:
+    def _check_segment(self, now: float) -> None:
         """A release whose analyzer or segment format differs from the active segment's asks
-        for a rebuild at once: search refuses that segment (``SegmentIndex.open``) and keeps
-        the one it has, and an update cannot merge into it."""
+        for a rebuild at once (``builds.request_if_unreadable``)."""
         segment = self._transaction(lambda s: a.segment if (a := active_index(s)) is not None else None)
-        built: str | None = None
-        built_format: int | None = None
+        meta: dict[str, Any] | None = None
         if segment is not None:
             store = open_blobstore(self.settings.blob_url, self.settings.aws_endpoint_url)
             try:
-                meta = read_meta(lambda a, b: store.get(segment, a, b), segment)
-                built = str(meta.get("analyzer", "1"))
-                built_format = int(meta["format"]) if "format" in meta else None
-            except (NimbusError, OSError, ValueError) as exc:  # a missing segment: the schedule rebuilds it
-                log.warning("cannot read the analyzer of %s: %s", segment, exc)
-        self._analyzer_checked = True
-        version = analyzer_version()
-        added = self._transaction(lambda s: builds.request_if_analyzer_changed(s, built, version, now))
+                meta = dict(read_meta(lambda a, b: store.get(segment, a, b), segment))
+            except (NimbusError, OSError) as exc:  # a missing segment: the schedule rebuilds it
+                log.warning("cannot read the meta of %s: %s", segment, exc)
+        self._segment_checked = True
+        version, fmt = analyzer_version(), SEGMENT_FORMAT
+        added = self._transaction(lambda s: builds.request_if_unreadable(s, meta, version, fmt, now))
         if added is not None:
-            self._say(
-                f"index build {added} requested: {segment} was built with analyzer {built}, "
-                f"this release's is {version}"
-            )
-        elif built_format is not None and built_format != SEGMENT_FORMAT:
-            added = self._transaction(lambda s: builds.request_rebuild_once(s, builds.FORMAT, now))
-            if added is not None:
-                self._say(
-                    f"index build {added} requested: {segment} is in segment format {built_format}, "
-                    f"this release reads format {SEGMENT_FORMAT}"
-                )
+            self._say(f"index build {added[0]} requested: {segment} {added[1]}")
 
     # -- one build --------------------------------------------------------------------------
 

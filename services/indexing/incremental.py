@@ -34,7 +34,7 @@ from sqlalchemy import func, select
 
 from services.config import Settings
 from services.indexing.build import compute_pagerank, progress_lines, run_index_jobs, url_facts
-from services.indexing.commit_mark import CommitMark, commit_mark
+from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
@@ -46,6 +46,7 @@ from services.indexing.url_names import write_name_lines
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
 from services.storage.formats.segment_codec import expand_segment
+from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import Document
@@ -94,12 +95,7 @@ def update_index(
         with sessions() as session:
             later = commit_mark(session)  # before the documents, as a full build reads it
             waiting = session.scalar(select(func.count()).select_from(Document).where(base_mark.newer()))
-            removed = np.array(
-                session.scalars(
-                    select(Document.doc_num).where(base_mark.newer(), Document.removed_at.is_not(None))
-                ).all(),
-                dtype=np.int64,
-            )
+            removed = np.array(removed_since(session, base_mark), dtype=np.int64)
         mark = base_mark.joined(later)
         if not waiting:
             say(f"nothing committed since version {base_id} (through seq {base_mark.through_seq})")

@@ -37,8 +37,8 @@ from services.storage.formats.segment_codec import (
     forward_lists,
     position_lists,
 )
+from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.index_versions import active_index
-from services.storage.sql.removals import removed_since
 from services.text.analysis.analyze import analyzer_version
 
 log = logging.getLogger(__name__)
@@ -83,12 +83,10 @@ class SegmentIndex:
         return (self.version_id, self.deletes_seen)
 
     def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
-        """This version with ``deleted`` (ascending doc numbers) hidden from results; the
+        """This version with ``deleted`` (ascending doc numbers below ``num_docs``) hidden; the
         tables built from the arrays (dictionary sample, priors, near-duplicate groups) are
         shared, only the visibility mask is new."""
-        deleted = np.asarray(deleted, dtype=np.uint32)
-        deleted = deleted[deleted < self.num_docs]
-        view = replace(self, deleted=deleted, deletes_seen=self.deletes_seen + 1)
+        view = replace(self, deleted=np.asarray(deleted, dtype=np.uint32), deletes_seen=self.deletes_seen + 1)
         for name in _SHARED_TABLES:
             if name in self.__dict__:
                 view.__dict__[name] = self.__dict__[name]
@@ -167,8 +165,13 @@ class SegmentIndex:
             return found
         stand_ins = self._stand_ins
         found |= {num: stand_ins[num] for num in doc_nums if num in stand_ins}
-        gone = set(self.deleted.tolist())
+        gone = self._gone
         return {num: [m for m in ms if m not in gone and m != num] for num, ms in found.items()}
+
+    @cached_property
+    def _gone(self) -> frozenset[int]:
+        """The deleted documents as a set, built once per view (a results page asks per hit)."""
+        return frozenset(self.deleted.tolist())
 
     @cached_property
     def _stand_ins(self) -> dict[int, list[int]]:
@@ -177,7 +180,7 @@ class SegmentIndex:
         update refolds the group), under one of them, as before."""
         if not self.deleted.shape[0]:
             return {}
-        gone = set(self.deleted.tolist())
+        gone = self._gone
         out: dict[int, list[int]] = {}
         for rep in gone & self._groups.keys():
             members = self._groups[rep]
@@ -473,10 +476,10 @@ class IndexHolder:
         """``index`` hiding the documents removed since it was built (``removed_since``), the
         same object when they have not changed; a version without a commit mark (built before
         marks) hides nothing."""
-        if "through_seq" not in index.meta:
+        mark = CommitMark.from_meta(index.meta)
+        if mark is None:
             return index
-        mark = (int(index.meta["through_seq"]), [int(s) for s in index.meta.get("pending_seqs", [])])
-        removed = np.asarray(removed_since(session, *mark), dtype=np.uint32)
+        removed = np.asarray(removed_since(session, mark), dtype=np.uint32)
         removed = removed[removed < index.num_docs]
         if np.array_equal(removed, index.deleted):
             return index
