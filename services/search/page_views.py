@@ -30,8 +30,9 @@ from services.search.results import (
 )
 from services.search.retrieval.duplicates import other_urls
 from services.search.retrieval.explain import breakdown
+from services.search.retrieval.index_holder import IndexHolder
 from services.search.retrieval.retrieve import retrieve_ranked
-from services.search.retrieval.segment import IndexHolder, SegmentIndex
+from services.search.retrieval.segment import SegmentIndex
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.blocks import sha1

@@ -46,10 +46,11 @@ from services.search.result_cache import ResultCache
 from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
 from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
 from services.search.retrieval.filters import DocFacts, needs_facts, operator_mask
+from services.search.retrieval.index_holder import IndexHolder
 from services.search.retrieval.per_version import PerVersion
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.retrieve import Retrieval, retrieve_ranked
-from services.search.retrieval.segment import IndexHolder, SegmentIndex
+from services.search.retrieval.segment import SegmentIndex
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.blobs.block_cache import BlockCache
 from services.storage.errors import StorageError

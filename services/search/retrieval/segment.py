@@ -1,4 +1,5 @@
-"""The search side of an index segment: download once, memory-map, look terms up.
+"""The search side of an index segment: memory-map it, look terms up (``IndexHolder``, in
+``index_holder``, downloads it and swaps versions).
 
 The publish step (``services.indexing.publish``) writes the arrays of the
 segment contract (``services.storage.formats.segment.SEGMENT_ARRAYS``); this module
@@ -13,21 +14,16 @@ from __future__ import annotations
 
 import bisect
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
 
 from services.search.errors import SearchIndexError
 from services.search.retrieval.rank import pagerank_prior
-from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment
 from services.storage.formats.segment_codec import (
@@ -37,8 +33,6 @@ from services.storage.formats.segment_codec import (
     forward_lists,
     position_lists,
 )
-from services.storage.sql.commit_marks import CommitMark, removed_since
-from services.storage.sql.index_versions import active_index
 from services.text.analysis.analyze import analyzer_version
 
 log = logging.getLogger(__name__)
@@ -322,166 +316,3 @@ class SegmentIndex:
     @cached_property
     def _priors(self) -> dict[float, tuple[np.ndarray, float]]:
         return {}
-
-
-def fetch_segment(blobs: BlobStore, name: str, cache_dir: Path) -> Path:
-    """Copy segment blob ``name`` into ``cache_dir`` once; atomic, so readers never map half a file.
-
-    Segments are immutable (a new version gets a new name), so a local file of
-    the blob's size is the blob.
-    """
-    path = Path(cache_dir) / name.replace("/", "__")
-    try:
-        size = blobs.size(name)
-        if path.is_file() and path.stat().st_size == size:
-            return path
-        return blobs.download(name, path)  # chunked and atomic (temp file ".part-*")
-    except StorageError as exc:
-        raise SearchIndexError(
-            f"cannot fetch index segment {name!r} from {blobs.url}: {exc}; "
-            "check NIMBUS_BLOB_URL or re-run `nimbus index`"
-        ) from exc
-
-
-STALE_PART_SECONDS = 3600.0  # a download unfinished for an hour was abandoned by a dead process
-
-
-def prune_segments(cache_dir: Path, keep: Iterable[Path], now: float | None = None) -> list[Path]:
-    """Delete cached segments other than ``keep``; returns the paths removed.
-
-    Every published version leaves a local copy, so without this the cache
-    grows by one segment per ``nimbus index`` for as long as the service runs.
-    The holder keeps the active and the previous copy (requests may still be
-    on it). Deleting a file another process still has memory-mapped is safe on
-    POSIX: the mapping keeps the data until it is dropped, and a process that
-    needs a pruned version downloads it again. Partial downloads (``.part-``)
-    are only removed once abandoned, since another process may be writing one.
-    """
-    kept = {Path(p).resolve() for p in keep}
-    now = time.time() if now is None else now
-    removed = []
-    try:
-        candidates = sorted(Path(cache_dir).glob("*.nseg"))
-    except OSError as exc:
-        log.warning("cannot list segment cache %s for cleanup: %s", cache_dir, exc)
-        return []
-    for path in candidates:
-        try:
-            if path.resolve() in kept or not path.is_file():
-                continue
-            if path.name.startswith(".part-") and now - path.stat().st_mtime < STALE_PART_SECONDS:
-                continue
-            path.unlink()
-            removed.append(path)
-        except OSError as exc:  # gone already (another process pruned it), or no permission
-            log.warning("cannot remove old segment %s: %s", path, exc)
-    if removed:
-        log.info("removed %d old index segment file(s) from %s", len(removed), cache_dir)
-    return removed
-
-
-class IndexHolder:
-    """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
-
-    The database is asked for the active version at most every
-    ``recheck_seconds``; one thread loads a new version while the others keep
-    answering from the old object. A version that fails to load is logged and
-    the old one stays in service. After a swap, cached segment files other than
-    the new and the previous version are deleted (``prune_segments``).
-    """
-
-    def __init__(
-        self,
-        sessions: sessionmaker[Session],
-        blobs: BlobStore,
-        cache_dir: Path,
-        recheck_seconds: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._sessions = sessions
-        self._blobs = blobs
-        self._cache_dir = Path(cache_dir)
-        self.recheck_seconds = recheck_seconds
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._index: SegmentIndex | None = None
-        self._checked_at: float | None = None
-        self.last_error: str | None = None
-
-    def current(self) -> SegmentIndex | None:
-        """The index to answer one request with (None while nothing is published)."""
-        now = self._clock()
-        if self._checked_at is not None and now - self._checked_at < self.recheck_seconds:
-            return self._index
-        # Until something is loaded every caller waits for the first load;
-        # afterwards a caller never waits behind a reload.
-        if not self._lock.acquire(blocking=self._index is None):
-            return self._index
-        try:
-            if self._checked_at is None or self._checked_at <= now:
-                self._refresh()
-                self._checked_at = self._clock()
-            return self._index
-        finally:
-            self._lock.release()
-
-    def fresh(self) -> bool:
-        """Whether ``current()`` would answer at once, without asking the database or loading
-        a version."""
-        checked = self._checked_at
-        return (
-            self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
-        )
-
-    def _refresh(self) -> None:
-        try:
-            with self._sessions() as session:
-                version = active_index(session)
-                wanted = None if version is None else (version.id, version.segment)
-                if wanted is not None and self._index is not None and self._index.version_id == wanted[0]:
-                    self._index = self._with_deletes(session, self._index)
-                    return
-        except SQLAlchemyError as exc:
-            self.last_error = f"cannot read the active index version from the database: {exc}"
-            log.warning("%s", self.last_error)
-            return
-        if wanted is None:
-            self._index = None
-            return
-        try:
-            path = fetch_segment(self._blobs, wanted[1], self._cache_dir)
-            index = SegmentIndex.open(path, version_id=wanted[0], segment=wanted[1])
-        except SearchIndexError as exc:
-            self.last_error = str(exc)
-            log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
-            return
-        try:
-            with self._sessions() as session:
-                index = self._with_deletes(session, index)
-        except SQLAlchemyError as exc:
-            log.warning("index version %s: removed documents not read (%s)", wanted[0], exc)
-        self.last_error = None
-        log.info(
-            "serving index version %s (%s, %d docs, %d terms)",
-            index.version_id,
-            index.segment,
-            index.num_docs,
-            index.num_terms,
-        )
-        previous, self._index = self._index, index  # requests see old or new, never half
-        prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))
-
-    @staticmethod
-    def _with_deletes(session: Session, index: SegmentIndex) -> SegmentIndex:
-        """``index`` hiding the documents removed since it was built (``removed_since``), the
-        same object when they have not changed; a version without a commit mark (built before
-        marks) hides nothing."""
-        mark = CommitMark.from_meta(index.meta)
-        if mark is None:
-            return index
-        removed = np.asarray(removed_since(session, mark), dtype=np.uint32)
-        removed = removed[removed < index.num_docs]
-        if np.array_equal(removed, index.deleted):
-            return index
-        log.info("index version %s: %d documents removed since it was built", index.version_id, len(removed))
-        return index.with_deleted(removed)

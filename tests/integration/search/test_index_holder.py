@@ -8,13 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from services.search.retrieval.segment import (
-    IndexHolder,
-    SearchIndexError,
-    SegmentIndex,
-    fetch_segment,
-    prune_segments,
-)
+from services.search.errors import SearchIndexError
+from services.search.retrieval.index_holder import IndexHolder, fetch_segment, prune_segments
+from services.search.retrieval.segment import SegmentIndex
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import pack_segment
 from services.storage.formats.segment_codec import compact_segment
