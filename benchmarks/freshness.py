@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,8 +67,6 @@ def batch_waits(batches: list[tuple[int, float]], versions: list[tuple[float, in
 
 
 def nimbus(first: Path, second: Path, every: int, state: Path, timeout: float) -> dict[str, Any]:
-    import shutil
-
     from sqlalchemy import select
 
     from services.config import Settings
@@ -105,21 +104,26 @@ def nimbus(first: Path, second: Path, every: int, state: Path, timeout: float) -
             last = int(session.scalar(select(FetchBatch.seq).order_by(FetchBatch.seq.desc()).limit(1)) or 0)
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         deadline = time.monotonic() + timeout
+        marks: dict[str, tuple[float, int, set[int]]] = {}  # by segment: each meta read once
         versions: list[tuple[float, int, set[int]]] = []
         while time.monotonic() < deadline:  # bounded: until a version includes the last commit
             with sessions() as session:
                 rows = session.execute(
                     select(IndexVersion.created_at, IndexVersion.segment).order_by(IndexVersion.id)
                 ).all()
-            versions = []
             for created, segment in rows:
+                if segment in marks:
+                    continue
                 try:
                     meta = read_meta(_ranged(store, segment), segment)
                 except Exception:  # noqa: BLE001 - a version pruned meanwhile (keep_segments)
                     continue
-                versions.append(
-                    (float(created), int(meta.get("through_seq", 0)), set(meta.get("pending_seqs", [])))
+                marks[segment] = (
+                    float(created),
+                    int(meta.get("through_seq", 0)),
+                    set(meta.get("pending_seqs", [])),
                 )
+            versions = sorted(marks.values())
             if any(through >= last and last not in pending for _, through, pending in versions):
                 break
             time.sleep(1.0)
