@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,13 +20,25 @@ def active_index(session: Session, *, lock: bool = False) -> IndexVersion | None
 
 
 def activate_index(
-    session: Session, segment: str, num_docs: int, num_terms: int, now: float | None = None
+    session: Session,
+    segment: str,
+    num_docs: int,
+    num_terms: int,
+    now: float | None = None,
+    *,
+    deltas: Sequence[str] = (),
 ) -> IndexVersion:
-    """Record a new segment and make it the only active one, in one transaction."""
+    """Record a new version (base ``segment`` and its ``deltas``, oldest first) and make it
+    the only active one, in one transaction."""
     for row in session.scalars(select(IndexVersion).where(IndexVersion.active.is_(True))):
         row.active = False
     version = IndexVersion(
-        segment=segment, created_at=now or time.time(), num_docs=num_docs, num_terms=num_terms, active=True
+        segment=segment,
+        deltas=json.dumps(list(deltas)) if deltas else None,
+        created_at=now or time.time(),
+        num_docs=num_docs,
+        num_terms=num_terms,
+        active=True,
     )
     session.add(version)
     session.flush()

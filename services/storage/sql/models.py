@@ -7,6 +7,7 @@ and never a timezone puzzle). Hashes are 40-character hex strings, so URLs
 
 from __future__ import annotations
 
+import json
 from typing import cast
 
 from sqlalchemy import (
@@ -316,16 +317,31 @@ class PageRankScore(Base):
 
 
 class IndexVersion(Base):
-    """A published index segment; exactly one row is active at a time."""
+    """A published index version; exactly one row is active at a time.
+
+    A version is its base ``segment`` and, in commit order, the delta segments published
+    after it (``deltas``, JSON; NULL: none): searched side by side, a later segment's copy of
+    a document hiding an earlier one's (``services.storage.formats.delta``)."""
 
     __tablename__ = "index_versions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    segment: Mapped[str] = mapped_column(String(255))  # blob name
+    segment: Mapped[str] = mapped_column(String(255))  # blob name of the base segment
+    deltas: Mapped[str | None] = mapped_column(Text, nullable=True, default=None)
     created_at: Mapped[float] = mapped_column(Double)
     num_docs: Mapped[int] = mapped_column(Integer)
     num_terms: Mapped[int] = mapped_column(Integer)
     active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+
+    @property
+    def delta_segments(self) -> list[str]:
+        """The delta segments' blob names, oldest first (empty for a single segment)."""
+        return [str(name) for name in json.loads(self.deltas)] if self.deltas else []
+
+    @property
+    def segments(self) -> list[str]:
+        """Every segment of the version, the base first."""
+        return [self.segment, *self.delta_segments]
 
 
 class IndexBuild(Base):

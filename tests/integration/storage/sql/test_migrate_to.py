@@ -85,7 +85,7 @@ def test_never_below_the_baseline_and_a_dry_run_changes_nothing(
     assert main(["migrate", "--database-url", url, "--to", "0004", "--dry-run"]) == 0
     said = capsys.readouterr().out
     assert (
-        "would run 0011 -> 0010: undo 0011" in said and "7 steps to 0004 (dry run: nothing changed)" in said
+        "would run 0012 -> 0011: undo 0012" in said and "8 steps to 0004 (dry run: nothing changed)" in said
     )
     assert current_revision(make_engine(url)) == head()
     assert main(["migrate", "--database-url", url, "--dry-run"]) == 2  # a dry run of what? --to is needed
