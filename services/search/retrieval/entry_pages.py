@@ -46,33 +46,15 @@ def _field_tfs(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -
     out = {name: np.zeros(docs.shape[0], dtype=np.uint32) for name in FIELDS}
     out["held"] = np.zeros(docs.shape[0], dtype=np.uint32)
     for term_id in term_ids:
-        start, end = index.posting_range(term_id)
-        postings = index.arrays["post_docs"][start:end]
-        if postings.shape[0] == 0:
-            continue
-        at = np.minimum(np.searchsorted(postings, docs), postings.shape[0] - 1)
-        hit = postings[at] == docs
+        hit, postings = index.locate(term_id, docs)
         out["held"] |= hit
         if not hit.any():
             continue
-        for name, tfs in zip(FIELDS, index.field_tfs_many(FIELDS, start + at[hit]), strict=True):
+        for name, tfs in zip(FIELDS, index.field_tfs_many(FIELDS, postings[hit]), strict=True):
             found = np.zeros(docs.shape[0], dtype=np.uint32)
             found[hit] = tfs
             out[name] = np.maximum(out[name], found)
     return out
-
-
-def _in_site_name(index: SegmentIndex, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
-    """Whether one query word (any of its forms) is in the site name of each of ``docs``:
-    a running count of the site-name entries that are one of its forms, read at each
-    document's range (no loop over the documents)."""
-    offsets, names = index.arrays["site_name_offsets"], index.arrays["site_name_terms"]
-    if names.shape[0] == 0:
-        return np.zeros(docs.shape[0], dtype=bool)
-    seen = np.concatenate([[0], np.cumsum(np.isin(names, np.asarray(term_ids, dtype=names.dtype)))])
-    starts, ends = offsets[docs].astype(np.int64), offsets[docs.astype(np.int64) + 1].astype(np.int64)
-    held: np.ndarray = seen[ends] > seen[starts]
-    return held
 
 
 def _can_name(index: SegmentIndex, term_ids: Sequence[int]) -> bool:
@@ -100,7 +82,7 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     holds_all = np.stack([t["held"] > 0 for t in tfs], axis=1).all(axis=1)
     named = holds_all & names_page(
         np.stack([(t["url"] > 0) & _can_name(index, ids) for t, ids in zip(tfs, words, strict=True)], axis=1),
-        np.stack([_in_site_name(index, ids, candidates) for ids in words], axis=1),
+        np.stack([index.site_name_holds(ids, candidates) for ids in words], axis=1),
         np.stack([t["title"] for t in tfs], axis=1),
         index.arrays["len_title"][candidates],
         np.stack([t["anchor"] for t in tfs], axis=1),

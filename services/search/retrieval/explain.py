@@ -64,13 +64,10 @@ def term_parts(index: SegmentIndex, query: ParsedQuery, doc: int) -> list[TermPa
         term_id = index.term_id(term)
         impact, tfs = 0.0, {name: 0 for name in FIELDS}
         if term_id is not None:
-            start, end = index.posting_range(term_id)
-            docs = index.arrays["post_docs"][start:end]
-            at = int(np.searchsorted(docs, doc))
-            if at < docs.shape[0] and int(docs[at]) == doc:
-                p = start + at
-                impact = float(index.arrays["post_impacts"][p])
-                found = index.field_tfs_many(FIELDS, np.array([p]))
+            hit, postings = index.locate(term_id, np.array([doc], dtype=np.uint32))
+            if hit[0]:
+                impact = float(index.posting_impacts(postings)[0])
+                found = index.field_tfs_many(FIELDS, postings)
                 tfs = {name: int(tf[0]) for name, tf in zip(FIELDS, found, strict=True)}
         parts.append(TermPart(term, word, float(weight), impact, tfs))
     return parts

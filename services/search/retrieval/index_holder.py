@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.search.errors import SearchIndexError
 from services.search.retrieval.segment import SegmentIndex
+from services.search.retrieval.segment_set import SegmentSet, base_term_ids
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
+from services.storage.formats.delta import DeltaDocs
 from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.index_versions import active_index
 
@@ -109,6 +112,8 @@ class IndexHolder:
         self._clock = clock
         self._lock = threading.Lock()
         self._index: SegmentIndex | None = None
+        self._opened: dict[str, SegmentIndex] = {}  # the served version's segments, by name
+        self._base_ids: dict[str, np.ndarray] = {}  # each open delta's terms' ids in its base
         self._checked_at: float | None = None
         self.last_error: str | None = None
 
@@ -141,7 +146,7 @@ class IndexHolder:
         try:
             with self._sessions() as session:
                 version = active_index(session)
-                wanted = None if version is None else (version.id, version.segment)
+                wanted = None if version is None else (version.id, tuple(version.segments))
                 if wanted is not None and self._index is not None and self._index.version_id == wanted[0]:
                     self._index = self._with_deletes(session, self._index)
                     return
@@ -153,8 +158,7 @@ class IndexHolder:
             self._index = None
             return
         try:
-            path = fetch_segment(self._blobs, wanted[1], self._cache_dir)
-            index = SegmentIndex.open(path, version_id=wanted[0], segment=wanted[1])
+            index = self._open(wanted[0], wanted[1])
         except SearchIndexError as exc:
             self.last_error = str(exc)
             log.error("index version %s not loaded, keeping the previous one: %s", wanted[0], exc)
@@ -168,12 +172,40 @@ class IndexHolder:
         log.info(
             "serving index version %s (%s, %d docs, %d terms)",
             index.version_id,
-            index.segment,
+            " + ".join(wanted[1]),
             index.num_docs,
             index.num_terms,
         )
         previous, self._index = self._index, index  # requests see old or new, never half
-        prune_segments(self._cache_dir, [index.path] + ([previous.path] if previous else []))
+        prune_segments(self._cache_dir, [*_paths(index), *(_paths(previous) if previous else [])])
+
+    def _open(self, version_id: int, names: tuple[str, ...]) -> SegmentIndex:
+        """The version of segments ``names`` (base first): one segment, or a ``SegmentSet``
+        whose segments already open for the previous version are reused, not mapped again
+        (a delta's publish adds one small segment to a base of hundreds of MB)."""
+        parts = []
+        for name in names:
+            part = self._opened.get(name)
+            if part is None:
+                path = fetch_segment(self._blobs, name, self._cache_dir)
+                part = SegmentIndex.open(path, version_id=version_id, segment=name)
+            parts.append(part)
+        self._opened = {p.segment: p for p in parts}
+        if len(parts) == 1:
+            return replace(parts[0], version_id=version_id) if parts[0].version_id != version_id else parts[0]
+        deltas = []
+        for part in parts[1:]:
+            docs = DeltaDocs.from_meta(part.meta)
+            if docs is None:
+                raise SearchIndexError(
+                    f"index version {version_id} lists {part.segment} as a delta of {names[0]}, but it "
+                    "is a whole segment; publish the index again (`nimbus index`)"
+                )
+            deltas.append((part, docs))
+            if part.segment not in self._base_ids:
+                self._base_ids[part.segment] = base_term_ids(parts[0], part)
+        self._base_ids = {name: ids for name, ids in self._base_ids.items() if name in self._opened}
+        return SegmentSet.combine(version_id, parts[0], deltas, base_ids=self._base_ids)
 
     @staticmethod
     def _with_deletes(session: Session, index: SegmentIndex) -> SegmentIndex:
@@ -184,8 +216,13 @@ class IndexHolder:
         if mark is None:
             return index
         removed = np.asarray(removed_since(session, mark), dtype=np.uint32)
-        removed = removed[removed < index.num_docs]
-        if np.array_equal(removed, index.deleted):
-            return index
-        log.info("index version %s: %d documents removed since it was built", index.version_id, len(removed))
-        return index.with_deleted(removed)
+        view = index.with_deleted(removed[removed < index.num_docs])
+        if view is not index:
+            hidden = len(view.deleted)
+            log.info("index version %s: %d documents removed since it was built", index.version_id, hidden)
+        return view
+
+
+def _paths(index: SegmentIndex) -> list[Path]:
+    """The local files ``index`` maps: its segments' (a set's base and deltas)."""
+    return [p.path for p in index.parts] if isinstance(index, SegmentSet) else [index.path]

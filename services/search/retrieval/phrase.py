@@ -16,6 +16,8 @@ import numpy as np
 
 # Global posting numbers -> (positions per posting, the positions concatenated).
 PositionReader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+# (term id, documents ascending) -> (whether each holds it, its posting numbers): SegmentIndex.locate.
+Locator = Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _keys(docs: np.ndarray, counts: np.ndarray, positions: np.ndarray, shift: int) -> np.ndarray:
@@ -28,22 +30,20 @@ def _keys(docs: np.ndarray, counts: np.ndarray, positions: np.ndarray, shift: in
 
 def phrase_matches(
     candidates: np.ndarray,
-    term_ranges: Sequence[tuple[int, int]],
-    post_docs: np.ndarray,
+    term_ids: Sequence[int],
+    locate: Locator,
     read_positions: PositionReader,
 ) -> np.ndarray:
     """The candidates (ascending; each holds every phrase term) where the phrase occurs.
 
-    ``term_ranges[i]`` is the posting range of the phrase's i-th term. Every term's
-    positions are read in one call: decoding them costs mostly per call, not per position.
+    ``term_ids`` are the phrase's terms in order. Every term's positions are read in one
+    call: decoding them costs mostly per call, not per position.
     """
-    if candidates.shape[0] == 0 or not term_ranges:
+    if candidates.shape[0] == 0 or not term_ids:
         return candidates
-    postings = np.concatenate(
-        [start + np.searchsorted(post_docs[start:end], candidates) for start, end in term_ranges]
-    )
+    postings = np.concatenate([locate(term_id, candidates)[1] for term_id in term_ids])
     counts, positions = read_positions(postings)
-    per_term = counts.reshape(len(term_ranges), candidates.shape[0])
+    per_term = counts.reshape(len(term_ids), candidates.shape[0])
     bounds = np.cumsum(per_term.sum(axis=1))[:-1]
     common: np.ndarray | None = None
     for shift, (term_counts, term_positions) in enumerate(

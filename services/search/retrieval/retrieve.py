@@ -280,9 +280,7 @@ def _phrase_docs(index: SegmentIndex, phrase: list[str]) -> np.ndarray:
 
 def _holding_phrase(index: SegmentIndex, candidates: np.ndarray, ids: list[int]) -> np.ndarray:
     """The ``candidates`` (each holding every term of the phrase) where the phrase occurs."""
-    return phrase_matches(
-        candidates, [index.posting_range(i) for i in ids], index.arrays["post_docs"], index.positions
-    )
+    return phrase_matches(candidates, ids, index.locate, index.positions)
 
 
 def _without(docs: np.ndarray, excluded: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from services.storage.formats.segment_codec import (
     position_lists,
 )
 from services.text.analysis.analyze import analyzer_version
+from services.text.analysis.forms import holds
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,10 @@ class SegmentIndex:
     def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
         """This version with ``deleted`` (ascending doc numbers below ``num_docs``) hidden; the
         tables built from the arrays (dictionary sample, priors, near-duplicate groups) are
-        shared, only the visibility mask is new."""
+        shared, only the visibility mask is new. The same object when they are the same."""
+        deleted = np.asarray(deleted, dtype=np.uint32)
+        if np.array_equal(deleted, self.deleted):
+            return self
         view = replace(self, deleted=np.asarray(deleted, dtype=np.uint32), deletes_seen=self.deletes_seen + 1)
         for name in _SHARED_TABLES:
             if name in self.__dict__:
@@ -270,6 +274,39 @@ class SegmentIndex:
     def posting_range(self, term_id: int) -> tuple[int, int]:
         offsets = self.arrays["post_offsets"]
         return int(offsets[term_id]), int(offsets[term_id + 1])
+
+    def locate(self, term_id: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For ``docs`` (ascending): whether each holds the term, and its posting number (the
+        handle ``field_tfs``, ``field_tfs_many``, ``positions`` and ``posting_impacts`` take;
+        meaningful where it holds it)."""
+        start, end = self.posting_range(term_id)
+        held = self.arrays["post_docs"][start:end]
+        docs = np.asarray(docs)
+        if not held.shape[0] or not docs.shape[0]:
+            return np.zeros(docs.shape[0], dtype=bool), np.zeros(docs.shape[0], dtype=np.int64)
+        at = np.minimum(np.searchsorted(held, docs), held.shape[0] - 1)
+        return held[at] == docs, start + at.astype(np.int64)
+
+    def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
+        """The impacts of posting numbers ``postings`` (``locate``)."""
+        return self.arrays["post_impacts"][np.asarray(postings, dtype=np.int64)]
+
+    def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        """Whether each of ``docs`` (probably) holds each form hashed to (``h1``, ``h2``): one
+        row per form (``services.text.analysis.forms.holds``)."""
+        return holds(self.arrays["form_filters"], self.arrays["form_offsets"], docs, h1, h2)
+
+    def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
+        """Whether one of ``term_ids`` is in the site name of each of ``docs``: a running count
+        of the site-name entries that are one of them, read at each document's range (no loop
+        over the documents)."""
+        offsets, names = self.arrays["site_name_offsets"], self.arrays["site_name_terms"]
+        if names.shape[0] == 0:
+            return np.zeros(docs.shape[0], dtype=bool)
+        seen = np.concatenate([[0], np.cumsum(np.isin(names, np.asarray(term_ids, dtype=names.dtype)))])
+        starts, ends = offsets[docs].astype(np.int64), offsets[docs.astype(np.int64) + 1].astype(np.int64)
+        found: np.ndarray = seen[ends] > seen[starts]
+        return found
 
     def field_tfs(self, field: str, postings: np.ndarray) -> np.ndarray:
         """The ``field`` frequency (title, body, anchor, url, meta, nav) of global posting

@@ -9,6 +9,7 @@ job's postings against hand-computed ones), and an active IndexVersion.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,11 +21,12 @@ from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays as publish_arrays
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.blocks import ContentBlockWriter, ContentType
+from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.records import Link, Record, RecordBlockWriter
 from services.storage.formats.segment import SEGMENT_FORMAT, pack_segment
 from services.storage.formats.segment_codec import compact_segment
 from services.storage.sql.engines import make_engine, session_factory
-from services.storage.sql.index_versions import activate_index
+from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
 from services.text.analysis.analyze import analyze, analyzer_version
@@ -106,12 +108,17 @@ def commit_documents(settings: Settings, docs: list[Doc], first_doc_num: int, st
         engine.dispose()
 
 
-def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict[str, np.ndarray]:
+def segment_arrays(
+    docs: list[Doc], pagerank: list[float] | None = None, only: Sequence[int] | None = None
+) -> dict[str, np.ndarray]:
     """The contract's arrays for ``docs`` (doc_num = position in the list), through the
-    index job's pure functions and the publisher, without running mrjob."""
+    index job's pure functions and the publisher, without running mrjob; ``only``: the
+    documents a delta holds (the others numbered, without text)."""
     buffer = PostingBuffer()
     rows: list = []
     for num, doc in enumerate(docs):
+        if only is not None and num not in only:
+            continue
         buffer.add(
             Record(
                 doc_num=num,
@@ -134,6 +141,7 @@ def segment_arrays(docs: list[Doc], pagerank: list[float] | None = None) -> dict
     graph = {
         num: [number[url] for url, _ in doc.links if url in number and number[url] != num]
         for num, doc in enumerate(docs)
+        if only is None or num in only
     }
     return publish_arrays(collect_index_rows(rows), ranks, len(docs), links=graph)
 
@@ -170,6 +178,46 @@ def publish_index(
     try:
         with session_factory(engine).begin() as session:
             return activate_index(session, name, meta["num_docs"], meta["num_terms"]).id
+    finally:
+        engine.dispose()
+
+
+def publish_delta(
+    settings: Settings,
+    docs: list[Doc],
+    holds: Sequence[int],
+    version: str,
+    *,
+    removed: Sequence[int] = (),
+    through_seq: int | None = None,
+) -> int:
+    """A delta segment holding ``docs[i]`` for ``i`` in ``holds`` (numbered over all ``docs``),
+    stored and activated after the active version's segments; returns the version id. Its
+    impacts are the delta's own statistics' (the search side takes them as given)."""
+    arrays = segment_arrays(docs, only=holds)
+    meta = {
+        "format": SEGMENT_FORMAT,
+        "num_docs": len(docs),
+        "num_terms": int(arrays["df"].shape[0]),
+        "num_postings": int(arrays["post_docs"].shape[0]),
+        "created_at": 1_700_000_000,
+        "analyzer": analyzer_version(),
+        "languages": {"en": len(holds)},
+    }
+    if through_seq is not None:
+        meta |= {"through_seq": through_seq, "pending_seqs": []}
+    engine = make_engine(settings.database_url)
+    try:
+        with session_factory(engine).begin() as session:
+            active = active_index(session)
+            assert active is not None, "publish a base first"
+            base, deltas = active.segment, active.delta_segments
+            meta |= DeltaDocs(base, np.array(holds, np.uint32), np.array(removed, np.uint32)).to_meta()
+            name = f"index/delta-{version}.nseg"
+            open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(
+                name, pack_segment(compact_segment(arrays), meta)
+            )
+            return activate_index(session, base, len(docs), meta["num_terms"], deltas=[*deltas, name]).id
     finally:
         engine.dispose()
 

@@ -40,12 +40,7 @@ def matches(index: SegmentIndex, phrase: str) -> list[int]:
     ids = [index.term_id(t) for t in analyze(phrase)]
     terms = [QueryTerm(1.0, *index.postings(i), 1.0) for i in ids]
     candidates = intersect_docs(terms)
-    return phrase_matches(
-        candidates,
-        [index.posting_range(i) for i in ids],
-        index.arrays["post_docs"],
-        index.positions,
-    ).tolist()
+    return phrase_matches(candidates, ids, index.locate, index.positions).tolist()
 
 
 def brute_force(phrase: str) -> list[int]:

@@ -1,0 +1,436 @@
+"""An index version of several segments searched as one: a base and the delta segments
+published after it (issue 31; ``services.storage.formats.delta`` says what a delta holds).
+
+A ``SegmentSet`` is a ``SegmentIndex`` to the rest of the search code (retrieval, phrases,
+feedback, entry pages, explain, page info): the same methods over one space of document
+numbers and one of term ids. Underneath, each document belongs to the newest segment that
+holds it (``owner``): an older segment's postings of a recrawled page are skipped, never
+counted twice, as Lucene's live-docs bitmaps hide a replaced document in its older segment.
+
+- **Documents** keep their global numbers in every segment, so postings merge by document
+  number with no translation; per-document tables (lengths, PageRank, URL kinds, the
+  near-duplicate groups) are combined once per version, a few bytes per document.
+- **Terms**: the base's term ids, then the terms only deltas hold, numbered after them.
+  A delta's forward index and site names are translated into that space when read.
+- **Postings**: a term's postings are its segments' postings concatenated in document order
+  (a recrawled page's older copy left out); a posting's handle (``locate``) is its number
+  in its segment plus the segment's offset, so field frequencies and positions are read
+  from the segment that holds them.
+- **Scores**: impacts were computed when each segment was built, a delta's with the
+  collection's statistics at its build (``services.indexing.delta_build``): documents of
+  every segment rank on one scale, and a merge recomputes them exactly.
+
+Pure: the segments are opened (and downloaded) by ``index_holder``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from services.search.retrieval.segment import SegmentIndex
+from services.storage.formats.delta import DeltaDocs
+
+# Per-document arrays the search code reads directly (``SegmentIndex.arrays``), and what a
+# document no segment holds gets.
+_PER_DOC = (
+    "len_title",
+    "len_body",
+    "len_anchor",
+    "len_url",
+    "len_meta",
+    "len_nav",
+    "doc_lengths",
+    "near_dup_of",
+    "pagerank",
+    "out_counts",
+    "url_kind",
+)
+
+
+def base_term_ids(base: SegmentIndex, delta: SegmentIndex) -> np.ndarray:
+    """Each of ``delta``'s term ids' id in ``base`` (-1: a term new to it). Once per pair
+    (``index_holder`` keeps them): a dictionary lookup per delta term."""
+    offsets = delta.arrays["term_offsets"].tolist()
+    blob = delta.arrays["term_bytes"].tobytes()
+    out = np.full(len(offsets) - 1, -1, dtype=np.int64)
+    for i in range(len(offsets) - 1):
+        found = base.term_id(blob[offsets[i] : offsets[i + 1]].decode("utf-8"))
+        if found is not None:
+            out[i] = found
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentSet(SegmentIndex):
+    """A base and its deltas (oldest first) as one index (module docstring)."""
+
+    parts: tuple[SegmentIndex, ...] = ()
+    owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    # Whether part p holds documents a later part holds too (its postings then need a look
+    # at ``owner``; a delta of new pages only never does).
+    shadowed: tuple[bool, ...] = ()
+    to_set: tuple[np.ndarray, ...] = ()  # per part: its term id -> the set's
+    to_part: tuple[Mapping[int, int], ...] = ()  # per delta (index 0 unused): the set's id -> its
+    extra_terms: tuple[str, ...] = ()  # terms only deltas hold, numbered from the base's count
+    extra_ids: Mapping[str, int] = field(default_factory=dict)
+    handle_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    removed_by_deltas: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+
+    @classmethod
+    def combine(
+        cls,
+        version_id: int,
+        base: SegmentIndex,
+        deltas: Sequence[tuple[SegmentIndex, DeltaDocs]],
+        *,
+        base_ids: Mapping[str, np.ndarray] | None = None,
+    ) -> SegmentSet:
+        """The version of ``base`` and ``deltas``; ``base_ids``: ``base_term_ids`` of deltas
+        already mapped (by segment name)."""
+        parts = (base, *(d for d, _ in deltas))
+        num_docs = max(p.num_docs for p in parts)
+        owner = np.full(num_docs, -1, dtype=np.int8)
+        owner[: base.num_docs] = 0
+        shadowed = [False] * len(parts)
+        removed: list[np.ndarray] = []
+        for p, (delta, docs) in enumerate(deltas, start=1):
+            held = docs.holds[docs.holds < delta.num_docs].astype(np.int64)
+            earlier = owner[held]
+            for q in np.unique(earlier[earlier >= 0]).tolist():
+                shadowed[q] = True
+            owner[held] = p
+            removed.append(docs.removed)
+        # Terms: the base's ids, then each term only deltas hold, once.
+        base_terms = base.num_terms
+        to_set: list[np.ndarray] = [np.arange(base_terms, dtype=np.int64)]
+        to_part: list[dict[int, int]] = [{}]
+        extra_terms: list[str] = []
+        extra_ids: dict[str, int] = {}
+        for delta, _ in deltas:
+            known = base_ids.get(delta.segment) if base_ids is not None else None
+            ids = (known if known is not None else base_term_ids(base, delta)).copy()
+            for local in np.flatnonzero(ids < 0).tolist():
+                term = delta.term(local)
+                if term not in extra_ids:
+                    extra_ids[term] = base_terms + len(extra_terms)
+                    extra_terms.append(term)
+                ids[local] = extra_ids[term]
+            to_set.append(ids)
+            to_part.append(dict(zip(ids.tolist(), range(ids.shape[0]), strict=True)))
+        num_terms = base_terms + len(extra_terms)
+        arrays = _combined_arrays(parts, owner, to_set, num_docs, num_terms)
+        sizes = [int(p.arrays["post_docs"].shape[0]) for p in parts]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        meta = _combined_meta(parts)
+        gone = np.unique(np.concatenate(removed)).astype(np.uint32) if removed else np.zeros(0, np.uint32)
+        index = cls(
+            version_id,
+            base.segment,
+            base.path,
+            meta,
+            arrays,
+            deleted=gone,
+            parts=parts,
+            owner=owner,
+            shadowed=tuple(shadowed),
+            to_set=tuple(to_set),
+            to_part=tuple(to_part),
+            extra_terms=tuple(extra_terms),
+            extra_ids=extra_ids,
+            handle_starts=starts,
+            removed_by_deltas=gone,
+        )
+        index.folded_into([])  # the near-duplicate groups now, not in the first query's time
+        return index
+
+    def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
+        """The deltas' own removals stay hidden whatever else is."""
+        both = np.union1d(np.asarray(deleted, dtype=np.uint32), self.removed_by_deltas).astype(np.uint32)
+        return super().with_deleted(both)
+
+    @property
+    def segments(self) -> list[str]:
+        return [p.segment for p in self.parts]
+
+    # Terms
+
+    def term(self, term_id: int) -> str:
+        base = self.parts[0]
+        return base.term(term_id) if term_id < base.num_terms else self.extra_terms[term_id - base.num_terms]
+
+    def term_id(self, term: str) -> int | None:
+        found = self.parts[0].term_id(term)
+        return found if found is not None else self.extra_ids.get(term)
+
+    def max_impact(self, term_id: int) -> float:
+        return float(self.arrays["max_impact"][term_id])
+
+    def vocabulary(self) -> Iterator[tuple[str, int]]:
+        """Each part's written forms, their counts summed (a form in one document of two
+        segments is missing until a merge: each part kept forms in two or more)."""
+        counts: Counter[str] = Counter()
+        for part in self.parts:
+            for form, held in part.vocabulary():
+                counts[form] += held
+        yield from sorted(counts.items(), key=lambda kv: kv[0].encode("utf-8"))
+
+    def _pieces(self, term_id: int) -> list[tuple[int, int]]:
+        """(part, the part's term id) of every part holding the term."""
+        out = [(0, term_id)] if term_id < self.parts[0].num_terms else []
+        for p in range(1, len(self.parts)):
+            local = self.to_part[p].get(term_id)
+            if local is not None:
+                out.append((p, local))
+        return out
+
+    # Postings
+
+    def _merged(self, term_id: int, handles: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The term's (documents ascending, impacts, handles if asked) over every part, each
+        document's from the part that owns it."""
+        docs_parts, impact_parts, handle_parts = [], [], []
+        for p, local in self._pieces(term_id):
+            part = self.parts[p]
+            docs, impacts = part.postings(local)
+            keep = None
+            if self.shadowed[p]:
+                keep = self.owner[docs] == p
+                if keep.all():
+                    keep = None
+                else:
+                    docs, impacts = docs[keep], impacts[keep]
+            docs_parts.append(docs)
+            impact_parts.append(impacts)
+            if handles:
+                start = int(self.handle_starts[p]) + part.posting_range(local)[0]
+                span = np.flatnonzero(keep) if keep is not None else np.arange(docs.shape[0])
+                handle_parts.append(start + span.astype(np.int64))
+        if not docs_parts:
+            empty = np.zeros(0, np.uint32)
+            return empty, np.zeros(0, np.float32), (np.zeros(0, np.int64) if handles else None)
+        if len(docs_parts) == 1:
+            return docs_parts[0], impact_parts[0], (handle_parts[0] if handles else None)
+        docs = np.concatenate(docs_parts)
+        impacts = np.concatenate(impact_parts)
+        joined = np.concatenate(handle_parts) if handles else None
+        if docs.shape[0] > 1 and bool((docs[1:] < docs[:-1]).any()):
+            order = np.argsort(docs, kind="stable")  # runs already sorted: a merge of them
+            docs, impacts = docs[order], impacts[order]
+            joined = joined[order] if joined is not None else None
+        return docs, impacts, joined
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        docs, impacts, _ = self._merged(term_id, handles=False)
+        return docs, impacts
+
+    def posting_range(self, term_id: int) -> tuple[int, int]:
+        raise TypeError("a segment set's postings are not one range: use postings() or locate()")
+
+    def locate(self, term_id: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        docs = np.asarray(docs)
+        hit = np.zeros(docs.shape[0], dtype=bool)
+        handles = np.zeros(docs.shape[0], dtype=np.int64)
+        owners = self._owners(docs)
+        for p, local in self._pieces(term_id):
+            sel = np.flatnonzero(owners == p)
+            if not sel.shape[0]:
+                continue
+            found, at = self.parts[p].locate(local, docs[sel])
+            hit[sel] = found
+            handles[sel] = at + int(self.handle_starts[p])
+        return hit, handles
+
+    def _owners(self, docs: np.ndarray) -> np.ndarray:
+        docs = np.asarray(docs, dtype=np.int64)
+        inside = docs < self.owner.shape[0]
+        out = np.full(docs.shape[0], -1, dtype=np.int64)
+        out[inside] = self.owner[docs[inside]]
+        return out
+
+    def _route(self, handles: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(part, positions in ``handles``, the part's posting numbers) of each part."""
+        handles = np.asarray(handles, dtype=np.int64)
+        part_of = np.searchsorted(self.handle_starts, handles, side="right") - 1
+        for p in np.unique(part_of).tolist():
+            sel = np.flatnonzero(part_of == p)
+            yield p, sel, handles[sel] - int(self.handle_starts[p])
+
+    def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
+        out = np.zeros(np.asarray(postings).shape[0], dtype=np.float32)
+        for p, sel, local in self._route(postings):
+            out[sel] = self.parts[p].posting_impacts(local)
+        return out
+
+    def field_tfs(self, field: str, postings: np.ndarray) -> np.ndarray:
+        out = np.zeros(np.asarray(postings).shape[0], dtype=np.uint16)
+        for p, sel, local in self._route(postings):
+            out[sel] = self.parts[p].field_tfs(field, local)
+        return out
+
+    def field_tfs_many(self, fields: Sequence[str], postings: np.ndarray) -> list[np.ndarray]:
+        n = np.asarray(postings).shape[0]
+        out = [np.zeros(n, dtype=np.uint32) for _ in fields]
+        for p, sel, local in self._route(postings):
+            for into, got in zip(out, self.parts[p].field_tfs_many(fields, local), strict=True):
+                into[sel] = got
+        return out
+
+    def field_tfs_of(self, field: str, term_id: int) -> np.ndarray:
+        _, _, handles = self._merged(term_id, handles=True)
+        assert handles is not None
+        return self.field_tfs(field, handles)
+
+    def positions(self, postings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each part's positions, put back in ``postings``' order."""
+        postings = np.asarray(postings, dtype=np.int64)
+        routed = list(self._route(postings))
+        if len(routed) == 1:
+            p, _, local = routed[0]
+            return self.parts[p].positions(local)
+        order = np.concatenate([sel for _, sel, _ in routed]) if routed else np.zeros(0, np.int64)
+        got = [self.parts[p].positions(local) for p, _, local in routed]
+        return _reorder(order, [c for c, _ in got], [v for _, v in got])
+
+    # Documents
+
+    def forward(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each document's forward entries from its part, term ids in the set's numbering
+        (a delta's run is then not ascending: feedback does not need it to be)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        owners = np.maximum(self._owners(docs), 0)
+        parts = np.unique(owners).tolist()
+        if len(parts) == 1:
+            counts, terms, tfs = self.parts[parts[0]].forward(docs)
+            return counts, self.to_set[parts[0]][terms], tfs
+        order_parts, counts_parts, terms_parts, tfs_parts = [], [], [], []
+        for p in parts:
+            sel = np.flatnonzero(owners == p)
+            counts, terms, tfs = self.parts[p].forward(docs[sel])
+            order_parts.append(sel)
+            counts_parts.append(counts)
+            terms_parts.append(self.to_set[p][terms])
+            tfs_parts.append(tfs)
+        order = np.concatenate(order_parts)
+        counts, terms = _reorder(order, counts_parts, terms_parts)
+        _, tfs = _reorder(order, counts_parts, tfs_parts)
+        return counts, terms, tfs
+
+    def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        docs = np.asarray(docs, dtype=np.int64)
+        shape = (*np.asarray(h1).shape, docs.shape[0])
+        out = np.zeros(shape, dtype=bool)
+        owners = self._owners(docs)
+        for p in np.unique(owners[owners >= 0]).tolist():
+            sel = np.flatnonzero(owners == p)
+            out[..., sel] = self.parts[p].form_holds(docs[sel], h1, h2)
+        return out
+
+    def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.zeros(docs.shape[0], dtype=bool)
+        owners = self._owners(docs)
+        for p in np.unique(owners[owners >= 0]).tolist():
+            sel = np.flatnonzero(owners == p)
+            if p == 0:
+                local = [t for t in term_ids if t < self.parts[0].num_terms]
+            else:
+                local = [self.to_part[p][t] for t in term_ids if t in self.to_part[p]]
+            if local:
+                out[sel] = self.parts[p].site_name_holds(local, docs[sel])
+        return out
+
+    @property
+    def has_links(self) -> bool:
+        return self.parts[0].has_links
+
+    def in_links(self, doc: int) -> np.ndarray:
+        """The documents linking to ``doc`` in any part's link graph (a delta's holds the
+        links of its own pages)."""
+        found = [p.in_links(doc) for p in self.parts if p.has_links and doc < p.num_docs]
+        found = [f for f in found if f.shape[0]]
+        if not found:
+            return np.zeros(0, dtype=np.uint32)
+        return found[0] if len(found) == 1 else np.unique(np.concatenate(found)).astype(np.uint32)
+
+    def out_count(self, doc: int) -> int | None:
+        p = int(self.owner[doc]) if doc < self.owner.shape[0] else -1
+        return self.parts[max(p, 0)].out_count(doc) if doc < self.parts[max(p, 0)].num_docs else 0
+
+    @cached_property
+    def languages(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.meta.get("languages", {}).items()}
+
+
+def _reorder(
+    order: np.ndarray, counts_parts: Sequence[np.ndarray], values_parts: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of values given for items in ``order`` (item ``order[i]``'s run is the i-th),
+    put back in item order: (counts, values concatenated)."""
+    counts_sorted = np.concatenate(counts_parts).astype(np.int64)
+    values_sorted = np.concatenate(values_parts)
+    counts = np.zeros(order.shape[0], dtype=np.int64)
+    counts[order] = counts_sorted
+    starts_sorted = np.concatenate([[0], np.cumsum(counts_sorted)[:-1]]).astype(np.int64)
+    starts = np.zeros(order.shape[0], dtype=np.int64)
+    starts[order] = starts_sorted
+    total = int(counts.sum())
+    if not total:
+        return counts, values_sorted[:0]
+    run_starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    within = np.arange(total, dtype=np.int64) - np.repeat(run_starts, counts)
+    return counts, values_sorted[np.repeat(starts, counts) + within]
+
+
+def _combined_arrays(
+    parts: Sequence[SegmentIndex],
+    owner: np.ndarray,
+    to_set: Sequence[np.ndarray],
+    num_docs: int,
+    num_terms: int,
+) -> dict[str, np.ndarray]:
+    """The per-document arrays (each document's from its part) and the per-term ones the
+    search code reads (df summed, the largest impact bound)."""
+    base = parts[0]
+    out: dict[str, np.ndarray] = {}
+    held_by = [np.flatnonzero(owner == p) for p in range(len(parts))]
+    for name in _PER_DOC:
+        have = base.arrays[name]
+        if name == "near_dup_of":
+            combined = np.arange(num_docs, dtype=have.dtype)
+        else:
+            combined = np.zeros(num_docs, dtype=have.dtype)
+        combined[: have.shape[0]] = have
+        for p in range(1, len(parts)):
+            combined[held_by[p]] = parts[p].arrays[name][held_by[p]]
+        out[name] = combined
+    df = np.zeros(num_terms, dtype=np.uint32)
+    bound = np.zeros(num_terms, dtype=np.float32)
+    for p, part in enumerate(parts):
+        ids = to_set[p]
+        np.add.at(df, ids, part.arrays["df"])
+        np.maximum.at(bound, ids, part.arrays["max_impact"])
+    out["df"] = df
+    out["max_impact"] = bound
+    return out
+
+
+def _combined_meta(parts: Sequence[SegmentIndex]) -> dict[str, Any]:
+    """The base's meta with the newest part's commit mark and every part's languages."""
+    meta = dict(parts[0].meta)
+    newest = parts[-1].meta
+    for key in ("through_seq", "pending_seqs"):
+        if key in newest:
+            meta[key] = newest[key]
+    languages: Counter[str] = Counter()
+    for part in parts:
+        languages.update({str(k): int(v) for k, v in part.meta.get("languages", {}).items()})
+    meta["languages"] = dict(languages)
+    meta["num_docs"] = max(p.num_docs for p in parts)
+    meta["segments"] = [p.segment for p in parts]
+    return meta

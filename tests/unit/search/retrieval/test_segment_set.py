@@ -1,0 +1,170 @@
+"""A base segment and its deltas searched as one (``SegmentSet``) find what one segment built
+over the same documents finds: the same postings (a recrawled page's older copy gone), field
+frequencies, positions, forward entries and word-form filters, in one numbering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.postings import PostingBuffer
+from services.indexing.index_rows import collect_index_rows
+from services.indexing.segment_arrays import segment_arrays
+from services.search.query.language import parse_query
+from services.search.retrieval.phrase import phrase_matches
+from services.search.retrieval.retrieve import retrieve
+from services.search.retrieval.segment import SegmentIndex
+from services.search.retrieval.segment_set import SegmentSet
+from services.storage.formats.delta import DeltaDocs
+from services.storage.formats.records import Record
+from services.storage.formats.segment_codec import compact_segment
+from services.text.analysis.forms import form_hashes
+
+FIELDS = ("title", "body", "anchor", "url", "meta", "nav")
+
+# The crawl as a base build saw it (docs 0-5), then a delta (7, 8 new; 2 recrawled with
+# other words; 6 new and empty), then a second delta (9 new; 7 recrawled again).
+BASE = {
+    0: ("Boundary layer", "the boundary layer of a wing in laminar flow"),
+    1: ("Layers", "a layer near the boundary; boundary conditions of the heat flow"),
+    2: ("Old page", "turbulent boundary layer separation over a cylinder"),
+    3: ("Heat transfer", "heat transfer in laminar boundary layer flow"),
+    4: ("Supersonic", "shock waves and supersonic flow over wedges"),
+    5: ("Cylinder", "flow past a circular cylinder at low speed"),
+}
+DELTA_1 = {
+    2: ("New page", "hypersonic flow and heat shields of capsules"),
+    6: ("", ""),
+    7: ("Capsule", "reentry capsule heat shield ablation in hypersonic flow"),
+    8: ("Wing", "swept wing boundary layer transition and laminar flow control"),
+}
+DELTA_2 = {
+    7: ("Capsule again", "the capsule heat shield, rewritten: ablation and boundary layer"),
+    9: ("Wedge", "oblique shock on a wedge in supersonic flow, boundary layer interaction"),
+}
+
+
+def arrays_of(docs: dict[int, tuple[str, str]], num_docs: int) -> dict[str, np.ndarray]:
+    buffer = PostingBuffer()
+    rows: list[tuple[list[object], object]] = []
+    for num, (title, text) in sorted(docs.items()):
+        buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html", title=title, text=text))
+    chunks, lengths = buffer.drain()
+    rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
+    rows += [([TERM, t], c.encode()) for t, c in chunks]
+    pagerank = np.full(num_docs, 1 / num_docs)
+    columns = collect_index_rows(rows)
+    return compact_segment(segment_arrays(columns, pagerank, num_docs, near_duplicates=False))
+
+
+def segment(name: str, docs: dict[int, tuple[str, str]], num_docs: int) -> SegmentIndex:
+    return SegmentIndex(0, name, None, {"languages": {"en": len(docs)}}, arrays_of(docs, num_docs))  # type: ignore[arg-type]
+
+
+def delta(name: str, docs: dict[int, tuple[str, str]], num_docs: int) -> tuple[SegmentIndex, DeltaDocs]:
+    holds = np.array(sorted(docs), dtype=np.uint32)
+    return segment(name, docs, num_docs), DeltaDocs("base", holds)
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[SegmentSet, SegmentIndex]:
+    """(base + two deltas, one segment over the documents as they are now)."""
+    now = {**BASE, **DELTA_1, **DELTA_2}
+    base = segment("base", BASE, 6)
+    both = SegmentSet.combine(7, base, [delta("d1", DELTA_1, 9), delta("d2", DELTA_2, 10)])
+    return both, segment("whole", now, 10)
+
+
+def terms_of(index: SegmentIndex) -> set[str]:
+    return {index.term(i) for i in range(index.num_terms) if index.postings(i)[0].shape[0]}
+
+
+def test_postings_hold_each_document_once_from_its_newest_segment(
+    pair: tuple[SegmentSet, SegmentIndex],
+) -> None:
+    both, whole = pair
+    assert both.num_docs == 10 and both.segments == ["base", "d1", "d2"]
+    assert terms_of(both) == terms_of(whole)
+    for term in terms_of(whole):
+        mine, theirs = both.term_id(term), whole.term_id(term)
+        assert mine is not None and theirs is not None
+        assert both.postings(mine)[0].tolist() == whole.postings(theirs)[0].tolist(), term
+    # The recrawled page 2 lost "turbulent" and 7 lost "reentry": only their old copies held them.
+    assert both.postings(both.term_id("turbul"))[0].tolist() == []  # type: ignore[arg-type]
+    new_word = both.term_id("hyperson")
+    assert new_word is not None and new_word >= both.parts[0].num_terms
+
+
+def test_field_frequencies_positions_and_forward_entries_come_from_the_owner(
+    pair: tuple[SegmentSet, SegmentIndex],
+) -> None:
+    both, whole = pair
+    for term in sorted(terms_of(whole)):
+        mine, theirs = both.term_id(term), whole.term_id(term)
+        assert mine is not None and theirs is not None
+        for name in FIELDS:
+            assert both.field_tfs_of(name, mine).tolist() == whole.field_tfs_of(name, theirs).tolist()
+        docs = whole.postings(theirs)[0]
+        hit, handles = both.locate(mine, docs)
+        whole_hit, whole_handles = whole.locate(theirs, docs)
+        assert hit.all() and whole_hit.all()
+        theirs_tfs = whole.field_tfs_many(FIELDS, whole_handles)
+        for a, b in zip(both.field_tfs_many(FIELDS, handles), theirs_tfs, strict=True):
+            assert a.tolist() == b.tolist()
+        got, want = both.positions(handles), whole.positions(whole_handles)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist(), term
+        assert np.allclose(both.posting_impacts(handles), both.postings(mine)[1])
+    docs = np.array([0, 2, 3, 7, 8, 9], dtype=np.uint32)
+    entries = []
+    for index in (both, whole):
+        counts, terms, tfs = index.forward(docs)
+        runs = np.split(np.arange(terms.shape[0]), np.cumsum(counts)[:-1])
+        entries.append([{(index.term(int(terms[i])), int(tfs[i])) for i in run} for run in runs])
+    assert entries[0] == entries[1]
+
+
+def test_per_document_tables_and_word_forms(pair: tuple[SegmentSet, SegmentIndex]) -> None:
+    both, whole = pair
+    for name in ("doc_lengths", "len_title", "len_body", "url_kind"):
+        assert both.arrays[name].tolist() == whole.arrays[name].tolist(), name
+    h1, h2 = form_hashes(["hypersonic", "turbulent", "capsule"])
+    docs = np.arange(10, dtype=np.uint32)
+    assert both.form_holds(docs, h1, h2).tolist() == whole.form_holds(docs, h1, h2).tolist()
+    # Document frequencies are summed over the segments: 7's superseded copy still counts
+    # until a merge (one document in ten here; a merge policy bounds the deltas' share).
+    flow = both.term_id("flow")
+    assert flow is not None and int(both.arrays["df"][flow]) == 9
+    assert int(whole.arrays["df"][whole.term_id("flow")]) == 8
+
+
+def test_phrases_and_retrieval_find_the_same_documents(pair: tuple[SegmentSet, SegmentIndex]) -> None:
+    both, whole = pair
+    for phrase in (["boundari", "layer"], ["heat", "shield"], ["laminar", "flow"]):
+        found = []
+        for index in (both, whole):
+            ids = [index.term_id(t) for t in phrase]
+            assert all(i is not None for i in ids)
+            first, second = (index.postings(i)[0] for i in ids)  # type: ignore[arg-type]
+            candidates = np.intersect1d(first, second)
+            found.append(phrase_matches(candidates, ids, index.locate, index.positions).tolist())  # type: ignore[arg-type]
+        assert found[0] == found[1], phrase
+    for q in ("boundary layer", "heat OR shock", "capsule", '"boundary layer" flow', "laminar -wing"):
+        mine = retrieve(both, parse_query(q), 10)
+        theirs = retrieve(whole, parse_query(q), 10)
+        assert sorted(mine.ranked.docs.tolist()) == sorted(theirs.ranked.docs.tolist()), q
+        assert mine.mode == theirs.mode and mine.ranked.total == theirs.ranked.total, q
+    # A word only a superseded copy held is still in the dictionary (until a merge), and
+    # finds nothing, as a word only deleted documents hold.
+    assert retrieve(both, parse_query("turbulent"), 10).ranked.docs.shape[0] == 0
+
+
+def test_removed_documents_stay_hidden_whatever_the_service_adds() -> None:
+    base = segment("base", BASE, 6)
+    gone = DeltaDocs("base", np.array([7], np.uint32), removed=np.array([1], np.uint32))
+    both = SegmentSet.combine(3, base, [(segment("d1", {7: DELTA_1[7]}, 8), gone)])
+    assert both.deleted.tolist() == [1]
+    assert 1 not in retrieve(both, parse_query("boundary"), 10).ranked.docs.tolist()
+    later = both.with_deleted(np.array([3], np.uint32))
+    assert later.deleted.tolist() == [1, 3]
+    assert later.with_deleted(np.array([3], np.uint32)) is later  # nothing new: the same view
