@@ -72,9 +72,9 @@ class SegmentSet(SegmentIndex):
 
     parts: tuple[SegmentIndex, ...] = ()
     owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    # Whether part p holds documents a later part holds too (its postings then need a look
-    # at ``owner``; a delta of new pages only never does).
-    shadowed: tuple[bool, ...] = ()
+    # Per part, the documents it holds that a later part holds too (ascending): its postings
+    # of them are skipped (a delta of new pages only supersedes nothing).
+    superseded: tuple[np.ndarray, ...] = ()
     to_set: tuple[np.ndarray, ...] = ()  # per part: its term id -> the set's
     to_part: tuple[Mapping[int, int], ...] = ()  # per delta (index 0 unused): the set's id -> its
     extra_terms: tuple[str, ...] = ()  # terms only deltas hold, numbered from the base's count
@@ -97,13 +97,13 @@ class SegmentSet(SegmentIndex):
         num_docs = max(p.num_docs for p in parts)
         owner = np.full(num_docs, -1, dtype=np.int8)
         owner[: base.num_docs] = 0
-        shadowed = [False] * len(parts)
+        superseded: list[list[np.ndarray]] = [[] for _ in parts]
         removed: list[np.ndarray] = []
         for p, (delta, docs) in enumerate(deltas, start=1):
             held = docs.holds[docs.holds < delta.num_docs].astype(np.int64)
             earlier = owner[held]
             for q in np.unique(earlier[earlier >= 0]).tolist():
-                shadowed[q] = True
+                superseded[q].append(held[earlier == q])
             owner[held] = p
             removed.append(docs.removed)
         # Terms: the base's ids, then each term only deltas hold, once.
@@ -138,7 +138,10 @@ class SegmentSet(SegmentIndex):
             deleted=gone,
             parts=parts,
             owner=owner,
-            shadowed=tuple(shadowed),
+            superseded=tuple(
+                np.sort(np.concatenate(g)).astype(np.uint32) if g else np.zeros(0, np.uint32)
+                for g in superseded
+            ),
             to_set=tuple(to_set),
             to_part=tuple(to_part),
             extra_terms=tuple(extra_terms),
@@ -198,13 +201,9 @@ class SegmentSet(SegmentIndex):
         for p, local in self._pieces(term_id):
             part = self.parts[p]
             docs, impacts = part.postings(local)
-            keep = None
-            if self.shadowed[p]:
-                keep = self.owner[docs] == p
-                if keep.all():
-                    keep = None
-                else:
-                    docs, impacts = docs[keep], impacts[keep]
+            keep = self._kept(p, docs)
+            if keep is not None:
+                docs, impacts = docs[keep], impacts[keep]
             docs_parts.append(docs)
             impact_parts.append(impacts)
             if handles:
@@ -224,6 +223,26 @@ class SegmentSet(SegmentIndex):
             docs, impacts = docs[order], impacts[order]
             joined = joined[order] if joined is not None else None
         return docs, impacts, joined
+
+    def _kept(self, p: int, docs: np.ndarray) -> np.ndarray | None:
+        """Which of part ``p``'s postings ``docs`` it still owns; None: all. The superseded
+        documents are few next to a long list (the recrawls since the base): each is looked
+        up in the list, rather than every posting's owner read."""
+        gone = self.superseded[p]
+        if not gone.shape[0] or not docs.shape[0]:
+            return None
+        if gone.shape[0] * 16 >= docs.shape[0]:
+            keep: np.ndarray = self.owner[docs] == p
+            return None if keep.all() else keep
+        at = np.searchsorted(docs, gone)
+        inside = at < docs.shape[0]
+        at = at[inside]
+        drop = at[docs[at] == gone[inside]]
+        if not drop.shape[0]:
+            return None
+        keep = np.ones(docs.shape[0], dtype=bool)
+        keep[drop] = False
+        return keep
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         docs, impacts, _ = self._merged(term_id, handles=False)

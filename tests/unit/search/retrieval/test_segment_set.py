@@ -168,3 +168,16 @@ def test_removed_documents_stay_hidden_whatever_the_service_adds() -> None:
     later = both.with_deleted(np.array([3], np.uint32))
     assert later.deleted.tolist() == [1, 3]
     assert later.with_deleted(np.array([3], np.uint32)) is later  # nothing new: the same view
+
+
+def test_a_few_recrawls_are_skipped_in_long_lists() -> None:
+    """Superseded documents few against a list are looked up in it, not every owner read."""
+    base = segment("base", {i: (f"Page {i}", f"common words of page {i}") for i in range(40)}, 40)
+    recrawl = {5: ("Page 5", "rare words now"), 41: ("Page 41", "common and new")}
+    both = SegmentSet.combine(2, base, [delta("d1", recrawl, 42)])
+    common = both.term_id("common")
+    assert common is not None
+    docs, impacts = both.postings(common)
+    assert docs.tolist() == [i for i in range(40) if i != 5] + [41]
+    assert impacts.shape == docs.shape and both.superseded[0].tolist() == [5]
+    assert both.field_tfs_of("body", common).tolist() == [1] * 40
