@@ -13,9 +13,9 @@ the rest. In one run:
   while the daemon updates the index. When the crawl has ended and a version includes its
   last commit, the daemon is stopped. A batch's wait is read from the database afterwards:
   from its commit (``fetch_batches.committed_at``) to the activation of the first version
-  whose commit mark includes it (``index_versions.created_at``; the mark in the segment's
-  meta). A search service sees a new version at its next recheck, at most 2 s later (not
-  added here).
+  whose commit mark includes it (``index_versions.created_at``; the mark in the meta of the
+  version's newest segment: its last delta, or its base). A search service sees a new
+  version at its next recheck, at most 2 s later (not added here).
 * **tantivy**: index the first part, then the same stream in batches of the size Nimbus's
   crawl committed, each added, committed and the reader reloaded: its wait is that time.
 
@@ -109,9 +109,13 @@ def nimbus(first: Path, second: Path, every: int, state: Path, timeout: float) -
         while time.monotonic() < deadline:  # bounded: until a version includes the last commit
             with sessions() as session:
                 rows = session.execute(
-                    select(IndexVersion.created_at, IndexVersion.segment).order_by(IndexVersion.id)
+                    select(IndexVersion.created_at, IndexVersion.segment, IndexVersion.deltas).order_by(
+                        IndexVersion.id
+                    )
                 ).all()
-            for created, segment in rows:
+            for created, base, deltas in rows:
+                # A version's mark is its newest segment's: its last delta's, or its base's.
+                segment = json.loads(deltas)[-1] if deltas else base
                 if segment in marks:
                     continue
                 try:
