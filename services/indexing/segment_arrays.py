@@ -22,7 +22,7 @@ import numpy as np
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
-from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, bm25_idf, impacts
+from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, CollectionStats, bm25_idf, impacts
 from services.ranking.entry_pages import UrlKind, site_names
 from services.storage.formats.segment import SEGMENT_FORMAT
 from services.text.analysis.analyze import analyzer_version
@@ -39,11 +39,17 @@ def segment_arrays(
     links: Mapping[int, Sequence[int]] | None = None,
     url_kinds: np.ndarray | None = None,
     doc_hosts: np.ndarray | None = None,
+    stats: CollectionStats | None = None,
 ) -> dict[str, np.ndarray]:
     """The segment's arrays (the contract in ``services.storage.formats.segment``) from the index
     columns, the PageRank vector, the link graph (``doc -> targets``; none: no links) and
     each document's URL form (``services.ranking.entry_pages.url_kinds``; none: every
-    document a PATH, no entry pages) and host id (none: every document a host of its own)."""
+    document a PATH, no entry pages) and host id (none: every document a host of its own).
+
+    ``stats``: the collection the impacts are scored against when the columns are only part
+    of it (a delta segment); its ``idf`` and ``max_impact`` are then the collection's, and
+    ``pagerank`` is stored as given (a prior per document, not renormalised). None: the
+    columns are the collection (a build)."""
     if len(pagerank) != num_docs:
         raise PublishError(f"PageRank vector has {len(pagerank)} entries for {num_docs} documents")
     sorted_terms = sorted(cols.chunks)  # by UTF-8 bytes
@@ -70,6 +76,7 @@ def segment_arrays(
             params,
             near_duplicates,
             helper,
+            stats,
         )
         positions, arrays["pos_offsets"] = positions_job.result()
     arrays["positions"] = positions
@@ -139,11 +146,13 @@ def arrays_from_postings(
     params: BM25FParams = DEFAULT_PARAMS,
     *,
     near_duplicates: bool = True,
+    stats: CollectionStats | None = None,
 ) -> dict[str, np.ndarray]:
     """Every segment array but the positions, their offsets and the link graph, from postings
     already decoded (``per_term``: postings of each term of ``sorted_terms``; ``field_tfs``:
     one row per posting, one column per field), as ``segment_arrays`` computes them: a
-    merge of segments (``segment_merge``) scores exactly as a build does."""
+    merge of segments (``segment_merge``) scores exactly as a build does. ``stats``: as
+    ``segment_arrays`` takes it."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
         return _posting_arrays(
             per_term,
@@ -156,6 +165,7 @@ def arrays_from_postings(
             params,
             near_duplicates,
             helper,
+            stats,
         )
 
 
@@ -170,6 +180,7 @@ def _posting_arrays(
     params: BM25FParams,
     near_duplicates: bool,
     helper: ThreadPoolExecutor,
+    stats: CollectionStats | None = None,
 ) -> dict[str, np.ndarray]:
     """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
@@ -213,16 +224,18 @@ def _posting_arrays(
         _near_duplicates, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
     )
 
-    idf = bm25_idf(df, num_docs)
+    # A delta's: the collection's df and N (the stored idf and max_impact are those used).
+    idf = bm25_idf(df, num_docs) if stats is None else bm25_idf(stats.df(sorted_terms, df), stats.num_docs)
     term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
-    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params)
+    averages = None if stats is None else stats.average_lengths
+    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params, averages)
     max_impact = np.zeros(len(df), dtype=np.float32)
     if num_postings:
         nonempty = df > 0
         max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
 
     near_dup_of = near_job.result()
-    total = float(pagerank.sum())
+    total = float(pagerank.sum()) if stats is None else 1.0  # a delta's priors are stored as given
     if not total > 0:
         raise PublishError("PageRank vector sums to zero: the PageRank run failed")
     return {

@@ -75,7 +75,7 @@ match outweigh the body (docs/ranking.md shows the measurements).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -115,6 +115,31 @@ class BM25FParams:
 DEFAULT_PARAMS = BM25FParams()
 
 
+@dataclass(frozen=True)
+class CollectionStats:
+    """The collection a segment's impacts are scored against, when the segment holds only
+    part of it (a delta segment: ``services.indexing.delta_build``). BM25F's idf and length
+    normalisation are collection statistics: scored with a delta's own, a word rare in the
+    index but common in one crawl batch would weigh as common, and a batch of long pages would
+    normalise itself. None of these is needed when a segment holds the whole collection (a
+    build, a merge): its own postings and lengths are the statistics.
+
+    ``num_docs``: N of the idf (every document number of the collection).
+    ``average_lengths``: each field's mean length over all N documents, ``FIELD_NAMES`` order.
+    ``other_df``: documents holding each term outside the segment (the version's other
+    segments, less the copies the segment supersedes); the segment adds its own."""
+
+    num_docs: int
+    average_lengths: tuple[float, ...]
+    other_df: Mapping[bytes, int] = field(default_factory=dict)
+
+    def df(self, terms: Sequence[bytes], own: np.ndarray) -> np.ndarray:
+        """The collection's document frequency of ``terms`` (``own``: the segment's, aligned)."""
+        other = np.fromiter((self.other_df.get(t, 0) for t in terms), dtype=np.int64, count=len(terms))
+        out: np.ndarray = own.astype(np.int64) + other
+        return out
+
+
 def bm25_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
     """Lucene's BM25 idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``: positive even for df > N/2."""
     df = df.astype(np.float64)
@@ -133,16 +158,23 @@ def impacts(
     idf: np.ndarray,
     field_lengths: Sequence[np.ndarray],
     params: BM25FParams = DEFAULT_PARAMS,
+    averages: Sequence[float] | None = None,
 ) -> np.ndarray:
     """The impact of every posting (float32), in posting order.
 
     ``post_tfs`` and ``field_lengths`` are in ``FIELD_NAMES`` order: one array
     per field, the former aligned with ``post_docs``, the latter indexed by doc.
+    ``averages``: the fields' mean lengths over the collection (``CollectionStats``) when
+    ``field_lengths`` are not the whole collection's; None: their own means.
     """
     docs = post_docs.astype(np.intp, copy=False)
     pseudo = np.zeros(docs.shape[0], dtype=np.float32)  # float32: the impacts are stored so
     for name, tfs, lengths, avg in zip(
-        FIELD_NAMES, post_tfs, field_lengths, average_lengths(field_lengths), strict=True
+        FIELD_NAMES,
+        post_tfs,
+        field_lengths,
+        average_lengths(field_lengths) if averages is None else list(averages),
+        strict=True,
     ):
         p = params.fields[name]
         if p.weight == 0 or not tfs.any():
