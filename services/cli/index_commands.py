@@ -1,9 +1,11 @@
 """`nimbus index`: the published index (the schema it reads: ``db_commands``, `nimbus migrate`).
 
 ``nimbus index`` builds here and now (``build``, the bare form: a developer's machine,
-``make index-emr``); ``nimbus index update`` merges what was committed since into the
-active index (``services.indexing.incremental``); on the stack the indexer instance runs
-``nimbus index daemon``, which builds and updates on a schedule and on request, and
+``make index-emr``); ``nimbus index update`` publishes what was committed since as a delta
+segment of the active index (``services.indexing.delta_build``), ``--merge`` folds the base,
+its deltas and anything since into one segment (``services.indexing.incremental``); on the
+stack the indexer instance runs ``nimbus index daemon``, which builds, updates and merges on a
+schedule and on request, and
 ``nimbus index now`` / ``status`` ask it and follow it through the database
 (``services.indexing.builds``).
 """
@@ -61,11 +63,17 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     update_ = sub.add_parser(
         "update",
-        help="index what was committed since the active index and merge it in, here and now",
-        description="Index the documents committed since the active index version (new pages and "
-        "recrawls) with the same MapReduce jobs, merge them into the active segment with the "
-        "collection statistics recomputed, and publish the merge. PageRank and anchor text "
-        "from new pages to older ones wait for the next full build (`nimbus index`).",
+        help="index what was committed since the active index as a delta segment (--merge: "
+        "merge it all into one), here and now",
+        description="Index the documents committed since the active index version's newest "
+        "segment (new pages and recrawls) with the same MapReduce jobs and publish them as a "
+        "delta segment searched beside the base, scored with the collection's statistics; anchor "
+        "text from older pages and PageRank wait for the next merge. With --merge, index "
+        "everything committed since the base instead, merge it into the base with the whole link "
+        "graph, PageRank and the statistics recomputed (a full build's segment), and publish that.",
+    )
+    update_.add_argument(
+        "--merge", action="store_true", help="merge the base, its deltas and what is new into one segment"
     )
     update_.add_argument("--runner", choices=_RUNNERS, help="mrjob runner (NIMBUS_MR_RUNNER)")
     update_.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -76,7 +84,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the indexer: build on a schedule and on request, one at a time, until stopped",
         description="Run the indexer instance's service: every NIMBUS_INDEX_EVERY seconds (0: "
         "never) and for every `nimbus index now`, build and publish, one build at a time, keeping "
-        "each build's state and progress in the database. SIGTERM hands a running build back.",
+        "each build's state and progress in the database; in between, a delta segment every "
+        "NIMBUS_UPDATE_EVERY seconds and a merge in the background once NIMBUS_MERGE_DELTAS "
+        "deltas or NIMBUS_MERGE_SHARE of the base's documents are in them. SIGTERM hands a "
+        "running build back.",
     )
     leaf(daemon_, daemon, no_words="takes no arguments")
 
@@ -113,14 +124,17 @@ def build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def update(args: argparse.Namespace, settings: Settings) -> int:
+    from services.indexing.delta_build import publish_delta
     from services.indexing.incremental import update_index
 
-    result = update_index(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
+    run = update_index if args.merge else publish_delta
+    result = run(settings.with_overrides(mr_runner=args.runner), progress=not args.quiet)
     if result.version_id is None:
         print(f"nothing committed since index version {result.base_version}: {result.segment} stays")
         return 0
     print(
-        f"published {result.segment}: {result.new_documents} documents added or replaced, "
+        f"published {'merged segment' if args.merge else 'delta'} {result.segment} (version "
+        f"{result.version_id}): {result.new_documents} documents added or replaced, "
         f"{result.num_docs} in all, through commit seq {result.through_seq}, {result.seconds:.1f} s"
     )
     return 0

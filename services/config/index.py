@@ -28,10 +28,16 @@ class IndexSettings:
     # `nimbus index daemon`: seconds between scheduled builds (counted from the last build
     # asked for, or the active index's publication); 0: only builds someone asks for.
     index_every: int = 86400
-    # ... and between incremental updates (services.indexing.incremental: what was committed
-    # since the active index, merged in) while no build runs; 0: none. With the search
-    # service's 2 s recheck, a committed page is searchable within this plus an update's time.
+    # ... and between incremental updates (services.indexing.delta_build: what was committed
+    # since the active index, published as a delta segment beside it) while no build runs; 0:
+    # none. With the search service's 2 s recheck, a committed page is searchable within this
+    # plus a delta's time.
     update_every: int = 30
+    # The daemon's merge policy (services.indexing.merge_policy): the base and its deltas are
+    # merged into one segment, in the background, once the version has this many deltas ...
+    merge_deltas: int = 8
+    # ... or its deltas hold (or removed) this share of the base's documents.
+    merge_share: float = 0.10
 
     # Ranking computed at build time (query-time weights are in SearchSettings).
     near_duplicates: bool = True  # fold pages whose terms are >= 90 % the same (text/minhash.py)
@@ -61,6 +67,15 @@ class IndexSettings:
         if self.update_every < 0:
             raise SettingsError(
                 f"NIMBUS_UPDATE_EVERY={self.update_every}: use 0 (no incremental updates) or more seconds"
+            )
+        if self.merge_deltas < 1:
+            raise SettingsError(
+                f"NIMBUS_MERGE_DELTAS={self.merge_deltas}: use 1 (merge after every delta) or more"
+            )
+        if self.merge_share <= 0.0:
+            raise SettingsError(
+                f"NIMBUS_MERGE_SHARE={self.merge_share}: use a share of the base's documents above 0 "
+                "(0.10: merge once the deltas hold a tenth as many)"
             )
         if self.pagerank_level not in {"page", "host"}:
             raise SettingsError(f"NIMBUS_PAGERANK_LEVEL={self.pagerank_level!r}: use page or host")

@@ -7,8 +7,10 @@ Each look (every ``POLL`` seconds, at once when stopped or when a build ends):
 2. add the schedule's row when ``NIMBUS_INDEX_EVERY`` seconds have passed
    (``builds.schedule_if_due``; 0: builds only on request);
 3. publish IndexAgeSeconds, at most every ``AGE_EVERY`` seconds;
-4. take the oldest requested build (``builds.take_next``) and run it (none: an incremental
-   update every ``NIMBUS_UPDATE_EVERY`` seconds, in this thread: ``_update_if_due``): ``build_index`` in a
+4. take the oldest requested build (``builds.take_next``) and run it (none: a delta segment
+   of what was committed, every ``NIMBUS_UPDATE_EVERY`` seconds, in this thread, and a merge of
+   the deltas into the base when the merge policy says so, in a thread of its own:
+   ``_update_if_due``, ``background_merge``, ``merge_policy``): ``build_index`` in a
    thread of this process, while this thread heartbeats the row every ``BEAT_EVERY``
    seconds with the build's progress lines, keeps publishing the index age, and watches
    for a stop. The row ends ``succeeded`` with its segment or ``failed`` with its error,
@@ -50,8 +52,10 @@ from services.cloudwatch import (
 from services.config import Settings
 from services.errors import NimbusError
 from services.indexing import builds
+from services.indexing.background_merge import BackgroundMerge, Merge
 from services.indexing.build import BuildResult, build_index
 from services.indexing.builds import BuildState, BuildView
+from services.indexing.delta_build import publish_delta
 from services.indexing.errors import NoBaseError, SupersededError
 from services.indexing.incremental import UpdateResult, update_index
 from services.storage.blobs.blobstore import open_blobstore
@@ -75,7 +79,7 @@ DRAIN = 10.0  # seconds a stopping daemon waits for its last data points to reac
 PROGRESS_LINES = 200  # a build's newest progress lines kept for its row
 
 Build = Callable[..., BuildResult]  # build_index's signature: (settings, *, progress, report)
-Update = Callable[..., UpdateResult]  # update_index's
+Update = Callable[..., UpdateResult]  # publish_delta's
 
 
 class Progress:
@@ -104,8 +108,9 @@ def describe(exc: BaseException) -> str:
 
 class IndexDaemon:
     """One indexer process (module docstring). ``clock`` gives the time written to rows and
-    compared for the schedule, staleness and metrics (tests move it); ``build`` is
-    ``build_index`` unless a test gives another."""
+    compared for the schedule, staleness and metrics (tests move it); ``build``, ``update`` (a
+    delta) and ``merge`` are ``build_index``, ``publish_delta`` and ``update_index`` unless a
+    test gives others."""
 
     def __init__(
         self,
@@ -114,7 +119,8 @@ class IndexDaemon:
         clock: Callable[[], float] = time.time,
         metrics: MetricsPublisher | None = None,
         build: Build = build_index,
-        update: Update = update_index,
+        update: Update = publish_delta,
+        merge: Merge = update_index,
         poll: float = POLL,
         beat_every: float = BEAT_EVERY,
         echo: bool = False,
@@ -140,6 +146,9 @@ class IndexDaemon:
         self._age_at: float | None = None
         self._segment_checked = False  # the active segment's analyzer and format, compared once a start
         self.abandoned: threading.Thread | None = None  # a handed-back build's thread, still running
+        self.merges = BackgroundMerge(
+            settings, self.sessions, merge, self._say, self.counters, self._wake.set
+        )
 
     def stop(self) -> None:
         """Stop at the next look; a build in progress is handed back (module docstring)."""
@@ -158,6 +167,8 @@ class IndexDaemon:
                     log.warning("index daemon: database error (%s); looking again in %.0f s", exc, self.poll)
                 self._pause(self.poll)
         finally:
+            if self.merges.running and self.abandoned is None:  # it ends with the process
+                self.abandoned = self.merges.thread
             self.close()
 
     def close(self) -> None:
@@ -190,17 +201,20 @@ class IndexDaemon:
         return None
 
     def _update_if_due(self, now: float) -> None:
-        """An incremental update (``services.indexing.incremental``) every ``update_every``
-        seconds between builds. On the local runner even where builds run on EMR: a delta is
-        small, and an EMR cluster takes minutes to start. A failure is logged and counted;
-        the served index stays, and the next update or build tries again."""
+        """A delta segment (``services.indexing.delta_build``) every ``update_every`` seconds
+        between builds, then a merge when the policy says so (``background_merge``). On the
+        local runner even where builds run on EMR: a delta is small, and an EMR cluster takes
+        minutes to start. A failure is logged and counted; the served index stays, and the
+        next update or build tries again."""
+        self.merges.collect()
         every = self.settings.index.update_every
         if not every or (self._updated_at is not None and now - self._updated_at < every):
             return
         self._updated_at = now
         runner = "local" if self.settings.index.mr_runner == "emr" else None
+        settings = self.settings.with_overrides(mr_runner=runner)
         try:
-            result = self.update(self.settings.with_overrides(mr_runner=runner), progress=False)
+            result = self.update(settings, progress=False)
         except SupersededError as exc:  # a build published meanwhile: the next look starts from it
             self._say(f"index update not published: {exc}")
             return
@@ -221,6 +235,8 @@ class IndexDaemon:
                 f"index updated: version {result.version_id} ({result.segment}) adds or replaces "
                 f"{result.new_documents} documents, through commit seq {result.through_seq}"
             )
+        self.merges.start_if_due(settings)
+        self.merges.collect()  # an inline merge has ended already
 
     def _check_segment(self, now: float) -> None:
         """A release whose analyzer or segment format differs from the active segment's asks

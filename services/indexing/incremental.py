@@ -1,23 +1,30 @@
-"""Incremental index update: the documents committed since the active version, merged in.
+"""The merge: an index version's base and deltas folded into one segment, as a full build.
 
-``nimbus index update`` (and the indexer's daemon between full builds) finds the documents
-whose commit is newer than the active version's mark (``commit_mark``: new pages and
-recrawled ones, and pages a recrawl or the operator's purge removed: a purge takes a commit
-seq of its own), analyzes only those (MRIndex, the build's costly job), and merges the
-result into the active segment (``segment_merge``) with the statistics of all live
-documents recomputed. The link graph job reads every record, as a full build's does: a
-crawl's new pages are found through links on older ones, so their anchor text comes from
-pages the update does not analyze; with the whole graph, anchor text, in-links and PageRank
+Between merges the documents committed since the active version are published as delta
+segments beside its base (``services.indexing.delta_build``: cheap, but without the anchor
+text, links and PageRank that need the whole graph). ``nimbus index update --merge`` (and the
+indexer's daemon, when its merge policy says so) finds the documents whose commit is newer
+than the *base's* mark (``commit_mark``: new pages and recrawled ones, and pages a recrawl or
+the operator's purge removed: a purge takes a commit seq of its own), which are those the
+deltas hold and any since, analyzes only those (MRIndex, the build's costly job), and merges
+the result into the base segment (``segment_merge``) with the statistics of all live
+documents recomputed. The deltas are not read: their documents are analyzed again. The
+link graph job reads every record, as a full build's does: a crawl's new pages are found
+through links on older ones, so their anchor text comes from pages the update does not
+analyze; with the whole graph, anchor text, in-links and PageRank
 are a full build's too, and the merge equals a full build over the same records (the spelling
-vocabulary's counts aside: ``segment_merge``). The merged segment is published as a new
-version, only if the base is still the active one (a full build that finished meanwhile
-wins).
+vocabulary's counts aside: ``segment_merge``).
 
-Each update reads every record's links and rewrites the whole segment: its cost grows
-with the index, only more slowly than a build's (docs/benchmarks.md, "Incremental
-updates"). Searching several segments at once, with a background tiered merge as Lucene
-does, and a link graph kept between runs, would make an update proportional to what is new
-(docs/scaling.md).
+``deltas_only`` (the daemon's background merge) folds only what the version's deltas hold:
+the documents committed through the mark of its newest delta when the merge starts, so the
+deltas published while it runs hold only newer documents. The merged segment is published
+as a new version with those deltas kept on top of it (``publish.publish_segment``), only if
+the version is still the active one or that one plus deltas (a full build that finished
+meanwhile wins).
+
+Each merge reads every record's links and rewrites the whole segment: its cost grows with
+the index (docs/benchmarks.md, "Incremental updates"); the merge policy
+(``services.indexing.daemon``) bounds how often it runs.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, not_, select
 
 from services.config import Settings
 from services.indexing.build import compute_pagerank, progress_lines, run_index_jobs, url_facts
@@ -39,11 +46,11 @@ from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
-from services.indexing.publish import publish_segment
+from services.indexing.publish import VersionRef, publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
 from services.indexing.url_names import write_name_lines
-from services.storage.blobs.blobstore import open_blobstore
+from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
 from services.storage.formats.segment_codec import expand_segment
 from services.storage.sql.commit_marks import CommitMark, removed_since
@@ -65,12 +72,17 @@ class UpdateResult:
 
 
 def update_index(
-    settings: Settings, *, progress: bool = True, report: Callable[[str], None] | None = None
+    settings: Settings,
+    *,
+    progress: bool = True,
+    report: Callable[[str], None] | None = None,
+    deltas_only: bool = False,
 ) -> UpdateResult:
-    """Index what was committed since the active version and publish the merge (module
-    docstring). Raises ``NoBaseError`` when there is no version to update or it was built
-    before updates existed, ``PublishError`` when it was built with another analyzer (a full
-    build is then the way)."""
+    """Index what was committed since the active version's base and publish the merge (module
+    docstring); ``deltas_only``: only what its deltas hold. Raises ``NoBaseError`` when there is
+    no version to update or it was built before updates existed, ``PublishError`` when it was
+    built with another analyzer (a full build is then the way), ``SupersededError`` when
+    another version replaced it meanwhile."""
     started = time.monotonic()
     say = progress_lines("update", progress, report)
     engine = make_engine(settings.database_url)
@@ -83,6 +95,7 @@ def update_index(
             version = active_index(session)
             if version is None:
                 raise NoBaseError("no index is published yet: build one first with `nimbus index`")
+            ref = VersionRef.of(version)
             base_id, base_name = version.id, version.segment
         base_meta = read_meta(lambda start, end: store.get(base_name, start, end), base_name)
         base_mark = CommitMark.from_meta(base_meta)
@@ -92,13 +105,16 @@ def update_index(
                 "build once (`nimbus index`), then updates follow it",
                 stale=True,
             )
+        through = _newest_mark(store, ref) if deltas_only else None
+        # The documents to analyze: committed after the base, and not after ``through``.
+        since = base_mark.newer() if through is None else and_(base_mark.newer(), not_(through.newer()))
         with sessions() as session:
             later = commit_mark(session)  # before the documents, as a full build reads it
-            waiting = session.scalar(select(func.count()).select_from(Document).where(base_mark.newer()))
+            waiting = session.scalar(select(func.count()).select_from(Document).where(since))
             removed = np.array(removed_since(session, base_mark), dtype=np.int64)
-        mark = base_mark.joined(later)
+        mark = base_mark.joined(later) if through is None else through
         if not waiting:
-            say(f"nothing committed since version {base_id} (through seq {base_mark.through_seq})")
+            say(f"nothing committed since version {base_id}'s base (through seq {mark.through_seq})")
             return UpdateResult(
                 base_id, None, base_name, int(base_meta["num_docs"]), 0, mark.through_seq, 0.0
             )
@@ -112,7 +128,7 @@ def update_index(
         graph_dir.mkdir()
         with sessions() as session:
             count, max_doc = session.execute(select(func.count(), func.max(Document.doc_num))).one()
-            text = write_manifest_parts(session, text_dir, manifest_parts(settings), where=base_mark.newer())
+            text = write_manifest_parts(session, text_dir, manifest_parts(settings), where=since)
             graph_all = write_manifest_parts(session, graph_dir, manifest_parts(settings))
         manifest, blocks, delta_docs, every = text.paths, text.blocks, text.docs, graph_all.paths
         # Documents committed while the manifests were written are in them: count them.
@@ -120,8 +136,10 @@ def update_index(
         with sessions() as session:
             names = write_name_lines(session, scratch / "names.txt.gz", below=num_docs)
         say(
-            f"{delta_docs.shape[0]} documents committed since version {base_id} (seq > "
-            f"{base_mark.through_seq}) in {blocks} record blocks, {removed.shape[0]} gone, noindex or "
+            f"{delta_docs.shape[0]} documents committed since version {base_id}'s base (seq > "
+            f"{base_mark.through_seq}"
+            + ("" if through is None else f", through the mark of its {len(ref.deltas)} deltas")
+            + f") in {blocks} record blocks, {removed.shape[0]} gone, noindex or "
             f"purged; the link graph reads all {count}"
         )
         if settings.index.mr_runner == "emr" and (progress or report is not None):
@@ -174,11 +192,12 @@ def update_index(
             "base": base_name,
             "documents": int(delta_docs.shape[0]),
             "removed": int(removed.shape[0]),
+            "deltas": len(ref.deltas),
         }
         say(f"    merged {num_docs} documents in {time.monotonic() - stage:.1f} s")
 
         published = publish_segment(
-            merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=base_id
+            merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=ref
         )
         shutil.rmtree(scratch, ignore_errors=True)
     finally:
@@ -194,8 +213,18 @@ def update_index(
         seconds=time.monotonic() - started,
     )
     say(
-        f"published {result.segment} (version {result.version_id}, {published.size} bytes): "
-        f"{result.new_documents} documents added or replaced, {result.num_docs} in all, "
-        f"through commit seq {result.through_seq}, in {result.seconds:.1f} s"
+        f"published {result.segment} (version {result.version_id}, {published.size} bytes, "
+        f"{len(published.deltas)} deltas kept on top): {result.new_documents} documents added or "
+        f"replaced, {result.num_docs} in all, through commit seq {result.through_seq}, in "
+        f"{result.seconds:.1f} s"
     )
     return result
+
+
+def _newest_mark(store: BlobStore, ref: VersionRef) -> CommitMark:
+    """The commit mark of the version's newest segment: what its deltas hold, through."""
+    meta = read_meta(lambda start, end: store.get(ref.newest, start, end), ref.newest)
+    mark = CommitMark.from_meta(meta)
+    if mark is None:
+        raise NoBaseError(f"index segment {ref.newest} has no commit mark: run a full build", stale=True)
+    return mark

@@ -112,8 +112,10 @@ def merge_segments(
         part_tfs[~text] = 0  # what another part speaks for is superseded here
         if graph is not None:  # the anchor field from the graph part alone, for every document
             part_tfs[:, anchor] = a["tf_anchor"] if i == graph else 0
-            if i == graph and removed is not None and removed.shape[0]:
-                part_tfs[np.isin(post_docs, removed), anchor] = 0  # gone: no anchor text either
+            if i == graph and post_docs.shape[0]:
+                # No part speaks for it (gone; committed after what the merge read): no anchor
+                # text either, or it would be found by its in-links alone.
+                part_tfs[owner[post_docs] < 0, anchor] = 0
         keep = part_tfs.any(axis=1)
         remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
         terms.append(remap[np.repeat(np.arange(df.shape[0]), df)[keep]])
@@ -226,6 +228,7 @@ def _columns(parts: Sequence[SegmentPart], owner: np.ndarray, graph: int | None)
         anchors = parts[graph].arrays["len_anchor"]
         lengths[:, FIELD_NAMES.index("anchor")] = 0
         lengths[: anchors.shape[0], FIELD_NAMES.index("anchor")] = anchors
+        lengths[owner < 0, FIELD_NAMES.index("anchor")] = 0  # as its postings (merge_segments)
     held = np.flatnonzero((owner >= 0) | lengths.any(axis=1))
     cols.lengths.update(zip(held.tolist(), lengths[held].tolist(), strict=True))
     for i, part in enumerate(parts):

@@ -47,6 +47,8 @@ PINNED = {
     "NIMBUS_KEEP_SEGMENTS": "index.keep_segments",
     "NIMBUS_INDEX_EVERY": "index.index_every",
     "NIMBUS_UPDATE_EVERY": "index.update_every",
+    "NIMBUS_MERGE_DELTAS": "index.merge_deltas",
+    "NIMBUS_MERGE_SHARE": "index.merge_share",
     "AWS_ENDPOINT_URL": "aws_endpoint_url",
     "AWS_REGION": "aws_region",
     "NIMBUS_DATABASE_INSTANCE": "deploy.database_instance",

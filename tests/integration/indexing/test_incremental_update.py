@@ -193,6 +193,7 @@ def test_a_purged_hosts_pages_leave_at_the_next_update_with_no_commit_since(
         "base": merged_meta["incremental"]["base"],
         "documents": 0,
         "removed": 4,
+        "deltas": 0,
     }
 
     build_index(flat, progress=False)
