@@ -17,7 +17,9 @@ published while it ran). ``prune_segments`` deletes a blob only when no kept ver
 
 from __future__ import annotations
 
+import calendar
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -81,6 +83,20 @@ def segment_name(created_at: float) -> str:
     """``index/segment-<UTC time>-<random>.nseg``: sortable by age, never reused."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(created_at))
     return f"index/segment-{stamp}-{uuid.uuid4().hex[:8]}.nseg"
+
+
+SEGMENT_NAME = re.compile(r"index/segment-(\d{8}T\d{6}Z)-[0-9a-f]{8}\.nseg")
+# A segment blob no version names is a publish between its write and its activation (seconds),
+# or one a kill -9 interrupted there: deleted once older than this by the time in its name.
+ORPHAN_AFTER = 3600.0
+
+
+def created_at_of(name: str) -> float | None:
+    """The creation time in a segment blob's name (``segment_name``); None: not one."""
+    match = SEGMENT_NAME.fullmatch(name)
+    if match is None:
+        return None
+    return float(calendar.timegm(time.strptime(match.group(1), "%Y%m%dT%H%M%SZ")))
 
 
 def publish_segment(
@@ -221,7 +237,9 @@ def _prune_quietly(store: BlobStore, sessions: sessionmaker[Session], keep: int)
             log.warning("could not prune old index versions (%s); the next publish tries again", exc)
 
 
-def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int) -> list[str]:
+def prune_segments(
+    store: BlobStore, sessions: sessionmaker[Session], keep: int, now: float | None = None
+) -> list[str]:
     """Delete every index version but the ``keep`` newest (the active one is the newest):
     the segment blobs no kept version names (a base is shared by every version its deltas
     made, a delta by the versions after it), then its row. Returns the blobs deleted.
@@ -229,9 +247,11 @@ def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int)
     Every publish writes a new segment (hundreds of MB at 100,000 documents:
     docs/benchmarks.md), and nothing else removes the old ones. A failure here never
     undoes the publish: the segment is named in a warning and its version's row kept, so
-    the next publish tries again. A blob no version names yet (a publish between its write
-    and its activation) is never a candidate: only blobs of the versions pruned are.
+    the next publish tries again. A segment blob no version names is deleted once older than
+    ``ORPHAN_AFTER`` (a publish killed between its write and its activation left it); a
+    younger one may be a publish about to activate it.
     """
+    now = time.time() if now is None else now
     deleted: list[str] = []
     with sessions.begin() as session:
         versions = session.scalars(select(IndexVersion).order_by(IndexVersion.id.desc())).all()
@@ -256,4 +276,16 @@ def prune_segments(store: BlobStore, sessions: sessionmaker[Session], keep: int)
                 deleted.append(blob)
             if whole:
                 session.delete(version)
+        named |= {blob for version in versions for blob in version.segments}
+        for blob in store.list("index/"):
+            made = created_at_of(blob)
+            if blob in named or blob in deleted or made is None or now - made < ORPHAN_AFTER:
+                continue
+            try:
+                store.delete(blob)
+            except (StorageError, OSError) as exc:
+                log.warning("could not delete orphaned index segment %s (%s)", blob, exc)
+                continue
+            log.info("deleted index segment %s: no version names it (a publish was interrupted)", blob)
+            deleted.append(blob)
     return deleted

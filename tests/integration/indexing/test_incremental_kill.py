@@ -1,6 +1,7 @@
-"""kill -9 of `nimbus index update` after its merged segment is stored but before it is
-activated: search stays on the previous version, nothing is lost, and the next update
-publishes everything committed since (the orphaned blob is harmless)."""
+"""kill -9 of `nimbus index update` (a delta) or `nimbus index update --merge` after its
+segment is stored but before it is activated: search stays on the previous version, nothing is
+lost, and the next update publishes everything committed since (the orphaned blob is
+harmless)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from services.config import Settings
 from services.indexing.build import build_index
@@ -40,7 +43,10 @@ def _urls(settings: Settings, query: str) -> list[str]:
     return [hit.url for hit in SearchService(settings, recheck_seconds=0.0).search(query).hits]
 
 
-def test_a_killed_update_leaves_search_on_the_previous_version(settings: Settings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("merge", [[], ["--merge"]], ids=["delta", "merge"])
+def test_a_killed_update_leaves_search_on_the_previous_version(
+    settings: Settings, tmp_path: Path, merge: list[str]
+) -> None:
     store = open_blobstore(settings.blob_url)
     write_corpus(store, settings.database_url, OLD, commit_seq=1)
     build_index(settings, progress=False)
@@ -61,7 +67,7 @@ def test_a_killed_update_leaves_search_on_the_previous_version(settings: Setting
         "NIMBUS_MR_RUNNER": "inline",
     }
     update = subprocess.Popen(
-        [sys.executable, "-m", "services.cli", "index", "update", "--quiet"],
+        [sys.executable, "-m", "services.cli", "index", "update", *merge, "--quiet"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
