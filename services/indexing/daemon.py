@@ -213,30 +213,35 @@ class IndexDaemon:
         self._updated_at = now
         runner = "local" if self.settings.index.mr_runner == "emr" else None
         settings = self.settings.with_overrides(mr_runner=runner)
+        if self._publish_delta(settings, now):
+            self.merges.start_if_due(settings)  # also after a failed delta: a merge may mend it
+            self.merges.collect()  # an inline merge has ended already
+
+    def _publish_delta(self, settings: Settings, now: float) -> bool:
+        """One delta (``_update_if_due``); False: there is no index a merge could start from."""
         try:
             result = self.update(settings, progress=False)
         except SupersededError as exc:  # a build published meanwhile: the next look starts from it
             self._say(f"index update not published: {exc}")
-            return
+            return True
         except NoBaseError as exc:  # nothing to update yet; an old release's index: rebuild once
             if exc.stale:
                 why = builds.UNMARKED
                 added = self._transaction(lambda s: builds.request_rebuild_once(s, why, now))
                 if added is not None:
                     self._say(f"index build {added} requested: {exc}")
-            return
+            return False
         except Exception as exc:  # any failure: the served index stays (module docstring)
             self.counters["update_failures"] += 1
             log.warning("index update failed: %s", exc, exc_info=not isinstance(exc, NimbusError))
-            return
+            return True
         if result.version_id is not None:
             self.counters["updates"] += 1
             self._say(
                 f"index updated: version {result.version_id} ({result.segment}) adds or replaces "
                 f"{result.new_documents} documents, through commit seq {result.through_seq}"
             )
-        self.merges.start_if_due(settings)
-        self.merges.collect()  # an inline merge has ended already
+        return True
 
     def _check_segment(self, now: float) -> None:
         """A release whose analyzer or segment format differs from the active segment's asks
