@@ -251,3 +251,24 @@ def test_a_delta_finding_a_full_build_published_meanwhile_is_dropped(
         publish_delta(settings, progress=False)
     assert version(settings)[1:] == (built[0], [])
     assert set(store.list("index/")) <= blobs_before | {built[0]}  # the delta's blob is gone
+
+
+def test_search_answers_from_the_base_and_its_deltas_as_from_a_full_build(settings: Settings) -> None:
+    """The search side's segment set over what this side publishes: new pages found, a
+    recrawled page by its new words only, a removed one nowhere; the same documents as a
+    full build finds (their order may differ: PageRank and anchor text wait for a merge)."""
+    store = open_blobstore(settings.blob_url)
+    write_corpus(store, settings.database_url, FIRST, commit_seq=1)
+    build_index(settings, progress=False)
+    write_corpus(store, settings.database_url, NEW, first_doc=4, commit_seq=2)
+    publish_delta(settings, progress=False)
+    write_corpus(store, settings.database_url, RECRAWL, first_doc=6, commit_seq=3)
+    remove(settings, 1, seq=3)
+    publish_delta(settings, progress=False)
+    queries = ["harbour", "island ferry", "quay", "notice board", "updated daily", "fish market", "bay"]
+    deltas = {q: urls(settings, q) for q in queries}
+    assert deltas["notice board"] == ["http://old.test/tide"]
+    assert deltas["fish market"] == [] and "http://old.test/tide" not in deltas["updated daily"]
+    assert set(deltas["island ferry"]) == {"http://new.test/", "http://new.test/ferry"}
+    build_index(settings, progress=False)
+    assert {q: sorted(urls(settings, q)) for q in queries} == {q: sorted(hits) for q, hits in deltas.items()}
