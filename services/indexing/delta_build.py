@@ -51,7 +51,7 @@ from services.indexing.build import progress_lines, run_index_jobs
 from services.indexing.commit_mark import commit_mark
 from services.indexing.delta_stats import VersionPart, delta_stats
 from services.indexing.emr_options import show_emr_progress
-from services.indexing.errors import NoBaseError
+from services.indexing.errors import BuildError, NoBaseError
 from services.indexing.incremental import UpdateResult
 from services.indexing.index_rows import IndexColumns, collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
@@ -69,6 +69,11 @@ from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
 from services.text.urls import host_key
+
+# A version with this many deltas gets no more until a merge or a full build folds them: every
+# query reads each delta, and the search side numbers a version's segments in a byte. Far above
+# the merge policy's NIMBUS_MERGE_DELTAS (8): only merges that keep failing reach it.
+MAX_DELTAS = 64
 
 
 def publish_delta(
@@ -91,6 +96,12 @@ def publish_delta(
             if version is None:
                 raise NoBaseError("no index is published yet: build one first with `nimbus index`")
             ref = VersionRef.of(version)
+        if len(ref.deltas) >= MAX_DELTAS:
+            raise BuildError(
+                f"index version {ref.id} has {len(ref.deltas)} delta segments, the most a version "
+                "takes: merge them first (`nimbus index update --merge`; the indexer's merges are "
+                "failing: see its log), or build (`nimbus index`)"
+            )
         metas = [segment_meta_of(store, name) for name in ref.segments]
         if CommitMark.from_meta(metas[0]) is None:
             raise NoBaseError(

@@ -16,7 +16,7 @@ from services.config import Settings
 from services.indexing import delta_build, incremental, publish
 from services.indexing.build import build_index
 from services.indexing.delta_build import publish_delta
-from services.indexing.errors import SupersededError
+from services.indexing.errors import BuildError, SupersededError
 from services.indexing.incremental import update_index
 from services.search.service import SearchService
 from services.storage.blobs.blobstore import open_blobstore
@@ -272,3 +272,18 @@ def test_search_answers_from_the_base_and_its_deltas_as_from_a_full_build(settin
     assert set(deltas["island ferry"]) == {"http://new.test/", "http://new.test/ferry"}
     build_index(settings, progress=False)
     assert {q: sorted(urls(settings, q)) for q in queries} == {q: sorted(hits) for q, hits in deltas.items()}
+
+
+def test_a_version_takes_at_most_max_deltas(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only merges that keep failing get there: deltas stop, asking for a merge or a build."""
+    monkeypatch.setattr(delta_build, "MAX_DELTAS", 1)
+    store = open_blobstore(settings.blob_url)
+    write_corpus(store, settings.database_url, FIRST, commit_seq=1)
+    build_index(settings, progress=False)
+    write_corpus(store, settings.database_url, NEW, first_doc=4, commit_seq=2)
+    publish_delta(settings, progress=False)
+    write_corpus(store, settings.database_url, LATER, first_doc=6, commit_seq=3)
+    with pytest.raises(BuildError, match="merge them first"):
+        publish_delta(settings, progress=False)
+    assert update_index(settings, progress=False).new_documents == 3  # the merge takes all
+    assert version(settings)[2] == []
