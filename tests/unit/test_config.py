@@ -18,6 +18,17 @@ def test_keep_segments_from_the_environment():
         Settings.from_env({"NIMBUS_KEEP_SEGMENTS": "-1"})
 
 
+def test_the_merge_policy_from_the_environment():
+    index = Settings.from_env({}).index
+    assert (index.merge_deltas, index.merge_share) == (8, 0.10)
+    index = Settings.from_env({"NIMBUS_MERGE_DELTAS": "1", "NIMBUS_MERGE_SHARE": "0.5"}).index
+    assert (index.merge_deltas, index.merge_share) == (1, 0.5)
+    with pytest.raises(SettingsError, match="NIMBUS_MERGE_DELTAS=0"):
+        Settings.from_env({"NIMBUS_MERGE_DELTAS": "0"})
+    with pytest.raises(SettingsError, match="NIMBUS_MERGE_SHARE=0.0"):
+        Settings.from_env({"NIMBUS_MERGE_SHARE": "0"})
+
+
 def test_record_cache_bytes_from_the_environment():
     assert Settings.from_env({}).search.record_cache_bytes == 2 << 30
     assert Settings.from_env({"NIMBUS_RECORD_CACHE_BYTES": "0"}).search.record_cache_bytes == 0  # off
