@@ -181,16 +181,12 @@ def _build_and_publish(
 
     say("3/3 delta segment: collection statistics, impacts, publish")
     stage = time.monotonic()
-    parts, local = _version_parts(store, ref, metas, scratch)
-    try:
-        terms = sorted(columns.chunks)
-        stats, new_terms = delta_stats(parts, num_docs, holds, removed, columns.lengths, terms)
-        stats_s = time.monotonic() - stage
-        base_ranks = np.array(parts[0].arrays["pagerank"][:num_docs], dtype=np.float64)
-    finally:
-        del parts
-        for path in local:  # copies of a remote store's segments: large
-            path.unlink(missing_ok=True)
+    parts = _version_parts(store, ref, metas, settings.var_dir / "segment-cache")
+    terms = sorted(columns.chunks)
+    stats, new_terms = delta_stats(parts, num_docs, holds, removed, columns.lengths, terms)
+    stats_s = time.monotonic() - stage
+    base_ranks = np.array(parts[0].arrays["pagerank"][:num_docs], dtype=np.float64)
+    del parts
     prior = np.full(num_docs, 1.0 / num_docs)  # a new page: the collection's mean
     prior[: base_ranks.shape[0]] = base_ranks  # a recrawl keeps its own
     with sessions() as session:
@@ -232,19 +228,27 @@ def _build_and_publish(
 
 
 def _version_parts(
-    store: BlobStore, ref: VersionRef, metas: list[dict[str, Any]], scratch: Path
-) -> tuple[list[VersionPart], list[Path]]:
-    """The version's segments memory-mapped (on a file:// store the blobs themselves; else
-    copies in ``scratch``, returned to be removed), base first."""
-    parts, copies = [], []
+    store: BlobStore, ref: VersionRef, metas: list[dict[str, Any]], cache: Path
+) -> list[VersionPart]:
+    """The version's segments memory-mapped, base first: on a file:// store the blobs
+    themselves; from another (S3), copies kept in ``cache`` from one delta to the next
+    (segments never change: the base is fetched once, not for every delta), the copies of
+    segments no longer in the version removed."""
+    parts = []
     for name, meta in zip(ref.segments, metas, strict=True):
-        cache = scratch / name.replace("/", "__")
-        path = store.local_file(name, cache)
-        if path == cache:
-            copies.append(path)
+        path = cache / name.replace("/", "__")
+        if not store.remote:
+            path = store.local_file(name, path)
+        elif not (path.is_file() and path.stat().st_size == store.size(name)):
+            store.download(name, path)  # atomic: a reader never maps half a file
         arrays, _ = open_segment(path)
         parts.append(VersionPart(name, arrays, DeltaDocs.from_meta(meta)))
-    return parts, copies
+    if cache.is_dir():
+        wanted = {name.replace("/", "__") for name in ref.segments}
+        for old in cache.glob("*.nseg"):
+            if old.name not in wanted:
+                old.unlink(missing_ok=True)  # mapped elsewhere: POSIX keeps it until unmapped
+    return parts
 
 
 def segment_meta_of(store: BlobStore, name: str) -> dict[str, Any]:

@@ -287,3 +287,36 @@ def test_a_version_takes_at_most_max_deltas(settings: Settings, monkeypatch: pyt
         publish_delta(settings, progress=False)
     assert update_index(settings, progress=False).new_documents == 3  # the merge takes all
     assert version(settings)[2] == []
+
+
+def test_deltas_on_s3_and_mariadb_fetch_the_base_once(
+    moto_server: str, s3_bucket: str, mysql_url: str, tmp_path: Path
+) -> None:
+    """On a remote store the version's segments are copied once into the var directory and
+    reused by the next delta; the copies of segments a merge replaced are removed."""
+    remote = Settings.of(
+        database_url=mysql_url,
+        blob_url=f"s3://{s3_bucket}/nimbus",
+        aws_endpoint_url=moto_server,
+        mr_runner="inline",
+        var_dir=tmp_path / "var",
+    )
+    store = open_blobstore(remote.blob_url, remote.aws_endpoint_url)
+    write_corpus(store, remote.database_url, FIRST, commit_seq=1)
+    base = build_index(remote, progress=False).segment
+    write_corpus(store, remote.database_url, NEW, first_doc=4, commit_seq=2)
+    first = publish_delta(remote, progress=False).segment
+    cache = remote.var_dir / "segment-cache"
+    copy = cache / base.replace("/", "__")
+    fetched = copy.stat().st_mtime_ns
+    write_corpus(store, remote.database_url, LATER, first_doc=6, commit_seq=3)
+    second = publish_delta(remote, progress=False)
+    assert second.new_documents == 1 and copy.stat().st_mtime_ns == fetched  # not fetched again
+    assert sorted(p.name for p in cache.iterdir()) == sorted(n.replace("/", "__") for n in (base, first))
+    assert version(remote)[1:] == (base, [first, second.segment])
+
+    merged = update_index(remote, progress=False, deltas_only=True).segment
+    write_corpus(store, remote.database_url, RECRAWL, first_doc=7, commit_seq=4)
+    third = publish_delta(remote, progress=False).segment
+    assert version(remote)[1:] == (merged, [third])
+    assert sorted(p.name for p in cache.iterdir()) == [merged.replace("/", "__")]
