@@ -28,6 +28,7 @@ from services.config import Settings
 from services.crawler.cluster import heartbeat
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.indexing.build import build_index
+from services.indexing.delta_build import publish_delta
 from services.indexing.incremental import update_index
 from services.storage.errors import MigrationError
 from services.storage.sql import grants
@@ -169,7 +170,9 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
     # ... and updates it with what was committed since (as if the last page were recrawled).
     with root.begin() as session:
         session.execute(update(Document).where(Document.doc_num == PAGES - 1).values(commit_seq=10**6))
-    updated = update_index(as_indexer, progress=False)
+    delta = publish_delta(as_indexer, progress=False)  # a delta segment, then the merge of it
+    assert delta.version_id is not None and delta.new_documents == 1
+    updated = update_index(as_indexer, progress=False, deltas_only=True)
     assert updated.version_id is not None and updated.new_documents == 1
     with session_factory(make_engine(roles.urls["indexer"])).begin() as session:
         session.add(IndexBuild(state="succeeded", requested_at=time.time(), finished_at=time.time()))
@@ -177,7 +180,7 @@ def test_each_role_does_its_work_as_its_own_user(roles: Roles, settings: Setting
     # Search serves results and page info; its dashboard reads the crawl and writes the operator's word.
     as_search = as_indexer.with_overrides(database_url=roles.urls["search"], admin_token=TOKEN)
     with TestClient(create_app(as_search, recheck_seconds=0)) as client:
-        assert client.get("/healthz").json()["index_version"] == 3
+        assert client.get("/healthz").json()["index_version"] == 4
         assert client.get("/api/search", params={"q": "river"}).json()["total"] >= 1
         assert client.get("/api/page/1").status_code == 200
         assert (
