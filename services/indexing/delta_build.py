@@ -62,6 +62,7 @@ from services.ranking.entry_pages import url_kinds
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.segment import open_segment, read_meta
+from services.storage.formats.segment_codec import held_rows
 from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.engines import make_engine, session_factory
@@ -209,7 +210,9 @@ def _build_and_publish(
         languages=columns.languages,
     )
     meta.update(mark.to_meta())
-    meta.update(DeltaDocs(ref.segment, holds.astype(np.uint32), removed.astype(np.uint32)).to_meta())
+    # One per-document row per held document: the delta's bytes follow what it holds.
+    arrays = held_rows(arrays, holds)
+    meta.update(DeltaDocs(ref.segment, holds.astype(np.uint32), removed.astype(np.uint32), True).to_meta())
     meta["collection"] = {"num_docs": num_docs, "average_lengths": list(stats.average_lengths)}
     check_mergeable([*metas, meta])
     published = publish_delta_segment(

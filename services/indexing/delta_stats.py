@@ -39,7 +39,12 @@ class VersionPart:
 
     @property
     def num_docs(self) -> int:
+        """Rows of its per-document arrays (a delta with held rows: its held documents)."""
         return int(self.arrays["doc_lengths"].shape[0])
+
+    def rows(self, docs: np.ndarray) -> np.ndarray:
+        """The per-document rows of ``docs`` (documents it holds)."""
+        return np.asarray(docs, dtype=np.int64) if self.docs is None else self.docs.rows(docs)
 
 
 def superseded(parts: Sequence[VersionPart], holds: np.ndarray, removed: np.ndarray) -> list[np.ndarray]:
@@ -78,7 +83,7 @@ def delta_stats(
         known[hit] = True
         counts = np.asarray(a["df"])[ids[hit]].astype(np.int64)
         if dead.shape[0] and hit.shape[0]:
-            _, dead_terms, _ = forward_lists(a, dead)
+            _, dead_terms, _ = forward_lists(a, part.rows(dead))
             uniq, per = np.unique(dead_terms, return_counts=True)
             at = np.minimum(np.searchsorted(uniq, ids[hit]), max(uniq.shape[0] - 1, 0))
             if uniq.shape[0]:
@@ -107,9 +112,10 @@ def all_lengths(
                 out[f, :n] = a[f"len_{name}"][:n]
             continue
         held = part.docs.holds.astype(np.int64)
-        held = held[held < min(num_docs, part.num_docs)]
+        held = held[held < num_docs]
+        rows = part.rows(held)
         for f, name in enumerate(FIELD_NAMES):
-            out[f, held] = np.asarray(a[f"len_{name}"])[held]
+            out[f, held] = np.asarray(a[f"len_{name}"])[rows]
         out[:, _below(part.docs.removed, num_docs)] = 0
     out[:, _below(holds, num_docs)] = 0
     if lengths:

@@ -110,7 +110,8 @@ class SegmentIndex:
         plain = {name: np.asarray(array) for name, array in arrays.items()}
         index = cls(version_id, segment or path.name, Path(path), dict(meta), plain)
         index.term_id("")  # builds the dictionary's sample now, not in the first query's time
-        index.folded_into([])  # and the near-duplicate groups
+        if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
+            index.folded_into([])  # and the near-duplicate groups
         return index
 
     @cached_property

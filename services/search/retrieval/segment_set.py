@@ -81,6 +81,7 @@ class SegmentSet(SegmentIndex):
     extra_ids: Mapping[str, int] = field(default_factory=dict)
     handle_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     removed_by_deltas: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    docs_of: tuple[DeltaDocs | None, ...] = ()  # per part: what a delta holds (None: the base)
 
     @classmethod
     def combine(
@@ -94,13 +95,15 @@ class SegmentSet(SegmentIndex):
         """The version of ``base`` and ``deltas``; ``base_ids``: ``base_term_ids`` of deltas
         already mapped (by segment name)."""
         parts = (base, *(d for d, _ in deltas))
-        num_docs = max(p.num_docs for p in parts)
+        docs_of = (None, *(docs for _, docs in deltas))
+        # A delta's meta says how many document numbers it knew; its rows may be fewer.
+        num_docs = max(int(p.meta.get("num_docs", p.num_docs)) for p in parts)
         owner = np.full(num_docs, -1, dtype=np.int8)
         owner[: base.num_docs] = 0
         superseded: list[list[np.ndarray]] = [[] for _ in parts]
         removed: list[np.ndarray] = []
-        for p, (delta, docs) in enumerate(deltas, start=1):
-            held = docs.holds[docs.holds < delta.num_docs].astype(np.int64)
+        for p, (_, docs) in enumerate(deltas, start=1):
+            held = docs.holds[docs.holds < num_docs].astype(np.int64)
             earlier = owner[held]
             for q in np.unique(earlier[earlier >= 0]).tolist():
                 superseded[q].append(held[earlier == q])
@@ -124,7 +127,7 @@ class SegmentSet(SegmentIndex):
             to_set.append(ids)
             to_part.append(dict(zip(ids.tolist(), range(ids.shape[0]), strict=True)))
         num_terms = base_terms + len(extra_terms)
-        arrays = _combined_arrays(parts, owner, to_set, num_docs, num_terms)
+        arrays = _combined_arrays(parts, docs_of, owner, to_set, num_docs, num_terms)
         sizes = [int(p.arrays["post_docs"].shape[0]) for p in parts]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         meta = _combined_meta(parts)
@@ -148,6 +151,7 @@ class SegmentSet(SegmentIndex):
             extra_ids=extra_ids,
             handle_starts=starts,
             removed_by_deltas=gone,
+            docs_of=docs_of,
         )
         index.folded_into([])  # the near-duplicate groups now, not in the first query's time
         return index
@@ -325,12 +329,12 @@ class SegmentSet(SegmentIndex):
         owners = np.maximum(self._owners(docs), 0)
         parts = np.unique(owners).tolist()
         if len(parts) == 1:
-            counts, terms, tfs = self.parts[parts[0]].forward(docs)
+            counts, terms, tfs = self.parts[parts[0]].forward(self._rows(parts[0], docs))
             return counts, self.to_set[parts[0]][terms], tfs
         order_parts, counts_parts, terms_parts, tfs_parts = [], [], [], []
         for p in parts:
             sel = np.flatnonzero(owners == p)
-            counts, terms, tfs = self.parts[p].forward(docs[sel])
+            counts, terms, tfs = self.parts[p].forward(self._rows(p, docs[sel]))
             order_parts.append(sel)
             counts_parts.append(counts)
             terms_parts.append(self.to_set[p][terms])
@@ -347,7 +351,7 @@ class SegmentSet(SegmentIndex):
         owners = self._owners(docs)
         for p in np.unique(owners[owners >= 0]).tolist():
             sel = np.flatnonzero(owners == p)
-            out[..., sel] = self.parts[p].form_holds(docs[sel], h1, h2)
+            out[..., sel] = self.parts[p].form_holds(self._rows(p, docs[sel]), h1, h2)
         return out
 
     def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
@@ -361,7 +365,7 @@ class SegmentSet(SegmentIndex):
             else:
                 local = [self.to_part[p][t] for t in term_ids if t in self.to_part[p]]
             if local:
-                out[sel] = self.parts[p].site_name_holds(local, docs[sel])
+                out[sel] = self.parts[p].site_name_holds(local, self._rows(p, docs[sel]))
         return out
 
     @property
@@ -370,16 +374,31 @@ class SegmentSet(SegmentIndex):
 
     def in_links(self, doc: int) -> np.ndarray:
         """The documents linking to ``doc`` in any part's link graph (a delta's holds the
-        links of its own pages)."""
-        found = [p.in_links(doc) for p in self.parts if p.has_links and doc < p.num_docs]
-        found = [f for f in found if f.shape[0]]
+        links between its own pages)."""
+        found = []
+        for p, part in enumerate(self.parts):
+            docs = self.docs_of[p]
+            if not part.has_links or (docs is None and doc >= part.num_docs):
+                continue
+            if docs is not None and not _holds(docs, doc):
+                continue
+            links = part.in_links(int(self._rows(p, np.array([doc]))[0]))
+            if links.shape[0]:
+                found.append(links)
         if not found:
             return np.zeros(0, dtype=np.uint32)
         return found[0] if len(found) == 1 else np.unique(np.concatenate(found)).astype(np.uint32)
 
     def out_count(self, doc: int) -> int | None:
         p = int(self.owner[doc]) if doc < self.owner.shape[0] else -1
-        return self.parts[max(p, 0)].out_count(doc) if doc < self.parts[max(p, 0)].num_docs else 0
+        if p < 0:
+            return 0 if self.has_links else None
+        return self.parts[p].out_count(int(self._rows(p, np.array([doc]))[0]))
+
+    def _rows(self, p: int, docs: np.ndarray) -> np.ndarray:
+        """Part ``p``'s per-document rows of ``docs`` (documents it holds)."""
+        docs_of = self.docs_of[p]
+        return np.asarray(docs, dtype=np.int64) if docs_of is None else docs_of.rows(docs)
 
     @cached_property
     def languages(self) -> dict[str, int]:
@@ -406,8 +425,14 @@ def _reorder(
     return counts, values_sorted[np.repeat(starts, counts) + within]
 
 
+def _holds(docs: DeltaDocs, doc: int) -> bool:
+    at = int(np.searchsorted(docs.holds, doc))
+    return at < docs.holds.shape[0] and int(docs.holds[at]) == doc
+
+
 def _combined_arrays(
     parts: Sequence[SegmentIndex],
+    docs_of: Sequence[DeltaDocs | None],
     owner: np.ndarray,
     to_set: Sequence[np.ndarray],
     num_docs: int,
@@ -426,7 +451,9 @@ def _combined_arrays(
             combined = np.zeros(num_docs, dtype=have.dtype)
         combined[: have.shape[0]] = have
         for p in range(1, len(parts)):
-            combined[held_by[p]] = parts[p].arrays[name][held_by[p]]
+            docs = docs_of[p]
+            rows = held_by[p] if docs is None else docs.rows(held_by[p])
+            combined[held_by[p]] = parts[p].arrays[name][rows]
         out[name] = combined
     df = np.zeros(num_terms, dtype=np.uint32)
     bound = np.zeros(num_terms, dtype=np.float32)
@@ -450,6 +477,6 @@ def _combined_meta(parts: Sequence[SegmentIndex]) -> dict[str, Any]:
     for part in parts:
         languages.update({str(k): int(v) for k, v in part.meta.get("languages", {}).items()})
     meta["languages"] = dict(languages)
-    meta["num_docs"] = max(p.num_docs for p in parts)
+    meta["num_docs"] = max(int(p.meta.get("num_docs", p.num_docs)) for p in parts)
     meta["segments"] = [p.segment for p in parts]
     return meta

@@ -2,10 +2,11 @@
 on (issue 31's incremental index, docs/architecture.md "Segments searched side by side").
 
 A delta is a segment of the ordinary contract (``segment``), built from the records of the
-documents committed since its version's commit mark, with the global document numbers: its
-per-document arrays span every document number up to its ``num_docs``, and only the
-documents it *holds* have postings, lengths and forward entries there. Its meta carries a
-``delta`` object (``DeltaDocs``):
+documents committed since its version's commit mark. Its postings use the global document
+numbers (no translation when a version's segments are searched as one); its per-document
+arrays have a row per document it *holds* (``rows``, below), so its bytes follow what it
+holds, not the collection's size. Its meta's ``num_docs`` is the collection's at its build,
+and it carries a ``delta`` object (``DeltaDocs``):
 
 - ``holds``: the documents it speaks for, as ascending ``[start, end)`` ranges (new pages
   are numbered in commit order, so mostly one range; a recrawl adds its old number). An
@@ -13,7 +14,11 @@ documents it *holds* have postings, lengths and forward entries there. Its meta 
 - ``removed``: documents a commit in its range removed (gone, noindex, purged host): hidden
   in every earlier segment of the version.
 - ``base``: the base segment's blob name it was scored against (its collection statistics
-  are the base's plus its own: ``services.indexing.delta_build``).
+  are the version's: ``services.indexing.delta_stats``).
+- ``rows``: ``"held"`` when its per-document arrays have one row per held document, in
+  ``holds`` order (``held_rows``), so a delta's bytes follow what it holds, not the
+  collection's size; absent: one row per document number up to its ``num_docs``. Postings
+  keep the global numbers either way.
 
 Pure: no I/O.
 """
@@ -52,10 +57,16 @@ class DeltaDocs:
     base: str
     holds: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    rows_held: bool = False  # per-document rows are the held documents' (module docstring)
 
     def to_meta(self) -> dict[str, Any]:
         ranges = {"holds": to_ranges(self.holds), "removed": to_ranges(self.removed)}
-        return {"delta": {"base": self.base, **ranges}}
+        return {"delta": {"base": self.base, **ranges, **({"rows": "held"} if self.rows_held else {})}}
+
+    def rows(self, docs: np.ndarray) -> np.ndarray:
+        """The per-document rows of ``docs`` (documents it holds), int64."""
+        docs = np.asarray(docs, dtype=np.int64)
+        return np.searchsorted(self.holds, docs).astype(np.int64) if self.rows_held else docs
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> DeltaDocs | None:
@@ -64,4 +75,13 @@ class DeltaDocs:
         if not delta:
             return None
         holds, removed = from_ranges(delta.get("holds", [])), from_ranges(delta.get("removed", []))
-        return cls(str(delta["base"]), holds, removed)
+        return cls(str(delta["base"]), holds, removed, delta.get("rows") == "held")
+
+
+def held_row_count(meta: Mapping[str, Any]) -> int | None:
+    """How many per-document rows a delta with held rows has (None: one per document number),
+    from its meta's ranges alone (the contract's check reads no arrays)."""
+    delta = meta.get("delta") or {}
+    if delta.get("rows") != "held":
+        return None
+    return sum(int(b) - int(a) for a, b in delta.get("holds", []))

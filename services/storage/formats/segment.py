@@ -29,6 +29,7 @@ import numpy as np
 
 from services.storage.errors import BlockFormatError, SegmentContractError
 from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.delta import held_row_count
 
 MAGIC = b"NMBSEG01"
 _PRE = struct.Struct("<8sI")
@@ -331,7 +332,10 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
     wide = arrays["fwd_wide_rows"].shape[0]
     if arrays["fwd_wide_gaps"].shape[0] != wide or arrays["fwd_wide_tfs"].shape[0] != wide:
         raise bad("fwd_wide_rows, fwd_wide_gaps and fwd_wide_tfs differ in length")
-    if "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
+    held = held_row_count(meta)
+    if held is not None and held != sizes["doc"]:
+        raise bad(f"meta says the delta holds {held} documents but the arrays hold {sizes['doc']} rows")
+    if held is None and "num_docs" in meta and int(meta["num_docs"]) != sizes["doc"]:
         raise bad(f"meta says {meta['num_docs']} documents but the arrays hold {sizes['doc']}")
 
 

@@ -23,7 +23,13 @@ import numpy as np
 
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
-from services.storage.formats.segment import FORWARD_WIDE, POSTING_COLUMNS, TF_FIELDS, segment_dtypes
+from services.storage.formats.segment import (
+    FORWARD_WIDE,
+    POSTING_COLUMNS,
+    SEGMENT_ARRAYS,
+    TF_FIELDS,
+    segment_dtypes,
+)
 
 # Plain arrays that the stored segment holds packed instead (format 8's arrays, dtypes).
 PLAIN_ONLY: dict[str, np.dtype] = {
@@ -72,6 +78,38 @@ def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     out["fwd_wide_rows"] = wide.astype(np.uint64)
     out["fwd_wide_gaps"] = term_gaps[wide].astype(np.uint32)
     out["fwd_wide_tfs"] = tfs[wide].astype(np.uint16)
+    return out
+
+
+# A document's run in these per-document tables: its offsets array and the arrays it indexes
+# (plain names: the forward index before it is packed).
+_DOC_RUNS = {
+    "fwd_offsets": ("fwd_terms", "fwd_tfs"),
+    "form_offsets": ("form_filters",),
+    "in_offsets": ("in_docs",),
+    "site_name_offsets": ("site_name_terms",),
+}
+
+
+def held_rows(plain: Mapping[str, np.ndarray], holds: np.ndarray) -> dict[str, np.ndarray]:
+    """A delta's plain arrays with one per-document row per held document (``holds``,
+    ascending), not one per document number (``services.storage.formats.delta``, rows
+    "held"): per-document values and runs kept for those rows only, postings unchanged. A
+    run of a document not held is dropped; a delta has none (its link job reads its own
+    records only)."""
+    rows = np.asarray(holds, dtype=np.int64)
+    out = dict(plain)
+    for name, spec in SEGMENT_ARRAYS.items():
+        if spec.per == "doc":
+            out[name] = np.asarray(plain[name])[rows]
+    for offsets_name, values in _DOC_RUNS.items():
+        offsets = np.asarray(plain[offsets_name]).astype(np.int64)
+        starts, sizes = offsets[rows], offsets[rows + 1] - offsets[rows]
+        kept = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        picked = np.repeat(starts - kept[:-1], sizes) + np.arange(int(kept[-1]), dtype=np.int64)
+        out[offsets_name] = kept.astype(np.asarray(plain[offsets_name]).dtype)
+        for name in values:
+            out[name] = np.asarray(plain[name])[picked]
     return out
 
 

@@ -24,7 +24,7 @@ from services.storage.formats.blocks import ContentBlockWriter, ContentType
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.records import Link, Record, RecordBlockWriter
 from services.storage.formats.segment import SEGMENT_FORMAT, pack_segment
-from services.storage.formats.segment_codec import compact_segment
+from services.storage.formats.segment_codec import compact_segment, held_rows
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import activate_index, active_index
 from services.storage.sql.models import Document
@@ -194,7 +194,7 @@ def publish_delta(
     """A delta segment holding ``docs[i]`` for ``i`` in ``holds`` (numbered over all ``docs``),
     stored and activated after the active version's segments; returns the version id. Its
     impacts are the delta's own statistics' (the search side takes them as given)."""
-    arrays = segment_arrays(docs, only=holds)
+    arrays = held_rows(segment_arrays(docs, only=holds), np.array(sorted(holds), dtype=np.int64))
     meta = {
         "format": SEGMENT_FORMAT,
         "num_docs": len(docs),
@@ -212,7 +212,8 @@ def publish_delta(
             active = active_index(session)
             assert active is not None, "publish a base first"
             base, deltas = active.segment, active.delta_segments
-            meta |= DeltaDocs(base, np.array(holds, np.uint32), np.array(removed, np.uint32)).to_meta()
+            held, gone = np.array(sorted(holds), np.uint32), np.array(removed, np.uint32)
+            meta |= DeltaDocs(base, held, gone, rows_held=True).to_meta()
             name = f"index/delta-{version}.nseg"
             open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(
                 name, pack_segment(compact_segment(arrays), meta)

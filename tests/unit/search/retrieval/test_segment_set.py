@@ -18,7 +18,7 @@ from services.search.retrieval.segment import SegmentIndex
 from services.search.retrieval.segment_set import SegmentSet
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.records import Record
-from services.storage.formats.segment_codec import compact_segment
+from services.storage.formats.segment_codec import compact_segment, held_rows
 from services.text.analysis.forms import form_hashes
 
 FIELDS = ("title", "body", "anchor", "url", "meta", "nav")
@@ -45,7 +45,9 @@ DELTA_2 = {
 }
 
 
-def arrays_of(docs: dict[int, tuple[str, str]], num_docs: int) -> dict[str, np.ndarray]:
+def arrays_of(
+    docs: dict[int, tuple[str, str]], num_docs: int, held_rows_only: bool = False
+) -> dict[str, np.ndarray]:
     buffer = PostingBuffer()
     rows: list[tuple[list[object], object]] = []
     for num, (title, text) in sorted(docs.items()):
@@ -55,24 +57,33 @@ def arrays_of(docs: dict[int, tuple[str, str]], num_docs: int) -> dict[str, np.n
     rows += [([TERM, t], c.encode()) for t, c in chunks]
     pagerank = np.full(num_docs, 1 / num_docs)
     columns = collect_index_rows(rows)
-    return compact_segment(segment_arrays(columns, pagerank, num_docs, near_duplicates=False))
+    plain = segment_arrays(columns, pagerank, num_docs, near_duplicates=False)
+    if held_rows_only:
+        plain = held_rows(plain, np.array(sorted(docs), dtype=np.int64))
+    return compact_segment(plain)
 
 
-def segment(name: str, docs: dict[int, tuple[str, str]], num_docs: int) -> SegmentIndex:
-    return SegmentIndex(0, name, None, {"languages": {"en": len(docs)}}, arrays_of(docs, num_docs))  # type: ignore[arg-type]
+def segment(name: str, docs: dict[int, tuple[str, str]], num_docs: int, held: bool = False) -> SegmentIndex:
+    meta = {"languages": {"en": len(docs)}, "num_docs": num_docs}
+    return SegmentIndex(0, name, None, meta, arrays_of(docs, num_docs, held))  # type: ignore[arg-type]
 
 
-def delta(name: str, docs: dict[int, tuple[str, str]], num_docs: int) -> tuple[SegmentIndex, DeltaDocs]:
+def delta(
+    name: str, docs: dict[int, tuple[str, str]], num_docs: int, held: bool = True
+) -> tuple[SegmentIndex, DeltaDocs]:
+    """A delta as ``delta_build`` writes it: one per-document row per held document (``held``),
+    or one per document number (the contract allows both)."""
     holds = np.array(sorted(docs), dtype=np.uint32)
-    return segment(name, docs, num_docs), DeltaDocs("base", holds)
+    return segment(name, docs, num_docs, held), DeltaDocs("base", holds, rows_held=held)
 
 
-@pytest.fixture(scope="module")
-def pair() -> tuple[SegmentSet, SegmentIndex]:
+@pytest.fixture(scope="module", params=["held rows", "a row per document number"])
+def pair(request: pytest.FixtureRequest) -> tuple[SegmentSet, SegmentIndex]:
     """(base + two deltas, one segment over the documents as they are now)."""
     now = {**BASE, **DELTA_1, **DELTA_2}
     base = segment("base", BASE, 6)
-    both = SegmentSet.combine(7, base, [delta("d1", DELTA_1, 9), delta("d2", DELTA_2, 10)])
+    held = request.param == "held rows"
+    both = SegmentSet.combine(7, base, [delta("d1", DELTA_1, 9, held), delta("d2", DELTA_2, 10, held)])
     return both, segment("whole", now, 10)
 
 
