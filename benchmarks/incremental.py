@@ -31,8 +31,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from benchmarks.index import tantivy_index
+from benchmarks.index import load_queries, published_bytes, tantivy_index, timed_queries
 from benchmarks.textcorpus import DATA, build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def split_corpus(corpus: Path, new: float, out: Path) -> tuple[Path, Path, int, 
     return first, second, cut, len(lines) - cut
 
 
-def nimbus(first: Path, second: Path, runner: str, state: Path) -> dict[str, float]:
+def nimbus(first: Path, second: Path, runner: str, state: Path, queries: list[str]) -> dict[str, float]:
     from services.config import Settings
     from services.eval.crawl import crawl_jsonl
     from services.eval.run import state_settings
@@ -79,14 +80,41 @@ def nimbus(first: Path, second: Path, runner: str, state: Path) -> dict[str, flo
     base_s, _ = timed("index")
     crawl_jsonl(second, "newest", settings, state, {}, progress=False)
     update_s, said = timed("index", "update")
+    delta_bytes = published_bytes(settings)
+    with_delta = searched(settings, queries)
     merge_s, merged = timed("index", "update", "--merge")
+    merged_bytes = published_bytes(settings)
+    after_merge = searched(settings, queries)
     for line in [*said.splitlines(), *merged.splitlines()]:
         print(f"  {line}", flush=True)
     full_s, _ = timed("index")
-    return {"base_s": base_s, "update_s": update_s, "merge_s": merge_s, "full_s": full_s}
+    return {
+        "base_s": base_s,
+        "update_s": update_s,
+        "merge_s": merge_s,
+        "full_s": full_s,
+        "delta_bytes": delta_bytes,
+        "merged_bytes": merged_bytes,
+        **{f"delta_{k}": v for k, v in with_delta.items()},
+        **{f"merged_{k}": v for k, v in after_merge.items()},
+    }
 
 
-def tantivy_peer(first: Path, second: Path, path: Path) -> dict[str, float]:
+def searched(settings: Any, queries: list[str]) -> dict[str, float]:
+    """Query latency of the active version (as typed and with OR), as ``benchmarks.index``
+    times it: a base with its delta, or the merged segment."""
+    from services.search.service import SearchService
+
+    service = SearchService(settings)
+    try:
+        typed = timed_queries(lambda q: service.ranked(q, 10), queries)
+        ored = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
+    finally:
+        service.close()
+    return {**typed, **{f"or_{k}": v for k, v in ored.items()}}
+
+
+def tantivy_peer(first: Path, second: Path, path: Path, queries: list[str]) -> dict[str, float]:
     import tantivy
 
     index = tantivy_index(path)
@@ -104,7 +132,14 @@ def tantivy_peer(first: Path, second: Path, path: Path) -> dict[str, float]:
 
     base_s = add(first)
     update_s = add(second)
-    return {"base_s": base_s, "update_s": update_s}
+    index.reload()
+    searcher = index.searcher()
+
+    def run(q: str) -> object:
+        return searcher.search(index.parse_query(q, ["title", "body"]), 10).hits
+
+    latency = timed_queries(run, queries)
+    return {"base_s": base_s, "update_s": update_s, "segments": len(searcher.segment_readers()), **latency}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,16 +155,30 @@ def main(argv: list[str] | None = None) -> int:
         build(DATA, args.docs, args.queries, corpus)
     first, second, older, newest = split_corpus(corpus, args.new, args.work / f"incremental-{args.docs}")
     print(f"corpus {corpus}: {older} older documents, then {newest} new ones", flush=True)
-    t = tantivy_peer(first, second, args.work / "tantivy-incremental")
-    print(f"tantivy  index {t['base_s']:7.1f} s; add {newest} and commit {t['update_s']:6.2f} s", flush=True)
-    n = nimbus(first, second, args.runner, args.work / "nimbus-incremental")
+    queries = load_queries(corpus)
+    t = tantivy_peer(first, second, args.work / "tantivy-incremental", queries)
+    print(
+        f"tantivy  index {t['base_s']:7.1f} s; add {newest} and commit {t['update_s']:6.2f} s; "
+        f"queries on its {t['segments']} segments p50 {t['p50']:.2f} ms p95 {t['p95']:.2f} ms",
+        flush=True,
+    )
+    n = nimbus(first, second, args.runner, args.work / "nimbus-incremental", queries)
     print(
         f"nimbus   index {n['base_s']:7.1f} s; delta with {newest}: {n['update_s']:6.2f} s, its "
         f"merge {n['merge_s']:.1f} s (a full build of all: {n['full_s']:.1f} s, "
         f"{n['full_s'] / n['update_s']:.1f}x the delta)",
         flush=True,
     )
+    for name, label in (("delta", "base + delta"), ("merged", "merged")):
+        print(
+            f"nimbus   {label:12s} {n[f'{name}_bytes'] / 1e6:7.1f} MB; "
+            f"queries p50 {n[f'{name}_p50']:.2f} ms p95 {n[f'{name}_p95']:.2f} ms, "
+            f"OR p50 {n[f'{name}_or_p50']:.2f} ms p95 {n[f'{name}_or_p95']:.2f} ms",
+            flush=True,
+        )
+    ratio = n["delta_p95"] / n["merged_p95"]
     print(f"nimbus/tantivy: update {n['update_s'] / t['update_s']:.1f}x the time", flush=True)
+    print(f"nimbus base + delta / merged: query p95 {ratio:.2f}x", flush=True)
     return 0
 
 

@@ -115,7 +115,8 @@ def nimbus(corpus: Path, docs: list[dict], queries: list[str], runner: str, stat
 
 
 def published_bytes(settings: Any) -> int:
-    """The size of the active index segment in the blob store (what search downloads)."""
+    """The size of the active index version's segments in the blob store (what search
+    downloads): its base and its deltas."""
     from services.storage.blobs.blobstore import open_blobstore
     from services.storage.sql.engines import make_engine, session_factory
     from services.storage.sql.index_versions import active_index
@@ -126,10 +127,11 @@ def published_bytes(settings: Any) -> int:
             active = active_index(session)
             if active is None:
                 raise SystemExit("benchmarks.index: the build published no index")
-            name = active.segment
+            names = active.segments
     finally:
         engine.dispose()
-    return open_blobstore(settings.blob_url, settings.aws_endpoint_url).size(name)
+    store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+    return sum(store.size(name) for name in names)
 
 
 def folder_bytes(path: Path) -> int:
