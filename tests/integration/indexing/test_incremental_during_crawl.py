@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from sqlalchemy import func, select
 from services.config import Settings
 from services.crawler.crawl import run_crawl
 from services.indexing.build import build_index
-from services.indexing.incremental import update_index
+from services.indexing.delta_build import publish_delta
+from services.indexing.incremental import UpdateResult, update_index
 from services.search.service import SearchService
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment
@@ -79,7 +81,12 @@ def _active_arrays(settings: Settings, path: Path) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in arrays.items()}
 
 
-def test_updates_racing_a_crawl_end_where_a_full_build_does(settings: Settings, tmp_path: Path) -> None:
+def _crawl_racing(
+    settings: Settings, update: Callable[[Settings], UpdateResult]
+) -> tuple[Settings, list[UpdateResult], Callable[[str], str]]:
+    """Crawl the site while ``update`` runs after each commit seen (a full build first, in the
+    middle of the crawl), then once more when it has ended; (the crawl's settings, the
+    updates, the URL of a path). Every page is then found by its own words."""
     # A late page's fetch waits at the gate until read_timeout, and is tried again later: the
     # batch it shares with early pages commits without it.
     crawl = settings.with_overrides(
@@ -119,23 +126,25 @@ def test_updates_racing_a_crawl_end_where_a_full_build_does(settings: Settings, 
                 if not crawler.is_alive():
                     break
                 seen[0] = _documents(crawl)
-                updates.append(update_index(crawl, progress=False))
+                updates.append(update(crawl))
         finally:
             gate.set()
             crawler.join(120)
         assert not failures and not crawler.is_alive()
-        update_index(crawl, progress=False)
+        update(crawl)
         assert _documents(crawl) == 1 + EARLY + LATE
-        incremental = _active_arrays(crawl, tmp_path / "incremental.nseg")
         service = SearchService(crawl, recheck_seconds=0.0)
         for i in range(EARLY + LATE):
             hits = service.search(f"{WORDS[0]}{i} {WORDS[3]}{i}").hits
             path = f"/early/{i}" if i < EARLY else f"/late/{i - EARLY}"
             assert [hit.url for hit in hits] == [web.url(path)], i
+        url = web.url
+    return crawl, updates, url
 
-    assert any(u.new_documents for u in updates), updates  # updates published while the crawl ran
-    build_index(crawl, progress=False)
-    full = _active_arrays(crawl, tmp_path / "full.nseg")
+
+def _as_full_build(settings: Settings, incremental: dict[str, np.ndarray], tmp_path: Path) -> None:
+    build_index(settings, progress=False)
+    full = _active_arrays(settings, tmp_path / "full.nseg")
     for name, value in full.items():
         if name.startswith("vocab_"):
             continue  # spelling counts (services.indexing.segment_merge)
@@ -143,3 +152,28 @@ def test_updates_racing_a_crawl_end_where_a_full_build_does(settings: Settings, 
             np.testing.assert_allclose(incremental[name], value, rtol=1e-12)
             continue
         np.testing.assert_array_equal(incremental[name], value, err_msg=name)
+
+
+def test_updates_racing_a_crawl_end_where_a_full_build_does(settings: Settings, tmp_path: Path) -> None:
+    crawl, updates, _ = _crawl_racing(settings, lambda s: update_index(s, progress=False))
+    assert any(u.new_documents for u in updates), updates  # updates published while the crawl ran
+    _as_full_build(crawl, _active_arrays(crawl, tmp_path / "incremental.nseg"), tmp_path)
+
+
+def test_deltas_racing_a_crawl_then_a_merge_end_where_a_full_build_does(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The daemon's way: a delta after each commit while the crawl runs (searched beside the
+    base: every page found by its own words before any merge), then the merge."""
+    crawl, deltas, _ = _crawl_racing(settings, lambda s: publish_delta(s, progress=False))
+    assert any(d.version_id is not None for d in deltas), deltas  # published while the crawl ran
+    engine = make_engine(crawl.database_url)
+    try:
+        with session_factory(engine)() as session:
+            version = active_index(session)
+            assert version is not None and version.delta_segments  # searched above: base + deltas
+    finally:
+        engine.dispose()
+    merged = update_index(crawl, progress=False)
+    assert merged.version_id is not None
+    _as_full_build(crawl, _active_arrays(crawl, tmp_path / "merged.nseg"), tmp_path)
