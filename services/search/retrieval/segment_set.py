@@ -35,6 +35,7 @@ import numpy as np
 
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.delta import DeltaDocs
+from services.storage.formats.term_lookup import term_ids
 
 # Per-document arrays the search code reads directly (``SegmentIndex.arrays``), and what a
 # document no segment holds gets.
@@ -55,15 +56,11 @@ _PER_DOC = (
 
 def base_term_ids(base: SegmentIndex, delta: SegmentIndex) -> np.ndarray:
     """Each of ``delta``'s term ids' id in ``base`` (-1: a term new to it). Once per pair
-    (``index_holder`` keeps them): a dictionary lookup per delta term."""
+    (``index_holder`` keeps them): the delta's terms looked up together, block by block."""
     offsets = delta.arrays["term_offsets"].tolist()
     blob = delta.arrays["term_bytes"].tobytes()
-    out = np.full(len(offsets) - 1, -1, dtype=np.int64)
-    for i in range(len(offsets) - 1):
-        found = base.term_id(blob[offsets[i] : offsets[i + 1]].decode("utf-8"))
-        if found is not None:
-            out[i] = found
-    return out
+    keys = [blob[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    return term_ids(base.arrays["term_bytes"], base.arrays["term_offsets"], keys)
 
 
 @dataclass(frozen=True, eq=False)
