@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import bindparam, select
@@ -51,10 +51,12 @@ from services.search.retrieval.per_version import PerVersion
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.retrieve import Retrieval, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
+from services.search.retrieval.segment_set import SegmentSet
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.blobs.block_cache import BlockCache
 from services.storage.errors import StorageError
 from services.storage.formats.records import Record, decode_record
+from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
@@ -118,9 +120,12 @@ class SearchService:
         self.rankings: ResultCache[Retrieval] = ResultCache(
             min(RANKINGS_KEPT, settings.search.result_cache_size), settings.search.result_cache_seconds
         )
-        self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary)
-        self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts)
-        self._examples: PerVersion[OperatorExamples] = PerVersion(self._build_examples)
+        # A version that only adds deltas keeps the spelling vocabulary and the operator
+        # examples of the version they were built for (a delta's new words are offered once a
+        # merge makes them part of a base) and reads only the delta's documents' hosts.
+        self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary, _kept)
+        self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts, self._add_facts)
+        self._examples: PerVersion[OperatorExamples] = PerVersion(self._build_examples, _kept)
         self.pages = PageViews(self)  # page info, cached copies, extracted text
         # Every store on this machine: no request waits on the network (answers_at_once).
         self._local_io = not self.blobs.remote and self.engine.dialect.name == "sqlite"
@@ -371,6 +376,22 @@ class SearchService:
             )
             return DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
 
+    def _add_facts(self, facts: DocFacts, index: SegmentIndex, first: int) -> DocFacts:
+        """``facts`` with the documents the deltas from part ``first`` on hold read again."""
+        held = index.held_since(first) if isinstance(index, SegmentSet) else np.zeros(0, np.int64)
+        rows: list[tuple[int, str, str]] = []
+        with self.sessions() as session:
+            for chunk in chunked(held.tolist(), 1000):
+                rows += [
+                    (int(n), u, t)
+                    for n, u, t in session.execute(
+                        select(Document.doc_num, Document.url, Document.content_type).where(
+                            Document.doc_num.in_(chunk)
+                        )
+                    )
+                ]
+        return facts.with_rows(rows, index.num_docs)
+
     def allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None:
         """The operators' document mask for ``query`` (None: no operator)."""
         return operator_mask(query, index, self.facts.get(index) if needs_facts(query) else None)
@@ -474,3 +495,11 @@ def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:
     if len(result.found) < len(query.terms) or result.some_words_only(query) or result.mode == "none":
         return 0
     return total
+
+
+T = TypeVar("T")
+
+
+def _kept(table: T, index: SegmentIndex, first: int) -> T:
+    """A table kept as it is for a version that only adds deltas (``PerVersion``)."""
+    return table

@@ -46,6 +46,27 @@ class DocFacts:
             type_of[doc_num] = stored_type(content_type)
         return cls(list(host_ids), host_of, type_of)
 
+    def with_rows(self, rows: Iterable[tuple[int, str, str]], num_docs: int) -> DocFacts:
+        """These facts for ``num_docs`` documents, ``rows`` (documents new or fetched again)
+        set over them: a delta's documents added without reading the others again."""
+        hosts = list(self.hosts)
+        host_ids = {host: i for i, host in enumerate(hosts)}
+        host_of = np.full(num_docs, -1, dtype=np.int32)
+        type_of = np.zeros(num_docs, dtype=np.uint8)
+        kept = min(num_docs, self.host_of.shape[0])
+        host_of[:kept] = self.host_of[:kept]
+        type_of[:kept] = self.type_of[:kept]
+        for doc_num, url, content_type in rows:
+            if not 0 <= doc_num < num_docs:
+                continue
+            host = _host_port(url)
+            if host not in host_ids:
+                host_ids[host] = len(hosts)
+                hosts.append(host)
+            host_of[doc_num] = host_ids[host]
+            type_of[doc_num] = stored_type(content_type)
+        return DocFacts(hosts, host_of, type_of)
+
     def on_sites(self, sites: list[str]) -> np.ndarray:
         """Documents on any of ``sites`` or their subdomains."""
         wanted = [i for i, host in enumerate(self.hosts) if any(on_site(host, s) for s in sites)]

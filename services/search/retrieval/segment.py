@@ -73,6 +73,11 @@ class SegmentIndex:
     deletes_seen: int = 0  # how many times the deleted set changed under this version
 
     @property
+    def segments(self) -> list[str]:
+        """The blob names of the segments this version is (a set: its base, then its deltas)."""
+        return [self.segment]
+
+    @property
     def view(self) -> tuple[int, int]:
         """What a cached answer depends on: the version and its deleted documents."""
         return (self.version_id, self.deletes_seen)

@@ -162,6 +162,12 @@ class SegmentSet(SegmentIndex):
     def segments(self) -> list[str]:
         return [p.segment for p in self.parts]
 
+    def held_since(self, first: int) -> np.ndarray:
+        """The documents the parts from ``first`` on hold (ascending): what they add to the
+        version of the parts before them."""
+        held = [d.holds for d in self.docs_of[first:] if d is not None]
+        return np.unique(np.concatenate(held)).astype(np.int64) if held else np.zeros(0, np.int64)
+
     # Terms
 
     def term(self, term_id: int) -> str:

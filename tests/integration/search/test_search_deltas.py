@@ -88,3 +88,23 @@ def test_the_holder_keeps_the_base_mapped_and_cached_across_deltas(published):
         }
     finally:
         engine.dispose()
+
+
+def test_a_delta_version_reads_only_its_documents_for_the_operators_and_keeps_the_vocabulary(
+    client, published
+):
+    """site: and filetype: know a delta's pages (their rows read, not every document's
+    again); the spelling vocabulary stays the base's until a merge or a build replaces it."""
+    service = client.app.state.service
+    assert _found(client, "glacier site:d.test") == [0, 1]
+    before = service.holder.current()
+    vocabulary, facts = service.vocabulary(before), service.facts.get(before)
+    other = [*FIRST, *LATER, Doc("http://e.test/g", "Glacier g", "glacier on another host")]
+    commit_documents(published, other[5:], 5, "crawl-deltas-2")
+    publish_delta(published, other, [3, 4, 5], "d1", through_seq=5)
+    assert _found(client, "glacier site:e.test") == [5]
+    assert _found(client, "glacier site:d.test") == [0, 1, 3, 4]
+    after = service.holder.current()
+    assert after.version_id != before.version_id
+    assert service.vocabulary(after) is vocabulary  # carried, not rebuilt
+    assert service.facts.get(after) is not facts and len(service.facts.get(after).hosts) == 2
