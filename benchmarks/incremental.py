@@ -139,7 +139,7 @@ def tantivy_peer(first: Path, second: Path, path: Path, queries: list[str]) -> d
         return searcher.search(index.parse_query(q, ["title", "body"]), 10).hits
 
     latency = timed_queries(run, queries)
-    return {"base_s": base_s, "update_s": update_s, "segments": len(searcher.segment_readers()), **latency}
+    return {"base_s": base_s, "update_s": update_s, "segments": searcher.num_segments, **latency}
 
 
 def main(argv: list[str] | None = None) -> int:
