@@ -108,3 +108,23 @@ def test_a_delta_version_reads_only_its_documents_for_the_operators_and_keeps_th
     assert after.version_id != before.version_id
     assert service.vocabulary(after) is vocabulary  # carried, not rebuilt
     assert service.facts.get(after) is not facts and len(service.facts.get(after).hosts) == 2
+
+
+def test_page_info_of_a_delta_page_reads_its_links_and_scores_from_the_delta(client, published):
+    linked = [
+        *FIRST,
+        Doc(
+            "http://d.test/d",
+            "Fjord d",
+            "a fjord is a glacier valley the sea filled",
+            links=[("http://d.test/e", "moraine")],
+        ),
+        Doc("http://d.test/e", "Moraine e", "moraine debris a glacier left behind"),
+    ]
+    publish_delta(published, linked, [3, 4], "d1", through_seq=5)
+    info = client.get("/api/page/4", params={"q": "moraine"}).json()
+    assert [link["doc_num"] for link in info["in_links"]] == [3] and info["in_link_count"] == 1
+    assert info["score"]["rank"] == 1 and info["score"]["terms"][0]["score"] > 0
+    assert client.get("/api/page/3").json()["out_link_count"] == 1
+    base_page = client.get("/api/page/0", params={"q": "glacier"}).json()
+    assert base_page["score"]["terms"][0]["score"] > 0 and base_page["in_link_count"] == 0
