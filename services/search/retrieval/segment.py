@@ -39,7 +39,7 @@ from services.text.analysis.forms import holds
 log = logging.getLogger(__name__)
 
 # SegmentIndex's cached tables that do not depend on its deleted documents (``with_deleted``).
-_SHARED_TABLES = ("languages", "folded", "_groups", "_term_sample", "_priors")
+_SHARED_TABLES = ("languages", "folded", "_groups", "_term_sample", "_priors", "_form_tables")
 
 TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
 

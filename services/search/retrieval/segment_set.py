@@ -36,6 +36,7 @@ import numpy as np
 from services.search.retrieval.segment import SegmentIndex
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.term_lookup import term_ids
+from services.text.analysis.forms import holds_at
 
 # Per-document arrays the search code reads directly (``SegmentIndex.arrays``), and what a
 # document no segment holds gets.
@@ -151,6 +152,7 @@ class SegmentSet(SegmentIndex):
             docs_of=docs_of,
         )
         index.folded_into([])  # the near-duplicate groups now, not in the first query's time
+        index.form_holds(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64))  # and filters
         return index
 
     def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
@@ -225,7 +227,11 @@ class SegmentSet(SegmentIndex):
         docs = np.concatenate(docs_parts)
         impacts = np.concatenate(impact_parts)
         joined = np.concatenate(handle_parts) if handles else None
-        if docs.shape[0] > 1 and bool((docs[1:] < docs[:-1]).any()):
+        # Each part's list is ascending: the whole is unless a part starts below where an
+        # earlier one ended (a recrawl's old number in a delta).
+        ends = [int(d[-1]) for d in docs_parts if d.shape[0]]
+        firsts = [int(d[0]) for d in docs_parts if d.shape[0]]
+        if any(first < max(ends[:i]) for i, first in enumerate(firsts) if i):
             order = np.argsort(docs, kind="stable")  # runs already sorted: a merge of them
             docs, impacts = docs[order], impacts[order]
             joined = joined[order] if joined is not None else None
@@ -348,14 +354,30 @@ class SegmentSet(SegmentIndex):
         return counts, terms, tfs
 
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        """One pass over the version's filters, kept in one array (``_form_tables``): a call
+        per segment cost numpy's overhead per segment on every results page."""
+        filters, start, size = self._form_tables
         docs = np.asarray(docs, dtype=np.int64)
-        shape = (*np.asarray(h1).shape, docs.shape[0])
-        out = np.zeros(shape, dtype=bool)
-        owners = self._owners(docs)
-        for p in np.unique(owners[owners >= 0]).tolist():
-            sel = np.flatnonzero(owners == p)
-            out[..., sel] = self.parts[p].form_holds(self._rows(p, docs[sel]), h1, h2)
-        return out
+        return holds_at(filters, start[docs], size[docs], h1, h2)
+
+    @cached_property
+    def _form_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(every part's word-form filters concatenated, where each document's starts in
+        that array, its size in bytes): built with the version (``combine``)."""
+        n = self.num_docs
+        start = np.zeros(n, dtype=np.int64)
+        size = np.zeros(n, dtype=np.int64)
+        chunks, at = [], 0
+        for p, part in enumerate(self.parts):
+            offsets = part.arrays["form_offsets"].astype(np.int64)
+            held = np.flatnonzero(self.owner == p)
+            rows = self._rows(p, held)
+            start[held] = offsets[rows] + at
+            size[held] = offsets[rows + 1] - offsets[rows]
+            filters = part.arrays["form_filters"]
+            chunks.append(filters)
+            at += int(filters.shape[0])
+        return np.concatenate(chunks), start, size
 
     def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
         docs = np.asarray(docs, dtype=np.int64)

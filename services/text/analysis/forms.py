@@ -61,13 +61,22 @@ def holds(
     With arrays of hashes (several forms), one row per form: all forms in one pass of numpy
     operations (a query's forms one by one cost numpy's per-call overhead each time)."""
     docs = np.asarray(docs, dtype=np.int64)
+    start = offsets[docs].astype(np.int64)
+    return holds_at(filters, start, offsets[docs + 1].astype(np.int64) - start, h1, h2)
+
+
+def holds_at(
+    filters: np.ndarray, start: np.ndarray, size: np.ndarray, h1: int | np.ndarray, h2: int | np.ndarray
+) -> np.ndarray:
+    """``holds`` of the filters at bytes ``start`` (``size`` bytes each, 0: none) of
+    ``filters``: one per document asked, wherever each lies (a version of several segments
+    keeps its filters in one array, not in one run per document number)."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
-    shape = (*f1.shape, docs.shape[0])
+    shape = (*f1.shape, start.shape[0])
     if not filters.shape[0]:
         return np.zeros(shape, dtype=bool)
-    start = offsets[docs].astype(np.int64)
-    size_bits = (offsets[docs + 1].astype(np.int64) - start) * 8
+    size_bits = size * 8
     safe_bits = np.maximum(size_bits, 1).astype(np.uint64)
     f1, f2 = f1[..., None], f2[..., None]  # forms down, documents across
     found: np.ndarray = np.broadcast_to(size_bits > 0, shape).copy()
