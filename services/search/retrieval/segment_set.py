@@ -99,14 +99,14 @@ class SegmentSet(SegmentIndex):
         owner = np.full(num_docs, -1, dtype=np.int8)
         owner[: base.num_docs] = 0
         superseded: list[list[np.ndarray]] = [[] for _ in parts]
-        removed: list[np.ndarray] = []
+        gone = np.zeros(0, dtype=np.int64)  # removed by a delta, not held again by a later one
         for p, (_, docs) in enumerate(deltas, start=1):
             held = docs.holds[docs.holds < num_docs].astype(np.int64)
             earlier = owner[held]
             for q in np.unique(earlier[earlier >= 0]).tolist():
                 superseded[q].append(held[earlier == q])
             owner[held] = p
-            removed.append(docs.removed)
+            gone = np.union1d(np.setdiff1d(gone, held), docs.removed.astype(np.int64))
         # Terms: the base's ids, then each term only deltas hold, once.
         base_terms = base.num_terms
         to_set: list[np.ndarray] = [np.arange(base_terms, dtype=np.int64)]
@@ -129,14 +129,14 @@ class SegmentSet(SegmentIndex):
         sizes = [int(p.arrays["post_docs"].shape[0]) for p in parts]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         meta = _combined_meta(parts)
-        gone = np.unique(np.concatenate(removed)).astype(np.uint32) if removed else np.zeros(0, np.uint32)
+        removed = gone.astype(np.uint32)
         index = cls(
             version_id,
             base.segment,
             base.path,
             meta,
             arrays,
-            deleted=gone,
+            deleted=removed,
             parts=parts,
             owner=owner,
             superseded=tuple(
@@ -148,7 +148,7 @@ class SegmentSet(SegmentIndex):
             extra_terms=tuple(extra_terms),
             extra_ids=extra_ids,
             handle_starts=starts,
-            removed_by_deltas=gone,
+            removed_by_deltas=removed,
             docs_of=docs_of,
         )
         index.folded_into([])  # the near-duplicate groups now, not in the first query's time

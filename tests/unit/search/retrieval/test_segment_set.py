@@ -192,3 +192,15 @@ def test_a_few_recrawls_are_skipped_in_long_lists() -> None:
     assert docs.tolist() == [i for i in range(40) if i != 5] + [41]
     assert impacts.shape == docs.shape and both.superseded[0].tolist() == [5]
     assert both.field_tfs_of("body", common).tolist() == [1] * 40
+
+
+def test_a_page_a_delta_removed_and_a_later_one_holds_again_is_found() -> None:
+    base = segment("base", BASE, 6)
+    gone = DeltaDocs("base", np.array([7], np.uint32), removed=np.array([1], np.uint32), rows_held=True)
+    back = {1: ("Layers again", "boundary layers fetched again after a 503")}
+    both = SegmentSet.combine(
+        4, base, [(segment("d1", {7: DELTA_1[7]}, 8, True), gone), delta("d2", back, 8)]
+    )
+    assert both.deleted.tolist() == []
+    assert 1 in retrieve(both, parse_query("boundary"), 10).ranked.docs.tolist()
+    assert retrieve(both, parse_query("fetched"), 10).ranked.docs.tolist() == [1]
