@@ -186,7 +186,9 @@ class SuggestResponse(BaseModel):
 class Health(BaseModel):
     status: str = Field(description="'ok', or 'no-index' while nothing is published")
     index_version: int | None = None
-    segment: str | None = None
+    segment: str | None = Field(default=None, description="the version's base segment")
+    deltas: list[str] = Field(default_factory=list, description="its delta segments, oldest first")
+    through_seq: int | None = Field(default=None, description="the last commit the version includes")
     num_docs: int = 0
     num_terms: int = 0
 

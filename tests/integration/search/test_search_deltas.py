@@ -128,3 +128,11 @@ def test_page_info_of_a_delta_page_reads_its_links_and_scores_from_the_delta(cli
     assert client.get("/api/page/3").json()["out_link_count"] == 1
     base_page = client.get("/api/page/0", params={"q": "glacier"}).json()
     assert base_page["score"]["terms"][0]["score"] > 0 and base_page["in_link_count"] == 0
+
+
+def test_healthz_names_the_deltas_and_the_last_commit_served(client, published):
+    assert client.get("/healthz").json()["deltas"] == []
+    publish_delta(published, FIRST + LATER, [3, 4], "d1", through_seq=5)
+    health = client.get("/healthz").json()
+    assert health["segment"] == "index/segment-base.nseg" and health["deltas"] == ["index/delta-d1.nseg"]
+    assert health["through_seq"] == 5 and health["num_docs"] == 5

@@ -25,6 +25,8 @@ def healthz(service: ServiceDep) -> Response:
         status="ok",
         index_version=index.version_id,
         segment=index.segment,
+        deltas=index.segments[1:],
+        through_seq=index.meta.get("through_seq"),
         num_docs=index.num_docs,
         num_terms=index.num_terms,
     )
