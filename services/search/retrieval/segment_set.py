@@ -354,16 +354,17 @@ class SegmentSet(SegmentIndex):
         return counts, terms, tfs
 
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        """One pass over the version's filters, kept in one array (``_form_tables``): a call
-        per segment cost numpy's overhead per segment on every results page."""
-        filters, start, size = self._form_tables
+        """One pass over the version's filters (``_form_tables``): a call per segment cost
+        numpy's overhead per segment on every results page."""
+        deltas, start, size = self._form_tables
         docs = np.asarray(docs, dtype=np.int64)
-        return holds_at(filters, start[docs], size[docs], h1, h2)
+        return holds_at(self.parts[0].arrays["form_filters"], start[docs], size[docs], h1, h2, deltas)
 
     @cached_property
     def _form_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(every part's word-form filters concatenated, where each document's starts in
-        that array, its size in bytes): built with the version (``combine``)."""
+        """(the deltas' word-form filters joined, where each document's filter starts in the
+        base's filters followed by those, its size in bytes): built with the version
+        (``combine``); the base's filters stay where they are mapped."""
         n = self.num_docs
         start = np.zeros(n, dtype=np.int64)
         size = np.zeros(n, dtype=np.int64)
@@ -375,9 +376,11 @@ class SegmentSet(SegmentIndex):
             start[held] = offsets[rows] + at
             size[held] = offsets[rows + 1] - offsets[rows]
             filters = part.arrays["form_filters"]
-            chunks.append(filters)
+            if p:
+                chunks.append(filters)
             at += int(filters.shape[0])
-        return np.concatenate(chunks), start, size
+        joined = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
+        return joined, start, size
 
     def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
         docs = np.asarray(docs, dtype=np.int64)

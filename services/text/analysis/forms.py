@@ -66,24 +66,38 @@ def holds(
 
 
 def holds_at(
-    filters: np.ndarray, start: np.ndarray, size: np.ndarray, h1: int | np.ndarray, h2: int | np.ndarray
+    filters: np.ndarray,
+    start: np.ndarray,
+    size: np.ndarray,
+    h1: int | np.ndarray,
+    h2: int | np.ndarray,
+    then: np.ndarray | None = None,
 ) -> np.ndarray:
     """``holds`` of the filters at bytes ``start`` (``size`` bytes each, 0: none) of
-    ``filters``: one per document asked, wherever each lies (a version of several segments
-    keeps its filters in one array, not in one run per document number)."""
+    ``filters`` followed by ``then``: one per document asked, wherever each lies (a version
+    of several segments reads its base's filters where they are mapped and its deltas'
+    joined after them, in one pass, without copying the base's)."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
     shape = (*f1.shape, start.shape[0])
-    if not filters.shape[0]:
+    more = then if then is not None and then.shape[0] else None
+    if not filters.shape[0] and more is None:
         return np.zeros(shape, dtype=bool)
     size_bits = size * 8
     safe_bits = np.maximum(size_bits, 1).astype(np.uint64)
     f1, f2 = f1[..., None], f2[..., None]  # forms down, documents across
     found: np.ndarray = np.broadcast_to(size_bits > 0, shape).copy()
-    last = filters.shape[0] - 1
+    first = filters.shape[0]
     for i in range(HASHES):
         bit = (f1 + np.uint64(i) * f2) % safe_bits
         index = start * 8 + bit.astype(np.int64)
-        byte = filters[np.minimum(index // 8, last)]  # a document without a filter reads any
-        found &= (byte >> (index % 8)) & 1 == 1  # byte: found is False for it already
+        at = index // 8
+        # A document without a filter reads any byte: found is False for it already.
+        if more is None:
+            byte = filters[np.minimum(at, first - 1)]
+        else:
+            byte = more[np.clip(at - first, 0, more.shape[0] - 1)]
+            if first:
+                byte = np.where(at < first, filters[np.minimum(at, first - 1)], byte)
+        found &= (byte >> (index % 8)) & 1 == 1
     return found
