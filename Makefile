@@ -96,6 +96,7 @@ bench: install
 	$(BIN)/python -m benchmarks.pagerank
 	$(BIN)/python -m benchmarks.index
 	$(BIN)/python -m benchmarks.incremental
+	$(BIN)/python -m benchmarks.delta_ranking
 	$(BIN)/python -m benchmarks.freshness
 	$(BIN)/python -m benchmarks.search_page
 	$(BIN)/python -m benchmarks.block_cache
