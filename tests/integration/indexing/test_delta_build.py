@@ -322,3 +322,25 @@ def test_deltas_on_s3_and_mariadb_fetch_the_base_once(
     third = publish_delta(remote, progress=False).segment
     assert version(remote)[1:] == (merged, [third])
     assert sorted(p.name for p in cache.iterdir()) == [merged.replace("/", "__")]
+
+
+def test_a_delta_of_removals_only_hides_them_in_the_base(settings: Settings) -> None:
+    """A purge or a recrawl's 404 and nothing else committed: a delta with no document, its
+    removals listed, and search no longer finds the page."""
+    store = open_blobstore(settings.blob_url)
+    write_corpus(store, settings.database_url, FIRST, commit_seq=1)
+    build_index(settings, progress=False)
+    remove(settings, 3, seq=2)  # the lighthouse page is gone
+    published = publish_delta(settings, progress=False)
+    assert published.version_id is not None
+    _, _, deltas = version(settings)
+    arrays, meta = segment(settings, deltas[-1])
+    docs = DeltaDocs.from_meta(meta)
+    assert docs is not None and docs.holds.tolist() == [] and docs.removed.tolist() == [3]
+    assert arrays["doc_lengths"].shape[0] == 0 and arrays["post_docs"].shape[0] == 0
+    service = SearchService(settings, recheck_seconds=0.0)
+    try:
+        assert service.search("lighthouse").hits == []
+        assert [h.url for h in service.search("harbour").hits]  # the others stay
+    finally:
+        service.close()

@@ -9,7 +9,7 @@ import pytest
 
 from mapreduce.mr_index import LENGTH, TERM
 from mapreduce.postings import PostingBuffer
-from services.indexing.index_rows import collect_index_rows
+from services.indexing.index_rows import IndexColumns, collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
 from services.search.query.language import parse_query
 from services.search.retrieval.phrase import phrase_matches
@@ -48,15 +48,17 @@ DELTA_2 = {
 def arrays_of(
     docs: dict[int, tuple[str, str]], num_docs: int, held_rows_only: bool = False
 ) -> dict[str, np.ndarray]:
-    buffer = PostingBuffer()
-    rows: list[tuple[list[object], object]] = []
-    for num, (title, text) in sorted(docs.items()):
-        buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html", title=title, text=text))
-    chunks, lengths = buffer.drain()
-    rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
-    rows += [([TERM, t], c.encode()) for t, c in chunks]
+    columns = IndexColumns()  # a delta of removals only holds no document (delta_build)
+    if docs:
+        buffer = PostingBuffer()
+        rows: list[tuple[list[object], object]] = []
+        for num, (title, text) in sorted(docs.items()):
+            buffer.add(Record(num, f"http://t.test/{num}", "", "", "text/html", title=title, text=text))
+        chunks, lengths = buffer.drain()
+        rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
+        rows += [([TERM, t], c.encode()) for t, c in chunks]
+        columns = collect_index_rows(rows)
     pagerank = np.full(num_docs, 1 / num_docs)
-    columns = collect_index_rows(rows)
     plain = segment_arrays(columns, pagerank, num_docs, near_duplicates=False)
     if held_rows_only:
         plain = held_rows(plain, np.array(sorted(docs), dtype=np.int64))
@@ -204,3 +206,14 @@ def test_a_page_a_delta_removed_and_a_later_one_holds_again_is_found() -> None:
     assert both.deleted.tolist() == []
     assert 1 in retrieve(both, parse_query("boundary"), 10).ranked.docs.tolist()
     assert retrieve(both, parse_query("fetched"), 10).ranked.docs.tolist() == [1]
+
+
+def test_a_delta_of_removals_only_hides_them() -> None:
+    """A purge's delta: no documents, removals only (its arrays hold no rows)."""
+    base = segment("base", BASE, 6)
+    purge = DeltaDocs("base", np.zeros(0, np.uint32), removed=np.array([0, 3], np.uint32), rows_held=True)
+    both = SegmentSet.combine(5, base, [(segment("d1", {}, 6, True), purge)])
+    assert both.deleted.tolist() == [0, 3] and both.num_terms == base.num_terms
+    assert retrieve(both, parse_query("laminar"), 10).ranked.docs.tolist() == []  # 0 and 3 held it
+    one = np.array([1], np.uint32)
+    assert both.forward(one)[0].tolist() == base.forward(one)[0].tolist()
