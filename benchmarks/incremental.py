@@ -31,9 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from benchmarks.index import load_queries, published_bytes, tantivy_index, timed_queries
+from benchmarks.index import load_queries, nimbus_latency, published_bytes, tantivy_index, timed_queries
 from benchmarks.textcorpus import DATA, build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +80,10 @@ def nimbus(first: Path, second: Path, runner: str, state: Path, queries: list[st
     crawl_jsonl(second, "newest", settings, state, {}, progress=False)
     update_s, said = timed("index", "update")
     delta_bytes = published_bytes(settings)
-    with_delta = searched(settings, queries)
+    with_delta = nimbus_latency(settings, queries)
     merge_s, merged = timed("index", "update", "--merge")
     merged_bytes = published_bytes(settings)
-    after_merge = searched(settings, queries)
+    after_merge = nimbus_latency(settings, queries)
     for line in [*said.splitlines(), *merged.splitlines()]:
         print(f"  {line}", flush=True)
     full_s, _ = timed("index")
@@ -98,20 +97,6 @@ def nimbus(first: Path, second: Path, runner: str, state: Path, queries: list[st
         **{f"delta_{k}": v for k, v in with_delta.items()},
         **{f"merged_{k}": v for k, v in after_merge.items()},
     }
-
-
-def searched(settings: Any, queries: list[str]) -> dict[str, float]:
-    """Query latency of the active version (as typed and with OR), as ``benchmarks.index``
-    times it: a base with its delta, or the merged segment."""
-    from services.search.service import SearchService
-
-    service = SearchService(settings)
-    try:
-        typed = timed_queries(lambda q: service.ranked(q, 10), queries)
-        ored = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
-    finally:
-        service.close()
-    return {**typed, **{f"or_{k}": v for k, v in ored.items()}}
 
 
 def tantivy_peer(first: Path, second: Path, path: Path, queries: list[str]) -> dict[str, float]:

@@ -78,7 +78,6 @@ def nimbus(corpus: Path, docs: list[dict], queries: list[str], runner: str, stat
     from services.config import Settings
     from services.eval.crawl import crawl_jsonl
     from services.eval.run import state_settings
-    from services.search.service import SearchService
 
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
@@ -98,20 +97,22 @@ def nimbus(corpus: Path, docs: list[dict], queries: list[str], runner: str, stat
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "services.cli", "index", "--runner", runner], env=env, check=True)
     build_s = time.perf_counter() - start
-    index_bytes = published_bytes(settings)
+    latency = nimbus_latency(settings, queries)
+    return {"build_s": build_s, "docs": len(docs), "index_bytes": published_bytes(settings), **latency}
+
+
+def nimbus_latency(settings: Any, queries: list[str]) -> dict[str, float]:
+    """Query latency of the active version through ``SearchService.ranked``, as typed and
+    with OR between the words (``or_`` keys)."""
+    from services.search.service import SearchService
+
     service = SearchService(settings)
     try:
-        latency = timed_queries(lambda q: service.ranked(q, 10), queries)
-        latency_or = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
+        typed = timed_queries(lambda q: service.ranked(q, 10), queries)
+        ored = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
     finally:
         service.close()
-    return {
-        "build_s": build_s,
-        "docs": len(docs),
-        "index_bytes": index_bytes,
-        **latency,
-        **{f"or_{k}": v for k, v in latency_or.items()},
-    }
+    return {**typed, **{f"or_{k}": v for k, v in ored.items()}}
 
 
 def published_bytes(settings: Any) -> int:
