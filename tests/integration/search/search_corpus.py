@@ -156,19 +156,8 @@ def publish_index(
     """Pack, store and activate a segment over all ``docs``; returns the IndexVersion id.
     ``through_seq``: the commit mark the version records (none: a version from before marks)."""
     arrays = segment_arrays(docs, pagerank)
-    meta = {
-        "format": SEGMENT_FORMAT,
-        "num_docs": len(docs),
-        "num_terms": int(arrays["df"].shape[0]),
-        "num_postings": int(arrays["post_docs"].shape[0]),
-        "created_at": 1_700_000_000,
-        "pagerank_iterations": 1,
-        "pagerank_damping": 0.85,
-        "analyzer": analyzer_version(),
-        "languages": {"en": len(docs)},
-    }
-    if through_seq is not None:
-        meta |= {"through_seq": through_seq, "pending_seqs": []}
+    meta = _meta(arrays, len(docs), len(docs), through_seq)
+    meta |= {"pagerank_iterations": 1, "pagerank_damping": 0.85}
     name = f"index/segment-{version}.nseg"
     open_blobstore(settings.blob_url, settings.aws_endpoint_url).put(
         name, pack_segment(compact_segment(arrays), meta)
@@ -180,6 +169,23 @@ def publish_index(
             return activate_index(session, name, meta["num_docs"], meta["num_terms"]).id
     finally:
         engine.dispose()
+
+
+def _meta(arrays: dict[str, np.ndarray], num_docs: int, indexed: int, through_seq: int | None) -> dict:
+    """A segment's meta as the publish step writes it, for ``num_docs`` document numbers of
+    which ``indexed`` have text; ``through_seq``: its commit mark (none: from before marks)."""
+    meta = {
+        "format": SEGMENT_FORMAT,
+        "num_docs": num_docs,
+        "num_terms": int(arrays["df"].shape[0]),
+        "num_postings": int(arrays["post_docs"].shape[0]),
+        "created_at": 1_700_000_000,
+        "analyzer": analyzer_version(),
+        "languages": {"en": indexed},
+    }
+    if through_seq is not None:
+        meta |= {"through_seq": through_seq, "pending_seqs": []}
+    return meta
 
 
 def publish_delta(
@@ -195,17 +201,7 @@ def publish_delta(
     stored and activated after the active version's segments; returns the version id. Its
     impacts are the delta's own statistics' (the search side takes them as given)."""
     arrays = held_rows(segment_arrays(docs, only=holds), np.array(sorted(holds), dtype=np.int64))
-    meta = {
-        "format": SEGMENT_FORMAT,
-        "num_docs": len(docs),
-        "num_terms": int(arrays["df"].shape[0]),
-        "num_postings": int(arrays["post_docs"].shape[0]),
-        "created_at": 1_700_000_000,
-        "analyzer": analyzer_version(),
-        "languages": {"en": len(holds)},
-    }
-    if through_seq is not None:
-        meta |= {"through_seq": through_seq, "pending_seqs": []}
+    meta = _meta(arrays, len(docs), len(holds), through_seq)
     engine = make_engine(settings.database_url)
     try:
         with session_factory(engine).begin() as session:
