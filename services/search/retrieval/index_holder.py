@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.search.errors import SearchIndexError
 from services.search.retrieval.segment import SegmentIndex
-from services.search.retrieval.segment_set import SegmentSet, base_term_ids
+from services.search.retrieval.segment_set import SegmentSet
+from services.search.retrieval.segment_set_tables import base_term_ids
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.delta import DeltaDocs

@@ -89,7 +89,7 @@ class SegmentIndex:
         deleted = np.asarray(deleted, dtype=np.uint32)
         if np.array_equal(deleted, self.deleted):
             return self
-        view = replace(self, deleted=np.asarray(deleted, dtype=np.uint32), deletes_seen=self.deletes_seen + 1)
+        view = replace(self, deleted=deleted, deletes_seen=self.deletes_seen + 1)
         for name in _SHARED_TABLES:
             if name in self.__dict__:
                 view.__dict__[name] = self.__dict__[name]

@@ -29,39 +29,18 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
 from services.search.retrieval.segment import SegmentIndex
-from services.storage.formats.delta import DeltaDocs
-from services.storage.formats.term_lookup import term_ids
-from services.text.analysis.forms import holds_at
-
-# Per-document arrays the search code reads directly (``SegmentIndex.arrays``), and what a
-# document no segment holds gets.
-_PER_DOC = (
-    "len_title",
-    "len_body",
-    "len_anchor",
-    "len_url",
-    "len_meta",
-    "len_nav",
-    "doc_lengths",
-    "near_dup_of",
-    "pagerank",
-    "out_counts",
-    "url_kind",
+from services.search.retrieval.segment_set_tables import (
+    combined_arrays,
+    combined_meta,
+    ownership,
+    term_maps,
 )
-
-
-def base_term_ids(base: SegmentIndex, delta: SegmentIndex) -> np.ndarray:
-    """Each of ``delta``'s term ids' id in ``base`` (-1: a term new to it). Once per pair
-    (``index_holder`` keeps them): the delta's terms looked up together, block by block."""
-    offsets = delta.arrays["term_offsets"].tolist()
-    blob = delta.arrays["term_bytes"].tobytes()
-    keys = [blob[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
-    return term_ids(base.arrays["term_bytes"], base.arrays["term_offsets"], keys)
+from services.storage.formats.delta import DeltaDocs
+from services.text.analysis.forms import holds_at
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,65 +73,30 @@ class SegmentSet(SegmentIndex):
         already mapped (by segment name)."""
         parts = (base, *(d for d, _ in deltas))
         docs_of = (None, *(docs for _, docs in deltas))
-        # A delta's meta says how many document numbers it knew; its rows may be fewer.
-        num_docs = max(int(p.meta.get("num_docs", p.num_docs)) for p in parts)
-        owner = np.full(num_docs, -1, dtype=np.int8)
-        owner[: base.num_docs] = 0
-        superseded: list[list[np.ndarray]] = [[] for _ in parts]
-        gone = np.zeros(0, dtype=np.int64)  # removed by a delta, not held again by a later one
-        for p, (_, docs) in enumerate(deltas, start=1):
-            held = docs.holds[docs.holds < num_docs].astype(np.int64)
-            earlier = owner[held]
-            for q in np.unique(earlier[earlier >= 0]).tolist():
-                superseded[q].append(held[earlier == q])
-            owner[held] = p
-            gone = np.union1d(np.setdiff1d(gone, held), docs.removed.astype(np.int64))
-        # Terms: the base's ids, then each term only deltas hold, once.
-        base_terms = base.num_terms
-        to_set: list[np.ndarray] = [np.arange(base_terms, dtype=np.int64)]
-        to_part: list[dict[int, int]] = [{}]
-        extra_terms: list[str] = []
-        extra_ids: dict[str, int] = {}
-        for delta, _ in deltas:
-            known = base_ids.get(delta.segment) if base_ids is not None else None
-            ids = (known if known is not None else base_term_ids(base, delta)).copy()
-            for local in np.flatnonzero(ids < 0).tolist():
-                term = delta.term(local)
-                if term not in extra_ids:
-                    extra_ids[term] = base_terms + len(extra_terms)
-                    extra_terms.append(term)
-                ids[local] = extra_ids[term]
-            to_set.append(ids)
-            to_part.append(dict(zip(ids.tolist(), range(ids.shape[0]), strict=True)))
-        num_terms = base_terms + len(extra_terms)
-        arrays = _combined_arrays(parts, docs_of, owner, to_set, num_docs, num_terms)
+        owners = ownership(parts, docs_of)
+        terms = term_maps(base, [d for d, _ in deltas], base_ids)
         sizes = [int(p.arrays["post_docs"].shape[0]) for p in parts]
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        meta = _combined_meta(parts)
-        removed = gone.astype(np.uint32)
         index = cls(
             version_id,
             base.segment,
             base.path,
-            meta,
-            arrays,
-            deleted=removed,
+            combined_meta(parts),
+            combined_arrays(parts, docs_of, owners.owner, terms.to_set, terms.num_terms),
+            deleted=owners.removed,
             parts=parts,
-            owner=owner,
-            superseded=tuple(
-                np.sort(np.concatenate(g)).astype(np.uint32) if g else np.zeros(0, np.uint32)
-                for g in superseded
-            ),
-            to_set=tuple(to_set),
-            to_part=tuple(to_part),
-            extra_terms=tuple(extra_terms),
-            extra_ids=extra_ids,
-            handle_starts=starts,
-            removed_by_deltas=removed,
+            owner=owners.owner,
+            superseded=owners.superseded,
+            to_set=terms.to_set,
+            to_part=terms.to_part,
+            extra_terms=terms.extra_terms,
+            extra_ids=terms.extra_ids,
+            handle_starts=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            removed_by_deltas=owners.removed,
             docs_of=docs_of,
         )
-        index.folded_into([])  # the near-duplicate groups now, not in the first query's time
-        index.form_holds(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64))  # and filters
+        # The near-duplicate groups and the word-form tables now, not in the first query's time.
+        index.folded_into([])
+        _ = index._form_tables
         return index
 
     def with_deleted(self, deleted: np.ndarray) -> SegmentIndex:
@@ -327,7 +271,8 @@ class SegmentSet(SegmentIndex):
             return self.parts[p].positions(local)
         order = np.concatenate([sel for _, sel, _ in routed]) if routed else np.zeros(0, np.int64)
         got = [self.parts[p].positions(local) for p, _, local in routed]
-        return _reorder(order, [c for c, _ in got], [v for _, v in got])
+        counts, take = _reorder(order, [c for c, _ in got])
+        return counts, np.concatenate([v for _, v in got])[take]
 
     # Documents
 
@@ -349,9 +294,8 @@ class SegmentSet(SegmentIndex):
             terms_parts.append(self.to_set[p][terms])
             tfs_parts.append(tfs)
         order = np.concatenate(order_parts)
-        counts, terms = _reorder(order, counts_parts, terms_parts)
-        _, tfs = _reorder(order, counts_parts, tfs_parts)
-        return counts, terms, tfs
+        counts, take = _reorder(order, counts_parts)
+        return counts, np.concatenate(terms_parts)[take], np.concatenate(tfs_parts)[take]
 
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
         """One pass over the version's filters (``_form_tables``): a call per segment cost
@@ -428,83 +372,21 @@ class SegmentSet(SegmentIndex):
         docs_of = self.docs_of[p]
         return np.asarray(docs, dtype=np.int64) if docs_of is None else docs_of.rows(docs)
 
-    @cached_property
-    def languages(self) -> dict[str, int]:
-        return {str(k): int(v) for k, v in self.meta.get("languages", {}).items()}
 
-
-def _reorder(
-    order: np.ndarray, counts_parts: Sequence[np.ndarray], values_parts: Sequence[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Runs of values given for items in ``order`` (item ``order[i]``'s run is the i-th),
-    put back in item order: (counts, values concatenated)."""
+def _reorder(order: np.ndarray, counts_parts: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Runs given for items in ``order`` (item ``order[i]``'s run is the i-th), counted by
+    ``counts_parts``: (each item's count in item order, the positions in the runs'
+    concatenation that put them back in item order)."""
     counts_sorted = np.concatenate(counts_parts).astype(np.int64)
-    values_sorted = np.concatenate(values_parts)
     counts = np.zeros(order.shape[0], dtype=np.int64)
     counts[order] = counts_sorted
-    starts_sorted = np.concatenate([[0], np.cumsum(counts_sorted)[:-1]]).astype(np.int64)
     starts = np.zeros(order.shape[0], dtype=np.int64)
-    starts[order] = starts_sorted
-    total = int(counts.sum())
-    if not total:
-        return counts, values_sorted[:0]
-    run_starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    within = np.arange(total, dtype=np.int64) - np.repeat(run_starts, counts)
-    return counts, values_sorted[np.repeat(starts, counts) + within]
+    starts[order] = np.concatenate([[0], np.cumsum(counts_sorted)[:-1]]).astype(np.int64)
+    run_starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(run_starts, counts)
+    return counts, np.repeat(starts, counts) + within
 
 
 def _holds(docs: DeltaDocs, doc: int) -> bool:
     at = int(np.searchsorted(docs.holds, doc))
     return at < docs.holds.shape[0] and int(docs.holds[at]) == doc
-
-
-def _combined_arrays(
-    parts: Sequence[SegmentIndex],
-    docs_of: Sequence[DeltaDocs | None],
-    owner: np.ndarray,
-    to_set: Sequence[np.ndarray],
-    num_docs: int,
-    num_terms: int,
-) -> dict[str, np.ndarray]:
-    """The per-document arrays (each document's from its part) and the per-term ones the
-    search code reads (df summed, the largest impact bound)."""
-    base = parts[0]
-    out: dict[str, np.ndarray] = {}
-    held_by = [np.flatnonzero(owner == p) for p in range(len(parts))]
-    for name in _PER_DOC:
-        have = base.arrays[name]
-        if name == "near_dup_of":
-            combined = np.arange(num_docs, dtype=have.dtype)
-        else:
-            combined = np.zeros(num_docs, dtype=have.dtype)
-        combined[: have.shape[0]] = have
-        for p in range(1, len(parts)):
-            docs = docs_of[p]
-            rows = held_by[p] if docs is None else docs.rows(held_by[p])
-            combined[held_by[p]] = parts[p].arrays[name][rows]
-        out[name] = combined
-    df = np.zeros(num_terms, dtype=np.uint32)
-    bound = np.zeros(num_terms, dtype=np.float32)
-    for p, part in enumerate(parts):
-        ids = to_set[p]
-        np.add.at(df, ids, part.arrays["df"])
-        np.maximum.at(bound, ids, part.arrays["max_impact"])
-    out["df"] = df
-    out["max_impact"] = bound
-    return out
-
-
-def _combined_meta(parts: Sequence[SegmentIndex]) -> dict[str, Any]:
-    """The base's meta with the newest part's commit mark and every part's languages."""
-    meta = dict(parts[0].meta)
-    newest = parts[-1].meta
-    for key in ("through_seq", "pending_seqs"):
-        if key in newest:
-            meta[key] = newest[key]
-    languages: Counter[str] = Counter()
-    for part in parts:
-        languages.update({str(k): int(v) for k, v in part.meta.get("languages", {}).items()})
-    meta["languages"] = dict(languages)
-    meta["num_docs"] = max(int(p.meta.get("num_docs", p.num_docs)) for p in parts)
-    meta["segments"] = [p.segment for p in parts]
-    return meta
