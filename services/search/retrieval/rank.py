@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from services.search.retrieval.blockmax import SAFETY, PostingSource, top_k_blockmax
+
 
 @dataclass(frozen=True)
 class QueryTerm:
@@ -48,6 +50,10 @@ class QueryTerm:
     docs: np.ndarray  # doc numbers, ascending
     impacts: np.ndarray  # impact of the term in each of those docs
     max_impact: float
+    # The term's id in the segment's arrays when ``docs``/``impacts`` are its list there
+    # (read in place, with the segment's block maxima, by ``top_k_or``); None for a list the
+    # query built (a word's forms joined, a segment set's merged list).
+    base_term: int | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +208,40 @@ def top_k_exhaustive(
     return score_candidates(terms, docs, prior, k)
 
 
-SAFETY = 1e-9  # relative slack for float rounding when comparing a score with a sum of bounds
+def top_k_or(
+    terms: Sequence[QueryTerm],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    max_prior: float | None = None,
+    allowed: np.ndarray | None = None,
+    source: PostingSource | None = None,
+    count: bool = True,
+) -> Ranked:
+    """``top_k_maxscore``'s result (the same documents, scores and count), document at a time
+    with block-max MaxScore in compiled code (``services.search.retrieval.blockmax``).
+    ``source``: the segment's postings, which terms with a ``base_term`` are read from.
+    ``count=False``: the caller knows the count; ``total`` is then a lower bound."""
+    live = [t for t in terms if t.docs.shape[0]]
+    if k <= 0 or not live:
+        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+    max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
+    found = top_k_blockmax(
+        source,
+        [(t.weight, t.max_impact, t.base_term, t.docs, t.impacts) for t in live],
+        prior,
+        k,
+        max_prior,
+        excluded,
+        allowed,
+        EXACT_COUNT_POSTINGS if count else 0,
+    )
+    total, exact = found.counted, found.exact
+    if not exact and count:  # pruned, and too many postings to count them all: estimated
+        total, exact = count_matches(live, prior.shape[0], excluded, allowed)
+        total = max(total, found.counted)
+    order = np.lexsort((found.docs, -found.final))
+    return Ranked(found.docs[order], found.final[order], found.text[order], total, exact)
 
 
 def top_k_maxscore(

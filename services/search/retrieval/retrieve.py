@@ -38,7 +38,7 @@ from services.search.retrieval.rank import (
     intersect_docs,
     score_candidates,
     top_k,
-    top_k_maxscore,
+    top_k_or,
     union_docs,
 )
 from services.search.retrieval.segment import SegmentIndex
@@ -73,8 +73,8 @@ class Retrieval:
 
 
 def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
-    docs, impacts = index.postings(term_id)
-    return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id))
+    docs, impacts, base_term = index.query_postings(term_id)
+    return QueryTerm(float(weight), docs, impacts, index.max_impact(term_id), base_term)
 
 
 def _present(index: SegmentIndex, forms: list[str]) -> list[int]:
@@ -177,12 +177,22 @@ def retrieve(
                 count, exact = count_matches(terms, index.num_docs, outside, visible)
                 rest = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), count, exact)
                 return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=count == 0)
-            rest = top_k_maxscore(terms, prior, wanted, excluded=outside, max_prior=top, allowed=visible)
+            rest = top_k_or(
+                terms,
+                prior,
+                wanted,
+                excluded=outside,
+                max_prior=top,
+                allowed=visible,
+                source=index.posting_source,
+            )
             complete = upto is None or upto >= k or rest.docs.shape[0] < wanted
             return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=complete)
 
     all_words = int(docs.shape[0]) if and_tried else None
-    ranked = top_k_maxscore(terms, prior, k, excluded=excluded, max_prior=top, allowed=visible)
+    ranked = top_k_or(
+        terms, prior, k, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
+    )
     long_enough = len(query.terms) >= settings.feedback_min_terms
     if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
@@ -206,7 +216,18 @@ def retrieve(
         if visible is not None:
             allowed &= visible
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
-        ranked = top_k_maxscore(expanded_terms, prior, k, excluded=excluded, allowed=allowed, max_prior=top)
+        # The same documents as the first pass, reordered: its count stands.
+        reranked = top_k_or(
+            expanded_terms,
+            prior,
+            k,
+            excluded=excluded,
+            allowed=allowed,
+            max_prior=top,
+            source=index.posting_source,
+            count=False,
+        )
+        ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)
     return Retrieval(ranked, "or", found, all_words)
 

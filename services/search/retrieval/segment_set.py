@@ -32,6 +32,7 @@ from functools import cached_property
 
 import numpy as np
 
+from services.search.retrieval.blockmax import PostingSource
 from services.search.retrieval.segment import SegmentIndex
 from services.search.retrieval.segment_set_tables import (
     combined_arrays,
@@ -204,6 +205,20 @@ class SegmentSet(SegmentIndex):
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         docs, impacts, _ = self._merged(term_id, handles=False)
         return docs, impacts
+
+    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """The base's list, read in place, when no delta holds the term and none of its
+        documents is superseded; otherwise the merged list (the query's own)."""
+        if self._pieces(term_id) == [(0, term_id)]:
+            docs, impacts = self.parts[0].postings(term_id)
+            if self._kept(0, docs) is None:
+                return docs, impacts, term_id
+        docs, impacts = self.postings(term_id)
+        return docs, impacts, None
+
+    @cached_property
+    def posting_source(self) -> PostingSource:
+        return self.parts[0].posting_source
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         raise TypeError("a segment set's postings are not one range: use postings() or locate()")

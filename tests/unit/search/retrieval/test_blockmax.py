@@ -1,0 +1,112 @@
+"""Block-max MaxScore (compiled) against the exhaustive top-k: the same documents, the same
+scores to the bit, the same count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services.search.retrieval.blockmax import (
+    BLOCK,
+    PostingSource,
+    block_maxima,
+    list_block_maxima,
+    top_k_blockmax,
+)
+from services.search.retrieval.rank import QueryTerm, top_k_exhaustive, top_k_maxscore, top_k_or
+
+
+def random_source(rng: np.random.Generator, num_docs: int, num_terms: int, ties: bool) -> PostingSource:
+    """A segment's worth of posting lists: lengths from one posting to most documents, some
+    longer than many blocks; impacts on a coarse grid when ``ties`` (equal scores abound)."""
+    docs, impacts, offsets = [], [], [0]
+    for _ in range(num_terms):
+        n = int(rng.choice([1, 3, 40, BLOCK, BLOCK + 1, 700, num_docs // 2, num_docs]))
+        held = np.sort(rng.choice(num_docs, size=min(n, num_docs), replace=False)).astype(np.uint32)
+        values = rng.integers(1, 6, held.shape[0]) / 2 if ties else rng.gamma(2.0, 1.5, held.shape[0])
+        docs.append(held)
+        impacts.append(values.astype(np.float32))
+        offsets.append(offsets[-1] + held.shape[0])
+    all_impacts = np.concatenate(impacts)
+    offsets_arr = np.array(offsets, np.int64)
+    first, maxima = block_maxima(offsets_arr, all_impacts)
+    return PostingSource(np.concatenate(docs), all_impacts, offsets_arr, first, maxima)
+
+
+def terms_of(rng: np.random.Generator, source: PostingSource, count: int) -> list[QueryTerm]:
+    """``count`` query terms: most read in place from ``source``, some built by the query."""
+    out = []
+    for t in rng.choice(source.offsets.shape[0] - 1, size=count, replace=False):
+        a, b = int(source.offsets[t]), int(source.offsets[t + 1])
+        docs, impacts = source.docs[a:b], source.impacts[a:b]
+        weight = float(rng.choice([1.0, 2.0, 0.37, 0.05]))
+        own = rng.random() < 0.3
+        out.append(
+            QueryTerm(
+                weight,
+                docs.copy() if own else docs,
+                impacts.copy() if own else impacts,
+                float(impacts.max()),
+                None if own else int(t),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_blockmax_equals_the_exhaustive_top_k(seed: int):
+    rng = np.random.default_rng(seed)
+    num_docs = int(rng.choice([50, 3000, 20000]))
+    source = random_source(rng, num_docs, 12, ties=seed % 2 == 0)
+    terms = terms_of(rng, source, int(rng.integers(1, 9)))
+    prior = np.where(rng.random(num_docs) < 0.3, 0.0, rng.random(num_docs) * 0.4)
+    k = int(rng.choice([1, 10, 100, 1000]))
+    excluded = np.sort(rng.choice(num_docs, size=num_docs // 10, replace=False)).astype(np.uint32)
+    allowed = rng.random(num_docs) < 0.8 if seed % 3 == 0 else None
+    use_excluded = excluded if seed % 4 < 2 else None
+    want = top_k_exhaustive(terms, prior, k, excluded=use_excluded, allowed=allowed)
+    got = top_k_or(terms, prior, k, excluded=use_excluded, allowed=allowed, source=source)
+    assert got.docs.tolist() == want.docs.tolist()
+    assert got.final.tolist() == want.final.tolist()  # to the bit
+    assert got.text.tolist() == want.text.tolist()
+    assert got.total == want.total  # every match counted (exactly, at this size)
+    reference = top_k_maxscore(terms, prior, k, excluded=use_excluded, allowed=allowed)
+    assert (got.total, got.exact) == (reference.total, reference.exact)
+
+
+def test_block_maxima_are_each_blocks_largest_impact_counted_from_each_list_start():
+    impacts = np.arange(300, dtype=np.float32)
+    offsets = np.array([0, 5, 5, 300], np.int64)  # 5 postings, none, 295
+    first, maxima = block_maxima(offsets, impacts)
+    assert first.tolist() == [0, 1, 1, 4]
+    assert maxima.tolist() == [4.0, 132.0, 260.0, 299.0]
+    assert list_block_maxima(impacts[5:]).tolist() == [132.0, 260.0, 299.0]
+
+
+def test_blocks_that_cannot_reach_the_kth_score_are_skipped_without_losing_the_answer():
+    """Two strong documents early in a long list of weak ones: the weak blocks after them
+    are skipped, a stronger one deep inside found, and the count still says how many matched."""
+    n = 50 * BLOCK
+    docs = np.arange(n, dtype=np.uint32)
+    impacts = np.full(n, 0.1, np.float32)
+    impacts[[7, 31, 5000]] = [5.0, 7.0, 9.5]
+    other = np.array([31, 40], np.uint32), np.array([1.0, 8.0], np.float32)
+    terms = [QueryTerm(1.0, docs, impacts, 9.0), QueryTerm(1.0, other[0], other[1], 8.0)]
+    prior = np.zeros(n)
+    terms[0] = QueryTerm(1.0, docs, impacts, 9.5)
+    got = top_k_or(terms, prior, 2)
+    assert got.docs.tolist() == [5000, 40]
+    assert got.final.tolist() == [pytest.approx(9.5), pytest.approx(8.1)]
+    assert (got.total, got.exact) == (n, True)
+    lists = [(t.weight, t.max_impact, None, t.docs, t.impacts) for t in terms]
+    met = top_k_blockmax(None, lists, prior, 2, 0.0)
+    assert not met.exact and met.counted < n // 2  # most of the weak blocks were never read
+    counted = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2)
+    assert (counted.counted, counted.exact) == (n, True)  # then counted apart, exactly
+
+
+def test_no_terms_or_no_room_gives_nothing():
+    prior = np.zeros(10)
+    assert top_k_or([], prior, 10).docs.tolist() == []
+    term = QueryTerm(1.0, np.array([1, 2], np.uint32), np.array([1.0, 2.0], np.float32), 2.0)
+    assert top_k_or([term], prior, 0).docs.tolist() == []
