@@ -98,13 +98,20 @@ def top_k_blockmax(
     excluded: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
     count_limit: int = 0,
+    probe_only: Sequence[bool] | None = None,
+    candidates_only: Sequence[bool] | None = None,
 ) -> BlockmaxResult:
     """The exact top-``k`` of the OR of ``lists``: per term (weight, bound ``max_impact``,
     its term id in ``source`` or None, documents ascending, impacts). ``excluded``: doc
     numbers ascending, never results; ``allowed``: a boolean per document.
 
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
-    hold at most ``count_limit`` postings (one pass marking a byte per document)."""
+    hold at most ``count_limit`` postings (one pass marking a byte per document).
+
+    ``probe_only``: per list, True where it never brings a candidate and only adds to the
+    scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
+    True where a list only brings candidates, a document holding no other list is no match
+    (a word of the user's that the feedback query dropped)."""
     m = len(lists)
     src = np.zeros(m, np.int64)
     start = np.zeros(m, np.int64)
@@ -135,6 +142,8 @@ def top_k_blockmax(
     base_docs = source.docs if source is not None else empty_u32
     base_impacts = source.impacts if source is not None else empty_f32
     base_blocks = source.block_max if source is not None else empty_f32
+    lead = np.ones(m, np.bool_) if probe_only is None else ~np.asarray(probe_only, dtype=np.bool_)
+    member = np.ones(m, np.bool_) if candidates_only is None else ~np.asarray(candidates_only, dtype=np.bool_)
     joined_docs = _joined(own_docs, np.uint32)
     excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
     allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
@@ -152,6 +161,8 @@ def top_k_blockmax(
         bstart,
         weights,
         bounds,
+        lead,
+        member,
         prior,
         int(k),
         float(max_prior),
@@ -160,7 +171,7 @@ def top_k_blockmax(
     )
     if not exact and int(length.sum()) <= count_limit:
         counted = _count(
-            base_docs, joined_docs, src, start, length, prior.shape[0], excluded_docs, allowed_mask
+            base_docs, joined_docs, src, start, length, lead, prior.shape[0], excluded_docs, allowed_mask
         )
         exact = True
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact))
@@ -202,6 +213,8 @@ def _top_k(
     bstart,
     weights,
     bounds,
+    lead,
+    member,
     prior,
     k,
     max_prior,
@@ -297,7 +310,10 @@ def _top_k(
 
     if k <= 0:
         return heap_doc[:0], heap_final[:0], heap_text[:0], 0, True
-    order = np.argsort(bounds, kind="mergesort")  # weakest bound first: the prefix not enumerated
+    # Weakest bound first: the prefix not enumerated; the probe-only lists before all others.
+    by_bound = np.argsort(bounds, kind="mergesort")
+    order = np.concatenate((by_bound[~lead[by_bound]], by_bound[lead[by_bound]]))
+    probe_only = m - int(lead.sum())
     prefix = np.zeros(m + 1, dtype=np.float64)
     for r in range(m):
         prefix[r + 1] = prefix[r] + bounds[order[r]]
@@ -305,9 +321,9 @@ def _top_k(
         seek(j, 0)
     size = 0
     theta = -1.0  # no document yet: every candidate gets in
-    essential = 0  # ranks >= essential are enumerated; the ones below only probed
+    essential = probe_only  # ranks >= essential are enumerated; the ones below only probed
     counted = 0
-    exact = True
+    exact = probe_only == 0
     imp = np.zeros(m, dtype=np.float64)
     has = np.zeros(m, dtype=np.bool_)
     n_excluded = excluded.shape[0]
@@ -315,9 +331,9 @@ def _top_k(
     use_allowed = allowed.shape[0] > 0
     slack = 1.0 + SAFETY
     d = SENTINEL
-    for r in range(m):
-        if cur[r] < d:
-            d = cur[r]
+    for r in range(essential, m):
+        if cur[order[r]] < d:
+            d = cur[order[r]]
     window_end = -1  # the documents up to here were found worth looking at
     while d != SENTINEL:
         if size == k and d > window_end:
@@ -400,7 +416,11 @@ def _top_k(
                     has[j] = True
                     upper += imp[j]
                 beaten = full and not theta < upper * factor * slack + SAFETY
-            if not beaten:
+            matched = False
+            for j in range(m):
+                if has[j] and member[j]:
+                    matched = True
+            if not beaten and matched:
                 text = 0.0
                 for j in range(m):  # query order, as rank.text_scores adds them
                     if has[j]:
@@ -436,8 +456,8 @@ def _top_k(
 
 
 @njit(cache=True, nogil=True)
-def _count(bd, od, src, start, length, num_docs, excluded, allowed):
-    """Documents holding any of the lists, not ``excluded``, ``allowed`` (when given)."""
+def _count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
+    """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given)."""
     seen = np.zeros(num_docs, dtype=np.uint8)
     for x in range(excluded.shape[0]):
         seen[excluded[x]] = 1
@@ -447,6 +467,8 @@ def _count(bd, od, src, start, length, num_docs, excluded, allowed):
                 seen[x] = 1
     total = 0
     for j in range(src.shape[0]):
+        if not lead[j]:
+            continue
         a = start[j]
         if src[j] == 0:
             for p in range(a, a + length[j]):

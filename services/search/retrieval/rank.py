@@ -217,15 +217,32 @@ def top_k_or(
     allowed: np.ndarray | None = None,
     source: PostingSource | None = None,
     count: bool = True,
+    within: Sequence[QueryTerm] | None = None,
 ) -> Ranked:
     """``top_k_maxscore``'s result (the same documents, scores and count), document at a time
     with block-max MaxScore in compiled code (``services.search.retrieval.blockmax``).
     ``source``: the segment's postings, which terms with a ``base_term`` are read from.
-    ``count=False``: the caller knows the count; ``total`` is then a lower bound."""
+    ``count=False``: the caller knows the count; ``total`` is then a lower bound.
+
+    ``within``: only documents of these lists are candidates (a feedback query reranks the
+    documents holding a word of the user's, ``allowed`` restricting them further); a list of
+    ``terms`` that is one of them (the same ``base_term``) brings candidates itself, the
+    others are added at weight 0, which adds exactly 0.0 to a score."""
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
     max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
+    probe_only = candidates_only = None
+    if within is not None:
+        count = False  # the caller's count: the documents of ``within`` it already ranked
+        named = {t.base_term for t in within if t.base_term is not None}
+        probe_only = [t.base_term is None or t.base_term not in named for t in live]
+        held = {t.base_term for t in live if t.base_term is not None}
+        # After the query's own terms: summed in query order, 0.0 added after them changes nothing.
+        extra = [replace(t, weight=0.0) for t in within if t.docs.shape[0] and t.base_term not in held]
+        live = live + extra
+        probe_only += [False] * len(extra)
+        candidates_only = [False] * (len(live) - len(extra)) + [True] * len(extra)
     found = top_k_blockmax(
         source,
         [(t.weight, t.max_impact, t.base_term, t.docs, t.impacts) for t in live],
@@ -235,6 +252,8 @@ def top_k_or(
         excluded,
         allowed,
         EXACT_COUNT_POSTINGS if count else 0,
+        probe_only,
+        candidates_only,
     )
     total, exact = found.counted, found.exact
     if not exact and count:  # pruned, and too many postings to count them all: estimated

@@ -208,24 +208,20 @@ def retrieve(
             max_df=settings.feedback_max_df,
             cap_to_query=settings.feedback_cap,
         )
-        # The expanded query reranks the documents holding a word of the user's query;
-        # it does not bring in documents that hold none of them.
-        allowed = np.zeros(index.num_docs, dtype=bool)
-        for t in terms:
-            allowed[t.docs] = True
-        if visible is not None:
-            allowed &= visible
+        # The expanded query reranks the documents holding a word of the user's query
+        # (``within``); it does not bring in documents that hold none of them, and their
+        # count is the first pass's.
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
-        # The same documents as the first pass, reordered: its count stands.
         reranked = top_k_or(
             expanded_terms,
             prior,
             k,
             excluded=excluded,
-            allowed=allowed,
+            allowed=visible,
             max_prior=top,
             source=index.posting_source,
             count=False,
+            within=terms,
         )
         ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)

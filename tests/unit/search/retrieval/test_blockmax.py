@@ -110,3 +110,30 @@ def test_no_terms_or_no_room_gives_nothing():
     assert top_k_or([], prior, 10).docs.tolist() == []
     term = QueryTerm(1.0, np.array([1, 2], np.uint32), np.array([1.0, 2.0], np.float32), 2.0)
     assert top_k_or([term], prior, 0).docs.tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed: int):
+    """A feedback query: expansion terms score, only documents of the user's words compete.
+    The same as the exhaustive top-k with those documents as the ``allowed`` mask."""
+    rng = np.random.default_rng(1000 + seed)
+    num_docs = int(rng.choice([200, 5000]))
+    source = random_source(rng, num_docs, 14, ties=seed % 2 == 0)
+    user = terms_of(rng, source, int(rng.integers(1, 4)))  # some read in place, some built
+    expanded = terms_of(rng, source, int(rng.integers(2, 9)))
+    if seed % 3 == 0 and user[0].base_term is not None:
+        expanded.append(user[0])  # a user's word among the expansion, as RM3 keeps them
+    prior = rng.random(num_docs) * 0.3
+    visible = rng.random(num_docs) < 0.9
+    excluded = np.sort(rng.choice(num_docs, size=num_docs // 20, replace=False)).astype(np.uint32)
+    holding = np.zeros(num_docs, dtype=bool)
+    for t in user:
+        holding[t.docs] = True
+    k = int(rng.choice([1, 10, 50]))
+    want = top_k_exhaustive(expanded, prior, k, excluded=excluded, allowed=holding & visible)
+    got = top_k_or(
+        expanded, prior, k, excluded=excluded, allowed=visible, source=source, count=False, within=user
+    )
+    assert got.docs.tolist() == want.docs.tolist()
+    assert got.final.tolist() == want.final.tolist()
+    assert got.text.tolist() == want.text.tolist()
