@@ -366,6 +366,8 @@ Type=simple
 User=nimbus
 Group=nimbus
 EnvironmentFile=/etc/nimbus/nimbus.env
+# numba's compiled search kernels are cached on disk; the release's tree is read-only here.
+Environment=NUMBA_CACHE_DIR=/var/lib/nimbus/numba-cache
 ${EXTRA_ENV:+$EXTRA_ENV
 }$COMMANDS
 Restart=$RESTART

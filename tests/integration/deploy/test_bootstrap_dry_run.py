@@ -101,6 +101,9 @@ def test_each_role_gets_its_unit_settings_and_log_shipping(tmp_path: Path, role:
     assert (f"{NIMBUS} migrate" in _directives(text, "ExecStartPre")) == (role == "indexer")
     assert unit["Restart"] in {"always", "on-failure"} and unit["NoNewPrivileges"] == "yes"
     assert unit["ProtectSystem"] == "strict" and unit["ReadWritePaths"] == "/var/lib/nimbus"
+    # numba caches the compiled search kernels where the service may write (not the release).
+    cache = [v for v in _directives(text, "Environment") if v.startswith("NUMBA_CACHE_DIR=")]
+    assert cache == ["NUMBA_CACHE_DIR=/var/lib/nimbus/numba-cache"]
     assert unit["StandardOutput"] == unit["StandardError"] == "journal"
     if role == "worker":
         assert (
