@@ -24,7 +24,7 @@ import numpy as np
 
 from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
-from services.search.retrieval.entry_pages import named_entry_pages, with_entry_pages
+from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
 from services.search.retrieval.phrase import phrase_matches
@@ -105,9 +105,11 @@ def retrieve(
     settings: SearchSettings = DEFAULT_SETTINGS,
     allowed: np.ndarray | None = None,
     upto: int | None = None,
+    named: NamedPages | None = None,
 ) -> Retrieval:
     """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
-    operators' mask, ``services.search.retrieval.filters``) when it is given.
+    operators' mask, ``services.search.retrieval.filters``) when it is given. ``named``: the
+    query's ``named_entry_pages``, when the caller has them already.
 
     ``upto``: the first ``upto`` of them are enough for now (a results page). The list is still
     the ``k``-deep one (its mode, order and total are decided at ``k``), but when every
@@ -119,7 +121,8 @@ def retrieve(
     top = index.max_prior(settings.pagerank_weight)
     looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
     # Pages the query names as a site's or section's entry (services.ranking.entry_pages).
-    named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
+    if named is None:
+        named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
     prior, top = with_entry_pages(index, named, prior, top)
     ids = {term: i[0] for term, i in looked_up.items() if i}  # terms in the index (a form of)
     found = list(ids)
@@ -333,10 +336,12 @@ def retrieve_ranked(
     search and evaluation rank by."""
     if k <= 0:
         return retrieve(index, query, k, settings, allowed)
-    roots = named_roots(index, query, settings, allowed)
+    words = [_present(index, query.forms_of(t)) for t in query.terms]
+    named = named_entry_pages(index, words, settings.entry_page_weight)  # once, for both
+    roots = named_roots(index, query, settings, allowed, named)
     depth = k + int(roots.shape[0])  # enough results besides the roots, wherever they ranked
     reach = None if upto is None else upto + int(roots.shape[0])
-    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed, reach)
+    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed, reach, named)
     ranked = result.ranked
     forms = [query.forms[t] for t in result.found if t in query.forms]
     if result.mode in _BY_SCORE and forms:
@@ -349,14 +354,21 @@ def retrieve_ranked(
 
 
 def named_roots(
-    index: SegmentIndex, query: ParsedQuery, settings: SearchSettings, allowed: np.ndarray | None
+    index: SegmentIndex,
+    query: ParsedQuery,
+    settings: SearchSettings,
+    allowed: np.ndarray | None,
+    named: NamedPages | None = None,
 ) -> np.ndarray:
     """The home pages the query names that are results of it (not excluded, folded or
-    filtered out by an operator; holding its quoted phrases), ascending."""
+    filtered out by an operator; holding its quoted phrases), ascending. ``named``: the
+    query's ``named_entry_pages``, when the caller has them already."""
     if not query.terms:
         return np.zeros(0, np.uint32)
-    words = [_present(index, query.forms_of(t)) for t in query.terms]
-    roots = named_entry_pages(index, words, settings.entry_page_weight).roots
+    if named is None:
+        words = [_present(index, query.forms_of(t)) for t in query.terms]
+        named = named_entry_pages(index, words, settings.entry_page_weight)
+    roots = named.roots
     if not roots.shape[0]:
         return roots
     visible = _visible(index, allowed)
