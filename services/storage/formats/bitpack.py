@@ -208,3 +208,51 @@ def ungap(deltas: np.ndarray, counts: np.ndarray) -> np.ndarray:
     carried[before == 0] = 0
     sums: np.ndarray = running - np.repeat(carried, counts)
     return sums
+
+
+class PackedAppender:
+    """``pack`` of columns given a run of rows at a time, exactly: blocks of 128 rows are
+    packed as they fill and the rows of an unfinished block wait for the next run. A streamed
+    writer (the merge's, ``services.indexing.segment_merge``) packs a table without holding its
+    columns whole; the words, starts and widths are those ``pack`` gives the whole columns."""
+
+    def __init__(self, columns: int) -> None:
+        self.columns = columns
+        self._waiting: list[np.ndarray] = [np.zeros(0, np.uint64) for _ in range(columns)]
+        self._words: list[np.ndarray] = []
+        self._starts: list[np.ndarray] = [np.zeros(1, dtype=np.uint64)]
+        self._widths: list[np.ndarray] = []
+        self._end = 0  # words packed so far
+
+    def add(self, columns: Sequence[np.ndarray]) -> None:
+        """Append rows (one array per column, of one length)."""
+        if len(columns) != self.columns:
+            raise ValueError(f"{len(columns)} columns given to a table of {self.columns}")
+        for column in columns:  # checked before the widening below could wrap a negative value
+            if column.shape[0] and column.dtype.kind == "i" and int(column.min()) < 0:
+                raise ValueError("packed values must be integers in 0 .. 2**32 - 1")
+        joined = [
+            np.concatenate([w, np.asarray(c).astype(np.uint64, copy=False)]) if w.shape[0] else np.asarray(c)
+            for w, c in zip(self._waiting, columns, strict=True)
+        ]
+        full = joined[0].shape[0] // BLOCK * BLOCK
+        self._waiting = [c[full:].astype(np.uint64) for c in joined]
+        if full:
+            self._put(pack([c[:full] for c in joined]))
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(words, starts, widths) of every row added, as ``pack`` gives them."""
+        if self._waiting[0].shape[0] or not self._widths:
+            self._put(pack(self._waiting))
+        self._waiting = [np.zeros(0, np.uint64) for _ in range(self.columns)]
+        words = np.concatenate([*self._words, np.zeros(2, dtype=np.uint32)])  # + the spare words
+        starts, widths = np.concatenate(self._starts), np.concatenate(self._widths)
+        self._words, self._starts, self._widths = [], [np.zeros(1, dtype=np.uint64)], []
+        return words, starts, widths
+
+    def _put(self, packed: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        words, starts, widths = packed
+        self._words.append(words[:-2])  # the spare words go once, at the end
+        self._starts.append(starts[1:] + np.uint64(self._end))
+        self._widths.append(widths)
+        self._end += int(starts[-1])

@@ -46,7 +46,7 @@ PACKED_ONLY = frozenset(
 
 
 def plain_dtypes() -> dict[str, np.dtype]:
-    """The plain arrays' names and dtypes (what ``segment_arrays`` and ``merge_segments`` give)."""
+    """The plain arrays' names and dtypes (what ``segment_arrays`` gives, ``expand_segment`` gives back)."""
     stored = {name: dtype for name, dtype in segment_dtypes().items() if name not in PACKED_ONLY}
     return {**stored, **PLAIN_ONLY}
 
@@ -58,27 +58,95 @@ _POS = POSTING_COLUMNS.index("pos_start")  # where a posting's positions start, 
 def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The stored arrays of a segment from its plain arrays."""
     out = {name: np.asarray(array) for name, array in plain.items() if name not in PLAIN_ONLY}
-    pos_offsets = np.asarray(plain["pos_offsets"]).astype(np.int64)
-    counts = np.diff(pos_offsets)
-    postings = counts.shape[0]
-    block_firsts = np.concatenate([np.arange(0, postings, BLOCK), [postings]])
-    in_block = pos_offsets[:-1] - np.repeat(pos_offsets[block_firsts[:-1]], np.diff(block_firsts))
-    columns = [
-        in_block if name == "pos_start" else np.asarray(plain[f"tf_{name}"]) for name in POSTING_COLUMNS
-    ]
-    _put(out, "post_packed", bitpack.pack(columns))
-    out["pos_block_offsets"] = pos_offsets[block_firsts].astype(np.uint64)
-    _put(out, "pos_packed", bitpack.pack([bitpack.gaps(np.asarray(plain["positions"]), counts)]))
-    fwd_counts = np.diff(np.asarray(plain["fwd_offsets"]).astype(np.int64))
-    term_gaps = bitpack.gaps(np.asarray(plain["fwd_terms"]), fwd_counts)
-    tfs = np.asarray(plain["fwd_tfs"])
-    wide = np.flatnonzero((term_gaps >= FORWARD_WIDE[0]) | (tfs >= FORWARD_WIDE[1]))
-    out["fwd_gaps"] = np.minimum(term_gaps, FORWARD_WIDE[0]).astype(np.uint16)
-    out["fwd_tfs8"] = np.minimum(tfs, FORWARD_WIDE[1]).astype(np.uint8)
-    out["fwd_wide_rows"] = wide.astype(np.uint64)
-    out["fwd_wide_gaps"] = term_gaps[wide].astype(np.uint32)
-    out["fwd_wide_tfs"] = tfs[wide].astype(np.uint16)
+    packer = PostingsPacker()
+    packer.add(
+        {field: np.asarray(plain[f"tf_{field}"]) for field in TF_FIELDS},
+        np.diff(np.asarray(plain["pos_offsets"]).astype(np.int64)),
+        np.asarray(plain["positions"]),
+    )
+    out.update(packer.finish())
+    out.update(compact_forward(plain["fwd_offsets"], plain["fwd_terms"], plain["fwd_tfs"]))
     return out
+
+
+class PostingsPacker:
+    """The packed posting arrays of a segment (``post_packed``, ``pos_block_offsets``,
+    ``pos_packed`` and their starts and widths) given a run of postings at a time, in posting
+    order: a merge (``services.indexing.segment_merge``) writes them term range by term range
+    without holding every posting's plain columns; ``compact_segment`` gives them all at once.
+    Either way the arrays are the same, byte for byte."""
+
+    def __init__(self) -> None:
+        self._post = bitpack.PackedAppender(_COLUMNS)
+        self._pos = bitpack.PackedAppender(1)
+        self._postings = 0
+        self._positions = 0
+        self._block_first = 0  # where the positions of the unfinished block's first posting start
+        self._block_offsets: list[np.ndarray] = []
+
+    def add(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
+        """Postings: each field's frequencies (``TF_FIELDS``), the number of positions of each
+        and their positions concatenated (ascending per posting)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        rows = np.arange(self._postings, self._postings + counts.shape[0], dtype=np.int64)
+        offsets = self._positions + np.cumsum(counts) - counts  # each posting's first position
+        firsts = offsets[(rows & (BLOCK - 1)) == 0]  # those of the blocks starting in this run
+        block = np.cumsum((rows & (BLOCK - 1)) == 0)  # 0: the block a former run started
+        in_block = offsets - np.concatenate([[self._block_first], firsts])[block]
+        if firsts.shape[0]:
+            self._block_first = int(firsts[-1])
+        self._block_offsets.append(firsts.astype(np.uint64))
+        self._post.add([in_block if name == "pos_start" else tfs[name] for name in POSTING_COLUMNS])
+        self._pos.add([bitpack.gaps(positions, counts)])
+        self._postings += counts.shape[0]
+        self._positions += int(counts.sum())
+
+    def finish(self) -> dict[str, np.ndarray]:
+        """The arrays, in the order ``compact_segment`` stores them."""
+        out: dict[str, np.ndarray] = {}
+        _put(out, "post_packed", self._post.finish())
+        out["pos_block_offsets"] = np.concatenate(
+            [*self._block_offsets, np.array([self._positions], dtype=np.uint64)]
+        )
+        _put(out, "pos_packed", self._pos.finish())
+        return out
+
+
+_FORWARD_CHUNK = 1 << 22  # forward entries compacted per numpy pass (bounds the int64 temporaries)
+
+
+def compact_forward(
+    offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray, chunk: int = _FORWARD_CHUNK
+) -> dict[str, np.ndarray]:
+    """The stored forward index (``fwd_gaps``, ``fwd_tfs8``, ``fwd_wide_*``) of the plain one,
+    whole documents' runs of about ``chunk`` entries at a time: a gap is within a document."""
+    bounds = np.asarray(offsets).astype(np.int64)
+    entries = int(bounds[-1])
+    edges = np.unique(np.append(bounds[np.searchsorted(bounds, np.arange(0, entries, chunk))], entries))
+    gaps16 = np.empty(entries, dtype=np.uint16)
+    tfs8 = np.empty(entries, dtype=np.uint8)
+    wide_rows, wide_gaps, wide_tfs = (
+        [np.zeros(0, np.int64)],
+        [np.zeros(0, np.int64)],
+        [np.zeros(0, np.uint16)],
+    )
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        runs = bounds[np.searchsorted(bounds, a, "left") : np.searchsorted(bounds, b, "right")]
+        term_gaps = bitpack.gaps(np.asarray(terms[a:b]), np.diff(runs))
+        part = np.asarray(tfs[a:b])
+        wide = np.flatnonzero((term_gaps >= FORWARD_WIDE[0]) | (part >= FORWARD_WIDE[1]))
+        gaps16[a:b] = np.minimum(term_gaps, FORWARD_WIDE[0])
+        tfs8[a:b] = np.minimum(part, FORWARD_WIDE[1])
+        wide_rows.append(wide + a)
+        wide_gaps.append(term_gaps[wide])
+        wide_tfs.append(part[wide])
+    return {
+        "fwd_gaps": gaps16,
+        "fwd_tfs8": tfs8,
+        "fwd_wide_rows": np.concatenate(wide_rows).astype(np.uint64),
+        "fwd_wide_gaps": np.concatenate(wide_gaps).astype(np.uint32),
+        "fwd_wide_tfs": np.concatenate(wide_tfs).astype(np.uint16),
+    }
 
 
 # A document's run in these per-document tables: its offsets array and the arrays it indexes

@@ -89,3 +89,30 @@ def test_ranges() -> None:
     got = bitpack.ranges(np.array([10, 0, 3]), np.array([2, 0, 3]))
     assert got.tolist() == [10, 11, 3, 4, 5]
     assert bitpack.ranges(np.zeros(0), np.zeros(0)).shape == (0,)
+
+
+@pytest.mark.parametrize("n", [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 5 * BLOCK + 17])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_table_packed_a_run_at_a_time_is_the_table_packed_at_once(n: int, seed: int) -> None:
+    """The merge packs term range by term range (bitpack.PackedAppender): any cut of the rows,
+    inside blocks or on their edges, gives the words, starts and widths of ``pack``."""
+    rng = np.random.default_rng(seed)
+    columns = [rng.integers(0, 2**w, n).astype(np.uint32) for w in (0, 3, 17, 32)]
+    columns.append(np.arange(n, dtype=np.int64))
+    appender = bitpack.PackedAppender(len(columns))
+    at = 0
+    while at < n:
+        step = int(rng.choice([1, 5, BLOCK - 1, BLOCK, 300]))
+        appender.add([c[at : at + step] for c in columns])
+        at += step
+    appender.add([c[:0] for c in columns])  # an empty run changes nothing
+    for got, want in zip(appender.finish(), bitpack.pack(columns), strict=True):
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
+
+
+def test_an_appender_refuses_negative_values() -> None:
+    appender = bitpack.PackedAppender(1)
+    appender.add([np.arange(3, dtype=np.int64)])
+    with pytest.raises(ValueError):
+        appender.add([np.array([-1], dtype=np.int64)])

@@ -9,6 +9,8 @@ import pytest
 from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.segment import TF_FIELDS
 from services.storage.formats.segment_codec import (
+    PostingsPacker,
+    compact_forward,
     compact_segment,
     expand_segment,
     field_tfs,
@@ -95,3 +97,29 @@ def test_positions_out_of_order_are_refused() -> None:
     before["positions"] = np.array([9, 4], np.uint32)
     with pytest.raises(ValueError, match="ascending"):
         compact_segment(before)
+
+
+@pytest.mark.parametrize(("postings", "docs"), [(0, 0), (BLOCK + 1, 2), (1000, 40)])
+@pytest.mark.parametrize("run", [1, 7, BLOCK, 333])
+def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_them(
+    postings: int, docs: int, run: int
+) -> None:
+    """The merge packs its postings term range by term range (PostingsPacker) and its forward
+    index a few documents at a time (compact_forward): the stored arrays are the same bytes."""
+    before = plain(postings, docs, postings + run)
+    want = compact_segment(before)
+    packer = PostingsPacker()
+    offsets = before["pos_offsets"].astype(np.int64)
+    for lo in range(0, postings, run):
+        hi = min(lo + run, postings)
+        packer.add(
+            {f: before[f"tf_{f}"][lo:hi] for f in TF_FIELDS},
+            np.diff(offsets[lo : hi + 1]),
+            before["positions"][offsets[lo] : offsets[hi]],
+        )
+    got = {
+        **packer.finish(),
+        **compact_forward(before["fwd_offsets"], before["fwd_terms"], before["fwd_tfs"], run),
+    }
+    for name, value in got.items():
+        assert value.dtype == want[name].dtype and value.tobytes() == want[name].tobytes(), name
