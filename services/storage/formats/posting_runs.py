@@ -1,0 +1,77 @@
+"""A run of postings (a term range's) decoded from a segment's arrays, plain or stored.
+
+The merge (``services.indexing.segment_merge``) reads its parts a term range at a time, so
+that only that range's postings are ever decoded: a stored segment's packed field
+frequencies and positions (``segment_codec``) are unpacked for the rows asked for, a plain
+segment's (a delta the update just built) sliced. Either way the run is what
+``segment_codec.expand_segment`` would give for those rows, without expanding the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from services.storage.formats import bitpack
+from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.segment import POSTING_COLUMNS, TF_FIELDS
+
+_COLUMNS = len(POSTING_COLUMNS)
+_POS = POSTING_COLUMNS.index("pos_start")
+
+
+@dataclass(frozen=True)
+class PostingRun:
+    """Postings ``lo .. hi - 1`` of a segment: their documents, field frequencies (one column
+    per field, ``TF_FIELDS`` order), number of positions and positions (concatenated)."""
+
+    docs: np.ndarray  # uint32
+    field_tfs: np.ndarray  # (postings, fields) uint16
+    pos_counts: np.ndarray  # int64
+    positions: np.ndarray  # uint32
+
+
+def is_stored(arrays: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``arrays`` are a stored segment's (packed) rather than plain ones."""
+    return "post_packed" in arrays
+
+
+def posting_run(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> PostingRun:
+    """Postings ``lo .. hi - 1`` of a plain or stored segment."""
+    docs = np.array(arrays["post_docs"][lo:hi], dtype=np.uint32)
+    if not is_stored(arrays):
+        offsets = np.asarray(arrays["pos_offsets"][lo : hi + 1]).astype(np.int64)
+        tfs = np.stack([np.asarray(arrays[f"tf_{f}"][lo:hi]) for f in TF_FIELDS], axis=1)
+        positions = np.array(arrays["positions"][offsets[0] : offsets[-1]], dtype=np.uint32)
+        return PostingRun(docs, tfs.astype(np.uint16), np.diff(offsets), positions)
+    tfs = np.empty((hi - lo, len(TF_FIELDS)), dtype=np.uint16)
+    for f, field in enumerate(TF_FIELDS):
+        tfs[:, f] = _unpack_range(arrays, "post_packed", _COLUMNS, POSTING_COLUMNS.index(field), lo, hi)
+    offsets = _position_offsets(arrays, lo, hi)
+    counts = np.diff(offsets)
+    deltas = _unpack_range(arrays, "pos_packed", 1, 0, int(offsets[0]), int(offsets[-1]))
+    return PostingRun(docs, tfs, counts, bitpack.ungap(deltas, counts).astype(np.uint32))
+
+
+def _position_offsets(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """Where the positions of postings ``lo .. hi`` start (``hi``'s: where ``hi - 1``'s end),
+    int64: each posting's start after its block's first (``pos_start``) plus the block's."""
+    postings = int(arrays["post_docs"].shape[0])
+    last = min(hi + 1, postings)
+    in_block = _unpack_range(arrays, "post_packed", _COLUMNS, _POS, lo, last).astype(np.int64)
+    rows = np.arange(lo, last, dtype=np.int64)
+    block_starts = arrays["pos_block_offsets"]
+    offsets = np.asarray(block_starts[rows // BLOCK]).astype(np.int64) + in_block
+    if last == hi:  # ``hi`` is the end of the postings: the positions' end
+        offsets = np.append(offsets, np.int64(block_starts[-1]))
+    return offsets
+
+
+def _unpack_range(
+    arrays: Mapping[str, np.ndarray], name: str, columns: int, column: int, lo: int, hi: int
+) -> np.ndarray:
+    return bitpack.unpack_range(
+        arrays[name], arrays[f"{name}_starts"], arrays[f"{name}_widths"], columns, column, lo, hi
+    )
