@@ -22,7 +22,14 @@ import numpy as np
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
-from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams, CollectionStats, bm25_idf, impacts
+from services.ranking.bm25f import (
+    DEFAULT_PARAMS,
+    FIELD_NAMES,
+    BM25FParams,
+    CollectionStats,
+    bm25_idf,
+    impacts,
+)
 from services.ranking.entry_pages import UrlKind, site_names
 from services.storage.formats.segment import SEGMENT_FORMAT
 from services.text.analysis.analyze import analyzer_version
@@ -64,7 +71,7 @@ def segment_arrays(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
         # The positions (and their offsets) on a second thread while this one scores the
         # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
-        positions_job = helper.submit(lambda: (regions.positions(), _offsets(counts)))
+        positions_job = helper.submit(lambda: (regions.positions(), offsets_of(counts)))
         arrays = _posting_arrays(
             regions.per_text,
             post_docs,
@@ -129,7 +136,7 @@ def edge_arrays(sources: np.ndarray, targets: np.ndarray, num_docs: int) -> dict
     keys = np.unique(targets * max(num_docs, 1) + sources)
     by_target, source = np.divmod(keys, max(num_docs, 1))
     return {
-        "in_offsets": _offsets(np.bincount(by_target, minlength=num_docs)),
+        "in_offsets": offsets_of(np.bincount(by_target, minlength=num_docs)),
         "in_docs": source.astype(np.uint32),
         "out_counts": np.bincount(source, minlength=num_docs).astype(np.uint32),
     }
@@ -184,60 +191,24 @@ def _posting_arrays(
 ) -> dict[str, np.ndarray]:
     """Every segment array but the positions and their offsets."""
     df = per_term.astype(np.uint32)
-    post_offsets = _offsets(df)
-    num_postings = int(post_offsets[-1])
-    _check_postings(post_docs, post_offsets, num_docs)
+    post_offsets = offsets_of(df)
+    check_postings(post_docs, post_offsets, num_docs)
     tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(NUM_FIELDS)]
     del field_tfs
 
-    term_offsets = _offsets(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
-    term_bytes = np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
-
-    lengths = np.zeros((NUM_FIELDS, num_docs), dtype=np.uint32)
-    for doc, values in cols.lengths.items():
-        if not 0 <= doc < num_docs:
-            raise PublishError(
-                f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
-                "documents (0..N-1): rebuild from a consistent crawl"
-            )
-        lengths[:, doc] = values
-
-    # Forward index: the postings regrouped by document, terms ascending: the CSC form
-    # of the (term x document) CSR matrix the postings are (scipy converts in O(postings)).
-    from scipy.sparse import csr_matrix
-
-    # The page's own words: title, body and meta (the description was body text until the
-    # meta field had its own weight; feedback and near-duplicates still read it). Not nav:
-    # a site's menu is no evidence of what a page is about, nor of two pages being copies.
-    title_body = np.minimum(tfs[0].astype(np.uint32) + tfs[1] + tfs[4], TF_MAX).astype(np.uint16)
-    by_doc = csr_matrix(
-        (title_body, post_docs, post_offsets.astype(np.int64)), shape=(len(df), num_docs)
-    ).tocsc()
-    by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
-    fwd_offsets = by_doc.indptr.astype(np.uint64)
-    fwd_terms = by_doc.indices.astype(np.uint32)
-    fwd_tfs = by_doc.data.astype(np.uint16)
-    del by_doc, title_body
+    term_offsets, term_bytes = term_arrays(sorted_terms)
+    lengths = field_lengths(cols, num_docs)
+    fwd_offsets, fwd_terms, fwd_tfs = forward_index(post_docs, post_offsets, title_body_tfs(tfs), num_docs)
     # Near-duplicates on the helper thread while this one computes the impacts (numpy
     # releases the GIL, and folding is a sizeable part of a build: docs/benchmarks.md).
     near_job = helper.submit(
-        _near_duplicates, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
+        near_duplicates_of, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
     )
-
-    # A delta's: the collection's df and N (the stored idf and max_impact are those used).
-    idf = bm25_idf(df, num_docs) if stats is None else bm25_idf(stats.df(sorted_terms, df), stats.num_docs)
-    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
     averages = None if stats is None else stats.average_lengths
-    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params, averages)
-    max_impact = np.zeros(len(df), dtype=np.float32)
-    if num_postings:
-        nonempty = df > 0
-        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
-
+    idf, post_impacts, max_impact = posting_scores(
+        df, post_offsets, post_docs, tfs, lengths, num_docs, params, averages, sorted_terms, stats
+    )
     near_dup_of = near_job.result()
-    total = float(pagerank.sum()) if stats is None else 1.0  # a delta's priors are stored as given
-    if not total > 0:
-        raise PublishError("PageRank vector sums to zero: the PageRank run failed")
     return {
         "term_bytes": term_bytes,
         "term_offsets": term_offsets,
@@ -247,30 +218,108 @@ def _posting_arrays(
         "post_offsets": post_offsets,
         "post_docs": post_docs,
         "post_impacts": post_impacts,
-        "tf_title": tfs[0],
-        "tf_body": tfs[1],
-        "tf_anchor": tfs[2],
-        "tf_url": tfs[3],
-        "tf_meta": tfs[4],
-        "tf_nav": tfs[5],
-        "len_title": lengths[0],
-        "len_body": lengths[1],
-        "len_anchor": lengths[2],
-        "len_url": lengths[3],
-        "len_meta": lengths[4],
-        "len_nav": lengths[5],
-        "doc_lengths": (lengths[0] + lengths[1] + lengths[4]).astype(np.uint32),
+        **{f"tf_{name}": tf for name, tf in zip(FIELD_NAMES, tfs, strict=True)},
+        **length_arrays(lengths),
         "fwd_offsets": fwd_offsets,
         "fwd_terms": fwd_terms,
         "fwd_tfs": fwd_tfs,
         "near_dup_of": near_dup_of,
-        **_form_arrays(cols.forms, num_docs),
+        **form_arrays(cols.forms, num_docs),
         **vocabulary_arrays(cols.vocabulary),
-        "pagerank": (np.asarray(pagerank, dtype=np.float64) / total),  # drop rounding drift
+        "pagerank": pagerank_array(pagerank, stats),
     }
 
 
-def _near_duplicates(
+def term_arrays(sorted_terms: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """(term_offsets, term_bytes) of the terms, in their order."""
+    term_offsets = offsets_of(np.array([len(t) for t in sorted_terms], dtype=np.uint64))
+    return term_offsets, np.frombuffer(b"".join(sorted_terms), dtype=np.uint8).copy()
+
+
+def field_lengths(cols: IndexColumns, num_docs: int) -> np.ndarray:
+    """Each field's length of each document, (fields, documents) uint32."""
+    lengths = np.zeros((NUM_FIELDS, num_docs), dtype=np.uint32)
+    for doc, values in cols.lengths.items():
+        if not 0 <= doc < num_docs:
+            raise PublishError(
+                f"MRIndex saw doc_num {doc}, but the database has {num_docs} "
+                "documents (0..N-1): rebuild from a consistent crawl"
+            )
+        lengths[:, doc] = values
+    return lengths
+
+
+def length_arrays(lengths: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-document length arrays (``len_*``, ``doc_lengths``) of ``field_lengths``."""
+    return {
+        **{f"len_{name}": lengths[f] for f, name in enumerate(FIELD_NAMES)},
+        "doc_lengths": (lengths[0] + lengths[1] + lengths[4]).astype(np.uint32),
+    }
+
+
+def pagerank_array(pagerank: np.ndarray, stats: CollectionStats | None = None) -> np.ndarray:
+    """The stored PageRank: normalised to sum to 1 (a build's), or as given (a delta's priors)."""
+    total = float(pagerank.sum()) if stats is None else 1.0
+    if not total > 0:
+        raise PublishError("PageRank vector sums to zero: the PageRank run failed")
+    return np.asarray(pagerank, dtype=np.float64) / total  # drop rounding drift
+
+
+def title_body_tfs(tfs: Sequence[np.ndarray]) -> np.ndarray:
+    """The page's own words' frequency per posting: title, body and meta (the description was
+    body text until the meta field had its own weight; feedback and near-duplicates still read
+    it). Not nav: a site's menu is no evidence of what a page is about, nor of two pages being
+    copies."""
+    return np.minimum(tfs[0].astype(np.uint32) + tfs[1] + tfs[4], TF_MAX).astype(np.uint16)
+
+
+def forward_index(
+    post_docs: np.ndarray, post_offsets: np.ndarray, title_body: np.ndarray, num_docs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The forward index (fwd_offsets, fwd_terms, fwd_tfs): the postings regrouped by
+    document, terms ascending: the CSC form of the (term x document) CSR matrix the postings
+    are (scipy converts in O(postings))."""
+    from scipy.sparse import csr_matrix
+
+    by_doc = csr_matrix(
+        (title_body, post_docs, post_offsets.astype(np.int64)), shape=(post_offsets.shape[0] - 1, num_docs)
+    ).tocsc()
+    by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
+    return by_doc.indptr.astype(np.uint64), by_doc.indices.astype(np.uint32), by_doc.data.astype(np.uint16)
+
+
+def posting_scores(
+    df: np.ndarray,
+    post_offsets: np.ndarray,
+    post_docs: np.ndarray,
+    tfs: Sequence[np.ndarray],
+    lengths: np.ndarray,
+    num_docs: int,
+    params: BM25FParams,
+    averages: Sequence[float] | None,
+    sorted_terms: Sequence[bytes] = (),
+    stats: CollectionStats | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(idf, impacts, max_impact) of the postings of terms with ``df`` postings each
+    (``post_offsets`` from 0): per term and per posting, so a run of terms scores as the
+    whole does when ``averages`` are the collection's (``bm25f.average_lengths``). ``stats``:
+    a delta's (``segment_arrays``), its ``sorted_terms`` looked up in it."""
+    # A delta's: the collection's df and N (the stored idf and max_impact are those used).
+    idf = (
+        bm25_idf(df, num_docs)
+        if stats is None
+        else bm25_idf(stats.df(list(sorted_terms), df), stats.num_docs)
+    )
+    term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
+    post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params, averages)
+    max_impact = np.zeros(len(df), dtype=np.float32)
+    if post_docs.shape[0]:
+        nonempty = df > 0
+        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
+    return idf, post_impacts, max_impact
+
+
+def near_duplicates_of(
     fwd_offsets: np.ndarray,
     fwd_terms: np.ndarray,
     fwd_tfs: np.ndarray,
@@ -300,12 +349,12 @@ def vocabulary_arrays(vocabulary: Mapping[str, int]) -> dict[str, np.ndarray]:
     lengths = np.array([len(f) for f, _ in kept], dtype=np.uint64)
     return {
         "vocab_bytes": np.frombuffer(b"".join(f for f, _ in kept), dtype=np.uint8).copy(),
-        "vocab_offsets": _offsets(lengths),
+        "vocab_offsets": offsets_of(lengths),
         "vocab_df": np.array([h for _, h in kept], dtype=np.uint32),
     }
 
 
-def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
+def form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray]:
     """Each document's word-form filter (services.text.analysis.forms) in one array, with offsets."""
     sizes = np.zeros(num_docs, dtype=np.uint64)
     for doc, blob in forms.items():
@@ -313,7 +362,7 @@ def _form_arrays(forms: dict[int, bytes], num_docs: int) -> dict[str, np.ndarray
             raise PublishError(f"MRIndex sent word forms of doc_num {doc}, outside 0..{num_docs - 1}")
         sizes[doc] = len(blob)
     ordered = b"".join(forms[d] for d in sorted(forms))
-    return {"form_offsets": _offsets(sizes), "form_filters": np.frombuffer(ordered, dtype=np.uint8).copy()}
+    return {"form_offsets": offsets_of(sizes), "form_filters": np.frombuffer(ordered, dtype=np.uint8).copy()}
 
 
 def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,17 +370,18 @@ def _text_terms(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> tupl
     keep = tfs > 0
     kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
     bounds = offsets.astype(np.int64)
-    return _offsets(kept_before[bounds[1:]] - kept_before[bounds[:-1]]), terms[keep]
+    return offsets_of(kept_before[bounds[1:]] - kept_before[bounds[:-1]]), terms[keep]
 
 
-def _offsets(lengths: np.ndarray) -> np.ndarray:
+def offsets_of(lengths: np.ndarray) -> np.ndarray:
     """[0, l0, l0+l1, ...]: where each run starts, plus the end (uint64, len+1)."""
     out = np.zeros(len(lengths) + 1, dtype=np.uint64)
     np.cumsum(lengths.astype(np.uint64), out=out[1:])  # widened first: cumsum's own cast is slow
     return out
 
 
-def _check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: int) -> None:
+def check_postings(post_docs: np.ndarray, post_offsets: np.ndarray, num_docs: int) -> None:
+    """Refuse postings naming documents past ``num_docs`` or not ascending within a term."""
     if len(post_docs) and int(post_docs.max()) >= num_docs:
         raise PublishError(
             f"a posting names doc_num {int(post_docs.max())}, but the database "
