@@ -52,7 +52,6 @@ from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_
 from services.indexing.url_names import write_name_lines
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.segment import open_segment, read_meta
-from services.storage.formats.segment_codec import expand_segment
 from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
@@ -163,10 +162,9 @@ def update_index(
         )
         delta_meta = segment_meta(delta, pagerank_iterations=0, pagerank_damping=0.0, created_at=time.time())
         check_mergeable([base_meta, delta_meta])
-        # On a file:// store the blob itself is mapped, not a copy of it.
-        stored, base_meta = open_segment(store.local_file(base_name, scratch / "base.nseg"))
-        base_arrays = expand_segment(stored)  # the plain arrays the merge works on
-        del stored
+        # On a file:// store the blob itself is mapped, not a copy of it; the merge reads it a
+        # term range at a time (``merge_ranges``), never expanded whole.
+        base_arrays, base_meta = open_segment(store.local_file(base_name, scratch / "base.nseg"))
         merged = merge_segments(
             [
                 SegmentPart(base_arrays, np.arange(int(base_meta["num_docs"]))),
@@ -197,7 +195,7 @@ def update_index(
         say(f"    merged {num_docs} documents in {time.monotonic() - stage:.1f} s")
 
         published = publish_segment(
-            merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=ref
+            merged, meta, store, sessions, keep=settings.index.keep_segments, replaces=ref, packed=True
         )
         shutil.rmtree(scratch, ignore_errors=True)
     finally:

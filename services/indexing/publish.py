@@ -100,13 +100,14 @@ def created_at_of(name: str) -> float | None:
 
 
 def publish_segment(
-    arrays: dict[str, np.ndarray],  # plain (segment_codec): as segment_arrays and merge_segments give them
+    arrays: dict[str, np.ndarray],  # plain (segment_codec): as segment_arrays gives them; or ``packed``
     meta: dict[str, Any],
     store: BlobStore,
     sessions: sessionmaker[Session],
     keep: int = 0,
     *,
     replaces: VersionRef | int | None = None,
+    packed: bool = False,
 ) -> PublishedIndex:
     """Store the segment, then replace PageRank rows and activate it in one transaction;
     then delete the segments beyond the ``keep`` newest (``prune_segments``; 0: none).
@@ -117,7 +118,8 @@ def publish_segment(
     A version that only added deltas to it (``VersionRef``; an id: none allowed) is replaced
     with those deltas kept on top of the new segment: they hold documents committed after
     what the merge read (``incremental.update_index``), so a merge never throws away the
-    deltas published while it ran."""
+    deltas published while it ran. ``packed``: ``arrays`` are stored ones already
+    (``segment_codec.compact_segment``'s form: a merge packs its postings as it goes)."""
     carried: tuple[str, ...] = ()
 
     def activate(session: Session, name: str) -> IndexVersion:
@@ -139,7 +141,7 @@ def publish_segment(
             session, name, num_docs, meta["num_terms"], now=meta["created_at"], deltas=carried
         )
 
-    version_id, name, size = _store_then_activate(arrays, meta, store, sessions, activate)
+    version_id, name, size = _store_then_activate(arrays, meta, store, sessions, activate, packed=packed)
     _prune_quietly(store, sessions, keep)
     return PublishedIndex(version_id=version_id, segment=name, size=size, deltas=carried)
 
@@ -209,13 +211,16 @@ def _store_then_activate(
     store: BlobStore,
     sessions: sessionmaker[Session],
     activate: Callable[[Session, str], IndexVersion],
+    *,
+    packed: bool = False,
 ) -> tuple[int, str, int]:
     """Check and store the segment, then ``activate(session, name)`` in one transaction;
     (version id, blob name, bytes). Any failure after the blob is stored deletes it: the
     previous version stays active, no orphan is left (a kill -9 in between leaves one,
     harmless: no version names it)."""
     name = segment_name(meta["created_at"])
-    stored = compact_segment(arrays)  # the build's plain arrays, packed as format 9 stores them
+    # The build's plain arrays, packed as format 9 stores them (a merge's come packed).
+    stored = arrays if packed else compact_segment(arrays)
     check_segment(stored, meta, name)  # a bug here must never reach the search service
     with store.writer(name) as fh:
         size = write_segment(fh, stored, meta)

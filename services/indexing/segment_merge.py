@@ -27,12 +27,28 @@ from typing import Any
 
 import numpy as np
 
-from mapreduce.postings_wire import TF_MAX
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
-from services.indexing.segment_arrays import arrays_from_postings, edge_arrays, entry_page_arrays
-from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams
-from services.storage.formats.segment import SEGMENT_FORMAT
+from services.indexing.merge_ranges import POSTINGS_PER_RANGE, merged_ranges, term_union
+from services.indexing.segment_arrays import (
+    check_postings,
+    edge_arrays,
+    entry_page_arrays,
+    field_lengths,
+    form_arrays,
+    forward_index,
+    length_arrays,
+    near_duplicates_of,
+    offsets_of,
+    pagerank_array,
+    posting_scores,
+    term_arrays,
+    title_body_tfs,
+    vocabulary_arrays,
+)
+from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
+from services.storage.formats.segment import SEGMENT_FORMAT, TF_FIELDS
+from services.storage.formats.segment_codec import PostingsPacker, compact_forward
 
 
 @dataclass(frozen=True)
@@ -88,90 +104,84 @@ def merge_segments(
     removed: np.ndarray | None = None,
     url_kinds: np.ndarray | None = None,
     doc_hosts: np.ndarray | None = None,
+    range_postings: int = POSTINGS_PER_RANGE,
 ) -> dict[str, np.ndarray]:
-    """One segment's arrays (the contract) holding each document as its owning part has it;
-    ``removed`` documents (gone, noindex) are left out whatever a part holds of them.
-    ``url_kinds`` and ``doc_hosts``: as a build passes them (``segment_arrays``), for the
-    entry pages and site names, recomputed over the merged postings."""
+    """One segment's stored arrays (``segment_codec.compact_segment``'s form, in its order:
+    what ``publish`` stores) holding each document as its owning part has it; ``removed``
+    documents (gone, noindex) are left out whatever a part holds of them. ``url_kinds`` and
+    ``doc_hosts``: as a build passes them (``segment_arrays``), for the entry pages and site
+    names, recomputed over the merged postings.
+
+    The parts' arrays may be plain or stored (a base as ``open_segment`` maps it): the
+    postings are read, scored and packed a term range of about ``range_postings`` at a time
+    (``merge_ranges``); what is held whole is per document, per term, or a few bytes a posting
+    (documents, impacts, title frequencies, the forward index), not the parts' expanded
+    columns."""
     owner = owners(parts, num_docs)
     if removed is not None and removed.shape[0]:
         owner[np.asarray(removed, dtype=np.int64)] = -1
-    term_lists = [_terms(part.arrays) for part in parts]
-    merged_terms = sorted(set().union(*term_lists))
-    term_ids = {term: i for i, term in enumerate(merged_terms)}
-
     graph = _graph_part(parts)
-    anchor = FIELD_NAMES.index("anchor")
-    terms, docs, tfs, pos_parts, pos_lengths = [], [], [], [], []
-    for i, part in enumerate(parts):
-        a = part.arrays
-        df = _runs(a["post_offsets"])
-        post_docs = a["post_docs"].astype(np.int64)
-        text = owner[post_docs] == i if post_docs.shape[0] else np.zeros(0, bool)
-        part_tfs = np.stack([a[f"tf_{name}"] for name in FIELD_NAMES], axis=1).astype(np.uint16)
-        part_tfs[~text] = 0  # what another part speaks for is superseded here
-        if graph is not None:  # the anchor field from the graph part alone, for every document
-            part_tfs[:, anchor] = a["tf_anchor"] if i == graph else 0
-            if i == graph and post_docs.shape[0]:
-                # No part speaks for it (gone; committed after what the merge read): no anchor
-                # text either, or it would be found by its in-links alone.
-                part_tfs[owner[post_docs] < 0, anchor] = 0
-        keep = part_tfs.any(axis=1)
-        remap = np.fromiter((term_ids[t] for t in term_lists[i]), dtype=np.int64, count=len(term_lists[i]))
-        terms.append(remap[np.repeat(np.arange(df.shape[0]), df)[keep]])
-        docs.append(post_docs[keep].astype(np.uint32))
-        tfs.append(part_tfs[keep])
-        # Positions (title and body) come with the text: none from a part's anchor-only share.
-        starts = a["pos_offsets"][:-1].astype(np.int64)[keep]
-        lengths = np.where(text, _runs(a["pos_offsets"]), 0)[keep]
-        pos_parts.append(_gather(a["positions"], starts, lengths))
-        pos_lengths.append(lengths)
+    cols = _columns(parts, owner, graph)
+    lengths = field_lengths(cols, num_docs)
+    averages = average_lengths(list(lengths))
+    union = term_union([_terms(part.arrays) for part in parts])
 
-    term_col = np.concatenate(terms) if terms else np.zeros(0, np.int64)
-    doc_col = np.concatenate(docs) if docs else np.zeros(0, np.uint32)
-    # By term, then document: the postings' order. Each part's postings are in that order
-    # already (its term ids map to the merged ones in order), so a stable sort of one key
-    # merges a few sorted runs, in about linear time (lexsort of two keys took seconds).
-    order = np.argsort(term_col * max(num_docs, 1) + doc_col.astype(np.int64), kind="stable")
-    term_col, doc_col = term_col[order], doc_col[order]
-    field_tfs = np.concatenate(tfs)[order] if tfs else np.zeros((0, len(FIELD_NAMES)), np.uint16)
-    per_posting = np.concatenate(pos_lengths) if pos_lengths else np.zeros(0, np.int64)
-    flat = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.uint32)
-    flat_starts = np.concatenate([[0], np.cumsum(per_posting)[:-1]]).astype(np.int64)
-    positions = _gather(flat, flat_starts[order], per_posting[order])
-    per_posting = per_posting[order]
-    # One posting per (term, document): a document's text from its owner and its anchor text
-    # from the graph part are two rows until here; their fields are disjoint, so they add.
-    if term_col.shape[0]:
-        first = np.flatnonzero(
-            np.concatenate([[True], (term_col[1:] != term_col[:-1]) | (doc_col[1:] != doc_col[:-1])])
+    out_terms: list[bytes] = []
+    dfs, idfs, bounds, docs, impacts, titles, title_bodies = [], [], [], [], [], [], []
+    packer = PostingsPacker()
+    for merged in merged_ranges([p.arrays for p in parts], owner, graph, union, range_postings):
+        present = np.flatnonzero(merged.per_term)  # a term only superseded versions held is gone
+        out_terms.extend(union.terms[merged.first + t] for t in present.tolist())
+        df = merged.per_term[present].astype(np.uint32)
+        post_offsets = offsets_of(df)
+        check_postings(merged.docs, post_offsets, num_docs)
+        tfs = [np.ascontiguousarray(merged.field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
+        idf, post_impacts, max_impact = posting_scores(
+            df, post_offsets, merged.docs, tfs, lengths, num_docs, params, averages
         )
-        if first.shape[0] != term_col.shape[0]:
-            field_tfs = np.add.reduceat(field_tfs.astype(np.uint32), first, axis=0)
-            field_tfs = np.minimum(field_tfs, TF_MAX).astype(np.uint16)
-            per_posting = np.add.reduceat(per_posting, first)
-            term_col, doc_col = term_col[first], doc_col[first]
-    pos_offsets = np.zeros(term_col.shape[0] + 1, dtype=np.uint64)
-    np.cumsum(per_posting.astype(np.uint64), out=pos_offsets[1:])
+        packer.add(dict(zip(TF_FIELDS, tfs, strict=True)), merged.pos_counts, merged.positions)
+        dfs.append(df)
+        idfs.append(idf.astype(np.float32))
+        bounds.append(max_impact)
+        docs.append(merged.docs)
+        impacts.append(post_impacts)
+        titles.append(tfs[FIELD_NAMES.index("title")])
+        title_bodies.append(title_body_tfs(tfs))
+        del merged, tfs
 
-    per_term = np.bincount(term_col, minlength=len(merged_terms))
-    present = np.flatnonzero(per_term)  # a term only superseded versions held is gone
-    arrays = arrays_from_postings(
-        per_term[present].astype(np.uint32),
-        doc_col,
-        field_tfs,
-        [merged_terms[t] for t in present.tolist()],
-        _columns(parts, owner, graph),
-        pagerank,
-        num_docs,
-        params,
-        near_duplicates=near_duplicates,
+    df = _joined(dfs, np.uint32)
+    post_offsets = offsets_of(df)
+    post_docs = _joined(docs, np.uint32)
+    fwd_offsets, fwd_terms, fwd_tfs = forward_index(
+        post_docs, post_offsets, _joined(title_bodies, np.uint16), num_docs
     )
-    arrays["positions"] = positions.astype(np.uint32)
-    arrays["pos_offsets"] = pos_offsets
-    arrays.update(_links(parts, owner, num_docs, graph))
-    arrays.update(entry_page_arrays(arrays, num_docs, url_kinds, doc_hosts))
-    return arrays
+    near_dup_of = near_duplicates_of(fwd_offsets, fwd_terms, fwd_tfs, out_terms, num_docs, near_duplicates)
+    forward = compact_forward(fwd_offsets, fwd_terms, fwd_tfs)
+    del fwd_terms, fwd_tfs
+    term_offsets, term_bytes = term_arrays(out_terms)
+    postings = {"post_offsets": post_offsets, "post_docs": post_docs, "tf_title": _joined(titles, np.uint16)}
+    entry_pages = entry_page_arrays(postings, num_docs, url_kinds, doc_hosts)
+    del postings["tf_title"]
+    return {
+        "term_bytes": term_bytes,
+        "term_offsets": term_offsets,
+        "df": df,
+        "idf": _joined(idfs, np.float32),
+        "max_impact": _joined(bounds, np.float32),
+        "post_offsets": post_offsets,
+        "post_docs": post_docs,
+        "post_impacts": _joined(impacts, np.float32),
+        **length_arrays(lengths),
+        "fwd_offsets": fwd_offsets,
+        "near_dup_of": near_dup_of,
+        **form_arrays(cols.forms, num_docs),
+        **vocabulary_arrays(cols.vocabulary),
+        "pagerank": pagerank_array(pagerank),
+        **_links(parts, owner, num_docs, graph),
+        **entry_pages,
+        **packer.finish(),
+        **forward,
+    }
 
 
 def merged_languages(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -201,16 +211,6 @@ def _runs(offsets: np.ndarray) -> np.ndarray:
     wide = offsets.astype(np.int64)
     out: np.ndarray = wide[1:] - wide[:-1]
     return out
-
-
-def _gather(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``values[starts[i]:starts[i]+lengths[i]]`` for every i, concatenated (no Python loop)."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=values.dtype)
-    run_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    index = np.repeat(starts - run_starts, lengths) + np.arange(total, dtype=np.int64)
-    return np.asarray(values[index])
 
 
 def _columns(parts: Sequence[SegmentPart], owner: np.ndarray, graph: int | None) -> IndexColumns:
@@ -269,3 +269,10 @@ def _links(
         np.concatenate(targets) if targets else np.zeros(0, np.int64),
         num_docs,
     )
+
+
+def _joined(chunks: list[np.ndarray], dtype: type) -> np.ndarray:
+    """The chunks one after another (an empty array of ``dtype`` for none), freeing each."""
+    out: np.ndarray = np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
+    chunks.clear()
+    return out

@@ -1,6 +1,7 @@
 """Merging segments (services.indexing.segment_merge): a base segment and a delta of new and
 recrawled documents merge into exactly the segment a full build of the same documents gives,
-statistics and all (document frequencies, idf, impacts, bounds, forward index, folding)."""
+statistics and all (document frequencies, idf, impacts, bounds, forward index, folding),
+stored byte for byte as publish stores a build's, whatever the term ranges it is merged in."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from mapreduce.postings_wire import NUM_FIELDS, Chunk
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
+from services.indexing.merge_ranges import POSTINGS_PER_RANGE
 from services.indexing.segment_arrays import segment_arrays
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments
 from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
@@ -85,8 +87,31 @@ def build(
     return segment_arrays(collect_index_rows(rows_for(docs, anchors=anchors)), ranks, num_docs, links=links)
 
 
+def assert_stored_as(merged: dict[str, np.ndarray], full: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``merged`` (stored arrays) is what publish stores of the build ``full`` (plain), byte for
+    byte and in its order (the file's layout); returns the merge's plain arrays."""
+    stored_full = compact_segment(full)
+    assert list(merged) == list(stored_full)
+    for name, value in stored_full.items():
+        assert merged[name].dtype == value.dtype, name
+        assert merged[name].tobytes() == value.tobytes(), name
+    plain = expand_segment(merged)
+    assert sorted(plain) == sorted(full)
+    for name, value in full.items():
+        np.testing.assert_array_equal(plain[name], value, err_msg=name)
+    return plain
+
+
+# The default, and ranges of a few postings: a term range's end inside a block of 128
+# postings, and terms merged a handful at a time.
+RANGES = [POSTINGS_PER_RANGE, 5, 1]
+
+
+@pytest.mark.parametrize("range_postings", RANGES)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives(seed: int) -> None:
+def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives(
+    seed: int, range_postings: int
+) -> None:
     rng = random.Random(seed)
     base_n, total = 40, 70
     base = {d: random_doc(rng, WORDS) for d in range(base_n)}
@@ -103,25 +128,20 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     final_links = {**links_base, **links_delta}
     full = build(final, total, final_links)
 
-    # The base as an update reads it: stored (packed), then expanded.
-    base_arrays = expand_segment(compact_segment(build(base, base_n, links_base)))
+    # The base as an update reads it: stored (packed); the delta as the update builds it.
+    base_arrays = compact_segment(build(base, base_n, links_base))
     delta_arrays = build(delta, total, links_delta)
-    merged = merge_segments(
+    stored = merge_segments(
         [
             SegmentPart(base_arrays, np.arange(base_n)),
             SegmentPart(delta_arrays, np.array(sorted(delta))),
         ],
         total,
         np.full(total, 1.0 / total),
+        range_postings=range_postings,
     )
-    assert sorted(merged) == sorted(full)
-    for name, value in full.items():
-        assert merged[name].dtype == value.dtype, name
-        np.testing.assert_array_equal(merged[name], value, err_msg=name)
-    stored, stored_full = compact_segment(merged), compact_segment(full)
     check_segment(stored, {"format": SEGMENT_FORMAT, "num_docs": total}, "merged")
-    for name, value in stored_full.items():  # and so is what publish stores, byte for byte
-        assert stored[name].tobytes() == value.tobytes(), name
+    merged = assert_stored_as(stored, full)
     # The recrawl took "only" out of document 5: no posting of the old version survives.
     terms = bytes(merged["term_bytes"]).decode()
     assert "only" not in terms
@@ -129,8 +149,11 @@ def test_base_plus_delta_merges_into_what_a_full_build_of_the_same_records_gives
     assert int(merged["near_dup_of"][45]) == 6
 
 
+@pytest.mark.parametrize("range_postings", RANGES)
 @pytest.mark.parametrize("seed", [4, 5])
-def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(seed: int) -> None:
+def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(
+    seed: int, range_postings: int
+) -> None:
     """An update's link job reads every record: new pages' anchor text from old pages, and old
     pages' from new ones, come from its part, whichever part holds the page's text."""
     rng = random.Random(seed)
@@ -148,21 +171,23 @@ def test_a_delta_with_the_whole_link_graph_brings_every_documents_anchor_text(se
     full = build({**base, **delta}, total, links_now, anchors_now)
     merged = merge_segments(
         [
-            SegmentPart(build(base, base_n, links_then, anchors_then), np.arange(base_n)),
+            SegmentPart(compact_segment(build(base, base_n, links_then, anchors_then)), np.arange(base_n)),
             SegmentPart(
                 build(delta, total, links_now, anchors_now), np.array(sorted(delta)), whole_graph=True
             ),
         ],
         total,
         np.full(total, 1.0 / total),
+        range_postings=range_postings,
     )
-    assert sorted(merged) == sorted(full)
-    for name, value in full.items():
-        np.testing.assert_array_equal(merged[name], value, err_msg=name)
+    assert_stored_as(merged, full)
 
 
+@pytest.mark.parametrize("range_postings", RANGES)
 @pytest.mark.parametrize("seed", [6, 7])
-def test_a_purge_with_no_new_text_merges_into_a_full_build_of_the_live_documents(seed: int) -> None:
+def test_a_purge_with_no_new_text_merges_into_a_full_build_of_the_live_documents(
+    seed: int, range_postings: int
+) -> None:
     """``block --purge`` of an old host: no document has new text, the update's delta is the
     link graph alone (of the live documents: a link to a removed page names nothing), and the
     host's documents are ``removed``. The merge equals a full build without them, their
@@ -181,16 +206,15 @@ def test_a_purge_with_no_new_text_merges_into_a_full_build_of_the_live_documents
     full = build({d: base[d] for d in live}, total, links_now, anchors_now)
     merged = merge_segments(
         [
-            SegmentPart(build(base, total, links_then, anchors_then), np.arange(total)),
+            SegmentPart(compact_segment(build(base, total, links_then, anchors_then)), np.arange(total)),
             SegmentPart(build({}, total, links_now, anchors_now), np.zeros(0, np.int64), whole_graph=True),
         ],
         total,
         np.full(total, 1.0 / total),
         removed=np.array(purged),
+        range_postings=range_postings,
     )
-    assert sorted(merged) == sorted(full)
-    for name, value in full.items():
-        np.testing.assert_array_equal(merged[name], value, err_msg=name)
+    assert_stored_as(merged, full)
     assert "purgedword" not in bytes(merged["term_bytes"]).decode()
 
 
