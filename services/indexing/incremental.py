@@ -34,6 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
 from services.indexing.url_names import write_name_lines
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
-from services.storage.formats.segment import open_segment, read_meta
+from services.storage.formats.segment import open_segment, read_meta, release_pages
 from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
@@ -176,6 +177,7 @@ def update_index(
             removed=removed,
             url_kinds=kinds,
             doc_hosts=doc_hosts,
+            release=partial(release_pages, base_arrays),
         )
         del base_arrays, delta, graph
         meta = segment_meta(

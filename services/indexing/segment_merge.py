@@ -21,7 +21,7 @@ single-document forms).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +105,7 @@ def merge_segments(
     url_kinds: np.ndarray | None = None,
     doc_hosts: np.ndarray | None = None,
     range_postings: int = POSTINGS_PER_RANGE,
+    release: Callable[[], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """One segment's stored arrays (``segment_codec.compact_segment``'s form, in its order:
     what ``publish`` stores) holding each document as its owning part has it; ``removed``
@@ -116,7 +117,8 @@ def merge_segments(
     postings are read, scored and packed a term range of about ``range_postings`` at a time
     (``merge_ranges``); what is held whole is per document, per term, or a few bytes a posting
     (documents, impacts, title frequencies, the forward index), not the parts' expanded
-    columns."""
+    columns. ``release``: called after each range (the caller drops the pages of a mapped
+    part it read: ``segment.release_pages``)."""
     owner = owners(parts, num_docs)
     if removed is not None and removed.shape[0]:
         owner[np.asarray(removed, dtype=np.int64)] = -1
@@ -148,10 +150,15 @@ def merge_segments(
         titles.append(tfs[FIELD_NAMES.index("title")])
         title_bodies.append(title_body_tfs(tfs))
         del merged, tfs
+        if release is not None:
+            release()
 
     df = _joined(dfs, np.uint32)
     post_offsets = offsets_of(df)
     post_docs = _joined(docs, np.uint32)
+    postings = {"post_offsets": post_offsets, "post_docs": post_docs, "tf_title": _joined(titles, np.uint16)}
+    entry_pages = entry_page_arrays(postings, num_docs, url_kinds, doc_hosts)
+    del postings  # the title frequencies, before the forward index is made
     fwd_offsets, fwd_terms, fwd_tfs = forward_index(
         post_docs, post_offsets, _joined(title_bodies, np.uint16), num_docs
     )
@@ -159,9 +166,6 @@ def merge_segments(
     forward = compact_forward(fwd_offsets, fwd_terms, fwd_tfs)
     del fwd_terms, fwd_tfs
     term_offsets, term_bytes = term_arrays(out_terms)
-    postings = {"post_offsets": post_offsets, "post_docs": post_docs, "tf_title": _joined(titles, np.uint16)}
-    entry_pages = entry_page_arrays(postings, num_docs, url_kinds, doc_hosts)
-    del postings["tf_title"]
     return {
         "term_bytes": term_bytes,
         "term_offsets": term_offsets,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import mmap
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -120,6 +121,19 @@ def open_segment(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             raise BlockFormatError(f"{path}: array {name!r} runs past the end; segment truncated")
         arrays[name] = raw[start:end].view(dtype)
     return arrays, header["meta"]
+
+
+def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
+    """Drop the pages of ``open_segment``'s mapped arrays from this process's resident set:
+    they stay in the page cache and are mapped again when read. A merge reads its base once,
+    a term range at a time (``services.indexing.merge_ranges``); without this, each page it
+    read would stay resident, and count in its memory, to the end: the whole base."""
+    seen: set[int] = set()
+    for array in arrays.values():
+        mapped = getattr(array, "_mmap", None)  # np.memmap's; a plain array has none
+        if isinstance(mapped, mmap.mmap) and id(mapped) not in seen:
+            seen.add(id(mapped))
+            mapped.madvise(mmap.MADV_DONTNEED)
 
 
 # The segment contract, format 9. N documents, T terms, P postings, Q positions, F forward
