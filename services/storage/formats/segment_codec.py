@@ -53,6 +53,7 @@ def plain_dtypes() -> dict[str, np.dtype]:
 
 _COLUMNS = len(POSTING_COLUMNS)
 _POS = POSTING_COLUMNS.index("pos_start")  # where a posting's positions start, in its block
+_PACK_RUN = 1 << 20  # postings packed per pass (bounds the int64 temporaries of a whole build's)
 
 
 def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -86,8 +87,17 @@ class PostingsPacker:
 
     def add(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
         """Postings: each field's frequencies (``TF_FIELDS``), the number of positions of each
-        and their positions concatenated (ascending per posting)."""
+        and their positions concatenated (ascending per posting). Packed ``_PACK_RUN`` at a
+        time: a build adds all its postings at once, and the int64 temporaries stay small."""
         counts = np.asarray(counts, dtype=np.int64)
+        at = 0
+        for lo in range(0, counts.shape[0], _PACK_RUN):
+            run = counts[lo : lo + _PACK_RUN]
+            end = at + int(run.sum())
+            self._add_run({f: tfs[f][lo : lo + _PACK_RUN] for f in TF_FIELDS}, run, positions[at:end])
+            at = end
+
+    def _add_run(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
         rows = np.arange(self._postings, self._postings + counts.shape[0], dtype=np.int64)
         offsets = self._positions + np.cumsum(counts) - counts  # each posting's first position
         firsts = offsets[(rows & (BLOCK - 1)) == 0]  # those of the blocks starting in this run
