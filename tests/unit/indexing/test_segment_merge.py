@@ -6,6 +6,7 @@ stored byte for byte as publish stores a build's, whatever the term ranges it is
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from services.indexing.index_rows import collect_index_rows
 from services.indexing.merge_ranges import POSTINGS_PER_RANGE
 from services.indexing.segment_arrays import segment_arrays
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments
-from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
+from services.storage.formats import bitpack
+from services.storage.formats.segment import POSTING_COLUMNS, SEGMENT_FORMAT, check_segment
 from services.storage.formats.segment_codec import compact_segment, expand_segment
 
 WORDS = [f"w{i}" for i in range(60)] + ["école", "zoo", "ab"]
@@ -245,3 +247,43 @@ def test_segments_of_another_analyzer_or_format_are_not_merged() -> None:
         check_mergeable([same, {**same, "analyzer": "1"}])
     with pytest.raises(PublishError, match="format"):
         check_mergeable([same, {**same, "format": 3}])
+
+
+def test_the_stored_base_is_read_a_term_range_at_a_time_never_expanded_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The merge's memory is bounded by a term range, not by the base (docs/benchmarks.md,
+    "Issue 31: merge memory"): no read of the base's packed postings spans more than one
+    range's rows, and the ranges cover them all. Expanding the base (``expand_segment``), or
+    merging it in one piece, decodes every row at once and fails here."""
+    rng = random.Random(8)
+    base_n, total = 300, 320
+    base = {d: random_doc(rng, WORDS) for d in range(base_n)}
+    delta = {d: random_doc(rng, WORDS) for d in range(base_n - 10, total)}
+    stored_base = compact_segment(build(base, base_n, {}))
+    postings = int(stored_base["post_docs"].shape[0])
+    widest_term = int(np.diff(stored_base["post_offsets"].astype(np.int64)).max())
+    read: list[tuple[int, int]] = []
+    unpack_range = bitpack.unpack_range
+
+    def spy(words: np.ndarray, *args: Any) -> np.ndarray:
+        starts, widths, columns, column, lo, hi = args
+        if words is stored_base["post_packed"] and column == POSTING_COLUMNS.index("title"):
+            read.append((lo, hi))
+        return unpack_range(words, *args)
+
+    monkeypatch.setattr(bitpack, "unpack_range", spy)
+    budget = 64
+    merge_segments(
+        [
+            SegmentPart(stored_base, np.arange(base_n)),
+            SegmentPart(build(delta, total, {}), np.array(sorted(delta))),
+        ],
+        total,
+        np.full(total, 1.0 / total),
+        range_postings=budget,
+    )
+    assert postings > 10 * (budget + widest_term)
+    assert max(hi - lo for lo, hi in read) <= budget + widest_term
+    assert sorted(read)[0][0] == 0 and sorted(read)[-1][1] == postings  # every row, once, in order
+    assert all(a[1] == b[0] for a, b in zip(read, read[1:], strict=False))
