@@ -17,6 +17,11 @@ index"): anchor text and in-links from pages of one part to pages of another, Pa
 (the caller passes the vector), and forms that are in one document of each part (the
 spelling vocabulary keeps forms in two or more documents; each part dropped its own
 single-document forms).
+
+The postings are merged, scored and packed a term range at a time (``merge_ranges``), from
+the base as it is stored (mapped, never expanded): what a merge holds at once is the
+output, a few bytes a posting, and one range's work (docs/benchmarks.md, "Issue 31: merge
+memory").
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """A segment's arrays as the build makes them ("plain") and as format 9 stores them.
 
-The build and the incremental merge work on plain arrays: one column per field
-frequency, the positions with an offset per posting, the forward index's term ids
-and frequencies as they are. ``compact_segment`` turns those into the stored
-contract (``services.storage.formats.segment.SEGMENT_ARRAYS``), which bit-packs the
-field frequencies and positions (``services.storage.formats.bitpack``), stores the
-forward index byte-aligned (feedback reads it whole for ten documents a query), and
-``expand_segment`` gives the plain arrays back, exactly (the merge starts from them, so a
-merged segment is a full build's). The readers here (``field_tfs``,
-``position_lists``, ``forward_lists``) decode only the rows asked for.
+The build works on plain arrays: one column per field frequency, the positions with an
+offset per posting, the forward index's term ids and frequencies as they are.
+``compact_segment`` turns those into the stored contract
+(``services.storage.formats.segment.SEGMENT_ARRAYS``), which bit-packs the field
+frequencies and positions (``services.storage.formats.bitpack``), stores the forward index
+byte-aligned (feedback reads it whole for ten documents a query), and ``expand_segment``
+gives the plain arrays back, exactly. The incremental merge never expands its base: it
+reads it a term range at a time (``posting_runs``) and packs its postings as it goes
+(``PostingsPacker``, the same bytes ``compact_segment`` writes). The readers here
+(``field_tfs``, ``position_lists``, ``forward_lists``) decode only the rows asked for.
 
 What stays plain: what every query reads whole (document numbers, impacts, offsets,
 per-document columns); docs/benchmarks.md ("Issue 31: compact segments") has what each
