@@ -100,6 +100,7 @@ def top_k_blockmax(
     count_limit: int = 0,
     probe_only: Sequence[bool] | None = None,
     candidates_only: Sequence[bool] | None = None,
+    seed: np.ndarray | None = None,
 ) -> BlockmaxResult:
     """The exact top-``k`` of the OR of ``lists``: per term (weight, bound ``max_impact``,
     its term id in ``source`` or None, documents ascending, impacts). ``excluded``: doc
@@ -111,7 +112,9 @@ def top_k_blockmax(
     ``probe_only``: per list, True where it never brings a candidate and only adds to the
     scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
     True where a list only brings candidates, a document holding no other list is no match
-    (a word of the user's that the feedback query dropped)."""
+    (a word of the user's that the feedback query dropped). ``seed``: documents likely to
+    rank high (a feedback query's first pass's best), scored first so that the k-th score
+    starts high and prunes from the first document on; the result is the same."""
     m = len(lists)
     src = np.zeros(m, np.int64)
     start = np.zeros(m, np.int64)
@@ -163,6 +166,7 @@ def top_k_blockmax(
         bounds,
         lead,
         member,
+        np.zeros(0, np.uint32) if seed is None else np.unique(np.asarray(seed, dtype=np.uint32)),
         prior,
         int(k),
         float(max_prior),
@@ -215,6 +219,7 @@ def _top_k(
     bounds,
     lead,
     member,
+    seed,
     prior,
     k,
     max_prior,
@@ -279,6 +284,20 @@ def _top_k(
         pos[j] = hi
         cur[j] = doc_at(j, hi) if hi < n else SENTINEL
 
+    def find(j, d):
+        """Where list ``j`` holds ``d`` (binary search, cursors untouched); -1: it does not."""
+        lo = 0
+        hi = length[j]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if doc_at(j, mid) < d:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < length[j] and doc_at(j, lo) == d:
+            return lo
+        return -1
+
     def block_of(j, d):
         """Move term ``j``'s block pointer (not its cursor) to the block that would hold
         ``d``; the block's number, -1 past the list's end."""
@@ -330,10 +349,56 @@ def _top_k(
     at_excluded = 0
     use_allowed = allowed.shape[0] > 0
     slack = 1.0 + SAFETY
+    grow = (1.0 + max_prior) * slack
+    n_seed = seed.shape[0]
+    for x in range(n_seed):
+        sd = np.int64(seed[x])
+        if use_allowed and not allowed[sd]:
+            continue
+        lo = 0
+        hi = n_excluded
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if np.int64(excluded[mid]) < sd:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n_excluded and np.int64(excluded[lo]) == sd:
+            continue
+        text = 0.0
+        brought = False
+        matched = False
+        for j in range(m):  # query order, as rank.text_scores adds them
+            p = find(j, sd)
+            if p >= 0:
+                text += impact_at(j, p) * weights[j]
+                brought = brought or lead[j]
+                matched = matched or member[j]
+        if not (brought and matched):
+            continue
+        counted += 1
+        final = text * (1.0 + prior[sd])
+        if size < k:
+            heap_doc[size], heap_final[size], heap_text[size] = sd, final, text
+            size += 1
+            if size == k:
+                for i in range(k // 2 - 1, -1, -1):
+                    sift_down(i, k)
+        elif final > heap_final[0] or (final == heap_final[0] and sd < heap_doc[0]):
+            heap_doc[0], heap_final[0], heap_text[0] = sd, final, text
+            sift_down(0, k)
+    if size == k:
+        theta = heap_final[0]
+        while essential < m and theta > prefix[essential + 1] * grow + SAFETY:
+            essential += 1
+            exact = False
+    at_seed = 0
     d = SENTINEL
     for r in range(essential, m):
         if cur[order[r]] < d:
             d = cur[order[r]]
+    if essential == m:
+        d = SENTINEL  # the seeds' k-th score is more than any other document can make
     window_end = -1  # the documents up to here were found worth looking at
     while d != SENTINEL:
         if size == k and d > window_end:
@@ -388,8 +453,12 @@ def _top_k(
                 following = c
         while at_excluded < n_excluded and np.int64(excluded[at_excluded]) < d:
             at_excluded += 1
-        skip = (at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d) or (
-            use_allowed and not allowed[d]
+        while at_seed < n_seed and np.int64(seed[at_seed]) < d:
+            at_seed += 1
+        skip = (
+            (at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d)
+            or (use_allowed and not allowed[d])
+            or (at_seed < n_seed and np.int64(seed[at_seed]) == d)  # scored already
         )
         if not skip:
             counted += 1
@@ -434,12 +503,11 @@ def _top_k(
                         for i in range(k // 2 - 1, -1, -1):
                             sift_down(i, k)
                         theta = heap_final[0]
-                elif final > theta:
+                elif final > theta or (final == theta and d < heap_doc[0]):  # a seed may be later
                     heap_doc[0], heap_final[0], heap_text[0] = d, final, text
                     sift_down(0, k)
                     theta = heap_final[0]
                 if size == k:
-                    grow = (1.0 + max_prior) * slack
                     while essential < m and theta > prefix[essential + 1] * grow + SAFETY:
                         essential += 1
                         exact = False

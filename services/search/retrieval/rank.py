@@ -218,6 +218,7 @@ def top_k_or(
     source: PostingSource | None = None,
     count: bool = True,
     within: Sequence[QueryTerm] | None = None,
+    seed: np.ndarray | None = None,
 ) -> Ranked:
     """``top_k_maxscore``'s result (the same documents, scores and count), document at a time
     with block-max MaxScore in compiled code (``services.search.retrieval.blockmax``).
@@ -227,7 +228,8 @@ def top_k_or(
     ``within``: only documents of these lists are candidates (a feedback query reranks the
     documents holding a word of the user's, ``allowed`` restricting them further); a list of
     ``terms`` that is one of them (the same ``base_term``) brings candidates itself, the
-    others are added at weight 0, which adds exactly 0.0 to a score."""
+    others are added at weight 0, which adds exactly 0.0 to a score. ``seed``: documents
+    scored first (``blockmax.top_k_blockmax``); the same result, sooner."""
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
@@ -254,6 +256,7 @@ def top_k_or(
         EXACT_COUNT_POSTINGS if count else 0,
         probe_only,
         candidates_only,
+        seed,
     )
     total, exact = found.counted, found.exact
     if not exact and count:  # pruned, and too many postings to count them all: estimated

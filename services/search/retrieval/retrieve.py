@@ -225,6 +225,7 @@ def retrieve(
             source=index.posting_source,
             count=False,
             within=terms,
+            seed=ranked.docs,  # the first pass's best: they hold the expansion terms too
         )
         ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)

@@ -72,6 +72,10 @@ def test_blockmax_equals_the_exhaustive_top_k(seed: int):
     assert got.total == want.total  # every match counted (exactly, at this size)
     reference = top_k_maxscore(terms, prior, k, excluded=use_excluded, allowed=allowed)
     assert (got.total, got.exact) == (reference.total, reference.exact)
+    seeds = np.concatenate([want.docs[::2], rng.choice(num_docs, size=7)]).astype(np.uint32)
+    seeded = top_k_or(terms, prior, k, excluded=use_excluded, allowed=allowed, source=source, seed=seeds)
+    assert (seeded.docs.tolist(), seeded.final.tolist()) == (want.docs.tolist(), want.final.tolist())
+    assert seeded.total == want.total
 
 
 def test_block_maxima_are_each_blocks_largest_impact_counted_from_each_list_start():
@@ -137,3 +141,11 @@ def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed
     assert got.docs.tolist() == want.docs.tolist()
     assert got.final.tolist() == want.final.tolist()
     assert got.text.tolist() == want.text.tolist()
+    # Seeded with documents scored first (the first pass's best, and any others: excluded,
+    # hidden, holding nothing): the same result.
+    first = top_k_exhaustive(user, prior, k, excluded=excluded, allowed=visible).docs
+    seeds = np.concatenate([first, rng.choice(num_docs, size=5), excluded[:2]]).astype(np.uint32)
+    seeded = top_k_or(
+        expanded, prior, k, excluded=excluded, allowed=visible, source=source, within=user, seed=seeds
+    )
+    assert (seeded.docs.tolist(), seeded.final.tolist()) == (want.docs.tolist(), want.final.tolist())
