@@ -36,6 +36,7 @@ from services.storage.formats.segment_codec import (
 )
 from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.forms import holds
+from services.text.analysis.forms import warm_up as warm_forms
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,8 @@ class SegmentIndex:
         if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
             index.folded_into([])  # and the near-duplicate groups
             index.posting_source  # and the block maxima  # noqa: B018
-        warm_up()  # the compiled top-k: loaded (or compiled, once per install) before a query
+        warm_up()  # the compiled top-k and word-form probe: loaded (or compiled, once per
+        warm_forms()  # install) before a query
         return index
 
     @cached_property

@@ -16,7 +16,7 @@ withholds a tie-break.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -76,7 +76,75 @@ def holds_at(
     """``holds`` of the filters at bytes ``start`` (``size`` bytes each, 0: none) of
     ``filters`` followed by ``then``: one per document asked, wherever each lies (a version
     of several segments reads its base's filters where they are mapped and its deltas'
-    joined after them, in one pass, without copying the base's)."""
+    joined after them, in one pass, without copying the base's).
+
+    Compiled (numba, on first use: the index build, which only writes filters, never loads
+    it): a results page asks a few forms of ten documents, where numpy's thirty calls cost
+    about 0.1 ms, a fifth of a query. ``holds_at_reference`` is the same in numpy (tested)."""
+    f1 = np.asarray(h1, dtype=np.uint64)
+    f2 = np.asarray(h2, dtype=np.uint64)
+    more = then if then is not None and then.shape[0] else np.zeros(0, np.uint8)
+    if not filters.shape[0] and not more.shape[0]:
+        return np.zeros((*f1.shape, start.shape[0]), dtype=bool)
+    found = _compiled_holds()(
+        np.asarray(filters, dtype=np.uint8),
+        np.asarray(start, dtype=np.int64),
+        np.asarray(size, dtype=np.int64),
+        f1.reshape(-1),
+        f2.reshape(-1),
+        np.asarray(more, dtype=np.uint8),
+        HASHES,
+    )
+    return found.reshape((*f1.shape, start.shape[0]))
+
+
+_COMPILED: list[Callable[..., np.ndarray]] = []  # the compiled probe, once per process
+
+
+def warm_up() -> None:
+    """Compile the probe (or load it from numba's disk cache) now, not in a query's time."""
+    holds_at(np.zeros(1, np.uint8), np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)
+
+
+def _compiled_holds() -> Callable[..., np.ndarray]:
+    if not _COMPILED:
+        from numba import njit
+
+        _COMPILED.append(njit(cache=True, nogil=True)(_probe))
+    return _COMPILED[0]
+
+
+def _probe(filters, start, size, f1, f2, more, hashes):  # type: ignore[no-untyped-def]
+    """Each form (rows) in each document's filter (columns): Kirsch-Mitzenmacher probes."""
+    first = filters.shape[0]
+    out = np.zeros((f1.shape[0], start.shape[0]), dtype=np.bool_)
+    for a in range(f1.shape[0]):
+        for x in range(start.shape[0]):
+            bits = size[x] * 8
+            if bits <= 0:
+                continue  # no filter: it holds nothing
+            held = True
+            for i in range(hashes):
+                bit = (f1[a] + np.uint64(i) * f2[a]) % np.uint64(bits)
+                index = start[x] * 8 + np.int64(bit)
+                at = index // 8
+                byte = filters[at] if at < first else more[at - first]
+                if (byte >> (index % 8)) & 1 == 0:
+                    held = False
+                    break
+            out[a, x] = held
+    return out
+
+
+def holds_at_reference(
+    filters: np.ndarray,
+    start: np.ndarray,
+    size: np.ndarray,
+    h1: int | np.ndarray,
+    h2: int | np.ndarray,
+    then: np.ndarray | None = None,
+) -> np.ndarray:
+    """``holds_at`` in numpy: the reference its compiled probe is tested against."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
     shape = (*f1.shape, start.shape[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.text.analysis.forms import build_filters, form_hashes, holds, holds_at
+from services.text.analysis.forms import build_filters, form_hashes, holds, holds_at, holds_at_reference
 
 
 def test_two_arrays_read_as_one() -> None:
@@ -30,3 +30,34 @@ def test_two_arrays_read_as_one() -> None:
     # A Bloom filter has no false negatives: each form is found where it is.
     assert whole[0][0] and whole[0][3] and whole[1][1] and whole[2][3]
     assert not whole[:, 2].any()  # document 2 has no filter: it holds nothing
+
+
+def test_the_compiled_probe_answers_as_the_numpy_reference() -> None:
+    """Random filters of random sizes (some documents with none), read whole and split in
+    two arrays at every document boundary, one form and several."""
+    rng = np.random.default_rng(7)
+    forms = [f"form{i}" for i in range(60)]
+    per_doc = {d: list(rng.choice(forms, size=int(rng.integers(0, 12)), replace=False)) for d in range(40)}
+    pairs = [(d, *form_hashes([f])) for d, held in per_doc.items() for f in held]
+    pair_docs = np.array([d for d, _, _ in pairs], dtype=np.int64)
+    h1 = np.array([int(a[0]) for _, a, _ in pairs], dtype=np.uint64)
+    h2 = np.array([int(b[0]) for _, _, b in pairs], dtype=np.uint64)
+    held, offsets, packed = build_filters(pair_docs, h1, h2)
+    filters = np.frombuffer(packed, dtype=np.uint8)
+    sizes = np.zeros(41, dtype=np.int64)
+    sizes[held + 1] = np.diff(offsets)
+    doc_offsets = np.cumsum(sizes)
+    asked = rng.permutation(40).astype(np.int64)
+    start, size = doc_offsets[asked], doc_offsets[asked + 1] - doc_offsets[asked]
+    q1, q2 = form_hashes(forms[:25])
+    for cut in sorted({0, filters.shape[0], *doc_offsets[::7].tolist()}):
+        parts = (filters[:cut], start, size)
+        got = holds_at(*parts, q1, q2, filters[cut:])
+        assert got.tolist() == holds_at_reference(*parts, q1, q2, filters[cut:]).tolist(), cut
+        one = holds_at(*parts, int(q1[3]), int(q2[3]), filters[cut:])
+        assert one.shape == (40,) and one.tolist() == got[3].tolist()
+    # No false negatives: every document holds each of its own forms.
+    for d, held_forms in per_doc.items():
+        if held_forms:
+            f1, f2 = form_hashes(held_forms)
+            assert holds(filters, doc_offsets, np.array([d]), f1, f2).all()
