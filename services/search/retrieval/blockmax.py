@@ -116,48 +116,23 @@ def top_k_blockmax(
     rank high (a feedback query's first pass's best), scored first so that the k-th score
     starts high and prunes from the first document on; the result is the same."""
     m = len(lists)
-    src = np.zeros(m, np.int64)
-    start = np.zeros(m, np.int64)
-    length = np.zeros(m, np.int64)
-    bstart = np.zeros(m, np.int64)
-    weights = np.zeros(m, np.float64)
-    bounds = np.zeros(m, np.float64)
-    own_docs: list[np.ndarray] = []
-    own_impacts: list[np.ndarray] = []
-    own_blocks: list[np.ndarray] = []
-    own_at = own_block_at = 0
-    for j, (weight, max_impact, term, docs, impacts) in enumerate(lists):
-        weights[j] = weight
-        bounds[j] = weight * max_impact
-        length[j] = docs.shape[0]
-        if source is not None and term is not None:
-            start[j] = int(source.offsets[term])
-            bstart[j] = int(source.block_first[term])
-        else:
-            src[j] = 1
-            start[j], bstart[j] = own_at, own_block_at
-            own_docs.append(docs)
-            own_impacts.append(impacts)
-            own_blocks.append(list_block_maxima(np.asarray(impacts, np.float32)))
-            own_at += docs.shape[0]
-            own_block_at += own_blocks[-1].shape[0]
-    empty_u32, empty_f32 = np.zeros(0, np.uint32), np.zeros(0, np.float32)
-    base_docs = source.docs if source is not None else empty_u32
-    base_impacts = source.impacts if source is not None else empty_f32
-    base_blocks = source.block_max if source is not None else empty_f32
+    weights = np.array([w for w, _, _, _, _ in lists], dtype=np.float64)
+    bounds = np.array([w * top for w, top, _, _, _ in lists], dtype=np.float64)
+    lay = lay_out(source, [(term, docs, impacts) for _, _, term, docs, impacts in lists])
+    src, start, length, bstart = lay.src, lay.start, lay.length, lay.block_start
+    base_docs, joined_docs = lay.base_docs, lay.own_docs
     lead = np.ones(m, np.bool_) if probe_only is None else ~np.asarray(probe_only, dtype=np.bool_)
     member = np.ones(m, np.bool_) if candidates_only is None else ~np.asarray(candidates_only, dtype=np.bool_)
-    joined_docs = _joined(own_docs, np.uint32)
     excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
     allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
     prior = np.asarray(prior, dtype=np.float64)
     docs, final, text, counted, exact = _top_k(
         base_docs,
-        base_impacts,
-        base_blocks,
+        lay.base_impacts,
+        lay.base_blocks,
         joined_docs,
-        _joined(own_impacts, np.float32),
-        _joined(own_blocks, np.float32),
+        lay.own_impacts,
+        lay.own_blocks,
         src,
         start,
         length,
@@ -179,6 +154,70 @@ def top_k_blockmax(
         )
         exact = True
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact))
+
+
+@dataclass(frozen=True)
+class ListLayout:
+    """Where each of a query's lists lies, as the kernels read them: list ``j`` is
+    ``(base_* if src[j] == 0 else own_*)[start[j] : start[j] + length[j]]``, its block maxima
+    from ``block_start[j]`` on. The segment's lists are read in place; the lists the query
+    built are joined once."""
+
+    base_docs: np.ndarray
+    base_impacts: np.ndarray
+    base_blocks: np.ndarray
+    own_docs: np.ndarray
+    own_impacts: np.ndarray
+    own_blocks: np.ndarray
+    src: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    block_start: np.ndarray
+
+
+def lay_out(
+    source: PostingSource | None,
+    lists: Sequence[tuple[int | None, np.ndarray, np.ndarray]],
+    blocks: bool = True,
+) -> ListLayout:
+    """The layout of ``lists`` (per list: its term id in ``source`` or None, documents
+    ascending, impacts); ``blocks=False``: no block maxima for the query's own lists."""
+    m = len(lists)
+    src = np.zeros(m, np.int64)
+    start = np.zeros(m, np.int64)
+    length = np.zeros(m, np.int64)
+    block_start = np.zeros(m, np.int64)
+    own_docs: list[np.ndarray] = []
+    own_impacts: list[np.ndarray] = []
+    own_blocks: list[np.ndarray] = []
+    own_at = own_block_at = 0
+    for j, (term, docs, impacts) in enumerate(lists):
+        length[j] = docs.shape[0]
+        if source is not None and term is not None:
+            start[j] = int(source.offsets[term])
+            block_start[j] = int(source.block_first[term])
+            continue
+        src[j] = 1
+        start[j], block_start[j] = own_at, own_block_at
+        own_docs.append(docs)
+        own_impacts.append(impacts)
+        own_at += docs.shape[0]
+        if blocks:
+            own_blocks.append(list_block_maxima(np.asarray(impacts, np.float32)))
+            own_block_at += own_blocks[-1].shape[0]
+    empty_u32, empty_f32 = np.zeros(0, np.uint32), np.zeros(0, np.float32)
+    return ListLayout(
+        source.docs if source is not None else empty_u32,
+        source.impacts if source is not None else empty_f32,
+        source.block_max if source is not None else empty_f32,
+        _joined(own_docs, np.uint32),
+        _joined(own_impacts, np.float32),
+        _joined(own_blocks, np.float32),
+        src,
+        start,
+        length,
+        block_start,
+    )
 
 
 def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
