@@ -11,6 +11,7 @@ from datasketch import MinHash
 from services.text.analysis.minhash import (
     NUM_PERM,
     SEED,
+    _resembles,
     near_duplicate_groups,
     signatures,
     term_rows,
@@ -75,3 +76,19 @@ def test_long_pages_with_a_changed_date_group_at_any_collection_order() -> None:
     groups = groups_of(docs)
     assert {int(groups[p]) for p in positions} == {positions[0]}
     assert sum(int(groups[d]) != d for d in range(len(docs))) == 5
+
+
+def test_resemblance_check_is_the_jaccard_of_the_sets_at_and_around_the_bound() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        x = set(rng.sample(range(400), rng.randint(1, 120)))
+        kept = set(rng.sample(sorted(x), rng.randint(0, len(x))))
+        y = kept | set(rng.sample(range(400), rng.randint(0, 12)))
+        if not y:
+            continue
+        jaccard_holds = len(x & y) >= 0.9 * len(x | y)
+        xs, ys = (np.array(sorted(s), dtype=np.uint32) for s in (x, y))
+        assert _resembles(xs, ys, 0.9) == jaccard_holds
+    exact = np.arange(10, dtype=np.uint32)  # 9 common of 10: exactly 0.9
+    assert _resembles(exact, exact[:9], 0.9)
+    assert not _resembles(exact, np.append(exact[:9], 11).astype(np.uint32), 0.9)  # 9 of 11
