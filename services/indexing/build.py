@@ -33,6 +33,7 @@ from services.config import Settings
 from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
+from services.indexing.graph_input import graph_input
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
@@ -229,8 +230,8 @@ def build_index(
 
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
-        graph_input = [*manifest, scratch / "names.txt.gz"] if names.lines else manifest
-        links, index = run_index_jobs(settings, manifest, graph_input, scratch, say)
+        graph_parts = graph_input(manifest, scratch / "names.txt.gz", names.lines, scratch)
+        links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say)
         records = index.counter("blocks", "records")
         if records != count and index.counters:  # no counters: an emulator keeps no job logs
             say(

@@ -45,6 +45,7 @@ from services.indexing.build import compute_pagerank, progress_lines, run_index_
 from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
+from services.indexing.graph_input import graph_input
 from services.indexing.index_rows import collect_index_rows, read_index_rows
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.publish import VersionRef, publish_segment
@@ -144,8 +145,8 @@ def update_index(
         )
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
-        graph_input = [*every, scratch / "names.txt.gz"] if names.lines else every
-        links, index = run_index_jobs(settings, manifest, graph_input, scratch, say)
+        graph_parts = graph_input(every, scratch / "names.txt.gz", names.lines, graph_dir)
+        links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say)
         graph, ranks = compute_pagerank(settings, sessions, links.path, num_docs, scratch, say, progress)
 
         say("4/4 merge with the active segment and publish")
