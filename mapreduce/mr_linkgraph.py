@@ -55,7 +55,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mrjob.protocol import StandardJSONProtocol
+from mrjob.protocol import StandardJSONProtocol, UltraJSONProtocol
 from mrjob.step import MRStep
 
 from mapreduce.errors import DuplicateDocumentError
@@ -219,6 +219,9 @@ def adjacency_rows(path: Path) -> Iterator[tuple[int, list[int]]]:
 class MRLinkGraph(RecordBlockJob):
     """The link graph and in-link anchor text of the crawled documents (input: manifest)."""
 
+    # Between the steps: ujson (5x the standard module's speed, the same values: these rows
+    # hold strings and ints only, no float to round). The output stays the standard module's.
+    INTERNAL_PROTOCOL = UltraJSONProtocol
     OUTPUT_PROTOCOL = LinkGraphOutput
 
     def steps(self) -> list[MRStep]:
@@ -245,12 +248,13 @@ class MRLinkGraph(RecordBlockJob):
         if join.by_name:
             self.count("linkgraph", "links_through_other_names", len(edges))
             self.count("linkgraph", "alias_titles", len(join.sources) - len(edges))
-        yield target, None  # the node itself, so pages without out-links survive
         for source in edges:
             yield source, target
         kept = kept_anchors(join.sources)
         if kept or join.lang:  # the document's own URL tells its reducer the language
-            yield target, [ANCHOR, kept, join.lang]
+            yield target, [ANCHOR, kept, join.lang]  # which also makes the node of the graph
+        else:
+            yield target, None  # the node itself, so pages without out-links survive
 
     def reducer_adjacency(self, doc: int, values: Iterable[object]) -> Iterator[tuple[object, object]]:
         edges: list[int] = []
