@@ -47,6 +47,9 @@ VOCABULARY = "v"  # a written form -> documents holding it (did you mean, comple
 LANGUAGE = "g"  # an analysis (services.text.analysis.languages) -> pages analyzed so
 TERM_KEY, LENGTH_KEY, FORMS_KEY, VOCABULARY_KEY, LANGUAGE_KEY = b"t:", b"l:", b"f:", b"v:", b"g:"
 PAGE, ANCHORS = b"m", b"a"
+# Counter of the out-links of the records indexed: none, and the build needs no link graph
+# (services.indexing.link_probe).
+OUT_LINKS = ("links", "out")
 FLUSH_TOKENS = 8_000_000  # rough tokens (~ words, stop words included): ~ 2 blocks of 10,000 short pages
 
 
@@ -102,11 +105,15 @@ class MRIndex(RecordBlockJob):
         elif line.partition("\t")[2].startswith("["):
             pass  # an adjacency row of the link graph's output (a manifest line has doc_nums)
         else:
+            links = 0
             for record in self.block_records(line):
                 if record.doc_num in self.pages:  # the buffer would merge the two silently
                     raise duplicate_document(record.doc_num)
                 self.pages.add(record.doc_num)
                 self.buffer.add(record)
+                links += len(record.links)
+            if links:
+                self.increment_counter(*OUT_LINKS, links)
         if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()
 

@@ -27,7 +27,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from mapreduce.mr_index import MRIndex
+from mapreduce.mr_index import OUT_LINKS, MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
 from services.config import Settings
 from services.indexing.commit_mark import commit_mark
@@ -35,6 +35,7 @@ from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.graph_input import graph_input
 from services.indexing.index_rows import collect_index_rows, read_index_rows
+from services.indexing.link_probe import sample_has_links
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
@@ -98,11 +99,40 @@ def run_index_jobs(
     graph_input: list[Path],
     scratch: Path,
     say: Callable[[str], None],
+    *,
+    links_expected: bool = True,
 ) -> tuple[JobOutput, JobOutput]:
     """MRLinkGraph (over ``graph_input``: the manifest and the name lines) then MRIndex (over
     the manifest and the anchor text): the full build's stages 1 and 2, and an incremental
-    update's whole job work. Returns (link graph, index) outputs."""
-    say("1/4 link graph and in-link anchor text")
+    update's whole job work. Returns (link graph, index) outputs.
+
+    ``links_expected`` False (``link_probe``: a sample of the records links nowhere, and no
+    alias has a title; ``graph_input`` must then read the manifest's records): MRIndex first,
+    counting the records' links. None counted, and the link graph is empty, with no anchor
+    text: its job is skipped, its output an empty file. Some counted: the link graph runs,
+    and MRIndex again only if it found anchor text. The outputs are the usual order's."""
+    index: JobOutput | None = None
+    if not links_expected:
+        index = _index_job(settings, manifest, scratch, say, "1/4")
+        if index.counter("blocks", "read") and not index.counter(*OUT_LINKS):
+            say("    no record links anywhere and no alias has a title: no link graph to build")
+            empty = scratch / "links.jsonl"
+            empty.write_bytes(b"")
+            return JobOutput(path=empty), index
+        say(f"    {index.counter(*OUT_LINKS)} links in the records: the link graph after all")
+    links = _link_graph_job(settings, graph_input, scratch, say, "2/4" if index else "1/4")
+    anchors = scratch / "anchors.txt"
+    if write_anchor_lines(links.path, anchors):
+        index = _index_job(settings, [*manifest, anchors], scratch, say, "2/4")
+    elif index is None:
+        index = _index_job(settings, manifest, scratch, say, "2/4")
+    return links, index
+
+
+def _link_graph_job(
+    settings: Settings, graph_input: list[Path], scratch: Path, say: Callable[[str], None], stage: str
+) -> JobOutput:
+    say(f"{stage} link graph and in-link anchor text")
     links = run_job(MRLinkGraph, graph_input, settings, output=scratch / "links.jsonl", scratch=scratch)
     say(
         f"    {links.counter('linkgraph', 'edges')} edges, "
@@ -111,9 +141,13 @@ def run_index_jobs(
         f"and duplicate URLs, {links.counter('linkgraph', 'documents_with_anchor_text')} "
         f"documents with anchor text ({links.seconds:.1f} s)"
     )
-    say("2/4 index: terms, fields and positions")
-    anchors = scratch / "anchors.txt"
-    inputs = [*manifest, anchors] if write_anchor_lines(links.path, anchors) else manifest
+    return links
+
+
+def _index_job(
+    settings: Settings, inputs: list[Path], scratch: Path, say: Callable[[str], None], stage: str
+) -> JobOutput:
+    say(f"{stage} index: terms, fields and positions")
     index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
     say(
         f"    {index.counter('blocks', 'records')} records, {index.counter('index', 'terms')} terms, "
@@ -121,7 +155,7 @@ def run_index_jobs(
         f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
         f"({index.seconds:.1f} s)"
     )
-    return links, index
+    return index
 
 
 def progress_lines(stage: str, progress: bool, report: Callable[[str], None] | None) -> Callable[[str], None]:
@@ -231,7 +265,9 @@ def build_index(
         if settings.index.mr_runner == "emr" and (progress or report is not None):
             show_emr_progress(say)
         graph_parts = graph_input(manifest, scratch / "names.txt.gz", names.lines, scratch)
-        links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say)
+        store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
+        expected = names.aliases > 0 or sample_has_links(store, manifest)
+        links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say, links_expected=expected)
         records = index.counter("blocks", "records")
         if records != count and index.counters:  # no counters: an emulator keeps no job logs
             say(
@@ -267,7 +303,6 @@ def build_index(
             languages=languages,
         )
         meta.update(mark.to_meta())
-        store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         published = publish_segment(arrays, meta, store, sessions, keep=settings.index.keep_segments)
         say(
             f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "

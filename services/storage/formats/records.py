@@ -156,6 +156,26 @@ def _members(data: bytes, name: str) -> Iterator[bytes]:
         yield b"".join(parts)
 
 
+def leading_records(head: bytes) -> Iterator[Record]:
+    """The records whose gzip members lie whole within ``head``, the first bytes of a block (a
+    ranged read): a look at a block without reading all of it. A member cut off at the end
+    ends the records; a corrupt one is an error, as in ``iter_records``."""
+    view, at, end = memoryview(head), 0, len(head)
+    while at < end:
+        member = isal_zlib.decompressobj(31)  # 31: a gzip header and trailer
+        try:
+            data = member.decompress(view[at:])
+        except INFLATE_ERROR as exc:
+            raise BlockFormatError(f"corrupt record block ({exc})") from exc
+        if not member.eof:
+            return  # the rest of this member is past the bytes read
+        at = end - len(member.unused_data)
+        try:
+            yield Record.from_dict(ujson.loads(data))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise BlockFormatError(f"corrupt record in a block's first bytes ({exc})") from exc
+
+
 def iter_records(data: bytes, name: str = "record block") -> Iterator[Record]:
     """Every record of a whole block, in order."""
     for index, member in enumerate(_members(data, name)):

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from services.storage.errors import BlockFormatError
-from services.storage.formats.records import Link, Record, RecordBlockWriter, decode_record, iter_records
+from services.storage.formats.records import (
+    Link,
+    Record,
+    RecordBlockWriter,
+    decode_record,
+    iter_records,
+    leading_records,
+)
 
 
 def _records() -> list[Record]:
@@ -101,3 +108,16 @@ def test_record_json_round_trips_floats_unicode_and_slashes_exactly():
         block = RecordBlockWriter()
         block.add(record)
         assert list(iter_records(block.to_bytes())) == [record]  # the jobs' reader, exactly
+
+
+def test_leading_records_are_the_whole_members_within_a_blocks_first_bytes():
+    writer = RecordBlockWriter()
+    spans = [writer.add(rec) for rec in _records()]
+    data = writer.to_bytes()
+    assert list(leading_records(data)) == _records()
+    third_ends = spans[2][0] + spans[2][1]
+    assert list(leading_records(data[:third_ends])) == _records()[:3]
+    assert list(leading_records(data[: third_ends + 5])) == _records()[:3]  # the fourth cut off
+    assert list(leading_records(b"")) == []
+    with pytest.raises(BlockFormatError, match="corrupt"):
+        list(leading_records(b"\x1f\x8b\x08\x00garbage that is no deflate stream"))
