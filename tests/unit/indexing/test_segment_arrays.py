@@ -11,7 +11,7 @@ import pytest
 from mapreduce.postings_wire import Chunk
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
-from services.indexing.segment_arrays import segment_arrays, segment_meta
+from services.indexing.segment_arrays import _text_terms, segment_arrays, segment_meta
 from services.storage.errors import SegmentContractError
 from services.storage.formats.segment_codec import plain_dtypes
 from services.text.analysis.analyze import analyzer_version
@@ -158,3 +158,15 @@ def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
     assert sorted(back) == sorted(plain)
     for name, array in plain.items():
         assert back[name].dtype == array.dtype and back[name].tolist() == array.tolist(), name
+
+
+def test_text_terms_keep_the_title_and_body_entries_of_each_document_empty_ones_too() -> None:
+    # Documents: empty, [1 (tf 0), 4 (tf 2)], empty, [2 (tf 1), 3 (tf 0), 5 (tf 0)], [7 (tf 0)], empty.
+    offsets = np.array([0, 0, 2, 2, 5, 6, 6], dtype=np.uint64)
+    terms = np.array([1, 4, 2, 3, 5, 7], dtype=np.uint32)
+    tfs = np.array([0, 2, 1, 0, 0, 0], dtype=np.uint16)
+    kept_offsets, kept_terms = _text_terms(offsets, terms, tfs)
+    assert kept_offsets.tolist() == [0, 0, 1, 1, 2, 2, 2] and kept_offsets.dtype == np.uint64
+    assert kept_terms.tolist() == [4, 2]
+    none_offsets, none_terms = _text_terms(np.zeros(3, np.uint64), terms[:0], tfs[:0])
+    assert none_offsets.tolist() == [0, 0, 0] and none_terms.shape == (0,)
