@@ -142,4 +142,4 @@ def _resembles(x: np.ndarray, y: np.ndarray, resemblance: float) -> bool:
     joined = np.concatenate((x, y))
     joined.sort()
     common = int(np.count_nonzero(joined[1:] == joined[:-1]))
-    return common >= resemblance * (x.shape[0] + y.shape[0] - common)
+    return bool(common >= resemblance * (x.shape[0] + y.shape[0] - common))
