@@ -68,9 +68,11 @@ def segment_arrays(
             f"MRIndex postings cannot be read ({exc}): job and publisher "
             "disagree, or the job output is truncated"
         ) from exc
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publish") as helper:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="publish") as helper:
         # The positions (and their offsets) on a second thread while this one scores the
-        # postings: numpy releases the GIL, and publish otherwise leaves a core idle.
+        # postings: numpy releases the GIL, and publish otherwise leaves a core idle. Two
+        # helpers: near-duplicate folding, the longest of the three, must not queue behind
+        # the positions (1.5 s at 100,000 documents: docs/performance-notes.md).
         positions_job = helper.submit(lambda: (regions.positions(), offsets_of(counts)))
         arrays = _posting_arrays(
             regions.per_text,
