@@ -115,7 +115,7 @@ def run_index_jobs(
     if not links_expected:
         index = _index_job(settings, manifest, scratch, say, "1/4")
         if index.counter("blocks", "read") and not index.counter(*OUT_LINKS):
-            say("    no record links anywhere and no alias has a title: no link graph to build")
+            say("2/4 link graph: no record links anywhere and no alias has a title: no link graph to build")
             empty = scratch / "links.jsonl"
             empty.write_bytes(b"")
             return JobOutput(path=empty), index
