@@ -39,43 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-BLOCK = 128  # postings per block, as Lucene's and PISA's block codecs cut them
+from services.search.retrieval.posting_layout import BLOCK, PostingSource, lay_out
+
 SENTINEL = np.iinfo(np.int64).max  # past every document number
-SAFETY = 1e-9  # rank.SAFETY (kept apart: rank imports this module)
-
-
-@dataclass(frozen=True)
-class PostingSource:
-    """A segment's postings (every term's list one after another, ``offsets`` per term)
-    and the largest impact of each block of ``BLOCK`` postings of each list."""
-
-    docs: np.ndarray  # uint32
-    impacts: np.ndarray  # float32
-    offsets: np.ndarray  # int64, a term's postings are docs[offsets[t]:offsets[t + 1]]
-    block_first: np.ndarray  # int64, a term's blocks are block_max[block_first[t]:block_first[t + 1]]
-    block_max: np.ndarray  # float32
-
-
-def block_maxima(offsets: np.ndarray, impacts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each term's first block, the largest impact of every block): blocks of ``BLOCK``
-    postings counted from each list's start, one pass over the impacts."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    lengths = np.diff(offsets)
-    blocks = (lengths + BLOCK - 1) // BLOCK
-    first = np.concatenate([[0], np.cumsum(blocks)]).astype(np.int64)
-    total = int(first[-1])
-    if total == 0:
-        return first, np.zeros(0, np.float32)
-    within = np.arange(total, dtype=np.int64) - np.repeat(first[:-1], blocks)
-    starts = np.repeat(offsets[:-1], blocks) + within * BLOCK
-    return first, np.maximum.reduceat(np.asarray(impacts, dtype=np.float32), starts).astype(np.float32)
-
-
-def list_block_maxima(impacts: np.ndarray) -> np.ndarray:
-    """The block maxima of one list (``block_maxima`` of a single term)."""
-    if impacts.shape[0] == 0:
-        return np.zeros(0, np.float32)
-    return np.maximum.reduceat(impacts, np.arange(0, impacts.shape[0], BLOCK)).astype(np.float32)
+SAFETY = 1e-9  # relative slack when a score is compared with a sum of bounds (rank uses it too)
 
 
 @dataclass(frozen=True)
@@ -154,78 +121,6 @@ def top_k_blockmax(
         )
         exact = True
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact))
-
-
-@dataclass(frozen=True)
-class ListLayout:
-    """Where each of a query's lists lies, as the kernels read them: list ``j`` is
-    ``(base_* if src[j] == 0 else own_*)[start[j] : start[j] + length[j]]``, its block maxima
-    from ``block_start[j]`` on. The segment's lists are read in place; the lists the query
-    built are joined once."""
-
-    base_docs: np.ndarray
-    base_impacts: np.ndarray
-    base_blocks: np.ndarray
-    own_docs: np.ndarray
-    own_impacts: np.ndarray
-    own_blocks: np.ndarray
-    src: np.ndarray
-    start: np.ndarray
-    length: np.ndarray
-    block_start: np.ndarray
-
-
-def lay_out(
-    source: PostingSource | None,
-    lists: Sequence[tuple[int | None, np.ndarray, np.ndarray]],
-    blocks: bool = True,
-) -> ListLayout:
-    """The layout of ``lists`` (per list: its term id in ``source`` or None, documents
-    ascending, impacts); ``blocks=False``: no block maxima for the query's own lists."""
-    m = len(lists)
-    src = np.zeros(m, np.int64)
-    start = np.zeros(m, np.int64)
-    length = np.zeros(m, np.int64)
-    block_start = np.zeros(m, np.int64)
-    own_docs: list[np.ndarray] = []
-    own_impacts: list[np.ndarray] = []
-    own_blocks: list[np.ndarray] = []
-    own_at = own_block_at = 0
-    for j, (term, docs, impacts) in enumerate(lists):
-        length[j] = docs.shape[0]
-        if source is not None and term is not None:
-            start[j] = int(source.offsets[term])
-            block_start[j] = int(source.block_first[term])
-            continue
-        src[j] = 1
-        start[j], block_start[j] = own_at, own_block_at
-        own_docs.append(docs)
-        own_impacts.append(impacts)
-        own_at += docs.shape[0]
-        if blocks:
-            own_blocks.append(list_block_maxima(np.asarray(impacts, np.float32)))
-            own_block_at += own_blocks[-1].shape[0]
-    empty_u32, empty_f32 = np.zeros(0, np.uint32), np.zeros(0, np.float32)
-    return ListLayout(
-        source.docs if source is not None else empty_u32,
-        source.impacts if source is not None else empty_f32,
-        source.block_max if source is not None else empty_f32,
-        _joined(own_docs, np.uint32),
-        _joined(own_impacts, np.float32),
-        _joined(own_blocks, np.float32),
-        src,
-        start,
-        length,
-        block_start,
-    )
-
-
-def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    if not parts:
-        return np.zeros(0, dtype)
-    if len(parts) == 1:
-        return np.ascontiguousarray(parts[0], dtype=dtype)
-    return np.concatenate(parts).astype(dtype, copy=False)
 
 
 def warm_up() -> None:

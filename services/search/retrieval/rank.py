@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from services.search.retrieval.blockmax import SAFETY, PostingSource, top_k_blockmax
+from services.search.retrieval.blockmax import SAFETY, top_k_blockmax
+from services.search.retrieval.posting_layout import PostingSource
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,13 @@ def top_k_exhaustive(
     return score_candidates(terms, docs, prior, k)
 
 
+def _largest_prior(prior: np.ndarray, given: float | None) -> float:
+    """The bound on any document's prior the pruning scales by: ``given``, else the largest."""
+    if given is None:
+        return float(prior.max()) if prior.shape[0] else 0.0
+    return given
+
+
 def top_k_or(
     terms: Sequence[QueryTerm],
     prior: np.ndarray,
@@ -233,7 +241,7 @@ def top_k_or(
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
-    max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
+    max_prior = _largest_prior(prior, max_prior)
     probe_only = candidates_only = None
     if within is not None:
         count = False  # the caller's count: the documents of ``within`` it already ranked
@@ -284,7 +292,7 @@ def top_k_maxscore(
     live = [t for t in terms if t.docs.shape[0]]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
-    max_prior = float(prior.max()) if max_prior is None and prior.shape[0] else (max_prior or 0.0)
+    max_prior = _largest_prior(prior, max_prior)
     by_bound = sorted(live, key=lambda t: -t.weight * t.max_impact)
     bounds = np.array([t.weight * t.max_impact for t in by_bound], dtype=np.float64)
     # rest[m]: the best a document can score holding none of the first m terms.

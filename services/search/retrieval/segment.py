@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from services.search.errors import SearchIndexError
-from services.search.retrieval.blockmax import PostingSource, block_maxima, warm_up
+from services.search.retrieval.blockmax import warm_up
+from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.segment import check_segment, open_segment

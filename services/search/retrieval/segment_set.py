@@ -32,7 +32,7 @@ from functools import cached_property
 
 import numpy as np
 
-from services.search.retrieval.blockmax import PostingSource
+from services.search.retrieval.posting_layout import PostingSource
 from services.search.retrieval.segment import SegmentIndex
 from services.search.retrieval.segment_set_tables import (
     combined_arrays,

@@ -6,13 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.search.retrieval.blockmax import (
-    BLOCK,
-    PostingSource,
-    block_maxima,
-    list_block_maxima,
-    top_k_blockmax,
-)
+from services.search.retrieval.blockmax import top_k_blockmax
+from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima, list_block_maxima
 from services.search.retrieval.rank import QueryTerm, top_k_exhaustive, top_k_maxscore, top_k_or
 
 
