@@ -51,12 +51,11 @@ from services.search.retrieval.per_version import PerVersion
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.retrieve import Retrieval, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
-from services.search.retrieval.segment_set import SegmentSet
+from services.search.version_tables import VersionTables
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.blobs.block_cache import BlockCache
 from services.storage.errors import StorageError
 from services.storage.formats.records import Record, decode_record
-from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
@@ -123,8 +122,9 @@ class SearchService:
         # A version that only adds deltas keeps the spelling vocabulary and the operator
         # examples of the version they were built for (a delta's new words are offered once a
         # merge makes them part of a base) and reads only the delta's documents' hosts.
-        self.vocabularies: PerVersion[Vocabulary] = PerVersion(self._build_vocabulary, _kept)
-        self.facts: PerVersion[DocFacts] = PerVersion(self._read_facts, self._add_facts)
+        tables = VersionTables(self.sessions)
+        self.vocabularies: PerVersion[Vocabulary] = PerVersion(tables.vocabulary, _kept)
+        self.facts: PerVersion[DocFacts] = PerVersion(tables.facts, tables.add_facts)
         self._examples: PerVersion[OperatorExamples] = PerVersion(self._build_examples, _kept)
         self.pages = PageViews(self)  # page info, cached copies, extracted text
         # Every store on this machine: no request waits on the network (answers_at_once).
@@ -321,17 +321,6 @@ class SearchService:
         """The index version's vocabulary (``suggest``), built once per version."""
         return self.vocabularies.get(index)
 
-    def _build_vocabulary(self, index: SegmentIndex) -> Vocabulary:
-        df = index.arrays["df"]
-
-        def df_of(stem: str) -> int:
-            term_id = index.term_id(stem)
-            return 0 if term_id is None else int(df[term_id])
-
-        with self.sessions() as session:
-            titles = session.scalars(select(Document.title).where(Document.doc_num < index.num_docs)).all()
-        return Vocabulary.build((t or "" for t in titles), df_of, index.vocabulary())
-
     def warm(self) -> None:
         """Build what the first suggestion, correction or site: query would otherwise wait
         for; a failure is logged and left to the first request to meet."""
@@ -365,32 +354,6 @@ class SearchService:
             return bool(found.ranked.docs.shape[0])
 
         return operator_examples(hosts, vocabulary.title_words, phrases, vocabulary.titles, works)
-
-    def _read_facts(self, index: SegmentIndex) -> DocFacts:
-        """Hosts and types of the index's documents (site:, filetype:), one read per version."""
-        with self.sessions() as session:
-            rows = session.execute(
-                select(Document.doc_num, Document.url, Document.content_type).where(
-                    Document.doc_num < index.num_docs
-                )
-            )
-            return DocFacts.from_rows(((int(n), u, t) for n, u, t in rows), index.num_docs)
-
-    def _add_facts(self, facts: DocFacts, index: SegmentIndex, first: int) -> DocFacts:
-        """``facts`` with the documents the deltas from part ``first`` on hold read again."""
-        held = index.held_since(first) if isinstance(index, SegmentSet) else np.zeros(0, np.int64)
-        rows: list[tuple[int, str, str]] = []
-        with self.sessions() as session:
-            for chunk in chunked(held.tolist(), 1000):
-                rows += [
-                    (int(n), u, t)
-                    for n, u, t in session.execute(
-                        select(Document.doc_num, Document.url, Document.content_type).where(
-                            Document.doc_num.in_(chunk)
-                        )
-                    )
-                ]
-        return facts.with_rows(rows, index.num_docs)
 
     def allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None:
         """The operators' document mask for ``query`` (None: no operator)."""
