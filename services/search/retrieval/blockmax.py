@@ -1,28 +1,34 @@
-"""The OR top-k, document at a time, with block-max MaxScore: compiled (numba).
+"""The OR top-k with block-max MaxScore, a window of documents at a time: compiled (numba).
 
 ``rank.top_k_maxscore`` prunes a term at a time in numpy: every candidate of an essential
 term is scored by a binary search per query term, even when its block of postings could
-never reach the k-th score. This kernel walks the terms' lists together, one document at a
-time, as PISA's block-max MaxScore and Lucene's ``MaxScoreBulkScorer`` do:
+never reach the k-th score. This kernel scores windows of documents as Lucene's
+``MaxScoreBulkScorer`` (Lucene 9.9+) does, with PISA's per-candidate block bound:
 
-* MaxScore (Turtle & Flood 1995): terms sorted by their bound ``w_t * max_impact_t``; once
-  the k-th best score beats the sum of the weakest terms' bounds, their lists are no longer
-  enumerated, only probed for the candidates of the others ("essential") lists.
-* Block maxima (Ding & Suel, SIGIR 2011; Chakrabarti et al., WSDM 2011): each list is cut
-  in blocks of ``BLOCK`` postings with the largest impact of each (``block_maxima``).
-  Where the essential lists' blocks under the current document, with the weak lists'
-  bounds, cannot reach the k-th score, the essential cursors jump past the first of those
-  blocks to end (a window, as Lucene's ``MaxScoreBulkScorer`` does); and a candidate is
-  dropped before a weak term is probed when that term's block that would hold it cannot
-  lift it there (PISA's block-max MaxScore).
+* MaxScore (Turtle & Flood 1995), per window: each list's bound in a window is the largest
+  of its block maxima there (Ding & Suel, SIGIR 2011: every ``BLOCK`` postings carry their
+  largest impact, ``posting_layout.block_maxima``). The weakest lists, while their bounds
+  together cannot reach the k-th score, are not enumerated in that window, only probed for
+  the others' documents; a window where no list is worth enumerating is skipped whole.
+* A window is at least ``INNER`` documents, and runs to the first block end of the lists
+  enumerated in the last one. The enumerated lists are read a list at a time into the
+  window's scores (one tight loop per list, no per-document cursor juggling, as
+  Lucene's ``scoreInnerWindowMultipleEssentialClauses``), then its documents are replayed
+  in ascending order: the probed lists looked up strongest first, each dropped from the
+  bound for the maximum of its block that would hold the document (PISA's block-max
+  MaxScore) while the sum can still win.
+
+Measured against the document-at-a-time kernel this replaced (every benchmark query's
+calls, each best of 5): the heavy feedback passes (11-14 lists) take 0.6x the time, the
+sum over all calls 0.87x (docs/benchmarks.md, "Issue 31: windowed block-max MaxScore").
 
 Exactness: a document's text score is the sum over query terms, in query order, of
 ``weight * impact`` in float64, and its final score ``text * (1 + prior)``, the operations
 ``rank.text_scores`` and ``rank.combine`` do, so both paths give bit-identical scores (a
-test compares this with ``rank.top_k_exhaustive`` on random queries). Documents arrive in
-ascending order, so a later document tied with the k-th score loses the tie, as in the
-exhaustive ranking (score descending, then document ascending). Bounds are compared with
-``rank.SAFETY``'s slack.
+test compares this with ``rank.top_k_exhaustive`` on random queries). A document tied with
+the k-th score enters only if it comes first by number, as in the exhaustive ranking
+(score descending, then document ascending). Bounds are compared with ``rank.SAFETY``'s
+slack. A document's lists are one 64-bit mask: at most ``MAX_LISTS`` lists.
 
 The lists come from two places: the segment's own arrays (``PostingSource``: a query term's
 ``base_term`` names its range, read in place from the memory map) and, for lists the query
@@ -42,6 +48,13 @@ from numba import njit
 from services.search.retrieval.posting_layout import BLOCK, PostingSource, lay_out
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
+INNER = 2048  # documents scored together: a window's scores fit in L1/L2 (Lucene: 4096)
+MAX_LISTS = 64  # a document's lists are one 64-bit mask
+# The lowest set bit's index by de Bruijn multiplication (numba has no count-trailing-zeros).
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_LOWEST_BIT = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    _LOWEST_BIT[((1 << _bit) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _bit
 SAFETY = 1e-9  # relative slack when a score is compared with a sum of bounds (rank uses it too)
 
 
@@ -83,6 +96,8 @@ def top_k_blockmax(
     rank high (a feedback query's first pass's best), scored first so that the k-th score
     starts high and prunes from the first document on; the result is the same."""
     m = len(lists)
+    if m > MAX_LISTS:  # a query holds at most 32 words and 10 feedback terms (query.limits)
+        raise ValueError(f"top_k_blockmax: {m} lists, at most {MAX_LISTS} are ranked together")
     weights = np.array([w for w, _, _, _, _ in lists], dtype=np.float64)
     bounds = np.array([w * top for w, top, _, _, _ in lists], dtype=np.float64)
     lay = lay_out(source, [(term, docs, impacts) for _, _, term, docs, impacts in lists])
@@ -242,6 +257,18 @@ def _top_k(
         shallow[j] = b
         return b if b < blocks else -1
 
+    def window_top(j, lo, hi):
+        """The largest impact of list ``j``'s blocks over documents ``lo..hi``; -1: none there."""
+        b = block_of(j, lo)
+        if b < 0 or doc_at(j, b * BLOCK) > hi:
+            return -1.0
+        top = block_max_at(j, b)
+        blocks = (length[j] + BLOCK - 1) // BLOCK
+        while b + 1 < blocks and block_last(j, b) < hi and doc_at(j, (b + 1) * BLOCK) <= hi:
+            b += 1
+            top = max(top, block_max_at(j, b))
+        return top
+
     def worse(a, b):
         """Heap entry ``a`` ranks below ``b``: a lower score, or the same and a later document."""
         return heap_final[a] < heap_final[b] or (heap_final[a] == heap_final[b] and heap_doc[a] > heap_doc[b])
@@ -261,29 +288,46 @@ def _top_k(
             heap_text[i], heap_text[low] = heap_text[low], heap_text[i]
             i = low
 
+    def offer(d, final, text, size):
+        """Document ``d`` into the heap of the best ``k``; the heap's new size."""
+        if size < k:
+            # Fill, then heapify once full: the root is the worst of the k.
+            heap_doc[size], heap_final[size], heap_text[size] = d, final, text
+            size += 1
+            if size == k:
+                for i in range(k // 2 - 1, -1, -1):
+                    sift_down(i, k)
+        elif final > heap_final[0] or (final == heap_final[0] and d < heap_doc[0]):  # a seed may be later
+            heap_doc[0], heap_final[0], heap_text[0] = d, final, text
+            sift_down(0, k)
+        return size
+
     if k <= 0:
         return heap_doc[:0], heap_final[:0], heap_text[:0], 0, True
-    # Weakest bound first: the prefix not enumerated; the probe-only lists before all others.
-    by_bound = np.argsort(bounds, kind="mergesort")
-    order = np.concatenate((by_bound[~lead[by_bound]], by_bound[lead[by_bound]]))
-    probe_only = m - int(lead.sum())
-    prefix = np.zeros(m + 1, dtype=np.float64)
-    for r in range(m):
-        prefix[r + 1] = prefix[r] + bounds[order[r]]
+    zero = np.uint64(0)
+    bits = np.zeros(m, dtype=np.uint64)  # list j's bit in a document's mask (m <= 64)
+    member_bits = zero
+    exact = True
     for j in range(m):
+        bits[j] = np.uint64(1) << np.uint64(j)
+        if member[j]:
+            member_bits |= bits[j]
+        if not lead[j]:
+            exact = False  # a probe-only list's documents are not matches by themselves
         seek(j, 0)
     size = 0
     theta = -1.0  # no document yet: every candidate gets in
-    essential = probe_only  # ranks >= essential are enumerated; the ones below only probed
     counted = 0
-    exact = probe_only == 0
-    imp = np.zeros(m, dtype=np.float64)
-    has = np.zeros(m, dtype=np.bool_)
     n_excluded = excluded.shape[0]
     at_excluded = 0
     use_allowed = allowed.shape[0] > 0
     slack = 1.0 + SAFETY
     grow = (1.0 + max_prior) * slack
+    all_bounds = 0.0
+    for j in range(m):
+        all_bounds += bounds[j]
+
+    # The seeds first, each looked up in every list, so that the k-th score starts high.
     n_seed = seed.shape[0]
     for x in range(n_seed):
         sd = np.int64(seed[x])
@@ -308,152 +352,195 @@ def _top_k(
                 text += impact_at(j, p) * weights[j]
                 brought = brought or lead[j]
                 matched = matched or member[j]
-        if not (brought and matched):
-            continue
-        counted += 1
-        final = text * (1.0 + prior[sd])
-        if size < k:
-            heap_doc[size], heap_final[size], heap_text[size] = sd, final, text
-            size += 1
-            if size == k:
-                for i in range(k // 2 - 1, -1, -1):
-                    sift_down(i, k)
-        elif final > heap_final[0] or (final == heap_final[0] and sd < heap_doc[0]):
-            heap_doc[0], heap_final[0], heap_text[0] = sd, final, text
-            sift_down(0, k)
+        if brought and matched:
+            counted += 1
+            size = offer(sd, text * (1.0 + prior[sd]), text, size)
     if size == k:
         theta = heap_final[0]
-        while essential < m and theta > prefix[essential + 1] * grow + SAFETY:
-            essential += 1
-            exact = False
     at_seed = 0
-    d = SENTINEL
-    for r in range(essential, m):
-        if cur[order[r]] < d:
-            d = cur[order[r]]
-    if essential == m:
-        d = SENTINEL  # the seeds' k-th score is more than any other document can make
-    window_end = -1  # the documents up to here were found worth looking at
-    while d != SENTINEL:
-        if size == k and d > window_end:
-            # A window: up to the first end of the essential lists' blocks under d. Their block
-            # maxima and the weak lists' bounds cap every document in it; below the k-th
-            # score, the whole window is skipped (Lucene's MaxScoreBulkScorer).
-            window_end = SENTINEL
-            window_bound = 0.0
-            for r in range(essential, m):
-                j = order[r]
-                b = block_of(j, d)
-                if b >= 0:
-                    window_bound += weights[j] * block_max_at(j, b)
-                    last = block_last(j, b)
-                    if last < window_end:
-                        window_end = last
-            for r in range(essential):  # a weak list: the largest of its blocks in the window
-                j = order[r]
-                b = block_of(j, d)
-                if b < 0:
-                    continue
-                top = block_max_at(j, b)
-                blocks = (length[j] + BLOCK - 1) // BLOCK
-                while b + 1 < blocks and block_last(j, b) < window_end:
-                    b += 1
-                    top = max(top, block_max_at(j, b))
-                window_bound += weights[j] * top
-            if theta > window_bound * (1.0 + max_prior) * slack + SAFETY:
-                exact = False
-                d = SENTINEL
-                for r in range(essential, m):
-                    j = order[r]
-                    if cur[j] <= window_end:
-                        seek(j, window_end + 1)
-                    if cur[j] < d:
-                        d = cur[j]
-                continue
-        # The essential lists at d: their impacts, their cursors moved on, the next candidate.
-        partial = 0.0
-        following = SENTINEL
-        for r in range(essential, m):
-            j = order[r]
-            c = cur[j]
-            if c == d:
-                imp[j] = impact_at(j, pos[j]) * weights[j]
-                has[j] = True
-                partial += imp[j]
-                pos[j] += 1
-                c = doc_at(j, pos[j]) if pos[j] < length[j] else SENTINEL
-                cur[j] = c
-            if c < following:
-                following = c
-        while at_excluded < n_excluded and np.int64(excluded[at_excluded]) < d:
-            at_excluded += 1
-        while at_seed < n_seed and np.int64(seed[at_seed]) < d:
-            at_seed += 1
-        skip = (
-            (at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d)
-            or (use_allowed and not allowed[d])
-            or (at_seed < n_seed and np.int64(seed[at_seed]) == d)  # scored already
-        )
-        if not skip:
-            counted += 1
-            factor = 1.0 + prior[d]
-            # The weak lists, strongest first: each one's global bound replaced by the bound of
-            # its block that would hold d, then by its impact, while the sum can still win.
-            upper = partial + prefix[essential]
-            full = size == k
-            beaten = full and not theta < upper * factor * slack + SAFETY
-            for r in range(essential - 1, -1, -1):
-                if beaten:
-                    break
-                j = order[r]
-                upper -= bounds[j]
-                b = block_of(j, d)
-                if b < 0:
-                    continue  # past the list's end: it holds nothing from d on
-                if full and not theta < (upper + weights[j] * block_max_at(j, b)) * factor * slack + SAFETY:
-                    beaten = True
-                    break
-                seek(j, d)
-                if cur[j] == d:
-                    imp[j] = impact_at(j, pos[j]) * weights[j]
-                    has[j] = True
-                    upper += imp[j]
-                beaten = full and not theta < upper * factor * slack + SAFETY
-            matched = False
+
+    # Windows of documents. ``mask[i]``: the lists holding document lo + i; ``scored[i*m + j]``:
+    # list j's weighted impact there; ``present``: which documents of the window were met.
+    mask = np.zeros(INNER, dtype=np.uint64)
+    present = np.zeros(INNER // 64, dtype=np.uint64)
+    scored = np.empty(INNER * m, dtype=np.float64)
+    top = np.zeros(m, dtype=np.float64)  # each list's weighted block maximum in the window
+    essential = np.zeros(m, dtype=np.bool_)
+    by_top = np.zeros(m, dtype=np.int64)
+    probes = np.zeros(m, dtype=np.int64)
+    for j in range(m):
+        essential[j] = lead[j]
+    lo = SENTINEL
+    for j in range(m):
+        if lead[j] and cur[j] < lo:
+            lo = cur[j]
+    while lo != SENTINEL:
+        full = size == k
+        if full and theta > all_bounds * grow + SAFETY:
+            exact = False  # no document left can reach the k-th score
+            break
+        # The window: at least INNER documents, up to the first block end of the lists
+        # enumerated in the last one (Lucene's outer window).
+        hi = lo + INNER - 1
+        if full:
+            end = SENTINEL
             for j in range(m):
-                if has[j] and member[j]:
-                    matched = True
-            if not beaten and matched:
-                text = 0.0
-                for j in range(m):  # query order, as rank.text_scores adds them
-                    if has[j]:
-                        text += imp[j]
-                final = text * factor
-                if size < k:
-                    # Fill, then heapify once full: the root is the worst of the k.
-                    heap_doc[size], heap_final[size], heap_text[size] = d, final, text
-                    size += 1
-                    if size == k:
-                        for i in range(k // 2 - 1, -1, -1):
-                            sift_down(i, k)
-                        theta = heap_final[0]
-                elif final > theta or (final == theta and d < heap_doc[0]):  # a seed may be later
-                    heap_doc[0], heap_final[0], heap_text[0] = d, final, text
-                    sift_down(0, k)
-                    theta = heap_final[0]
-                if size == k:
-                    while essential < m and theta > prefix[essential + 1] * grow + SAFETY:
-                        essential += 1
-                        exact = False
-                    if essential == m:
-                        break
-                    following = SENTINEL  # the essential lists may be fewer now
-                    for r in range(essential, m):
-                        if cur[order[r]] < following:
-                            following = cur[order[r]]
+                if essential[j] and cur[j] != SENTINEL:
+                    b = block_of(j, lo)
+                    if b >= 0 and block_last(j, b) < end:
+                        end = block_last(j, b)
+            if end != SENTINEL and end > hi:
+                hi = end
         for j in range(m):
-            has[j] = False
-        d = following
+            t = window_top(j, lo, hi)
+            top[j] = weights[j] * t if t >= 0.0 else -1.0
+        # Partition: the weakest lists, while their maxima in the window together cannot
+        # reach the k-th score, are only probed; the others are enumerated.
+        for j in range(m):
+            essential[j] = lead[j]
+        if full:
+            for r in range(m):  # by window maximum, ascending (insertion sort: m is small)
+                x = r
+                while x > 0 and top[by_top[x - 1]] > top[r]:
+                    by_top[x] = by_top[x - 1]
+                    x -= 1
+                by_top[x] = r
+            weak = 0.0
+            for j in range(m):
+                if not lead[j] and top[j] > 0.0:
+                    weak += top[j]
+            for r in range(m):
+                j = by_top[r]
+                if not lead[j]:
+                    continue
+                if theta > (weak + max(top[j], 0.0)) * grow + SAFETY:
+                    weak += max(top[j], 0.0)
+                    essential[j] = False
+                else:
+                    break
+        enumerated = False
+        for j in range(m):
+            if essential[j]:
+                enumerated = True
+            elif lead[j] and top[j] >= 0.0:
+                exact = False  # its documents in the window are not all met
+        if not enumerated:  # nothing in the window can reach the k-th score
+            exact = False
+            lo = SENTINEL
+            for j in range(m):
+                if lead[j]:
+                    if cur[j] <= hi:
+                        seek(j, hi + 1)
+                    if cur[j] < lo:
+                        lo = cur[j]
+            continue
+        # The probed lists holding postings in the window, strongest first; their sum.
+        unknown = 0.0
+        n_probes = 0
+        for j in range(m):
+            if not essential[j] and top[j] >= 0.0:
+                unknown += top[j]
+                x = n_probes
+                while x > 0 and top[probes[x - 1]] < top[j]:
+                    probes[x] = probes[x - 1]
+                    x -= 1
+                probes[x] = j
+                n_probes += 1
+        c_lo = lo
+        while c_lo <= hi:
+            c_hi = min(c_lo + INNER - 1, hi)
+            # The enumerated lists, a list at a time (no per-document cursor juggling).
+            for j in range(m):
+                if not essential[j]:
+                    continue
+                p = pos[j]
+                n = length[j]
+                a = start[j]
+                w = weights[j]
+                if src[j] == 0:
+                    while p < n and np.int64(bd[a + p]) <= c_hi:
+                        i = np.int64(bd[a + p]) - c_lo
+                        mask[i] |= bits[j]
+                        present[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+                        scored[i * m + j] = np.float64(bi[a + p]) * w
+                        p += 1
+                else:
+                    while p < n and np.int64(od[a + p]) <= c_hi:
+                        i = np.int64(od[a + p]) - c_lo
+                        mask[i] |= bits[j]
+                        present[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+                        scored[i * m + j] = np.float64(oi[a + p]) * w
+                        p += 1
+                pos[j] = p
+                cur[j] = doc_at(j, p) if p < n else SENTINEL
+            # Their documents in ascending order: the probed lists looked up, then scored.
+            for word in range((c_hi - c_lo) // 64 + 1):
+                left = present[word]
+                present[word] = zero
+                while left != zero:
+                    low_bit = left & (~left + np.uint64(1))
+                    left ^= low_bit
+                    i = word * 64 + _LOWEST_BIT[np.int64((low_bit * _DE_BRUIJN) >> np.uint64(58))]
+                    held = mask[i]
+                    mask[i] = zero
+                    d = c_lo + i
+                    while at_excluded < n_excluded and np.int64(excluded[at_excluded]) < d:
+                        at_excluded += 1
+                    while at_seed < n_seed and np.int64(seed[at_seed]) < d:
+                        at_seed += 1
+                    if (
+                        (at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d)
+                        or (use_allowed and not allowed[d])
+                        or (at_seed < n_seed and np.int64(seed[at_seed]) == d)  # scored already
+                    ):
+                        continue
+                    counted += 1
+                    full = size == k
+                    factor = 1.0 + prior[d]
+                    row = i * m
+                    upper = unknown
+                    if full:
+                        for j in range(m):
+                            if held & bits[j] != zero:
+                                upper += scored[row + j]
+                    # The probed lists, strongest first: each one's window maximum replaced by
+                    # the maximum of its block that would hold d, then by its impact, while
+                    # the sum can still win (PISA's block-max MaxScore).
+                    beaten = full and not theta < upper * factor * slack + SAFETY
+                    for x in range(n_probes):
+                        if beaten:
+                            break
+                        j = probes[x]
+                        upper -= top[j]
+                        b = block_of(j, d)
+                        if b < 0:
+                            continue  # past the list's end: it holds nothing from d on
+                        if full and not theta < (upper + weights[j] * block_max_at(j, b)) * factor * slack + SAFETY:
+                            beaten = True
+                            break
+                        seek(j, d)
+                        if cur[j] == d:
+                            scored[row + j] = impact_at(j, pos[j]) * weights[j]
+                            held |= bits[j]
+                            upper += scored[row + j]
+                        beaten = full and not theta < upper * factor * slack + SAFETY
+                    if beaten or held & member_bits == zero:
+                        continue
+                    text = 0.0
+                    for j in range(m):  # query order, as rank.text_scores adds them
+                        if held & bits[j] != zero:
+                            text += scored[row + j]
+                    size = offer(d, text * factor, text, size)
+                    if size == k:
+                        theta = heap_final[0]
+            c_lo = c_hi + 1
+        lo = SENTINEL
+        for j in range(m):
+            if lead[j]:
+                if cur[j] <= hi:
+                    seek(j, hi + 1)
+                if cur[j] < lo:
+                    lo = cur[j]
     return heap_doc[:size], heap_final[:size], heap_text[:size], counted, exact
 
 

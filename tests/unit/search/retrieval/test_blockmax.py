@@ -6,19 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.search.retrieval.blockmax import top_k_blockmax
+from services.search.retrieval.blockmax import INNER, MAX_LISTS, top_k_blockmax
 from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima, list_block_maxima
 from services.search.retrieval.rank import QueryTerm, top_k_exhaustive, top_k_maxscore, top_k_or
 
 
-def random_source(rng: np.random.Generator, num_docs: int, num_terms: int, ties: bool) -> PostingSource:
+def random_source(
+    rng: np.random.Generator, num_docs: int, num_terms: int, ties: bool, zeros: bool = False
+) -> PostingSource:
     """A segment's worth of posting lists: lengths from one posting to most documents, some
-    longer than many blocks; impacts on a coarse grid when ``ties`` (equal scores abound)."""
+    longer than many blocks; impacts on a coarse grid when ``ties`` (equal scores abound);
+    with ``zeros``, a fifth of the impacts 0 and some lists all 0 (a window whose bound is 0
+    still holds matches)."""
     docs, impacts, offsets = [], [], [0]
     for _ in range(num_terms):
         n = int(rng.choice([1, 3, 40, BLOCK, BLOCK + 1, 700, num_docs // 2, num_docs]))
         held = np.sort(rng.choice(num_docs, size=min(n, num_docs), replace=False)).astype(np.uint32)
         values = rng.integers(1, 6, held.shape[0]) / 2 if ties else rng.gamma(2.0, 1.5, held.shape[0])
+        if zeros:
+            values = np.where(rng.random(held.shape[0]) < (0.2 if rng.random() < 0.7 else 1.0), 0.0, values)
         docs.append(held)
         impacts.append(values.astype(np.float32))
         offsets.append(offsets[-1] + held.shape[0])
@@ -52,7 +58,7 @@ def terms_of(rng: np.random.Generator, source: PostingSource, count: int) -> lis
 def test_blockmax_equals_the_exhaustive_top_k(seed: int):
     rng = np.random.default_rng(seed)
     num_docs = int(rng.choice([50, 3000, 20000]))
-    source = random_source(rng, num_docs, 12, ties=seed % 2 == 0)
+    source = random_source(rng, num_docs, 12, ties=seed % 2 == 0, zeros=seed % 5 == 0)
     terms = terms_of(rng, source, int(rng.integers(1, 9)))
     prior = np.where(rng.random(num_docs) < 0.3, 0.0, rng.random(num_docs) * 0.4)
     k = int(rng.choice([1, 10, 100, 1000]))
@@ -83,25 +89,32 @@ def test_block_maxima_are_each_blocks_largest_impact_counted_from_each_list_star
 
 
 def test_blocks_that_cannot_reach_the_kth_score_are_skipped_without_losing_the_answer():
-    """Two strong documents early in a long list of weak ones: the weak blocks after them
+    """Two strong documents early in a long list of weak ones: the weak windows after them
     are skipped, a stronger one deep inside found, and the count still says how many matched."""
-    n = 50 * BLOCK
+    n = 200 * BLOCK  # windows of INNER documents: the first and the one holding 20000 are read
     docs = np.arange(n, dtype=np.uint32)
     impacts = np.full(n, 0.1, np.float32)
-    impacts[[7, 31, 5000]] = [5.0, 7.0, 9.5]
+    impacts[[7, 31, 20000]] = [5.0, 7.0, 9.5]
     other = np.array([31, 40], np.uint32), np.array([1.0, 8.0], np.float32)
     terms = [QueryTerm(1.0, docs, impacts, 9.0), QueryTerm(1.0, other[0], other[1], 8.0)]
     prior = np.zeros(n)
     terms[0] = QueryTerm(1.0, docs, impacts, 9.5)
     got = top_k_or(terms, prior, 2)
-    assert got.docs.tolist() == [5000, 40]
+    assert got.docs.tolist() == [20000, 40]
     assert got.final.tolist() == [pytest.approx(9.5), pytest.approx(8.1)]
     assert (got.total, got.exact) == (n, True)
     lists = [(t.weight, t.max_impact, None, t.docs, t.impacts) for t in terms]
     met = top_k_blockmax(None, lists, prior, 2, 0.0)
-    assert not met.exact and met.counted < n // 2  # most of the weak blocks were never read
+    assert not met.exact and met.counted <= 2 * INNER < n // 2  # most weak windows never read
     counted = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2)
     assert (counted.counted, counted.exact) == (n, True)  # then counted apart, exactly
+
+
+def test_more_lists_than_a_mask_holds_is_refused_not_misranked():
+    docs, impacts = np.array([1, 2], np.uint32), np.array([1.0, 2.0], np.float32)
+    lists = [(1.0, 2.0, None, docs, impacts)] * (MAX_LISTS + 1)
+    with pytest.raises(ValueError, match="at most 64"):
+        top_k_blockmax(None, lists, np.zeros(4), 1, 0.0)
 
 
 def test_no_terms_or_no_room_gives_nothing():
@@ -117,7 +130,7 @@ def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed
     The same as the exhaustive top-k with those documents as the ``allowed`` mask."""
     rng = np.random.default_rng(1000 + seed)
     num_docs = int(rng.choice([200, 5000]))
-    source = random_source(rng, num_docs, 14, ties=seed % 2 == 0)
+    source = random_source(rng, num_docs, 14, ties=seed % 2 == 0, zeros=seed % 5 == 0)
     user = terms_of(rng, source, int(rng.integers(1, 4)))  # some read in place, some built
     expanded = terms_of(rng, source, int(rng.integers(2, 9)))
     if seed % 3 == 0 and user[0].base_term is not None:
