@@ -515,7 +515,11 @@ def _top_k(
                         b = block_of(j, d)
                         if b < 0:
                             continue  # past the list's end: it holds nothing from d on
-                        if full and not theta < (upper + weights[j] * block_max_at(j, b)) * factor * slack + SAFETY:
+                        if (
+                            full
+                            and not theta
+                            < (upper + weights[j] * block_max_at(j, b)) * factor * slack + SAFETY
+                        ):
                             beaten = True
                             break
                         seek(j, d)

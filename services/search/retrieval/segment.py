@@ -129,8 +129,9 @@ class SegmentIndex:
         if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
             index.folded_into([])  # and the near-duplicate groups
             index.posting_source  # and the block maxima  # noqa: B018
-        warm_up()  # the compiled top-k and word-form probe: loaded (or compiled, once per
-        warm_forms()  # install) before a query
+        warm_up()  # the compiled top-k, word-form probe and forward index reader: loaded (or
+        warm_forms()  # compiled, once per install) before a query, the reader for these
+        index.forward(np.zeros(0, np.int64))  # arrays' types (read-only maps)
         return index
 
     @cached_property

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from services.compiled import compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.segment import (
@@ -250,8 +251,64 @@ def forward_lists(
     arrays: Mapping[str, np.ndarray], docs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(entries of each of ``docs``, their term ids concatenated (ascending per document),
-    their title + body + meta frequencies), all int64. A document's entries are one run: a
-    slice and a running sum each (feedback reads ten documents), not a gather per entry."""
+    their title + body + meta frequencies), all int64. Compiled (``services.compiled``):
+    feedback reads ten documents' 1,700 entries or so, which numpy's ten calls per document
+    made 76 µs of a query; ``forward_lists_reference`` is the same in numpy."""
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray] = _forward_entries(
+        arrays["fwd_offsets"],
+        arrays["fwd_gaps"],
+        arrays["fwd_tfs8"],
+        arrays["fwd_wide_rows"],
+        arrays["fwd_wide_gaps"],
+        arrays["fwd_wide_tfs"],
+        np.asarray(docs, dtype=np.int64),
+    )
+    return entries
+
+
+@compiled_on_first_use
+def _forward_entries(offsets, gaps16, tfs8, wide_rows, wide_gaps, wide_tfs, docs):  # type: ignore[no-untyped-def]
+    """Each document's run of entries: a gap and a frequency each, or both from the wide
+    table where ``wide_rows`` names the entry; the term ids are the running sum of the gaps."""
+    n = docs.shape[0]
+    counts = np.empty(n, dtype=np.int64)
+    total = 0
+    for x in range(n):
+        counts[x] = np.int64(offsets[docs[x] + 1]) - np.int64(offsets[docs[x]])
+        total += counts[x]
+    terms = np.empty(total, dtype=np.int64)
+    tfs = np.empty(total, dtype=np.int64)
+    out = 0
+    n_wide = wide_rows.shape[0]
+    for x in range(n):
+        a = np.int64(offsets[docs[x]])
+        lo = 0  # the first wide entry at or after a (binary search)
+        hi = n_wide
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if np.int64(wide_rows[mid]) < a:
+                lo = mid + 1
+            else:
+                hi = mid
+        term = np.int64(0)
+        for row in range(a, a + counts[x]):
+            if lo < n_wide and np.int64(wide_rows[lo]) == row:
+                term += np.int64(wide_gaps[lo])
+                tfs[out] = np.int64(wide_tfs[lo])
+                lo += 1
+            else:
+                term += np.int64(gaps16[row])
+                tfs[out] = np.int64(tfs8[row])
+            terms[out] = term
+            out += 1
+    return counts, terms, tfs
+
+
+def forward_lists_reference(
+    arrays: Mapping[str, np.ndarray], docs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``forward_lists`` in numpy: a slice and a running sum per document (the compiled one is
+    tested against it)."""
     docs = np.asarray(docs, dtype=np.int64)
     offsets = arrays["fwd_offsets"]
     starts = offsets[docs].astype(np.int64)

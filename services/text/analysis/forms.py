@@ -16,9 +16,11 @@ withholds a tie-break.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from services.compiled import compiled_on_first_use
 
 BITS_PER_FORM = 8
 HASHES = 3
@@ -86,7 +88,7 @@ def holds_at(
     more = then if then is not None and then.shape[0] else np.zeros(0, np.uint8)
     if not filters.shape[0] and not more.shape[0]:
         return np.zeros((*f1.shape, start.shape[0]), dtype=bool)
-    found = _compiled_holds()(
+    found: np.ndarray = _probe(
         np.asarray(filters, dtype=np.uint8),
         np.asarray(start, dtype=np.int64),
         np.asarray(size, dtype=np.int64),
@@ -98,22 +100,12 @@ def holds_at(
     return found.reshape((*f1.shape, start.shape[0]))
 
 
-_COMPILED: list[Callable[..., np.ndarray]] = []  # the compiled probe, once per process
-
-
 def warm_up() -> None:
     """Compile the probe (or load it from numba's disk cache) now, not in a query's time."""
     holds_at(np.zeros(1, np.uint8), np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)
 
 
-def _compiled_holds() -> Callable[..., np.ndarray]:
-    if not _COMPILED:
-        from numba import njit
-
-        _COMPILED.append(njit(cache=True, nogil=True)(_probe))
-    return _COMPILED[0]
-
-
+@compiled_on_first_use
 def _probe(filters, start, size, f1, f2, more, hashes):  # type: ignore[no-untyped-def]
     """Each form (rows) in each document's filter (columns): Kirsch-Mitzenmacher probes."""
     first = filters.shape[0]

@@ -73,3 +73,38 @@ def test_common_terms_are_not_expansion_candidates_and_none_outweighs_a_query_wo
     assert after[5] <= min(after[t] for t in query)  # no expansion term outweighs a typed word
     kept = rm3_weights({9: 1.0}, *args, df=df, max_df=0.1)  # a common word the user typed stays
     assert 9 in kept
+
+
+def numpy_rm1(terms: np.ndarray, tfs: np.ndarray, counts: np.ndarray, per_doc: np.ndarray, fb_terms: int):
+    """The relevance model as it was computed in numpy (unique, bincount, lexsort)."""
+    weights = tfs.astype(np.float64) * np.repeat(per_doc, counts)
+    unique, inverse = np.unique(terms, return_inverse=True)
+    rm1 = np.bincount(inverse, weights=weights, minlength=unique.shape[0])
+    keep = np.lexsort((unique, -rm1))[:fb_terms]
+    return unique[keep], rm1[keep]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_compiled_relevance_model_is_numpys_to_the_bit(seed: int):
+    """Sums in the same order, ties (equal weights abound with small frequencies) broken by
+    term id: the same terms and the same floats."""
+    from services.search.retrieval.feedback import _relevance_model
+
+    rng = np.random.default_rng(seed)
+    counts = rng.choice([0, 1, 30, 400], 10)
+    terms = np.concatenate([np.sort(rng.choice(2_000, n, replace=False)) for n in counts.tolist()])
+    tfs = rng.choice([1, 1, 2, 3, 40], terms.shape[0]).astype(np.int64)
+    scores = rng.choice([1.0, 2.5, 7.0], 10)
+    per_doc = (scores / scores.sum()) / np.maximum(rng.choice([3.0, 50.0, 900.0], 10), 1.0)
+    fb_terms = int(rng.choice([1, 10, 50]))
+    got = _relevance_model(
+        terms.astype(np.int64),
+        tfs,
+        counts.astype(np.int64),
+        per_doc,
+        np.ones(terms.shape[0], np.bool_),
+        fb_terms,
+    )
+    want = numpy_rm1(terms, tfs, counts, per_doc, fb_terms)
+    assert got[0].tolist() == want[0].tolist()
+    assert got[1].tolist() == want[1].tolist()

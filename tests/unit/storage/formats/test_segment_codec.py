@@ -17,6 +17,7 @@ from services.storage.formats.segment_codec import (
     field_tfs_many,
     field_tfs_range,
     forward_lists,
+    forward_lists_reference,
     position_lists,
 )
 
@@ -89,6 +90,24 @@ def test_the_readers_decode_any_rows() -> None:
     assert tfs.tolist() == [t for d in docs.tolist() for t in before["fwd_tfs"][fwd[d] : fwd[d + 1]].tolist()]
     empty = np.zeros(0, np.int64)
     assert position_lists(stored, empty)[1].shape == (0,) and forward_lists(stored, empty)[1].shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_compiled_forward_reader_reads_what_numpy_reads(seed: int) -> None:
+    """Dense vocabularies (gaps that fit 16 bits) with a few wide gaps and frequencies mixed
+    in, documents without entries, a document asked twice."""
+    rng = np.random.default_rng(seed)
+    per_doc = rng.choice([0, 1, 40, 900], 30)
+    terms = [np.sort(rng.choice(200_000, n, replace=False)) for n in per_doc.tolist()]
+    offsets = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.uint64)
+    tfs = rng.choice([1, 2, 3, 254, 255, 700], int(per_doc.sum())).astype(np.uint16)
+    stored = compact_forward(offsets, np.concatenate([np.zeros(0, np.int64), *terms]).astype(np.uint32), tfs)
+    stored["fwd_offsets"] = offsets
+    assert stored["fwd_wide_rows"].shape[0] > 0  # some entries kept apart
+    for docs in (np.arange(30), np.array([29, 3, 3, 0]), np.zeros(0, np.int64)):
+        got, want = forward_lists(stored, docs), forward_lists_reference(stored, docs)
+        assert [a.tolist() for a in got] == [b.tolist() for b in want]
+        assert all(a.dtype == np.int64 for a in got)
 
 
 def test_positions_out_of_order_are_refused() -> None:
