@@ -550,14 +550,13 @@ def _top_k(
 
 @njit(cache=True, nogil=True)
 def _count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
-    """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given)."""
+    """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given):
+    a byte per document marks those met; ``allowed`` is read only where a list leads (a pass
+    over every document's flag cost more than the lists of most queries)."""
     seen = np.zeros(num_docs, dtype=np.uint8)
     for x in range(excluded.shape[0]):
         seen[excluded[x]] = 1
-    if allowed.shape[0] > 0:
-        for x in range(num_docs):
-            if not allowed[x]:
-                seen[x] = 1
+    use_allowed = allowed.shape[0] > 0
     total = 0
     for j in range(src.shape[0]):
         if not lead[j]:
@@ -568,11 +567,13 @@ def _count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
                 d = bd[p]
                 if seen[d] == 0:
                     seen[d] = 1
-                    total += 1
+                    if not use_allowed or allowed[d]:
+                        total += 1
         else:
             for p in range(a, a + length[j]):
                 d = od[p]
                 if seen[d] == 0:
                     seen[d] = 1
-                    total += 1
+                    if not use_allowed or allowed[d]:
+                        total += 1
     return total
