@@ -24,6 +24,7 @@ import numpy as np
 
 from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
+from services.search.retrieval.conjunction import top_k_and
 from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
@@ -32,8 +33,6 @@ from services.search.retrieval.rank import (
     QueryTerm,
     Ranked,
     best_of,
-    combine,
-    conjunctive,
     count_matches,
     intersect_docs,
     score_candidates,
@@ -163,17 +162,13 @@ def retrieve(
 
     and_tried = not query.any_word and len(found) == len(query.terms) and len(terms) > 1
     if and_tried:
-        docs, text = conjunctive(terms, index.num_docs)
-        if excluded.shape[0] or visible is not None:
-            keep = ~np.isin(docs, excluded) if excluded.shape[0] else np.ones(docs.shape[0], dtype=bool)
-            if visible is not None:
-                keep &= visible[docs]
-            docs, text = docs[keep], text[keep]
-        if docs.shape[0] >= settings.and_min_results:
-            ranked = best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
+        lists = [(t.weight, t.base_term, t.docs, t.impacts) for t in terms]
+        docs, final, text, matches = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
+        if matches >= settings.and_min_results:
+            ranked = Ranked(docs, final, text, matches)
             if ranked.docs.shape[0] >= k:
                 return Retrieval(ranked, "and", found)
-            # Fewer AND matches than asked for: partial matches follow them.
+            # Fewer AND matches than asked for (``docs`` are all of them): partial matches follow.
             outside = np.union1d(excluded, docs)
             wanted = k if upto is None else min(k, upto) - int(ranked.docs.shape[0])
             if wanted <= 0:
@@ -192,7 +187,7 @@ def retrieve(
             complete = upto is None or upto >= k or rest.docs.shape[0] < wanted
             return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=complete)
 
-    all_words = int(docs.shape[0]) if and_tried else None
+    all_words = matches if and_tried else None
     ranked = top_k_or(
         terms, prior, k, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
     )

@@ -24,6 +24,7 @@ import numpy as np
 
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
+from services.search.retrieval.conjunction import warm_up as warm_and
 from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
@@ -129,8 +130,9 @@ class SegmentIndex:
         if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
             index.folded_into([])  # and the near-duplicate groups
             index.posting_source  # and the block maxima  # noqa: B018
-        warm_up()  # the compiled top-k, word-form probe and forward index reader: loaded (or
-        warm_forms()  # compiled, once per install) before a query, the reader for these
+        warm_up()  # the compiled top-k (OR and AND), word-form probe and forward index reader:
+        warm_and()  # loaded (or compiled, once per install) before a query, the reader for these
+        warm_forms()
         index.forward(np.zeros(0, np.int64))  # arrays' types (read-only maps)
         return index
 

@@ -1,0 +1,181 @@
+"""The AND top-k: documents holding every term, counted and ranked in one compiled pass (numba).
+
+``rank.conjunctive`` intersects in numpy (a binary search per candidate and list, or a
+table per list when the candidates are many), then the caller filters the matches, scores
+them with their priors and picks the best: about twenty numpy calls and their arrays, most
+of an AND query's time at this engine's sizes. Here the shortest list leads and the others
+follow with galloping cursors (Lucene's ``ConjunctionDISI``; candidates ascend, so each
+cursor only moves forward), and each match is filtered, scored and offered to a heap of
+the best ``k`` as it is found. Every match is met, so the count is exact, as the numpy path
+counts it.
+
+Exactness: a match's text score is the sum over terms, in query order, of
+``impact * weight`` in float64 from 0.0, and its final score ``text * (1 + prior)``: the
+operations of ``rank.conjunctive`` and ``rank.combine``, so both give bit-identical scores;
+ties go to the lower document number, as ``rank.top_k`` orders them (a test compares the
+two on random queries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from services.search.retrieval.posting_layout import PostingSource, lay_out
+
+
+def top_k_and(
+    source: PostingSource | None,
+    lists: Sequence[tuple[float, int | None, np.ndarray, np.ndarray]],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(the best ``k`` documents holding every list, best first; their final and text scores;
+    how many documents hold them all). Per list: its weight, its term id in ``source`` or
+    None, its documents ascending, their impacts. ``excluded`` (ascending) and documents not
+    ``allowed`` are neither ranked nor counted."""
+    lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
+    weights = np.array([w for w, _, _, _ in lists], dtype=np.float64)
+    lead = np.argsort(lay.length, kind="stable")  # the shortest list first
+    docs, final, text, count = _top_k_and(
+        lay.base_docs,
+        lay.base_impacts,
+        lay.own_docs,
+        lay.own_impacts,
+        lay.src,
+        lay.start,
+        lay.length,
+        weights,
+        lead.astype(np.int64),
+        np.asarray(prior, dtype=np.float64),
+        int(k),
+        np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32),
+        np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_),
+    )
+    order = np.lexsort((docs, -final))
+    return docs[order].astype(np.uint32), final[order], text[order], int(count)
+
+
+def warm_up() -> None:
+    """Compile the kernel (or load it from numba's cache) now, not in the first query."""
+    docs = np.array([1, 3], np.uint32)
+    impacts = np.array([1.0, 2.0], np.float32)
+    top_k_and(None, [(1.0, None, docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
+
+
+@njit(cache=True, nogil=True)
+def _top_k_and(bd, bi, od, oi, src, start, length, weights, lead, prior, k, excluded, allowed):
+    m = weights.shape[0]
+    size = 0
+    count = 0
+    heap_doc = np.zeros(max(k, 1), dtype=np.int64)
+    heap_final = np.zeros(max(k, 1), dtype=np.float64)
+    heap_text = np.zeros(max(k, 1), dtype=np.float64)
+    if m == 0:
+        return heap_doc[:0], heap_final[:0], heap_text[:0], 0
+    pos = np.zeros(m, dtype=np.int64)
+    at = np.zeros(m, dtype=np.int64)  # where each list holds the current match
+
+    def doc_at(j, p):
+        if src[j] == 0:
+            return np.int64(bd[start[j] + p])
+        return np.int64(od[start[j] + p])
+
+    def impact_at(j, p):
+        if src[j] == 0:
+            return np.float64(bi[start[j] + p])
+        return np.float64(oi[start[j] + p])
+
+    def seek(j, target):
+        """List ``j``'s first posting at or after ``target`` (galloping, then binary)."""
+        n = length[j]
+        p = pos[j]
+        if p >= n or doc_at(j, p) >= target:
+            return p
+        lo = p
+        step = 1
+        hi = p + 1
+        while hi < n and doc_at(j, hi) < target:
+            lo = hi
+            step *= 2
+            hi = lo + step
+        if hi > n:
+            hi = n
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            if doc_at(j, mid) < target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def worse(a, b):
+        return heap_final[a] < heap_final[b] or (heap_final[a] == heap_final[b] and heap_doc[a] > heap_doc[b])
+
+    def sift_down(i):
+        while True:
+            low = i
+            left = 2 * i + 1
+            if left < k and worse(left, low):
+                low = left
+            if left + 1 < k and worse(left + 1, low):
+                low = left + 1
+            if low == i:
+                return
+            heap_doc[i], heap_doc[low] = heap_doc[low], heap_doc[i]
+            heap_final[i], heap_final[low] = heap_final[low], heap_final[i]
+            heap_text[i], heap_text[low] = heap_text[low], heap_text[i]
+            i = low
+
+    n_excluded = excluded.shape[0]
+    at_excluded = 0
+    use_allowed = allowed.shape[0] > 0
+    first = lead[0]
+    for p0 in range(length[first]):
+        d = doc_at(first, p0)
+        at[first] = p0
+        held = True
+        for r in range(1, m):
+            j = lead[r]
+            p = seek(j, d)
+            pos[j] = p
+            if p >= length[j]:
+                return _best(heap_doc, heap_final, heap_text, size, count)
+            if doc_at(j, p) != d:
+                held = False
+                break
+            at[j] = p
+        if not held:
+            continue
+        while at_excluded < n_excluded and np.int64(excluded[at_excluded]) < d:
+            at_excluded += 1
+        if at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d:
+            continue
+        if use_allowed and not allowed[d]:
+            continue
+        count += 1
+        if k <= 0:
+            continue
+        text = 0.0
+        for j in range(m):  # query order, as rank.conjunctive adds them
+            text += impact_at(j, at[j]) * weights[j]
+        final = text * (1.0 + prior[d])
+        if size < k:
+            heap_doc[size], heap_final[size], heap_text[size] = d, final, text
+            size += 1
+            if size == k:
+                for i in range(k // 2 - 1, -1, -1):
+                    sift_down(i)
+        elif final > heap_final[0]:  # documents ascend: an equal score comes later, and loses
+            heap_doc[0], heap_final[0], heap_text[0] = d, final, text
+            sift_down(0)
+    return _best(heap_doc, heap_final, heap_text, size, count)
+
+
+@njit(cache=True, nogil=True)
+def _best(heap_doc, heap_final, heap_text, size, count):
+    return heap_doc[:size], heap_final[:size], heap_text[:size], count
