@@ -179,9 +179,13 @@ def impacts(
         p = params.fields[name]
         if p.weight == 0 or not tfs.any():
             continue
-        # The field's normaliser per document, then looked up per posting.
+        # The field's normaliser per document, then looked up per posting. A posting without
+        # the word in this field adds nothing: with b = 1 an empty field's normaliser is 0,
+        # and 0 / 0 would make the impact NaN (a full b is a legal BM25F setting).
         norm = (1.0 - p.b + p.b * lengths.astype(np.float64) / avg).astype(np.float32)
-        pseudo += np.float32(p.weight) * tfs.astype(np.float32) / norm[docs]
+        held = np.zeros(docs.shape[0], dtype=np.float32)
+        scaled = np.float32(p.weight) * tfs.astype(np.float32)
+        pseudo += np.divide(scaled, norm[docs], out=held, where=scaled > 0)
     k1 = np.float32(params.k1)
     weight = idf.astype(np.float32)[term_of_posting] * pseudo * (k1 + np.float32(1.0)) / (pseudo + k1)
     out: np.ndarray = weight.astype(np.float32, copy=False)

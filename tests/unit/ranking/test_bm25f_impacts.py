@@ -69,3 +69,18 @@ def test_a_word_only_in_the_navigation_counts_for_less_than_once_in_the_body():
     lengths = [np.array([3, 3]), np.array([100, 100]), zero, zero, zero, np.array([40, 40])]
     body, nav = impacts(docs, tfs, np.array([0, 0]), np.array([1.0]), lengths).tolist()
     assert body == pytest.approx(1.0) and nav == pytest.approx(0.25 * 2.2 / 1.45, rel=1e-6)
+
+
+def test_a_full_length_normalisation_with_empty_fields_gives_numbers_not_nan():
+    """b = 1 makes an empty field's normaliser 0: a posting without the word there adds 0,
+    as it would with any other b, instead of 0 / 0."""
+    fields = ("title", "body", "anchor", "url", "meta", "nav")
+    full = BM25FParams(1.2, {name: FieldParams(1.0, 1.0) for name in fields})
+    docs = np.array([0, 1, 2], np.uint32)
+    tfs = [np.array(x) for x in ([1, 0, 0], [2, 1, 0], [0, 0, 0], [0, 0, 0], [0, 0, 1], [0, 0, 0])]
+    lengths = [np.array(x) for x in ([2, 0, 0], [10, 30, 0], [0, 0, 0], [0, 0, 0], [0, 0, 4], [0, 0, 0])]
+    got = impacts(docs, tfs, np.array([0, 0, 0]), np.array([0.7]), lengths, full)
+    assert np.isfinite(got).all() and (got > 0).all()
+    # Doc 1: only its body holds the word: the same impact as BM25 over the body alone.
+    body = 1 / (30 / (40 / 3))  # b = 1: the length over the mean body length (10, 30, 0)
+    assert got[1] == pytest.approx(0.7 * body * 2.2 / (body + 1.2), rel=1e-6)
