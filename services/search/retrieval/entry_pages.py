@@ -68,14 +68,13 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     ``words`` holds each query word's term ids (its forms in the index); a word the index
     lacks (no ids) means no page holds every word, so none is named.
     """
-    if weight <= 0 or not words or any(not ids for ids in words) or "url_kind" not in index.arrays:
+    entries = index.entry_docs
+    if weight <= 0 or not words or any(not ids for ids in words) or entries.shape[0] == 0:
         return NONE
     kinds = index.arrays["url_kind"]
     # A named page holds every word, so the rarest word's postings hold every candidate.
     rarest = min(words, key=lambda ids: sum(int(index.arrays["df"][i]) for i in ids))
-    parts = [index.postings(i)[0] for i in rarest]
-    candidates = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))  # ascending
-    candidates = candidates[kinds[candidates] <= UrlKind.SUBROOT]
+    candidates = _entries_holding(entries, [index.postings(i)[0] for i in rarest], kinds)
     if candidates.shape[0] == 0:
         return NONE
     tfs = [_field_tfs(index, ids, candidates) for ids in words]
@@ -93,6 +92,21 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     return NamedPages(
         candidates[lifted].astype(np.uint32), kinds[candidates][lifted].astype(np.uint8), factors[lifted]
     )
+
+
+def _entries_holding(entries: np.ndarray, parts: list[np.ndarray], kinds: np.ndarray) -> np.ndarray:
+    """The entry pages (``entries``, ascending) in any of the lists ``parts``, ascending: the
+    entries looked up in the lists when they are the fewer (a site has one root and a few
+    section roots), else the lists' documents filtered by their URL kind."""
+    if entries.shape[0] < sum(p.shape[0] for p in parts):
+        held = np.zeros(entries.shape[0], dtype=bool)
+        for docs in parts:
+            if docs.shape[0]:
+                at = np.minimum(np.searchsorted(docs, entries), docs.shape[0] - 1)
+                held |= docs[at] == entries
+        return entries[held]
+    candidates = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+    return candidates[kinds[candidates] <= UrlKind.SUBROOT].astype(np.uint32)
 
 
 def with_entry_pages(

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from services.ranking.entry_pages import UrlKind
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
@@ -156,6 +157,15 @@ class SegmentIndex:
     @property
     def pagerank(self) -> np.ndarray:
         return self.arrays["pagerank"]
+
+    @cached_property
+    def entry_docs(self) -> np.ndarray:
+        """The documents whose URL is a site's or a section's entry (roots and subroots),
+        ascending: the only pages a query can name (``entry_pages``); a few per site."""
+        kinds = self.arrays.get("url_kind")
+        if kinds is None:
+            return np.zeros(0, np.uint32)
+        return np.flatnonzero(kinds <= UrlKind.SUBROOT).astype(np.uint32)
 
     @cached_property
     def folded(self) -> np.ndarray:

@@ -155,3 +155,20 @@ def test_a_generic_url_word_names_no_home_page() -> None:
     generic = index_of([("http://www.shop.org/", "Welcome", "www org shop", "Home"), *PAGES[1:]])
     assert named_entry_pages(generic, [[term(generic, "org")]], 1.0).docs.shape[0] == 0
     assert named_entry_pages(generic, [[term(generic, "www")]], 1.0).docs.shape[0] == 0
+
+
+def test_the_entry_pages_in_the_rarest_words_lists_either_way_round() -> None:
+    """Entries looked up in the lists (they are the fewer) or the lists filtered by kind (they
+    are): the same pages, ascending, once each."""
+    from services.ranking.entry_pages import UrlKind
+    from services.search.retrieval.entry_pages import _entries_holding
+
+    rng = np.random.default_rng(7)
+    kinds = rng.choice([UrlKind.ROOT, UrlKind.SUBROOT, UrlKind.PATH, UrlKind.FILE], 5000).astype(np.uint8)
+    entries = np.flatnonzero(kinds <= UrlKind.SUBROOT).astype(np.uint32)
+    for sizes in ([40], [30, 25], [4000], [3000, 2500]):
+        parts = [np.sort(rng.choice(5000, n, replace=False)).astype(np.uint32) for n in sizes]
+        union = np.unique(np.concatenate(parts))
+        want = union[kinds[union] <= UrlKind.SUBROOT]
+        got = _entries_holding(entries, parts, kinds)
+        assert got.tolist() == want.tolist() and got.dtype == np.uint32
