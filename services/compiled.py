@@ -1,4 +1,5 @@
-"""Kernels compiled with numba when first called, not when their module is imported.
+"""Kernels compiled with numba when first called, not when their module is imported, each
+for one signature.
 
 The index build's MapReduce tasks import the ground floor (segment formats, analysis) but
 never run the kernels a search runs; numba's import alone costs a task about 0.3 s and
@@ -6,12 +7,30 @@ never run the kernels a search runs; numba's import alone costs a task about 0.3
 compiled once per process on its first call: from numba's disk cache after the first
 time (``cache=True``; the deployment's units point ``NUMBA_CACHE_DIR`` where the service
 may write). Search warms its kernels when a segment opens, so no query pays the compile.
+
+numba compiles a kernel again for every new combination of argument types, and an array's
+type includes whether it is writable: a segment's memory-mapped arrays are read-only, the
+arrays a query builds and a warm-up's are not. A warm-up with its own arrays therefore
+compiled a signature no query used, and the first real query compiled again (20-40 s on
+this machine's 2 cores for the OR kernel). Every array is passed read-only here (a view:
+the caller's array keeps its flag), so each kernel has one signature, the warm-up's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+
+def read_only(value: Any) -> Any:
+    """``value``, a writable array seen through a read-only view; anything else as it is."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    return value
 
 
 class CompiledOnFirstUse:
@@ -26,7 +45,12 @@ class CompiledOnFirstUse:
             from numba import njit
 
             self._compiled = njit(cache=True, nogil=True)(self.fn)
-        return self._compiled(*args)
+        return self._compiled(*(read_only(arg) for arg in args))
+
+    @property
+    def signatures(self) -> list[Any]:
+        """The signatures compiled so far (one, once warmed up)."""
+        return [] if self._compiled is None else list(getattr(self._compiled, "signatures", []))
 
 
 def compiled_on_first_use(fn: Callable[..., Any]) -> CompiledOnFirstUse:

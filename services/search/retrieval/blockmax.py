@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from services.compiled import compiled_on_first_use
 from services.search.retrieval.posting_layout import BLOCK, PostingSource, lay_out
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
@@ -139,10 +139,15 @@ def top_k_blockmax(
 
 
 def warm_up() -> None:
-    """Compile the kernel (or load it from numba's cache) now, not in the first query."""
-    docs = np.array([1, 3], np.uint32)
-    impacts = np.array([1.0, 2.0], np.float32)
-    top_k_blockmax(None, [(1.0, 2.0, None, docs, impacts)], np.zeros(4), 1, 0.0, count_limit=2)
+    """Compile the kernels (or load them from numba's cache) now, not in the first query: the
+    top-k, and the count, which runs only where the top-k pruned (one document wanted: a
+    block of documents scoring 5, then one far off scoring 1 that cannot beat them)."""
+    docs = np.append(np.arange(BLOCK), np.arange(BLOCK) + 4 * INNER).astype(np.uint32)
+    impacts = np.repeat(np.array([5.0, 1.0], np.float32), BLOCK)
+    prior = np.zeros(5 * INNER)
+    found = top_k_blockmax(None, [(1.0, 5.0, None, docs, impacts)], prior, 1, 0.0, count_limit=2 * BLOCK)
+    if found.counted != 2 * BLOCK or not _count.signatures:
+        raise RuntimeError("blockmax.warm_up no longer reaches the count: the first query would compile it")
 
 
 # --- the kernel ------------------------------------------------------------------------
@@ -152,7 +157,7 @@ def warm_up() -> None:
 # 35x the work it wraps; docs/performance-notes.md).
 
 
-@njit(cache=True, nogil=True)
+@compiled_on_first_use
 def _top_k(
     bd,
     bi,
@@ -548,7 +553,7 @@ def _top_k(
     return heap_doc[:size], heap_final[:size], heap_text[:size], counted, exact
 
 
-@njit(cache=True, nogil=True)
+@compiled_on_first_use
 def _count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
     """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given):
     a byte per document marks those met; ``allowed`` is read only where a list leads (a pass

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from services.compiled import compiled_on_first_use
 from services.search.retrieval.posting_layout import PostingSource, lay_out
 
 
@@ -71,7 +72,7 @@ def warm_up() -> None:
     top_k_and(None, [(1.0, None, docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
 
 
-@njit(cache=True, nogil=True)
+@compiled_on_first_use
 def _top_k_and(bd, bi, od, oi, src, start, length, weights, lead, prior, k, excluded, allowed):
     m = weights.shape[0]
     size = 0

@@ -32,7 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from numba import njit
+
+from services.compiled import compiled_on_first_use
 
 
 def rm3_weights(
@@ -88,7 +89,13 @@ def rm3_weights(
     return out
 
 
-@njit(cache=True, nogil=True)
+def warm_up() -> None:
+    """Compile the relevance model (or load it from numba's cache) before a feedback query."""
+    one = np.ones(1, np.int64)
+    _relevance_model(np.zeros(1, np.int64), one, one, np.ones(1), np.ones(1, np.bool_), 10)
+
+
+@compiled_on_first_use
 def _relevance_model(terms, tfs, counts, per_doc, keep, fb_terms):
     """RM1 of the feedback documents' entries (each document's run ascending by term), and
     the ``fb_terms`` most likely terms, ties by term id: what numpy's ``unique``,

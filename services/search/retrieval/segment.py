@@ -26,6 +26,7 @@ from services.ranking.entry_pages import UrlKind
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
+from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
@@ -131,10 +132,13 @@ class SegmentIndex:
         if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
             index.folded_into([])  # and the near-duplicate groups
             index.posting_source  # and the block maxima  # noqa: B018
-        warm_up()  # the compiled top-k (OR and AND), word-form probe and forward index reader:
-        warm_and()  # loaded (or compiled, once per install) before a query, the reader for these
+        # The compiled kernels (OR and AND top-k, word-form probe, feedback, forward index
+        # reader): loaded, or compiled once per install, before a query needs them.
+        warm_up()
+        warm_and()
         warm_forms()
-        index.forward(np.zeros(0, np.int64))  # arrays' types (read-only maps)
+        warm_feedback()
+        index.forward(np.zeros(0, np.int64))
         return index
 
     @cached_property
