@@ -10,10 +10,12 @@ may write). Search warms its kernels when a segment opens, so no query pays the 
 
 numba compiles a kernel again for every new combination of argument types, and an array's
 type includes whether it is writable: a segment's memory-mapped arrays are read-only, the
-arrays a query builds and a warm-up's are not. A warm-up with its own arrays therefore
-compiled a signature no query used, and the first real query compiled again (20-40 s on
-this machine's 2 cores for the OR kernel). Every array is passed read-only here (a view:
-the caller's array keeps its flag), so each kernel has one signature, the warm-up's.
+arrays a query builds are not. A warm-up that passed only arrays of its own compiled a
+signature no query used, and a fresh install's first OR query compiled the kernel again
+(20-40 s on this machine's 2 cores). So a warm-up passes ``as_mapped`` arrays where a query
+passes a segment's, and the kernels keep one signature (a test checks it). Making every
+argument read-only per call instead cost 1.5 µs an array (numpy's flags object): 30 µs a
+query.
 """
 
 from __future__ import annotations
@@ -24,13 +26,11 @@ from typing import Any
 import numpy as np
 
 
-def read_only(value: Any) -> Any:
-    """``value``, a writable array seen through a read-only view; anything else as it is."""
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        view = value.view()
-        view.flags.writeable = False
-        return view
-    return value
+def as_mapped(array: np.ndarray) -> np.ndarray:
+    """``array`` as a segment's memory map presents it to a kernel: a read-only view."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 class CompiledOnFirstUse:
@@ -45,7 +45,7 @@ class CompiledOnFirstUse:
             from numba import njit
 
             self._compiled = njit(cache=True, nogil=True)(self.fn)
-        return self._compiled(*(read_only(arg) for arg in args))
+        return self._compiled(*args)
 
     @property
     def signatures(self) -> list[Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.compiled import compiled_on_first_use, read_only
+from services.compiled import as_mapped, compiled_on_first_use
 
 
 def _total(values):  # type: ignore[no-untyped-def]
@@ -14,26 +14,21 @@ def _total(values):  # type: ignore[no-untyped-def]
     return out
 
 
-def test_a_kernel_compiles_once_for_writable_and_read_only_arrays() -> None:
+def test_a_kernel_compiles_on_first_call_and_a_mapped_array_is_another_signature() -> None:
+    """Why the warm-ups pass ``as_mapped`` arrays where queries pass a segment's."""
     kernel = compiled_on_first_use(_total)
     assert kernel.signatures == []  # nothing compiled at import
     writable = np.arange(4.0)
-    mapped = np.arange(4.0)
-    mapped.flags.writeable = False  # as a memory-mapped segment's arrays are
-    assert kernel(writable) == 6.0 and kernel(mapped) == 6.0
-    assert len(kernel.signatures) == 1
-    assert writable.flags.writeable  # the caller's array keeps its flag
+    assert kernel(writable) == 6.0 and len(kernel.signatures) == 1
+    mapped = as_mapped(writable)
+    assert not mapped.flags.writeable and writable.flags.writeable
+    assert kernel(mapped) == 6.0 and len(kernel.signatures) == 2
 
 
-def test_read_only_leaves_everything_else_alone() -> None:
-    view = read_only(np.zeros(3))
-    assert not view.flags.writeable
-    assert read_only(3) == 3 and read_only("x") == "x"
-
-
-def test_the_search_kernels_have_one_signature_after_real_queries() -> None:
-    """The warm-ups compile what queries use: after a query over read-only (mapped) lists
-    and one over lists it built, each kernel still has one signature."""
+def test_the_search_kernels_have_one_signature_after_queries_over_a_mapped_segment() -> None:
+    """The warm-ups compile what queries use: after an OR and an AND query over read-only
+    (mapped) lists with derived block maxima and lists the query built, each kernel still
+    has the warm-up's one signature."""
     from services.search.retrieval import blockmax, conjunction
     from services.search.retrieval.posting_layout import PostingSource, block_maxima
     from services.search.retrieval.rank import QueryTerm, top_k_or
@@ -44,14 +39,11 @@ def test_the_search_kernels_have_one_signature_after_real_queries() -> None:
     impacts = np.linspace(0.5, 3.0, docs.shape[0]).astype(np.float32)
     offsets = np.array([0, docs.shape[0]], np.int64)
     first, maxima = block_maxima(offsets, impacts)
-    for array in (docs, impacts, first, maxima):
-        array.flags.writeable = False
-    source = PostingSource(docs, impacts, offsets, first, maxima)
-    mapped = QueryTerm(1.0, docs, impacts, 3.0, 0)
+    source = PostingSource(as_mapped(docs), as_mapped(impacts), offsets, first, maxima)
+    mapped = QueryTerm(1.0, source.docs, source.impacts, 3.0, 0)
     built = QueryTerm(0.5, docs[::2].copy(), impacts[::2].copy(), 3.0)
-    top_k_or([mapped, built], np.zeros(9000), 5, source=source)
-    conjunction.top_k_and(
-        source, [(1.0, 0, docs, impacts), (0.5, None, built.docs, built.impacts)], np.zeros(9000), 5
-    )
+    top_k_or([mapped, built], np.zeros(9000), 1, source=source)
+    lists = [(1.0, 0, source.docs, source.impacts), (0.5, None, built.docs, built.impacts)]
+    conjunction.top_k_and(source, lists, np.zeros(9000), 5)
     assert len(blockmax._top_k.signatures) == 1 and len(blockmax._count.signatures) == 1
     assert len(conjunction._top_k_and.signatures) == 1

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.compiled import compiled_on_first_use
-from services.search.retrieval.posting_layout import BLOCK, PostingSource, lay_out
+from services.compiled import as_mapped, compiled_on_first_use
+from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima, lay_out
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
 INNER = 2048  # documents scored together: a window's scores fit in L1/L2 (Lucene: 4096)
@@ -139,14 +139,19 @@ def top_k_blockmax(
 
 
 def warm_up() -> None:
-    """Compile the kernels (or load them from numba's cache) now, not in the first query: the
-    top-k, and the count, which runs only where the top-k pruned (one document wanted: a
-    block of documents scoring 5, then one far off scoring 1 that cannot beat them)."""
+    """Compile the kernels (or load them from numba's cache) now, not in the first query, for
+    the argument types queries pass: a segment's postings read-only (memory maps), its block
+    maxima (derived when it opens) and the lists a query builds writable. And the count,
+    which runs only where the top-k pruned (one document wanted: a block of documents
+    scoring 5, then one far off scoring 1)."""
     docs = np.append(np.arange(BLOCK), np.arange(BLOCK) + 4 * INNER).astype(np.uint32)
     impacts = np.repeat(np.array([5.0, 1.0], np.float32), BLOCK)
-    prior = np.zeros(5 * INNER)
-    found = top_k_blockmax(None, [(1.0, 5.0, None, docs, impacts)], prior, 1, 0.0, count_limit=2 * BLOCK)
-    if found.counted != 2 * BLOCK or not _count.signatures:
+    offsets = np.array([0, docs.shape[0]], np.int64)
+    first, maxima = block_maxima(offsets, impacts)
+    source = PostingSource(as_mapped(docs), as_mapped(impacts), offsets, first, maxima)  # maxima: derived
+    lists = [(1.0, 5.0, 0, source.docs, source.impacts), (1.0, 5.0, None, docs[:3], impacts[:3])]
+    found = top_k_blockmax(source, lists, np.zeros(5 * INNER), 1, 0.0, count_limit=4 * BLOCK)
+    if not found.exact or not _count.signatures:
         raise RuntimeError("blockmax.warm_up no longer reaches the count: the first query would compile it")
 
 

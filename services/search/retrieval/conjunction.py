@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from services.compiled import compiled_on_first_use
+from services.compiled import as_mapped, compiled_on_first_use
 from services.search.retrieval.posting_layout import PostingSource, lay_out
 
 
@@ -66,10 +66,15 @@ def top_k_and(
 
 
 def warm_up() -> None:
-    """Compile the kernel (or load it from numba's cache) now, not in the first query."""
+    """Compile the kernel (or load it from numba's cache) now, not in the first query, for the
+    types queries pass: a segment's lists read-only (memory maps), the query's own writable."""
     docs = np.array([1, 3], np.uint32)
     impacts = np.array([1.0, 2.0], np.float32)
-    top_k_and(None, [(1.0, None, docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
+    offsets = np.array([0, 2], np.int64)
+    source = PostingSource(
+        as_mapped(docs), as_mapped(impacts), offsets, np.zeros(2, np.int64), np.zeros(1, np.float32)
+    )
+    top_k_and(source, [(1.0, 0, source.docs, source.impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
 
 
 @compiled_on_first_use

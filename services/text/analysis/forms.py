@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from services.compiled import compiled_on_first_use
+from services.compiled import as_mapped, compiled_on_first_use
 
 BITS_PER_FORM = 8
 HASHES = 3
@@ -101,8 +101,9 @@ def holds_at(
 
 
 def warm_up() -> None:
-    """Compile the probe (or load it from numba's disk cache) now, not in a query's time."""
-    holds_at(np.zeros(1, np.uint8), np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)
+    """Compile the probe (or load it from numba's disk cache) now, not in a query's time, for
+    the types queries pass: the segment's filters read-only (a memory map)."""
+    holds_at(as_mapped(np.zeros(1, np.uint8)), np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)
 
 
 @compiled_on_first_use

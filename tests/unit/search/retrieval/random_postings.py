@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from services.compiled import as_mapped
 from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima
 from services.search.retrieval.rank import QueryTerm
 
@@ -28,7 +29,8 @@ def random_source(
     all_impacts = np.concatenate(impacts)
     offsets_arr = np.array(offsets, np.int64)
     first, maxima = block_maxima(offsets_arr, all_impacts)
-    return PostingSource(np.concatenate(docs), all_impacts, offsets_arr, first, maxima)
+    # As a segment's memory maps present them (read-only): the kernels' one signature.
+    return PostingSource(as_mapped(np.concatenate(docs)), as_mapped(all_impacts), offsets_arr, first, maxima)
 
 
 def terms_of(rng: np.random.Generator, source: PostingSource, count: int) -> list[QueryTerm]:
