@@ -13,7 +13,10 @@ Where to look, by the question you bring:
   ``odp``, ``jsonl``, ``text``, ``sql``; ``framing``, ``http`` and ``elements`` are
   what they share).
 - ``batches``: a bundle cut into batches at registration (``plan_batches``) and one batch
-  read back (``read_batch``).
+  read back (``read_batch``), through one module per family of files: ``web_archive_batches``
+  (WARC and ARC, revisits resolved at registration), ``decoded_batches`` (dumps, JSON lines
+  and text read through a decoded stream, multistream bz2 dumps by their index) and
+  ``sql_batches`` (key ranges); ``batch``: what a batch is (``Batch``, ``TO_END``).
 - ``export``: captures written as WARC 1.1 (``write_warc``).
 - ``stored_export``: what was crawled (the documents table and the blob store) exported as
   WARC (``export_store``: ``nimbus archive export``).

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from services.archives.batches import TO_END
+from services.archives.batch import TO_END
 from services.archives.formats import jsonl
 from services.archives.records import ArchiveRecord
 from services.eval.errors import CollectionError

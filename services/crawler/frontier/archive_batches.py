@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from services.archives.batches import Batch
+from services.archives.batch import Batch
 from services.storage.sql.models import ArchiveBatch, ArchiveBundle
 
 MAX_DAMAGE = 20  # errors kept per batch with their file and offset (all are counted)

@@ -194,7 +194,7 @@ def test_cranfield_as_json_lines(tmp_path: Path, sample_data: Path) -> None:
 
 def test_a_judged_collection_keeps_its_empty_documents(sample_data: Path) -> None:
     """`nimbus eval` reads with keep_empty: each document of a judged collection is judged."""
-    from services.archives.batches import TO_END
+    from services.archives.batch import TO_END
     from services.archives.formats.jsonl import read_jsonl
 
     with (sample_data / "ir/cranfield/docs.jsonl").open("rb") as fh:

@@ -7,7 +7,8 @@ import gzip
 from collections import Counter
 from pathlib import Path
 
-from services.archives.batches import Batch, plan_batches, read_batch
+from services.archives.batch import Batch
+from services.archives.batches import plan_batches, read_batch
 from services.archives.bundle import Bundle
 from services.archives.records import ArchiveRecord, Skip, count
 from services.text.extract.html import parse_html

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.archives.batches import TO_END, Batch
+from services.archives.batch import TO_END, Batch
 from services.config import Settings
 from services.crawler.commit.committer import Committer, FetchedDoc, UrlResult
 from services.crawler.frontier import archive_batches, entries, leases
