@@ -75,7 +75,7 @@ def bare_loop(folder: str) -> dict[str, float]:
     """Read and extract every record of the bundle in ``folder``; its counts as JSON."""
     from services.archives.batches import plan_batches, read_batch
     from services.archives.bundle import load_bundle
-    from services.crawler.web.fetch import FetchResult
+    from services.crawler.web.fetch_result import FetchResult
     from services.crawler.web.parse import INDEXABLE, classify, parse_document
 
     bundle = load_bundle(folder)

@@ -85,7 +85,7 @@ class _PageWork:
     def __init__(self) -> None:
         from services.crawler.commit.committer import new_document
         from services.crawler.commit.results import FetchedDoc, UrlResult
-        from services.crawler.web.fetch import FetchResult
+        from services.crawler.web.fetch_result import FetchResult
         from services.crawler.web.parse import parse_document
         from services.storage.formats.blocks import ContentBlockWriter
         from services.storage.formats.records import RecordBlockWriter

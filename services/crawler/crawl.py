@@ -67,7 +67,7 @@ from services.crawler.report.progress import (
     show,
 )
 from services.crawler.visit import Visitor
-from services.crawler.web.fetch import make_session
+from services.crawler.web.client_session import make_session
 from services.gc_thresholds import fewer_collections
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory

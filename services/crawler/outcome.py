@@ -18,8 +18,8 @@ from services.config import Settings
 from services.crawler.commit.results import UrlResult
 from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.frontier.leases import LeasedUrl
-from services.crawler.web.fetch import FetchResult
 from services.crawler.web.fetch_errors import FetchError
+from services.crawler.web.fetch_result import FetchResult
 
 # Fetches that answered but are not taken, by our own policy: counted under their own name and
 # never retried (asking again gets the same answer).

@@ -22,8 +22,9 @@ from services.crawler.frontier.host_queues import HostQueue
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import judge_fetch, redirect_hop
 from services.crawler.report.metrics import LatencyHistogram
-from services.crawler.web.fetch import FetchResult, Timeouts
+from services.crawler.web.client_session import Timeouts
 from services.crawler.web.fetch_errors import FetchError
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import (
     INDEXABLE,
     MAX_REFRESH_DELAY,

@@ -29,7 +29,7 @@ from services.crawler.errors import ParseError
 from services.crawler.frontier.archive_batches import Reading
 from services.crawler.frontier.entries import UrlState
 from services.crawler.outcome import PERMANENT_REDIRECTS
-from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import (
     INDEXABLE,
     MAX_LINKS,

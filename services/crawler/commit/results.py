@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.crawler.frontier.entries import NewUrl, UrlState
-from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import ParsedDoc, parse_document
 from services.storage.formats.blocks import sha1
 from services.storage.formats.records import Link, LinksPickledFlat

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.crawler.errors import ParseError
-from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_result import FetchResult
 from services.storage.formats.blocks import SNIFFED_TYPES, ContentType, mime_type
 from services.storage.formats.records import Link, LinksPickledFlat
 from services.text.analysis.lang import identify

@@ -26,8 +26,9 @@ from protego import Protego
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.crawler.web.fetch import Fetch, FetchResult, fetch
+from services.crawler.web.fetch import Fetch, fetch
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError
+from services.crawler.web.fetch_result import FetchResult
 from services.storage.sql.models import Host
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB

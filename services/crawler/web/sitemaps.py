@@ -27,7 +27,8 @@ from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 import aiohttp
 
-from services.crawler.web.fetch import Fetch, Timeouts, fetch
+from services.crawler.web.client_session import Timeouts
+from services.crawler.web.fetch import Fetch, fetch
 from services.text.errors import BadUrlError
 from services.text.urls import host_key as url_host_key
 from services.text.urls import normalize_url

@@ -19,7 +19,7 @@ from services.archives.stored_export import export_store
 from services.cli import main
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import parse_document
 from services.demo.sampleweb import Resource, Site, SiteServer
 from services.storage.blobs.blobstore import open_blobstore

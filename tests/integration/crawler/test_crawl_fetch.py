@@ -20,7 +20,9 @@ from sqlalchemy import select
 
 from services.config import Settings
 from services.crawler.crawl import run_crawl
-from services.crawler.web.fetch import FetchResult, Timeouts, fetch, make_session
+from services.crawler.web.client_session import Timeouts, make_session
+from services.crawler.web.fetch import fetch
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import accept_content_type
 from services.crawler.web.robots import fetch_robots, rules_from_fetch
 from services.crawler.web.sitemaps import SitemapResult, discover_sitemap_urls

@@ -17,7 +17,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from services.crawler.web.fetch import FetchResult, fetch, make_session
+from services.crawler.web.client_session import make_session
+from services.crawler.web.fetch import fetch
+from services.crawler.web.fetch_result import FetchResult
 
 BODY = b"<html><body>a page behind an old certificate</body></html>"
 

@@ -13,8 +13,8 @@ from services.crawler.frontier.entries import NewUrl, UrlState
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.frontier.ledger import BatchState
 from services.crawler.outcome import backoff, judge_fetch
-from services.crawler.web.fetch import FetchResult
 from services.crawler.web.fetch_errors import RETRYABLE_ERRORS, FetchError, is_retryable
+from services.crawler.web.fetch_result import FetchResult
 
 URL = "http://a.test/page"
 TARGET = "http://a.test/moved"

@@ -24,8 +24,8 @@ from services.crawler.frontier.host_queues import HostScheduler
 from services.crawler.frontier.leases import LeasedUrl
 from services.crawler.outcome import backoff
 from services.crawler.visit import Visitor
-from services.crawler.web.fetch import FetchResult
 from services.crawler.web.fetch_errors import FetchError
+from services.crawler.web.fetch_result import FetchResult
 from services.text.urls import url_id
 
 HOST = "http://a.test"

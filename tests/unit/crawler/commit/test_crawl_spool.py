@@ -62,7 +62,7 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
     from collections import Counter
 
     from services.crawler.commit.results import FetchedDoc
-    from services.crawler.web.fetch import FetchResult
+    from services.crawler.web.fetch_result import FetchResult
     from services.crawler.web.parse import parse_document
 
     url = "http://a.test/page"
@@ -92,7 +92,7 @@ def test_a_parsed_page_comes_back_whole(tmp_path):
 
 def _fetched_page(url: str, body: bytes, content_type: str) -> UrlResult:
     from services.crawler.commit.results import FetchedDoc
-    from services.crawler.web.fetch import FetchResult
+    from services.crawler.web.fetch_result import FetchResult
     from services.crawler.web.parse import parse_document
 
     parsed = parse_document(FetchResult(url, url, 200, content_type, body), url)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.crawler.web.fetch import FetchResult, redirect_target
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.parse import (
     INDEXABLE,
     ParseError,
@@ -16,6 +16,7 @@ from services.crawler.web.parse import (
     normalize_links,
     parse_document,
 )
+from services.crawler.web.response import redirect_target
 from services.storage.formats.blocks import ContentType
 from services.storage.formats.records import Link
 from services.text.extract.charset import header_charset

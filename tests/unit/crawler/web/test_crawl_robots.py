@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.crawler.web.fetch import FetchResult
+from services.crawler.web.fetch_result import FetchResult
 from services.crawler.web.robots import ROBOTS_TTL, UNAVAILABLE_TTL, effective_delay, rules_from_fetch
 
 UA = "NimbusBot/0.1 (+https://example.invalid)"
