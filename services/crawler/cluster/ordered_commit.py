@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from services.crawler.cluster import election
 from services.crawler.commit import manifest
 from services.crawler.commit.committer import Committer
+from services.crawler.commit.duplicates import sort_docs
 from services.crawler.commit.manifest import AckedBatch, AckedDoc
 from services.crawler.commit.results import UrlResult
 from services.crawler.errors import AckManifestError
@@ -137,7 +138,7 @@ class OrderedCommitter(Committer):
         with self.sessions.begin() as session:
             election.fence(session, election.COMMITTER, self.me, self.term)
             lock_commits(session)
-            docs, duplicates = self._sort_docs(session, results, counts, now)
+            docs, duplicates = sort_docs(session, results, counts, now)
             stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
             number = reserve_doc_nums(session, sum(d.existing is None for d in stored))
             fresh, changed = [], {}

@@ -17,7 +17,7 @@ serialized, uploaded and committed. All documents of one flush share one
 content block and one record block (split only at the size caps): the
 crawl's workers share the block writer.
 
-Duplicates and recrawls (by docId, the SHA-1 of the bytes):
+Duplicates and recrawls (by docId, the SHA-1 of the bytes; ``duplicates``, ``recrawls``):
 * a body equal to another URL's document is stored once: the URL gets a
   ``DuplicateUrl`` row pointing at that document (counter ``duplicate_content``);
 * a recrawl that finds the same bytes stores nothing (``unchanged`` += 1,
@@ -35,12 +35,10 @@ redirect, an archived 3xx) becomes a ``UrlAlias`` row of its target.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, select
@@ -49,7 +47,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
 from services.crawler.commit import purge
+from services.crawler.commit.duplicates import SortedDoc, record_duplicates, sort_docs
 from services.crawler.commit.finished_urls import FinishedUrls
+from services.crawler.commit.recrawls import next_interval, record_removals, update_recrawled
 from services.crawler.commit.results import FetchedDoc, FlushResult, Pending, UrlResult
 from services.crawler.errors import BatchStateError
 from services.crawler.frontier import entries, ledger
@@ -58,10 +58,9 @@ from services.crawler.frontier.entries import NewUrl, Outcome, UrlState, hub_pri
 from services.crawler.frontier.ledger import BatchState
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.documents import DocumentWriter, NewDocument
-from services.storage.formats.block_pair import PLACEMENT_COLUMNS
 from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.counters import bump_counters
-from services.storage.sql.models import Document, DuplicateUrl, Host, UrlAlias, table
+from services.storage.sql.models import Document, Host, UrlAlias, table
 from services.storage.sql.retry import is_retryable, is_transient, retry_transaction, retry_with_backoff
 from services.text.urls import host_key, url_id
 
@@ -74,24 +73,6 @@ log = logging.getLogger(__name__)
 _ATTEMPTS = 5
 _LOST_CONNECTION_ATTEMPTS = 8  # backoff 0.25 s doubling, capped at 8 s: about 40 s in all
 DAY = 86_400.0
-# Answers that say a page is gone for good (RFC 9110: 404 not found, 410 gone); a stored
-# document whose recrawl answers one leaves the index (``_record_removals``).
-GONE_STATUSES = frozenset({404, 410})
-# A recrawl found the page noindex, a soft 404, or disallowed by the host's robots.txt now:
-# the owner asked us not to read it, so the copy we hold goes too (as Nutch's ROBOTS_DENIED
-# counts as gone). robots.txt unavailable (5xx) is not a disallow: that page stays.
-GONE_COUNTERS = ("noindex", "soft_404", "robots_denied")
-
-
-def _says_gone(result: UrlResult) -> bool:
-    return result.status in GONE_STATUSES or any(result.counters.get(c) for c in GONE_COUNTERS)
-
-
-@dataclass
-class _Doc:
-    result: UrlResult
-    doc: FetchedDoc
-    existing: Document | None = None  # the URL's document (a recrawl)
 
 
 class Committer:
@@ -198,7 +179,7 @@ class Committer:
         for result in pending.results:
             counts.update(result.counters)
         with self.transactions, self.sessions() as session:
-            docs, duplicates = self._sort_docs(session, pending.results, counts, now)
+            docs, duplicates = sort_docs(session, pending.results, counts, now)
         stored = [d for d in docs if d.existing is None or d.existing.doc_id != d.doc.doc_id]
         needed = sum(d.existing is None for d in stored)
         if pending.reserved is None or pending.reserved[1] < needed:
@@ -235,10 +216,10 @@ class Committer:
         session: Session,
         results: list[UrlResult],
         seqs: list[int],
-        docs: list[_Doc],
+        docs: list[SortedDoc],
         fresh: list[dict[str, Any]],
         changed: dict[str, dict[str, Any]],
-        duplicates: list[tuple[UrlResult, Document | _Doc]],
+        duplicates: list[tuple[UrlResult, Document | SortedDoc]],
         counts: Counter[str],
         now: float,
         *,
@@ -259,9 +240,9 @@ class Committer:
                 row["removed_at"] = now
                 counts["purged_host_pages"] += 1
         self.writer.insert(session, rows)
-        self._update_recrawled(session, docs, changed, counts, commit_seq, purged, now)
-        self._record_removals(session, results, counts, commit_seq, now)
-        self._record_duplicates(session, duplicates, now)
+        update_recrawled(session, docs, changed, counts, commit_seq, purged, now)
+        record_removals(session, results, counts, commit_seq, now)
+        record_duplicates(session, duplicates, now)
         self._record_aliases(session, results, now)
         new_urls = self._record_frontier(session, results, docs, now)
         self._count_host_pages(session, results)
@@ -280,56 +261,8 @@ class Committer:
             raise BatchStateError(f"batches {seqs} changed state while being committed; rolled back")
         return new_urls
 
-    def _sort_docs(
-        self, session: Session, results: list[UrlResult], counts: Counter[str], now: float
-    ) -> tuple[list[_Doc], list[tuple[UrlResult, Document | _Doc]]]:
-        """Split fetched documents into new/recrawled ones and content duplicates of others.
-
-        One document per URL per flush (two URLs redirecting to one target
-        count ``duplicate_url``); a URL that is a document already is a recrawl;
-        a body whose docId another URL's document has is a duplicate.
-        """
-        candidates: dict[str, _Doc] = {}
-        for result in results:
-            if result.doc is None:
-                continue
-            key = url_id(result.doc.url)
-            earlier = candidates.get(key)
-            if earlier is None:
-                candidates[key] = _Doc(result, result.doc)
-            elif result.archived:  # several captures of one URL: the newest is the page
-                counts["older_capture"] += 1
-                if result.doc.fetched_at > earlier.doc.fetched_at:
-                    candidates[key] = _Doc(result, result.doc)
-            else:
-                counts["duplicate_url"] += 1
-        for ids in chunked(list(candidates), 500):
-            for row in session.scalars(select(Document).where(Document.url_id.in_(ids))):
-                candidates[row.url_id].existing = row
-        for key, d in list(candidates.items()):
-            if d.result.archived and d.existing is not None and d.existing.last_crawled > d.doc.fetched_at:
-                counts["older_capture"] += 1  # the stored page is a newer capture
-                del candidates[key]
-        by_doc_id: dict[str, Document | _Doc] = {}
-        new_ids = [d.doc.doc_id for d in candidates.values() if d.existing is None]
-        for ids in chunked(new_ids, 500):
-            for row in session.scalars(select(Document).where(Document.doc_id.in_(ids))):
-                by_doc_id.setdefault(row.doc_id, row)
-        docs: list[_Doc] = []
-        duplicates: list[tuple[UrlResult, Document | _Doc]] = []
-        for d in candidates.values():
-            original = by_doc_id.get(d.doc.doc_id) if d.existing is None else None
-            if original is not None:
-                duplicates.append((d.result, original))
-                counts["duplicate_content"] += 1
-                continue
-            if d.existing is None:
-                by_doc_id[d.doc.doc_id] = d
-            docs.append(d)
-        return docs, duplicates
-
     @staticmethod
-    def _documents(docs: list[_Doc], base: int) -> list[NewDocument]:
+    def _documents(docs: list[SortedDoc], base: int) -> list[NewDocument]:
         """What to store: a recrawled document keeps its number, new ones count up from ``base``."""
         out: list[NewDocument] = []
         number = base
@@ -340,102 +273,6 @@ class Committer:
                 doc_num, number = number, number + 1
             out.append(new_document(d.result, doc_num))
         return out
-
-    def _update_recrawled(
-        self,
-        session: Session,
-        docs: list[_Doc],
-        changed: dict[str, dict],
-        counts: Counter[str],
-        commit_seq: int | None,
-        purged: frozenset[str],
-        now: float,
-    ) -> None:
-        """Point recrawled documents at their new version (``changed``: the new rows by
-        url_id), or note that nothing changed. A page of a purged host (``purged``) stays
-        removed, or is removed now."""
-        for d in docs:
-            row = d.existing
-            if row is None:
-                continue
-            live = session.get(Document, row.url_id)
-            if live is None:  # cannot happen: documents are never deleted
-                continue
-            if purge.kept_out(live.url, purged):
-                if live.removed_at is None:
-                    live.removed_at = now
-                    live.commit_seq = commit_seq
-                counts["purged_host_pages"] += 1
-            elif live.removed_at is not None:  # gone or noindex before, a page again now
-                live.removed_at = None
-                live.commit_seq = commit_seq
-                counts["documents_restored"] += 1
-            new = changed.get(row.url_id)
-            if new is None:
-                live.unchanged = (live.unchanged or 0) + 1
-                live.last_crawled = d.doc.fetched_at
-                counts["recrawl_unchanged"] += 1
-                continue
-            for key in ("doc_id", "content_type", "title", "lang", "length", "status", "last_crawled"):
-                setattr(live, key, new[key])
-            for key in PLACEMENT_COLUMNS:
-                setattr(live, key, new[key])
-            live.versions = (live.versions or 1) + 1
-            live.commit_seq = commit_seq
-            counts["recrawl_changed"] += 1
-
-    def _record_removals(
-        self,
-        session: Session,
-        results: list[UrlResult],
-        counts: Counter[str],
-        commit_seq: int | None,
-        now: float,
-    ) -> None:
-        """Mark stored documents whose page a recrawl found gone (``GONE_STATUSES``), a soft
-        404, or marked noindex: the index leaves them out from its next update or build, as
-        web engines drop a page whose recrawl says it is gone. A server error or a timeout
-        is not gone: the page stays until a fetch says so."""
-        gone = [r.url_id for r in results if r.doc is None and not r.archived and _says_gone(r)]
-        for ids in chunked(gone, 500):
-            for row in session.scalars(select(Document).where(Document.url_id.in_(ids))):
-                if row.removed_at is None:
-                    row.removed_at = now
-                    row.commit_seq = commit_seq
-                    counts["documents_removed"] += 1
-
-    def _record_duplicates(
-        self, session: Session, duplicates: list[tuple[UrlResult, Document | _Doc]], now: float
-    ) -> None:
-        for result, original in duplicates:
-            doc = result.doc
-            if doc is None:
-                continue
-            number: int | None
-            if isinstance(original, _Doc):  # same flush: its doc number is fixed by now
-                number = session.scalar(
-                    select(Document.doc_num).where(Document.url_id == url_id(original.doc.url))
-                )
-            else:
-                number = original.doc_num
-            if number is None:  # cannot happen: the original's row is in this transaction
-                log.warning("no document row for %s, the original of duplicate %s", original, doc.url)
-                continue
-            uid = url_id(doc.url)
-            row = session.get(DuplicateUrl, uid)
-            if row is None:
-                session.add(
-                    DuplicateUrl(
-                        url_id=uid,
-                        url=doc.url,
-                        doc_num=number,
-                        doc_id=doc.doc_id,
-                        first_seen=now,
-                        last_seen=now,
-                    )
-                )
-            else:
-                row.doc_num, row.doc_id, row.last_seen = number, doc.doc_id, now
 
     @staticmethod
     def _record_aliases(session: Session, results: list[UrlResult], now: float) -> None:
@@ -464,10 +301,10 @@ class Committer:
                     row.title = r.alias_title or None
 
     def _record_frontier(
-        self, session: Session, results: list[UrlResult], docs: list[_Doc], now: float
+        self, session: Session, results: list[UrlResult], docs: list[SortedDoc], now: float
     ) -> int:
         """Finish the batches' frontier rows (next recrawl included) and add what they found."""
-        intervals = {d.result.url_id: self._next_interval(d) for d in docs}
+        intervals = {d.result.url_id: next_interval(d, self.recrawl_min, self.recrawl_max) for d in docs}
         outcomes = []
         for r in results:
             if r.archived:  # read from an archive: no frontier row of its own
@@ -499,14 +336,6 @@ class Committer:
                 keyed = self.finished.unknown_keys([(link.url, url_id(link.url)) for link in r.links])
                 discovered += [NewUrl(url, depth, limit(url, hub), r.url_id, key=key) for url, key in keyed]
         return entries.add_urls(session, discovered, now, partitions=self.partitions)
-
-    def _next_interval(self, d: _Doc) -> float:
-        """Adaptive recrawl: halve when the content changed, double when not, within the bounds."""
-        previous = d.result.interval
-        if d.existing is None or previous is None:
-            return math.sqrt(self.recrawl_min * self.recrawl_max)  # first visit: the geometric middle
-        changed = d.existing.doc_id != d.doc.doc_id
-        return min(self.recrawl_max, max(self.recrawl_min, previous / 2 if changed else previous * 2))
 
     def _count_host_pages(self, session: Session, results: list[UrlResult]) -> None:
         """Pages requested per host, for the per-host page cap across runs."""

@@ -49,11 +49,11 @@ def test_overlapping_flushes_commit_their_rows_one_after_the_other(mysql_url, tm
     class Paused(Committer):
         """Starts the other flush while inside its own row transaction."""
 
-        def _record_duplicates(self, session, duplicates, now):
+        def _record_aliases(self, session, results, now):
             waiting.start()
             waiting.join(0.5)
             assert waiting.is_alive() and not finished, "the other flush did not wait its turn"
-            return super()._record_duplicates(session, duplicates, now)
+            return super()._record_aliases(session, results, now)
 
     entry = taken[0].entries[0]
     first = Paused(sessions, blobs, max_block_bytes=10_000, max_block_docs=10)
