@@ -15,9 +15,12 @@ Where to look, by the question you bring:
 - ``report/``: what a crawl tells its operator (the progress line, ``/metrics``, why
   nothing was fetched).
 
-At the top, wiring the rooms: ``crawl`` (the coordinator's event loop), ``visit`` (one
-URL's visit), ``context`` (the seam between the two), ``outcome`` (what a fetch means
-for the frontier: retries, redirects, recrawls), ``local_cluster`` (a whole cluster as
-processes on one machine) and ``errors``. pyproject.toml's import-linter contract keeps
+At the top, wiring the rooms: ``crawl`` (the coordinator's event loop), ``held_batches``
+(the batches it holds: leased while memory allows, visited host by host or read on the
+archive thread, handed to the committer in lease order), ``node`` (its heartbeat, the
+operator's control, a cluster worker's live peers and partitions), ``visit`` (one URL's
+visit), ``context`` (the seam between coordinator and visitor), ``outcome`` (what a fetch
+means for the frontier: retries, redirects, recrawls), ``local_cluster`` (a whole cluster
+as processes on one machine) and ``errors``. pyproject.toml's import-linter contract keeps
 the rooms in this order.
 """
