@@ -1,9 +1,11 @@
 """Index build and query latency: Nimbus against bm25s and tantivy on the same texts.
 
-    .venv/bin/python -m benchmarks.index [--docs 100000] [--queries 500] [--runner local]
+    .venv/bin/python -m benchmarks.index [--docs 100000] [--queries 500] [--runner local] [--distinct]
 
 The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
-rebuilt under var/bench when missing). In one run, each contender in a
+rebuilt under var/bench when missing); ``--distinct`` its documents of scattered
+sentences, no two alike (var/bench/corpus-<docs>-distinct), for a million documents,
+where the default windows repeat. In one run, each contender in a
 process of its own, one after another (an engine's leftovers in a shared
 process slow the next one's queries):
 
@@ -226,16 +228,21 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="*", default=["bm25s", "tantivy", "nimbus"], choices=["bm25s", "tantivy", "nimbus"]
     )
     p.add_argument(
+        "--distinct",
+        action="store_true",
+        help="the corpus's documents of scattered sentences, no two alike (textcorpus --distinct)",
+    )
+    p.add_argument(
         "--contender", choices=["bm25s", "tantivy", "nimbus"], help=argparse.SUPPRESS
     )  # internal: run one contender in this process
     args = p.parse_args(argv)
-    corpus = args.work / f"corpus-{args.docs}"
+    corpus = args.work / (f"corpus-{args.docs}-distinct" if args.distinct else f"corpus-{args.docs}")
     if args.contender:
         result = run_contender(args.contender, corpus, args.work, args.runner)
         print(RESULT + json.dumps(result), flush=True)
         return 0
     if not (corpus / "docs.jsonl").is_file():
-        build(DATA, args.docs, args.queries, corpus)
+        build(DATA, args.docs, args.queries, corpus, distinct=args.distinct)
     # Only the figures for the header: each contender's process loads the corpus itself.
     with (corpus / "docs.jsonl").open("rb") as fh:
         num_docs = sum(1 for _ in fh)
@@ -264,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.runner,
                 "--work",
                 str(args.work),
+                *(["--distinct"] if args.distinct else []),
             ],
             stdout=subprocess.PIPE,
             text=True,
