@@ -34,13 +34,14 @@ from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.graph_input import graph_input
-from services.indexing.index_rows import collect_index_rows, read_index_rows
+from services.indexing.index_rows import index_columns
 from services.indexing.link_probe import sample_has_links
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
-from services.indexing.segment_arrays import segment_arrays, segment_meta
+from services.indexing.segment_arrays import segment_meta
+from services.indexing.segment_stream import streamed_segment
 from services.indexing.url_names import write_name_lines
 from services.ranking.entry_pages import url_kinds
 from services.ranking.pagerank import PageRankResult, adjacency_from_mapping, host_pagerank, pagerank_sparse
@@ -279,10 +280,12 @@ def build_index(
 
         say("4/4 publish")
         stage = time.monotonic()
-        columns = collect_index_rows(read_index_rows(index.path))
+        # The terms' postings are read from the job's file a range at a time (segment_stream).
+        columns, terms = index_columns(index.path)
         read_s, stage = time.monotonic() - stage, time.monotonic()
         kinds, doc_hosts = url_facts(sessions, num_docs)
-        arrays = segment_arrays(
+        arrays = streamed_segment(
+            terms,
             columns,
             ranks.ranks,
             num_docs,
@@ -290,10 +293,10 @@ def build_index(
             links=graph,
             url_kinds=kinds,
             doc_hosts=doc_hosts,
+            progress=say,
         )
         languages = columns.languages
-        del graph
-        del columns
+        del graph, columns, terms
         arrays_s, stage = time.monotonic() - stage, time.monotonic()
         meta = segment_meta(
             arrays,
@@ -303,7 +306,9 @@ def build_index(
             languages=languages,
         )
         meta.update(mark.to_meta())
-        published = publish_segment(arrays, meta, store, sessions, keep=settings.index.keep_segments)
+        published = publish_segment(
+            arrays, meta, store, sessions, keep=settings.index.keep_segments, packed=True
+        )
         say(
             f"    read job output {read_s:.1f} s, arrays and impacts {arrays_s:.1f} s, "
             f"store and activate {time.monotonic() - stage:.1f} s"

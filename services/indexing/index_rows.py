@@ -1,5 +1,7 @@
 """MRIndex's output read back: the rows of the job's file, gathered into the columns a
-segment is built from (``segment_arrays``).
+segment is built from (``segment_arrays``), or, for a full build, everything but the terms'
+postings, which ``JobTerms`` names by where they lie in the file, read a term range at a time
+(``segment_stream``): a build then never holds every term's postings text at once.
 
 The row kinds and keys are the job's (``mapreduce.mr_index``); a row this side does not
 know means the job and the publisher disagree, and is an error, never skipped.
@@ -7,11 +9,13 @@ know means the job and the publisher disagree, and is an error, never skipped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pybase64
 
 from mapreduce.mr_index import (
@@ -51,35 +55,113 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
             if key in cols.chunks:
                 raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher disagree")
             cols.chunks[key] = value
-        elif kind == LENGTH:
-            cols.lengths[int(name)] = value
-        elif kind == FORMS:
-            cols.forms[int(name)] = value
-        elif kind == VOCABULARY:
-            cols.vocabulary[name] = cols.vocabulary.get(name, 0) + int(value)
-        elif kind == LANGUAGE:
-            cols.languages[name] = cols.languages.get(name, 0) + int(value)
         else:
-            raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
+            _collect(cols, (kind, name), value)
     return cols
+
+
+def _collect(cols: IndexColumns, row: tuple[str, Any], value: Any) -> None:
+    """One row that is not a term's into ``cols``."""
+    kind, name = row
+    if kind == LENGTH:
+        cols.lengths[int(name)] = value
+    elif kind == FORMS:
+        cols.forms[int(name)] = value
+    elif kind == VOCABULARY:
+        cols.vocabulary[name] = cols.vocabulary.get(name, 0) + int(value)
+    elif kind == LANGUAGE:
+        cols.languages[name] = cols.languages.get(name, 0) + int(value)
+    else:
+        raise PublishError(f"unexpected MRIndex row kind {kind!r}: job and publisher disagree")
 
 
 def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
     """MRIndex's output file as ``((kind, name), value)``: ``(("t", term), wire text)`` and
     ``(("l", doc), [title, body, anchor, url, meta, nav])``."""
-    term_key, length_key = TERM_KEY, LENGTH_KEY
+    term_key = TERM_KEY
     with Path(path).open("rb") as fh:
         for line in fh:
             key, _, value = line.rstrip(b"\r\n").partition(b"\t")
             if key.startswith(term_key):
                 yield (TERM, key[len(term_key) :].decode("utf-8")), value
-            elif key.startswith(length_key):
-                yield (LENGTH, int(key[len(length_key) :])), [int(x) for x in value.split(b",")]
-            elif key.startswith(FORMS_KEY):
-                yield (FORMS, int(key[len(FORMS_KEY) :])), pybase64.b64decode(value)
-            elif key.startswith(VOCABULARY_KEY):
-                yield (VOCABULARY, key[len(VOCABULARY_KEY) :].decode("utf-8")), int(value)
-            elif key.startswith(LANGUAGE_KEY):
-                yield (LANGUAGE, key[len(LANGUAGE_KEY) :].decode("ascii")), int(value)
             elif key:
-                raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
+                yield _other_row(key, value, path)
+
+
+def _other_row(key: bytes, value: bytes, path: Path) -> tuple[tuple[str, Any], Any]:
+    """A row that is not a term's, parsed."""
+    if key.startswith(LENGTH_KEY):
+        return (LENGTH, int(key[len(LENGTH_KEY) :])), [int(x) for x in value.split(b",")]
+    if key.startswith(FORMS_KEY):
+        return (FORMS, int(key[len(FORMS_KEY) :])), pybase64.b64decode(value)
+    if key.startswith(VOCABULARY_KEY):
+        return (VOCABULARY, key[len(VOCABULARY_KEY) :].decode("utf-8")), int(value)
+    if key.startswith(LANGUAGE_KEY):
+        return (LANGUAGE, key[len(LANGUAGE_KEY) :].decode("ascii")), int(value)
+    raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
+
+
+@dataclass(frozen=True)
+class JobTerms:
+    """The terms of an MRIndex output file, sorted by their UTF-8 bytes, and where each one's
+    postings text lies in the file: read a range of terms at a time (``texts``), so what a
+    build holds of them is the terms and two integers each, not the texts (about 19 bytes a
+    posting in base64, 3.7 GB at a million documents)."""
+
+    path: Path
+    terms: list[bytes]  # UTF-8, sorted by bytes
+    starts: np.ndarray  # int64: where each term's text starts in the file
+    sizes: np.ndarray  # int64: its length in bytes
+
+    def texts(self, lo: int, hi: int) -> list[bytes]:
+        """The postings texts of terms ``lo .. hi - 1``, in order."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return [
+                os.pread(fd, size, start)
+                for start, size in zip(self.starts[lo:hi].tolist(), self.sizes[lo:hi].tolist(), strict=True)
+            ]
+        finally:
+            os.close(fd)
+
+    def ranges(self, budget: int) -> list[tuple[int, int]]:
+        """Term ranges ``[lo, hi)`` of about ``budget`` bytes of postings text each (a term
+        above it is a range of its own); none for no terms."""
+        ends = np.cumsum(self.sizes)
+        total = int(ends[-1]) if ends.shape[0] else 0
+        cuts = np.searchsorted(ends, np.arange(budget, total, max(budget, 1)), side="left") + 1
+        edges = np.unique(np.concatenate([[0], cuts, [len(self.terms)]])).astype(np.int64).tolist()
+        return list(zip(edges[:-1], edges[1:], strict=True)) if self.terms else []
+
+
+def index_columns(path: Path) -> tuple[IndexColumns, JobTerms]:
+    """MRIndex's output file as the columns of every row but the terms' (``chunks`` left
+    empty), and the terms by where their texts lie (``JobTerms``)."""
+    cols = IndexColumns()
+    terms: list[bytes] = []
+    starts: list[int] = []
+    sizes: list[int] = []
+    at = 0
+    with Path(path).open("rb") as fh:
+        for line in fh:
+            key, tab, value = line.rstrip(b"\r\n").partition(b"\t")
+            if key.startswith(TERM_KEY):
+                terms.append(key[len(TERM_KEY) :])
+                starts.append(at + len(key) + len(tab))
+                sizes.append(len(value))
+            elif key:
+                _collect(cols, *_other_row(key, value, path))
+            at += len(line)
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    ordered = [terms[i] for i in order]
+    twice = next((a for a, b in zip(ordered, ordered[1:], strict=False) if a == b), None)
+    if twice is not None:
+        name = twice.decode("utf-8")
+        raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher disagree")
+    index = np.array(order, dtype=np.int64)
+    return cols, JobTerms(
+        Path(path),
+        ordered,
+        np.array(starts, dtype=np.int64)[index] if order else np.zeros(0, np.int64),
+        np.array(sizes, dtype=np.int64)[index] if order else np.zeros(0, np.int64),
+    )

@@ -18,10 +18,10 @@ index"): anchor text and in-links from pages of one part to pages of another, Pa
 spelling vocabulary keeps forms in two or more documents; each part dropped its own
 single-document forms).
 
-The postings are merged, scored and packed a term range at a time (``merge_ranges``), from
-the base as it is stored (mapped, never expanded): what a merge holds at once is the
-output, a few bytes a posting, and one range's work (docs/benchmarks.md, "Issue 31: merge
-memory").
+The postings are merged a term range at a time (``merge_ranges``), from the base as it is
+stored (mapped, never expanded), and scored and packed as they come (``posting_stream``, as a
+full build's are): what a merge holds at once is the output, a few bytes a posting, and one
+range's work (docs/benchmarks.md, "Issue 31: merge memory").
 """
 
 from __future__ import annotations
@@ -35,25 +35,10 @@ import numpy as np
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns
 from services.indexing.merge_ranges import POSTINGS_PER_RANGE, merged_ranges, term_union
-from services.indexing.segment_arrays import (
-    check_postings,
-    edge_arrays,
-    entry_page_arrays,
-    field_lengths,
-    form_arrays,
-    forward_index,
-    length_arrays,
-    near_duplicates_of,
-    offsets_of,
-    pagerank_array,
-    posting_scores,
-    term_arrays,
-    title_body_tfs,
-    vocabulary_arrays,
-)
-from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
-from services.storage.formats.segment import SEGMENT_FORMAT, TF_FIELDS
-from services.storage.formats.segment_codec import PostingsPacker, compact_forward
+from services.indexing.posting_stream import PostingStream
+from services.indexing.segment_arrays import edge_arrays, field_lengths, pagerank_array
+from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams
+from services.storage.formats.segment import SEGMENT_FORMAT
 
 
 @dataclass(frozen=True)
@@ -129,68 +114,29 @@ def merge_segments(
         owner[np.asarray(removed, dtype=np.int64)] = -1
     graph = _graph_part(parts)
     cols = _columns(parts, owner, graph)
-    lengths = field_lengths(cols, num_docs)
-    averages = average_lengths(list(lengths))
+    stream = PostingStream(field_lengths(cols, num_docs), num_docs, params)
     union = term_union([_terms(part.arrays) for part in parts])
-
-    out_terms: list[bytes] = []
-    dfs, idfs, bounds, docs, impacts, titles, title_bodies = [], [], [], [], [], [], []
-    packer = PostingsPacker()
     for merged in merged_ranges([p.arrays for p in parts], owner, graph, union, range_postings):
         present = np.flatnonzero(merged.per_term)  # a term only superseded versions held is gone
-        out_terms.extend(union.terms[merged.first + t] for t in present.tolist())
-        df = merged.per_term[present].astype(np.uint32)
-        post_offsets = offsets_of(df)
-        check_postings(merged.docs, post_offsets, num_docs)
-        tfs = [np.ascontiguousarray(merged.field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
-        idf, post_impacts, max_impact = posting_scores(
-            df, post_offsets, merged.docs, tfs, lengths, num_docs, params, averages
+        stream.add(
+            [union.terms[merged.first + t] for t in present.tolist()],
+            merged.per_term[present],
+            merged.docs,
+            merged.field_tfs,
+            merged.pos_counts,
+            merged.positions,
         )
-        packer.add(dict(zip(TF_FIELDS, tfs, strict=True)), merged.pos_counts, merged.positions)
-        dfs.append(df)
-        idfs.append(idf.astype(np.float32))
-        bounds.append(max_impact)
-        docs.append(merged.docs)
-        impacts.append(post_impacts)
-        titles.append(tfs[FIELD_NAMES.index("title")])
-        title_bodies.append(title_body_tfs(tfs))
-        del merged, tfs
+        del merged
         if release is not None:
             release()
-
-    df = _joined(dfs, np.uint32)
-    post_offsets = offsets_of(df)
-    post_docs = _joined(docs, np.uint32)
-    postings = {"post_offsets": post_offsets, "post_docs": post_docs, "tf_title": _joined(titles, np.uint16)}
-    entry_pages = entry_page_arrays(postings, num_docs, url_kinds, doc_hosts)
-    del postings  # the title frequencies, before the forward index is made
-    fwd_offsets, fwd_terms, fwd_tfs = forward_index(
-        post_docs, post_offsets, _joined(title_bodies, np.uint16), num_docs
+    return stream.finish(
+        cols,
+        pagerank_array(pagerank),
+        _links(parts, owner, num_docs, graph),
+        url_kinds=url_kinds,
+        doc_hosts=doc_hosts,
+        near_duplicates=near_duplicates,
     )
-    near_dup_of = near_duplicates_of(fwd_offsets, fwd_terms, fwd_tfs, out_terms, num_docs, near_duplicates)
-    forward = compact_forward(fwd_offsets, fwd_terms, fwd_tfs)
-    del fwd_terms, fwd_tfs
-    term_offsets, term_bytes = term_arrays(out_terms)
-    return {
-        "term_bytes": term_bytes,
-        "term_offsets": term_offsets,
-        "df": df,
-        "idf": _joined(idfs, np.float32),
-        "max_impact": _joined(bounds, np.float32),
-        "post_offsets": post_offsets,
-        "post_docs": post_docs,
-        "post_impacts": _joined(impacts, np.float32),
-        **length_arrays(lengths),
-        "fwd_offsets": fwd_offsets,
-        "near_dup_of": near_dup_of,
-        **form_arrays(cols.forms, num_docs),
-        **vocabulary_arrays(cols.vocabulary),
-        "pagerank": pagerank_array(pagerank),
-        **_links(parts, owner, num_docs, graph),
-        **entry_pages,
-        **packer.finish(),
-        **forward,
-    }
 
 
 def merged_languages(metas: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -278,10 +224,3 @@ def _links(
         np.concatenate(targets) if targets else np.zeros(0, np.int64),
         num_docs,
     )
-
-
-def _joined(chunks: list[np.ndarray], dtype: type) -> np.ndarray:
-    """The chunks one after another (an empty array of ``dtype`` for none), freeing each."""
-    out: np.ndarray = np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
-    chunks.clear()
-    return out

@@ -1,0 +1,155 @@
+"""A segment's stored arrays from its postings given a term range at a time: pure (no I/O).
+
+A full build (``segment_stream``, from MRIndex's output) and a merge (``segment_merge``, from
+the parts' stored arrays) both make a segment too large to hold expanded: every posting's
+field frequencies, positions, sort keys and plain columns at once took 26-29 GB per million
+stored documents in a build, 43 GB in a merge (docs/benchmarks.md, "Issue 31: merge memory",
+"Issue 31: a like-for-like million"). Both hand their postings here in term order, a range
+at a time: each range is checked, scored with the collection's statistics
+(``segment_arrays.posting_scores``: per term and per posting, so a range scores as the whole
+does) and packed at once (``segment_codec.PostingsPacker``, the bytes ``compact_segment``
+writes). What is held whole is the output (documents, impacts, packed columns), the title
+and title + body frequencies (2 bytes a posting each, for the site names and the forward
+index), and the forward index while near-duplicates are folded. ``finish`` gives every stored
+array in ``compact_segment``'s order, so the segment is the one a build of plain arrays
+stores, byte for byte, whatever the ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from services.indexing.index_rows import IndexColumns
+from services.indexing.segment_arrays import (
+    check_postings,
+    entry_page_arrays,
+    form_arrays,
+    forward_index,
+    length_arrays,
+    near_duplicates_of,
+    offsets_of,
+    posting_scores,
+    term_arrays,
+    title_body_tfs,
+    vocabulary_arrays,
+)
+from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
+from services.storage.formats.segment import TF_FIELDS
+from services.storage.formats.segment_codec import PostingsPacker, compact_forward
+
+
+class PostingStream:
+    """Postings in, a term range at a time (``add``), in term order; the stored arrays out
+    (``finish``). ``lengths``: each field's length of each document, (fields, documents), the
+    collection's: the average field lengths, and so every impact, are the whole's."""
+
+    def __init__(self, lengths: np.ndarray, num_docs: int, params: BM25FParams = DEFAULT_PARAMS) -> None:
+        self.lengths = lengths
+        self.num_docs = num_docs
+        self.params = params
+        self._averages = average_lengths(list(lengths))
+        self._terms: list[bytes] = []
+        self._dfs: list[np.ndarray] = []
+        self._idfs: list[np.ndarray] = []
+        self._bounds: list[np.ndarray] = []
+        self._docs: list[np.ndarray] = []
+        self._impacts: list[np.ndarray] = []
+        self._titles: list[np.ndarray] = []
+        self._title_bodies: list[np.ndarray] = []
+        self._packer = PostingsPacker()
+
+    def add(
+        self,
+        terms: Sequence[bytes],
+        per_term: np.ndarray,
+        docs: np.ndarray,
+        field_tfs: np.ndarray,
+        pos_counts: np.ndarray,
+        positions: np.ndarray,
+    ) -> None:
+        """The postings of ``terms`` (the next ones in byte order; ``per_term`` postings each):
+        their documents (ascending per term), field frequencies (postings x ``FIELD_NAMES``),
+        number of positions and positions concatenated."""
+        df = np.asarray(per_term).astype(np.uint32)
+        post_offsets = offsets_of(df)
+        check_postings(docs, post_offsets, self.num_docs)
+        tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
+        idf, post_impacts, max_impact = posting_scores(
+            df, post_offsets, docs, tfs, self.lengths, self.num_docs, self.params, self._averages
+        )
+        self._packer.add(dict(zip(TF_FIELDS, tfs, strict=True)), pos_counts, positions)
+        self._terms.extend(terms)
+        self._dfs.append(df)
+        self._idfs.append(idf.astype(np.float32))
+        self._bounds.append(max_impact)
+        self._docs.append(np.asarray(docs, dtype=np.uint32))
+        self._impacts.append(post_impacts)
+        self._titles.append(tfs[FIELD_NAMES.index("title")])
+        self._title_bodies.append(title_body_tfs(tfs))
+
+    def finish(
+        self,
+        cols: IndexColumns,
+        pagerank: np.ndarray,
+        links: Mapping[str, np.ndarray],
+        *,
+        url_kinds: np.ndarray | None = None,
+        doc_hosts: np.ndarray | None = None,
+        near_duplicates: bool = True,
+    ) -> dict[str, np.ndarray]:
+        """Every stored array, in ``compact_segment``'s order (what ``publish`` writes):
+        ``cols``' word forms and vocabulary, ``pagerank`` as stored (``pagerank_array``),
+        ``links`` (``link_arrays``), the entry pages (``entry_page_arrays``) and the
+        forward index and near-duplicates of the postings added. The stream is spent."""
+        num_docs = self.num_docs
+        df = joined(self._dfs, np.uint32)
+        post_offsets = offsets_of(df)
+        post_docs = joined(self._docs, np.uint32)
+        titles = joined(self._titles, np.uint16)
+        postings = {"post_offsets": post_offsets, "post_docs": post_docs, "tf_title": titles}
+        entry_pages = entry_page_arrays(postings, num_docs, url_kinds, doc_hosts)
+        del postings, titles  # the title frequencies, before the forward index is made
+        fwd_offsets, fwd_terms, fwd_tfs = forward_index(
+            post_docs, post_offsets, joined(self._title_bodies, np.uint16), num_docs
+        )
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fold") as helper:
+            # Folding (the longest step left) beside the forward index's packing: numpy
+            # releases the GIL, and both only read the forward index.
+            near_job = helper.submit(
+                near_duplicates_of, fwd_offsets, fwd_terms, fwd_tfs, self._terms, num_docs, near_duplicates
+            )
+            forward = compact_forward(fwd_offsets, fwd_terms, fwd_tfs)
+            near_dup_of = near_job.result()
+        del fwd_terms, fwd_tfs
+        term_offsets, term_bytes = term_arrays(self._terms)
+        self._terms = []
+        return {
+            "term_bytes": term_bytes,
+            "term_offsets": term_offsets,
+            "df": df,
+            "idf": joined(self._idfs, np.float32),
+            "max_impact": joined(self._bounds, np.float32),
+            "post_offsets": post_offsets,
+            "post_docs": post_docs,
+            "post_impacts": joined(self._impacts, np.float32),
+            **length_arrays(self.lengths),
+            "fwd_offsets": fwd_offsets,
+            "near_dup_of": near_dup_of,
+            **form_arrays(cols.forms, num_docs),
+            **vocabulary_arrays(cols.vocabulary),
+            "pagerank": pagerank,
+            **links,
+            **entry_pages,
+            **self._packer.finish(),
+            **forward,
+        }
+
+
+def joined(chunks: list[np.ndarray], dtype: type) -> np.ndarray:
+    """The chunks one after another (an empty array of ``dtype`` for none), freeing each."""
+    out: np.ndarray = np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
+    chunks.clear()
+    return out
