@@ -6,8 +6,9 @@ other names (duplicate URLs, aliases: ``url_names``) ->
 MRLinkGraph (adjacency, in-link anchor text, links through the other names) -> MRIndex (postings with
 fields and positions, lengths) -> PageRank
 iterations (in memory, or one MRPageRankStep job per iteration when
-``settings.index.pagerank_engine`` is "mapreduce") -> publish (segment to the
-blob store, PageRank rows and the active version to the database). Each job
+``settings.index.pagerank_engine`` is "mapreduce") -> publish (the segment's
+arrays made a term range at a time, ``segment_stream``, to the blob store; PageRank rows
+and the active version to the database). Each job
 runs on ``settings.index.mr_runner``;
 intermediate files live in a scratch directory under ``settings.var_dir``,
 removed after a successful build and kept after a failure for inspection.
