@@ -283,11 +283,22 @@ def forward_index(
     are (scipy converts in O(postings))."""
     from scipy.sparse import csr_matrix
 
-    by_doc = csr_matrix(
-        (title_body, post_docs, post_offsets.astype(np.int64)), shape=(post_offsets.shape[0] - 1, num_docs)
-    ).tocsc()
+    shape = (post_offsets.shape[0] - 1, num_docs)
+    # scipy keeps int32 indices and offsets when every value fits (its own choice), so the
+    # document numbers are handed over as int32 views (doc numbers < 2^31) instead of being
+    # copied, and the term ids read back as uint32 views; the frequencies stay uint16. Each
+    # copy avoided is 4 or 2 bytes a posting at the build's peak (docs/benchmarks.md,
+    # "Issue 31: a like-for-like million (stop 38)").
+    narrow = int(post_offsets[-1]) < 2**31 and max(shape) < 2**31
+    index_type = np.int32 if narrow else np.int64
+    docs = (
+        post_docs.view(np.int32) if narrow and post_docs.dtype == np.uint32 else post_docs.astype(index_type)
+    )
+    by_doc = csr_matrix((title_body, docs, post_offsets.astype(index_type)), shape=shape).tocsc()
     by_doc.has_sorted_indices = True  # tocsc emits each column's rows in ascending order
-    return by_doc.indptr.astype(np.uint64), by_doc.indices.astype(np.uint32), by_doc.data.astype(np.uint16)
+    indices = by_doc.indices
+    terms = indices.view(np.uint32) if indices.dtype == np.int32 else indices.astype(np.uint32)
+    return by_doc.indptr.astype(np.uint64), terms, by_doc.data.astype(np.uint16, copy=False)
 
 
 def posting_scores(
