@@ -25,6 +25,15 @@ class Pipeline:
     documents: int
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> None:
+    """The search kernels compiled (or loaded from numba's cache) before any server's start is
+    timed: a fresh clone compiles them here once, not inside uvicorn's 30 s to start."""
+    from services.search.retrieval.segment import warm_kernels
+
+    warm_kernels()
+
+
 @pytest.fixture(scope="session")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     """Sample web on loopback -> real crawl over HTTP -> MapReduce index + PageRank (inline)."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from services.compiled import as_mapped
 from services.ranking.entry_pages import UrlKind
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
@@ -30,7 +31,7 @@ from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
-from services.storage.formats.segment import check_segment, open_segment
+from services.storage.formats.segment import check_segment, open_segment, segment_dtypes
 from services.storage.formats.segment_codec import (
     field_tfs,
     field_tfs_many,
@@ -56,6 +57,23 @@ _SHARED_TABLES = (
 )
 
 TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
+
+
+def warm_kernels() -> None:
+    """Load (or compile, once per install) every compiled kernel a query runs: the OR and AND
+    top-k, the word-form probe, RM3's relevance model and the forward index reader, each for
+    the argument types a memory-mapped segment gives (``services.compiled``). A segment's
+    open calls it; so may whoever must not pay the compile inside a timed start."""
+    warm_up()
+    warm_and()
+    warm_forms()
+    warm_feedback()
+    dtypes = segment_dtypes()
+    mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in _FORWARD_ARRAYS}
+    forward_lists(mapped, np.zeros(0, np.int64))
+
+
+_FORWARD_ARRAYS = ("fwd_offsets", "fwd_gaps", "fwd_tfs8", "fwd_wide_rows", "fwd_wide_gaps", "fwd_wide_tfs")
 
 
 def check_analyzer(meta: Mapping[str, Any], where: str) -> None:
@@ -132,13 +150,7 @@ class SegmentIndex:
         if not meta.get("delta"):  # a delta's groups are its version's (segment_set)
             index.folded_into([])  # and the near-duplicate groups
             index.posting_source  # and the block maxima  # noqa: B018
-        # The compiled kernels (OR and AND top-k, word-form probe, feedback, forward index
-        # reader): loaded, or compiled once per install, before a query needs them.
-        warm_up()
-        warm_and()
-        warm_forms()
-        warm_feedback()
-        index.forward(np.zeros(0, np.int64))
+        warm_kernels()  # loaded, or compiled once per install, before a query needs them
         return index
 
     @cached_property
