@@ -74,7 +74,7 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     kinds = index.arrays["url_kind"]
     # A named page holds every word, so the rarest word's postings hold every candidate.
     rarest = min(words, key=lambda ids: sum(int(index.arrays["df"][i]) for i in ids))
-    candidates = _entries_holding(entries, [index.postings(i)[0] for i in rarest], kinds)
+    candidates = _entries_holding(index, entries, rarest, kinds)
     if candidates.shape[0] == 0:
         return NONE
     tfs = [_field_tfs(index, ids, candidates) for ids in words]
@@ -94,16 +94,17 @@ def named_entry_pages(index: SegmentIndex, words: Sequence[Sequence[int]], weigh
     )
 
 
-def _entries_holding(entries: np.ndarray, parts: list[np.ndarray], kinds: np.ndarray) -> np.ndarray:
-    """The entry pages (``entries``, ascending) in any of the lists ``parts``, ascending: the
-    entries looked up in the lists when they are the fewer (a site has one root and a few
-    section roots), else the lists' documents filtered by their URL kind."""
+def _entries_holding(
+    index: SegmentIndex, entries: np.ndarray, term_ids: Sequence[int], kinds: np.ndarray
+) -> np.ndarray:
+    """The entry pages (``entries``, ascending) holding any of ``term_ids``, ascending: the
+    entries looked up in the lists (``locate``) when they are the fewer (a site has one root
+    and a few section roots), else the lists' documents filtered by their URL kind."""
+    parts = [index.postings(i)[0] for i in term_ids]
     if entries.shape[0] < sum(p.shape[0] for p in parts):
         held = np.zeros(entries.shape[0], dtype=bool)
-        for docs in parts:
-            if docs.shape[0]:
-                at = np.minimum(np.searchsorted(docs, entries), docs.shape[0] - 1)
-                held |= docs[at] == entries
+        for term_id in term_ids:
+            held |= index.locate(term_id, entries)[0]
         return entries[held]
     candidates = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
     return candidates[kinds[candidates] <= UrlKind.SUBROOT].astype(np.uint32)

@@ -4,6 +4,8 @@ without entry pages."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -168,7 +170,13 @@ def test_the_entry_pages_in_the_rarest_words_lists_either_way_round() -> None:
     entries = np.flatnonzero(kinds <= UrlKind.SUBROOT).astype(np.uint32)
     for sizes in ([40], [30, 25], [4000], [3000, 2500]):
         parts = [np.sort(rng.choice(5000, n, replace=False)).astype(np.uint32) for n in sizes]
+        lists = {
+            "post_offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.uint64),
+            "post_docs": np.concatenate(parts),
+            "post_impacts": np.ones(sum(sizes), np.float32),
+        }
+        index = SegmentIndex(0, "lists", Path("lists"), {}, lists)
         union = np.unique(np.concatenate(parts))
         want = union[kinds[union] <= UrlKind.SUBROOT]
-        got = _entries_holding(entries, parts, kinds)
+        got = _entries_holding(index, entries, list(range(len(sizes))), kinds)
         assert got.tolist() == want.tolist() and got.dtype == np.uint32
