@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from services.search.retrieval.blockmax import SAFETY, top_k_blockmax
+from services.search.retrieval.blockmax import top_k_blockmax
+from services.search.retrieval.blockmax_kernels import SAFETY
 from services.search.retrieval.posting_layout import PostingSource
 
 

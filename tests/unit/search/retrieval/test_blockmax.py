@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.search.retrieval.blockmax import INNER, MAX_LISTS, top_k_blockmax
+from services.search.retrieval.blockmax import MAX_LISTS, top_k_blockmax
+from services.search.retrieval.blockmax_kernels import INNER
 from services.search.retrieval.posting_layout import BLOCK, block_maxima, list_block_maxima
 from services.search.retrieval.rank import QueryTerm, top_k_exhaustive, top_k_maxscore, top_k_or
 from tests.unit.search.retrieval.random_postings import random_source, terms_of
