@@ -35,7 +35,7 @@ The lists come from two places: the segment's own arrays (``PostingSource``: a q
 ``base_term`` names its range, read in place from the memory map) and, for lists the query
 built itself (a word's several forms, a segment set's merged lists), one concatenation of
 them. A fixed signature keeps it to one compilation, cached on disk (``cache=True``):
-``warm_up`` loads or compiles it before the first query.
+``blockmax.warm_up`` loads or compiles it before the first query.
 """
 
 from __future__ import annotations
@@ -358,7 +358,9 @@ def window_top_k(
         c_lo = lo
         while c_lo <= hi:
             c_hi = min(c_lo + INNER - 1, hi)
-            # The enumerated lists, a list at a time (no per-document cursor juggling).
+            # The enumerated lists, a list at a time (no per-document cursor juggling). Two loops,
+            # one per source: the segment's arrays are read-only, the query's own writable, and
+            # numba will not pick between arrays of the two types in one loop.
             for j in range(m):
                 if not essential[j]:
                     continue
