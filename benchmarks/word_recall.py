@@ -46,6 +46,7 @@ from sqlalchemy import select
 
 from benchmarks.tables import format_table
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, bm25_idf, impacts
+from services.ranking.impact_levels import impact_scales, quantize, term_maxima
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -102,13 +103,9 @@ def without_nav(arrays: dict[str, np.ndarray], params: BM25FParams = DEFAULT_PAR
     tfs = [out[f"tf_{name}"] for name in FIELD_NAMES]
     lengths = [np.asarray(out[f"len_{name}"]) for name in FIELD_NAMES]
     post_impacts = impacts(out["post_docs"], tfs, term_of[keep], idf, lengths, params)
-    out["post_impacts"] = post_impacts
-    max_impact = np.zeros(df.shape[0], dtype=np.float32)
-    held = new_df > 0
-    if held.any():
-        starts = out["post_offsets"][:-1][held].astype(np.int64)
-        max_impact[held] = np.maximum.reduceat(post_impacts, starts)
-    out["max_impact"] = max_impact
+    out["impact_scale"] = impact_scales(idf, params.k1)
+    out["post_impacts"] = quantize(post_impacts, out["impact_scale"], new_df)
+    out["max_impact"] = term_maxima(out["post_impacts"], out["impact_scale"], out["post_offsets"])
     # The forward index lists every posting of a document: drop the ones dropped above.
     dropped = term_of[~keep] * num_docs + np.asarray(arrays["post_docs"])[~keep].astype(np.int64)
     fwd_offsets = np.asarray(arrays["fwd_offsets"]).astype(np.int64)

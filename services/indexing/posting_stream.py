@@ -37,6 +37,7 @@ from services.indexing.segment_arrays import (
     vocabulary_arrays,
 )
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
+from services.ranking.impact_levels import LEVEL_DTYPE
 from services.storage.formats.segment import TF_FIELDS
 from services.storage.formats.segment_codec import PostingsPacker, compact_forward
 
@@ -55,6 +56,7 @@ class PostingStream:
         self._dfs: list[np.ndarray] = []
         self._idfs: list[np.ndarray] = []
         self._bounds: list[np.ndarray] = []
+        self._scales: list[np.ndarray] = []
         self._docs: list[np.ndarray] = []
         self._impacts: list[np.ndarray] = []
         self._titles: list[np.ndarray] = []
@@ -77,7 +79,7 @@ class PostingStream:
         post_offsets = offsets_of(df)
         check_postings(docs, post_offsets, self.num_docs)
         tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
-        idf, post_impacts, max_impact = posting_scores(
+        idf, post_impacts, scales, max_impact = posting_scores(
             df, post_offsets, docs, tfs, self.lengths, self.num_docs, self.params, self._averages
         )
         self._packer.add(dict(zip(TF_FIELDS, tfs, strict=True)), pos_counts, positions)
@@ -85,6 +87,7 @@ class PostingStream:
         self._dfs.append(df)
         self._idfs.append(idf.astype(np.float32))
         self._bounds.append(max_impact)
+        self._scales.append(scales)
         self._docs.append(np.asarray(docs, dtype=np.uint32))
         self._impacts.append(post_impacts)
         self._titles.append(tfs[FIELD_NAMES.index("title")])
@@ -132,9 +135,10 @@ class PostingStream:
             "df": df,
             "idf": joined(self._idfs, np.float32),
             "max_impact": joined(self._bounds, np.float32),
+            "impact_scale": joined(self._scales, np.float32),
             "post_offsets": post_offsets,
             "post_docs": post_docs,
-            "post_impacts": joined(self._impacts, np.float32),
+            "post_impacts": joined(self._impacts, LEVEL_DTYPE),
             **length_arrays(self.lengths),
             "fwd_offsets": fwd_offsets,
             "near_dup_of": near_dup_of,
@@ -148,7 +152,7 @@ class PostingStream:
         }
 
 
-def joined(chunks: list[np.ndarray], dtype: type) -> np.ndarray:
+def joined(chunks: list[np.ndarray], dtype: type | np.dtype) -> np.ndarray:
     """The chunks one after another (an empty array of ``dtype`` for none), freeing each."""
     out: np.ndarray = np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
     chunks.clear()

@@ -31,6 +31,7 @@ from services.ranking.bm25f import (
     impacts,
 )
 from services.ranking.entry_pages import UrlKind, site_names
+from services.ranking.impact_levels import impact_scales, quantize, term_maxima
 from services.storage.formats.segment import SEGMENT_FORMAT
 from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.minhash import near_duplicate_groups, signatures, term_rows
@@ -207,7 +208,7 @@ def _posting_arrays(
         near_duplicates_of, fwd_offsets, fwd_terms, fwd_tfs, sorted_terms, num_docs, near_duplicates
     )
     averages = None if stats is None else stats.average_lengths
-    idf, post_impacts, max_impact = posting_scores(
+    idf, post_impacts, impact_scale, max_impact = posting_scores(
         df, post_offsets, post_docs, tfs, lengths, num_docs, params, averages, sorted_terms, stats
     )
     near_dup_of = near_job.result()
@@ -217,6 +218,7 @@ def _posting_arrays(
         "df": df.astype(np.uint32),
         "idf": idf.astype(np.float32),
         "max_impact": max_impact,
+        "impact_scale": impact_scale,
         "post_offsets": post_offsets,
         "post_docs": post_docs,
         "post_impacts": post_impacts,
@@ -312,8 +314,10 @@ def posting_scores(
     averages: Sequence[float] | None,
     sorted_terms: Sequence[bytes] = (),
     stats: CollectionStats | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(idf, impacts, max_impact) of the postings of terms with ``df`` postings each
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(idf, impact levels, each term's step, max_impact) of the postings of terms with
+    ``df`` postings each (``services.ranking.impact_levels``: one byte an impact; max_impact
+    is the largest impact as stored)
     (``post_offsets`` from 0): per term and per posting, so a run of terms scores as the
     whole does when ``averages`` are the collection's (``bm25f.average_lengths``). ``stats``:
     a delta's (``segment_arrays``), its ``sorted_terms`` looked up in it."""
@@ -325,11 +329,9 @@ def posting_scores(
     )
     term_of_posting = np.repeat(np.arange(len(df)), df.astype(np.int64))
     post_impacts = impacts(post_docs, tfs, term_of_posting, idf, list(lengths), params, averages)
-    max_impact = np.zeros(len(df), dtype=np.float32)
-    if post_docs.shape[0]:
-        nonempty = df > 0
-        max_impact[nonempty] = np.maximum.reduceat(post_impacts, post_offsets[:-1][nonempty].astype(np.int64))
-    return idf, post_impacts, max_impact
+    scales = impact_scales(idf, params.k1)
+    levels = quantize(post_impacts, scales, df)
+    return idf, levels, scales, term_maxima(levels, scales, post_offsets)
 
 
 def near_duplicates_of(

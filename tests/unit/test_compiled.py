@@ -38,13 +38,14 @@ def test_the_search_kernels_have_one_signature_after_queries_over_a_mapped_segme
     kernels = (blockmax_kernels.window_top_k, blockmax_kernels.lead_count, conjunction._top_k_and)
     warmed = [set(map(str, kernel.signatures)) for kernel in kernels]
     docs = np.arange(0, 9000, 3, dtype=np.uint32)
-    impacts = np.linspace(0.5, 3.0, docs.shape[0]).astype(np.float32)
+    levels = np.linspace(20, 255, docs.shape[0]).astype(np.uint8)
+    scale = np.full(1, 0.01, np.float32)
     offsets = np.array([0, docs.shape[0]], np.int64)
-    first, maxima = block_maxima(offsets, impacts)
-    source = PostingSource(as_mapped(docs), as_mapped(impacts), offsets, first, maxima)
-    mapped = QueryTerm(1.0, source.docs, source.impacts, 3.0, 0)
-    built = QueryTerm(0.5, docs[::2].copy(), impacts[::2].copy(), 3.0)
+    first, maxima = block_maxima(offsets, levels, scale)
+    source = PostingSource(as_mapped(docs), as_mapped(levels), scale, offsets, first, maxima)
+    mapped = QueryTerm(1.0, source.docs, source.levels, 2.55, 0, 0.01)
+    built = QueryTerm(0.5, docs[::2].copy(), mapped.impacts[::2].copy(), 2.55)
     top_k_or([mapped, built], np.zeros(9000), 1, source=source)
-    lists = [(1.0, 0, source.docs, source.impacts), (0.5, None, built.docs, built.impacts)]
+    lists = [(1.0, 0, source.docs, mapped.read_impacts), (0.5, None, built.docs, built.impacts)]
     conjunction.top_k_and(source, lists, np.zeros(9000), 5)
     assert [set(map(str, kernel.signatures)) for kernel in kernels] == warmed

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.compiled import as_mapped
+from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.blockmax_kernels import INNER, lead_count, window_top_k
-from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima, lay_out
+from services.search.retrieval.posting_layout import BLOCK, Impacts, PostingSource, block_maxima, lay_out
 
 MAX_LISTS = 64  # a document's lists are one 64-bit mask (blockmax_kernels)
 
@@ -34,7 +35,7 @@ class BlockmaxResult:
 
 def top_k_blockmax(
     source: PostingSource | None,
-    lists: Sequence[tuple[float, float, int | None, np.ndarray, np.ndarray]],
+    lists: Sequence[tuple[float, float, int | None, np.ndarray, Impacts]],
     prior: np.ndarray,
     k: int,
     max_prior: float,
@@ -46,7 +47,8 @@ def top_k_blockmax(
     seed: np.ndarray | None = None,
 ) -> BlockmaxResult:
     """The exact top-``k`` of the OR of ``lists``: per term (weight, bound ``max_impact``,
-    its term id in ``source`` or None, documents ascending, impacts). ``excluded``: doc
+    its term id in ``source`` or None, documents ascending, what gives its impacts:
+    ``posting_layout.lay_out``). ``excluded``: doc
     numbers ascending, never results; ``allowed``: a boolean per document.
 
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
@@ -73,7 +75,7 @@ def top_k_blockmax(
     prior = np.asarray(prior, dtype=np.float64)
     docs, final, text, counted, exact = window_top_k(
         base_docs,
-        lay.base_impacts,
+        lay.base_levels,
         lay.base_blocks,
         joined_docs,
         lay.own_impacts,
@@ -82,6 +84,7 @@ def top_k_blockmax(
         start,
         length,
         bstart,
+        lay.scale,
         weights,
         bounds,
         lead,
@@ -108,11 +111,15 @@ def warm_up() -> None:
     which runs only where the top-k pruned (one document wanted: a block of documents
     scoring 5, then one far off scoring 1)."""
     docs = np.append(np.arange(BLOCK), np.arange(BLOCK) + 4 * INNER).astype(np.uint32)
-    impacts = np.repeat(np.array([5.0, 1.0], np.float32), BLOCK)
+    levels = np.repeat(np.array([5, 1], LEVEL_DTYPE), BLOCK)
+    scale = np.ones(1, np.float32)
     offsets = np.array([0, docs.shape[0]], np.int64)
-    first, maxima = block_maxima(offsets, impacts)
-    source = PostingSource(as_mapped(docs), as_mapped(impacts), offsets, first, maxima)  # maxima: derived
-    lists = [(1.0, 5.0, 0, source.docs, source.impacts), (1.0, 5.0, None, docs[:3], impacts[:3])]
+    first, maxima = block_maxima(offsets, levels, scale)
+    source = PostingSource(
+        as_mapped(docs), as_mapped(levels), scale, offsets, first, maxima
+    )  # maxima: derived
+    impacts = dequantize(levels, 1.0)
+    lists = [(1.0, 5.0, 0, source.docs, impacts), (1.0, 5.0, None, docs[:3], impacts[:3])]
     found = top_k_blockmax(source, lists, np.zeros(5 * INNER), 1, 0.0, count_limit=4 * BLOCK)
     if not found.exact or not lead_count.signatures:
         raise RuntimeError("blockmax.warm_up no longer reaches the count: the first query would compile it")

@@ -73,6 +73,7 @@ def window_top_k(
     start,
     length,
     bstart,
+    scale,
     weights,
     bounds,
     lead,
@@ -99,7 +100,7 @@ def window_top_k(
 
     def impact_at(j, p):
         if src[j] == 0:
-            return np.float64(bi[start[j] + p])
+            return np.float64(np.float32(bi[start[j] + p]) * scale[j])
         return np.float64(oi[start[j] + p])
 
     def block_max_at(j, b):
@@ -368,12 +369,13 @@ def window_top_k(
                 n = length[j]
                 a = start[j]
                 w = weights[j]
+                step = scale[j]
                 if src[j] == 0:
                     while p < n and np.int64(bd[a + p]) <= c_hi:
                         i = np.int64(bd[a + p]) - c_lo
                         mask[i] |= bits[j]
                         present[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-                        scored[i * m + j] = np.float64(bi[a + p]) * w
+                        scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
                         p += 1
                 else:
                     while p < n and np.int64(od[a + p]) <= c_hi:

@@ -28,12 +28,13 @@ import numpy as np
 from numba import njit
 
 from services.compiled import as_mapped, compiled_on_first_use
-from services.search.retrieval.posting_layout import PostingSource, lay_out
+from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
+from services.search.retrieval.posting_layout import Impacts, PostingSource, lay_out
 
 
 def top_k_and(
     source: PostingSource | None,
-    lists: Sequence[tuple[float, int | None, np.ndarray, np.ndarray]],
+    lists: Sequence[tuple[float, int | None, np.ndarray, Impacts]],
     prior: np.ndarray,
     k: int,
     excluded: np.ndarray | None = None,
@@ -41,19 +42,20 @@ def top_k_and(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(the best ``k`` documents holding every list, best first; their final and text scores;
     how many documents hold them all). Per list: its weight, its term id in ``source`` or
-    None, its documents ascending, their impacts. ``excluded`` (ascending) and documents not
-    ``allowed`` are neither ranked nor counted."""
+    None, its documents ascending, their impacts (``posting_layout.lay_out``). ``excluded``
+    (ascending) and documents not ``allowed`` are neither ranked nor counted."""
     lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
     weights = np.array([w for w, _, _, _ in lists], dtype=np.float64)
     lead = np.argsort(lay.length, kind="stable")  # the shortest list first
     docs, final, text, count = _top_k_and(
         lay.base_docs,
-        lay.base_impacts,
+        lay.base_levels,
         lay.own_docs,
         lay.own_impacts,
         lay.src,
         lay.start,
         lay.length,
+        lay.scale,
         weights,
         lead.astype(np.int64),
         np.asarray(prior, dtype=np.float64),
@@ -69,16 +71,18 @@ def warm_up() -> None:
     """Compile the kernel (or load it from numba's cache) now, not in the first query, for the
     types queries pass: a segment's lists read-only (memory maps), the query's own writable."""
     docs = np.array([1, 3], np.uint32)
-    impacts = np.array([1.0, 2.0], np.float32)
+    levels = np.array([1, 2], LEVEL_DTYPE)
+    scale = np.ones(1, np.float32)
     offsets = np.array([0, 2], np.int64)
     source = PostingSource(
-        as_mapped(docs), as_mapped(impacts), offsets, np.zeros(2, np.int64), np.zeros(1, np.float32)
+        as_mapped(docs), as_mapped(levels), scale, offsets, np.zeros(2, np.int64), np.zeros(1, np.float32)
     )
-    top_k_and(source, [(1.0, 0, source.docs, source.impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
+    impacts = dequantize(levels, 1.0)
+    top_k_and(source, [(1.0, 0, source.docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
 
 
 @compiled_on_first_use
-def _top_k_and(bd, bi, od, oi, src, start, length, weights, lead, prior, k, excluded, allowed):
+def _top_k_and(bd, bi, od, oi, src, start, length, scale, weights, lead, prior, k, excluded, allowed):
     m = weights.shape[0]
     size = 0
     count = 0
@@ -97,7 +101,7 @@ def _top_k_and(bd, bi, od, oi, src, start, length, weights, lead, prior, k, excl
 
     def impact_at(j, p):
         if src[j] == 0:
-            return np.float64(bi[start[j] + p])
+            return np.float64(np.float32(bi[start[j] + p]) * scale[j])
         return np.float64(oi[start[j] + p])
 
     def seek(j, target):

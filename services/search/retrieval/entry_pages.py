@@ -100,7 +100,7 @@ def _entries_holding(
     """The entry pages (``entries``, ascending) holding any of ``term_ids``, ascending: the
     entries looked up in the lists (``locate``) when they are the fewer (a site has one root
     and a few section roots), else the lists' documents filtered by their URL kind."""
-    parts = [index.postings(i)[0] for i in term_ids]
+    parts = [index.posting_docs(i) for i in term_ids]
     if entries.shape[0] < sum(p.shape[0] for p in parts):
         held = np.zeros(entries.shape[0], dtype=bool)
         for term_id in term_ids:

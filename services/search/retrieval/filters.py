@@ -125,7 +125,7 @@ def titles_holding(index: SegmentIndex, term: str) -> np.ndarray:
     term_id = index.term_id(term)
     if term_id is None:
         return np.zeros(0, dtype=np.uint32)
-    docs = index.postings(term_id)[0]
+    docs = index.posting_docs(term_id)
     return docs[index.field_tfs_of("title", term_id) > 0]
 
 

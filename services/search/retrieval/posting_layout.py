@@ -9,29 +9,38 @@ every list keeps the kernels to one compiled signature (``services.search.retrie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from services.ranking.impact_levels import LEVEL_DTYPE
+
 BLOCK = 128  # postings per block, as Lucene's and PISA's block codecs cut them
+# A list's impacts as a query passes them: float32, or what gives them (``QueryTerm.read_impacts``:
+# a segment's list is read in place as stored, and converted only where it is not).
+Impacts = np.ndarray | Callable[[], np.ndarray]
 
 
 @dataclass(frozen=True)
 class PostingSource:
-    """A segment's postings (every term's list one after another, ``offsets`` per term)
-    and the largest impact of each block of ``BLOCK`` postings of each list."""
+    """A segment's postings (every term's list one after another, ``offsets`` per term),
+    their impacts as stored (levels: ``services.ranking.impact_levels``, an impact is
+    ``float32(level) * scale[t]``) and the largest impact of each block of ``BLOCK``
+    postings of each list."""
 
     docs: np.ndarray  # uint32
-    impacts: np.ndarray  # float32
+    levels: np.ndarray  # uint8
+    scale: np.ndarray  # float32 per term
     offsets: np.ndarray  # int64, a term's postings are docs[offsets[t]:offsets[t + 1]]
     block_first: np.ndarray  # int64, a term's blocks are block_max[block_first[t]:block_first[t + 1]]
     block_max: np.ndarray  # float32
 
 
-def block_maxima(offsets: np.ndarray, impacts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def block_maxima(offsets: np.ndarray, levels: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each term's first block, the largest impact of every block): blocks of ``BLOCK``
-    postings counted from each list's start, one pass over the impacts."""
+    postings counted from each list's start, one pass over the levels (the largest level
+    times the term's step is the largest impact: the float32 product is monotone)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     lengths = np.diff(offsets)
     blocks = (lengths + BLOCK - 1) // BLOCK
@@ -41,7 +50,8 @@ def block_maxima(offsets: np.ndarray, impacts: np.ndarray) -> tuple[np.ndarray, 
         return first, np.zeros(0, np.float32)
     within = np.arange(total, dtype=np.int64) - np.repeat(first[:-1], blocks)
     starts = np.repeat(offsets[:-1], blocks) + within * BLOCK
-    return first, np.maximum.reduceat(np.asarray(impacts, dtype=np.float32), starts).astype(np.float32)
+    top = np.maximum.reduceat(np.asarray(levels), starts).astype(np.float32)
+    return first, top * np.repeat(np.asarray(scale, dtype=np.float32), blocks)
 
 
 def list_block_maxima(impacts: np.ndarray) -> np.ndarray:
@@ -59,7 +69,7 @@ class ListLayout:
     built are joined once."""
 
     base_docs: np.ndarray
-    base_impacts: np.ndarray
+    base_levels: np.ndarray
     base_blocks: np.ndarray
     own_docs: np.ndarray
     own_impacts: np.ndarray
@@ -68,30 +78,36 @@ class ListLayout:
     start: np.ndarray
     length: np.ndarray
     block_start: np.ndarray
+    scale: np.ndarray  # float32: the step of a segment list's levels (1 for the query's own lists)
 
 
 def lay_out(
     source: PostingSource | None,
-    lists: Sequence[tuple[int | None, np.ndarray, np.ndarray]],
+    lists: Sequence[tuple[int | None, np.ndarray, Impacts]],
     blocks: bool = True,
 ) -> ListLayout:
     """The layout of ``lists`` (per list: its term id in ``source`` or None, documents
-    ascending, impacts); ``blocks=False``: no block maxima for the query's own lists."""
+    ascending, and its impacts, float32, or what gives them: asked only of a list the query
+    built, a segment's list is read in place); ``blocks=False``: no block maxima for the
+    query's own lists."""
     m = len(lists)
     src = np.zeros(m, np.int64)
     start = np.zeros(m, np.int64)
     length = np.zeros(m, np.int64)
     block_start = np.zeros(m, np.int64)
+    scale = np.ones(m, np.float32)
     own_docs: list[np.ndarray] = []
     own_impacts: list[np.ndarray] = []
     own_blocks: list[np.ndarray] = []
     own_at = own_block_at = 0
-    for j, (term, docs, impacts) in enumerate(lists):
+    for j, (term, docs, impacts_of) in enumerate(lists):
         length[j] = docs.shape[0]
         if source is not None and term is not None:
             start[j] = int(source.offsets[term])
             block_start[j] = int(source.block_first[term])
+            scale[j] = source.scale[term]
             continue
+        impacts = impacts_of() if callable(impacts_of) else impacts_of
         src[j] = 1
         start[j], block_start[j] = own_at, own_block_at
         own_docs.append(docs)
@@ -103,7 +119,7 @@ def lay_out(
     empty_u32, empty_f32 = np.zeros(0, np.uint32), np.zeros(0, np.float32)
     return ListLayout(
         source.docs if source is not None else empty_u32,
-        source.impacts if source is not None else empty_f32,
+        source.levels if source is not None else np.zeros(0, LEVEL_DTYPE),
         source.block_max if source is not None else empty_f32,
         _joined(own_docs, np.uint32),
         _joined(own_impacts, np.float32),
@@ -112,6 +128,7 @@ def lay_out(
         start,
         length,
         block_start,
+        scale,
     )
 
 

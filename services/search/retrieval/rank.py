@@ -36,9 +36,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
+from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import top_k_blockmax
 from services.search.retrieval.blockmax_kernels import SAFETY
 from services.search.retrieval.posting_layout import PostingSource
@@ -46,16 +48,35 @@ from services.search.retrieval.posting_layout import PostingSource
 
 @dataclass(frozen=True)
 class QueryTerm:
-    """One distinct query term as the scorer needs it."""
+    """One distinct query term as the scorer needs it. A segment's list keeps its impacts as
+    stored (levels, ``services.ranking.impact_levels``): the compiled kernels read them in
+    place, and ``impacts`` converts them only for a path that asks."""
 
     weight: float  # query-term frequency, or the feedback model's weight
     docs: np.ndarray  # doc numbers, ascending
-    impacts: np.ndarray  # impact of the term in each of those docs
+    stored_impacts: np.ndarray  # the impacts (float32), or their levels when ``impact_scale`` is set
     max_impact: float
     # The term's id in the segment's arrays when ``docs``/``impacts`` are its list there
     # (read in place, with the segment's block maxima, by ``top_k_or``); None for a list the
     # query built (a word's forms joined, a segment set's merged list).
     base_term: int | None = None
+    impact_scale: float | None = None  # the levels' step: an impact is float32(level) * step
+
+    @cached_property
+    def impacts(self) -> np.ndarray:
+        """The impact of the term in each of ``docs`` (float32)."""
+        return self.impacts_at(slice(None))
+
+    def impacts_at(self, at: slice | np.ndarray) -> np.ndarray:
+        """The impacts at ``at`` (a slice or positions in ``docs``), converting only those."""
+        if self.impact_scale is None:
+            picked: np.ndarray = self.stored_impacts[at]
+            return picked
+        return dequantize(self.stored_impacts[at], self.impact_scale)
+
+    def read_impacts(self) -> np.ndarray:
+        """``impacts``, asked by ``posting_layout.lay_out`` only of a list not read in place."""
+        return self.impacts
 
 
 @dataclass(frozen=True)
@@ -96,13 +117,13 @@ def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
                 relative = docs - np.uint32(low)
             a, b = np.searchsorted(t.docs, [low, high]).tolist()
             table = np.zeros(high - low, dtype=np.float32)
-            table[t.docs[a:b] - np.uint32(low)] = t.impacts[a:b]
+            table[t.docs[a:b] - np.uint32(low)] = t.impacts_at(slice(a, b))
             total += table[relative].astype(np.float64) * t.weight
             continue
         at = np.searchsorted(t.docs, docs)
         at_clipped = np.minimum(at, t.docs.shape[0] - 1)
         hit = t.docs[at_clipped] == docs
-        total += np.where(hit, t.impacts[at_clipped].astype(np.float64) * t.weight, 0.0)
+        total += np.where(hit, t.impacts_at(at_clipped).astype(np.float64) * t.weight, 0.0)
     return total
 
 
@@ -156,7 +177,7 @@ def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tupl
         else:
             at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
             held = np.flatnonzero(t.docs[at] == docs)
-            values = t.impacts[at]
+            values = t.impacts_at(at)
         probes.append((i, values, held))
         docs = docs.take(held)
     # Each term's impacts for the survivors only, back through the probes (index arrays: a
@@ -166,7 +187,7 @@ def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tupl
     for i, values, held in reversed(probes):
         where = held.take(where)
         found[i] = values.take(where)
-    found[by_length[0]] = terms[by_length[0]].impacts.take(where)
+    found[by_length[0]] = terms[by_length[0]].impacts_at(where)
     text = np.zeros(docs.shape[0], dtype=np.float64)
     for i, t in enumerate(terms):
         text += found[i].astype(np.float64) * t.weight
@@ -256,7 +277,7 @@ def top_k_or(
         candidates_only = [False] * (len(live) - len(extra)) + [True] * len(extra)
     found = top_k_blockmax(
         source,
-        [(t.weight, t.max_impact, t.base_term, t.docs, t.impacts) for t in live],
+        [(t.weight, t.max_impact, t.base_term, t.docs, t.read_impacts) for t in live],
         prior,
         k,
         max_prior,

@@ -24,6 +24,7 @@ import numpy as np
 
 from services.compiled import as_mapped
 from services.ranking.entry_pages import UrlKind
+from services.ranking.impact_levels import dequantize
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
@@ -316,24 +317,35 @@ class SegmentIndex:
         return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(doc numbers ascending, impacts): views into the memory map."""
+        """(doc numbers ascending, a view into the memory map; impacts, float32)."""
         start, end = self.posting_range(term_id)
-        return self.arrays["post_docs"][start:end], self.arrays["post_impacts"][start:end]
+        levels = self.arrays["post_impacts"][start:end]
+        return self.arrays["post_docs"][start:end], dequantize(levels, self.arrays["impact_scale"][term_id])
 
-    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None]:
-        """``postings`` and the id to read them by from ``posting_source`` (None: a list built
-        for the query, as a segment set's merged ones are)."""
-        docs, impacts = self.postings(term_id)
-        return docs, impacts, term_id
+    def posting_docs(self, term_id: int) -> np.ndarray:
+        """The doc numbers of the term's postings, ascending: a view into the memory map."""
+        start, end = self.posting_range(term_id)
+        docs: np.ndarray = self.arrays["post_docs"][start:end]
+        return docs
+
+    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None, float | None]:
+        """(documents, impacts as stored, the id to read them by from ``posting_source``, the
+        impacts' step): views into the memory map, nothing converted (a segment set's merged
+        lists are its own: float32 impacts, no id, no step)."""
+        start, end = self.posting_range(term_id)
+        docs, levels = self.arrays["post_docs"][start:end], self.arrays["post_impacts"][start:end]
+        return docs, levels, term_id, float(self.arrays["impact_scale"][term_id])
 
     @cached_property
     def posting_source(self) -> PostingSource:
         """The postings as the compiled top-k reads them, with each list's block maxima
-        (derived when the segment opens: one pass over the impacts, 1.4 MB per 100k documents)."""
+        (derived when the segment opens: one pass over the levels, 1.4 MB per 100k documents)."""
         offsets = self.arrays["post_offsets"]
-        impacts = self.arrays["post_impacts"]
-        first, maxima = block_maxima(offsets, impacts)
-        return PostingSource(self.arrays["post_docs"], impacts, np.asarray(offsets, np.int64), first, maxima)
+        levels, scale = self.arrays["post_impacts"], self.arrays["impact_scale"]
+        first, maxima = block_maxima(offsets, levels, scale)
+        return PostingSource(
+            self.arrays["post_docs"], levels, scale, np.asarray(offsets, np.int64), first, maxima
+        )
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         offsets = self.arrays["post_offsets"]
@@ -352,8 +364,13 @@ class SegmentIndex:
         return held[at] == docs, start + at.astype(np.int64)
 
     def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
-        """The impacts of posting numbers ``postings`` (``locate``)."""
-        return self.arrays["post_impacts"][np.asarray(postings, dtype=np.int64)]
+        """The impacts (float32) of posting numbers ``postings`` (``locate``), each in its
+        term's steps (the term found by the posting number)."""
+        postings = np.asarray(postings, dtype=np.int64)
+        terms = np.searchsorted(self.arrays["post_offsets"], postings, side="right") - 1
+        levels = self.arrays["post_impacts"][postings].astype(np.float32)
+        found: np.ndarray = levels * self.arrays["impact_scale"][terms]
+        return found
 
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
         """Whether each of ``docs`` (probably) holds each form hashed to (``h1``, ``h2``): one

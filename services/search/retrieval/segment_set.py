@@ -206,15 +206,18 @@ class SegmentSet(SegmentIndex):
         docs, impacts, _ = self._merged(term_id, handles=False)
         return docs, impacts
 
-    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None]:
+    def posting_docs(self, term_id: int) -> np.ndarray:
+        return self.postings(term_id)[0]
+
+    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None, float | None]:
         """The base's list, read in place, when no delta holds the term and none of its
-        documents is superseded; otherwise the merged list (the query's own)."""
+        documents is superseded; otherwise the merged list (the query's own, float32 impacts)."""
         if self._pieces(term_id) == [(0, term_id)]:
-            docs, impacts = self.parts[0].postings(term_id)
-            if self._kept(0, docs) is None:
-                return docs, impacts, term_id
+            in_place = self.parts[0].query_postings(term_id)
+            if self._kept(0, in_place[0]) is None:
+                return in_place
         docs, impacts = self.postings(term_id)
-        return docs, impacts, None
+        return docs, impacts, None, None
 
     @cached_property
     def posting_source(self) -> PostingSource:

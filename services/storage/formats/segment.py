@@ -143,8 +143,9 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
 # 9: the field frequencies and positions bit-packed in blocks of 128
 # (``services.storage.formats.bitpack``), the forward index byte-aligned, the per-posting
 # position offsets gone (``services.storage.formats.segment_codec`` packs and unpacks).
+# 10: the impacts one byte each, in steps of the new impact_scale (services.ranking.impact_levels).
 # Only the current format is read: the arrays changed shape, not just grew.
-SEGMENT_FORMAT = 9
+SEGMENT_FORMAT = 10
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
 TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
@@ -178,12 +179,22 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "df": ArraySpec(np.dtype(np.uint32), "term", "documents holding the term"),
     "idf": ArraySpec(np.dtype(np.float32), "term", "BM25 idf, ln(1 + (N - df + 0.5) / (df + 0.5))"),
     "max_impact": ArraySpec(
-        np.dtype(np.float32), "term", "the largest impact in the term's postings (the pruning bound)"
+        np.dtype(np.float32),
+        "term",
+        "the largest impact in the term's postings, as stored (the pruning bound)",
+    ),
+    "impact_scale": ArraySpec(
+        np.dtype(np.float32),
+        "term",
+        "the step of the term's impact levels: an impact is float32(level) * step "
+        "(services.ranking.impact_levels)",
     ),
     "post_offsets": ArraySpec(np.dtype(np.uint64), "term+1", "term t's postings are post_*[off[t]:off[t+1]]"),
     "post_docs": ArraySpec(np.dtype(np.uint32), "posting", "document numbers, ascending per term"),
     "post_impacts": ArraySpec(
-        np.dtype(np.float32), "posting", "BM25F weight of the term in the document (services.ranking.bm25f)"
+        np.dtype(np.uint8),
+        "posting",
+        "BM25F weight of the term in the document (services.ranking.bm25f), in steps of impact_scale",
     ),
     "post_packed": ArraySpec(
         np.dtype(np.uint32),

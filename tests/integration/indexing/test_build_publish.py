@@ -16,6 +16,7 @@ from mapreduce.postings import url_words
 from services.config import Settings
 from services.indexing.build import BuildError, BuildResult, build_index
 from services.ranking.bm25f import BM25FParams
+from services.ranking.impact_levels import dequantize
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.formats.segment import open_segment, segment_dtypes
 from services.storage.formats.segment_codec import expand_segment
@@ -129,7 +130,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 9 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 10 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["analyzer"] == analyzer_version() and sum(meta["languages"].values()) == N
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.index.pagerank_damping
@@ -148,8 +149,10 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
         assert got == expected[term]
         assert arrays["df"][i] == len(expected[term])
         want = [impacts[term, d] for d in docs]
-        assert arrays["post_impacts"][lo:hi].tolist() == pytest.approx(want, rel=1e-5)
-        assert arrays["max_impact"][i] == pytest.approx(max(want), rel=1e-5)
+        step = float(arrays["impact_scale"][i])  # stored in steps: within half of one
+        stored = dequantize(arrays["post_impacts"][lo:hi], step)
+        assert stored.tolist() == pytest.approx(want, abs=step * 0.5 + 1e-6)
+        assert arrays["max_impact"][i] == stored.max()
     for doc in range(N):
         words = sum(p[doc][0] + p[doc][1] + p[doc][4] for p in expected.values() if doc in p)
         assert arrays["doc_lengths"][doc] == words  # title, body and meta

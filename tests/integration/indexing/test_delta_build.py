@@ -91,7 +91,9 @@ def postings(arrays: dict[str, np.ndarray], docs: set[int]) -> dict[tuple[bytes,
         term = arrays["term_bytes"][offsets[t] : offsets[t + 1]].tobytes()
         for p in range(int(runs[t]), int(runs[t + 1])):
             if int(arrays["post_docs"][p]) in docs:
-                out[(term, int(arrays["post_docs"][p]))] = float(arrays["post_impacts"][p])
+                out[(term, int(arrays["post_docs"][p]))] = float(
+                    arrays["post_impacts"][p] * arrays["impact_scale"][t]
+                )
     return out
 
 

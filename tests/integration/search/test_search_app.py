@@ -84,7 +84,9 @@ def expected_ranking(
             if pseudo:
                 matched = True
                 idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                text += qtf * idf * pseudo * (k1 + 1) / (pseudo + k1)
+                # Stored in steps of 1/255 of the term's bound (services.ranking.impact_levels).
+                step = idf * (k1 + 1) / 255
+                text += qtf * max(1, round(idf * pseudo * (k1 + 1) / (pseudo + k1) / step)) * step
         if matched:
             s = n * pagerank[d]
             # The words-as-typed rescore (services.search.retrieval.exact_forms): the query's written forms

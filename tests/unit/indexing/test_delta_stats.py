@@ -66,7 +66,9 @@ def postings(arrays: dict[str, np.ndarray]) -> dict[tuple[bytes, int], float]:
     for t in range(arrays["df"].shape[0]):
         term = arrays["term_bytes"][offsets[t] : offsets[t + 1]].tobytes()
         for p in range(int(terms[t]), int(terms[t + 1])):
-            out[(term, int(arrays["post_docs"][p]))] = float(arrays["post_impacts"][p])
+            out[(term, int(arrays["post_docs"][p]))] = float(
+                arrays["post_impacts"][p] * arrays["impact_scale"][t]
+            )
     return out
 
 

@@ -12,6 +12,7 @@ from mapreduce.postings_wire import Chunk
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import _text_terms, segment_arrays, segment_meta
+from services.ranking.impact_levels import dequantize
 from services.storage.errors import SegmentContractError
 from services.storage.formats.segment_codec import plain_dtypes
 from services.text.analysis.analyze import analyzer_version
@@ -67,10 +68,12 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert {name: arr.dtype for name, arr in a.items()} == plain_dtypes()
     idf = [math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (3, 1, 2)]
     assert a["idf"].tolist() == pytest.approx(idf, rel=1e-6)
-    assert (a["post_impacts"] > 0).all()
+    assert (a["post_impacts"] > 0).all()  # levels: every posting scores something
+    assert a["impact_scale"].tolist() == pytest.approx([x * 2.2 / 255 for x in idf], rel=1e-6)
     for t in range(3):
         lo, hi = a["post_offsets"][t], a["post_offsets"][t + 1]
-        assert a["max_impact"][t] == a["post_impacts"][lo:hi].max()
+        stored = dequantize(a["post_impacts"][lo:hi], a["impact_scale"][t])
+        assert a["max_impact"][t] == stored.max()  # the bound is the largest impact as stored
     # Forward index: doc 0 holds apple (3) and école (1), doc 2 apple (1) and école (4).
     fwd = [
         dict(
@@ -85,7 +88,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 9 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 10 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
@@ -134,17 +137,17 @@ def test_a_segment_of_an_older_format_is_refused_with_the_fix():
     from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
     from services.storage.formats.segment_codec import compact_segment
 
-    assert SEGMENT_FORMAT == 9
+    assert SEGMENT_FORMAT == 10
     stored = compact_segment(arrays_for(ROWS))
-    check_segment(stored, {"format": 9, "num_docs": 3}, "new.nseg")  # no error
-    for old in (3, 6, 8):
+    check_segment(stored, {"format": 10, "num_docs": 3}, "new.nseg")  # no error
+    for old in (3, 6, 8, 9):
         with pytest.raises(
             SegmentContractError, match=rf"format {old}, .*rebuild the index with `nimbus index`"
         ):
             check_segment(stored, {"format": old, "num_docs": 3}, "old.nseg")
     plain = arrays_for(ROWS)  # format 8's arrays, unpacked
     with pytest.raises(SegmentContractError, match="post_packed"):
-        check_segment(plain, {"format": 9, "num_docs": 3}, "unpacked.nseg")
+        check_segment(plain, {"format": 10, "num_docs": 3}, "unpacked.nseg")
 
 
 def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
@@ -153,7 +156,7 @@ def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
 
     plain = arrays_for(ROWS)
     stored = compact_segment(plain)
-    check_segment(stored, {"format": 9, "num_docs": 3}, "t.nseg")
+    check_segment(stored, {"format": 10, "num_docs": 3}, "t.nseg")
     back = expand_segment(stored)
     assert sorted(back) == sorted(plain)
     for name, array in plain.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import MAX_LISTS, top_k_blockmax
 from services.search.retrieval.blockmax_kernels import INNER
 from services.search.retrieval.posting_layout import BLOCK, block_maxima, list_block_maxima
@@ -39,12 +40,14 @@ def test_blockmax_equals_the_exhaustive_top_k(seed: int):
 
 
 def test_block_maxima_are_each_blocks_largest_impact_counted_from_each_list_start():
-    impacts = np.arange(300, dtype=np.float32)
+    levels = (np.arange(300) % 256).astype(np.uint8)
     offsets = np.array([0, 5, 5, 300], np.int64)  # 5 postings, none, 295
-    first, maxima = block_maxima(offsets, impacts)
+    scale = np.array([1.0, 3.0, 0.5], np.float32)  # each term's step
+    first, maxima = block_maxima(offsets, levels, scale)
     assert first.tolist() == [0, 1, 1, 4]
-    assert maxima.tolist() == [4.0, 132.0, 260.0, 299.0]
-    assert list_block_maxima(impacts[5:]).tolist() == [132.0, 260.0, 299.0]
+    assert maxima.tolist() == [4.0, 132 * 0.5, 255 * 0.5, 43 * 0.5]  # 255 before the wrap to 0
+    impacts = dequantize(levels[5:], 0.5)
+    assert list_block_maxima(impacts).tolist() == [132 * 0.5, 255 * 0.5, 43 * 0.5]
 
 
 def test_blocks_that_cannot_reach_the_kth_score_are_skipped_without_losing_the_answer():
@@ -62,7 +65,7 @@ def test_blocks_that_cannot_reach_the_kth_score_are_skipped_without_losing_the_a
     assert got.docs.tolist() == [20000, 40]
     assert got.final.tolist() == [pytest.approx(9.5), pytest.approx(8.1)]
     assert (got.total, got.exact) == (n, True)
-    lists = [(t.weight, t.max_impact, None, t.docs, t.impacts) for t in terms]
+    lists = [(t.weight, t.max_impact, None, t.docs, t.read_impacts) for t in terms]
     met = top_k_blockmax(None, lists, prior, 2, 0.0)
     assert not met.exact and met.counted <= 2 * INNER < n // 2  # most weak windows never read
     counted = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2)

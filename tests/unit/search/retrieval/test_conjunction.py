@@ -33,7 +33,7 @@ def test_the_compiled_and_equals_numpys(seed: int) -> None:
     use_excluded = excluded if seed % 4 < 2 else None
     allowed = rng.random(num_docs) < 0.8 if seed % 3 == 0 else None
     want = numpy_and(terms, prior, k, use_excluded, allowed)
-    lists = [(t.weight, t.base_term, t.docs, t.impacts) for t in terms]
+    lists = [(t.weight, t.base_term, t.docs, t.read_impacts) for t in terms]
     docs, final, text, count = top_k_and(source, lists, prior, k, use_excluded, allowed)
     assert docs.tolist() == want.docs.tolist()
     assert final.tolist() == want.final.tolist()  # to the bit
