@@ -68,8 +68,9 @@ demo: install
 services:
 	bash scripts/ensure-services.sh
 
+# The slowest tests are listed at the end: the suite must stay under 20 minutes (README).
 test: install services iac
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
