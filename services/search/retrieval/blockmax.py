@@ -45,6 +45,7 @@ def top_k_blockmax(
     probe_only: Sequence[bool] | None = None,
     candidates_only: Sequence[bool] | None = None,
     seed: np.ndarray | None = None,
+    count_up_to: int = 0,
 ) -> BlockmaxResult:
     """The exact top-``k`` of the OR of ``lists``: per term (weight, bound ``max_impact``,
     its term id in ``source`` or None, documents ascending, what gives its impacts:
@@ -52,7 +53,9 @@ def top_k_blockmax(
     numbers ascending, never results; ``allowed``: a boolean per document.
 
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
-    hold at most ``count_limit`` postings (one pass marking a byte per document).
+    hold at most ``count_limit`` postings (one pass marking a byte per document), up to
+    ``count_up_to`` documents when that is above 0 (beyond it, ``counted`` is a lower bound
+    and ``exact`` False).
 
     ``probe_only``: per list, True where it never brings a candidate and only adds to the
     scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
@@ -98,9 +101,18 @@ def top_k_blockmax(
     )
     if not exact and int(length.sum()) <= count_limit:
         counted = lead_count(
-            base_docs, joined_docs, src, start, length, lead, prior.shape[0], excluded_docs, allowed_mask
+            base_docs,
+            joined_docs,
+            src,
+            start,
+            length,
+            lead,
+            prior.shape[0],
+            excluded_docs,
+            allowed_mask,
+            count_up_to,
         )
-        exact = True
+        exact = count_up_to <= 0 or counted < count_up_to
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact))
 
 

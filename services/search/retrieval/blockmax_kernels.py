@@ -462,10 +462,11 @@ def window_top_k(
 
 
 @compiled_on_first_use
-def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
+def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed, stop_at):
     """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given):
     a byte per document marks those met; ``allowed`` is read only where a list leads (a pass
-    over every document's flag cost more than the lists of most queries)."""
+    over every document's flag cost more than the lists of most queries). Counting stops
+    when it reaches ``stop_at`` (> 0): the result is then a lower bound."""
     seen = np.zeros(num_docs, dtype=np.uint8)
     for x in range(excluded.shape[0]):
         seen[excluded[x]] = 1
@@ -482,6 +483,8 @@ def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
                     seen[d] = 1
                     if not use_allowed or allowed[d]:
                         total += 1
+                        if total == stop_at:
+                            return total
         else:
             for p in range(a, a + length[j]):
                 d = od[p]
@@ -489,4 +492,6 @@ def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed):
                     seen[d] = 1
                     if not use_allowed or allowed[d]:
                         total += 1
+                        if total == stop_at:
+                            return total
     return total

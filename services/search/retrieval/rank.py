@@ -287,10 +287,11 @@ def top_k_or(
         probe_only,
         candidates_only,
         seed,
+        COUNT_EXACTLY_UP_TO if count else 0,
     )
     total, exact = found.counted, found.exact
-    if not exact and count:  # pruned, and too many postings to count them all: estimated
-        total, exact = count_matches(live, prior.shape[0], excluded, allowed)
+    if not exact and count:  # pruned, and too many matches to count them all: estimated
+        total, exact = count_matches(live, prior.shape[0], excluded, allowed, limit=0)
         total = max(total, found.counted)
     order = np.lexsort((found.docs, -found.final))
     return Ranked(found.docs[order], found.final[order], found.text[order], total, exact)
@@ -348,6 +349,11 @@ def top_k_maxscore(
 # Postings a match count scatters at most (~1-2 ns each: a few milliseconds); past it the
 # count is estimated, and said to be ("about").
 EXACT_COUNT_POSTINGS = 4_000_000
+# Where the OR top-k pruned, its matches are counted apart up to this many documents, and
+# estimated beyond ("about N results"), as Elasticsearch's ``track_total_hits`` (10,000) and
+# Lucene's ``TOTAL_HITS_THRESHOLD`` (1,000) stop counting: an exact count of a common query's
+# tens of thousands of matches cost a sixth of the OR kernel's time, to print digits nobody reads.
+COUNT_EXACTLY_UP_TO = 10_000
 
 
 def count_matches(
