@@ -21,9 +21,24 @@ query.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+# Every kernel defined so far (its module imported), in definition order: what
+# ``cache_use`` reports on.
+KERNELS: list[CompiledOnFirstUse] = []
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """How one kernel came to be ready in this process."""
+
+    name: str  # module.function
+    loaded: int  # signatures numba's disk cache gave
+    compiled: int  # signatures compiled here (and saved to the cache)
+    cache_path: str | None  # the folder of its cache files; None before its first call
 
 
 def as_mapped(array: np.ndarray) -> np.ndarray:
@@ -39,6 +54,7 @@ class CompiledOnFirstUse:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn  # the plain function: what a reader reads, what the compiler compiles
         self._compiled: Callable[..., Any] | None = None
+        KERNELS.append(self)
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
@@ -51,6 +67,16 @@ class CompiledOnFirstUse:
     def signatures(self) -> list[Any]:
         """The signatures compiled so far (one, once warmed up)."""
         return [] if self._compiled is None else list(getattr(self._compiled, "signatures", []))
+
+    def cache_use(self) -> CacheUse:
+        """Signatures loaded from numba's disk cache and compiled in this process, so far."""
+        name = f"{self.fn.__module__}.{self.fn.__qualname__}"
+        if self._compiled is None:
+            return CacheUse(name, 0, 0, None)
+        stats = self._compiled.stats  # type: ignore[attr-defined]  # numba's Dispatcher
+        return CacheUse(
+            name, sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), stats.cache_path
+        )
 
 
 def compiled_on_first_use(fn: Callable[..., Any]) -> CompiledOnFirstUse:

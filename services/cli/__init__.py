@@ -1,5 +1,5 @@
-"""The `nimbus` command: crawl, archive, index, serve, demo, eval, compare, sampleweb, migrate, deploy,
-tunnel.
+"""The `nimbus` command: crawl, archive, index, serve, warm-kernels, demo, eval, compare, sampleweb,
+migrate, deploy, tunnel.
 
 Every command is a real subcommand with its own options and ``--help`` (``nimbus crawl
 committer --help``), defined in the module of its group (``crawl_commands``, ...);
@@ -26,6 +26,7 @@ from services.cli import (
     deploy_commands,
     eval_commands,
     index_commands,
+    kernels_command,
     remote,
     serve_command,
     ssm,
@@ -41,8 +42,9 @@ __all__ = ["DEFAULT_DATA", "main"]
 # `nimbus index --runner emr` is `nimbus index build --runner emr`.
 DEFAULT_SUBCOMMANDS = {"crawl": crawl_commands.DEFAULT, "index": index_commands.DEFAULT}
 
-# The AWS stack's commands need AWS credentials, not the database's password.
-_NO_DATABASE = {"deploy", "destroy", "tunnel"}
+# The AWS stack's commands need AWS credentials, not the database's password; warm-kernels
+# runs before the instance has its settings.
+_NO_DATABASE = {"deploy", "destroy", "tunnel", "warm-kernels"}
 # Schema changes and users: the master user's (NIMBUS_DATABASE_ADMIN_SECRET), not the role's.
 _AS_MASTER = {"migrate", "db"}
 
@@ -60,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     index_commands.add_parsers(commands)
     db_commands.add_parsers(commands)
     serve_command.add_parser(commands)
+    kernels_command.add_parser(commands)
     demo_commands.add_parsers(commands)
     eval_commands.add_parsers(commands)
     deploy_commands.add_parsers(commands)

@@ -15,3 +15,7 @@ class NotFoundError(SearchError, LookupError):
 
 class SearchIndexError(SearchError):
     """An index segment is missing, unreadable or breaks the segment contract: HTTP 503."""
+
+
+class KernelCacheError(SearchError):
+    """The compiled search kernels did not reach numba's disk cache where the service reads it."""

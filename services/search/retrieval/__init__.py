@@ -7,5 +7,6 @@ exact top-k with MaxScore), its compiled kernels in ``conjunction`` (AND) and
 ``blockmax_kernels`` (OR: ``blockmax`` lays the lists out with ``posting_layout`` and calls
 them), with ``phrase``, ``feedback`` (RM3) and ``exact_forms`` (words as typed);
 ``duplicates`` finds other URLs of the same page, ``explain`` says why a document ranked,
-``per_version`` keeps tables derived from one index version.
+``per_version`` keeps tables derived from one index version; ``kernel_cache`` fills numba's
+disk cache with the compiled kernels before a service starts (``nimbus warm-kernels``).
 """

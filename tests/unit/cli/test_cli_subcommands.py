@@ -28,7 +28,7 @@ CRAWL_OPTIONS = {
     "committer": {"--quiet"},
 }
 COMMANDS = ["crawl", "index", "migrate", "serve", "demo", "sampleweb", "eval", "compare", "deploy", "destroy"]
-COMMANDS += ["tunnel", "archive"]
+COMMANDS += ["tunnel", "archive", "warm-kernels"]
 
 
 def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

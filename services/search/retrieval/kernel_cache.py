@@ -1,0 +1,81 @@
+"""The search kernels made ready ahead of the service (``nimbus warm-kernels``): loaded from
+numba's disk cache, or compiled into it, and what that took.
+
+Without it a new search instance compiles every kernel when its first segment opens
+(``segment.warm_kernels``), each uvicorn worker at once: 50-95 s on an instance before
+``/healthz`` answers. The bootstrap runs this right after installing a release, as the
+service's user and with the service's ``NUMBA_CACHE_DIR``: numba keys its cache by the kernel's
+source file (its path and bytes) and the CPU, so the same installed release on the same machine
+is what fills it usefully, and the service's first start then loads every kernel.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.compiled import KERNELS, CacheUse
+from services.search.errors import KernelCacheError
+from services.search.retrieval.segment import warm_kernels
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """Every kernel's way to readiness in this process, and the time they took together."""
+
+    uses: tuple[CacheUse, ...]
+    seconds: float
+    cache_dir: str  # NUMBA_CACHE_DIR, "" when unset (numba then caches beside the sources)
+
+    @property
+    def loaded(self) -> int:
+        return sum(use.loaded for use in self.uses)
+
+    @property
+    def compiled(self) -> list[str]:
+        """The kernels that were not in the cache (compiled, and saved to it, here)."""
+        return [use.name for use in self.uses if use.compiled]
+
+    def summary(self) -> str:
+        where = self.cache_dir or f"beside the sources, NUMBA_CACHE_DIR unset ({self.uses[0].cache_path})"
+        return (
+            f"{len(self.uses)} search kernels ready in {self.seconds:.1f} s: {self.loaded} signatures "
+            f"loaded from numba's cache, {len(self.compiled)} kernels compiled into it ({where})"
+        )
+
+
+def warm_kernel_cache() -> KernelReport:
+    """Load or compile every query kernel (what a segment's open does), then check that each
+    one is cached where the service will look: in ``NUMBA_CACHE_DIR`` when it is set. numba
+    falls back to another folder without a word when that one is not writable; the service's
+    first start would then compile everything again."""
+    from numba import config
+
+    started = time.monotonic()
+    warm_kernels()
+    cache_dir = str(getattr(config, "CACHE_DIR", ""))  # NUMBA_CACHE_DIR, as numba read it
+    report = KernelReport(tuple(k.cache_use() for k in KERNELS), time.monotonic() - started, cache_dir)
+    missed = [use.name for use in report.uses if use.cache_path is None]
+    if missed:
+        raise KernelCacheError(
+            f"warm_kernels() never calls {', '.join(missed)}: a query would compile it; "
+            "warm it there (services/search/retrieval/segment.py)"
+        )
+    if report.cache_dir:
+        root = Path(report.cache_dir).resolve()
+        elsewhere = sorted(
+            {
+                str(use.cache_path)
+                for use in report.uses
+                if not Path(str(use.cache_path)).resolve().is_relative_to(root)
+            }
+        )
+        if elsewhere:
+            raise KernelCacheError(
+                f"numba cached the search kernels in {', '.join(elsewhere)}, not in "
+                f"NUMBA_CACHE_DIR={report.cache_dir}: user {getpass.getuser()} cannot write there; "
+                "give the folder to the service's user and run `nimbus warm-kernels` again"
+            )
+    return report

@@ -1,0 +1,51 @@
+"""`nimbus warm-kernels`: every search kernel loaded or compiled, and cached where
+NUMBA_CACHE_DIR says, or exit 1 saying why. Run in this process (a checkout's kernels are cached
+beside its sources, so only its first run compiles); the installed release's test runs the
+command as the bootstrap does (tests/integration/release)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from numba import config
+
+from services import compiled
+from services.cli import main
+
+KERNELS = 6  # OR top-k and its count, AND top-k, RM3, the forward reader, the word-form probe
+
+
+def test_it_loads_or_compiles_every_search_kernel_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["warm-kernels"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{KERNELS} search kernels ready in ")
+    assert (config.CACHE_DIR or "NUMBA_CACHE_DIR unset") in out  # where they are cached
+    assert main(["warm-kernels", "--check"]) == 0  # all there now: nothing compiled by this call
+
+
+def test_kernels_cached_outside_numba_cache_dir_fail_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """numba falls back to another folder when NUMBA_CACHE_DIR is not writable: the service
+    would not find them there, so the command fails rather than report success."""
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "numba-cache"))
+    assert main(["warm-kernels"]) == 1
+    err = capsys.readouterr().err
+    assert f"not in NUMBA_CACHE_DIR={tmp_path / 'numba-cache'}" in err
+    assert "give the folder to the service's user" in err
+
+
+def test_a_kernel_no_warm_up_reaches_fails_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel the search path defines but no warm-up calls: the first query would compile it."""
+
+    def _forgotten(values):  # type: ignore[no-untyped-def]
+        return values.sum()
+
+    kernel = compiled.compiled_on_first_use(_forgotten)  # defined (registered), never called
+    try:
+        assert main(["warm-kernels"]) == 1
+    finally:
+        compiled.KERNELS.remove(kernel)
+    err = capsys.readouterr().err
+    assert "warm_kernels() never calls " in err and "._forgotten: a query would compile it" in err
