@@ -110,8 +110,10 @@ PARTS = [
     ("services.storage.documents", "DocumentWriter.write", "commit thread: content + record blocks"),
     ("services.storage.formats.records", "RecordBlockWriter.add", "commit thread: record JSON + gzip"),
     ("services.crawler.commit.committer", "Committer._record_frontier", "commit thread: frontier"),
-    ("services.crawler.commit.committer", "frontier.add_urls", "commit thread: frontier upserts"),
-    ("services.crawler.commit.committer", "frontier.finish", "commit thread: finishing fetched rows"),
+    # The frontier's module as the committer names it (``entries``): wrapped there, the seeds'
+    # add_urls (crawl.py, once, a few URLs) counts too.
+    ("services.crawler.commit.committer", "entries.add_urls", "commit thread: frontier upserts"),
+    ("services.crawler.commit.committer", "entries.finish", "commit thread: finishing fetched rows"),
 ]
 
 
@@ -125,12 +127,18 @@ class PartTimer:
     def __enter__(self) -> PartTimer:
         import importlib
 
+        found = []  # every part looked up before any is wrapped: a renamed one stops the run here
         for module_name, path, label in PARTS:
             owner: object = importlib.import_module(module_name)
             *parents, name = path.split(".")
-            for parent in parents:
-                owner = getattr(owner, parent)
-            original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+            try:
+                for parent in parents:
+                    owner = getattr(owner, parent)
+                original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+            except (AttributeError, KeyError):
+                raise SystemExit(f"--parts: {module_name} has no {path} any more; update PARTS") from None
+            found.append((owner, name, original, label))
+        for owner, name, original, label in found:
             self._undo.append((owner, name, original))
             setattr(owner, name, self._timed(original, label))
         return self
