@@ -6,7 +6,9 @@ never run the kernels a search runs; numba's import alone costs a task about 0.3
 60 MB. A kernel is written as a plain function over arrays and scalars, wrapped here, and
 compiled once per process on its first call: from numba's disk cache after the first
 time (``cache=True``; the deployment's units point ``NUMBA_CACHE_DIR`` where the service
-may write). Search warms its kernels when a segment opens, so no query pays the compile.
+may write). Search warms its kernels when a segment opens, so no query pays the compile, and
+an instance's bootstrap fills that cache before the service first starts (``nimbus
+warm-kernels``, ``services.search.retrieval.kernel_cache``).
 
 numba compiles a kernel again for every new combination of argument types, and an array's
 type includes whether it is writable: a segment's memory-mapped arrays are read-only, the

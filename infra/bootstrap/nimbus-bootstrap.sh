@@ -4,8 +4,9 @@
 #
 # Run by the launch template's user data (infra/nimbus.yaml) as root, from the release bundle
 # the user data copied (--release-dir). It ships its own boot log to CloudWatch first, installs
-# exactly this release into /opt/nimbus/venv from the bundle's wheelhouse, writes the non-secret
-# settings to /etc/nimbus/nimbus.env (each process reads its database user's secret itself),
+# exactly this release into /opt/nimbus/venv from the bundle's wheelhouse (search: and compiles its
+# kernels into the service's numba cache), writes the non-secret settings to
+# /etc/nimbus/nimbus.env (each process reads its database user's secret itself),
 # fetches the RDS CA bundle, installs the role's systemd unit and the journal exporter, starts
 # them, waits until the service is healthy (nimbus-health) and sends cfn-signal: success, or
 # failure with the reason.
@@ -26,7 +27,7 @@
 # it would run instead of running them, the units' commands too (tests/integration/deploy).
 set -Eeuo pipefail
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "nimbus-bootstrap: $*" >&2; exit 2; }
 
 ROLE="" RELEASE_DIR="" RELEASE_URL="" BUCKET="" DB_INSTANCE="" DB_HOST="" DB_PORT="" DB_SECRET=""
@@ -133,6 +134,7 @@ trap 'fail "$STEP: \"$BASH_COMMAND\" exited $? (line $LINENO)"' ERR
 
 UNIT="nimbus-$ROLE"
 NIMBUS=/opt/nimbus/venv/bin/nimbus
+NUMBA_CACHE=/var/lib/nimbus/numba-cache  # the compiled search kernels (the units' NUMBA_CACHE_DIR)
 ADMIN_ENV=/run/nimbus-admin/admin.env  # tmpfs, root only: the token never reaches a disk
 RDS_CA=/etc/nimbus/rds-ca.pem
 RDS_CA_URL=https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem
@@ -203,6 +205,17 @@ run useradd --system --create-home --home-dir /var/lib/nimbus --shell /sbin/nolo
 run python3.11 -m venv "$ROOT/opt/nimbus/venv"
 run "$ROOT/opt/nimbus/venv/bin/python" -m pip install --quiet --no-index --require-hashes \
   --find-links "$RELEASE_DIR/wheelhouse" -r "$RELEASE_DIR/requirements.txt"
+
+# The search kernels compiled now, from the release just installed, into the cache the service
+# reads: as its user (the files are the service's to update) with its NUMBA_CACHE_DIR. numba keys
+# the cache by the kernels' source files and this CPU, so it is filled here, on the instance; the
+# service's first start then loads every kernel instead of compiling them (a minute or more, each
+# uvicorn worker at once) while /healthz waits. Only search runs them.
+if [ "$ROLE" = search ]; then
+  STEP="step 1 (search kernels)"
+  run runuser -u nimbus -- env NUMBA_CACHE_DIR="$ROOT$NUMBA_CACHE" "$ROOT$NIMBUS" warm-kernels \
+    || fail "nimbus warm-kernels, as user nimbus, could not compile the search kernels into $NUMBA_CACHE (its error is above)"
+fi
 
 # 2. Settings: no secret here. Each process reads its database user's secret
 #    (NIMBUS_DATABASE_SECRET) when it connects, and again after a rejected password.
@@ -366,8 +379,9 @@ Type=simple
 User=nimbus
 Group=nimbus
 EnvironmentFile=/etc/nimbus/nimbus.env
-# numba's compiled search kernels are cached on disk; the release's tree is read-only here.
-Environment=NUMBA_CACHE_DIR=/var/lib/nimbus/numba-cache
+# numba's compiled search kernels are cached on disk (filled in step 1 for search); the
+# release's tree is read-only here.
+Environment=NUMBA_CACHE_DIR=$NUMBA_CACHE
 ${EXTRA_ENV:+$EXTRA_ENV
 }$COMMANDS
 Restart=$RESTART

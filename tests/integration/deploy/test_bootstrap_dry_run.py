@@ -184,6 +184,71 @@ def test_the_indexer_migrates_creates_the_users_then_builds(tmp_path: Path) -> N
     assert f"would run: {lookup}" in done.stdout
 
 
+@pytest.mark.parametrize("role", ["worker", "committer", "search", "indexer"])
+def test_search_compiles_its_kernels_as_its_user_into_its_units_cache(tmp_path: Path, role: str) -> None:
+    """Right after the release is installed, its own ``nimbus warm-kernels`` fills the cache the
+    unit names, as the unit's user: the service's first start loads the kernels, compiles none.
+    The other roles run no search kernel and skip the compile."""
+    done = _role(tmp_path, role, *ROLE_ARGS[role])
+    assert done.returncode == 0, done.stderr
+    would = [
+        line.removeprefix("would run: ")
+        for line in done.stdout.splitlines()
+        if line.startswith("would run: ")
+    ]
+    warm = [i for i, w in enumerate(would) if "warm-kernels" in w]
+    if role != "search":
+        assert warm == []
+        return
+    text = (tmp_path / f"etc/systemd/system/nimbus-{role}.service").read_text()
+    (cache,) = [v for v in _directives(text, "Environment") if v.startswith("NUMBA_CACHE_DIR=")]
+    user = _unit(text)["User"]
+    assert [would[i] for i in warm] == [
+        f"runuser -u {user} -- env {cache.replace('=', f'={tmp_path}', 1)} {tmp_path}{NIMBUS} warm-kernels"
+    ]
+    installed = next(i for i, w in enumerate(would) if " -m pip install " in w)
+    assert installed < warm[0] < next(i for i, w in enumerate(would) if w.startswith("systemctl enable"))
+    assert (
+        would.index(f"useradd --system --create-home --home-dir /var/lib/{user} --shell /sbin/nologin {user}")
+        < warm[0]
+    )
+
+
+def _stand_in(path: Path, body: str = "") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def test_a_failed_kernel_compile_fails_the_boot_saying_why(tmp_path: Path) -> None:
+    """Not a dry run: the steps before the warm-up succeed through stand-ins on PATH, and a
+    ``runuser`` that fails as the release's command would. The boot stops there and signals
+    failure, naming the step and the cache."""
+    bin_dir, root = tmp_path / "bin", tmp_path / "root"
+    for name in ("dnf", "systemctl", "useradd", "python3.11"):
+        _stand_in(bin_dir / name)
+    _stand_in(
+        bin_dir / "runuser", 'echo "nimbus warm-kernels: numba cached the kernels elsewhere" >&2; exit 1'
+    )
+    _stand_in(bin_dir / "cfn-signal", f'echo "$*" >> {tmp_path}/signals')
+    _stand_in(root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl")
+    _stand_in(root / "opt/nimbus/venv/bin/python")  # pip installs nothing
+    done = subprocess.run(
+        ["bash", str(BOOTSTRAP), "--root", str(root), "--role", "search"]
+        + [a.replace("ROLE", "search") for a in COMMON],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "numba cached the kernels elsewhere" in done.stderr  # the command's own reason
+    assert "FAILED search: nimbus warm-kernels, as user nimbus, could not compile" in done.stderr
+    (signal,) = (tmp_path / "signals").read_text().splitlines()
+    assert "--exit-code 1" in signal and "/var/lib/nimbus/numba-cache" in signal
+    assert not (root / "etc/systemd/system/nimbus-search.service").exists()  # it stopped there
+
+
 def test_search_reads_the_admin_token_into_its_environment_at_each_start(tmp_path: Path) -> None:
     """The token is fetched as root before the service starts, into a root-only file on tmpfs
     that systemd loads into the environment; the settings file names only the secret."""

@@ -1,6 +1,7 @@
 """The release installed as a node installs it, in a fresh venv far from any checkout, with
 no package index: it imports whole, publishes an index with its own ``nimbus`` and serves it,
-pages, styles and ``/docs`` included."""
+pages, styles and ``/docs`` included; its search kernels compiled into numba's cache first, as
+the bootstrap does, so that the server compiles none."""
 
 from __future__ import annotations
 
@@ -43,6 +44,17 @@ print(json.dumps({"services": services.__file__, "failed": failed}))
 """
 
 
+# The query kernels, as numba names their cache files (module.function).
+KERNELS = {
+    "blockmax_kernels.window_top_k",
+    "blockmax_kernels.lead_count",
+    "conjunction._top_k_and",
+    "feedback._relevance_model",
+    "segment_codec._forward_entries",
+    "forms._probe",
+}
+
+
 def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 180) -> str:
     done = subprocess.run(
         args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
@@ -70,8 +82,10 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
 
     state = tmp_path / "state"
     nimbus = str(venv / "bin/nimbus")
+    cache = state / "numba-cache"  # as on an instance: where the service may write
     settings = offline_env(
         tmp_path,
+        NUMBA_CACHE_DIR=str(cache),
         NIMBUS_DATABASE_URL=f"sqlite:///{state / 'nimbus.db'}",
         NIMBUS_BLOB_URL=f"file://{state / 'blobs'}",
         NIMBUS_VAR_DIR=str(state / "var"),
@@ -83,6 +97,11 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
         _run([nimbus, "crawl", "run", "--quiet", "--max-pages", "10", home], tmp_path, settings)
     published = _run([nimbus, "index", "--quiet"], tmp_path, settings)
     assert "published index/segment-" in published
+    # What the bootstrap runs after installing a release: the search kernels into the cache.
+    warmed = _run([nimbus, "warm-kernels"], tmp_path, settings, timeout=600)
+    assert f"kernels compiled into it ({cache})" in warmed, warmed
+    kernels = _cache_files(cache)
+    assert {path.name.split("-")[0] for path in kernels if path.suffix == ".nbi"} >= KERNELS
 
     port = free_port()
     server = subprocess.Popen(
@@ -107,6 +126,10 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
             assert style.status_code == 200 and style.headers["content-type"].startswith("text/css")
             assert style.content == (REPO / "webui/static/style.css").read_bytes()
 
+            # The server's segment open and its first query loaded the kernels: it compiled
+            # (and so saved) nothing.
+            assert _cache_files(cache) == kernels
+
             docs = http.get("/docs")
             assert docs.status_code == 200 and "swagger-ui" in docs.text
             files = assets(docs.text)
@@ -118,6 +141,11 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
         stop(server)
         shutil.rmtree(venv, ignore_errors=True)  # 500 MB
     assert server.returncode is not None
+
+
+def _cache_files(cache: Path) -> dict[Path, tuple[int, int]]:
+    """numba's cache files (indexes ``.nbi``, compiled code ``.nbc``), with their time and size."""
+    return {path: (path.stat().st_mtime_ns, path.stat().st_size) for path in cache.rglob("*.nb[ic]")}
 
 
 def _answers(http: httpx.Client, path: str) -> bool:

@@ -6,7 +6,8 @@ Each records its arguments, one shell-quoted line a call, in ``LOG/NAME.calls``:
   recording stand-in where Amazon Linux's package puts it, under the scratch root (the
   CloudWatch agent's ctl; cfn-signal of aws-cfn-bootstrap). Python 3.11 is this machine's.
 * ``useradd`` adds no user (the commands then run as this test's user); ``--create-home``
-  makes the home folder under the scratch root, as useradd would.
+  makes the home folder under the scratch root, as useradd would. ``runuser -u USER -- CMD``
+  records its arguments and runs CMD as this test's user.
 * ``cfn-signal`` (on PATH and at /opt/aws/bin, where the AMI has it) and the CloudWatch
   agent's ctl only record: no CloudFormation or agent here.
 * ``systemctl`` and ``aws`` (``rehearsal.systemctl``, ``rehearsal.aws_cli``).
@@ -78,6 +79,11 @@ def install_shims(bin_dir: Path, root: Path, log: Path, systemctl: dict[str, Any
         + f"    aws-cfn-bootstrap) target={q(str(root / CFN_SIGNAL))} ;;\n"
         + "    *) continue ;;\n  esac\n"
         + f'  install -D -m 0755 {q(str(packaged))}/"$package" "$target"\ndone\n',
+    )
+    _write(
+        bin_dir / "runuser",
+        _recorder(log, "runuser")
+        + 'while [ $# -gt 0 ] && [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n',
     )
     _write(
         bin_dir / "useradd",
