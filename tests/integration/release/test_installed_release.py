@@ -102,6 +102,9 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
     assert f"kernels compiled into it ({cache})" in warmed, warmed
     kernels = _cache_files(cache)
     assert {path.name.split("-")[0] for path in kernels if path.suffix == ".nbi"} >= KERNELS
+    # A fresh process finds every kernel there: it loads them all, compiles none.
+    _run([nimbus, "warm-kernels", "--check"], tmp_path, settings)
+    assert _cache_files(cache) == kernels
 
     port = free_port()
     server = subprocess.Popen(

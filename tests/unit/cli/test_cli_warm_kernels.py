@@ -22,6 +22,25 @@ def test_it_loads_or_compiles_every_search_kernel_and_says_so(capsys: pytest.Cap
     assert out.startswith(f"{KERNELS} search kernels ready in ")
     assert (config.CACHE_DIR or "NUMBA_CACHE_DIR unset") in out  # where they are cached
     assert main(["warm-kernels", "--check"]) == 0  # all there now: nothing compiled by this call
+    assert (
+        ": 0 signatures loaded from numba's cache, 0 kernels compiled" in capsys.readouterr().out
+    )  # in memory
+
+
+def test_check_fails_naming_the_kernels_the_cache_lacked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--check``: a fresh process that had to compile says which (they are cached now)."""
+    from services.search.retrieval import kernel_cache
+
+    lacked = compiled.CacheUse("services.search.retrieval.conjunction._top_k_and", 0, 1, "/cache/retrieval")
+    report = kernel_cache.KernelReport((lacked,), 30.0, "/cache")
+    monkeypatch.setattr(kernel_cache, "warm_kernel_cache", lambda: report)
+    assert main(["warm-kernels"]) == 0
+    assert main(["warm-kernels", "--check"]) == 1
+    out, err = capsys.readouterr()
+    assert "1 kernels compiled into it (/cache)" in out
+    assert err.strip() == "nimbus warm-kernels: not in numba's cache before this run: " + lacked.name
 
 
 def test_kernels_cached_outside_numba_cache_dir_fail_naming_the_fix(
