@@ -14,6 +14,15 @@ bounded. The reducer joins a term's pieces into one posting list, ascending
 by document (``mapreduce.postings_wire.join_pieces``); its length is the
 term's document frequency.
 
+With ``--map-only`` (a full build on this machine's runners: ``services.indexing.build``)
+the job has no reducer: each map task's file is its output, every flush's terms in byte
+order, and the publisher joins each term's pieces itself (``services.indexing.job_pieces``),
+sums the vocabulary and language counts and merges a document's page and anchor lengths
+(``merge_lengths``). It saves the shuffle's sort of every row, the split and the reducers,
+whose output the publisher read again anyway (docs/benchmarks.md, "Issue 31: a map-only
+index job"). On EMR the reducer stays: there the sort and the joins run on the cluster's
+nodes, and its output is one row a term, fetched from S3 as parts.
+
 Rows are raw bytes (mrjob's BytesProtocol: no JSON to write or parse), two
 kinds told apart by the key's tag::
 
@@ -84,7 +93,20 @@ class MRIndex(RecordBlockJob):
     INTERNAL_PROTOCOL = BytesProtocol
     OUTPUT_PROTOCOL = BytesProtocol
 
+    def configure_args(self) -> None:
+        super().configure_args()
+        self.add_passthru_arg(
+            "--map-only",
+            action="store_true",
+            default=False,
+            help="no reducer: each map task's output is the job's; the publisher joins the pieces",
+        )
+
     def steps(self) -> list[MRStep]:
+        if self.options.map_only:
+            return [
+                MRStep(mapper_init=self.mapper_init, mapper=self.mapper_terms, mapper_final=self.mapper_final)
+            ]
         return [
             MRStep(
                 mapper_init=self.mapper_init,

@@ -35,7 +35,8 @@ from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import BuildError
 from services.indexing.graph_input import graph_input
-from services.indexing.index_rows import index_columns
+from services.indexing.index_rows import TermSource, index_columns
+from services.indexing.job_pieces import piece_columns
 from services.indexing.link_probe import sample_has_links
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
@@ -103,6 +104,7 @@ def run_index_jobs(
     say: Callable[[str], None],
     *,
     links_expected: bool = True,
+    map_only: bool = False,
 ) -> tuple[JobOutput, JobOutput]:
     """MRLinkGraph (over ``graph_input``: the manifest and the name lines) then MRIndex (over
     the manifest and the anchor text): the full build's stages 1 and 2, and an incremental
@@ -112,10 +114,13 @@ def run_index_jobs(
     alias has a title; ``graph_input`` must then read the manifest's records): MRIndex first,
     counting the records' links. None counted, and the link graph is empty, with no anchor
     text: its job is skipped, its output an empty file. Some counted: the link graph runs,
-    and MRIndex again only if it found anchor text. The outputs are the usual order's."""
+    and MRIndex again only if it found anchor text. The outputs are the usual order's.
+
+    ``map_only`` (this machine's runners): MRIndex without its reducer, its output each map
+    task's file (``JobOutput.parts``), whose pieces the publisher joins (``job_pieces``)."""
     index: JobOutput | None = None
     if not links_expected:
-        index = _index_job(settings, manifest, scratch, say, "1/4")
+        index = _index_job(settings, manifest, scratch, say, "1/4", map_only)
         if index.counter("blocks", "read") and not index.counter(*OUT_LINKS):
             say("2/4 link graph: no record links anywhere and no alias has a title: no link graph to build")
             empty = scratch / "links.jsonl"
@@ -125,9 +130,9 @@ def run_index_jobs(
     links = _link_graph_job(settings, graph_input, scratch, say, "2/4" if index else "1/4")
     anchors = scratch / "anchors.txt"
     if write_anchor_lines(links.path, anchors):
-        index = _index_job(settings, [*manifest, anchors], scratch, say, "2/4")
+        index = _index_job(settings, [*manifest, anchors], scratch, say, "2/4", map_only)
     elif index is None:
-        index = _index_job(settings, manifest, scratch, say, "2/4")
+        index = _index_job(settings, manifest, scratch, say, "2/4", map_only)
     return links, index
 
 
@@ -147,12 +152,30 @@ def _link_graph_job(
 
 
 def _index_job(
-    settings: Settings, inputs: list[Path], scratch: Path, say: Callable[[str], None], stage: str
+    settings: Settings,
+    inputs: list[Path],
+    scratch: Path,
+    say: Callable[[str], None],
+    stage: str,
+    map_only: bool = False,
 ) -> JobOutput:
     say(f"{stage} index: terms, fields and positions")
-    index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
+    if map_only:
+        index = run_job(
+            MRIndex,
+            inputs,
+            settings,
+            output=scratch / "index-parts",
+            scratch=scratch,
+            extra_args=["--map-only"],
+            parts=True,
+        )
+        terms = "pieces joined at publish"
+    else:
+        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
+        terms = f"{index.counter('index', 'terms')} terms"
     say(
-        f"    {index.counter('blocks', 'records')} records, {index.counter('index', 'terms')} terms, "
+        f"    {index.counter('blocks', 'records')} records, {terms}, "
         f"{index.counter('index', 'postings')} postings, "
         f"{index.counter('blocks', 'stale_records_skipped')} superseded versions skipped "
         f"({index.seconds:.1f} s)"
@@ -269,7 +292,12 @@ def build_index(
         graph_parts = graph_input(manifest, scratch / "names.txt.gz", names.lines, scratch)
         store = open_blobstore(settings.blob_url, settings.aws_endpoint_url)
         expected = names.aliases > 0 or sample_has_links(store, manifest)
-        links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say, links_expected=expected)
+        # This machine's runners: MRIndex without its reducer, its pieces joined at publish
+        # (job_pieces); EMR keeps the reducer (mapreduce.mr_index).
+        map_only = settings.index.mr_runner in ("inline", "local")
+        links, index = run_index_jobs(
+            settings, manifest, graph_parts, scratch, say, links_expected=expected, map_only=map_only
+        )
         records = index.counter("blocks", "records")
         if records != count and index.counters:  # no counters: an emulator keeps no job logs
             say(
@@ -282,7 +310,8 @@ def build_index(
         say("4/4 publish")
         stage = time.monotonic()
         # The terms' postings are read from the job's file a range at a time (segment_stream).
-        columns, terms = index_columns(index.path)
+        terms: TermSource
+        columns, terms = piece_columns(index.parts) if map_only else index_columns(index.path)
         read_s, stage = time.monotonic() - stage, time.monotonic()
         kinds, doc_hosts = url_facts(sessions, num_docs)
         arrays = streamed_segment(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pybase64
@@ -30,6 +30,7 @@ from mapreduce.mr_index import (
     VOCABULARY,
     VOCABULARY_KEY,
 )
+from mapreduce.postings_wire import read_regions
 from services.indexing.errors import PublishError
 
 
@@ -56,11 +57,11 @@ def collect_index_rows(rows: Iterable[tuple[Any, Any]]) -> IndexColumns:
                 raise PublishError(f"term {name!r} came twice from MRIndex: job and publisher disagree")
             cols.chunks[key] = value
         else:
-            _collect(cols, (kind, name), value)
+            collect_row(cols, (kind, name), value)
     return cols
 
 
-def _collect(cols: IndexColumns, row: tuple[str, Any], value: Any) -> None:
+def collect_row(cols: IndexColumns, row: tuple[str, Any], value: Any) -> None:
     """One row that is not a term's into ``cols``."""
     kind, name = row
     if kind == LENGTH:
@@ -85,10 +86,10 @@ def read_index_rows(path: Path) -> Iterator[tuple[tuple[str, Any], Any]]:
             if key.startswith(term_key):
                 yield (TERM, key[len(term_key) :].decode("utf-8")), value
             elif key:
-                yield _other_row(key, value, path)
+                yield parse_other_row(key, value, path)
 
 
-def _other_row(key: bytes, value: bytes, path: Path) -> tuple[tuple[str, Any], Any]:
+def parse_other_row(key: bytes, value: bytes, path: Path) -> tuple[tuple[str, Any], Any]:
     """A row that is not a term's, parsed."""
     if key.startswith(LENGTH_KEY):
         return (LENGTH, int(key[len(LENGTH_KEY) :])), [int(x) for x in value.split(b",")]
@@ -127,11 +128,48 @@ class JobTerms:
     def ranges(self, budget: int) -> list[tuple[int, int]]:
         """Term ranges ``[lo, hi)`` of about ``budget`` bytes of postings text each (a term
         above it is a range of its own); none for no terms."""
-        ends = np.cumsum(self.sizes)
-        total = int(ends[-1]) if ends.shape[0] else 0
-        cuts = np.searchsorted(ends, np.arange(budget, total, max(budget, 1)), side="left") + 1
-        edges = np.unique(np.concatenate([[0], cuts, [len(self.terms)]])).astype(np.int64).tolist()
-        return list(zip(edges[:-1], edges[1:], strict=True)) if self.terms else []
+        return term_ranges(self.sizes, budget)
+
+    def postings(self, lo: int, hi: int) -> TermPostings:
+        """The postings of terms ``lo .. hi - 1``, read and decoded."""
+        try:
+            regions = read_regions(list(self.texts(lo, hi)))
+            return regions.per_text, regions.docs(), regions.tfs(), regions.counts(), regions.positions()
+        except ValueError as exc:  # also binascii.Error
+            raise PublishError(
+                f"{self.path}: MRIndex postings cannot be read ({exc}): job and publisher disagree, "
+                "or the job output is truncated"
+            ) from exc
+
+
+# (postings per term, docs, field frequencies (postings x fields), position counts, positions)
+TermPostings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class TermSource(Protocol):
+    """A job output's terms in byte order, decoded a range at a time (``segment_stream``):
+    ``JobTerms`` (the reducer's output, a row a term) or ``job_pieces.JobPieces`` (a map-only
+    job's, a row a term and flush)."""
+
+    @property
+    def terms(self) -> list[bytes]: ...
+
+    @property
+    def sizes(self) -> np.ndarray: ...  # int64: each term's postings text in bytes
+
+    def ranges(self, budget: int) -> list[tuple[int, int]]: ...
+
+    def postings(self, lo: int, hi: int) -> TermPostings: ...
+
+
+def term_ranges(sizes: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Ranges ``[lo, hi)`` of terms of ``sizes`` bytes each, about ``budget`` bytes a range (a
+    term above it is a range of its own); none for no terms."""
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if ends.shape[0] else 0
+    cuts = np.searchsorted(ends, np.arange(budget, total, max(budget, 1)), side="left") + 1
+    edges = np.unique(np.concatenate([[0], cuts, [sizes.shape[0]]])).astype(np.int64).tolist()
+    return list(zip(edges[:-1], edges[1:], strict=True)) if sizes.shape[0] else []
 
 
 def index_columns(path: Path) -> tuple[IndexColumns, JobTerms]:
@@ -150,7 +188,7 @@ def index_columns(path: Path) -> tuple[IndexColumns, JobTerms]:
                 starts.append(at + len(key) + len(tab))
                 sizes.append(len(value))
             elif key:
-                _collect(cols, *_other_row(key, value, path))
+                collect_row(cols, *parse_other_row(key, value, path))
             at += len(line)
     order = sorted(range(len(terms)), key=terms.__getitem__)
     ordered = [terms[i] for i in order]

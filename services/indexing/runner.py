@@ -53,9 +53,10 @@ logging.getLogger("mrjob.conf").addFilter(_NoConfigNoise())
 
 @dataclass
 class JobOutput:
-    path: Path  # local file with the job's output rows
+    path: Path  # local file with the job's output rows (``parts``: the folder holding them)
     counters: Counters = field(default_factory=dict)  # summed over the job's steps
     seconds: float = 0.0
+    parts: tuple[Path, ...] = ()  # ``run_job(..., parts=True)``: each task's output file, in order
 
     def counter(self, group: str, name: str) -> int:
         return self.counters.get(group, {}).get(name, 0)
@@ -189,8 +190,15 @@ def run_job(
     output: Path,
     scratch: Path,
     extra_args: Sequence[str] = (),
+    parts: bool = False,
 ) -> JobOutput:
-    """Run ``job_class`` over ``inputs`` and stream its output into ``output``."""
+    """Run ``job_class`` over ``inputs`` and stream its output into ``output``.
+
+    ``parts`` (this machine's runners only): the output's part files, one a task, are moved
+    into the folder ``output`` as they are, not copied into one file (a map-only job's files
+    are each sorted by term within a flush: ``services.indexing.job_pieces``)."""
+    if parts and settings.index.mr_runner not in ("inline", "local"):
+        raise JobError(f"the {settings.index.mr_runner} runner's output is not local files: no parts to keep")
     args = runner_args(settings, scratch)
     if issubclass(job_class, RecordBlockJob):
         args += store_args(settings)
@@ -201,8 +209,12 @@ def run_job(
     try:
         with job.make_runner() as runner:
             runner.run()
-            with output.open("wb") as fh:
-                _copy_output(runner, settings.index.mr_runner, fh)
+            kept: tuple[Path, ...] = ()
+            if parts:
+                kept = _move_parts(runner, output)
+            else:
+                with output.open("wb") as fh:
+                    _copy_output(runner, settings.index.mr_runner, fh)
             counters = _sum_counters(runner.counters())
     except Exception as exc:
         where = "the task's traceback is logged above"
@@ -213,7 +225,30 @@ def run_job(
             f"{job_class.__name__} failed on the {settings.index.mr_runner} runner over "
             f"{', '.join(map(str, inputs))}: {exc} ({where})"
         ) from exc
-    return JobOutput(path=output, counters=counters, seconds=time.monotonic() - started)
+    return JobOutput(path=output, counters=counters, seconds=time.monotonic() - started, parts=kept)
+
+
+def _output_parts(root: Path) -> list[Path]:
+    """A local job's output files, in order: like mrjob and Hadoop, names starting with "_" or
+    "." (_SUCCESS, .crc) are not output."""
+    return sorted(
+        path
+        for path in root.rglob("*")
+        if path.is_file() and not any(name[0] in "_." for name in path.relative_to(root).parts)
+    )
+
+
+def _move_parts(runner: Any, dest: Path) -> tuple[Path, ...]:
+    """The job's output parts moved (renamed: the same file system) into the folder ``dest``."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    moved = []
+    for i, part in enumerate(_output_parts(Path(runner.get_output_dir()))):
+        target = dest / f"part-{i:05d}"
+        shutil.move(part, target)
+        moved.append(target)
+    return tuple(moved)
 
 
 def _copy_output(runner: Any, runner_name: str, dest: BinaryIO) -> None:
@@ -228,14 +263,7 @@ def _copy_output(runner: Any, runner_name: str, dest: BinaryIO) -> None:
         for chunk in runner.cat_output():
             dest.write(chunk)
         return
-    root = Path(runner.get_output_dir())
-    # Like mrjob and Hadoop: names starting with "_" or "." (_SUCCESS, .crc) are not output.
-    parts = sorted(
-        path
-        for path in root.rglob("*")
-        if path.is_file() and not any(name[0] in "_." for name in path.relative_to(root).parts)
-    )
-    for part in parts:
+    for part in _output_parts(Path(runner.get_output_dir())):
         with part.open("rb") as src:
             shutil.copyfileobj(src, dest, 16 << 20)
 

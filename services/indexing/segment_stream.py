@@ -5,7 +5,8 @@
 then every posting's documents, field frequencies, positions and scores, then their packed
 form beside them): 26-29 GB per million stored documents, the build's limit on a 24 GB machine
 (docs/benchmarks.md, "Issue 31: a like-for-like million"). Here the job's output is read for
-its terms' places only (``index_rows.index_columns``), and the terms, in byte order, are
+its terms' places only (``index_rows.index_columns``; a map-only job's pieces:
+``job_pieces.piece_columns``), and the terms, in byte order, are
 decoded a range of about ``RANGE_BYTES`` of postings text at a time and handed to
 ``posting_stream`` (scored with the collection's statistics and packed at once), the next
 range decoded on a helper thread meanwhile. Deltas (small) still use ``segment_arrays``.
@@ -19,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mapreduce.postings_wire import read_regions
 from services.indexing.errors import PublishError
-from services.indexing.index_rows import IndexColumns, JobTerms
+from services.indexing.index_rows import IndexColumns, TermSource
 from services.indexing.posting_stream import PostingStream
 from services.indexing.segment_arrays import field_lengths, link_arrays, pagerank_array
 from services.ranking.bm25f import DEFAULT_PARAMS, BM25FParams
@@ -44,21 +44,12 @@ class DecodedRange:
     positions: np.ndarray  # uint32
 
 
-def decode_range(terms: JobTerms, lo: int, hi: int) -> DecodedRange:
-    """The postings of terms ``lo .. hi - 1``, read from the job's file and decoded."""
-    try:
-        regions = read_regions(list(terms.texts(lo, hi)))
-        return DecodedRange(
-            lo, hi, regions.per_text, regions.docs(), regions.tfs(), regions.counts(), regions.positions()
-        )
-    except ValueError as exc:  # also binascii.Error
-        raise PublishError(
-            f"MRIndex postings cannot be read ({exc}): job and publisher disagree, "
-            "or the job output is truncated"
-        ) from exc
+def decode_range(terms: TermSource, lo: int, hi: int) -> DecodedRange:
+    """The postings of terms ``lo .. hi - 1``, read from the job's files and decoded."""
+    return DecodedRange(lo, hi, *terms.postings(lo, hi))
 
 
-def decoded_ranges(terms: JobTerms, budget: int = RANGE_BYTES) -> Iterator[DecodedRange]:
+def decoded_ranges(terms: TermSource, budget: int = RANGE_BYTES) -> Iterator[DecodedRange]:
     """Every range of ``terms`` decoded, in order, the next one on a helper thread while the
     caller works on this one (two ranges decoded at most)."""
     ranges = terms.ranges(budget)
@@ -74,7 +65,7 @@ def decoded_ranges(terms: JobTerms, budget: int = RANGE_BYTES) -> Iterator[Decod
 
 
 def streamed_segment(
-    terms: JobTerms,
+    terms: TermSource,
     cols: IndexColumns,
     pagerank: np.ndarray,
     num_docs: int,
