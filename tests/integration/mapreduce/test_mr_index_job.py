@@ -16,10 +16,12 @@ from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, name_line
 from mapreduce.postings_wire import Chunk
 from services.config import Settings
-from services.indexing.index_rows import read_index_rows
+from services.indexing.index_rows import index_columns, read_index_rows
+from services.indexing.job_pieces import piece_columns
 from services.indexing.manifest import write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.runner import JobError, JobOutput, run_job, write_rows
+from services.indexing.segment_stream import streamed_segment
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
@@ -375,3 +377,64 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
     reference = pagerank_sparse([[1, 2], [0, 2], [0], []], local.index.pagerank_damping, 1e-30, 3)
     assert result.iterations == 3
     assert result.ranks == pytest.approx(reference.ranks, abs=1e-12)
+
+
+@pytest.mark.parametrize("runner", ["inline", "local"])
+def test_mr_index_map_only_pieces_publish_as_the_reducers_output(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter, runner: str
+) -> None:
+    """``--map-only``: no reducer; each map task's file is kept (``parts``) and the publisher
+    joins the pieces (``job_pieces``). The anchor text is read by a task of its own, and the
+    word "anchor" is on page 1 too: its page and anchor postings are merged at publish as the
+    reducer merges them. The segment is the reducer's output's, array for array."""
+    pages = [
+        [
+            {"url": "http://a.test/", "title": "Home", "text": "welcome", "links": ["http://a.test/wing"]},
+            {"url": "http://a.test/wing", "title": "W", "text": "lift anchor", "links": ["http://a.test/"]},
+        ],
+        [
+            {
+                "url": "http://b.test/",
+                "title": "Anchor",
+                "text": "welcome lift",
+                "links": ["http://a.test/wing"],
+            }
+        ],
+    ]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, pages)
+    chosen = settings.with_overrides(mr_runner=runner)
+    scratch = tmp_path / "scratch"
+    links = run_job(
+        MRLinkGraph, [manifest(tmp_path)], chosen, output=tmp_path / "links.jsonl", scratch=scratch
+    )
+    inputs = [manifest(tmp_path), links.path]
+    reduced = run_job(MRIndex, inputs, chosen, output=tmp_path / "index.jsonl", scratch=scratch)
+    pieces = run_job(
+        MRIndex,
+        inputs,
+        chosen,
+        output=tmp_path / "parts",
+        scratch=scratch,
+        extra_args=["--map-only"],
+        parts=True,
+    )
+    assert len(pieces.parts) >= 2 and all(p.parent == tmp_path / "parts" for p in pieces.parts)
+    assert pieces.counter("index", "postings") == reduced.counter("index", "postings")
+    want_cols, want_terms = index_columns(reduced.path)
+    cols, terms = piece_columns(pieces.parts)
+    anchor = terms.terms.index(b"anchor")
+    assert int(np.diff(terms.piece_bounds)[anchor]) >= 2  # the pages' task's and the anchors'
+    assert terms.terms == want_terms.terms and cols.lengths == want_cols.lengths
+    assert cols.forms == want_cols.forms and cols.vocabulary == want_cols.vocabulary
+    ranks = np.full(3, 1 / 3)
+    want = streamed_segment(want_terms, want_cols, ranks, 3)
+    got = streamed_segment(terms, cols, ranks, 3)
+    assert list(got) == list(want)
+    for name, value in want.items():
+        assert got[name].tobytes() == value.tobytes(), name
+
+
+def test_only_this_machines_runners_keep_parts(settings: Settings, tmp_path: Path) -> None:
+    emr = settings.with_overrides(mr_runner="emr")
+    with pytest.raises(JobError, match="emr runner's output is not local files"):
+        run_job(MRIndex, [tmp_path / "m"], emr, output=tmp_path / "parts", scratch=tmp_path / "s", parts=True)
