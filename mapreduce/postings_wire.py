@@ -407,7 +407,6 @@ def join_decoded(
     num_pieces = per_piece.shape[0]
     piece_term = np.repeat(np.arange(pieces_per_term.shape[0], dtype=np.int64), pieces_per_term)
     post_bounds = np.concatenate([[0], np.cumsum(per_piece)])
-    pos_bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])[post_bounds]
     filled = per_piece > 0
     first = np.zeros(num_pieces, dtype=np.int64)
     last = np.zeros(num_pieces, dtype=np.int64)
@@ -419,6 +418,7 @@ def join_decoded(
     same_term = piece_term[held[1:]] == piece_term[held[:-1]]
     overlapping = np.unique(piece_term[held[1:]][same_term & (last[held[:-1]] >= first[held[1:]])])
     if not bool((order == np.arange(num_pieces)).all()):
+        pos_bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])[post_bounds]
         post_index = _gather_runs(post_bounds[:-1][order], per_piece[order])
         pos_index = _gather_runs(pos_bounds[:-1][order], np.diff(pos_bounds)[order])
         docs, tfs, counts, positions = (
@@ -427,16 +427,7 @@ def join_decoded(
             counts[post_index],
             positions[pos_index],
         )
-    term_bounds = np.concatenate(
-        [
-            [0],
-            np.cumsum(
-                np.bincount(piece_term, weights=per_piece, minlength=pieces_per_term.shape[0]).astype(
-                    np.int64
-                )
-            ),
-        ]
-    )
+    term_bounds = post_bounds[np.concatenate([[0], np.cumsum(pieces_per_term)])]
     if not overlapping.shape[0]:
         return np.diff(term_bounds), docs, tfs, counts, positions
     return _merge_overlapping(overlapping.tolist(), term_bounds, docs, tfs, counts, positions)

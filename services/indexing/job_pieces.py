@@ -17,18 +17,21 @@ so is a piece whose text is not whole base64 regions, or whose regions say more 
 
 from __future__ import annotations
 
+import mmap
 import os
 from array import array
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pybase64
 
-from mapreduce.mr_index import ANCHORS, FORMS, LENGTH_KEY, PAGE, TERM_KEY
+from mapreduce.mr_index import ANCHORS, FORMS_KEY, LANGUAGE_KEY, LENGTH_KEY, PAGE, TERM_KEY, VOCABULARY_KEY
 from mapreduce.postings_wire import join_decoded, read_regions
 from services.indexing.errors import PublishError
-from services.indexing.index_rows import IndexColumns, TermPostings, collect_row, parse_other_row, term_ranges
+from services.indexing.index_rows import IndexColumns, TermPostings, term_ranges
 
 _PIECE_QUANTUM = 16  # a region is whole 12-byte groups: 16 base64 characters each
 
@@ -54,10 +57,10 @@ class JobPieces:
     def texts(self, lo: int, hi: int) -> list[bytes]:
         """The pieces' texts of terms ``lo .. hi - 1``, term by term."""
         a, b = int(self.piece_bounds[lo]), int(self.piece_bounds[hi])
-        fds = [os.open(path, os.O_RDONLY) for path in self.paths]
-        try:
+        with ExitStack() as stack:
+            maps = [_mapped(stack, path) for path in self.paths]
             return [
-                os.pread(fds[f], size, start)
+                maps[f][start : start + size]
                 for f, start, size in zip(
                     self.piece_files[a:b].tolist(),
                     self.piece_starts[a:b].tolist(),
@@ -65,9 +68,6 @@ class JobPieces:
                     strict=True,
                 )
             ]
-        finally:
-            for fd in fds:
-                os.close(fd)
 
     def postings(self, lo: int, hi: int) -> TermPostings:
         """The postings of terms ``lo .. hi - 1``: their pieces read, decoded and joined."""
@@ -97,72 +97,126 @@ class JobPieces:
         return PublishError(f"MRIndex postings of terms {lo}..{hi - 1} cannot be read ({exc})")
 
 
+def _mapped(stack: ExitStack, path: Path) -> mmap.mmap | bytes:
+    """``path`` mapped for reading until ``stack`` closes (an empty file: no bytes to map)."""
+    with path.open("rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return b""
+        return stack.enter_context(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+
+
 def piece_columns(paths: Sequence[Path]) -> tuple[IndexColumns, JobPieces]:
     """A map-only job's output files as the columns of every row but the terms' (``chunks``
     left empty) and the terms by where their pieces lie (``JobPieces``)."""
-    cols = IndexColumns()
-    pages: dict[int, list[int]] = {}  # doc -> title, body, url, meta, nav (its page's row)
-    anchors: dict[int, int] = {}  # doc -> anchor length, summed over its anchor rows
-    ids: dict[bytes, int] = {}  # distinct term -> id, in order of first sight
-    piece_ids, starts, sizes = array("q"), array("q"), array("q")
-    per_file: list[int] = []
-    for path in paths:
-        before = len(piece_ids)
-        at = 0
-        with Path(path).open("rb") as fh:
-            for line in fh:
-                if line[-1:] != b"\n":
-                    raise PublishError(
-                        f"{path}: its last row is cut off (no newline at byte {at + len(line)}): "
-                        "the map task's output is truncated; build again"
-                    )
-                key, tab, value = line.rstrip(b"\r\n").partition(b"\t")
-                if key.startswith(TERM_KEY):
-                    term = key[len(TERM_KEY) :]
-                    if len(value) % _PIECE_QUANTUM:
-                        raise PublishError(
-                            f"{path}: the postings of term {term.decode('utf-8', 'replace')!r} at byte "
-                            f"{at} are {len(value)} characters, not whole regions: the map task's "
-                            "output is damaged or job and publisher disagree; build again"
-                        )
-                    piece_ids.append(ids.setdefault(term, len(ids)))
-                    starts.append(at + len(key) + len(tab))
-                    sizes.append(len(value))
-                elif key.startswith(LENGTH_KEY):
-                    _length_row(path, int(key[len(LENGTH_KEY) :]), value, pages, anchors)
-                elif key:
-                    row, parsed = parse_other_row(key, value, Path(path))
-                    if row[0] == FORMS and row[1] in cols.forms:
-                        raise PublishError(f"{path}: doc_num {row[1]}'s word forms came from two map tasks")
-                    collect_row(cols, row, parsed)
-                at += len(line)
-        per_file.append(len(piece_ids) - before)
-    for doc, (title, body, url, meta, nav) in pages.items():
-        cols.lengths[doc] = [title, body, anchors.pop(doc, 0), url, meta, nav]
-    for doc, anchor in anchors.items():  # anchors of a document whose record no task read
+    rows = _Rows()
+    per_file = [rows.read(Path(path)) for path in paths]
+    cols = IndexColumns(forms=rows.forms, languages=rows.languages)
+    cols.vocabulary = {form.decode("utf-8"): held for form, held in rows.vocabulary.items()}
+    for doc, (title, body, url, meta, nav) in rows.pages.items():
+        cols.lengths[doc] = [title, body, rows.anchors.pop(doc, 0), url, meta, nav]
+    for doc, anchor in rows.anchors.items():  # anchors of a document whose record no task read
         cols.lengths[doc] = [0, 0, anchor, 0, 0, 0]
-    return cols, _pieces(paths, ids, piece_ids, starts, sizes, per_file)
+    return cols, _pieces(paths, rows.ids, rows.piece_ids, rows.starts, rows.sizes, per_file)
 
 
-def _length_row(
-    path: Path, doc: int, value: bytes, pages: dict[int, list[int]], anchors: dict[int, int]
-) -> None:
-    """A map task's lengths row of ``doc``: its page's (``m,...``) or its anchors' (``a,n``)."""
-    tag, *numbers = value.split(b",")
-    if tag == PAGE and len(numbers) == 5:
-        if doc in pages:
+class _Rows:
+    """The rows of a map-only job's files, gathered (one Python step a row: half a million at
+    100,000 documents, so the common rows, pieces and vocabulary, take the shortest path)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}  # distinct term (its key, "t:..." ) -> id, in order of first sight
+        self.piece_ids, self.starts, self.sizes = array("q"), array("q"), array("q")
+        self.pages: dict[int, list[int]] = {}  # doc -> title, body, url, meta, nav (its page's row)
+        self.anchors: dict[int, int] = {}  # doc -> anchor length, summed over its anchor rows
+        self.forms: dict[int, bytes] = {}
+        self.vocabulary: dict[bytes, int] = {}  # written form (UTF-8) -> documents holding it
+        self.languages: dict[str, int] = {}
+
+    def read(self, path: Path) -> int:
+        """Gather ``path``'s rows; returns its pieces. The file is mapped and walked with
+        ``find``: a piece's text (most of the bytes) is never copied, only its place kept."""
+        before = len(self.piece_ids)
+        with path.open("rb") as fh:
+            end = os.fstat(fh.fileno()).st_size
+            if not end:
+                return 0
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if data[end - 1] != ord("\n"):
+                    raise PublishError(
+                        f"{path}: its last row is cut off (no newline at byte {end}): the map task's "
+                        "output is truncated; build again"
+                    )
+                self._walk(path, data, end)
+        return len(self.piece_ids) - before
+
+    def _walk(self, path: Path, data: mmap.mmap, end: int) -> None:
+        ids, vocabulary = self.ids, self.vocabulary
+        add_id, add_start, add_size = self.piece_ids.append, self.starts.append, self.sizes.append
+        find = data.find
+        at = 0
+        while at < end:
+            tab = find(b"\t", at)
+            stop = find(b"\n", at)
+            if tab < 0 or tab > stop:  # a row without a value: only an empty line is allowed
+                if stop > at:
+                    raise PublishError(f"{path}: row at byte {at} has no tab: job and publisher disagree")
+                at = stop + 1
+                continue
+            key = data[at:tab]
+            kind = key[:2]
+            if kind == TERM_KEY:
+                size = stop - tab - 1
+                if size % _PIECE_QUANTUM:
+                    raise _not_whole(path, key, at, size)
+                add_id(ids.setdefault(key, len(ids)))
+                add_start(tab + 1)
+                add_size(size)
+            elif kind == VOCABULARY_KEY:
+                form = key[2:]
+                vocabulary[form] = vocabulary.get(form, 0) + int(data[tab + 1 : stop])
+            elif kind == LENGTH_KEY:
+                self._length_row(path, int(key[2:]), data[tab + 1 : stop])
+            else:
+                self._other_row(path, key, data[tab + 1 : stop])
+            at = stop + 1
+
+    def _other_row(self, path: Path, key: bytes, value: bytes) -> None:
+        if key.startswith(FORMS_KEY):
+            doc = int(key[len(FORMS_KEY) :])
+            if doc in self.forms:
+                raise PublishError(f"{path}: doc_num {doc}'s word forms came from two map tasks")
+            self.forms[doc] = pybase64.b64decode(value)
+        elif key.startswith(LANGUAGE_KEY):
+            name = key[len(LANGUAGE_KEY) :].decode("ascii")
+            self.languages[name] = self.languages.get(name, 0) + int(value)
+        else:
+            raise PublishError(f"{path}: unexpected MRIndex row {key[:40]!r}: job and publisher disagree")
+
+    def _length_row(self, path: Path, doc: int, value: bytes) -> None:
+        """A map task's lengths row of ``doc``: its page's (``m,...``) or its anchors' (``a,n``)."""
+        tag, *numbers = value.split(b",")
+        if tag == PAGE and len(numbers) == 5:
+            if doc in self.pages:
+                raise PublishError(
+                    f"doc_num {doc} occurs in two records ({path}): the manifest must list each "
+                    "record block once, and each document must live in exactly one block"
+                )
+            self.pages[doc] = [int(x) for x in numbers]
+        elif tag == ANCHORS and len(numbers) == 1:
+            self.anchors[doc] = self.anchors.get(doc, 0) + int(numbers[0])
+        else:
             raise PublishError(
-                f"doc_num {doc} occurs in two records ({path}): the manifest must list each "
-                "record block once, and each document must live in exactly one block"
+                f"{path}: lengths row of doc_num {doc} is {value[:40]!r}, not a map task's "
+                "(m,<five lengths> or a,<anchor length>): job and publisher disagree"
             )
-        pages[doc] = [int(x) for x in numbers]
-    elif tag == ANCHORS and len(numbers) == 1:
-        anchors[doc] = anchors.get(doc, 0) + int(numbers[0])
-    else:
-        raise PublishError(
-            f"{path}: lengths row of doc_num {doc} is {value[:40]!r}, not a map task's "
-            "(m,<five lengths> or a,<anchor length>): job and publisher disagree"
-        )
+
+
+def _not_whole(path: Path, key: bytes, at: int, size: int) -> PublishError:
+    term = key[len(TERM_KEY) :].decode("utf-8", "replace")
+    return PublishError(
+        f"{path}: the postings of term {term!r} at byte {at} are {size} characters, not whole "
+        "regions: the map task's output is damaged or job and publisher disagree; build again"
+    )
 
 
 def _pieces(
@@ -175,7 +229,7 @@ def _pieces(
 ) -> JobPieces:
     """The pieces' places grouped by term, the terms in byte order (each term's pieces in the
     order they were read: by file, then by place)."""
-    seen = list(ids)  # id -> term
+    seen = [key[len(TERM_KEY) :] for key in ids]  # id -> term
     ranked = sorted(range(len(seen)), key=seen.__getitem__)
     rank = np.empty(len(seen), dtype=np.int64)
     rank[np.array(ranked, dtype=np.int64)] = np.arange(len(seen), dtype=np.int64)
