@@ -32,8 +32,6 @@ import numpy as np
 from datasketch import MinHash
 from datasketch.hashfunc import sha1_hash32
 
-from services.compiled import compiled_on_first_use
-
 RESEMBLANCE = 0.9  # Jaccard of the term sets at or above which two documents are near-duplicates
 MIN_TERMS = 10  # distinct terms a document needs before it is compared at all
 NUM_PERM = 16  # signature rows; the collection's signatures are its largest cost here
@@ -69,23 +67,18 @@ def signatures(offsets: np.ndarray, terms: np.ndarray, rows: np.ndarray) -> np.n
     offsets = offsets.astype(np.int64)
     num_docs = int(offsets.shape[0]) - 1
     out = np.full((num_docs, rows.shape[1]), np.iinfo(np.uint32).max, dtype=np.uint32)
-    _min_rows(offsets, terms, rows, out)
+    nonempty = np.flatnonzero(np.diff(offsets))
+    if nonempty.shape[0]:
+        step = 1 << 20  # postings per pass
+        first = 0
+        while first < nonempty.shape[0]:
+            last = int(np.searchsorted(offsets[nonempty], offsets[nonempty[first]] + step, side="left"))
+            last = max(last, first + 1)
+            docs = nonempty[first:last]
+            lo, hi = int(offsets[docs[0]]), int(offsets[docs[-1] + 1])
+            out[docs] = np.minimum.reduceat(rows[terms[lo:hi]], offsets[docs] - lo, axis=0)
+            first = last
     return out
-
-
-@compiled_on_first_use
-def _min_rows(offsets, terms, rows, out):  # type: ignore[no-untyped-def]
-    """``out[d]`` lowered to the minimum, lane by lane, of the rows of document d's terms.
-    Compiled: numpy's gather of every posting's row (64 bytes each) and its ``reduceat`` cost
-    2.3 s of a 100,000-document build, this walk a tenth of it (docs/performance-notes.md)."""
-    lanes = rows.shape[1]
-    for d in range(offsets.shape[0] - 1):
-        for j in range(offsets[d], offsets[d + 1]):
-            t = terms[j]
-            for k in range(lanes):
-                v = rows[t, k]
-                if v < out[d, k]:
-                    out[d, k] = v
 
 
 def near_duplicate_groups(
@@ -130,49 +123,22 @@ def near_duplicate_groups(
     # windows of one long text into one group whose ends share little. Checking only pairs of
     # a representative and an unplaced document makes it one check per document, not per pair.
     likely = (sigs[low] == sigs[high]).mean(axis=1) >= _ESTIMATE_FLOOR
-    placed = np.zeros(num_docs, dtype=np.uint8)  # parent[d] != d
-    _fold_pairs(low[likely], high[likely], offsets, terms, float(resemblance), parent, placed)
-    return parent.astype(np.uint32)
-
-
-@compiled_on_first_use
-def _fold_pairs(low, high, offsets, terms, resemblance, parent, placed):  # type: ignore[no-untyped-def]
-    """Each candidate pair (``low[i]``, ``high[i]``, by ``low`` then ``high``) in turn: ``high``
-    folds into ``low`` when neither is placed yet and their term sets (ascending, distinct)
-    resemble (``_resembles``: the common terms counted by one merge walk of the two lists).
-    Compiled: the pairs are checked in order, each check depending on the ones before, and
-    a Python loop over them was most of the fold (docs/performance-notes.md)."""
-    for i in range(low.shape[0]):
-        a = low[i]
-        b = high[i]
+    bounds = offsets.tolist()
+    placed = bytearray(num_docs)  # parent[d] != d, as a byte: a Python loop's cheapest test
+    for a, b in zip(low[likely].tolist(), high[likely].tolist(), strict=True):  # by a, then b
         if placed[a] or placed[b]:
             continue  # a is folded already, or b has found its representative
-        x, x_end = offsets[a], offsets[a + 1]
-        y, y_end = offsets[b], offsets[b + 1]
-        size = (x_end - x) + (y_end - y)
-        common = 0
-        while x < x_end and y < y_end:
-            u = terms[x]
-            v = terms[y]
-            if u == v:
-                common += 1
-                x += 1
-                y += 1
-            elif u < v:
-                x += 1
-            else:
-                y += 1
-        if common >= resemblance * (size - common):
+        if _resembles(terms[bounds[a] : bounds[a + 1]], terms[bounds[b] : bounds[b + 1]], resemblance):
             parent[b] = a
             placed[b] = 1
+    return parent.astype(np.uint32)
 
 
 def _resembles(x: np.ndarray, y: np.ndarray, resemblance: float) -> bool:
     """Whether two sets of distinct term ids (each ascending) have a Jaccard resemblance of at
     least ``resemblance``. Their common terms are the repeats of the two joined and sorted:
     ``np.intersect1d`` does the same behind a Python wrapper that cost a third of the time
-    over the ~250,000 pairs a 100,000-document build checks (docs/performance-notes.md).
-    The reference of ``_fold_pairs``' check (the tests compare them)."""
+    over the ~250,000 pairs a 100,000-document build checks (docs/performance-notes.md)."""
     joined = np.concatenate((x, y))
     joined.sort()
     common = int(np.count_nonzero(joined[1:] == joined[:-1]))

@@ -11,7 +11,6 @@ from datasketch import MinHash
 from services.text.analysis.minhash import (
     NUM_PERM,
     SEED,
-    _fold_pairs,
     _resembles,
     near_duplicate_groups,
     signatures,
@@ -93,34 +92,3 @@ def test_resemblance_check_is_the_jaccard_of_the_sets_at_and_around_the_bound() 
     exact = np.arange(10, dtype=np.uint32)  # 9 common of 10: exactly 0.9
     assert _resembles(exact, exact[:9], 0.9)
     assert not _resembles(exact, np.append(exact[:9], 11).astype(np.uint32), 0.9)  # 9 of 11
-
-
-def test_the_compiled_fold_checks_pairs_as_resembles_does_at_and_around_the_bound() -> None:
-    """``_fold_pairs`` (compiled) against a loop of ``_resembles`` over the same pairs, in
-    order: sets at exactly 0.9, just below and far apart, with chains of candidates."""
-    rng = random.Random(8)
-    sets = []
-    for _ in range(60):
-        x = set(rng.sample(range(300), rng.randint(10, 80)))
-        sets.append(x)
-        kept = set(rng.sample(sorted(x), len(x) - rng.randint(0, 3)))
-        sets.append(kept | set(rng.sample(range(300, 400), rng.randint(0, 3))))
-    sets.append(set(range(10)))
-    sets.append(set(range(9)))  # exactly 0.9 of the one before
-    offsets, terms, _ = forward([{str(t) for t in s} for s in sets])
-    offsets = offsets.astype(np.int64)
-    n = len(sets)
-    low, high = np.triu_indices(n, 1)
-    low, high = low.astype(np.int64), high.astype(np.int64)
-    want = np.arange(n, dtype=np.int64)
-    placed = bytearray(n)
-    for a, b in zip(low.tolist(), high.tolist(), strict=True):
-        if not (placed[a] or placed[b]) and _resembles(
-            terms[offsets[a] : offsets[a + 1]], terms[offsets[b] : offsets[b + 1]], 0.9
-        ):
-            want[b] = a
-            placed[b] = 1
-    got = np.arange(n, dtype=np.int64)
-    _fold_pairs(low, high, offsets, terms, 0.9, got, np.zeros(n, dtype=np.uint8))
-    assert got.tolist() == want.tolist()
-    assert got[n - 1] == n - 2 and int((got != np.arange(n)).sum()) > 20
