@@ -68,6 +68,10 @@ def signatures(offsets: np.ndarray, terms: np.ndarray, rows: np.ndarray) -> np.n
     num_docs = int(offsets.shape[0]) - 1
     out = np.full((num_docs, rows.shape[1]), np.iinfo(np.uint32).max, dtype=np.uint32)
     nonempty = np.flatnonzero(np.diff(offsets))
+    # A lane (one permutation's hashes of every term) at a time: gathering a 4-byte value per
+    # entry from a lane that stays in cache, then a 1-D ``reduceat``, took half the time of
+    # gathering each entry's 64-byte row and reducing the rows (docs/performance-notes.md).
+    lanes = np.ascontiguousarray(rows.T)
     if nonempty.shape[0]:
         step = 1 << 20  # postings per pass
         first = 0
@@ -76,7 +80,11 @@ def signatures(offsets: np.ndarray, terms: np.ndarray, rows: np.ndarray) -> np.n
             last = max(last, first + 1)
             docs = nonempty[first:last]
             lo, hi = int(offsets[docs[0]]), int(offsets[docs[-1] + 1])
-            out[docs] = np.minimum.reduceat(rows[terms[lo:hi]], offsets[docs] - lo, axis=0)
+            part, starts = terms[lo:hi], offsets[docs] - lo
+            block = np.empty((docs.shape[0], lanes.shape[0]), dtype=np.uint32)
+            for k in range(lanes.shape[0]):
+                block[:, k] = np.minimum.reduceat(lanes[k][part], starts)
+            out[docs] = block
             first = last
     return out
 
