@@ -25,7 +25,7 @@ import numpy as np
 
 from services.ranking.bm25f import FIELD_NAMES, CollectionStats, average_lengths
 from services.storage.formats.delta import DeltaDocs
-from services.storage.formats.segment_codec import forward_lists
+from services.storage.formats.forward_index import forward_lists
 from services.storage.formats.term_lookup import term_ids
 
 

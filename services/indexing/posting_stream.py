@@ -38,8 +38,9 @@ from services.indexing.segment_arrays import (
 )
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
 from services.ranking.impact_levels import LEVEL_DTYPE
+from services.storage.formats.forward_index import compact_forward
 from services.storage.formats.segment import TF_FIELDS
-from services.storage.formats.segment_codec import PostingsPacker, compact_forward
+from services.storage.formats.segment_codec import PostingsPacker
 
 
 class PostingStream:

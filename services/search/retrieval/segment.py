@@ -32,12 +32,12 @@ from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
+from services.storage.formats.forward_index import FORWARD_ARRAYS, forward_lists
 from services.storage.formats.segment import check_segment, open_segment, segment_dtypes
 from services.storage.formats.segment_codec import (
     field_tfs,
     field_tfs_many,
     field_tfs_range,
-    forward_lists,
     position_lists,
 )
 from services.text.analysis.analyze import analyzer_version
@@ -70,11 +70,8 @@ def warm_kernels() -> None:
     warm_forms()
     warm_feedback()
     dtypes = segment_dtypes()
-    mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in _FORWARD_ARRAYS}
+    mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in FORWARD_ARRAYS}
     forward_lists(mapped, np.zeros(0, np.int64))
-
-
-_FORWARD_ARRAYS = ("fwd_offsets", "fwd_gaps", "fwd_tfs8", "fwd_wide_rows", "fwd_wide_gaps", "fwd_wide_tfs")
 
 
 def check_analyzer(meta: Mapping[str, Any], where: str) -> None:

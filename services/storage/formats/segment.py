@@ -136,7 +136,7 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
             mapped.madvise(mmap.MADV_DONTNEED)
 
 
-# The segment contract, format 9. N documents, T terms, P postings, Q positions, F forward
+# The segment contract, format 11. N documents, T terms, P postings, Q positions, F forward
 # entries (a document's distinct title, body and meta terms), E links. What each format
 # changed: 3: near_dup_of, form_offsets, form_filters; 4: in_offsets, in_docs, out_counts;
 # 5: vocab_*; 6: tf_meta, len_meta; 7: tf_nav, len_nav; 8: url_kind, site_name_*;
@@ -144,8 +144,10 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
 # (``services.storage.formats.bitpack``), the forward index byte-aligned, the per-posting
 # position offsets gone (``services.storage.formats.segment_codec`` packs and unpacks).
 # 10: the impacts one byte each, in steps of the new impact_scale (services.ranking.impact_levels).
+# 11: the forward index as a bit stream of prefix-coded entries (fwd_starts, fwd_bits,
+# fwd_code_*; services.storage.formats.forward_index) instead of fwd_gaps, fwd_tfs8, fwd_wide_*.
 # Only the current format is read: the arrays changed shape, not just grew.
-SEGMENT_FORMAT = 10
+SEGMENT_FORMAT = 11
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
 TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
@@ -154,10 +156,9 @@ TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F field
 # counted from its block's first (pos_block_offsets; phrases read it), the fields
 # entry pages and intitle: read, then the rest (explain, the merge).
 POSTING_COLUMNS = ("pos_start", "title", "anchor", "url", "body", "meta", "nav")
-# The forward index (feedback reads ten documents' entries per query) is byte-aligned, not
-# bit-packed: read with two gathers, not a dozen numpy passes (docs/benchmarks.md, "Issue 31:
-# compact segments"); values from these up are kept apart.
-FORWARD_WIDE = (0xFFFF, 0xFF)
+# The forward index's entries are prefix codes of at most this many bits, read with a table of
+# 2 ** FORWARD_CODE_BITS rows (services.storage.formats.forward_index).
+FORWARD_CODE_BITS = 12
 
 
 @dataclass(frozen=True)
@@ -227,22 +228,23 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "fwd_offsets": ArraySpec(
         np.dtype(np.uint64), "doc+1", "forward index: document d's entries are fwd_*[off[d]:off[d+1]]"
     ),
-    "fwd_gaps": ArraySpec(
-        np.dtype(np.uint16),
+    "fwd_starts": ArraySpec(
+        np.dtype(np.uint64),
+        "doc+1",
+        "the bit of fwd_bits where document d's entries start (the last: where the entries end)",
+    ),
+    "fwd_bits": ArraySpec(
+        np.dtype(np.uint32),
         "free",
-        "per entry, the term id (ascending per document) minus the one before it, the first its id; "
-        f"{FORWARD_WIDE[0]}: in fwd_wide_*",
+        "per entry, least significant bit first: the code of (bits of its term id's gap from the one "
+        "before, bits of its title + body + meta frequency), then both numbers below their top bit "
+        "(services.storage.formats.forward_index); two spare words at the end",
     ),
-    "fwd_tfs8": ArraySpec(
-        np.dtype(np.uint8),
-        "free",
-        f"per entry, its title + body + meta frequency; {FORWARD_WIDE[1]}: in fwd_wide_*",
+    "fwd_code_lengths": ArraySpec(
+        np.dtype(np.uint8), "free", "for each value of the next FORWARD_CODE_BITS bits: its code's length"
     ),
-    "fwd_wide_rows": ArraySpec(
-        np.dtype(np.uint64), "free", "the entries whose gap or frequency does not fit, ascending"
-    ),
-    "fwd_wide_gaps": ArraySpec(np.dtype(np.uint32), "free", "their gaps"),
-    "fwd_wide_tfs": ArraySpec(np.dtype(np.uint16), "free", "their frequencies"),
+    "fwd_code_gap_bits": ArraySpec(np.dtype(np.uint8), "free", "... and the bits of the entry's gap"),
+    "fwd_code_tf_bits": ArraySpec(np.dtype(np.uint8), "free", "... and the bits of the entry's frequency"),
     "near_dup_of": ArraySpec(
         np.dtype(np.uint32),
         "doc",
@@ -351,12 +353,12 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
             raise bad(f"{name} does not have the blocks of its {rows} rows")
         if int(starts[-1]) + 2 != arrays[name].shape[0]:
             raise bad(f"{name}_starts does not end at the end of {name}")
-    entries = int(arrays["fwd_offsets"][-1])
-    if arrays["fwd_gaps"].shape[0] != entries or arrays["fwd_tfs8"].shape[0] != entries:
-        raise bad("fwd_gaps and fwd_tfs8 do not have the entries fwd_offsets counts")
-    wide = arrays["fwd_wide_rows"].shape[0]
-    if arrays["fwd_wide_gaps"].shape[0] != wide or arrays["fwd_wide_tfs"].shape[0] != wide:
-        raise bad("fwd_wide_rows, fwd_wide_gaps and fwd_wide_tfs differ in length")
+    coded_bits = int(arrays["fwd_starts"][-1])
+    if int(arrays["fwd_starts"][0]) != 0 or arrays["fwd_bits"].shape[0] != -(-coded_bits // 32) + 2:
+        raise bad("fwd_starts does not start at 0 and end at the end of fwd_bits")
+    for name in ("fwd_code_lengths", "fwd_code_gap_bits", "fwd_code_tf_bits"):
+        if arrays[name].shape[0] != 1 << FORWARD_CODE_BITS:
+            raise bad(f"{name} does not have the 2 ** {FORWARD_CODE_BITS} rows of the code's table")
     held = held_row_count(meta)
     if held is not None and held != sizes["doc"]:
         raise bad(f"meta says the delta holds {held} documents but the arrays hold {sizes['doc']} rows")

@@ -1,15 +1,16 @@
-"""A segment's arrays as the build makes them ("plain") and as format 9 stores them.
+"""A segment's arrays as the build makes them ("plain") and as the current format stores them.
 
 The build works on plain arrays: one column per field frequency, the positions with an
 offset per posting, the forward index's term ids and frequencies as they are.
 ``compact_segment`` turns those into the stored contract
 (``services.storage.formats.segment.SEGMENT_ARRAYS``), which bit-packs the field
-frequencies and positions (``services.storage.formats.bitpack``), stores the forward index
-byte-aligned (feedback reads it whole for ten documents a query), and ``expand_segment``
-gives the plain arrays back, exactly. The incremental merge never expands its base: it
-reads it a term range at a time (``posting_runs``) and packs its postings as it goes
-(``PostingsPacker``, the same bytes ``compact_segment`` writes). The readers here
-(``field_tfs``, ``position_lists``, ``forward_lists``) decode only the rows asked for.
+frequencies and positions (``services.storage.formats.bitpack``), codes the forward index
+entry by entry (``services.storage.formats.forward_index``: feedback reads it whole for ten
+documents a query), and ``expand_segment`` gives the plain arrays back, exactly. The
+incremental merge never expands its base: it reads it a term range at a time
+(``posting_runs``) and packs its postings as it goes (``PostingsPacker``, the same bytes
+``compact_segment`` writes). The readers here (``field_tfs``, ``position_lists``) and
+``forward_index.forward_lists`` decode only the rows asked for.
 
 What stays plain: what every query reads whole (document numbers, impacts, offsets,
 per-document columns); docs/benchmarks.md ("Issue 31: compact segments") has what each
@@ -22,11 +23,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.compiled import compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.forward_index import CODED_ARRAYS, compact_forward, forward_lists_reference
 from services.storage.formats.segment import (
-    FORWARD_WIDE,
     POSTING_COLUMNS,
     SEGMENT_ARRAYS,
     TF_FIELDS,
@@ -42,7 +42,8 @@ PLAIN_ONLY: dict[str, np.dtype] = {
     "fwd_tfs": np.dtype(np.uint16),  # their title + body + meta frequencies
 }
 PACKED_ONLY = frozenset(
-    {"pos_block_offsets", "fwd_gaps", "fwd_tfs8", "fwd_wide_rows", "fwd_wide_gaps", "fwd_wide_tfs"}
+    {"pos_block_offsets"}
+    | set(CODED_ARRAYS)
     | {f"{name}{part}" for name in ("post_packed", "pos_packed") for part in ("", "_starts", "_widths")}
 )
 
@@ -122,43 +123,6 @@ class PostingsPacker:
         )
         _put(out, "pos_packed", self._pos.finish())
         return out
-
-
-_FORWARD_CHUNK = 1 << 22  # forward entries compacted per numpy pass (bounds the int64 temporaries)
-
-
-def compact_forward(
-    offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray, chunk: int = _FORWARD_CHUNK
-) -> dict[str, np.ndarray]:
-    """The stored forward index (``fwd_gaps``, ``fwd_tfs8``, ``fwd_wide_*``) of the plain one,
-    whole documents' runs of about ``chunk`` entries at a time: a gap is within a document."""
-    bounds = np.asarray(offsets).astype(np.int64)
-    entries = int(bounds[-1])
-    edges = np.unique(np.append(bounds[np.searchsorted(bounds, np.arange(0, entries, chunk))], entries))
-    gaps16 = np.empty(entries, dtype=np.uint16)
-    tfs8 = np.empty(entries, dtype=np.uint8)
-    wide_rows, wide_gaps, wide_tfs = (
-        [np.zeros(0, np.int64)],
-        [np.zeros(0, np.int64)],
-        [np.zeros(0, np.uint16)],
-    )
-    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-        runs = bounds[np.searchsorted(bounds, a, "left") : np.searchsorted(bounds, b, "right")]
-        term_gaps = bitpack.gaps(np.asarray(terms[a:b]), np.diff(runs))
-        part = np.asarray(tfs[a:b])
-        wide = np.flatnonzero((term_gaps >= FORWARD_WIDE[0]) | (part >= FORWARD_WIDE[1]))
-        gaps16[a:b] = np.minimum(term_gaps, FORWARD_WIDE[0])
-        tfs8[a:b] = np.minimum(part, FORWARD_WIDE[1])
-        wide_rows.append(wide + a)
-        wide_gaps.append(term_gaps[wide])
-        wide_tfs.append(part[wide])
-    return {
-        "fwd_gaps": gaps16,
-        "fwd_tfs8": tfs8,
-        "fwd_wide_rows": np.concatenate(wide_rows).astype(np.uint64),
-        "fwd_wide_gaps": np.concatenate(wide_gaps).astype(np.uint32),
-        "fwd_wide_tfs": np.concatenate(wide_tfs).astype(np.uint16),
-    }
 
 
 # A document's run in these per-document tables: its offsets array and the arrays it indexes
@@ -247,105 +211,6 @@ def position_lists(arrays: Mapping[str, np.ndarray], rows: np.ndarray) -> tuple[
     return counts, bitpack.ungap(deltas, counts)
 
 
-def forward_lists(
-    arrays: Mapping[str, np.ndarray], docs: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(entries of each of ``docs``, their term ids concatenated (ascending per document),
-    their title + body + meta frequencies), all int64. Compiled (``services.compiled``):
-    feedback reads ten documents' 1,700 entries or so, which numpy's ten calls per document
-    made 76 µs of a query; ``forward_lists_reference`` is the same in numpy."""
-    entries: tuple[np.ndarray, np.ndarray, np.ndarray] = _forward_entries(
-        arrays["fwd_offsets"],
-        arrays["fwd_gaps"],
-        arrays["fwd_tfs8"],
-        arrays["fwd_wide_rows"],
-        arrays["fwd_wide_gaps"],
-        arrays["fwd_wide_tfs"],
-        np.asarray(docs, dtype=np.int64),
-    )
-    return entries
-
-
-@compiled_on_first_use
-def _forward_entries(offsets, gaps16, tfs8, wide_rows, wide_gaps, wide_tfs, docs):  # type: ignore[no-untyped-def]
-    """Each document's run of entries: a gap and a frequency each, or both from the wide
-    table where ``wide_rows`` names the entry; the term ids are the running sum of the gaps."""
-    n = docs.shape[0]
-    counts = np.empty(n, dtype=np.int64)
-    total = 0
-    for x in range(n):
-        counts[x] = np.int64(offsets[docs[x] + 1]) - np.int64(offsets[docs[x]])
-        total += counts[x]
-    terms = np.empty(total, dtype=np.int64)
-    tfs = np.empty(total, dtype=np.int64)
-    out = 0
-    n_wide = wide_rows.shape[0]
-    for x in range(n):
-        a = np.int64(offsets[docs[x]])
-        lo = 0  # the first wide entry at or after a (binary search)
-        hi = n_wide
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if np.int64(wide_rows[mid]) < a:
-                lo = mid + 1
-            else:
-                hi = mid
-        term = np.int64(0)
-        for row in range(a, a + counts[x]):
-            if lo < n_wide and np.int64(wide_rows[lo]) == row:
-                term += np.int64(wide_gaps[lo])
-                tfs[out] = np.int64(wide_tfs[lo])
-                lo += 1
-            else:
-                term += np.int64(gaps16[row])
-                tfs[out] = np.int64(tfs8[row])
-            terms[out] = term
-            out += 1
-    return counts, terms, tfs
-
-
-def forward_lists_reference(
-    arrays: Mapping[str, np.ndarray], docs: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``forward_lists`` in numpy: a slice and a running sum per document (the compiled one is
-    tested against it)."""
-    docs = np.asarray(docs, dtype=np.int64)
-    offsets = arrays["fwd_offsets"]
-    starts = offsets[docs].astype(np.int64)
-    ends = offsets[docs + 1].astype(np.int64)
-    counts = ends - starts
-    if docs.shape[0] == 0:
-        return counts, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    wide_rows = arrays["fwd_wide_rows"]
-    first = np.searchsorted(wide_rows, starts.astype(np.uint64)).tolist()
-    last = np.searchsorted(wide_rows, ends.astype(np.uint64)).tolist()
-    gaps16, tfs8 = arrays["fwd_gaps"], arrays["fwd_tfs8"]
-    term_parts, tf_parts = [], []
-    for a, b, lo, hi in zip(starts.tolist(), ends.tolist(), first, last, strict=True):
-        gaps, tfs = gaps16[a:b].astype(np.int64), tfs8[a:b].astype(np.int64)
-        if hi > lo:  # entries of this document whose values were kept apart
-            at = wide_rows[lo:hi].astype(np.int64) - a
-            gaps[at] = arrays["fwd_wide_gaps"][lo:hi]
-            tfs[at] = arrays["fwd_wide_tfs"][lo:hi]
-        term_parts.append(np.cumsum(gaps))
-        tf_parts.append(tfs)
-    return counts, np.concatenate(term_parts), np.concatenate(tf_parts)
-
-
-def _forward_rows(
-    arrays: Mapping[str, np.ndarray], rows: np.ndarray, counts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Term ids and frequencies of forward index rows (whole documents' runs, ``counts`` each)."""
-    gaps = arrays["fwd_gaps"][rows].astype(np.int64)
-    tfs = arrays["fwd_tfs8"][rows].astype(np.int64)
-    wide = np.flatnonzero((gaps == FORWARD_WIDE[0]) | (tfs == FORWARD_WIDE[1]))
-    if wide.shape[0]:
-        at = np.searchsorted(arrays["fwd_wide_rows"], rows[wide].astype(np.uint64))
-        gaps[wide] = arrays["fwd_wide_gaps"][at]
-        tfs[wide] = arrays["fwd_wide_tfs"][at]
-    return bitpack.ungap(gaps, counts), tfs
-
-
 def field_tfs_many(
     arrays: Mapping[str, np.ndarray], fields: Sequence[str], rows: np.ndarray
 ) -> list[np.ndarray]:
@@ -386,8 +251,7 @@ def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     counts = np.diff(pos_offsets.astype(np.int64))
     deltas = _unpack_range(arrays, "pos_packed", 1, 0, 0, int(pos_offsets[-1]))
     out["positions"] = bitpack.ungap(deltas, counts).astype(np.uint32)
-    fwd_counts = np.diff(arrays["fwd_offsets"].astype(np.int64))
-    terms, tfs = _forward_rows(arrays, np.arange(int(arrays["fwd_offsets"][-1])), fwd_counts)
+    _, terms, tfs = forward_lists_reference(arrays, np.arange(arrays["fwd_offsets"].shape[0] - 1))
     out["fwd_terms"] = terms.astype(np.uint32)
     out["fwd_tfs"] = tfs.astype(np.uint16)
     return out

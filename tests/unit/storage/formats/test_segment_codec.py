@@ -1,5 +1,6 @@
-"""Format 9's packed columns (services.storage.formats.segment_codec): what the build makes
-comes back exactly, and the readers decode only the rows asked for, right."""
+"""The stored segment's packed columns (services.storage.formats.segment_codec): what the build
+makes comes back exactly, and the readers decode only the rows asked for, right (the forward
+index's own coding: test_forward_index.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,15 @@ import numpy as np
 import pytest
 
 from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.forward_index import compact_forward, forward_lists
 from services.storage.formats.segment import TF_FIELDS
 from services.storage.formats.segment_codec import (
     PostingsPacker,
-    compact_forward,
     compact_segment,
     expand_segment,
     field_tfs,
     field_tfs_many,
     field_tfs_range,
-    forward_lists,
-    forward_lists_reference,
     position_lists,
 )
 
@@ -92,24 +91,6 @@ def test_the_readers_decode_any_rows() -> None:
     assert position_lists(stored, empty)[1].shape == (0,) and forward_lists(stored, empty)[1].shape == (0,)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_the_compiled_forward_reader_reads_what_numpy_reads(seed: int) -> None:
-    """Dense vocabularies (gaps that fit 16 bits) with a few wide gaps and frequencies mixed
-    in, documents without entries, a document asked twice."""
-    rng = np.random.default_rng(seed)
-    per_doc = rng.choice([0, 1, 40, 900], 30)
-    terms = [np.sort(rng.choice(200_000, n, replace=False)) for n in per_doc.tolist()]
-    offsets = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.uint64)
-    tfs = rng.choice([1, 2, 3, 254, 255, 700], int(per_doc.sum())).astype(np.uint16)
-    stored = compact_forward(offsets, np.concatenate([np.zeros(0, np.int64), *terms]).astype(np.uint32), tfs)
-    stored["fwd_offsets"] = offsets
-    assert stored["fwd_wide_rows"].shape[0] > 0  # some entries kept apart
-    for docs in (np.arange(30), np.array([29, 3, 3, 0]), np.zeros(0, np.int64)):
-        got, want = forward_lists(stored, docs), forward_lists_reference(stored, docs)
-        assert [a.tolist() for a in got] == [b.tolist() for b in want]
-        assert all(a.dtype == np.int64 for a in got)
-
-
 def test_positions_out_of_order_are_refused() -> None:
     before = plain(3, 1, 0)
     before["pos_offsets"] = np.array([0, 2, 2, 2], np.uint64)
@@ -123,8 +104,8 @@ def test_positions_out_of_order_are_refused() -> None:
 def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_them(
     postings: int, docs: int, run: int
 ) -> None:
-    """The merge packs its postings term range by term range (PostingsPacker) and its forward
-    index a few documents at a time (compact_forward): the stored arrays are the same bytes."""
+    """The merge packs its postings term range by term range (PostingsPacker): the stored
+    arrays are the same bytes."""
     before = plain(postings, docs, postings + run)
     want = compact_segment(before)
     packer = PostingsPacker()
@@ -138,7 +119,7 @@ def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_th
         )
     got = {
         **packer.finish(),
-        **compact_forward(before["fwd_offsets"], before["fwd_terms"], before["fwd_tfs"], run),
+        **compact_forward(before["fwd_offsets"], before["fwd_terms"], before["fwd_tfs"]),
     }
     for name, value in got.items():
         assert value.dtype == want[name].dtype and value.tobytes() == want[name].tobytes(), name
