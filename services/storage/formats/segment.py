@@ -226,7 +226,9 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         np.dtype(np.uint32), "doc", "title + body + meta terms (the document's language model, for feedback)"
     ),
     "fwd_offsets": ArraySpec(
-        np.dtype(np.uint64), "doc+1", "forward index: document d's entries are fwd_*[off[d]:off[d+1]]"
+        np.dtype(np.uint64),
+        "doc+1",
+        "forward index: document d has off[d+1] - off[d] entries (its distinct title, body and meta terms)",
     ),
     "fwd_starts": ArraySpec(
         np.dtype(np.uint64),
