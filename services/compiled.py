@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-# Every kernel defined so far (its module imported), in definition order: what
-# ``cache_use`` reports on.
+# Every query kernel defined so far (its module imported), in definition order: what
+# ``nimbus warm-kernels`` makes ready and reports on. The build's own kernels
+# (``compiled_for_the_build``) are not listed: a search instance never runs them.
 KERNELS: list[CompiledOnFirstUse] = []
 
 
@@ -53,10 +54,11 @@ def as_mapped(array: np.ndarray) -> np.ndarray:
 class CompiledOnFirstUse:
     """``fn`` compiled by numba (``njit``, no Python objects, the GIL released) on first call."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], query: bool = True) -> None:
         self.fn = fn  # the plain function: what a reader reads, what the compiler compiles
         self._compiled: Callable[..., Any] | None = None
-        KERNELS.append(self)
+        if query:
+            KERNELS.append(self)
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
@@ -83,3 +85,10 @@ class CompiledOnFirstUse:
 
 def compiled_on_first_use(fn: Callable[..., Any]) -> CompiledOnFirstUse:
     return CompiledOnFirstUse(fn)
+
+
+def compiled_for_the_build(fn: Callable[..., Any]) -> CompiledOnFirstUse:
+    """A kernel only the index build runs (writing a segment's arrays, at publish): compiled
+    on first use as the query kernels are, into the indexer's cache, and not one a search
+    instance warms (``KERNELS``)."""
+    return CompiledOnFirstUse(fn, query=False)

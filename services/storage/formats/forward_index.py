@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from services.compiled import compiled_on_first_use
+from services.compiled import compiled_for_the_build, compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.segment import FORWARD_CODE_BITS
 
@@ -45,9 +45,10 @@ _WIDTHS16 = bitpack.bit_widths(np.arange(1 << 16))  # the bits of every 16-bit n
 def compact_forward(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> dict[str, np.ndarray]:
     """The stored forward index (``fwd_starts``, ``fwd_bits``, ``fwd_code_*``) of the plain
     one: document d's entries are ``terms[off[d]:off[d+1]]`` (ascending) and their ``tfs``.
-    Two compiled passes (``services.compiled``; the publish step runs them, never a MapReduce
-    task): the pairs counted, the code built from the counts, the entries written. Written in
-    numpy, a dozen passes over the entries took 10x the byte-aligned form's time."""
+    Two compiled passes (``services.compiled.compiled_for_the_build``: the publish step runs
+    them, never a MapReduce task nor a query): the pairs counted, the code built from the
+    counts, the entries written. Written in numpy, a dozen passes over the entries took 10x
+    the byte-aligned form's time."""
     offsets = np.asarray(offsets, dtype=np.uint64)
     terms = np.asarray(terms, dtype=np.uint32)
     tfs = np.asarray(tfs, dtype=np.uint16)
@@ -65,7 +66,7 @@ def compact_forward(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> 
     return {"fwd_starts": starts, "fwd_bits": words, **decode_table(lengths, codes)}
 
 
-@compiled_on_first_use
+@compiled_for_the_build
 def _count_pairs(offsets, terms, tfs, widths16, pairs):  # type: ignore[no-untyped-def]
     """Count each entry's pair (bits of its gap, bits of its frequency) into ``pairs``;
     False if a document's term ids descend somewhere."""
@@ -82,7 +83,7 @@ def _count_pairs(offsets, terms, tfs, widths16, pairs):  # type: ignore[no-untyp
     return True
 
 
-@compiled_on_first_use
+@compiled_for_the_build
 def _write_entries(offsets, terms, tfs, widths16, lengths, codes, words, starts):  # type: ignore[no-untyped-def]
     """Write every entry into ``words`` (zeros, long enough) and each document's first bit
     into ``starts``: its pair's code, then the gap's and the frequency's bits below their

@@ -50,7 +50,7 @@ KERNELS = {
     "blockmax_kernels.lead_count",
     "conjunction._top_k_and",
     "feedback._relevance_model",
-    "segment_codec._forward_entries",
+    "forward_index._forward_entries",
     "forms._probe",
 }
 
