@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 
-# Every query kernel defined so far (its module imported), in definition order: what
-# ``nimbus warm-kernels`` makes ready and reports on. The build's own kernels
-# (``compiled_for_the_build``) are not listed: a search instance never runs them.
+# Every kernel defined so far (its module imported), in definition order: what
+# ``cache_use`` reports on.
 KERNELS: list[CompiledOnFirstUse] = []
 
 
@@ -54,11 +53,10 @@ def as_mapped(array: np.ndarray) -> np.ndarray:
 class CompiledOnFirstUse:
     """``fn`` compiled by numba (``njit``, no Python objects, the GIL released) on first call."""
 
-    def __init__(self, fn: Callable[..., Any], query: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn  # the plain function: what a reader reads, what the compiler compiles
         self._compiled: Callable[..., Any] | None = None
-        if query:
-            KERNELS.append(self)
+        KERNELS.append(self)
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
@@ -85,10 +83,3 @@ class CompiledOnFirstUse:
 
 def compiled_on_first_use(fn: Callable[..., Any]) -> CompiledOnFirstUse:
     return CompiledOnFirstUse(fn)
-
-
-def compiled_for_the_build(fn: Callable[..., Any]) -> CompiledOnFirstUse:
-    """A kernel only the index build runs (writing a segment's arrays, at publish): compiled
-    on first use as the query kernels are, into the indexer's cache, and not one a search
-    instance warms (``KERNELS``)."""
-    return CompiledOnFirstUse(fn, query=False)

@@ -32,91 +32,93 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from services.compiled import compiled_for_the_build, compiled_on_first_use
+from services.compiled import compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.segment import FORWARD_CODE_BITS
 
 _TF_WIDTHS = 17  # a frequency (uint16) takes 0 .. 16 bits
 _GAP_WIDTHS = 33  # a gap (of uint32 term ids) 0 .. 32
 _PAIRS = _GAP_WIDTHS * _TF_WIDTHS  # code symbols: gap bits * _TF_WIDTHS + frequency bits
-_WIDTHS16 = bitpack.bit_widths(np.arange(1 << 16))  # the bits of every 16-bit number
+_TF_BITS = bitpack.bit_widths(np.arange(1 << 16)).astype(np.int32)  # the bits of every frequency
+_CHUNK = 1 << 18  # entries written per numpy pass (bounds the temporaries: about 30 MB)
 
 
-def compact_forward(offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> dict[str, np.ndarray]:
+def compact_forward(
+    offsets: np.ndarray, terms: np.ndarray, tfs: np.ndarray, chunk: int = _CHUNK
+) -> dict[str, np.ndarray]:
     """The stored forward index (``fwd_starts``, ``fwd_bits``, ``fwd_code_*``) of the plain
     one: document d's entries are ``terms[off[d]:off[d+1]]`` (ascending) and their ``tfs``.
-    Two compiled passes (``services.compiled.compiled_for_the_build``: the publish step runs
-    them, never a MapReduce task nor a query): the pairs counted, the code built from the
-    counts, the entries written. Written in numpy, a dozen passes over the entries took 10x
-    the byte-aligned form's time."""
-    offsets = np.asarray(offsets, dtype=np.uint64)
-    terms = np.asarray(terms, dtype=np.uint32)
-    tfs = np.asarray(tfs, dtype=np.uint16)
+    Two numpy passes over whole documents' runs of about ``chunk`` entries: the pairs
+    counted, then (the code built from the counts) the entries written. The bytes do not
+    depend on ``chunk``. Not compiled: numba in the publish process would add its ~140 MB to
+    the build's peak, which is this step's (beside near-duplicate folding)."""
+    bounds = np.asarray(offsets).astype(np.int64)
+    runs = _runs(bounds, chunk)
     pairs = np.zeros(_PAIRS, dtype=np.int64)
-    if not _count_pairs(offsets, terms, tfs, _WIDTHS16, pairs):
-        raise ValueError("compact_forward: a document's term ids are not in ascending order")
+    for a, b, counts in runs:
+        pairs += np.bincount(_pairs(terms, tfs, a, b, counts)[1], minlength=_PAIRS)
     lengths = code_lengths(pairs, FORWARD_CODE_BITS)
     codes = canonical_codes(lengths)
     symbol = np.arange(_PAIRS)
-    entry_bits = lengths + np.maximum(symbol // _TF_WIDTHS - 1, 0) + np.maximum(symbol % _TF_WIDTHS - 1, 0)
+    gap_low, tf_low = np.maximum(symbol // _TF_WIDTHS - 1, 0), np.maximum(symbol % _TF_WIDTHS - 1, 0)
+    entry_bits = lengths + gap_low + tf_low
+    gap_mask, tf_mask = ((1 << gap_low) - 1).astype(np.uint64), ((1 << tf_low) - 1).astype(np.uint64)
+    gap_shift, tf_shift = lengths.astype(np.uint64), (lengths + gap_low).astype(np.uint64)
     total = int((pairs * entry_bits).sum())
-    words = np.zeros(-(-total // 32) + 2, dtype=np.uint32)  # + the spare words a read may touch
-    starts = np.zeros(offsets.shape[0], dtype=np.uint64)
-    _write_entries(offsets, terms, tfs, _WIDTHS16, lengths, codes, words, starts)
-    return {"fwd_starts": starts, "fwd_bits": words, **decode_table(lengths, codes)}
+    used = -(-total // 32) + 2  # + the spare words a read may touch
+    words = np.zeros(-(-used // 2), dtype=np.uint64)  # the stream, written 64 bits at a time
+    starts = np.full(bounds.shape[0], total, dtype=np.uint64)
+    at = 0
+    for a, b, counts in runs:
+        gaps, pair = _pairs(terms, tfs, a, b, counts)
+        values = (gaps.view(np.uint64) & gap_mask[pair]) << gap_shift[pair]
+        values |= (np.asarray(tfs[a:b]).astype(np.uint64) & tf_mask[pair]) << tf_shift[pair]
+        values |= codes[pair].astype(np.uint64)
+        sizes = entry_bits[pair]
+        begins = np.cumsum(sizes) - sizes + at
+        at += int(sizes.sum())
+        _put(words, begins, values)
+        first, last = np.searchsorted(bounds[:-1], [a, b], "left")
+        starts[first:last] = begins[bounds[first:last] - a]
+    stream = words.view(np.uint32)[:used]  # each word's low half first (a segment is little-endian)
+    return {"fwd_starts": starts, "fwd_bits": stream, **decode_table(lengths, codes)}
 
 
-@compiled_for_the_build
-def _count_pairs(offsets, terms, tfs, widths16, pairs):  # type: ignore[no-untyped-def]
-    """Count each entry's pair (bits of its gap, bits of its frequency) into ``pairs``;
-    False if a document's term ids descend somewhere."""
-    for d in range(offsets.shape[0] - 1):
-        before = np.int64(0)
-        for e in range(np.int64(offsets[d]), np.int64(offsets[d + 1])):
-            gap = np.int64(terms[e]) - before
-            if gap < 0:
-                return False
-            before = np.int64(terms[e])
-            high = gap >> 16
-            gap_bits = 16 + np.int64(widths16[high]) if high > 0 else np.int64(widths16[gap])
-            pairs[gap_bits * _TF_WIDTHS + np.int64(widths16[tfs[e]])] += 1
-    return True
+def _runs(bounds: np.ndarray, chunk: int) -> list[tuple[int, int, np.ndarray]]:
+    """(first entry, end, entries of each document in it) of whole documents' runs of about
+    ``chunk`` entries: a gap is within a document."""
+    entries = int(bounds[-1])
+    edges = np.unique(np.append(bounds[np.searchsorted(bounds, np.arange(0, entries, chunk))], entries))
+    out = []
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        run = bounds[np.searchsorted(bounds, a, "left") : np.searchsorted(bounds, b, "right")]
+        out.append((a, b, np.diff(run)))
+    return out
 
 
-@compiled_for_the_build
-def _write_entries(offsets, terms, tfs, widths16, lengths, codes, words, starts):  # type: ignore[no-untyped-def]
-    """Write every entry into ``words`` (zeros, long enough) and each document's first bit
-    into ``starts``: its pair's code, then the gap's and the frequency's bits below their
-    top ones, each part (at most 32 bits) or-ed into the one or two words it falls in."""
-    bit = np.int64(0)
-    for d in range(offsets.shape[0] - 1):
-        starts[d] = bit
-        before = np.int64(0)
-        for e in range(np.int64(offsets[d]), np.int64(offsets[d + 1])):
-            gap = np.int64(terms[e]) - before
-            before = np.int64(terms[e])
-            tf = np.int64(tfs[e])
-            high = gap >> 16
-            gap_bits = 16 + np.int64(widths16[high]) if high > 0 else np.int64(widths16[gap])
-            tf_bits = np.int64(widths16[tf])
-            pair = gap_bits * _TF_WIDTHS + tf_bits
-            for part in range(3):
-                if part == 0:
-                    value, size = np.int64(codes[pair]), np.int64(lengths[pair])
-                elif part == 1:
-                    size = gap_bits - 1 if gap_bits > 0 else np.int64(0)
-                    value = gap & ((np.int64(1) << size) - 1)
-                else:
-                    size = tf_bits - 1 if tf_bits > 0 else np.int64(0)
-                    value = tf & ((np.int64(1) << size) - 1)
-                if size > 0:
-                    at = bit >> 5
-                    shift = bit & 31
-                    words[at] |= np.uint32((value << shift) & 0xFFFFFFFF)
-                    if shift + size > 32:
-                        words[at + 1] |= np.uint32(value >> (32 - shift))
-                    bit += size
-    starts[offsets.shape[0] - 1] = bit
+def _pairs(
+    terms: np.ndarray, tfs: np.ndarray, a: int, b: int, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps (int64) of entries ``a .. b - 1`` and their pairs' symbols."""
+    gaps = bitpack.gaps(np.asarray(terms[a:b]), counts)  # refuses term ids out of order
+    _, gap_bits = np.frexp(gaps.astype(np.float64))  # each gap's bits (0 for 0; exact below 2**53)
+    return gaps, gap_bits * _TF_WIDTHS + _TF_BITS[np.asarray(tfs[a:b])]
+
+
+def _put(words: np.ndarray, begins: np.ndarray, values: np.ndarray) -> None:
+    """Or ``values`` (at most 58 bits: a code, 31 gap and 15 frequency bits) into the 64-bit
+    ``words`` at bits ``begins`` (ascending): each falls in one word or two, and the values
+    starting in one word are or-ed together first."""
+    if begins.shape[0] == 0:
+        return
+    word = begins >> 6
+    shift = (begins & 63).astype(np.uint64)
+    low = values << shift
+    high = (values >> np.uint64(1)) >> (np.uint64(63) - shift)  # 0 where the value fits
+    firsts = np.flatnonzero(np.diff(word, prepend=-1))
+    at = word[firsts]
+    words[at] |= np.bitwise_or.reduceat(low, firsts)
+    words[at + 1] |= np.bitwise_or.reduceat(high, firsts)
 
 
 def code_lengths(counts: np.ndarray, limit: int) -> np.ndarray:

@@ -167,14 +167,3 @@ def test_a_mapped_segment_reads_with_the_signature_the_warm_up_compiled(tmp_path
     mapped, _ = open_segment(path)
     check_both_readers(mapped, per_doc, tfs)
     assert set(map(str, _forward_entries.signatures)) == warmed
-
-
-def test_the_writer_is_the_build_s_and_the_reader_a_query_kernel() -> None:
-    """A search instance warms (and `nimbus warm-kernels --check` expects) the query kernels
-    only; the writer's are compiled by the indexer at its first publish."""
-    from services import compiled
-    from services.storage.formats import forward_index
-
-    assert forward_index._forward_entries in compiled.KERNELS
-    assert forward_index._count_pairs not in compiled.KERNELS
-    assert forward_index._write_entries not in compiled.KERNELS

@@ -104,8 +104,8 @@ def test_positions_out_of_order_are_refused() -> None:
 def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_them(
     postings: int, docs: int, run: int
 ) -> None:
-    """The merge packs its postings term range by term range (PostingsPacker): the stored
-    arrays are the same bytes."""
+    """The merge packs its postings term range by term range (PostingsPacker) and its forward
+    index a few documents at a time (compact_forward): the stored arrays are the same bytes."""
     before = plain(postings, docs, postings + run)
     want = compact_segment(before)
     packer = PostingsPacker()
@@ -119,7 +119,7 @@ def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_th
         )
     got = {
         **packer.finish(),
-        **compact_forward(before["fwd_offsets"], before["fwd_terms"], before["fwd_tfs"]),
+        **compact_forward(before["fwd_offsets"], before["fwd_terms"], before["fwd_tfs"], run),
     }
     for name, value in got.items():
         assert value.dtype == want[name].dtype and value.tobytes() == want[name].tobytes(), name
