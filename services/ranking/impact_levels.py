@@ -50,18 +50,18 @@ def quantize(impacts: np.ndarray, scales: np.ndarray, per_term: np.ndarray) -> n
     return out
 
 
-def dequantize(levels: np.ndarray, scale: np.float32 | float) -> np.ndarray:
-    """The impacts (float32) of one term's ``levels``: ``float32(level) * scale`` in float32,
-    the product the compiled kernels compute."""
-    out: np.ndarray = np.asarray(levels).astype(np.float32) * np.float32(scale)
+def dequantize(levels: np.ndarray, scale: np.ndarray | np.float32 | float) -> np.ndarray:
+    """The impacts (float32) of ``levels``: ``float32(level) * scale`` in float32, the product
+    the compiled kernels compute; ``scale`` one term's step, or each level's own."""
+    out: np.ndarray = np.asarray(levels).astype(np.float32) * np.asarray(scale, dtype=np.float32)
     return out
 
 
 def dequantize_terms(levels: np.ndarray, scales: np.ndarray, per_term: np.ndarray) -> np.ndarray:
     """``dequantize`` of several terms' levels in a row (``per_term`` postings each)."""
-    step = np.repeat(np.asarray(scales, dtype=np.float32), np.asarray(per_term, dtype=np.int64))
-    out: np.ndarray = np.asarray(levels).astype(np.float32) * step
-    return out
+    return dequantize(
+        levels, np.repeat(np.asarray(scales, dtype=np.float32), np.asarray(per_term, dtype=np.int64))
+    )
 
 
 def term_maxima(levels: np.ndarray, scales: np.ndarray, offsets: np.ndarray) -> np.ndarray:

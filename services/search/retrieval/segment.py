@@ -365,9 +365,7 @@ class SegmentIndex:
         term's steps (the term found by the posting number)."""
         postings = np.asarray(postings, dtype=np.int64)
         terms = np.searchsorted(self.arrays["post_offsets"], postings, side="right") - 1
-        levels = self.arrays["post_impacts"][postings].astype(np.float32)
-        found: np.ndarray = levels * self.arrays["impact_scale"][terms]
-        return found
+        return dequantize(self.arrays["post_impacts"][postings], self.arrays["impact_scale"][terms])
 
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
         """Whether each of ``docs`` (probably) holds each form hashed to (``h1``, ``h2``): one
