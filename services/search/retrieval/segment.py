@@ -39,6 +39,7 @@ from services.storage.formats.segment_codec import (
     field_tfs_many,
     field_tfs_range,
     position_lists,
+    warm_position_lists,
 )
 from services.text.analysis.analyze import analyzer_version
 from services.text.analysis.forms import holds
@@ -62,7 +63,8 @@ TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (t
 
 def warm_kernels() -> None:
     """Load (or compile, once per install) every compiled kernel a query runs: the OR and AND
-    top-k, the word-form probe, RM3's relevance model and the forward index reader, each for
+    top-k, the word-form probe, RM3's relevance model, the forward index reader and the
+    phrases' position reader, each for
     the argument types a memory-mapped segment gives (``services.compiled``). A segment's
     open calls it; so may whoever must not pay the compile inside a timed start."""
     warm_up()
@@ -72,6 +74,7 @@ def warm_kernels() -> None:
     dtypes = segment_dtypes()
     mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in FORWARD_ARRAYS}
     forward_lists(mapped, np.zeros(0, np.int64))
+    warm_position_lists()
 
 
 def check_analyzer(meta: Mapping[str, Any], where: str) -> None:

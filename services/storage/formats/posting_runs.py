@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.storage.formats import bitpack
-from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.segment import POSTING_COLUMNS, TF_FIELDS
+from services.storage.formats.segment_codec import position_offsets
 
 _COLUMNS = len(POSTING_COLUMNS)
-_POS = POSTING_COLUMNS.index("pos_start")
 
 
 @dataclass(frozen=True)
@@ -49,24 +48,10 @@ def posting_run(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> PostingRu
     tfs = np.empty((hi - lo, len(TF_FIELDS)), dtype=np.uint16)
     for f, field in enumerate(TF_FIELDS):
         tfs[:, f] = _unpack_range(arrays, "post_packed", _COLUMNS, POSTING_COLUMNS.index(field), lo, hi)
-    offsets = _position_offsets(arrays, lo, hi)
+    offsets = position_offsets(arrays, lo, hi)
     counts = np.diff(offsets)
     deltas = _unpack_range(arrays, "pos_packed", 1, 0, int(offsets[0]), int(offsets[-1]))
     return PostingRun(docs, tfs, counts, bitpack.ungap(deltas, counts).astype(np.uint32))
-
-
-def _position_offsets(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
-    """Where the positions of postings ``lo .. hi`` start (``hi``'s: where ``hi - 1``'s end),
-    int64: each posting's start after its block's first (``pos_start``) plus the block's."""
-    postings = int(arrays["post_docs"].shape[0])
-    last = min(hi + 1, postings)
-    in_block = _unpack_range(arrays, "post_packed", _COLUMNS, _POS, lo, last).astype(np.int64)
-    rows = np.arange(lo, last, dtype=np.int64)
-    block_starts = arrays["pos_block_offsets"]
-    offsets = np.asarray(block_starts[rows // BLOCK]).astype(np.int64) + in_block
-    if last == hi:  # ``hi`` is the end of the postings: the positions' end
-        offsets = np.append(offsets, np.int64(block_starts[-1]))
-    return offsets
 
 
 def _unpack_range(

@@ -146,16 +146,18 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
 # 10: the impacts one byte each, in steps of the new impact_scale (services.ranking.impact_levels).
 # 11: the forward index as a bit stream of prefix-coded entries (fwd_starts, fwd_bits,
 # fwd_code_*; services.storage.formats.forward_index) instead of fwd_gaps, fwd_tfs8, fwd_wide_*.
+# 12: post_packed without its pos_start column: a posting's positions are as many as its title +
+# body frequency, so where they start is the sum of those before it in its block.
 # Only the current format is read: the arrays changed shape, not just grew.
-SEGMENT_FORMAT = 11
+SEGMENT_FORMAT = 12
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
 TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
 # post_packed's columns, in this order: what is read a few rows at a time first (a column's
-# place is found by summing the widths before it): where the posting's positions start,
-# counted from its block's first (pos_block_offsets; phrases read it), the fields
-# entry pages and intitle: read, then the rest (explain, the merge).
-POSTING_COLUMNS = ("pos_start", "title", "anchor", "url", "body", "meta", "nav")
+# place is found by summing the widths before it): the title and body frequencies (entry
+# pages and intitle: read the title; phrases both, whose sum is a posting's number of
+# positions), then the rest (explain, the merge).
+POSTING_COLUMNS = ("title", "body", "anchor", "url", "meta", "nav")
 # The forward index's entries are prefix codes of at most this many bits, read with a table of
 # 2 ** FORWARD_CODE_BITS rows (services.storage.formats.forward_index).
 FORWARD_CODE_BITS = 12
@@ -200,9 +202,8 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
     "post_packed": ArraySpec(
         np.dtype(np.uint32),
         "free",
-        "per posting, in blocks of 128: where its positions start after its block's first "
-        "(pos_block_offsets) and its title, anchor, URL, body, "
-        f"meta and nav frequencies (clipped; POSTING_COLUMNS) {_PACKED}",
+        "per posting, in blocks of 128: its title, body, anchor, URL, meta and nav frequencies "
+        f"(clipped; POSTING_COLUMNS) {_PACKED}",
     ),
     "post_packed_starts": ArraySpec(np.dtype(np.uint64), "free", "post_packed's block starts"),
     "post_packed_widths": ArraySpec(np.dtype(np.uint8), "free", "post_packed's block widths"),

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from services.compiled import as_mapped, compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.forward_index import CODED_ARRAYS, compact_forward, forward_lists_reference
@@ -55,7 +56,9 @@ def plain_dtypes() -> dict[str, np.dtype]:
 
 
 _COLUMNS = len(POSTING_COLUMNS)
-_POS = POSTING_COLUMNS.index("pos_start")  # where a posting's positions start, in its block
+# A posting's positions are as many as its title and body frequencies together: where they
+# start is the sum of those before it in its block (no column of its own since format 12).
+_TITLE, _BODY = POSTING_COLUMNS.index("title"), POSTING_COLUMNS.index("body")
 _PACK_RUN = 1 << 20  # postings packed per pass (bounds the int64 temporaries of a whole build's)
 
 
@@ -85,14 +88,28 @@ class PostingsPacker:
         self._pos = bitpack.PackedAppender(1)
         self._postings = 0
         self._positions = 0
-        self._block_first = 0  # where the positions of the unfinished block's first posting start
         self._block_offsets: list[np.ndarray] = []
 
     def add(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
         """Postings: each field's frequencies (``TF_FIELDS``), the number of positions of each
-        and their positions concatenated (ascending per posting). Packed ``_PACK_RUN`` at a
-        time: a build adds all its postings at once, and the int64 temporaries stay small."""
+        and their positions concatenated (ascending per posting). A posting's positions are
+        its title and body words, as many as those two frequencies: past a clipped frequency
+        (``mapreduce.postings_wire.TF_MAX``, a word 65,535 times in one field) the rest are
+        dropped, and fewer than the frequencies say is an error (the build lost some).
+        Packed ``_PACK_RUN`` at a time: a build adds all its postings at once, and the int64
+        temporaries stay small."""
         counts = np.asarray(counts, dtype=np.int64)
+        positions = np.asarray(positions)
+        words = np.asarray(tfs["title"]).astype(np.int64) + np.asarray(tfs["body"])
+        if counts.shape[0] and bool((counts != words).any()):
+            if bool((counts < words).any()):
+                at = int(np.flatnonzero(counts < words)[0])
+                raise ValueError(
+                    f"posting {self._postings + at} has {int(counts[at])} positions but title + body "
+                    f"frequency {int(words[at])}: the build's positions and frequencies disagree"
+                )
+            positions = positions[bitpack.ranges(np.cumsum(counts) - counts, words)]
+            counts = words
         at = 0
         for lo in range(0, counts.shape[0], _PACK_RUN):
             run = counts[lo : lo + _PACK_RUN]
@@ -103,13 +120,8 @@ class PostingsPacker:
     def _add_run(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
         rows = np.arange(self._postings, self._postings + counts.shape[0], dtype=np.int64)
         offsets = self._positions + np.cumsum(counts) - counts  # each posting's first position
-        firsts = offsets[(rows & (BLOCK - 1)) == 0]  # those of the blocks starting in this run
-        block = np.cumsum((rows & (BLOCK - 1)) == 0)  # 0: the block a former run started
-        in_block = offsets - np.concatenate([[self._block_first], firsts])[block]
-        if firsts.shape[0]:
-            self._block_first = int(firsts[-1])
-        self._block_offsets.append(firsts.astype(np.uint64))
-        self._post.add([in_block if name == "pos_start" else tfs[name] for name in POSTING_COLUMNS])
+        self._block_offsets.append(offsets[(rows & (BLOCK - 1)) == 0].astype(np.uint64))
+        self._post.add([tfs[name] for name in POSTING_COLUMNS])
         self._pos.add([bitpack.gaps(positions, counts)])
         self._postings += counts.shape[0]
         self._positions += int(counts.sum())
@@ -192,23 +204,149 @@ def field_tfs(arrays: Mapping[str, np.ndarray], field: str, rows: np.ndarray) ->
 
 def position_lists(arrays: Mapping[str, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(number of positions of each posting in ``rows``, their positions concatenated in that
-    order, ascending per posting), both int64: where each row's positions start and where the
-    next row's start, then only those positions."""
+    order, ascending per posting), both int64: where each row's positions start is its
+    block's start plus the title and body frequencies of the rows before it there (compiled,
+    ``_row_positions``: summed once per block for rows ascending within it, as a phrase's
+    rows are per term), then only those positions are decoded."""
     rows = np.asarray(rows, dtype=np.int64)
     if rows.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    postings = int(arrays["post_docs"].shape[0])
-    after = rows + 1
-    ends_block = ((after & (BLOCK - 1)) == 0) | (after >= postings)  # the next block's first, then
-    both = np.concatenate([rows, np.where(ends_block, rows, after)])
-    rel = _unpack(arrays, "post_packed", _COLUMNS, _POS, both).astype(np.int64)
-    block_starts = arrays["pos_block_offsets"]
-    base = block_starts[rows >> 7].astype(np.int64)
-    starts = base + rel[: rows.shape[0]]
-    ends = np.where(ends_block, block_starts[(rows >> 7) + 1].astype(np.int64), base + rel[rows.shape[0] :])
-    counts = ends - starts
+    starts, counts = _row_positions(
+        arrays["post_packed"],
+        arrays["post_packed_starts"],
+        arrays["post_packed_widths"],
+        arrays["pos_block_offsets"],
+        rows,
+        _COLUMNS,
+    )
     deltas = _unpack(arrays, "pos_packed", 1, 0, bitpack.ranges(starts, counts))
     return counts, bitpack.ungap(deltas, counts)
+
+
+def warm_position_lists() -> None:
+    """Load (or compile) ``position_lists``' kernel for a memory-mapped segment's arrays
+    (``services.compiled.as_mapped``): one posting of two positions."""
+    words, starts, widths = bitpack.pack(
+        [np.array([1 if c in (_TITLE, _BODY) else 0]) for c in range(_COLUMNS)]
+    )
+    mapped = {
+        "post_packed": as_mapped(words),
+        "post_packed_starts": as_mapped(starts),
+        "post_packed_widths": as_mapped(widths),
+        "pos_block_offsets": as_mapped(np.array([0, 2], np.uint64)),
+        **dict(
+            zip(
+                ("pos_packed", "pos_packed_starts", "pos_packed_widths"),
+                map(as_mapped, bitpack.pack([np.array([3, 4])])),
+                strict=True,
+            )
+        ),
+    }
+    counts, positions = position_lists(mapped, np.zeros(1, np.int64))
+    if counts.tolist() != [2] or positions.tolist() != [3, 7]:
+        raise RuntimeError(f"position_lists warm-up read {counts.tolist()} {positions.tolist()}")
+
+
+def position_lists_reference(
+    arrays: Mapping[str, np.ndarray], rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``position_lists`` in numpy (every row's whole block decoded): what the compiled one is
+    tested against."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    blocks, which = np.unique(rows >> 7, return_inverse=True)
+    postings = posting_count(arrays)
+    every = (blocks[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1)
+    title, body = _unpack_columns(arrays, [_TITLE, _BODY], np.minimum(every, postings - 1))
+    words = np.where(every < postings, title.astype(np.int64) + body, 0).reshape(-1, BLOCK)
+    before = np.cumsum(words, axis=1) - words  # positions of the block's rows before each
+    j = rows & (BLOCK - 1)
+    counts = words[which, j]
+    starts = arrays["pos_block_offsets"][rows >> 7].astype(np.int64) + before[which, j]
+    deltas = _unpack(arrays, "pos_packed", 1, 0, bitpack.ranges(starts, counts))
+    return counts, bitpack.ungap(deltas, counts)
+
+
+@compiled_on_first_use
+def _row_positions(words, starts, widths, block_starts, rows, columns):  # type: ignore[no-untyped-def]
+    """(where each row's positions start, how many): the title (column 0) and body (column 1)
+    frequencies of the rows before it in its block, summed on from the row before when
+    that one is in the same block and not after it. A value is read with a 64-bit window
+    of two words (``bitpack``'s layout)."""
+    n = rows.shape[0]
+    first = np.empty(n, dtype=np.int64)
+    count = np.empty(n, dtype=np.int64)
+    block = np.int64(-1)
+    at_row = np.int64(0)
+    running = np.int64(0)
+    title_bit = np.int64(0)
+    body_bit = np.int64(0)
+    title_w = np.int64(0)
+    body_w = np.int64(0)
+    for x in range(n):
+        r = rows[x]
+        b = r >> 7
+        if b != block or r < at_row:
+            block = b
+            at_row = b << 7
+            running = np.int64(0)
+            title_bit = np.int64(starts[b]) * 32
+            title_w = np.int64(widths[b * columns])
+            body_w = np.int64(widths[b * columns + 1])
+            body_bit = title_bit + 128 * title_w
+        while True:
+            j = at_row & 127
+            bit = title_bit + j * title_w
+            at = bit >> 5
+            window = (np.int64(words[at]) | (np.int64(words[at + 1]) << 32)) >> (bit & 31)
+            words_here = window & ((np.int64(1) << title_w) - 1)
+            bit = body_bit + j * body_w
+            at = bit >> 5
+            window = (np.int64(words[at]) | (np.int64(words[at + 1]) << 32)) >> (bit & 31)
+            words_here += window & ((np.int64(1) << body_w) - 1)
+            if at_row == r:
+                first[x] = np.int64(block_starts[b]) + running
+                count[x] = words_here
+                break
+            running += words_here
+            at_row += 1
+    return first, count
+
+
+def posting_count(arrays: Mapping[str, np.ndarray]) -> int:
+    """The number of postings of a segment (where its last term's end)."""
+    offsets = arrays["post_offsets"]
+    return int(offsets[-1]) if offsets.shape[0] else 0
+
+
+def position_offsets(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """Where the positions of postings ``lo .. hi`` start (``hi``'s: where ``hi - 1``'s end),
+    int64: their block's start (``pos_block_offsets``) plus the title and body frequencies
+    of the rows before them in the block."""
+    first = lo - (lo & (BLOCK - 1))
+    title = field_tfs_range(arrays, "title", first, hi).astype(np.int64)
+    words = title + field_tfs_range(arrays, "body", first, hi)
+    rows = np.arange(first, hi + 1, dtype=np.int64)
+    running = np.concatenate([[0], np.cumsum(words)])  # positions of rows first .. r - 1
+    block_first = rows - (rows & (BLOCK - 1))  # each row's block's first row (>= first)
+    within = running - running[block_first - first]
+    block_starts = arrays["pos_block_offsets"]  # hi at the end of the postings: its block's + all
+    offsets: np.ndarray = block_starts[rows >> 7].astype(np.int64) + within
+    return offsets[lo - first :]
+
+
+def _unpack_columns(
+    arrays: Mapping[str, np.ndarray], wanted: Sequence[int], rows: np.ndarray
+) -> list[np.ndarray]:
+    return bitpack.unpack_columns(
+        arrays["post_packed"],
+        arrays["post_packed_starts"],
+        arrays["post_packed_widths"],
+        _COLUMNS,
+        wanted,
+        rows,
+    )
 
 
 def field_tfs_many(
@@ -216,37 +354,18 @@ def field_tfs_many(
 ) -> list[np.ndarray]:
     """The frequencies of several fields at postings ``rows``, in ``fields``' order (uint32)."""
     wanted = sorted(POSTING_COLUMNS.index(f) for f in fields)
-    got = dict(
-        zip(
-            wanted,
-            bitpack.unpack_columns(
-                arrays["post_packed"],
-                arrays["post_packed_starts"],
-                arrays["post_packed_widths"],
-                _COLUMNS,
-                wanted,
-                rows,
-            ),
-            strict=True,
-        )
-    )
+    got = dict(zip(wanted, _unpack_columns(arrays, wanted, rows), strict=True))
     return [got[POSTING_COLUMNS.index(f)] for f in fields]
 
 
 def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The plain arrays of a stored segment (``compact_segment``'s input, exactly)."""
     out = {name: np.asarray(array) for name, array in arrays.items() if name not in PACKED_ONLY}
-    postings = int(arrays["post_docs"].shape[0])
+    postings = posting_count(arrays)
     for field in TF_FIELDS:
         out[f"tf_{field}"] = field_tfs_range(arrays, field, 0, postings)
-    in_block = _unpack_range(arrays, "post_packed", _COLUMNS, _POS, 0, postings).astype(np.uint64)
-    block_starts = arrays["pos_block_offsets"]
-    pos_offsets = np.empty(postings + 1, dtype=np.uint64)
-    pos_offsets[:-1] = np.repeat(
-        block_starts[:-1], np.diff(np.append(np.arange(0, postings, BLOCK), postings))
-    )
-    pos_offsets[:-1] += in_block
-    pos_offsets[-1] = block_starts[-1]
+    words = out["tf_title"].astype(np.uint64) + out["tf_body"]
+    pos_offsets = np.concatenate([np.zeros(1, np.uint64), np.cumsum(words, dtype=np.uint64)])
     out["pos_offsets"] = pos_offsets
     counts = np.diff(pos_offsets.astype(np.int64))
     deltas = _unpack_range(arrays, "pos_packed", 1, 0, 0, int(pos_offsets[-1]))

@@ -51,6 +51,7 @@ KERNELS = {
     "conjunction._top_k_and",
     "feedback._relevance_model",
     "forward_index._forward_entries",
+    "segment_codec._row_positions",
     "forms._probe",
 }
 

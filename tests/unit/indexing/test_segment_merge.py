@@ -41,8 +41,9 @@ def random_doc(rng: random.Random, words: list[str], *, anchor: bool = True) -> 
         tfs = [rng.choice([0, 0, 1, 2]) for _ in range(NUM_FIELDS)]
         tfs[1] = max(1, tfs[1])
         tfs[2] = tfs[2] if anchor else 0
-        doc[word] = (tfs, list(range(position, position + tfs[1])))
-        position += tfs[1]
+        words = tfs[0] + tfs[1]  # a posting's positions: its title and body words
+        doc[word] = (tfs, list(range(position, position + words)))
+        position += words
     return doc
 
 
@@ -268,7 +269,7 @@ def test_the_stored_base_is_read_a_term_range_at_a_time_never_expanded_whole(
 
     def spy(words: np.ndarray, *args: Any) -> np.ndarray:
         starts, widths, columns, column, lo, hi = args
-        if words is stored_base["post_packed"] and column == POSTING_COLUMNS.index("title"):
+        if words is stored_base["post_packed"] and column == POSTING_COLUMNS.index("anchor"):
             read.append((lo, hi))
         return unpack_range(words, *args)
 

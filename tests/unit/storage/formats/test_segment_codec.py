@@ -4,20 +4,24 @@ index's own coding: test_forward_index.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.forward_index import compact_forward, forward_lists
-from services.storage.formats.segment import TF_FIELDS
+from services.storage.formats.segment import TF_FIELDS, open_segment, write_segment
 from services.storage.formats.segment_codec import (
     PostingsPacker,
+    _row_positions,
     compact_segment,
     expand_segment,
     field_tfs,
     field_tfs_many,
     field_tfs_range,
     position_lists,
+    position_lists_reference,
 )
 
 TF_MAX = 65535  # mapreduce.postings_wire.TF_MAX: frequencies are clipped to uint16
@@ -25,16 +29,20 @@ TF_MAX = 65535  # mapreduce.postings_wire.TF_MAX: frequencies are clipped to uin
 
 def plain(postings: int, docs: int, seed: int) -> dict[str, np.ndarray]:
     """The packed columns' plain arrays, hostile where they can be: clipped frequencies,
-    postings without positions, positions up to 2**32 - 1, documents without terms."""
+    postings without positions (no title or body words), positions up to 2**32 - 1,
+    documents without terms."""
     rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {"post_docs": rng.integers(0, max(docs, 1), postings).astype(np.uint32)}
+    out: dict[str, np.ndarray] = {
+        "post_docs": rng.integers(0, max(docs, 1), postings).astype(np.uint32),
+        "post_offsets": np.array([0, postings], np.uint64),  # one term
+    }
     for f in TF_FIELDS:
         out[f"tf_{f}"] = rng.integers(0, 4, postings).astype(np.uint16)
     if postings:
-        out["tf_body"][rng.integers(0, postings, 3)] = TF_MAX
-    counts = rng.choice([0, 1, 2, 7], postings)
-    if postings:
-        counts[-1] = 2  # its positions: 0 and 2**32 - 1, the largest gap there is
+        out["tf_anchor"][rng.integers(0, postings, 3)] = TF_MAX
+        out["tf_title"][-1], out["tf_body"][-1] = 1, 1  # its positions: 0 and 2**32 - 1, the largest gap
+    # A posting's positions are its title and body words (the stored segment counts on it).
+    counts = out["tf_title"].astype(np.int64) + out["tf_body"]
     positions: list[int] = []
     for n in counts[:-1].tolist():
         positions += sorted(rng.choice(2**32 - 1, n, replace=False).tolist()) if n else []
@@ -93,9 +101,38 @@ def test_the_readers_decode_any_rows() -> None:
 
 def test_positions_out_of_order_are_refused() -> None:
     before = plain(3, 1, 0)
+    for f in TF_FIELDS:
+        before[f"tf_{f}"][:] = 0
+    before["tf_body"][0] = 2
     before["pos_offsets"] = np.array([0, 2, 2, 2], np.uint64)
     before["positions"] = np.array([9, 4], np.uint32)
     with pytest.raises(ValueError, match="ascending"):
+        compact_segment(before)
+
+
+def test_positions_past_a_clipped_frequency_are_dropped_and_missing_ones_refused() -> None:
+    """A word 65,535+ times in one field: its frequency is clipped (postings_wire.TF_MAX) and
+    the stored segment keeps as many positions as the clipped title + body frequencies say,
+    the first ones; a posting with fewer positions than its frequencies is refused."""
+    before = plain(BLOCK + 2, 3, 1)
+    row = BLOCK  # the first of the second block: the rows after it start after its positions
+    extra = np.arange(TF_MAX + 5, dtype=np.int64) + 10
+    offsets = before["pos_offsets"].astype(np.int64)
+    before["tf_title"][row], before["tf_body"][row] = 1, TF_MAX
+    positions = before["positions"]
+    before["positions"] = np.concatenate(
+        [positions[: offsets[row]], extra.astype(np.uint32), positions[offsets[row + 1] :]]
+    )
+    counts = np.diff(offsets)
+    counts[row] = extra.shape[0]
+    before["pos_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.uint64)
+    stored = compact_segment(before)
+    got_counts, got = position_lists(stored, np.array([row, row + 1]))
+    assert got_counts.tolist() == [TF_MAX + 1, counts[row + 1]]
+    assert got[: TF_MAX + 1].tolist() == extra[: TF_MAX + 1].tolist()
+    assert expand_segment(stored)["pos_offsets"][-1] == int(counts.sum()) - 4
+    before["tf_title"][row] = 9  # 9 + 65,535 words, 65,540 positions: some lost
+    with pytest.raises(ValueError, match=f"posting {row} has {TF_MAX + 5} positions"):
         compact_segment(before)
 
 
@@ -123,3 +160,43 @@ def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_th
     }
     for name, value in got.items():
         assert value.dtype == want[name].dtype and value.tobytes() == want[name].tobytes(), name
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_compiled_position_reader_is_the_numpy_one(seed: int) -> None:
+    """Rows in any order, repeated, within a block ascending and descending, across blocks,
+    the last row: the compiled reader sums each block's frequencies as the numpy one does."""
+    before = plain(3 * BLOCK + 5, 20, seed)
+    stored = compact_segment(before)
+    rng = np.random.default_rng(seed)
+    rows = np.concatenate(
+        [
+            np.arange(BLOCK - 3, BLOCK + 4),
+            [3 * BLOCK + 4, 3 * BLOCK + 4, 0, 5, 2, 2],
+            rng.integers(0, 3 * BLOCK + 5, 50),
+            np.sort(rng.integers(0, 3 * BLOCK + 5, 50)),
+        ]
+    ).astype(np.int64)
+    got, want = position_lists(stored, rows), position_lists_reference(stored, rows)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    offsets = before["pos_offsets"].astype(np.int64)
+    assert got[0].tolist() == (offsets[rows + 1] - offsets[rows]).tolist()
+
+
+def test_a_mapped_segment_reads_positions_with_the_signature_the_warm_up_compiled(tmp_path: Path) -> None:
+    """The search side's warm-up reads positions from read-only arrays; a segment opened from
+    its file is read without compiling the reader again (a query would pay the compile)."""
+    from services.search.retrieval.segment import warm_kernels
+
+    warm_kernels()
+    warmed = set(map(str, _row_positions.signatures))
+    before = plain(BLOCK + 9, 5, 7)
+    path = tmp_path / "pos.nseg"
+    with path.open("wb") as fh:
+        write_segment(fh, {name: np.asarray(a) for name, a in compact_segment(before).items()}, {})
+    mapped, _ = open_segment(path)
+    rows = np.array([3, BLOCK + 8], np.int64)
+    counts, _ = position_lists(mapped, rows)
+    offsets = before["pos_offsets"].astype(np.int64)
+    assert counts.tolist() == (offsets[rows + 1] - offsets[rows]).tolist()
+    assert set(map(str, _row_positions.signatures)) == warmed
