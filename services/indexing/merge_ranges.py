@@ -20,7 +20,8 @@ import numpy as np
 
 from mapreduce.postings_wire import TF_MAX
 from services.ranking.bm25f import FIELD_NAMES
-from services.storage.formats.posting_runs import posting_run
+from services.storage.formats.doc_blocks import DocBlocks
+from services.storage.formats.posting_runs import is_stored, posting_run
 
 # Postings (over all parts) per term range: bounds the range's decoded columns and
 # temporaries (a few hundred bytes a posting with its positions) to a few hundred MB.
@@ -85,8 +86,9 @@ def merged_ranges(
     stored arrays): each document's postings from the part that speaks for it (``owner``:
     the part per document, -1 none), its anchor text from the ``graph`` part if any."""
     offsets = [np.asarray(a["post_offsets"]) for a in parts]
+    blocks = [DocBlocks.of(a) if is_stored(a) else None for a in parts]
     for first, end in term_ranges(offsets, union, budget):
-        yield merge_range(parts, offsets, owner, graph, union, first, end)
+        yield merge_range(parts, offsets, owner, graph, union, first, end, blocks)
 
 
 def merge_range(
@@ -97,6 +99,7 @@ def merge_range(
     union: TermUnion,
     first: int,
     end: int,
+    blocks: Sequence[DocBlocks | None] | None = None,
 ) -> MergedRange:
     """The merged postings of merged terms ``first .. end - 1`` (``merged_ranges``)."""
     anchor = FIELD_NAMES.index("anchor")
@@ -106,7 +109,7 @@ def merge_range(
         ids = union.ids[i]
         lo_term, hi_term = np.searchsorted(ids, [first, end]).tolist()
         part_offsets = offsets[i]
-        run = posting_run(arrays, int(part_offsets[lo_term]), int(part_offsets[hi_term]))
+        run = posting_run(arrays, lo_term, hi_term, blocks[i] if blocks else None)
         df: np.ndarray = np.asarray(part_offsets[lo_term : hi_term + 1]).astype(np.int64)
         df = df[1:] - df[:-1]
         post_docs = run.docs.astype(np.int64)

@@ -38,6 +38,7 @@ from services.indexing.segment_arrays import (
 )
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
 from services.ranking.impact_levels import LEVEL_DTYPE
+from services.storage.formats.doc_blocks import pack_docs
 from services.storage.formats.forward_index import compact_forward
 from services.storage.formats.segment import TF_FIELDS
 from services.storage.formats.segment_codec import PostingsPacker
@@ -138,7 +139,6 @@ class PostingStream:
             "max_impact": joined(self._bounds, np.float32),
             "impact_scale": joined(self._scales, np.float32),
             "post_offsets": post_offsets,
-            "post_docs": post_docs,
             "post_impacts": joined(self._impacts, LEVEL_DTYPE),
             **length_arrays(self.lengths),
             "fwd_offsets": fwd_offsets,
@@ -150,6 +150,7 @@ class PostingStream:
             **entry_pages,
             **self._packer.finish(),
             **forward,
+            **pack_docs(post_docs, post_offsets),
         }
 
 

@@ -433,7 +433,7 @@ def segment_meta(
         "languages": dict(sorted((languages or {}).items())),
         "num_docs": int(len(arrays["doc_lengths"])),
         "num_terms": int(len(arrays["df"])),
-        "num_postings": int(len(arrays["post_docs"])),
+        "num_postings": int(len(arrays["post_impacts"])),
         "near_duplicates": int((arrays["near_dup_of"] != np.arange(len(arrays["near_dup_of"]))).sum()),
         "created_at": created_at,
         "pagerank_iterations": pagerank_iterations,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from services.compiled import as_mapped, compiled_on_first_use
@@ -30,7 +32,7 @@ def test_the_search_kernels_have_one_signature_after_queries_over_a_mapped_segme
     lists with derived block maxima and lists the query built compile nothing new (other
     tests in the same process may have compiled other signatures before)."""
     from services.search.retrieval import blockmax, blockmax_kernels, conjunction
-    from services.search.retrieval.posting_layout import PostingSource, block_maxima
+    from services.search.retrieval.posting_layout import source_of
     from services.search.retrieval.rank import QueryTerm, top_k_or
 
     blockmax.warm_up()
@@ -40,12 +42,10 @@ def test_the_search_kernels_have_one_signature_after_queries_over_a_mapped_segme
     docs = np.arange(0, 9000, 3, dtype=np.uint32)
     levels = np.linspace(20, 255, docs.shape[0]).astype(np.uint8)
     scale = np.full(1, 0.01, np.float32)
-    offsets = np.array([0, docs.shape[0]], np.int64)
-    first, maxima = block_maxima(offsets, levels, scale)
-    source = PostingSource(as_mapped(docs), as_mapped(levels), scale, offsets, first, maxima)
-    mapped = QueryTerm(1.0, source.docs, source.levels, 2.55, 0, 0.01)
+    source = source_of(docs, levels, scale, np.array([0, docs.shape[0]], np.int64))
+    mapped = QueryTerm(1.0, partial(source.docs_of, 0), source.levels, 2.55, 0, 0.01, docs.shape[0])
     built = QueryTerm(0.5, docs[::2].copy(), mapped.impacts[::2].copy(), 2.55)
     top_k_or([mapped, built], np.zeros(9000), 1, source=source)
-    lists = [(1.0, 0, source.docs, mapped.read_impacts), (0.5, None, built.docs, built.impacts)]
+    lists = [(1.0, 0, mapped.read_docs, mapped.read_impacts), (0.5, None, built.docs, built.impacts)]
     conjunction.top_k_and(source, lists, np.zeros(9000), 5)
     assert [set(map(str, kernel.signatures)) for kernel in kernels] == warmed

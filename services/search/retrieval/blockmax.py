@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from services.compiled import as_mapped
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.blockmax_kernels import INNER, lead_count, window_top_k
-from services.search.retrieval.posting_layout import BLOCK, Impacts, PostingSource, block_maxima, lay_out
+from services.search.retrieval.posting_layout import BLOCK, Docs, Impacts, PostingSource, lay_out, source_of
 
 MAX_LISTS = 64  # a document's lists are one 64-bit mask (blockmax_kernels)
 
@@ -35,7 +34,7 @@ class BlockmaxResult:
 
 def top_k_blockmax(
     source: PostingSource | None,
-    lists: Sequence[tuple[float, float, int | None, np.ndarray, Impacts]],
+    lists: Sequence[tuple[float, float, int | None, Docs, Impacts]],
     prior: np.ndarray,
     k: int,
     max_prior: float,
@@ -70,14 +69,15 @@ def top_k_blockmax(
     bounds = np.array([w * top for w, top, _, _, _ in lists], dtype=np.float64)
     lay = lay_out(source, [(term, docs, impacts) for _, _, term, docs, impacts in lists])
     src, start, length, bstart = lay.src, lay.start, lay.length, lay.block_start
-    base_docs, joined_docs = lay.base_docs, lay.own_docs
+    doc_blocks = (lay.base_doc_base, lay.base_doc_bits, lay.base_doc_start, lay.base_doc_words)
+    joined_docs = lay.own_docs
     lead = np.ones(m, np.bool_) if probe_only is None else ~np.asarray(probe_only, dtype=np.bool_)
     member = np.ones(m, np.bool_) if candidates_only is None else ~np.asarray(candidates_only, dtype=np.bool_)
     excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
     allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
     prior = np.asarray(prior, dtype=np.float64)
     docs, final, text, counted, exact = window_top_k(
-        base_docs,
+        *doc_blocks,
         lay.base_levels,
         lay.base_blocks,
         joined_docs,
@@ -101,11 +101,12 @@ def top_k_blockmax(
     )
     if not exact and int(length.sum()) <= count_limit:
         counted = lead_count(
-            base_docs,
+            *doc_blocks,
             joined_docs,
             src,
             start,
             length,
+            bstart,
             lead,
             prior.shape[0],
             excluded_docs,
@@ -125,13 +126,9 @@ def warm_up() -> None:
     docs = np.append(np.arange(BLOCK), np.arange(BLOCK) + 4 * INNER).astype(np.uint32)
     levels = np.repeat(np.array([5, 1], LEVEL_DTYPE), BLOCK)
     scale = np.ones(1, np.float32)
-    offsets = np.array([0, docs.shape[0]], np.int64)
-    first, maxima = block_maxima(offsets, levels, scale)
-    source = PostingSource(
-        as_mapped(docs), as_mapped(levels), scale, offsets, first, maxima
-    )  # maxima: derived
+    source = source_of(docs, levels, scale, np.array([0, docs.shape[0]], np.int64))
     impacts = dequantize(levels, 1.0)
-    lists = [(1.0, 5.0, 0, source.docs, impacts), (1.0, 5.0, None, docs[:3], impacts[:3])]
+    lists = [(1.0, 5.0, 0, docs, impacts), (1.0, 5.0, None, docs[:3], impacts[:3])]
     found = top_k_blockmax(source, lists, np.zeros(5 * INNER), 1, 0.0, count_limit=4 * BLOCK)
     if not found.exact or not lead_count.signatures:
         raise RuntimeError("blockmax.warm_up no longer reaches the count: the first query would compile it")

@@ -55,15 +55,19 @@ for _bit in range(64):
 SAFETY = 1e-9  # relative slack when a score is compared with a sum of bounds (rank uses it too)
 
 
-# Term j's postings are ``(bd/bi if src[j] == 0 else od/oi)[start[j] : start[j] + length[j]]``
-# and its blocks' maxima ``(bb or ob)[bstart[j]:]``. The helpers are closures: numba inlines
-# them without the reference counting that a call passing arrays costs (about 30 ns a call,
-# 35x the work it wraps; docs/performance-notes.md).
+# Term j's postings are the segment's (src[j] == 0: documents in blocks from ``bstart[j]`` of
+# db/dbits/dstart/dwords, levels ``bi[start[j] : start[j] + length[j]]``) or the query's own
+# (``od/oi[start[j] : start[j] + length[j]]``), and its blocks' maxima ``(bb or ob)[bstart[j]:]``.
+# The helpers are closures: numba inlines them without the reference counting that a call
+# passing arrays costs (about 30 ns a call, 35x the work it wraps; docs/performance-notes.md).
 
 
 @compiled_on_first_use
 def window_top_k(
-    bd,
+    db,
+    dbits,
+    dstart,
+    dwords,
     bi,
     bb,
     od,
@@ -93,9 +97,19 @@ def window_top_k(
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
 
+    def base_doc(j, p):
+        """A segment list's posting ``p``: its block's first document plus its offset, read
+        with a 64-bit window of two words (``services.storage.formats.doc_blocks``)."""
+        b = bstart[j] + (p >> 7)
+        width = np.int64(dbits[b])
+        bit = dstart[b] * 32 + (p & 127) * width
+        at = bit >> 5
+        window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
+        return np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
+
     def doc_at(j, p):
         if src[j] == 0:
-            return np.int64(bd[start[j] + p])
+            return base_doc(j, p)
         return np.int64(od[start[j] + p])
 
     def impact_at(j, p):
@@ -371,8 +385,11 @@ def window_top_k(
                 w = weights[j]
                 step = scale[j]
                 if src[j] == 0:
-                    while p < n and np.int64(bd[a + p]) <= c_hi:
-                        i = np.int64(bd[a + p]) - c_lo
+                    while p < n:
+                        d = base_doc(j, p)
+                        if d > c_hi:
+                            break
+                        i = d - c_lo
                         mask[i] |= bits[j]
                         present[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
                         scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
@@ -462,7 +479,9 @@ def window_top_k(
 
 
 @compiled_on_first_use
-def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed, stop_at):
+def lead_count(
+    db, dbits, dstart, dwords, od, src, start, length, bstart, lead, num_docs, excluded, allowed, stop_at
+):
     """Documents holding any of the ``lead`` lists, not ``excluded``, ``allowed`` (when given):
     a byte per document marks those met; ``allowed`` is read only where a list leads (a pass
     over every document's flag cost more than the lists of most queries). Counting stops
@@ -477,8 +496,13 @@ def lead_count(bd, od, src, start, length, lead, num_docs, excluded, allowed, st
             continue
         a = start[j]
         if src[j] == 0:
-            for p in range(a, a + length[j]):
-                d = bd[p]
+            for p in range(length[j]):
+                b = bstart[j] + (p >> 7)
+                width = np.int64(dbits[b])
+                bit = dstart[b] * 32 + (p & 127) * width
+                at = bit >> 5
+                window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
+                d = np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
                 if seen[d] == 0:
                     seen[d] = 1
                     if not use_allowed or allowed[d]:

@@ -27,14 +27,14 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from services.compiled import as_mapped, compiled_on_first_use
+from services.compiled import compiled_on_first_use
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
-from services.search.retrieval.posting_layout import Impacts, PostingSource, lay_out
+from services.search.retrieval.posting_layout import Docs, Impacts, PostingSource, lay_out, source_of
 
 
 def top_k_and(
     source: PostingSource | None,
-    lists: Sequence[tuple[float, int | None, np.ndarray, Impacts]],
+    lists: Sequence[tuple[float, int | None, Docs, Impacts]],
     prior: np.ndarray,
     k: int,
     excluded: np.ndarray | None = None,
@@ -48,13 +48,17 @@ def top_k_and(
     weights = np.array([w for w, _, _, _ in lists], dtype=np.float64)
     lead = np.argsort(lay.length, kind="stable")  # the shortest list first
     docs, final, text, count = _top_k_and(
-        lay.base_docs,
+        lay.base_doc_base,
+        lay.base_doc_bits,
+        lay.base_doc_start,
+        lay.base_doc_words,
         lay.base_levels,
         lay.own_docs,
         lay.own_impacts,
         lay.src,
         lay.start,
         lay.length,
+        lay.block_start,
         lay.scale,
         weights,
         lead.astype(np.int64),
@@ -73,16 +77,32 @@ def warm_up() -> None:
     docs = np.array([1, 3], np.uint32)
     levels = np.array([1, 2], LEVEL_DTYPE)
     scale = np.ones(1, np.float32)
-    offsets = np.array([0, 2], np.int64)
-    source = PostingSource(
-        as_mapped(docs), as_mapped(levels), scale, offsets, np.zeros(2, np.int64), np.zeros(1, np.float32)
-    )
+    source = source_of(docs, levels, scale, np.array([0, 2], np.int64))
     impacts = dequantize(levels, 1.0)
-    top_k_and(source, [(1.0, 0, source.docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
+    top_k_and(source, [(1.0, 0, docs, impacts), (1.0, None, docs, impacts)], np.zeros(4), 1)
 
 
 @compiled_on_first_use
-def _top_k_and(bd, bi, od, oi, src, start, length, scale, weights, lead, prior, k, excluded, allowed):
+def _top_k_and(
+    db,
+    dbits,
+    dstart,
+    dwords,
+    bi,
+    od,
+    oi,
+    src,
+    start,
+    length,
+    bstart,
+    scale,
+    weights,
+    lead,
+    prior,
+    k,
+    excluded,
+    allowed,
+):
     m = weights.shape[0]
     size = 0
     count = 0
@@ -95,8 +115,13 @@ def _top_k_and(bd, bi, od, oi, src, start, length, scale, weights, lead, prior, 
     at = np.zeros(m, dtype=np.int64)  # where each list holds the current match
 
     def doc_at(j, p):
-        if src[j] == 0:
-            return np.int64(bd[start[j] + p])
+        if src[j] == 0:  # its block's first document plus its offset (window_top_k's base_doc)
+            b = bstart[j] + (p >> 7)
+            width = np.int64(dbits[b])
+            bit = dstart[b] * 32 + (p & 127) * width
+            at = bit >> 5
+            window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
+            return np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
         return np.int64(od[start[j] + p])
 
     def impact_at(j, p):

@@ -34,7 +34,7 @@ documents get bit-identical scores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -48,12 +48,14 @@ from services.search.retrieval.posting_layout import PostingSource
 
 @dataclass(frozen=True)
 class QueryTerm:
-    """One distinct query term as the scorer needs it. A segment's list keeps its impacts as
-    stored (levels, ``services.ranking.impact_levels``): the compiled kernels read them in
-    place, and ``impacts`` converts them only for a path that asks."""
+    """One distinct query term as the scorer needs it. A segment's list is read in place by
+    the compiled kernels (its documents in blocks, its impacts as levels,
+    ``services.ranking.impact_levels``); ``docs`` and ``impacts`` decode and convert them only
+    for a path that asks."""
 
     weight: float  # query-term frequency, or the feedback model's weight
-    docs: np.ndarray  # doc numbers, ascending
+    # Doc numbers, ascending, or what decodes them (a segment's list: ``SegmentIndex.posting_docs``).
+    stored_docs: np.ndarray | Callable[[], np.ndarray]
     stored_impacts: np.ndarray  # the impacts (float32), or their levels when ``impact_scale`` is set
     max_impact: float
     # The term's id in the segment's arrays when ``docs``/``impacts`` are its list there
@@ -61,6 +63,22 @@ class QueryTerm:
     # query built (a word's forms joined, a segment set's merged list).
     base_term: int | None = None
     impact_scale: float | None = None  # the levels' step: an impact is float32(level) * step
+    length: int = -1  # postings (-1: those of ``stored_docs``, an array)
+
+    def __post_init__(self) -> None:
+        if self.length < 0:
+            if callable(self.stored_docs):
+                raise ValueError("QueryTerm: a list decoded on demand needs its length")
+            object.__setattr__(self, "length", int(self.stored_docs.shape[0]))
+
+    @cached_property
+    def docs(self) -> np.ndarray:
+        """The documents holding the term, ascending (uint32), decoded on first use."""
+        return self.stored_docs() if callable(self.stored_docs) else self.stored_docs
+
+    def read_docs(self) -> np.ndarray:
+        """``docs``, asked by ``posting_layout.lay_out`` only of a list not read in place."""
+        return self.docs
 
     @cached_property
     def impacts(self) -> np.ndarray:
@@ -110,9 +128,9 @@ def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
     low, high = int(docs[0]), int(docs[-1]) + 1
     relative: np.ndarray | None = None
     for t in terms:
-        if t.docs.shape[0] == 0:
+        if t.length == 0:
             continue
-        if _dense_probe_pays(docs.shape[0], t.docs.shape[0], high - low):
+        if _dense_probe_pays(docs.shape[0], t.length, high - low):
             if relative is None:
                 relative = docs - np.uint32(low)
             a, b = np.searchsorted(t.docs, [low, high]).tolist()
@@ -121,7 +139,7 @@ def text_scores(terms: Sequence[QueryTerm], docs: np.ndarray) -> np.ndarray:
             total += table[relative].astype(np.float64) * t.weight
             continue
         at = np.searchsorted(t.docs, docs)
-        at_clipped = np.minimum(at, t.docs.shape[0] - 1)
+        at_clipped = np.minimum(at, t.length - 1)
         hit = t.docs[at_clipped] == docs
         total += np.where(hit, t.impacts_at(at_clipped).astype(np.float64) * t.weight, 0.0)
     return total
@@ -131,7 +149,7 @@ DOC = np.uint32  # document numbers, as the segment stores them: searchsorted ne
 
 
 def union_docs(terms: Sequence[QueryTerm]) -> np.ndarray:
-    parts = [t.docs for t in terms if t.docs.shape[0]]
+    parts = [t.docs for t in terms if t.length]
     if not parts:
         return np.zeros(0, DOC)
     return np.unique(np.concatenate(parts).astype(DOC, copy=False))
@@ -162,20 +180,20 @@ def conjunctive(terms: Sequence[QueryTerm], num_docs: int | None = None) -> tupl
     """
     if not terms:
         return np.zeros(0, DOC), np.zeros(0, np.float64)
-    by_length = sorted(range(len(terms)), key=lambda i: terms[i].docs.shape[0])
+    by_length = sorted(range(len(terms)), key=lambda i: terms[i].length)
     docs = terms[by_length[0]].docs.astype(DOC, copy=False)
     probes: list[tuple[int, np.ndarray, np.ndarray]] = []  # (term, impacts, where docs held)
     for i in by_length[1:]:
         t = terms[i]
-        if docs.shape[0] == 0 or t.docs.shape[0] == 0:
+        if docs.shape[0] == 0 or t.length == 0:
             return np.zeros(0, DOC), np.zeros(0, np.float64)
-        if num_docs is not None and _dense_probe_pays(docs.shape[0], t.docs.shape[0], num_docs):
+        if num_docs is not None and _dense_probe_pays(docs.shape[0], t.length, num_docs):
             table = np.full(num_docs, np.nan, dtype=np.float32)
             table[t.docs] = t.impacts
             values = table[docs]
             held = np.flatnonzero(~np.isnan(values))
         else:
-            at = np.minimum(np.searchsorted(t.docs, docs), t.docs.shape[0] - 1)
+            at = np.minimum(np.searchsorted(t.docs, docs), t.length - 1)
             held = np.flatnonzero(t.docs[at] == docs)
             values = t.impacts_at(at)
         probes.append((i, values, held))
@@ -260,7 +278,7 @@ def top_k_or(
     ``terms`` that is one of them (the same ``base_term``) brings candidates itself, the
     others are added at weight 0, which adds exactly 0.0 to a score. ``seed``: documents
     scored first (``blockmax.top_k_blockmax``); the same result, sooner."""
-    live = [t for t in terms if t.docs.shape[0]]
+    live = [t for t in terms if t.length]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
     max_prior = _largest_prior(prior, max_prior)
@@ -271,13 +289,13 @@ def top_k_or(
         probe_only = [t.base_term is None or t.base_term not in named for t in live]
         held = {t.base_term for t in live if t.base_term is not None}
         # After the query's own terms: summed in query order, 0.0 added after them changes nothing.
-        extra = [replace(t, weight=0.0) for t in within if t.docs.shape[0] and t.base_term not in held]
+        extra = [replace(t, weight=0.0) for t in within if t.length and t.base_term not in held]
         live = live + extra
         probe_only += [False] * len(extra)
         candidates_only = [False] * (len(live) - len(extra)) + [True] * len(extra)
     found = top_k_blockmax(
         source,
-        [(t.weight, t.max_impact, t.base_term, t.docs, t.read_impacts) for t in live],
+        [(t.weight, t.max_impact, t.base_term, t.read_docs, t.read_impacts) for t in live],
         prior,
         k,
         max_prior,
@@ -312,7 +330,7 @@ def top_k_maxscore(
     the bound stays valid. ``total`` is the number of matching documents, counted
     apart when the pruning stopped early (``count_matches``).
     """
-    live = [t for t in terms if t.docs.shape[0]]
+    live = [t for t in terms if t.length]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
     max_prior = _largest_prior(prior, max_prior)
@@ -370,10 +388,10 @@ def count_matches(
     scaled by the share of documents allowed. Either way it depends on the query only,
     never on how deep the results are read, so every page states the same count.
     """
-    live = [t for t in terms if t.docs.shape[0]]
+    live = [t for t in terms if t.length]
     if not live or num_docs <= 0:
         return 0, True
-    if sum(int(t.docs.shape[0]) for t in live) <= limit:
+    if sum(int(t.length) for t in live) <= limit:
         held = np.zeros(num_docs, dtype=bool)
         for t in live:
             held[t.docs] = True
@@ -384,7 +402,7 @@ def count_matches(
         return int(np.count_nonzero(held)), True
     missing = 1.0
     for t in live:
-        missing *= 1.0 - min(1.0, t.docs.shape[0] / num_docs)
+        missing *= 1.0 - min(1.0, t.length / num_docs)
     share = float(np.count_nonzero(allowed)) / num_docs if allowed is not None else 1.0
     removed = int(excluded.shape[0]) if excluded is not None else 0
     estimate = num_docs * (1.0 - missing) * share * max(0.0, 1.0 - removed / num_docs)

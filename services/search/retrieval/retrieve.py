@@ -72,8 +72,8 @@ class Retrieval:
 
 
 def query_term(index: SegmentIndex, term_id: int, weight: float) -> QueryTerm:
-    docs, stored, base_term, scale = index.query_postings(term_id)
-    return QueryTerm(float(weight), docs, stored, index.max_impact(term_id), base_term, scale)
+    docs, stored, base_term, scale, length = index.query_postings(term_id)
+    return QueryTerm(float(weight), docs, stored, index.max_impact(term_id), base_term, scale, length)
 
 
 def _present(index: SegmentIndex, forms: list[str]) -> list[int]:
@@ -162,7 +162,7 @@ def retrieve(
 
     and_tried = not query.any_word and len(found) == len(query.terms) and len(terms) > 1
     if and_tried:
-        lists = [(t.weight, t.base_term, t.docs, t.read_impacts) for t in terms]
+        lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in terms]
         docs, final, text, matches = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
         if matches >= settings.and_min_results:
             ranked = Ranked(docs, final, text, matches)

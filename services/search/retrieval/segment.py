@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.posting_layout import PostingSource, block_maxima
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
+from services.storage.formats.doc_blocks import DocBlocks
+from services.storage.formats.doc_blocks import warm_up as warm_doc_blocks
 from services.storage.formats.forward_index import FORWARD_ARRAYS, forward_lists
 from services.storage.formats.segment import check_segment, open_segment, segment_dtypes
 from services.storage.formats.segment_codec import (
@@ -75,6 +77,7 @@ def warm_kernels() -> None:
     mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in FORWARD_ARRAYS}
     forward_lists(mapped, np.zeros(0, np.int64))
     warm_position_lists()
+    warm_doc_blocks()
 
 
 def check_analyzer(meta: Mapping[str, Any], where: str) -> None:
@@ -317,24 +320,32 @@ class SegmentIndex:
         return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(doc numbers ascending, a view into the memory map; impacts, float32)."""
+        """(doc numbers ascending, decoded; impacts, float32)."""
         start, end = self.posting_range(term_id)
         levels = self.arrays["post_impacts"][start:end]
-        return self.arrays["post_docs"][start:end], dequantize(levels, self.arrays["impact_scale"][term_id])
+        return self.posting_docs(term_id), dequantize(levels, self.arrays["impact_scale"][term_id])
 
     def posting_docs(self, term_id: int) -> np.ndarray:
-        """The doc numbers of the term's postings, ascending: a view into the memory map."""
-        start, end = self.posting_range(term_id)
-        docs: np.ndarray = self.arrays["post_docs"][start:end]
-        return docs
+        """The doc numbers of the term's postings, ascending, decoded from their blocks (uint32)."""
+        return self.doc_blocks.term_docs(term_id)
 
-    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None, float | None]:
-        """(documents, impacts as stored, the id to read them by from ``posting_source``, the
-        impacts' step): views into the memory map, nothing converted (a segment set's merged
-        lists are its own: float32 impacts, no id, no step)."""
+    @cached_property
+    def doc_blocks(self) -> DocBlocks:
+        """The postings' document blocks, with where each block's words start (derived when the
+        segment opens: one pass over the blocks' widths)."""
+        return DocBlocks.of(self.arrays)
+
+    def query_postings(
+        self, term_id: int
+    ) -> tuple[np.ndarray | Callable[[], np.ndarray], np.ndarray, int | None, float | None, int]:
+        """(the documents or what decodes them, impacts as stored, the id to read them by from
+        ``posting_source``, the impacts' step, the number of postings): nothing decoded or
+        converted, the kernels read the list in place (a segment set's merged lists are its
+        own: documents decoded, float32 impacts, no id, no step)."""
         start, end = self.posting_range(term_id)
-        docs, levels = self.arrays["post_docs"][start:end], self.arrays["post_impacts"][start:end]
-        return docs, levels, term_id, float(self.arrays["impact_scale"][term_id])
+        levels = self.arrays["post_impacts"][start:end]
+        scale = float(self.arrays["impact_scale"][term_id])
+        return partial(self.posting_docs, term_id), levels, term_id, scale, end - start
 
     @cached_property
     def posting_source(self) -> PostingSource:
@@ -343,8 +354,17 @@ class SegmentIndex:
         offsets = self.arrays["post_offsets"]
         levels, scale = self.arrays["post_impacts"], self.arrays["impact_scale"]
         first, maxima = block_maxima(offsets, levels, scale)
+        blocks = self.doc_blocks
         return PostingSource(
-            self.arrays["post_docs"], levels, scale, np.asarray(offsets, np.int64), first, maxima
+            blocks.base,
+            blocks.bits,
+            blocks.word_start,
+            blocks.words,
+            levels,
+            scale,
+            np.asarray(offsets, np.int64),
+            first,
+            maxima,
         )
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
@@ -355,8 +375,8 @@ class SegmentIndex:
         """For ``docs`` (ascending): whether each holds the term, and its posting number (the
         handle ``field_tfs``, ``field_tfs_many``, ``positions`` and ``posting_impacts`` take;
         meaningful where it holds it)."""
-        start, end = self.posting_range(term_id)
-        held = self.arrays["post_docs"][start:end]
+        start, _ = self.posting_range(term_id)
+        held = self.posting_docs(term_id)
         docs = np.asarray(docs)
         if not held.shape[0] or not docs.shape[0]:
             return np.zeros(docs.shape[0], dtype=bool), np.zeros(docs.shape[0], dtype=np.int64)

@@ -26,7 +26,7 @@ Pure: the segments are opened (and downloaded) by ``index_holder``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -76,7 +76,7 @@ class SegmentSet(SegmentIndex):
         docs_of = (None, *(docs for _, docs in deltas))
         owners = ownership(parts, docs_of)
         terms = term_maps(base, [d for d, _ in deltas], base_ids)
-        sizes = [int(p.arrays["post_docs"].shape[0]) for p in parts]
+        sizes = [int(p.arrays["post_impacts"].shape[0]) for p in parts]
         index = cls(
             version_id,
             base.segment,
@@ -209,15 +209,17 @@ class SegmentSet(SegmentIndex):
     def posting_docs(self, term_id: int) -> np.ndarray:
         return self.postings(term_id)[0]
 
-    def query_postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray, int | None, float | None]:
+    def query_postings(
+        self, term_id: int
+    ) -> tuple[np.ndarray | Callable[[], np.ndarray], np.ndarray, int | None, float | None, int]:
         """The base's list, read in place, when no delta holds the term and none of its
         documents is superseded; otherwise the merged list (the query's own, float32 impacts)."""
         if self._pieces(term_id) == [(0, term_id)]:
             in_place = self.parts[0].query_postings(term_id)
-            if self._kept(0, in_place[0]) is None:
+            if not self.superseded[0].shape[0] or self._kept(0, self.parts[0].posting_docs(term_id)) is None:
                 return in_place
         docs, impacts = self.postings(term_id)
-        return docs, impacts, None, None
+        return docs, impacts, None, None, int(docs.shape[0])
 
     @cached_property
     def posting_source(self) -> PostingSource:

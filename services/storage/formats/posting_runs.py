@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.storage.formats import bitpack
+from services.storage.formats.doc_blocks import DocBlocks
 from services.storage.formats.segment import POSTING_COLUMNS, TF_FIELDS
 from services.storage.formats.segment_codec import position_offsets
 
@@ -37,14 +38,19 @@ def is_stored(arrays: Mapping[str, np.ndarray]) -> bool:
     return "post_packed" in arrays
 
 
-def posting_run(arrays: Mapping[str, np.ndarray], lo: int, hi: int) -> PostingRun:
-    """Postings ``lo .. hi - 1`` of a plain or stored segment."""
-    docs = np.array(arrays["post_docs"][lo:hi], dtype=np.uint32)
+def posting_run(
+    arrays: Mapping[str, np.ndarray], lo_term: int, hi_term: int, blocks: DocBlocks | None = None
+) -> PostingRun:
+    """The postings of terms ``lo_term .. hi_term - 1`` of a plain or stored segment; ``blocks``:
+    a stored segment's ``DocBlocks.of(arrays)``, made once for every run read from it."""
+    lo, hi = int(arrays["post_offsets"][lo_term]), int(arrays["post_offsets"][hi_term])
     if not is_stored(arrays):
+        docs = np.array(arrays["post_docs"][lo:hi], dtype=np.uint32)
         offsets = np.asarray(arrays["pos_offsets"][lo : hi + 1]).astype(np.int64)
         tfs = np.stack([np.asarray(arrays[f"tf_{f}"][lo:hi]) for f in TF_FIELDS], axis=1)
         positions = np.array(arrays["positions"][offsets[0] : offsets[-1]], dtype=np.uint32)
         return PostingRun(docs, tfs.astype(np.uint16), np.diff(offsets), positions)
+    docs = (blocks or DocBlocks.of(arrays)).range_docs(lo_term, hi_term)
     tfs = np.empty((hi - lo, len(TF_FIELDS)), dtype=np.uint16)
     for f, field in enumerate(TF_FIELDS):
         tfs[:, f] = _unpack_range(arrays, "post_packed", _COLUMNS, POSTING_COLUMNS.index(field), lo, hi)

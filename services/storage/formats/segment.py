@@ -31,6 +31,7 @@ import numpy as np
 from services.storage.errors import BlockFormatError, SegmentContractError
 from services.storage.formats.bitpack import BLOCK
 from services.storage.formats.delta import held_row_count
+from services.storage.formats.doc_blocks import check_doc_blocks
 
 MAGIC = b"NMBSEG01"
 _PRE = struct.Struct("<8sI")
@@ -148,8 +149,11 @@ def release_pages(arrays: Mapping[str, np.ndarray]) -> None:
 # fwd_code_*; services.storage.formats.forward_index) instead of fwd_gaps, fwd_tfs8, fwd_wide_*.
 # 12: post_packed without its pos_start column: a posting's positions are as many as its title +
 # body frequency, so where they start is the sum of those before it in its block.
+# 13: each term's documents in blocks of 128, a block's first and the others' offsets from it
+# bit-packed (doc_block_base, doc_block_bits, doc_words; services.storage.formats.doc_blocks)
+# instead of post_docs.
 # Only the current format is read: the arrays changed shape, not just grew.
-SEGMENT_FORMAT = 12
+SEGMENT_FORMAT = 13
 READABLE_FORMATS = frozenset({SEGMENT_FORMAT})
 
 TF_FIELDS = ("title", "body", "anchor", "url", "meta", "nav")  # the BM25F fields (tf_* of a build)
@@ -193,7 +197,21 @@ SEGMENT_ARRAYS: dict[str, ArraySpec] = {
         "(services.ranking.impact_levels)",
     ),
     "post_offsets": ArraySpec(np.dtype(np.uint64), "term+1", "term t's postings are post_*[off[t]:off[t+1]]"),
-    "post_docs": ArraySpec(np.dtype(np.uint32), "posting", "document numbers, ascending per term"),
+    "doc_block_base": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        "the first document of each block of 128 postings of each term, counted from the term's first "
+        "(services.storage.formats.doc_blocks)",
+    ),
+    "doc_block_bits": ArraySpec(
+        np.dtype(np.uint8), "free", "each block's bits per document offset from its first"
+    ),
+    "doc_words": ArraySpec(
+        np.dtype(np.uint32),
+        "free",
+        "each block's postings' document offsets from its first, at its width, least significant bit "
+        "first, each block from a new word; two spare words at the end",
+    ),
     "post_impacts": ArraySpec(
         np.dtype(np.uint8),
         "posting",
@@ -317,7 +335,7 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
     sizes = {
         "doc": arrays["doc_lengths"].shape[0],
         "term": arrays["df"].shape[0],
-        "posting": arrays["post_docs"].shape[0],
+        "posting": arrays["post_impacts"].shape[0],
     }
     for name, spec in SEGMENT_ARRAYS.items():
         if spec.per == "free":
@@ -342,6 +360,10 @@ def check_segment(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any], whe
         or int(arrays["vocab_offsets"][-1]) != arrays["vocab_bytes"].shape[0]
     ):
         raise bad("vocab_offsets does not match vocab_df and vocab_bytes")
+    try:
+        check_doc_blocks(arrays)
+    except ValueError as exc:
+        raise bad(str(exc)) from exc
     posting_blocks = _blocks(sizes["posting"])
     if arrays["pos_block_offsets"].shape[0] != posting_blocks + 1:
         raise bad(f"pos_block_offsets does not have the {posting_blocks} blocks of the postings")

@@ -1,10 +1,12 @@
 """A segment's arrays as the build makes them ("plain") and as the current format stores them.
 
-The build works on plain arrays: one column per field frequency, the positions with an
-offset per posting, the forward index's term ids and frequencies as they are.
-``compact_segment`` turns those into the stored contract
-(``services.storage.formats.segment.SEGMENT_ARRAYS``), which bit-packs the field
-frequencies and positions (``services.storage.formats.bitpack``), codes the forward index
+The build works on plain arrays: each term's documents, one column per field frequency, the
+positions with an offset per posting, the forward index's term ids and frequencies as they
+are. ``compact_segment`` turns those into the stored contract
+(``services.storage.formats.segment.SEGMENT_ARRAYS``), which packs each term's documents in
+blocks read in place (``services.storage.formats.doc_blocks``), bit-packs the field
+frequencies and positions (``services.storage.formats.bitpack``; where a posting's positions
+start is not stored: they are as many as its title and body words), codes the forward index
 entry by entry (``services.storage.formats.forward_index``: feedback reads it whole for ten
 documents a query), and ``expand_segment`` gives the plain arrays back, exactly. The
 incremental merge never expands its base: it reads it a term range at a time
@@ -12,9 +14,9 @@ incremental merge never expands its base: it reads it a term range at a time
 ``compact_segment`` writes). The readers here (``field_tfs``, ``position_lists``) and
 ``forward_index.forward_lists`` decode only the rows asked for.
 
-What stays plain: what every query reads whole (document numbers, impacts, offsets,
-per-document columns); docs/benchmarks.md ("Issue 31: compact segments") has what each
-choice costs.
+What stays plain: the impacts (one byte each, every query reads them), offsets and the
+per-document columns; docs/benchmarks.md ("Issue 31: compact segments" and after) has what
+each choice costs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 from services.compiled import as_mapped, compiled_on_first_use
 from services.storage.formats import bitpack
 from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.doc_blocks import DOC_ARRAYS, DocBlocks, pack_docs
 from services.storage.formats.forward_index import CODED_ARRAYS, compact_forward, forward_lists_reference
 from services.storage.formats.segment import (
     POSTING_COLUMNS,
@@ -36,6 +39,7 @@ from services.storage.formats.segment import (
 
 # Plain arrays that the stored segment holds packed instead (format 8's arrays, dtypes).
 PLAIN_ONLY: dict[str, np.dtype] = {
+    "post_docs": np.dtype(np.uint32),  # each term's documents, ascending
     **{f"tf_{f}": np.dtype(np.uint16) for f in TF_FIELDS},  # clipped field frequencies, per posting
     "pos_offsets": np.dtype(np.uint64),  # posting p's positions are positions[off[p]:off[p+1]]
     "positions": np.dtype(np.uint32),  # ascending term positions in title + body
@@ -43,7 +47,7 @@ PLAIN_ONLY: dict[str, np.dtype] = {
     "fwd_tfs": np.dtype(np.uint16),  # their title + body + meta frequencies
 }
 PACKED_ONLY = frozenset(
-    {"pos_block_offsets"}
+    {"pos_block_offsets", *DOC_ARRAYS}
     | set(CODED_ARRAYS)
     | {f"{name}{part}" for name in ("post_packed", "pos_packed") for part in ("", "_starts", "_widths")}
 )
@@ -73,6 +77,7 @@ def compact_segment(plain: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     )
     out.update(packer.finish())
     out.update(compact_forward(plain["fwd_offsets"], plain["fwd_terms"], plain["fwd_tfs"]))
+    out.update(pack_docs(plain["post_docs"], plain["post_offsets"]))
     return out
 
 
@@ -362,6 +367,7 @@ def expand_segment(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The plain arrays of a stored segment (``compact_segment``'s input, exactly)."""
     out = {name: np.asarray(array) for name, array in arrays.items() if name not in PACKED_ONLY}
     postings = posting_count(arrays)
+    out["post_docs"] = DocBlocks.of(arrays).range_docs(0, arrays["post_offsets"].shape[0] - 1)
     for field in TF_FIELDS:
         out[f"tf_{field}"] = field_tfs_range(arrays, field, 0, postings)
     words = out["tf_title"].astype(np.uint64) + out["tf_body"]

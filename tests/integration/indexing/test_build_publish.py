@@ -130,7 +130,7 @@ def check_segment(settings: Settings, segment: str, tmp_path: Path) -> dict[str,
     expected = expected_postings()
     impacts = bm25f_reference(expected)
     t = len(expected)
-    assert meta["format"] == 12 and meta["num_docs"] == N and meta["num_terms"] == t
+    assert meta["format"] == 13 and meta["num_docs"] == N and meta["num_terms"] == t
     assert meta["analyzer"] == analyzer_version() and sum(meta["languages"].values()) == N
     assert meta["num_postings"] == sum(len(p) for p in expected.values())
     assert meta["pagerank_damping"] == settings.index.pagerank_damping

@@ -52,6 +52,7 @@ KERNELS = {
     "feedback._relevance_model",
     "forward_index._forward_entries",
     "segment_codec._row_positions",
+    "doc_blocks._decode",
     "forms._probe",
 }
 

@@ -13,7 +13,9 @@ from numba import config
 from services import compiled
 from services.cli import main
 
-KERNELS = 7  # OR top-k and its count, AND top-k, RM3, the forward and position readers, the form probe
+KERNELS = (
+    8  # OR top-k and its count, AND top-k, RM3, the form probe; the forward, position and document readers
+)
 
 
 def test_it_loads_or_compiles_every_search_kernel_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:

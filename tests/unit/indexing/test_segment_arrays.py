@@ -88,7 +88,7 @@ def test_dtypes_idf_impacts_forward_index_and_pagerank_follow_the_contract() -> 
     assert fwd == [{0: 3, 2: 1}, {0: 1, 1: 2}, {0: 1, 2: 4}]
     assert a["pagerank"].tolist() == pytest.approx([0.2, 0.3, 0.5])
     meta = segment_meta(a, pagerank_iterations=7, pagerank_damping=0.85, created_at=12.5)
-    assert meta["format"] == 12 and meta["num_postings"] == 6 and meta["num_terms"] == 3
+    assert meta["format"] == 13 and meta["num_postings"] == 6 and meta["num_terms"] == 3
     assert meta["analyzer"] == analyzer_version() and meta["languages"] == {}
     assert meta["bm25f"]["k1"] == 1.2
 
@@ -137,17 +137,17 @@ def test_a_segment_of_an_older_format_is_refused_with_the_fix():
     from services.storage.formats.segment import SEGMENT_FORMAT, check_segment
     from services.storage.formats.segment_codec import compact_segment
 
-    assert SEGMENT_FORMAT == 12
+    assert SEGMENT_FORMAT == 13
     stored = compact_segment(arrays_for(ROWS))
-    check_segment(stored, {"format": 12, "num_docs": 3}, "new.nseg")  # no error
-    for old in (3, 6, 8, 9, 10, 11):
+    check_segment(stored, {"format": 13, "num_docs": 3}, "new.nseg")  # no error
+    for old in (3, 6, 8, 9, 10, 11, 12):
         with pytest.raises(
             SegmentContractError, match=rf"format {old}, .*rebuild the index with `nimbus index`"
         ):
             check_segment(stored, {"format": old, "num_docs": 3}, "old.nseg")
     plain = arrays_for(ROWS)  # format 8's arrays, unpacked
-    with pytest.raises(SegmentContractError, match="post_packed"):
-        check_segment(plain, {"format": 12, "num_docs": 3}, "unpacked.nseg")
+    with pytest.raises(SegmentContractError, match="doc_block_base"):
+        check_segment(plain, {"format": 13, "num_docs": 3}, "unpacked.nseg")
 
 
 def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
@@ -156,7 +156,7 @@ def test_a_stored_segment_expands_to_the_arrays_it_was_made_from():
 
     plain = arrays_for(ROWS)
     stored = compact_segment(plain)
-    check_segment(stored, {"format": 12, "num_docs": 3}, "t.nseg")
+    check_segment(stored, {"format": 13, "num_docs": 3}, "t.nseg")
     back = expand_segment(stored)
     assert sorted(back) == sorted(plain)
     for name, array in plain.items():

@@ -262,7 +262,7 @@ def test_the_stored_base_is_read_a_term_range_at_a_time_never_expanded_whole(
     base = {d: random_doc(rng, WORDS) for d in range(base_n)}
     delta = {d: random_doc(rng, WORDS) for d in range(base_n - 10, total)}
     stored_base = compact_segment(build(base, base_n, {}))
-    postings = int(stored_base["post_docs"].shape[0])
+    postings = int(stored_base["post_impacts"].shape[0])
     widest_term = int(np.diff(stored_base["post_offsets"].astype(np.int64)).max())
     read: list[tuple[int, int]] = []
     unpack_range = bitpack.unpack_range

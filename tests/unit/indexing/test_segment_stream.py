@@ -86,7 +86,7 @@ def test_the_streamed_segment_is_the_whole_at_once_one_byte_for_byte(
     streamed = streamed_segment(
         terms, cols, ranks, num_docs, links=links, url_kinds=kinds, doc_hosts=hosts, range_bytes=range_bytes
     )
-    assert int(whole["post_docs"].shape[0]) > 3 * 128  # postings of several blocks of 128
+    assert int(whole["post_impacts"].shape[0]) > 3 * 128  # postings of several blocks of 128
     assert int((whole["near_dup_of"] != np.arange(num_docs)).sum()) > 0  # folding found copies
     assert list(streamed) == list(whole)  # the file's layout
     for name, value in whole.items():

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.compiled import as_mapped
 from services.ranking.impact_levels import LEVEL_DTYPE, LEVELS, dequantize
-from services.search.retrieval.posting_layout import BLOCK, PostingSource, block_maxima
+from services.search.retrieval.posting_layout import BLOCK, PostingSource, source_of
 from services.search.retrieval.rank import QueryTerm
 
 
@@ -31,12 +30,8 @@ def random_source(
         offsets.append(offsets[-1] + held.shape[0])
     all_levels = np.concatenate(levels)
     scale = (rng.gamma(2.0, 1.5, num_terms) / 100).astype(np.float32)
-    offsets_arr = np.array(offsets, np.int64)
-    first, maxima = block_maxima(offsets_arr, all_levels, scale)
-    # As a segment's memory maps present them (read-only): the kernels' one signature.
-    return PostingSource(
-        as_mapped(np.concatenate(docs)), as_mapped(all_levels), scale, offsets_arr, first, maxima
-    )
+    # As a segment's open presents them (documents in blocks, read-only): the kernels' one signature.
+    return source_of(np.concatenate(docs), all_levels, scale, np.array(offsets, np.int64))
 
 
 def terms_of(rng: np.random.Generator, source: PostingSource, count: int) -> list[QueryTerm]:
@@ -45,7 +40,7 @@ def terms_of(rng: np.random.Generator, source: PostingSource, count: int) -> lis
     out = []
     for t in rng.choice(source.offsets.shape[0] - 1, size=count, replace=False):
         a, b = int(source.offsets[t]), int(source.offsets[t + 1])
-        docs, levels, step = source.docs[a:b], source.levels[a:b], float(source.scale[t])
+        docs, levels, step = source.docs_of(int(t)), source.levels[a:b], float(source.scale[t])
         impacts = dequantize(levels, step)
         weight = float(rng.choice([1.0, 2.0, 0.37, 0.05]))
         if rng.random() < 0.3:

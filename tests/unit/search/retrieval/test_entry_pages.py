@@ -164,15 +164,17 @@ def test_the_entry_pages_in_the_rarest_words_lists_either_way_round() -> None:
     are): the same pages, ascending, once each."""
     from services.ranking.entry_pages import UrlKind
     from services.search.retrieval.entry_pages import _entries_holding
+    from services.storage.formats.doc_blocks import pack_docs
 
     rng = np.random.default_rng(7)
     kinds = rng.choice([UrlKind.ROOT, UrlKind.SUBROOT, UrlKind.PATH, UrlKind.FILE], 5000).astype(np.uint8)
     entries = np.flatnonzero(kinds <= UrlKind.SUBROOT).astype(np.uint32)
     for sizes in ([40], [30, 25], [4000], [3000, 2500]):
         parts = [np.sort(rng.choice(5000, n, replace=False)).astype(np.uint32) for n in sizes]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.uint64)
         lists = {
-            "post_offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.uint64),
-            "post_docs": np.concatenate(parts),
+            "post_offsets": offsets,
+            **pack_docs(np.concatenate(parts), offsets),
             "post_impacts": np.ones(sum(sizes), np.float32),
         }
         index = SegmentIndex(0, "lists", Path("lists"), {}, lists)

@@ -8,26 +8,29 @@ import numpy as np
 import pytest
 
 from services.storage.formats.bitpack import BLOCK
+from services.storage.formats.doc_blocks import DocBlocks
 from services.storage.formats.posting_runs import is_stored, posting_run
 from services.storage.formats.segment import TF_FIELDS
 from services.storage.formats.segment_codec import compact_segment
 from tests.unit.storage.formats.test_segment_codec import plain
 
 
-@pytest.mark.parametrize("postings", [0, 1, BLOCK, 3 * BLOCK + 5])
-def test_any_run_of_a_stored_segment_is_the_plain_segments_rows(postings: int) -> None:
-    before = plain(postings, 7, postings)
+@pytest.mark.parametrize(("postings", "docs"), [(0, 7), (1, 7), (BLOCK, 7), (3 * BLOCK + 5, 7), (900, 300)])
+def test_any_run_of_a_stored_segment_is_the_plain_segments_rows(postings: int, docs: int) -> None:
+    before = plain(postings, docs, postings)
     stored = compact_segment(before)
     assert is_stored(stored) and not is_stored(before)
     offsets = before["pos_offsets"].astype(np.int64)
-    edges = sorted({0, 1, BLOCK - 1, BLOCK, BLOCK + 1, postings // 2, postings - 1, postings})
-    edges = [e for e in edges if 0 <= e <= postings]
-    for lo in edges:
-        for hi in edges:
-            if hi < lo:
+    term_offsets = before["post_offsets"].astype(np.int64)
+    terms = term_offsets.shape[0] - 1
+    edges = sorted({0, 1, terms // 2, terms - 1, terms} & set(range(terms + 1)))
+    for lo_term in edges:
+        for hi_term in edges:
+            if hi_term < lo_term:
                 continue
-            for arrays in (before, stored):
-                run = posting_run(arrays, lo, hi)
+            lo, hi = term_offsets[lo_term], term_offsets[hi_term]
+            for arrays, blocks in ((before, None), (stored, None), (stored, DocBlocks.of(stored))):
+                run = posting_run(arrays, lo_term, hi_term, blocks)
                 assert run.docs.tolist() == before["post_docs"][lo:hi].tolist()
                 for f, field in enumerate(TF_FIELDS):
                     assert run.field_tfs[:, f].tolist() == before[f"tf_{field}"][lo:hi].tolist()

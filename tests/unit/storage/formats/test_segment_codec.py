@@ -32,9 +32,16 @@ def plain(postings: int, docs: int, seed: int) -> dict[str, np.ndarray]:
     postings without positions (no title or body words), positions up to 2**32 - 1,
     documents without terms."""
     rng = np.random.default_rng(seed)
+    # Terms of 1 .. ``docs`` postings (any number of blocks of 128), each one's documents
+    # ascending, among them 0 and the last.
+    lengths: list[int] = []
+    while sum(lengths) < postings:
+        lengths.append(min(int(rng.integers(1, max(docs, 1) + 1)), postings - sum(lengths)))
     out: dict[str, np.ndarray] = {
-        "post_docs": rng.integers(0, max(docs, 1), postings).astype(np.uint32),
-        "post_offsets": np.array([0, postings], np.uint64),  # one term
+        "post_docs": np.concatenate(
+            [np.zeros(0, np.int64)] + [np.sort(rng.choice(max(docs, 1), n, replace=False)) for n in lengths]
+        ).astype(np.uint32),
+        "post_offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64),
     }
     for f in TF_FIELDS:
         out[f"tf_{f}"] = rng.integers(0, 4, postings).astype(np.uint16)
@@ -59,7 +66,8 @@ def plain(postings: int, docs: int, seed: int) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize(
-    ("postings", "docs"), [(0, 0), (1, 1), (BLOCK - 1, 3), (BLOCK, 5), (BLOCK + 1, 2), (1000, 40)]
+    ("postings", "docs"),
+    [(0, 0), (1, 1), (BLOCK - 1, 3), (BLOCK, 5), (BLOCK + 1, 2), (1000, 40), (1000, 400)],
 )
 def test_compact_then_expand_gives_the_plain_arrays_back(postings: int, docs: int) -> None:
     before = plain(postings, docs, postings)
