@@ -96,16 +96,27 @@ def window_top_k(
     heap_doc = np.zeros(max(k, 1), dtype=np.int64)
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
+    held_block = np.full(m, -1, dtype=np.int64)  # per list: the block base_doc last read
+    held_width = np.zeros(m, dtype=np.int64)
+    held_first = np.zeros(m, dtype=np.int64)
+    held_bit = np.zeros(m, dtype=np.int64)
 
     def base_doc(j, p):
         """A segment list's posting ``p``: its block's first document plus its offset, read
-        with a 64-bit window of two words (``services.storage.formats.doc_blocks``)."""
-        b = bstart[j] + (p >> 7)
-        width = np.int64(dbits[b])
-        bit = dstart[b] * 32 + (p & 127) * width
+        with a 64-bit window of two words (``services.storage.formats.doc_blocks``). The
+        block's width, first document and first bit are kept per list while it reads there."""
+        b = p >> 7
+        if b != held_block[j]:
+            block = bstart[j] + b
+            held_block[j] = b
+            held_width[j] = np.int64(dbits[block])
+            held_first[j] = np.int64(db[block])
+            held_bit[j] = dstart[block] * 32
+        width = held_width[j]
+        bit = held_bit[j] + (p & 127) * width
         at = bit >> 5
         window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
-        return np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
+        return held_first[j] + (window & ((np.int64(1) << width) - 1))
 
     def doc_at(j, p):
         if src[j] == 0:
@@ -122,11 +133,58 @@ def window_top_k(
             return np.float64(bb[bstart[j] + b])
         return np.float64(ob[bstart[j] + b])
 
+    def block_first_doc(j, b):
+        """The first document of list ``j``'s block ``b`` (a segment list's is stored)."""
+        if src[j] == 0:
+            return np.int64(db[bstart[j] + b])
+        return np.int64(od[start[j] + b * BLOCK])
+
     def block_last(j, b):
         last = b * BLOCK + BLOCK - 1
         if last >= length[j]:
             last = length[j] - 1
         return doc_at(j, last)
+
+    def base_seek(j, p, target):
+        """A segment list's first posting at or after ``p`` whose document is >= ``target``
+        (``doc_at(j, p) < target``): galloping over the blocks' first documents (read as
+        stored), then within the one block that can hold it."""
+        n = length[j]
+        blocks = (n + BLOCK - 1) // BLOCK
+        b0 = bstart[j]
+        lo = p // BLOCK  # its first document is below target
+        step = 1
+        hi = lo + 1
+        while hi < blocks and np.int64(db[b0 + hi]) < target:
+            lo = hi
+            step *= 2
+            hi = lo + step
+        if hi > blocks:
+            hi = blocks
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            if np.int64(db[b0 + mid]) < target:
+                lo = mid
+            else:
+                hi = mid
+        # In block lo, or the next block's first (or past the end).
+        left = max(p, lo * BLOCK)  # doc(left) < target
+        end = min(n, lo * BLOCK + BLOCK)
+        step = 1
+        right = left + 1
+        while right < end and base_doc(j, right) < target:
+            left = right
+            step *= 2
+            right = left + step
+        if right > end:
+            right = end
+        while left + 1 < right:
+            mid = (left + right) // 2
+            if base_doc(j, mid) < target:
+                left = mid
+            else:
+                right = mid
+        return right
 
     def seek(j, target):
         """Move cursor ``j`` to its first document >= ``target`` (galloping, then binary)."""
@@ -139,36 +197,48 @@ def window_top_k(
         if first >= target:
             cur[j] = first
             return
-        lo = p  # doc(lo) < target
-        step = 1
-        hi = p + 1
-        while hi < n and doc_at(j, hi) < target:
-            lo = hi
-            step *= 2
-            hi = lo + step
-        if hi > n:
-            hi = n
-        while lo + 1 < hi:  # doc(lo) < target <= doc(hi) (hi == n: past the end)
-            mid = (lo + hi) // 2
-            if doc_at(j, mid) < target:
-                lo = mid
-            else:
-                hi = mid
+        if src[j] == 0:
+            hi = base_seek(j, p, target)
+        else:
+            lo = p  # doc(lo) < target
+            step = 1
+            hi = p + 1
+            while hi < n and doc_at(j, hi) < target:
+                lo = hi
+                step *= 2
+                hi = lo + step
+            if hi > n:
+                hi = n
+            while lo + 1 < hi:  # doc(lo) < target <= doc(hi) (hi == n: past the end)
+                mid = (lo + hi) // 2
+                if doc_at(j, mid) < target:
+                    lo = mid
+                else:
+                    hi = mid
         pos[j] = hi
         cur[j] = doc_at(j, hi) if hi < n else SENTINEL
 
     def find(j, d):
-        """Where list ``j`` holds ``d`` (binary search, cursors untouched); -1: it does not."""
-        lo = 0
-        hi = length[j]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if doc_at(j, mid) < d:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < length[j] and doc_at(j, lo) == d:
-            return lo
+        """Where list ``j`` holds ``d`` (cursors untouched); -1: it does not."""
+        n = length[j]
+        if n == 0:
+            return -1
+        first = doc_at(j, 0)
+        if first >= d:
+            return 0 if first == d else -1
+        if src[j] == 0:
+            at = base_seek(j, 0, d)
+        else:
+            lo = 0
+            at = n
+            while lo + 1 < at:  # doc(lo) < d <= doc(at)
+                mid = (lo + at) // 2
+                if doc_at(j, mid) < d:
+                    lo = mid
+                else:
+                    at = mid
+        if at < n and doc_at(j, at) == d:
+            return at
         return -1
 
     def block_of(j, d):
@@ -184,11 +254,11 @@ def window_top_k(
     def window_top(j, lo, hi):
         """The largest impact of list ``j``'s blocks over documents ``lo..hi``; -1: none there."""
         b = block_of(j, lo)
-        if b < 0 or doc_at(j, b * BLOCK) > hi:
+        if b < 0 or block_first_doc(j, b) > hi:
             return -1.0
         top = block_max_at(j, b)
         blocks = (length[j] + BLOCK - 1) // BLOCK
-        while b + 1 < blocks and block_last(j, b) < hi and doc_at(j, (b + 1) * BLOCK) <= hi:
+        while b + 1 < blocks and block_last(j, b) < hi and block_first_doc(j, b + 1) <= hi:
             b += 1
             top = max(top, block_max_at(j, b))
         return top
@@ -385,10 +455,22 @@ def window_top_k(
                 w = weights[j]
                 step = scale[j]
                 if src[j] == 0:
+                    # A block's width, first document and bit read once, then each offset in turn.
+                    width = np.int64(0)
+                    first_doc = np.int64(0)
+                    bit = np.int64(0)
                     while p < n:
-                        d = base_doc(j, p)
+                        if p == pos[j] or p % BLOCK == 0:
+                            b = bstart[j] + p // BLOCK
+                            width = np.int64(dbits[b])
+                            first_doc = np.int64(db[b])
+                            bit = dstart[b] * 32 + (p % BLOCK) * width
+                        at = bit >> 5
+                        window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
+                        d = first_doc + (window & ((np.int64(1) << width) - 1))
                         if d > c_hi:
                             break
+                        bit += width
                         i = d - c_lo
                         mask[i] |= bits[j]
                         present[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
@@ -496,13 +578,19 @@ def lead_count(
             continue
         a = start[j]
         if src[j] == 0:
+            width = np.int64(0)
+            first_doc = np.int64(0)
+            bit = np.int64(0)
             for p in range(length[j]):
-                b = bstart[j] + (p >> 7)
-                width = np.int64(dbits[b])
-                bit = dstart[b] * 32 + (p & 127) * width
+                if p % 128 == 0:  # a block's width, first document and bit, once
+                    b = bstart[j] + p // 128
+                    width = np.int64(dbits[b])
+                    first_doc = np.int64(db[b])
+                    bit = dstart[b] * 32
                 at = bit >> 5
                 window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
-                d = np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
+                d = first_doc + (window & ((np.int64(1) << width) - 1))
+                bit += width
                 if seen[d] == 0:
                     seen[d] = 1
                     if not use_allowed or allowed[d]:

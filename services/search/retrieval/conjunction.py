@@ -31,6 +31,8 @@ from services.compiled import compiled_on_first_use
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.posting_layout import Docs, Impacts, PostingSource, lay_out, source_of
 
+SENTINEL = np.iinfo(np.int64).max  # past every document number
+
 
 def top_k_and(
     source: PostingSource | None,
@@ -112,16 +114,28 @@ def _top_k_and(
     if m == 0:
         return heap_doc[:0], heap_final[:0], heap_text[:0], 0
     pos = np.zeros(m, dtype=np.int64)
+    cur = np.zeros(m, dtype=np.int64)  # the document at pos (SENTINEL: past the end)
     at = np.zeros(m, dtype=np.int64)  # where each list holds the current match
+
+    held_block = np.full(m, -1, dtype=np.int64)  # per list: the block doc_at last read
+    held_width = np.zeros(m, dtype=np.int64)
+    held_first = np.zeros(m, dtype=np.int64)
+    held_bit = np.zeros(m, dtype=np.int64)
 
     def doc_at(j, p):
         if src[j] == 0:  # its block's first document plus its offset (window_top_k's base_doc)
-            b = bstart[j] + (p >> 7)
-            width = np.int64(dbits[b])
-            bit = dstart[b] * 32 + (p & 127) * width
+            b = p >> 7
+            if b != held_block[j]:
+                block = bstart[j] + b
+                held_block[j] = b
+                held_width[j] = np.int64(dbits[block])
+                held_first[j] = np.int64(db[block])
+                held_bit[j] = dstart[block] * 32
+            width = held_width[j]
+            bit = held_bit[j] + (p & 127) * width
             at = bit >> 5
             window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
-            return np.int64(db[b]) + (window & ((np.int64(1) << width) - 1))
+            return held_first[j] + (window & ((np.int64(1) << width) - 1))
         return np.int64(od[start[j] + p])
 
     def impact_at(j, p):
@@ -130,27 +144,58 @@ def _top_k_and(
         return np.float64(oi[start[j] + p])
 
     def seek(j, target):
-        """List ``j``'s first posting at or after ``target`` (galloping, then binary)."""
+        """Move list ``j`` (``cur[j] < target``) to its first posting at or after ``target``:
+        a segment list's blocks skipped by their first documents (read as stored), then
+        galloping and binary search within; ``cur[j]`` its document (``SENTINEL`` past the end)."""
         n = length[j]
         p = pos[j]
-        if p >= n or doc_at(j, p) >= target:
-            return p
-        lo = p
+        end = n
+        if src[j] == 0:
+            blocks = (n + 127) // 128
+            b0 = bstart[j]
+            lo = p // 128  # its first document is below target
+            step = 1
+            hi = lo + 1
+            while hi < blocks and np.int64(db[b0 + hi]) < target:
+                lo = hi
+                step *= 2
+                hi = lo + step
+            if hi > blocks:
+                hi = blocks
+            while lo + 1 < hi:
+                mid = (lo + hi) // 2
+                if np.int64(db[b0 + mid]) < target:
+                    lo = mid
+                else:
+                    hi = mid
+            p = max(p, lo * 128)  # in block lo, or the next block's first
+            end = min(n, lo * 128 + 128)
+        lo = p  # doc(lo) < target
         step = 1
         hi = p + 1
-        while hi < n and doc_at(j, hi) < target:
+        found = SENTINEL  # doc(hi), once read
+        while hi < end:
+            d = doc_at(j, hi)
+            if d >= target:
+                found = d
+                break
             lo = hi
             step *= 2
             hi = lo + step
-        if hi > n:
-            hi = n
+        if hi >= end:
+            hi = end
         while lo + 1 < hi:
             mid = (lo + hi) // 2
-            if doc_at(j, mid) < target:
+            d = doc_at(j, mid)
+            if d < target:
                 lo = mid
             else:
                 hi = mid
-        return hi
+                found = d
+        pos[j] = hi
+        if found == SENTINEL and hi < n:  # the block's end: the next block's first document
+            found = doc_at(j, hi)
+        cur[j] = found
 
     def worse(a, b):
         return heap_final[a] < heap_final[b] or (heap_final[a] == heap_final[b] and heap_doc[a] > heap_doc[b])
@@ -170,24 +215,40 @@ def _top_k_and(
             heap_text[i], heap_text[low] = heap_text[low], heap_text[i]
             i = low
 
+    for j in range(m):
+        cur[j] = doc_at(j, 0) if length[j] > 0 else SENTINEL
     n_excluded = excluded.shape[0]
     at_excluded = 0
     use_allowed = allowed.shape[0] > 0
     first = lead[0]
+    width = np.int64(0)
+    first_doc = np.int64(0)
+    bit = np.int64(0)
     for p0 in range(length[first]):
-        d = doc_at(first, p0)
+        if src[first] == 0:  # the leading list read in turn: a block's width and bit once
+            if p0 % 128 == 0:
+                b = bstart[first] + p0 // 128
+                width = np.int64(dbits[b])
+                first_doc = np.int64(db[b])
+                bit = dstart[b] * 32
+            word = bit >> 5
+            window = (np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)) >> (bit & 31)
+            d = first_doc + (window & ((np.int64(1) << width) - 1))
+            bit += width
+        else:
+            d = np.int64(od[start[first] + p0])
         at[first] = p0
         held = True
         for r in range(1, m):
             j = lead[r]
-            p = seek(j, d)
-            pos[j] = p
-            if p >= length[j]:
+            if cur[j] < d:
+                seek(j, d)
+            if cur[j] == SENTINEL:
                 return _best(heap_doc, heap_final, heap_text, size, count)
-            if doc_at(j, p) != d:
+            if cur[j] != d:
                 held = False
                 break
-            at[j] = p
+            at[j] = pos[j]
         if not held:
             continue
         while at_excluded < n_excluded and np.int64(excluded[at_excluded]) < d:
