@@ -96,27 +96,16 @@ def window_top_k(
     heap_doc = np.zeros(max(k, 1), dtype=np.int64)
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
-    held_block = np.full(m, -1, dtype=np.int64)  # per list: the block base_doc last read
-    held_width = np.zeros(m, dtype=np.int64)
-    held_first = np.zeros(m, dtype=np.int64)
-    held_bit = np.zeros(m, dtype=np.int64)
 
     def base_doc(j, p):
         """A segment list's posting ``p``: its block's first document plus its offset, read
-        with a 64-bit window of two words (``services.storage.formats.doc_blocks``). The
-        block's width, first document and first bit are kept per list while it reads there."""
-        b = p >> 7
-        if b != held_block[j]:
-            block = bstart[j] + b
-            held_block[j] = b
-            held_width[j] = np.int64(dbits[block])
-            held_first[j] = np.int64(db[block])
-            held_bit[j] = dstart[block] * 32
-        width = held_width[j]
-        bit = held_bit[j] + (p & 127) * width
+        with a 64-bit window of two words (``services.storage.formats.doc_blocks``)."""
+        block = bstart[j] + (p >> 7)
+        width = np.int64(dbits[block])
+        bit = dstart[block] * 32 + (p & 127) * width
         at = bit >> 5
         window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
-        return held_first[j] + (window & ((np.int64(1) << width) - 1))
+        return np.int64(db[block]) + (window & ((np.int64(1) << width) - 1))
 
     def doc_at(j, p):
         if src[j] == 0:
@@ -143,51 +132,14 @@ def window_top_k(
         last = b * BLOCK + BLOCK - 1
         if last >= length[j]:
             last = length[j] - 1
-        return doc_at(j, last)
-
-    def base_seek(j, p, target):
-        """A segment list's first posting at or after ``p`` whose document is >= ``target``
-        (``doc_at(j, p) < target``): galloping over the blocks' first documents (read as
-        stored), then within the one block that can hold it."""
-        n = length[j]
-        blocks = (n + BLOCK - 1) // BLOCK
-        b0 = bstart[j]
-        lo = p // BLOCK  # its first document is below target
-        step = 1
-        hi = lo + 1
-        while hi < blocks and np.int64(db[b0 + hi]) < target:
-            lo = hi
-            step *= 2
-            hi = lo + step
-        if hi > blocks:
-            hi = blocks
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            if np.int64(db[b0 + mid]) < target:
-                lo = mid
-            else:
-                hi = mid
-        # In block lo, or the next block's first (or past the end).
-        left = max(p, lo * BLOCK)  # doc(left) < target
-        end = min(n, lo * BLOCK + BLOCK)
-        step = 1
-        right = left + 1
-        while right < end and base_doc(j, right) < target:
-            left = right
-            step *= 2
-            right = left + step
-        if right > end:
-            right = end
-        while left + 1 < right:
-            mid = (left + right) // 2
-            if base_doc(j, mid) < target:
-                left = mid
-            else:
-                right = mid
-        return right
+        if src[j] == 0:
+            return base_doc(j, last)
+        return np.int64(od[start[j] + last])
 
     def seek(j, target):
-        """Move cursor ``j`` to its first document >= ``target`` (galloping, then binary)."""
+        """Move cursor ``j`` to its first document >= ``target``: a segment list's blocks
+        skipped by their first documents (read as stored), then galloping and binary search
+        (within that one block)."""
         n = length[j]
         p = pos[j]
         if p >= n:
@@ -197,48 +149,73 @@ def window_top_k(
         if first >= target:
             cur[j] = first
             return
+        end = n
         if src[j] == 0:
-            hi = base_seek(j, p, target)
-        else:
-            lo = p  # doc(lo) < target
+            blocks = (n + BLOCK - 1) // BLOCK
+            b0 = bstart[j]
+            lo = p // BLOCK  # its first document is below target
             step = 1
-            hi = p + 1
-            while hi < n and doc_at(j, hi) < target:
+            hi = lo + 1
+            while hi < blocks and np.int64(db[b0 + hi]) < target:
                 lo = hi
                 step *= 2
                 hi = lo + step
-            if hi > n:
-                hi = n
-            while lo + 1 < hi:  # doc(lo) < target <= doc(hi) (hi == n: past the end)
+            if hi > blocks:
+                hi = blocks
+            while lo + 1 < hi:
                 mid = (lo + hi) // 2
-                if doc_at(j, mid) < target:
+                if np.int64(db[b0 + mid]) < target:
                     lo = mid
                 else:
                     hi = mid
+            p = max(p, lo * BLOCK)  # in block lo, or the next block's first
+            end = min(n, lo * BLOCK + BLOCK)
+        lo = p  # doc(lo) < target
+        step = 1
+        hi = p + 1
+        while hi < end and doc_at(j, hi) < target:
+            lo = hi
+            step *= 2
+            hi = lo + step
+        if hi > end:
+            hi = end
+        while lo + 1 < hi:  # doc(lo) < target <= doc(hi) (hi == end: the next block or past the end)
+            mid = (lo + hi) // 2
+            if doc_at(j, mid) < target:
+                lo = mid
+            else:
+                hi = mid
         pos[j] = hi
         cur[j] = doc_at(j, hi) if hi < n else SENTINEL
 
     def find(j, d):
-        """Where list ``j`` holds ``d`` (cursors untouched); -1: it does not."""
+        """Where list ``j`` holds ``d`` (cursors untouched); -1: it does not. A segment list's
+        search is narrowed to one block by the blocks' first documents (read as stored)."""
         n = length[j]
-        if n == 0:
-            return -1
-        first = doc_at(j, 0)
-        if first >= d:
-            return 0 if first == d else -1
-        if src[j] == 0:
-            at = base_seek(j, 0, d)
-        else:
-            lo = 0
-            at = n
-            while lo + 1 < at:  # doc(lo) < d <= doc(at)
-                mid = (lo + at) // 2
-                if doc_at(j, mid) < d:
-                    lo = mid
+        lo = 0
+        hi = n
+        if src[j] == 0 and n > 0:
+            b0 = bstart[j]
+            if np.int64(db[b0]) > d:
+                return -1
+            a = 0  # the last block whose first document is <= d
+            z = (n + BLOCK - 1) // BLOCK
+            while a + 1 < z:
+                mid = (a + z) // 2
+                if np.int64(db[b0 + mid]) <= d:
+                    a = mid
                 else:
-                    at = mid
-        if at < n and doc_at(j, at) == d:
-            return at
+                    z = mid
+            lo = a * BLOCK
+            hi = min(n, lo + BLOCK)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if doc_at(j, mid) < d:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n and doc_at(j, lo) == d:
+            return lo
         return -1
 
     def block_of(j, d):
