@@ -5,9 +5,10 @@ table per list when the candidates are many), then the caller filters the matche
 them with their priors and picks the best: about twenty numpy calls and their arrays, most
 of an AND query's time at this engine's sizes. Here the shortest list leads and the others
 follow with galloping cursors (Lucene's ``ConjunctionDISI``; candidates ascend, so each
-cursor only moves forward), and each match is filtered, scored and offered to a heap of
-the best ``k`` as it is found. Every match is met, so the count is exact, as the numpy path
-counts it.
+cursor only moves forward; a segment's list skips whole blocks by their first documents
+before it gallops, ``services.storage.formats.doc_blocks``), and each match is filtered,
+scored and offered to a heap of the best ``k`` as it is found. Every match is met, so the
+count is exact, as the numpy path counts it.
 
 Exactness: a match's text score is the sum over terms, in query order, of
 ``impact * weight`` in float64 from 0.0, and its final score ``text * (1 + prior)``: the

@@ -1,4 +1,5 @@
-"""Each term's document numbers in blocks, every one readable in place. Pure numpy.
+"""Each term's document numbers in blocks, every one readable in place. Numpy, and one
+compiled reader of a whole list (``term_docs``) for the search side.
 
 A term's postings are cut into blocks of ``BLOCK`` from the start of its list (the blocks the
 search kernels' block maxima count, ``posting_layout.block_maxima``). A block is stored as
@@ -7,9 +8,9 @@ bits that hold the block's largest (``doc_block_bits``), least significant bit f
 word-aligned per block (``doc_words``, two spare words at the end): frame of reference
 (Goldstein, Ramakrishnan & Shaft, ICDE 1998), PISA's and Lucene's ``ForUtil`` blocks
 without the gaps. Offsets rather than gaps, so that any posting is one read of a 64-bit
-window, as the kernels probe lists today (galloping, binary search); gaps, decoded a block
-at a time, would save about 10 bits a posting more (docs/benchmarks.md, "Issue 31: document
-numbers in blocks").
+window, as the kernels probe lists (galloping, binary search); gaps, decoded a block at a
+time, would save about 4.6 bits a posting more, 16.8 against 26.8 MB at 100k documents
+(docs/benchmarks.md, "Issue 31: positions' starts derived, documents in blocks").
 
 Where each block's words start is not stored: it is the running sum of the blocks' word
 counts (``DocBlocks.of``), derived when a segment opens as the block maxima are.
