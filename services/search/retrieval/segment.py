@@ -375,11 +375,14 @@ class SegmentIndex:
         """For ``docs`` (ascending): whether each holds the term, and its posting number (the
         handle ``field_tfs``, ``field_tfs_many``, ``positions`` and ``posting_impacts`` take;
         meaningful where it holds it)."""
-        start, _ = self.posting_range(term_id)
-        held = self.posting_docs(term_id)
+        start, end = self.posting_range(term_id)
         docs = np.asarray(docs)
-        if not held.shape[0] or not docs.shape[0]:
+        if end == start or not docs.shape[0]:
             return np.zeros(docs.shape[0], dtype=bool), np.zeros(docs.shape[0], dtype=np.int64)
+        if docs.shape[0] * 32 < end - start:  # a few in a long list: only their blocks read
+            found, where = self.doc_blocks.locate(term_id, docs)
+            return found, start + where
+        held = self.posting_docs(term_id)
         at = np.minimum(np.searchsorted(held, docs), held.shape[0] - 1)
         return held[at] == docs, start + at.astype(np.int64)
 

@@ -216,7 +216,8 @@ class SegmentSet(SegmentIndex):
         documents is superseded; otherwise the merged list (the query's own, float32 impacts)."""
         if self._pieces(term_id) == [(0, term_id)]:
             in_place = self.parts[0].query_postings(term_id)
-            if not self.superseded[0].shape[0] or self._kept(0, self.parts[0].posting_docs(term_id)) is None:
+            gone = self.superseded[0]  # looked up in the list's blocks, the list not decoded
+            if not gone.shape[0] or not self.parts[0].locate(term_id, gone)[0].any():
                 return in_place
         docs, impacts = self.postings(term_id)
         return docs, impacts, None, None, int(docs.shape[0])

@@ -151,6 +151,23 @@ class DocBlocks:
         )
         return docs
 
+    def locate(self, term: int, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``targets``: whether term ``term`` holds it, and where in its list
+        (meaningful where it does). Compiled, reading only the block each target would be
+        in (found by the blocks' first documents), not the whole list: a few documents looked
+        up in a long list (a phrase's candidates, a segment set's superseded documents)."""
+        lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+        found: tuple[np.ndarray, np.ndarray] = _locate(
+            self.base,
+            self.bits,
+            self.word_start,
+            self.words,
+            int(self.block_first[term]),
+            hi - lo,
+            np.asarray(targets, dtype=np.int64),
+        )
+        return found
+
     def range_docs(self, lo_term: int, hi_term: int) -> np.ndarray:
         """The documents of terms ``lo_term .. hi_term - 1``, one list after another (uint32)."""
         lo, hi = int(self.offsets[lo_term]), int(self.offsets[hi_term])
@@ -178,6 +195,9 @@ def warm_up() -> None:
     blocks = DocBlocks.of({"post_offsets": offsets, **{name: as_mapped(a) for name, a in packed.items()}})
     if blocks.term_docs(0).tolist() != [2, 5, 9]:
         raise RuntimeError("doc_blocks.warm_up read the wrong documents")
+    held, at = blocks.locate(0, np.array([1, 5, 7, 9], np.int64))
+    if held.tolist() != [False, True, False, True] or at[[1, 3]].tolist() != [1, 2]:
+        raise RuntimeError("doc_blocks.warm_up located the wrong documents")
 
 
 @compiled_on_first_use
@@ -196,3 +216,50 @@ def _decode(base, bits, word_start, words, first_block, n):  # type: ignore[no-u
             out[p] = first + (window & mask)
             bit += width
     return out
+
+
+@compiled_on_first_use
+def _locate(base, bits, word_start, words, first_block, n, targets):  # type: ignore[no-untyped-def]
+    """Each target's block (the last whose first document is not above it, binary search),
+    then its offset from that first by binary search over the block's packed offsets."""
+    k = targets.shape[0]
+    held = np.zeros(k, dtype=np.bool_)
+    at = np.zeros(k, dtype=np.int64)
+    blocks = (n + 127) >> 7
+    for x in range(k):
+        d = targets[x]
+        if blocks == 0 or np.int64(base[first_block]) > d:
+            continue
+        lo = 0
+        hi = blocks
+        while lo + 1 < hi:
+            mid = (lo + hi) >> 1
+            if np.int64(base[first_block + mid]) <= d:
+                lo = mid
+            else:
+                hi = mid
+        block = first_block + lo
+        width = np.int64(bits[block])
+        mask = (np.int64(1) << width) - 1
+        bit0 = word_start[block] * 32
+        want = d - np.int64(base[block])
+        rows = min(128, n - (lo << 7))
+        a = 0
+        z = rows
+        value = np.int64(-1)
+        while a < z:  # the first offset >= want
+            mid = (a + z) >> 1
+            bit = bit0 + mid * width
+            w = bit >> 5
+            value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
+            if value < want:
+                a = mid + 1
+            else:
+                z = mid
+        at[x] = (lo << 7) + min(a, rows - 1)
+        if a < rows:
+            bit = bit0 + a * width
+            w = bit >> 5
+            value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
+            held[x] = value == want
+    return held, at

@@ -53,6 +53,7 @@ KERNELS = {
     "forward_index._forward_entries",
     "segment_codec._row_positions",
     "doc_blocks._decode",
+    "doc_blocks._locate",
     "forms._probe",
 }
 
