@@ -45,6 +45,23 @@ class PostingSource:
     block_first: np.ndarray  # int64, a term's blocks are block_max[block_first[t]:block_first[t + 1]]
     block_max: np.ndarray  # float32
 
+    @classmethod
+    def of(cls, blocks: DocBlocks, levels: np.ndarray, scale: np.ndarray) -> PostingSource:
+        """A segment's source from its document blocks and impact levels: the block maxima
+        derived (one pass over the levels, 1.4 MB per 100k documents)."""
+        first, maxima = block_maxima(blocks.offsets, levels, scale)
+        return cls(
+            blocks.base,
+            blocks.bits,
+            blocks.word_start,
+            blocks.words,
+            levels,
+            scale,
+            blocks.offsets,
+            first,
+            maxima,
+        )
+
     def docs_of(self, term: int) -> np.ndarray:
         """Term ``term``'s documents, decoded (uint32): queries read them in place, warm-ups
         and tests ask for them whole."""
@@ -79,18 +96,7 @@ def source_of(docs: np.ndarray, levels: np.ndarray, scale: np.ndarray, offsets: 
     offsets = np.asarray(offsets, dtype=np.int64)
     packed = pack_docs(np.asarray(docs, dtype=np.uint32), offsets)
     blocks = DocBlocks.of({"post_offsets": offsets, **{name: as_mapped(a) for name, a in packed.items()}})
-    first, maxima = block_maxima(offsets, levels, scale)
-    return PostingSource(
-        blocks.base,
-        blocks.bits,
-        blocks.word_start,
-        blocks.words,
-        as_mapped(np.asarray(levels)),
-        np.asarray(scale, dtype=np.float32),
-        offsets,
-        first,
-        maxima,
-    )
+    return PostingSource.of(blocks, as_mapped(np.asarray(levels)), np.asarray(scale, dtype=np.float32))
 
 
 def list_block_maxima(impacts: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
 from services.search.retrieval.feedback import warm_up as warm_feedback
-from services.search.retrieval.posting_layout import PostingSource, block_maxima
+from services.search.retrieval.posting_layout import PostingSource
 from services.search.retrieval.rank import pagerank_prior
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.doc_blocks import DocBlocks
@@ -350,22 +350,8 @@ class SegmentIndex:
     @cached_property
     def posting_source(self) -> PostingSource:
         """The postings as the compiled top-k reads them, with each list's block maxima
-        (derived when the segment opens: one pass over the levels, 1.4 MB per 100k documents)."""
-        offsets = self.arrays["post_offsets"]
-        levels, scale = self.arrays["post_impacts"], self.arrays["impact_scale"]
-        first, maxima = block_maxima(offsets, levels, scale)
-        blocks = self.doc_blocks
-        return PostingSource(
-            blocks.base,
-            blocks.bits,
-            blocks.word_start,
-            blocks.words,
-            levels,
-            scale,
-            np.asarray(offsets, np.int64),
-            first,
-            maxima,
-        )
+        (derived when the segment opens)."""
+        return PostingSource.of(self.doc_blocks, self.arrays["post_impacts"], self.arrays["impact_scale"])
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         offsets = self.arrays["post_offsets"]
