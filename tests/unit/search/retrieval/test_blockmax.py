@@ -9,7 +9,7 @@ import pytest
 from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import MAX_LISTS, top_k_blockmax
 from services.search.retrieval.blockmax_kernels import INNER
-from services.search.retrieval.posting_layout import BLOCK, block_maxima, list_block_maxima
+from services.search.retrieval.posting_layout import BLOCK, block_maxima, list_block_maxima, source_of
 from services.search.retrieval.rank import (
     COUNT_EXACTLY_UP_TO,
     QueryTerm,
@@ -153,3 +153,47 @@ def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed
         expanded, prior, k, excluded=excluded, allowed=visible, source=source, within=user, seed=seeds
     )
     assert (seeded.docs.tolist(), seeded.final.tolist()) == (want.docs.tolist(), want.final.tolist())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sparse_probed_lists_among_dense_candidates_score_as_the_exhaustive_top_k(seed: int):
+    """Where a chunk's candidates far outnumber a probed list's postings there, the kernel reads
+    that list whole instead of searching it per candidate (``BULK_READ``): the user's words
+    in most documents, the expansion terms in a few, some in one block, some spread out."""
+    rng = np.random.default_rng(5000 + seed)
+    num_docs = 3 * INNER + 77
+    lengths = [num_docs // 2, num_docs // 3, 1, 3, 40, BLOCK + 1, 300, num_docs // 9]
+    docs, levels, offsets = [], [], [0]
+    for n in lengths:
+        held = np.sort(rng.choice(num_docs, size=n, replace=False)).astype(np.uint32)
+        docs.append(held)
+        levels.append(rng.integers(0 if seed % 3 == 0 else 1, 256, n).astype(np.uint8))
+        offsets.append(offsets[-1] + n)
+    scale = (rng.gamma(2.0, 1.5, len(lengths)) / 100).astype(np.float32)
+    source = source_of(np.concatenate(docs), np.concatenate(levels), scale, np.array(offsets, np.int64))
+    terms = []
+    for t in range(len(lengths)):
+        impacts = dequantize(levels[t], float(scale[t]))
+        weight = float(rng.choice([1.0, 0.3, 2.5]))
+        terms.append(
+            QueryTerm(weight, source.docs_of(t), levels[t], float(impacts.max()), t, float(scale[t]))
+        )
+    user, expanded = terms[:2], terms[:1] + terms[2:]
+    prior = rng.random(num_docs) * 0.2
+    holding = np.zeros(num_docs, dtype=bool)
+    for t in user:
+        holding[t.docs] = True
+    for k in (1, 10, 100):
+        want = top_k_exhaustive(expanded, prior, k, allowed=holding)
+        got = top_k_or(expanded, prior, k, source=source, count=False, within=user)
+        assert (got.docs.tolist(), got.final.tolist(), got.text.tolist()) == (
+            want.docs.tolist(),
+            want.final.tolist(),
+            want.text.tolist(),
+        )
+        # The same lists all leading (an OR query): the sparse ones are then probed for the
+        # dense ones' candidates where they cannot reach the k-th score alone.
+        assert (
+            top_k_or(terms, prior, k, source=source).docs.tolist()
+            == top_k_exhaustive(terms, prior, k).docs.tolist()
+        )
