@@ -81,6 +81,12 @@ def _present(index: SegmentIndex, forms: list[str]) -> list[int]:
     return [i for form in forms if (i := index.term_id(form)) is not None]
 
 
+def looked_up_words(index: SegmentIndex, query: ParsedQuery) -> dict[str, list[int]]:
+    """Each query word's term ids in the index (its forms the index holds; none: it lacks
+    the word), looked up once for all of a query's steps."""
+    return {term: _present(index, query.forms_of(term)) for term in query.terms}
+
+
 def query_term_group(index: SegmentIndex, term_ids: list[int], weight: float) -> QueryTerm:
     """One query word whose forms are several terms (its analyses in several languages): the
     documents holding any, each scored by its best form's impact (a disjunction scored as
@@ -105,10 +111,12 @@ def retrieve(
     allowed: np.ndarray | None = None,
     upto: int | None = None,
     named: NamedPages | None = None,
+    looked_up: dict[str, list[int]] | None = None,
 ) -> Retrieval:
     """The ``k`` best documents for ``query``; only documents True in ``allowed`` (the query
     operators' mask, ``services.search.retrieval.filters``) when it is given. ``named``: the
-    query's ``named_entry_pages``, when the caller has them already.
+    query's ``named_entry_pages``, ``looked_up``: each of its words' term ids
+    (``looked_up_words``), when the caller has them already.
 
     ``upto``: the first ``upto`` of them are enough for now (a results page). The list is still
     the ``k``-deep one (its mode, order and total are decided at ``k``), but when every
@@ -118,7 +126,8 @@ def retrieve(
     ranking (docs/benchmarks.md, issue 31's stop). The result says it is not ``complete``."""
     prior = index.prior(settings.pagerank_weight)
     top = index.max_prior(settings.pagerank_weight)
-    looked_up = {term: _present(index, query.forms_of(term)) for term in query.terms}
+    if looked_up is None:
+        looked_up = looked_up_words(index, query)
     # Pages the query names as a site's or section's entry (services.ranking.entry_pages).
     if named is None:
         named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
@@ -146,7 +155,9 @@ def retrieve(
             for phrase in query.phrases:
                 candidates = _holding_phrase(index, candidates, [ids[t] for t in phrase])
         if candidates.shape[0] < settings.and_min_results:
-            return _phrase_then_words(index, query, terms, candidates, prior, k, settings, found, allowed)
+            return _phrase_then_words(
+                index, query, terms, candidates, prior, k, settings, found, allowed, looked_up
+            )
         if not query.any_word and len(found) == len(query.terms):
             # The candidates hold the phrases' words already: intersect with the others only.
             in_phrases = {ids[t] for phrase in query.phrases for t in phrase}
@@ -256,6 +267,7 @@ def _phrase_then_words(
     settings: SearchSettings,
     found: list[str],
     allowed: np.ndarray | None,
+    looked_up: dict[str, list[int]],
 ) -> Retrieval:
     """A quoted phrase as a soft constraint: the few documents holding it first, then the
     documents holding its words (AND, else OR), as for an unquoted query.
@@ -266,7 +278,9 @@ def _phrase_then_words(
     """
     first = score_candidates(terms, holding, prior, k) if holding.shape[0] else None
     # The operators' mask goes along: the words' results are the query's results too.
-    words = retrieve(index, replace(query, phrases=[]), k + int(holding.shape[0]), settings, allowed)
+    words = retrieve(
+        index, replace(query, phrases=[]), k + int(holding.shape[0]), settings, allowed, looked_up=looked_up
+    )
     rest = words.ranked
     if first is None:
         return Retrieval(rest, "phrase+words", found)
@@ -332,12 +346,12 @@ def retrieve_ranked(
     search and evaluation rank by."""
     if k <= 0:
         return retrieve(index, query, k, settings, allowed)
-    words = [_present(index, query.forms_of(t)) for t in query.terms]
-    named = named_entry_pages(index, words, settings.entry_page_weight)  # once, for both
+    looked_up = looked_up_words(index, query)  # once, for every step
+    named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
     roots = named_roots(index, query, settings, allowed, named)
     depth = k + int(roots.shape[0])  # enough results besides the roots, wherever they ranked
     reach = None if upto is None else upto + int(roots.shape[0])
-    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed, reach, named)
+    result = retrieve(index, query, max(depth, RESCORE_WINDOW), settings, allowed, reach, named, looked_up)
     ranked = result.ranked
     forms = [query.forms[t] for t in result.found if t in query.forms]
     if result.mode in _BY_SCORE and forms:
@@ -362,8 +376,9 @@ def named_roots(
     if not query.terms:
         return np.zeros(0, np.uint32)
     if named is None:
-        words = [_present(index, query.forms_of(t)) for t in query.terms]
-        named = named_entry_pages(index, words, settings.entry_page_weight)
+        named = named_entry_pages(
+            index, list(looked_up_words(index, query).values()), settings.entry_page_weight
+        )
     roots = named.roots
     if not roots.shape[0]:
         return roots
@@ -391,7 +406,7 @@ def _roots_first(
     final = np.concatenate([ranked.final[listed], np.zeros(missing.shape[0])])
     text = np.concatenate([ranked.text[listed], np.zeros(missing.shape[0])])
     if missing.shape[0]:
-        looked_up = {t: _present(index, query.forms_of(t)) for t in query.terms}
+        looked_up = looked_up_words(index, query)
         terms = [query_term_group(index, ids, float(query.terms[t])) for t, ids in looked_up.items() if ids]
         prior = index.prior(settings.pagerank_weight)
         named = named_entry_pages(index, list(looked_up.values()), settings.entry_page_weight)
