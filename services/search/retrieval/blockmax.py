@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
-from services.search.retrieval.blockmax_kernels import INNER, lead_count, window_top_k
+from services.search.retrieval.blockmax_kernels import INNER, window_top_k
+from services.search.retrieval.match_count import lead_count
 from services.search.retrieval.posting_layout import BLOCK, Docs, Impacts, PostingSource, lay_out, source_of
 
 MAX_LISTS = 64  # a document's lists are one 64-bit mask (blockmax_kernels)

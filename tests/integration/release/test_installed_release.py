@@ -47,7 +47,7 @@ print(json.dumps({"services": services.__file__, "failed": failed}))
 # The query kernels, as numba names their cache files (module.function).
 KERNELS = {
     "blockmax_kernels.window_top_k",
-    "blockmax_kernels.lead_count",
+    "match_count.lead_count",
     "conjunction._top_k_and",
     "feedback._relevance_model",
     "forward_index._forward_entries",
