@@ -100,6 +100,7 @@ def window_top_k(
     pos = np.zeros(m, dtype=np.int64)
     cur = np.zeros(m, dtype=np.int64)
     shallow = np.zeros(m, dtype=np.int64)
+    last_doc = np.full(m, -1, dtype=np.int64)  # each list's last document (-1: empty), set below
     heap_doc = np.zeros(max(k, 1), dtype=np.int64)
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
@@ -226,23 +227,36 @@ def window_top_k(
         return -1
 
     def block_of(j, d):
-        """Move term ``j``'s block pointer (not its cursor) to the block that would hold
-        ``d``; the block's number, -1 past the list's end."""
+        """Move term ``j``'s block pointer (not its cursor) to the last block starting at or
+        before ``d`` (the first block when none does), by the blocks' first documents alone
+        (a segment's are stored: no posting decoded, no word of the list read): the block
+        that would hold ``d``, or one ending before it when ``d`` falls between two blocks,
+        where the list holds nothing at ``d`` and any bound is an upper one. -1 past the
+        list's end."""
+        if d > last_doc[j]:
+            return -1
         blocks = (length[j] + BLOCK - 1) // BLOCK
         b = shallow[j]
-        while b < blocks and block_last(j, b) < d:
+        while b + 1 < blocks and block_first_doc(j, b + 1) <= d:
             b += 1
         shallow[j] = b
-        return b if b < blocks else -1
+        return b
+
+    def block_end(j, b):
+        """The last document block ``b`` of list ``j`` may hold: the next one's first, less one."""
+        if b + 1 < (length[j] + BLOCK - 1) // BLOCK:
+            return block_first_doc(j, b + 1) - 1
+        return last_doc[j]
 
     def window_top(j, lo, hi):
-        """The largest impact of list ``j``'s blocks over documents ``lo..hi``; -1: none there."""
+        """The largest impact of list ``j``'s blocks over documents ``lo..hi`` (with the block
+        before ``lo``'s when ``lo`` falls between two: an upper bound); -1: none there."""
         b = block_of(j, lo)
         if b < 0 or block_first_doc(j, b) > hi:
             return -1.0
         top = block_max_at(j, b)
         blocks = (length[j] + BLOCK - 1) // BLOCK
-        while b + 1 < blocks and block_last(j, b) < hi and block_first_doc(j, b + 1) <= hi:
+        while b + 1 < blocks and block_first_doc(j, b + 1) <= hi:
             b += 1
             top = max(top, block_max_at(j, b))
         return top
@@ -290,6 +304,9 @@ def window_top_k(
     if k <= 0:
         return heap_doc[:0], heap_final[:0], heap_text[:0], 0, True
     zero = np.uint64(0)
+    for j in range(m):
+        if length[j] > 0:
+            last_doc[j] = block_last(j, (length[j] - 1) // BLOCK)
     bits = np.zeros(m, dtype=np.uint64)  # list j's bit in a document's mask (m <= 64)
     member_bits = zero
     exact = True
@@ -375,8 +392,8 @@ def window_top_k(
             for j in range(m):
                 if essential[j] and cur[j] != SENTINEL:
                     b = block_of(j, lo)
-                    if b >= 0 and block_last(j, b) < end:
-                        end = block_last(j, b)
+                    if b >= 0 and block_end(j, b) < end:
+                        end = block_end(j, b)
             if end != SENTINEL and end > hi:
                 hi = end
         for j in range(m):
