@@ -185,16 +185,23 @@ def _top_k_and(
             hi = lo + step
         if hi >= end:
             hi = end
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            d = doc_at(j, mid)
-            if d < target:
-                lo = mid
-            else:
-                hi = mid
-                found = d
+        # doc(lo) < target <= doc(hi) (hi == end: the next block or past the end): the first of
+        # lo + 1 .. hi - 1 at or after target, else hi, stepping by a select, not a branch
+        # (blockmax_kernels' seek: half the comparisons would be mispredicted).
+        base = lo + 1
+        n_left = hi - base
+        if n_left > 0:
+            while n_left > 1:
+                half = n_left >> 1
+                base = base + half if doc_at(j, base + half - 1) < target else base
+                n_left -= half
+            if doc_at(j, base) < target:
+                base += 1
+            if base < hi:
+                found = SENTINEL  # doc(hi) read by the galloping is not the answer
+            hi = base
         pos[j] = hi
-        if found == SENTINEL and hi < n:  # the block's end: the next block's first document
+        if found == SENTINEL and hi < n:  # not read yet (or the block's end: the next block's first)
             found = doc_at(j, hi)
         cur[j] = found
 
