@@ -370,6 +370,18 @@ def window_top_k(
     # list j's weighted impact there; ``present``: which documents of the window were met.
     mask = np.zeros(INNER, dtype=np.uint64)
     present = np.zeros(INNER // 64, dtype=np.uint64)
+
+    def marked(phase, d, i):
+        """1 where document ``d`` (window index ``i``) is to be marked, else 0, without a
+        branch on it: an enumerated list (phase 0) marks every allowed document, a list read
+        whole (phase 1) only the chunk's candidates. What a 0 leaves in the score table is
+        never read: a document's scores are read by the lists it holds."""
+        if phase == 0:
+            if use_allowed:
+                return np.uint64(allowed[d])
+            return np.uint64(1)
+        return (present[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+
     scored = np.empty(INNER * m, dtype=np.float64)
     top = np.zeros(m, dtype=np.float64)  # each list's weighted block maximum in the window
     essential = np.zeros(m, dtype=np.bool_)
@@ -502,22 +514,21 @@ def window_top_k(
                                 p += 1
                                 continue
                             i = d - c_lo
-                            flag = np.uint64(1) << np.uint64(i & 63)
-                            if phase == 0 or present[i >> 6] & flag != zero:
-                                mask[i] |= bits[j]
-                                present[i >> 6] |= flag
-                                scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
+                            keep = marked(phase, d, i)
+                            mask[i] |= bits[j] * keep
+                            present[i >> 6] |= keep << np.uint64(i & 63)
+                            scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
                             p += 1
                     else:
                         while p < n and np.int64(od[a + p]) < c_lo:
                             p += 1
                         while p < n and np.int64(od[a + p]) <= c_hi:
-                            i = np.int64(od[a + p]) - c_lo
-                            flag = np.uint64(1) << np.uint64(i & 63)
-                            if phase == 0 or present[i >> 6] & flag != zero:
-                                mask[i] |= bits[j]
-                                present[i >> 6] |= flag
-                                scored[i * m + j] = np.float64(oi[a + p]) * w
+                            d = np.int64(od[a + p])
+                            i = d - c_lo
+                            keep = marked(phase, d, i)
+                            mask[i] |= bits[j] * keep
+                            present[i >> 6] |= keep << np.uint64(i & 63)
+                            scored[i * m + j] = np.float64(oi[a + p]) * w
                             p += 1
                     pos[j] = p
                     cur[j] = doc_at(j, p) if p < n else SENTINEL
@@ -557,11 +568,9 @@ def window_top_k(
                         at_excluded += 1
                     while at_seed < n_seed and np.int64(seed[at_seed]) < d:
                         at_seed += 1
-                    if (
-                        (at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d)
-                        or (use_allowed and not allowed[d])
-                        or (at_seed < n_seed and np.int64(seed[at_seed]) == d)  # scored already
-                    ):
+                    if (  # (a document not allowed was never marked)
+                        at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d
+                    ) or (at_seed < n_seed and np.int64(seed[at_seed]) == d):  # scored already
                         continue
                     counted += 1
                     full = size == k
