@@ -578,9 +578,10 @@ def window_top_k(
                     row = i * m
                     upper = chunk_unknown
                     if full:
+                        # Selects, not branches, on which lists hold d (no pattern to predict);
+                        # a list that does not adds +0.0, which changes no sum.
                         for j in range(m):
-                            if held & bits[j] != zero:
-                                upper += scored[row + j]
+                            upper += scored[row + j] if held & bits[j] != zero else 0.0
                     # The probed lists, strongest first: each one's window maximum replaced by
                     # the maximum of its block that would hold d, then by its impact, while
                     # the sum can still win (PISA's block-max MaxScore).
@@ -610,8 +611,7 @@ def window_top_k(
                         continue
                     text = 0.0
                     for j in range(m):  # query order, as rank.text_scores adds them
-                        if held & bits[j] != zero:
-                            text += scored[row + j]
+                        text += scored[row + j] if held & bits[j] != zero else 0.0
                     size = offer(d, text * factor, text, size)
                     if size == k:
                         theta = heap_final[0]
