@@ -108,7 +108,7 @@ def _top_k_and(
 ):
     m = weights.shape[0]
     size = 0
-    count = np.int64(0)
+    count = 0
     heap_doc = np.zeros(max(k, 1), dtype=np.int64)
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
@@ -185,23 +185,16 @@ def _top_k_and(
             hi = lo + step
         if hi >= end:
             hi = end
-        # doc(lo) < target <= doc(hi) (hi == end: the next block or past the end): the first of
-        # lo + 1 .. hi - 1 at or after target, else hi, stepping by a select, not a branch
-        # (blockmax_kernels' seek: half the comparisons would be mispredicted).
-        base = lo + 1
-        n_left = hi - base
-        if n_left > 0:
-            while n_left > 1:
-                half = n_left >> 1
-                base = base + half if doc_at(j, base + half - 1) < target else base
-                n_left -= half
-            if doc_at(j, base) < target:
-                base += 1
-            if base < hi:
-                found = SENTINEL  # doc(hi) read by the galloping is not the answer
-            hi = base
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            d = doc_at(j, mid)
+            if d < target:
+                lo = mid
+            else:
+                hi = mid
+                found = d
         pos[j] = hi
-        if found == SENTINEL and hi < n:  # not read yet (or the block's end: the next block's first)
+        if found == SENTINEL and hi < n:  # the block's end: the next block's first document
             found = doc_at(j, hi)
         cur[j] = found
 
@@ -263,11 +256,9 @@ def _top_k_and(
             at_excluded += 1
         if at_excluded < n_excluded and np.int64(excluded[at_excluded]) == d:
             continue
-        # A match the query may not show (a folded near-duplicate, an operator's filter) is
-        # scored but neither counted nor ranked, by a 0/1 factor and a select, not a branch
-        # (half the benchmark corpus's documents are folded: half such branches mispredicted).
-        shown = np.int64(allowed[d]) if use_allowed else np.int64(1)
-        count += shown
+        if use_allowed and not allowed[d]:
+            continue
+        count += 1
         if k <= 0:
             continue
         text = 0.0
@@ -275,14 +266,12 @@ def _top_k_and(
             text += impact_at(j, at[j]) * weights[j]
         final = text * (1.0 + prior[d])
         if size < k:
-            if shown == 0:
-                continue
             heap_doc[size], heap_final[size], heap_text[size] = d, final, text
             size += 1
             if size == k:
                 for i in range(k // 2 - 1, -1, -1):
                     sift_down(i)
-        elif (final if shown else -1.0) > heap_final[0]:  # documents ascend: a tie comes later, loses
+        elif final > heap_final[0]:  # documents ascend: an equal score comes later, and loses
             heap_doc[0], heap_final[0], heap_text[0] = d, final, text
             sift_down(0)
     return _best(heap_doc, heap_final, heap_text, size, count)
