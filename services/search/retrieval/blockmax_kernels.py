@@ -578,10 +578,9 @@ def window_top_k(
                     row = i * m
                     upper = chunk_unknown
                     if full:
-                        # Selects, not branches, on which lists hold d (no pattern to predict);
-                        # a list that does not adds +0.0, which changes no sum.
                         for j in range(m):
-                            upper += scored[row + j] if held & bits[j] != zero else 0.0
+                            if held & bits[j] != zero:
+                                upper += scored[row + j]
                     # The probed lists, strongest first: each one's window maximum replaced by
                     # the maximum of its block that would hold d, then by its impact, while
                     # the sum can still win (PISA's block-max MaxScore).
@@ -611,7 +610,8 @@ def window_top_k(
                         continue
                     text = 0.0
                     for j in range(m):  # query order, as rank.text_scores adds them
-                        text += scored[row + j] if held & bits[j] != zero else 0.0
+                        if held & bits[j] != zero:
+                            text += scored[row + j]
                     size = offer(d, text * factor, text, size)
                     if size == k:
                         theta = heap_final[0]
