@@ -187,17 +187,12 @@ def window_top_k(
             hi = lo + step
         if hi > end:
             hi = end
-        # doc(lo) < target <= doc(hi) (hi == end: the next block or past the end): the first
-        # of lo + 1 .. hi - 1 at or after target, else hi, by a search whose step is a select,
-        # not a branch (half its comparisons would be mispredicted).
-        base = lo + 1
-        n_left = hi - base
-        if n_left > 0:
-            while n_left > 1:
-                half = n_left >> 1
-                base = base + half if doc_at(j, base + half - 1) < target else base
-                n_left -= half
-            hi = base + (1 if doc_at(j, base) < target else 0)
+        while lo + 1 < hi:  # doc(lo) < target <= doc(hi) (hi == end: the next block or past the end)
+            mid = (lo + hi) // 2
+            if doc_at(j, mid) < target:
+                lo = mid
+            else:
+                hi = mid
         pos[j] = hi
         cur[j] = doc_at(j, hi) if hi < n else SENTINEL
 
