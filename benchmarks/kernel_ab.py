@@ -82,12 +82,20 @@ def kernel_at(kernel: Kernel, rev: str | None, folder: Path) -> Callable[..., An
 
 def same_result(a: Any, b: Any) -> bool:
     """Whether two calls' results agree: the top-k kernels' documents and scores as sets of
-    (document, score) (their heaps' order is not the ranking's), anything else as is."""
+    (document, score) (their heaps' order is not the ranking's); the AND kernel's count of
+    matches; the OR kernel's count where both say it is exact (it counts the candidates it
+    met, which depends on what it pruned: where it is not exact the match count recounts);
+    anything else as is."""
     if isinstance(a, tuple) and len(a) >= 2 and isinstance(a[0], np.ndarray):
         first = sorted(zip(a[0].tolist(), a[1].tolist(), strict=True))
         second = sorted(zip(b[0].tolist(), b[1].tolist(), strict=True))
-        # After documents, scores and text scores: the count (and whether it is exact).
-        return first == second and [int(x) for x in a[3:]] == [int(x) for x in b[3:]]
+        if first != second:
+            return False
+        if len(a) == 4:  # (documents, scores, text scores, matches)
+            return int(a[3]) == int(b[3])
+        if len(a) == 5:  # (..., candidates met, exact)
+            return not (a[4] and b[4]) or int(a[3]) == int(b[3])
+        return True
     return bool(a == b)
 
 

@@ -18,10 +18,6 @@ never reach the k-th score. This kernel scores windows of documents as Lucene's
   in ascending order: the probed lists looked up strongest first, each dropped from the
   bound for the maximum of its block that would hold the document (PISA's block-max
   MaxScore) while the sum can still win.
-* A probed list with few postings in a chunk of the window, against the chunk's candidates
-  (at most ``BULK_READ`` times them, estimated from its length), is read whole into the
-  chunk's scores at the candidates it holds instead (never making a candidate itself): a
-  feedback query's sparse expansion terms were searched for nearly every candidate.
 
 Measured against the document-at-a-time kernel this replaced (every benchmark query's
 calls, each best of 5): the heavy feedback passes (11-14 lists) take 0.6x the time, the
@@ -56,9 +52,6 @@ _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
 _LOWEST_BIT = np.zeros(64, dtype=np.int64)
 for _bit in range(64):
     _LOWEST_BIT[((1 << _bit) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _bit
-# A probed list is read whole in a chunk where its postings there (estimated) are at most this
-# many times the chunk's candidates, else searched for each candidate (docs/benchmarks.md).
-BULK_READ = 0.25
 SAFETY = 1e-9  # relative slack when a score is compared with a sum of bounds (rank uses it too)
 
 
@@ -261,13 +254,6 @@ def window_top_k(
             top = max(top, block_max_at(j, b))
         return top
 
-    def bit_count(x):
-        """The set bits of a 64-bit word (SWAR: numba has no popcount)."""
-        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-        x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-        return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
     def worse(a, b):
         """Heap entry ``a`` ranks below ``b``: a lower score, or the same and a later document."""
         return heap_final[a] < heap_final[b] or (heap_final[a] == heap_final[b] and heap_doc[a] > heap_doc[b])
@@ -366,25 +352,21 @@ def window_top_k(
     mask = np.zeros(INNER, dtype=np.uint64)
     present = np.zeros(INNER // 64, dtype=np.uint64)
 
-    def marked(phase, d, i):
-        """1 where document ``d`` (window index ``i``) is to be marked, else 0, without a
-        branch on it: an enumerated list (phase 0) marks every allowed document, a list read
-        whole (phase 1) only the chunk's candidates. What a 0 leaves in the score table is
-        never read: a document's scores are read by the lists it holds."""
-        if phase == 0:
-            if use_allowed:
-                return np.uint64(allowed[d])
-            return np.uint64(1)
-        return (present[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+    def shown(d):
+        """1 where document ``d`` may be a result (``allowed``), else 0: an enumerated list
+        marks a document by this factor, not by a branch on it (half the benchmark corpus's
+        documents are folded near-duplicates: half such branches were mispredicted). What a 0
+        leaves in the score table is never read: a document's scores are read by the lists
+        it holds."""
+        if use_allowed:
+            return np.uint64(allowed[d])
+        return np.uint64(1)
 
     scored = np.empty(INNER * m, dtype=np.float64)
     top = np.zeros(m, dtype=np.float64)  # each list's weighted block maximum in the window
     essential = np.zeros(m, dtype=np.bool_)
     by_top = np.zeros(m, dtype=np.int64)
     probes = np.zeros(m, dtype=np.int64)
-    searched = np.zeros(m, dtype=np.int64)  # the probed lists a chunk searches per candidate
-    bulk = np.zeros(m, dtype=np.bool_)  # the probed lists a chunk reads whole
-    n_docs = max(prior.shape[0], 1)
     for j in range(m):
         essential[j] = lead[j]
     lo = SENTINEL
@@ -468,86 +450,49 @@ def window_top_k(
             c_hi = min(c_lo + INNER - 1, hi)
             # The enumerated lists, a list at a time (no per-document cursor juggling). Two loops,
             # one per source: the segment's arrays are read-only, the query's own writable, and
-            # numba will not pick between arrays of the two types in one loop. Then (phase 1)
-            # the probed lists dense enough to be read whole rather than searched for each
-            # candidate: each of their postings at a candidate is scored, no new candidate made.
-            for phase in range(2):
-                for j in range(m):
-                    if not (essential[j] if phase == 0 else bulk[j]):
-                        continue
-                    p = pos[j]
-                    n = length[j]
-                    if phase == 1 and cur[j] < c_lo:
-                        # A probed cursor lags: whole blocks skipped by their first documents, the
-                        # postings below c_lo in its block passed over as they are read.
-                        b = p // BLOCK + 1
-                        while b * BLOCK < n and block_first_doc(j, b) <= c_lo:
-                            b += 1
-                        p = max(p, (b - 1) * BLOCK)
-                        pos[j] = p
-                    a = start[j]
-                    w = weights[j]
-                    step = scale[j]
-                    if src[j] == 0:
-                        # A block's width, first document and bit read once, then each offset in turn.
-                        width = np.int64(0)
-                        first_doc = np.int64(0)
-                        bit = np.int64(0)
-                        while p < n:
-                            if p == pos[j] or p % BLOCK == 0:
-                                b = bstart[j] + p // BLOCK
-                                width = np.int64(dbits[b])
-                                first_doc = np.int64(db[b])
-                                bit = dstart[b] * 32 + (p % BLOCK) * width
-                            at = bit >> 5
-                            window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
-                            d = first_doc + (window & ((np.int64(1) << width) - 1))
-                            if d > c_hi:
-                                break
-                            bit += width
-                            if d < c_lo:
-                                p += 1
-                                continue
-                            i = d - c_lo
-                            keep = marked(phase, d, i)
-                            mask[i] |= bits[j] * keep
-                            present[i >> 6] |= keep << np.uint64(i & 63)
-                            scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
-                            p += 1
-                    else:
-                        while p < n and np.int64(od[a + p]) < c_lo:
-                            p += 1
-                        while p < n and np.int64(od[a + p]) <= c_hi:
-                            d = np.int64(od[a + p])
-                            i = d - c_lo
-                            keep = marked(phase, d, i)
-                            mask[i] |= bits[j] * keep
-                            present[i >> 6] |= keep << np.uint64(i & 63)
-                            scored[i * m + j] = np.float64(oi[a + p]) * w
-                            p += 1
-                    pos[j] = p
-                    cur[j] = doc_at(j, p) if p < n else SENTINEL
-                if phase == 1:
-                    break
-                # The chunk's candidates; a probed list whose postings here (estimated from its
-                # density) are fewer than BULK_READ times them is read whole (phase 1), the
-                # others searched for each candidate that can still win (below).
-                candidates = 0
-                for word in range((c_hi - c_lo) // 64 + 1):
-                    candidates += bit_count(present[word])
-                chunk_unknown = unknown
-                n_searched = 0
-                for j in range(m):
-                    bulk[j] = False
-                for x in range(n_probes):
-                    j = probes[x]
-                    expected = length[j] * (c_hi - c_lo + 1) // n_docs
-                    bulk[j] = expected <= candidates * BULK_READ
-                    if bulk[j]:
-                        chunk_unknown -= top[j]
-                    else:
-                        searched[n_searched] = j
-                        n_searched += 1
+            # numba will not pick between arrays of the two types in one loop.
+            for j in range(m):
+                if not essential[j]:
+                    continue
+                p = pos[j]
+                n = length[j]
+                a = start[j]
+                w = weights[j]
+                step = scale[j]
+                if src[j] == 0:
+                    # A block's width, first document and bit read once, then each offset in turn.
+                    width = np.int64(0)
+                    first_doc = np.int64(0)
+                    bit = np.int64(0)
+                    while p < n:
+                        if p == pos[j] or p % BLOCK == 0:
+                            b = bstart[j] + p // BLOCK
+                            width = np.int64(dbits[b])
+                            first_doc = np.int64(db[b])
+                            bit = dstart[b] * 32 + (p % BLOCK) * width
+                        at = bit >> 5
+                        window = (np.int64(dwords[at]) | (np.int64(dwords[at + 1]) << 32)) >> (bit & 31)
+                        d = first_doc + (window & ((np.int64(1) << width) - 1))
+                        if d > c_hi:
+                            break
+                        bit += width
+                        i = d - c_lo
+                        keep = shown(d)
+                        mask[i] |= bits[j] * keep
+                        present[i >> 6] |= keep << np.uint64(i & 63)
+                        scored[i * m + j] = np.float64(np.float32(bi[a + p]) * step) * w
+                        p += 1
+                else:
+                    while p < n and np.int64(od[a + p]) <= c_hi:
+                        d = np.int64(od[a + p])
+                        i = d - c_lo
+                        keep = shown(d)
+                        mask[i] |= bits[j] * keep
+                        present[i >> 6] |= keep << np.uint64(i & 63)
+                        scored[i * m + j] = np.float64(oi[a + p]) * w
+                        p += 1
+                pos[j] = p
+                cur[j] = doc_at(j, p) if p < n else SENTINEL
             # Their documents in ascending order: the probed lists looked up, then scored.
             for word in range((c_hi - c_lo) // 64 + 1):
                 left = present[word]
@@ -571,7 +516,7 @@ def window_top_k(
                     full = size == k
                     factor = 1.0 + prior[d]
                     row = i * m
-                    upper = chunk_unknown
+                    upper = unknown
                     if full:
                         for j in range(m):
                             if held & bits[j] != zero:
@@ -580,10 +525,10 @@ def window_top_k(
                     # the maximum of its block that would hold d, then by its impact, while
                     # the sum can still win (PISA's block-max MaxScore).
                     beaten = full and not theta < upper * factor * slack + SAFETY
-                    for x in range(n_searched):
+                    for x in range(n_probes):
                         if beaten:
                             break
-                        j = searched[x]
+                        j = probes[x]
                         upper -= top[j]
                         b = block_of(j, d)
                         if b < 0:

@@ -19,10 +19,11 @@ def test_a_kernel_is_read_from_a_revision_and_from_the_working_tree(tmp_path: Pa
 def test_top_k_results_agree_in_any_heap_order_and_not_otherwise() -> None:
     docs, final, text = np.array([5, 2, 9]), np.array([1.5, 3.0, 0.5]), np.array([1.0, 2.0, 0.4])
     order = np.array([2, 0, 1])
-    a = (docs, final, text, 7, True)
+    a = (docs, final, text, 7, True)  # the OR kernel's: candidates met, exact
     assert same_result(a, (docs[order], final[order], text[order], 7, True))
-    assert not same_result(a, (docs, final, text, 8, True))  # another count
-    assert not same_result(a, (docs, final, text, 7, False))  # no longer exact
+    assert not same_result(a, (docs, final, text, 8, True))  # another count, both exact
+    assert same_result(a, (docs, final, text, 5, False))  # pruned elsewhere: the count recounts
     assert not same_result(a, (docs, np.array([1.5, 3.0, 0.25]), text, 7, True))  # a score differs
     assert not same_result(a, (np.array([5, 2, 8]), final, text, 7, True))  # a document differs
+    assert not same_result((docs, final, text, 7), (docs, final, text, 6))  # the AND's matches
     assert same_result(12, 12) and not same_result(12, 13)  # a count

@@ -157,9 +157,10 @@ def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed
 
 @pytest.mark.parametrize("seed", range(12))
 def test_sparse_probed_lists_among_dense_candidates_score_as_the_exhaustive_top_k(seed: int):
-    """Where a chunk's candidates far outnumber a probed list's postings there, the kernel reads
-    that list whole instead of searching it per candidate (``BULK_READ``): the user's words
-    in most documents, the expansion terms in a few, some in one block, some spread out."""
+    """A chunk's candidates far outnumbering a probed list's postings there, lists whose blocks
+    leave gaps where candidates fall (a document between two blocks is bounded by the block
+    before it): the user's words in most documents, the expansion terms in a few, some in one
+    block, some spread out."""
     rng = np.random.default_rng(5000 + seed)
     num_docs = 3 * INNER + 77
     lengths = [num_docs // 2, num_docs // 3, 1, 3, 40, BLOCK + 1, 300, num_docs // 9]
