@@ -7,13 +7,17 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.kernel_ab import KERNELS, kernel_at, same_result
+from services import compiled
 
 
 def test_a_kernel_is_read_from_a_revision_and_from_the_working_tree(tmp_path: Path) -> None:
+    before = list(compiled.KERNELS)
     for rev in ("HEAD", None):
         loaded = kernel_at(KERNELS["count"], rev, tmp_path)
         assert loaded.fn.__name__ == "lead_count"  # type: ignore[attr-defined]  # not compiled: no call
     assert len(list(tmp_path.glob("*match_count.py"))) == 2  # one module file per revision
+    # The copies are not this process's search kernels (`nimbus warm-kernels` reports those).
+    assert before == compiled.KERNELS
 
 
 def test_top_k_results_agree_in_any_heap_order_and_not_otherwise() -> None:
