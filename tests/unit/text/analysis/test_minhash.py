@@ -92,3 +92,25 @@ def test_resemblance_check_is_the_jaccard_of_the_sets_at_and_around_the_bound() 
     exact = np.arange(10, dtype=np.uint32)  # 9 common of 10: exactly 0.9
     assert _resembles(exact, exact[:9], 0.9)
     assert not _resembles(exact, np.append(exact[:9], 11).astype(np.uint32), 0.9)  # 9 of 11
+
+
+def test_pairs_of_too_different_sizes_are_never_alike_and_the_bound_itself_folds() -> None:
+    """The length filter before the pair checks: n of m terms (n <= m) share at most n of a
+    union of at least m, so n < 0.9 m can never resemble; exactly 0.9 m can, and folds."""
+    rng = random.Random(13)
+    for _ in range(300):
+        x = set(rng.sample(range(300), rng.randint(10, 80)))
+        y = set(rng.sample(sorted(x), rng.randint(1, len(x))))
+        y |= set(rng.sample(range(300), rng.randint(0, 8)))
+        n, m = sorted((len(x), len(y)))
+        if n < 0.9 * m:
+            xs, ys = (np.array(sorted(s), dtype=np.uint32) for s in (x, y))
+            assert not _resembles(xs, ys, 0.9)
+    page = set(rng.sample(WORDS, 20))
+    kept = sorted(page)
+    at_bound = set(kept[2:])  # 18 of 20: resemblance 0.9, sizes exactly 0.9 apart
+    below = set(kept[3:])  # 17 of 20: 0.85
+    others = [set(rng.sample(WORDS, 20)) for _ in range(20)]
+    groups = groups_of([page, *others, at_bound, below])
+    assert int(groups[21]) == 0  # folded into the page
+    assert int(groups[22]) == 22  # its own
