@@ -20,6 +20,12 @@ position in its block, the documents row's ``content_index``). The record at
 that position is the document's, whatever doc_num it carries: crawl workers
 write blocks before the committer numbers the documents (``services.crawler.
 ordered_commit``), so their records carry -1 and get their number here.
+
+A block may be dealt to several map tasks (``services.indexing.manifest``: parts even by
+records, where a whole block would leave one task the longer): each task's line then ends
+in its share of the block's positions, ``\t<first>-<end>`` (``<end>`` left out: to the
+block's end). Its entries all name positions within it; records outside it are another
+line's, neither read into records nor counted stale here.
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ def manifest_lines(current: Iterable[tuple[str, int] | tuple[str, int, int]]) ->
     block's doc_nums are in memory at a time, never the whole table. A block
     holding no current record has no row, so it is not listed and never read.
     """
+    for block, entries in block_entries(current):
+        yield manifest_line(block, entries)
+
+
+def block_entries(
+    current: Iterable[tuple[str, int] | tuple[str, int, int]],
+) -> Iterator[tuple[str, list[tuple[int, ...]]]]:
+    """Each block's entries, (doc_num[, content_index]) ascending, from rows ordered by block
+    (``manifest_lines``); a block that comes twice or whose name would break the line format
+    is refused."""
     done: set[str] = set()
     for block, group in groupby(current, key=lambda row: row[0]):
         if block in done:
@@ -57,9 +73,20 @@ def manifest_lines(current: Iterable[tuple[str, int] | tuple[str, int, int]]) ->
                 f"record block name {block!r} contains a tab or newline; "
                 "rename the block (the manifest is tab-separated)"
             )
-        entries = sorted((int(row[1]), *(int(x) for x in row[2:])) for row in group)
-        nums = ",".join(":".join(str(x) for x in entry) for entry in entries)
-        yield f"{block}\t{nums}\n"
+        yield block, sorted((int(row[1]), *(int(x) for x in row[2:])) for row in group)
+
+
+def manifest_line(
+    block: str, entries: Iterable[tuple[int, ...]], span: tuple[int, int | None] | None = None
+) -> str:
+    """One block's line: its entries, (doc_num[, content_index]); ``span``: the positions
+    ``first`` to ``end`` - 1 (``end`` None: to the block's end) when the block is dealt to
+    several tasks."""
+    nums = ",".join(":".join(str(x) for x in entry) for entry in entries)
+    if span is None:
+        return f"{block}\t{nums}\n"
+    first, end = span
+    return f"{block}\t{nums}\t{first}-{'' if end is None else end}\n"
 
 
 @dataclass(frozen=True)
@@ -68,6 +95,8 @@ class Wanted:
 
     nums: frozenset[int]
     positions: dict[int, int]  # record position in the block -> its doc_num
+    # The positions first .. end - 1 this line reads (end None: to the block's end); None: all.
+    span: tuple[int, int | None] | None = None
 
     def __len__(self) -> int:
         return len(self.nums)
@@ -75,12 +104,14 @@ class Wanted:
 
 def parse_manifest_line(line: str) -> tuple[str, Wanted | None]:
     """(block name, the records it holds that are current, or None for "every record")."""
-    name, tab, nums = line.strip("\r\n").partition("\t")
+    name, tab, rest = line.strip("\r\n").partition("\t")
     name = name.strip()
     if not tab:
         return name, None
+    nums, _, span_text = rest.partition("\t")
     listed: set[int] = set()
     positions: dict[int, int] = {}
+    span: tuple[int, int | None] | None = None
     try:
         for entry in nums.split(","):
             if not entry.strip():
@@ -89,12 +120,26 @@ def parse_manifest_line(line: str) -> tuple[str, Wanted | None]:
             listed.add(int(num))
             if colon:
                 positions[int(index)] = int(num)
+        if span_text:
+            first, dash, end = span_text.partition("-")
+            if not dash:
+                raise ValueError(f"span {span_text!r} is not <first>-<end>")
+            span = (int(first), int(end) if end.strip() else None)
     except ValueError as exc:
         raise ManifestError(
-            f"manifest line for {name!r} has a bad doc_num list ({exc}): expected "
-            "'<block>\\t<doc_num>[:<index>],...'; rebuild it with `nimbus index`"
+            f"manifest line for {name!r} has a bad doc_num list or span ({exc}): expected "
+            "'<block>\\t<doc_num>[:<index>],...[\\t<first>-<end>]'; rebuild it with `nimbus index`"
         ) from exc
-    return name, Wanted(frozenset(listed), positions)
+    if span is not None:
+        lo, hi = span
+        outside = [i for i in positions if i < lo or (hi is not None and i >= hi)]
+        if len(positions) != len(listed) or outside:
+            raise ManifestError(
+                f"manifest line for {name!r} reads positions {span_text} but lists "
+                f"{'a record outside them' if outside else 'a doc_num without its position'}; "
+                "rebuild it with `nimbus index`"
+            )
+    return name, Wanted(frozenset(listed), positions, span)
 
 
 def current_records(records: Iterable[Record], wanted: Wanted | None) -> tuple[list[Record], int]:
@@ -110,7 +155,8 @@ def current_records(records: Iterable[Record], wanted: Wanted | None) -> tuple[l
         return kept, 0
     latest: dict[int, Record] = {}
     seen = 0
-    for position, record in enumerate(records):
+    # A line's share of a block: ``records`` are those of its span (``iter_records``).
+    for position, record in enumerate(records, start=wanted.span[0] if wanted.span else 0):
         seen += 1
         num = wanted.positions.get(position)
         if num is not None:
@@ -176,7 +222,8 @@ class RecordBlockJob(BufferedOutputJob):
                 yield record
             self.increment_counter("blocks", "records", count)  # once a block: each is a line
             return  # the runner parses
-        kept, stale = current_records(iter_records(data, name=name), wanted)
+        first, end = wanted.span or (0, None)
+        kept, stale = current_records(iter_records(data, name=name, start=first, stop=end), wanted)
         if stale:
             self.increment_counter("blocks", "stale_records_skipped", stale)
         missing = len(wanted) - len(kept)

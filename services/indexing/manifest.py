@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from mapreduce.record_job import manifest_lines
+from mapreduce.record_job import block_entries, manifest_line
 from services.config import Settings
 from services.storage.sql.models import Document
 
@@ -54,7 +54,7 @@ def write_manifest_parts(
     parts: int = MANIFEST_PARTS,
     where: ColumnElement[bool] | None = None,
 ) -> Manifest:
-    """The job input from the documents table, dealt in contiguous runs of blocks over up to
+    """The job input from the documents table, dealt in contiguous runs of records over up to
     ``parts`` gzip files (``Manifest``: the files, the blocks and the documents listed).
 
     One line per record block: ``<block>\t<doc_nums whose current record is there>``
@@ -62,7 +62,7 @@ def write_manifest_parts(
     table is never held as ORM objects.
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
-    the job runs exactly that many map tasks, balanced by the records they read (``deal``). (A single
+    the job runs exactly that many map tasks, balanced by the records they read (``deal_block``). (A single
     uncompressed manifest would be split by bytes instead, and its last, lone
     task keeps one core idle for a long tail of the index job
     (docs/performance-notes.md); one task per block pays a process start and
@@ -73,6 +73,11 @@ def write_manifest_parts(
     task's pieces would span the whole collection and have to be merged, most
     of the reduce phase (docs/benchmarks.md).
 
+    A block where one part ends and the next begins is dealt to both, each its run of the
+    block's records by position (``record_job.manifest_line``'s span): whole blocks of up to
+    10,000 records left one of the 100,000-document benchmark's two map tasks 55 % of the
+    records, and the other core idle for the difference (docs/benchmarks.md).
+
     ``where`` limits the documents (an incremental update's: those newer than its base).
     """
     live = Document.removed_at.is_(None)  # a page a recrawl found gone or noindex is left out
@@ -81,10 +86,13 @@ def write_manifest_parts(
     if where is not None:
         sizes_query, rows_query = sizes_query.where(where), rows_query.where(where)
     sizes = session.execute(sizes_query.group_by(Document.record_block).order_by(Document.record_block)).all()
-    part_of = dict(
-        zip([block for block, _ in sizes], deal([int(size or 0) for _, size in sizes], parts), strict=True)
-    )
-    count = max(1, min(parts, len(sizes)))
+    total = sum(int(size or 0) for _, size in sizes)
+    count = max(1, min(parts, total))
+    before: dict[str, int] = {}  # each block's first record in the whole run of records
+    running = 0
+    for block, size in sizes:
+        before[block] = running
+        running += int(size or 0)
     paths = [directory / f"manifest-{i:05d}.txt.gz" for i in range(count)]
     rows = session.execute(rows_query.order_by(Document.record_block, Document.doc_num))
     blocks = 0
@@ -96,32 +104,41 @@ def write_manifest_parts(
 
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
-        for line in manifest_lines(noted((b, n, x)) for b, n, x in rows):
-            # A block committed after the sizes were read (a crawl racing the build): the last part.
-            files[part_of.get(line.partition("\t")[0], count - 1)].write(line)
+        for block, entries in block_entries(noted((b, n, x)) for b, n, x in rows):
             blocks += 1
+            first = before.get(block)
+            if first is None:  # committed after the sizes were read (a crawl racing the build)
+                files[count - 1].write(manifest_line(block, entries))
+                continue
+            for part, share, span in deal_block(entries, first, total, count):
+                files[part].write(manifest_line(block, share, span))
     return Manifest(paths, blocks, np.unique(np.array(listed, dtype=np.int64)))
 
 
-def deal(sizes: list[int], parts: int) -> list[int]:
-    """The part (0 .. min(parts, blocks) - 1) of each block, given the blocks' sizes (their
-    current records) in order: contiguous runs, each part at least one block, the parts'
-    sizes as even as runs allow (a block goes where its middle falls).
+def deal_block(
+    entries: list[tuple[int, ...]], first: int, total: int, count: int
+) -> list[tuple[int, list[tuple[int, ...]], tuple[int, int | None] | None]]:
+    """A block's lines: (part, its entries, its span of positions or None for the whole block).
 
-    Why records and not a count of blocks: a crawl's blocks differ (the 100,000-document
-    benchmark's hold 499 to 8,570 records), and a map task's time follows its records;
-    dealt nine blocks each, one of two index map tasks read 53,207 records, the other
-    34,126, and the job waited for the larger (docs/performance-notes.md). Their compressed
-    bytes balanced worse there (46,580 and 40,753 records: CPU 12.8 and 11.5 s)."""
-    count = max(1, min(parts, len(sizes)))
-    total = sum(sizes)
-    out: list[int] = []
-    before = 0
-    for i, size in enumerate(sizes):
-        wanted = int((before + size / 2) * count // total) if total else i * count // len(sizes)
-        previous = out[-1] if out else -1
-        # No part skipped and none left empty: one step at most, and room for the blocks left.
-        part = max(min(wanted, previous + 1, count - 1), previous, count - (len(sizes) - i))
-        out.append(part)
-        before += size
-    return out
+    The block's records are the ``first`` .. of ``total`` records dealt evenly over ``count``
+    parts in order; record ``r`` goes to part ``r * count // total``. The block's entries
+    (doc_num, content_index) are taken in position order; where they fall in two parts or
+    more, each part's run reads the positions from its first record to the next run's first
+    (the first run from 0, the last to the block's end), so that every record of the block,
+    current or stale, is in exactly one line's span."""
+    parts = [min(count - 1, (first + i) * count // max(total, 1)) for i in range(len(entries))]
+    if not entries or parts[0] == parts[-1] or any(len(e) < 2 or e[1] < 0 for e in entries):
+        return [(parts[0] if parts else min(count - 1, first * count // max(total, 1)), entries, None)]
+    by_position = sorted(entries, key=lambda e: e[1])
+    runs: list[tuple[int, list[tuple[int, ...]]]] = []
+    for part, entry in zip(parts, by_position, strict=True):
+        if runs and runs[-1][0] == part:
+            runs[-1][1].append(entry)
+        else:
+            runs.append((part, [entry]))
+    lines: list[tuple[int, list[tuple[int, ...]], tuple[int, int | None] | None]] = []
+    for i, (part, run) in enumerate(runs):
+        lo = 0 if i == 0 else run[0][1]
+        hi = runs[i + 1][1][0][1] if i + 1 < len(runs) else None
+        lines.append((part, sorted(run), (lo, hi)))
+    return lines

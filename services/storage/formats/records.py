@@ -176,15 +176,27 @@ def leading_records(head: bytes) -> Iterator[Record]:
             raise BlockFormatError(f"corrupt record in a block's first bytes ({exc})") from exc
 
 
-def iter_records(data: bytes, name: str = "record block") -> Iterator[Record]:
-    """Every record of a whole block, in order."""
+def iter_records(
+    data: bytes, name: str = "record block", start: int = 0, stop: int | None = None
+) -> Iterator[Record]:
+    """The records of a whole block, in order: those at positions ``start`` to ``stop`` - 1
+    (a map task's share of a block dealt to two, ``mapreduce.record_job``). The records
+    before ``start`` are inflated and parsed, to count them (a member may hold several), but
+    not made into records; reading ends at ``stop``."""
+    position = 0
     for index, member in enumerate(_members(data, name)):
+        if stop is not None and position >= stop:
+            return
         try:
             # ujson: faster than the standard decoder on a page's record; its floats are exact.
             objects = [ujson.loads(member)]
         except ValueError:
             objects = _concatenated_json(member, name, index)  # several records in one member
         for obj in objects:
+            if position < start or (stop is not None and position >= stop):
+                position += 1
+                continue
+            position += 1
             try:
                 record = Record.from_dict(obj)
             except (TypeError, AttributeError) as exc:  # JSON, but not a record

@@ -307,7 +307,7 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(
         # As the build writes it: gzip parts, one block each (one map task per part).
         parts, blocks, _ = write_manifest_parts(session, tmp_path)
         # Fewer parts than blocks: contiguous runs of blocks, in name (= doc_num) order, dealt
-        # by current records (one each here: a block goes where its middle falls).
+        # by current records (one each here: records 0 and 1 to the first part, 2 to the second).
         (tmp_path / "halves").mkdir()
         halves, _, _ = write_manifest_parts(session, tmp_path / "halves", parts=2)
     engine.dispose()
@@ -315,7 +315,7 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(
         [line.split("\t")[0] for line in gzip.decompress(h.read_bytes()).decode().splitlines()]
         for h in halves
     ]
-    assert [len(h) for h in named] == [1, 2] and sorted(sum(named, [])) == sum(named, [])
+    assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
     site_packages = sysconfig.get_paths()["purelib"]
     hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
@@ -438,3 +438,50 @@ def test_only_this_machines_runners_keep_parts(settings: Settings, tmp_path: Pat
     emr = settings.with_overrides(mr_runner="emr")
     with pytest.raises(JobError, match="emr runner's output is not local files"):
         run_job(MRIndex, [tmp_path / "m"], emr, output=tmp_path / "parts", scratch=tmp_path / "s", parts=True)
+
+
+@pytest.mark.parametrize("runner", ["inline", "local"])
+def test_a_block_dealt_to_several_tasks_indexes_as_one_task_reading_it_whole(
+    settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter, runner: str
+) -> None:
+    """Parts even by records (``write_manifest_parts``) deal the first block to three map
+    tasks by its positions; a page recrawled within the block leaves a stale record there.
+    The link graph, the index and the counters are those of one task reading it whole."""
+    pages = [
+        {
+            "url": f"http://big.test/{i}",
+            "title": f"Page {i}",
+            "text": f"word{i} shared",
+            "links": [f"http://big.test/{(i + 1) % 6}", "http://small.test/"],
+        }
+        for i in range(6)
+    ]
+    older = {"url": "http://big.test/1", "title": "Page 1", "text": "older words"}  # doc 1, then
+    first = [pages[0], older, pages[2], {**pages[1], "recrawl_of": 1}, *pages[3:]]  # its recrawl
+    blocks = [first, [{"url": "http://small.test/", "title": "Small", "text": "shared tail"}]]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
+    engine = make_engine(settings.database_url)
+    with session_factory(engine)() as session:
+        (tmp_path / "one").mkdir()
+        (tmp_path / "three").mkdir()
+        whole, _, _ = write_manifest_parts(session, tmp_path / "one", parts=1)
+        dealt, block_count, _ = write_manifest_parts(session, tmp_path / "three", parts=3)
+    engine.dispose()
+    lines = [gzip.decompress(p.read_bytes()).decode().splitlines() for p in dealt]
+    spans = [line.split("\t")[2] for part in lines for line in part if line.count("\t") == 2]
+    assert block_count == 2 and len(spans) >= 2 and spans[0].startswith("0-") and spans[-1].endswith("-")
+    chosen = settings.with_overrides(mr_runner=runner)
+    results = []
+    for name, inputs in (("one", whole), ("three", dealt)):
+        scratch = tmp_path / f"scratch-{name}"
+        links = run_job(MRLinkGraph, inputs, chosen, output=tmp_path / f"links-{name}.jsonl", scratch=scratch)
+        out = run_job(
+            MRIndex, [*inputs, links.path], chosen, output=tmp_path / f"index-{name}.jsonl", scratch=scratch
+        )
+        counters = {k: out.counter("blocks", k) for k in ("records", "stale_records_skipped")}
+        results.append((dict(adjacency_rows(links.path)), index_output(out), counters))
+    assert results[0] == results[1]
+    graph, (postings, _lengths), counters = results[0]
+    assert graph[1] == [2, 6] and "older" not in postings and "word1" in postings
+    if runner == "local":  # the inline runner keeps no counters
+        assert counters == {"records": 7, "stale_records_skipped": 1}

@@ -1,29 +1,102 @@
-"""Blocks dealt over map tasks: contiguous runs, every part used, sizes as even as runs allow."""
+"""Records dealt over map tasks: contiguous runs, parts even to a record, a block where one
+part ends and the next begins dealt to both by its positions."""
 
 from __future__ import annotations
 
 import random
 
-from services.indexing.manifest import deal
+from mapreduce.record_job import Wanted, current_records, manifest_line, parse_manifest_line
+from services.indexing.manifest import deal_block
+from services.storage.formats.records import Record
 
 
-def test_uneven_blocks_are_balanced_by_size_not_by_count() -> None:
+def deal_all(blocks: list[list[tuple[int, ...]]], count: int) -> list[list[tuple[int, list, object]]]:
+    total = sum(len(b) for b in blocks)
+    out, first = [], 0
+    for entries in blocks:
+        out.append(deal_block(entries, first, total, count))
+        first += len(entries)
+    return out
+
+
+def block_of(first_doc: int, size: int) -> list[tuple[int, ...]]:
+    return [(first_doc + i, i) for i in range(size)]
+
+
+def test_uneven_blocks_give_parts_even_to_a_record() -> None:
     sizes = [499, 1485, 2932, 5259, 8468, 938, 1844, 4131, 8570, 8000, 7000, 6000]
-    parts = deal(sizes, 2)
-    loads = [sum(s for s, p in zip(sizes, parts, strict=True) if p == k) for k in range(2)]
-    assert parts == sorted(parts) and set(parts) == {0, 1}
-    assert max(loads) <= sum(sizes) / 2 + max(sizes) / 2  # within half a block of even
-    assert parts.index(1) > len(sizes) // 2  # by count it would cut in the middle
+    blocks, doc = [], 0
+    for size in sizes:
+        blocks.append(block_of(doc, size))
+        doc += size
+    for count in (2, 3, 7, 64):
+        loads = [0] * count
+        parts_in_order = []
+        for lines in deal_all(blocks, count):
+            for part, entries, _span in lines:
+                loads[part] += len(entries)
+                parts_in_order.append(part)
+        assert max(loads) - min(loads) <= 1, (count, loads)
+        assert parts_in_order == sorted(parts_in_order)  # contiguous runs, in block order
+        assert set(parts_in_order) == set(range(count))
 
 
-def test_every_part_gets_a_block_and_no_part_is_skipped() -> None:
-    rng = random.Random(5)
-    for _ in range(500):
-        sizes = [rng.choice([0, 1, 10, 1000]) for _ in range(rng.randint(1, 20))]
-        parts = rng.randint(1, 25)
-        dealt = deal(sizes, parts)
-        count = min(parts, len(sizes))
-        assert dealt[0] == 0 and dealt[-1] == count - 1
-        assert all(b - a in (0, 1) for a, b in zip(dealt, dealt[1:], strict=False))  # none skipped
-    assert deal([5, 5, 5], 3) == [0, 1, 2] and deal([1, 100, 1], 3) == [0, 1, 2]
-    assert deal([], 4) == [] and deal([0, 0, 0, 0], 2) == [0, 0, 1, 1]
+def test_a_split_block_spans_cover_every_position_once_and_hold_their_entries() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        size = rng.randint(2, 60)
+        stale = rng.randint(0, 10)  # records no entry names (superseded versions)
+        positions = sorted(rng.sample(range(size + stale), size))
+        docs = rng.sample(range(1000), size)  # doc order need not be position order
+        entries = sorted(zip(docs, positions, strict=True))
+        first, total, count = rng.randint(0, 50), 0, rng.randint(2, 9)
+        total = first + size + rng.randint(0, 50)
+        lines = deal_block(entries, first, total, count)
+        assert sorted(e for _, share, _ in lines for e in share) == entries
+        if len(lines) == 1:
+            assert lines[0][2] is None
+            continue
+        spans = [span for _, _, span in lines]
+        assert spans[0][0] == 0 and spans[-1][1] is None
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))  # no gap, no overlap
+        for _part, share, (lo, hi) in lines:
+            assert all(lo <= p and (hi is None or p < hi) for _, p in share)
+            assert share == sorted(share)
+        assert [p for p, _, _ in lines] == sorted({p for p, _, _ in lines})
+
+
+def test_a_block_without_positions_goes_whole_to_one_part() -> None:
+    assert deal_block([(5,), (6,), (7,)], 0, 4, 2) == [(0, [(5,), (6,), (7,)], None)]
+    assert deal_block([(5, 0), (6, -1)], 0, 2, 2) == [(0, [(5, 0), (6, -1)], None)]
+    assert deal_block([], 3, 4, 2) == [(1, [], None)]
+
+
+def rec(doc_num: int, text: str) -> Record:
+    return Record(
+        doc_num=doc_num,
+        url=f"http://x.test/{doc_num}",
+        url_id="0" * 40,
+        doc_id="1" * 40,
+        content_type="text/html",
+        text=text,
+    )
+
+
+def test_the_lines_of_a_split_block_read_what_the_whole_line_reads() -> None:
+    """A block of seven records, two of them superseded and one doc renumbered: dealt to
+    three parts, the lines' records and stale counts add up to the whole block's."""
+    block = [rec(-1, f"r{i}") for i in range(7)]
+    entries = [(10, 0), (11, 1), (12, 3), (4, 5), (13, 6)]  # doc 4 recrawled: position 5
+    whole = parse_manifest_line(manifest_line("records/b.rec.gz", entries))[1]
+    assert whole is not None
+    kept, stale = current_records(iter(block), whole)
+    got, stale_sum = [], 0
+    for _part, share, span in deal_block(entries, 0, 5, 3):
+        name, wanted = parse_manifest_line(manifest_line("records/b.rec.gz", share, span))
+        assert name == "records/b.rec.gz" and isinstance(wanted, Wanted) and wanted.span == span
+        lo, hi = span or (0, None)
+        part_kept, part_stale = current_records(iter(block[lo:hi]), wanted)
+        got += [(r.doc_num, r.text) for r in part_kept]
+        stale_sum += part_stale
+    assert sorted(got) == sorted((r.doc_num, r.text) for r in kept)
+    assert stale_sum == stale == 2

@@ -8,6 +8,7 @@ from mapreduce.record_job import (
     ManifestError,
     Wanted,
     current_records,
+    manifest_line,
     manifest_lines,
     parse_manifest_line,
 )
@@ -48,6 +49,23 @@ def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
         list(manifest_lines([("records/a\tb", 1)]))
     with pytest.raises(ManifestError, match="records/a.rec.gz.*nimbus index"):
         parse_manifest_line("records/a.rec.gz\t1,x\n")
+
+
+def test_a_share_of_a_block_round_trips_and_bad_shares_are_refused_by_name() -> None:
+    line = manifest_line("records/s.rec.gz", [(4, 3), (9, 5)], (3, 7))
+    assert line == "records/s.rec.gz\t4:3,9:5\t3-7\n"
+    assert parse_manifest_line(line) == (
+        "records/s.rec.gz",
+        Wanted(frozenset({4, 9}), {3: 4, 5: 9}, (3, 7)),
+    )
+    to_end = parse_manifest_line(manifest_line("records/s.rec.gz", [(2, 8)], (8, None)))
+    assert to_end[1] is not None and to_end[1].span == (8, None)
+    with pytest.raises(ManifestError, match="records/s.rec.gz.*outside"):
+        parse_manifest_line("records/s.rec.gz\t4:3,9:9\t3-7\n")
+    with pytest.raises(ManifestError, match="records/s.rec.gz.*without its position"):
+        parse_manifest_line("records/s.rec.gz\t4:3,9\t3-7\n")
+    with pytest.raises(ManifestError, match="records/s.rec.gz.*span"):
+        parse_manifest_line("records/s.rec.gz\t4:3\t3\n")
 
 
 def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:

@@ -38,6 +38,27 @@ def test_whole_block_round_trip():
     assert list(iter_records(writer.to_bytes())) == _records()
 
 
+def test_a_share_of_a_block_is_its_positions_whatever_the_members_hold():
+    """A map task's share (``start`` .. ``stop`` - 1): counted by records, also where one
+    gzip member holds several (a hand-made block); nothing past ``stop`` is read."""
+    import gzip
+
+    recs = _records()
+    writer = RecordBlockWriter()
+    for rec in recs:
+        writer.add(rec)
+    data = writer.to_bytes()
+    joined = gzip.compress("".join(r.to_json() for r in recs[:3]).encode()) + gzip.compress(
+        "".join(r.to_json() for r in recs[3:]).encode()
+    )
+    for block in (data, joined):
+        for start in range(6):
+            for stop in (None, *range(start, 6)):
+                assert list(iter_records(block, start=start, stop=stop)) == recs[start:stop]
+    # Reading ends at ``stop``: a block cut short after it is not read that far.
+    assert list(iter_records(data[: len(data) - 10], stop=2)) == recs[:2]
+
+
 def test_each_member_decodes_alone():
     writer = RecordBlockWriter()
     spans = [writer.add(rec) for rec in _records()]
