@@ -121,15 +121,15 @@ class PostingStream:
             post_docs, post_offsets, joined(self._title_bodies, np.uint16), num_docs
         )
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fold") as helper:
-            # Folding (the longest step left) beside the forward index's packing and the
-            # positions' last words: numpy releases the GIL, and none needs another's output.
-            # The documents' blocks are packed after it: their temporaries beside the fold
-            # raised the build's peak by ~115 MB at 100,000 documents (docs/benchmarks.md).
+            # Folding (the longest step left) beside the forward index's packing: numpy
+            # releases the GIL, and both only read the forward index. What else could run
+            # beside it waits: the documents' blocks and the packed columns' joins, their
+            # arrays beside the fold's raised the build's peak by 75-115 MB at 100,000
+            # documents for a tenth of a second (docs/benchmarks.md, stop 42).
             near_job = helper.submit(
                 near_duplicates_of, fwd_offsets, fwd_terms, fwd_tfs, self._terms, num_docs, near_duplicates
             )
             forward = compact_forward(fwd_offsets, fwd_terms, fwd_tfs)
-            packed = self._packer.finish()
             near_dup_of = near_job.result()
         del fwd_terms, fwd_tfs
         term_offsets, term_bytes = term_arrays(self._terms)
@@ -151,7 +151,7 @@ class PostingStream:
             "pagerank": pagerank,
             **links,
             **entry_pages,
-            **packed,
+            **self._packer.finish(),
             **forward,
             **pack_docs(post_docs, post_offsets),
         }
