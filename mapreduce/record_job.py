@@ -24,8 +24,10 @@ ordered_commit``), so their records carry -1 and get their number here.
 A block may be dealt to several map tasks (``services.indexing.manifest``: parts even by
 records, where a whole block would leave one task the longer): each task's line then ends
 in its share of the block's positions, ``\t<first>-<end>`` (``<end>`` left out: to the
-block's end). Its entries all name positions within it; records outside it are another
-line's, neither read into records nor counted stale here.
+block's end), and where the documents table knows them, the bytes those records lie in,
+``@<byte>-<byte>`` (a ranged read: nothing before or after them is fetched or inflated).
+Its entries all name positions within it; records outside it are another line's, neither
+read nor counted stale here.
 """
 
 from __future__ import annotations
@@ -56,11 +58,11 @@ def manifest_lines(current: Iterable[tuple[str, int] | tuple[str, int, int]]) ->
 
 
 def block_entries(
-    current: Iterable[tuple[str, int] | tuple[str, int, int]],
+    current: Iterable[tuple[str, int] | tuple[str, int, int] | tuple[str, int, int, int]],
 ) -> Iterator[tuple[str, list[tuple[int, ...]]]]:
-    """Each block's entries, (doc_num[, content_index]) ascending, from rows ordered by block
-    (``manifest_lines``); a block that comes twice or whose name would break the line format
-    is refused."""
+    """Each block's entries, (doc_num[, content_index[, record_offset]]) ascending, from rows
+    ordered by block (``manifest_lines``); a block that comes twice or whose name would break
+    the line format is refused."""
     done: set[str] = set()
     for block, group in groupby(current, key=lambda row: row[0]):
         if block in done:
@@ -76,17 +78,60 @@ def block_entries(
         yield block, sorted((int(row[1]), *(int(x) for x in row[2:])) for row in group)
 
 
-def manifest_line(
-    block: str, entries: Iterable[tuple[int, ...]], span: tuple[int, int | None] | None = None
-) -> str:
-    """One block's line: its entries, (doc_num[, content_index]); ``span``: the positions
-    ``first`` to ``end`` - 1 (``end`` None: to the block's end) when the block is dealt to
-    several tasks."""
-    nums = ",".join(":".join(str(x) for x in entry) for entry in entries)
+@dataclass(frozen=True)
+class Span:
+    """A line's share of its block: the records at positions ``first`` .. ``end`` - 1
+    (``end`` None: to the block's end), lying in bytes ``byte_first`` .. ``byte_end`` - 1
+    of the block when the line says (``byte_end`` None: to its end)."""
+
+    first: int
+    end: int | None = None
+    byte_first: int | None = None
+    byte_end: int | None = None
+
+    def text(self) -> str:
+        positions = f"{self.first}-{_blank(self.end)}"
+        if self.byte_first is None:
+            return positions
+        return f"{positions}@{self.byte_first}-{_blank(self.byte_end)}"
+
+    @classmethod
+    def parse(cls, text: str) -> Span:
+        """A span's text; a ValueError names what is wrong with it."""
+        positions, at, places = text.partition("@")
+        first, dash, end = positions.partition("-")
+        byte_first, byte_dash, byte_end = places.partition("-")
+        if not dash or (at and not byte_dash):
+            raise ValueError(f"span {text!r} is not <first>-<end>[@<byte>-<byte>]")
+        if at and (end.strip() == "") != (byte_end.strip() == ""):
+            raise ValueError(f"span {text!r} ends at a position or a byte but not both")
+        span = cls(
+            int(first),
+            int(end) if end.strip() else None,
+            int(byte_first) if at else None,
+            int(byte_end) if at and byte_end.strip() else None,
+        )
+        if (span.end is not None and span.end <= span.first) or (
+            span.byte_first is not None and span.byte_end is not None and span.byte_end <= span.byte_first
+        ):
+            raise ValueError(f"span {text!r} is empty")
+        return span
+
+    def holds(self, position: int) -> bool:
+        return self.first <= position and (self.end is None or position < self.end)
+
+
+def _blank(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def manifest_line(block: str, entries: Iterable[tuple[int, ...]], span: Span | None = None) -> str:
+    """One block's line: its entries, (doc_num[, content_index]; what follows them in a tuple
+    is not written); ``span``: its share when the block is dealt to several tasks."""
+    nums = ",".join(":".join(str(x) for x in entry[:2]) for entry in entries)
     if span is None:
         return f"{block}\t{nums}\n"
-    first, end = span
-    return f"{block}\t{nums}\t{first}-{'' if end is None else end}\n"
+    return f"{block}\t{nums}\t{span.text()}\n"
 
 
 @dataclass(frozen=True)
@@ -95,8 +140,7 @@ class Wanted:
 
     nums: frozenset[int]
     positions: dict[int, int]  # record position in the block -> its doc_num
-    # The positions first .. end - 1 this line reads (end None: to the block's end); None: all.
-    span: tuple[int, int | None] | None = None
+    span: Span | None = None  # the line's share of the block; None: all of it
 
     def __len__(self) -> int:
         return len(self.nums)
@@ -111,7 +155,7 @@ def parse_manifest_line(line: str) -> tuple[str, Wanted | None]:
     nums, _, span_text = rest.partition("\t")
     listed: set[int] = set()
     positions: dict[int, int] = {}
-    span: tuple[int, int | None] | None = None
+    span: Span | None = None
     try:
         for entry in nums.split(","):
             if not entry.strip():
@@ -120,22 +164,19 @@ def parse_manifest_line(line: str) -> tuple[str, Wanted | None]:
             listed.add(int(num))
             if colon:
                 positions[int(index)] = int(num)
-        if span_text:
-            first, dash, end = span_text.partition("-")
-            if not dash:
-                raise ValueError(f"span {span_text!r} is not <first>-<end>")
-            span = (int(first), int(end) if end.strip() else None)
+        if span_text.strip():
+            span = Span.parse(span_text.strip())
     except ValueError as exc:
         raise ManifestError(
             f"manifest line for {name!r} has a bad doc_num list or span ({exc}): expected "
-            "'<block>\\t<doc_num>[:<index>],...[\\t<first>-<end>]'; rebuild it with `nimbus index`"
+            "'<block>\\t<doc_num>[:<index>],...[\\t<first>-<end>[@<byte>-<byte>]]'; "
+            "rebuild it with `nimbus index`"
         ) from exc
     if span is not None:
-        lo, hi = span
-        outside = [i for i in positions if i < lo or (hi is not None and i >= hi)]
+        outside = [i for i in positions if not span.holds(i)]
         if len(positions) != len(listed) or outside:
             raise ManifestError(
-                f"manifest line for {name!r} reads positions {span_text} but lists "
+                f"manifest line for {name!r} reads positions {span_text.strip()} but lists "
                 f"{'a record outside them' if outside else 'a doc_num without its position'}; "
                 "rebuild it with `nimbus index`"
             )
@@ -156,7 +197,7 @@ def current_records(records: Iterable[Record], wanted: Wanted | None) -> tuple[l
     latest: dict[int, Record] = {}
     seen = 0
     # A line's share of a block: ``records`` are those of its span (``iter_records``).
-    for position, record in enumerate(records, start=wanted.span[0] if wanted.span else 0):
+    for position, record in enumerate(records, start=wanted.span.first if wanted.span else 0):
         seen += 1
         num = wanted.positions.get(position)
         if num is not None:
@@ -214,16 +255,24 @@ class RecordBlockJob(BufferedOutputJob):
         if not name:
             return
         self.increment_counter("blocks", "read")
-        data = self.store().get(name)
+        span = wanted.span if wanted is not None else None
+        if span is not None and span.byte_first is not None:
+            # Only the span's bytes: its first record is at ``byte_first``.
+            data = self.store().get(name, span.byte_first, span.byte_end)
+            records = iter_records(data, name=name)
+        else:
+            data = self.store().get(name)
+            records = iter_records(
+                data, name=name, start=span.first if span else 0, stop=span.end if span else None
+            )
         if wanted is None:  # stream: nothing to compare
             count = 0
-            for record in iter_records(data, name=name):
+            for record in records:
                 count += 1
                 yield record
             self.increment_counter("blocks", "records", count)  # once a block: each is a line
             return  # the runner parses
-        first, end = wanted.span or (0, None)
-        kept, stale = current_records(iter_records(data, name=name, start=first, stop=end), wanted)
+        kept, stale = current_records(_counted(records, span, name), wanted)
         if stale:
             self.increment_counter("blocks", "stale_records_skipped", stale)
         missing = len(wanted) - len(kept)
@@ -232,3 +281,19 @@ class RecordBlockJob(BufferedOutputJob):
             self.increment_counter("blocks", "listed_records_missing", missing)
         self.increment_counter("blocks", "records", len(kept))
         yield from kept
+
+
+def _counted(records: Iterator[Record], span: Span | None, name: str) -> Iterator[Record]:
+    """``records``, checked to be as many as ``span`` says where it gives both its ends: a
+    byte range that is not its positions' (a manifest older than the block's last rewrite)
+    would number other records as the listed documents."""
+    count = 0
+    for record in records:
+        count += 1
+        yield record
+    if span is not None and span.end is not None and count != span.end - span.first:
+        raise ManifestError(
+            f"{name}: the manifest's span {span.text()} holds {count} records, not "
+            f"{span.end - span.first}: the block changed since the manifest was written; "
+            "rebuild it with `nimbus index`"
+        )

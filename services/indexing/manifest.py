@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from mapreduce.record_job import block_entries, manifest_line
+from mapreduce.record_job import Span, block_entries, manifest_line
 from services.config import Settings
 from services.storage.sql.models import Document
 
@@ -82,7 +82,9 @@ def write_manifest_parts(
     """
     live = Document.removed_at.is_(None)  # a page a recrawl found gone or noindex is left out
     sizes_query = select(Document.record_block, func.count()).where(live)
-    rows_query = select(Document.record_block, Document.doc_num, Document.content_index).where(live)
+    rows_query = select(
+        Document.record_block, Document.doc_num, Document.content_index, Document.record_offset
+    ).where(live)
     if where is not None:
         sizes_query, rows_query = sizes_query.where(where), rows_query.where(where)
     sizes = session.execute(sizes_query.group_by(Document.record_block).order_by(Document.record_block)).all()
@@ -98,13 +100,13 @@ def write_manifest_parts(
     blocks = 0
     listed: list[int] = []
 
-    def noted(row: tuple[str, int, int]) -> tuple[str, int, int]:
+    def noted(row: tuple[str, int, int, int]) -> tuple[str, int, int, int]:
         listed.append(row[1])
         return row
 
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(gzip.open(path, "wt", encoding="utf-8")) for path in paths]
-        for block, entries in block_entries(noted((b, n, x)) for b, n, x in rows):
+        for block, entries in block_entries(noted((b, n, x, o)) for b, n, x, o in rows):
             blocks += 1
             first = before.get(block)
             if first is None:  # committed after the sizes were read (a crawl racing the build)
@@ -117,28 +119,36 @@ def write_manifest_parts(
 
 def deal_block(
     entries: list[tuple[int, ...]], first: int, total: int, count: int
-) -> list[tuple[int, list[tuple[int, ...]], tuple[int, int | None] | None]]:
-    """A block's lines: (part, its entries, its span of positions or None for the whole block).
+) -> list[tuple[int, list[tuple[int, ...]], Span | None]]:
+    """A block's lines: (part, its entries, its ``Span`` or None for the whole block).
 
     The block's records are the ``first`` .. of ``total`` records dealt evenly over ``count``
     parts in order; record ``r`` goes to part ``r * count // total``. The block's entries
-    (doc_num, content_index) are taken in position order; where they fall in two parts or
-    more, each part's run reads the positions from its first record to the next run's first
-    (the first run from 0, the last to the block's end), so that every record of the block,
-    current or stale, is in exactly one line's span."""
+    (doc_num, content_index[, record_offset]) are taken in position order; where they fall in
+    two parts or more, each part's run reads the positions from its first record to the next
+    run's first (the first run from 0, the last to the block's end), so that every record of
+    the block, current or stale, is in exactly one line's span; with the records' offsets,
+    the span says their bytes too (each task reads only its own)."""
     parts = [min(count - 1, (first + i) * count // max(total, 1)) for i in range(len(entries))]
     if not entries or parts[0] == parts[-1] or any(len(e) < 2 or e[1] < 0 for e in entries):
         return [(parts[0] if parts else min(count - 1, first * count // max(total, 1)), entries, None)]
     by_position = sorted(entries, key=lambda e: e[1])
+    with_bytes = all(len(e) >= 3 and e[2] >= 0 for e in entries)
     runs: list[tuple[int, list[tuple[int, ...]]]] = []
     for part, entry in zip(parts, by_position, strict=True):
         if runs and runs[-1][0] == part:
             runs[-1][1].append(entry)
         else:
             runs.append((part, [entry]))
-    lines: list[tuple[int, list[tuple[int, ...]], tuple[int, int | None] | None]] = []
+    lines: list[tuple[int, list[tuple[int, ...]], Span | None]] = []
     for i, (part, run) in enumerate(runs):
-        lo = 0 if i == 0 else run[0][1]
-        hi = runs[i + 1][1][0][1] if i + 1 < len(runs) else None
-        lines.append((part, sorted(run), (lo, hi)))
+        head = None if i == 0 else run[0]
+        after = runs[i + 1][1][0] if i + 1 < len(runs) else None
+        span = Span(
+            0 if head is None else head[1],
+            None if after is None else after[1],
+            (0 if head is None else head[2]) if with_bytes else None,
+            (None if after is None else after[2]) if with_bytes else None,
+        )
+        lines.append((part, sorted(run), span))
     return lines

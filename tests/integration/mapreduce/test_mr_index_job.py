@@ -470,6 +470,7 @@ def test_a_block_dealt_to_several_tasks_indexes_as_one_task_reading_it_whole(
     lines = [gzip.decompress(p.read_bytes()).decode().splitlines() for p in dealt]
     spans = [line.split("\t")[2] for part in lines for line in part if line.count("\t") == 2]
     assert block_count == 2 and len(spans) >= 2 and spans[0].startswith("0-") and spans[-1].endswith("-")
+    assert all("@" in span for span in spans)  # the records' bytes: each task reads its own
     chosen = settings.with_overrides(mr_runner=runner)
     results = []
     for name, inputs in (("one", whole), ("three", dealt)):

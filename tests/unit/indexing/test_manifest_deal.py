@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from mapreduce.record_job import Wanted, current_records, manifest_line, parse_manifest_line
+from mapreduce.record_job import Span, Wanted, current_records, manifest_line, parse_manifest_line
 from services.indexing.manifest import deal_block
-from services.storage.formats.records import Record
+from services.storage.formats.records import Record, RecordBlockWriter, iter_records
 
 
 def deal_all(blocks: list[list[tuple[int, ...]]], count: int) -> list[list[tuple[int, list, object]]]:
@@ -57,10 +57,11 @@ def test_a_split_block_spans_cover_every_position_once_and_hold_their_entries() 
             assert lines[0][2] is None
             continue
         spans = [span for _, _, span in lines]
-        assert spans[0][0] == 0 and spans[-1][1] is None
-        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))  # no gap, no overlap
-        for _part, share, (lo, hi) in lines:
-            assert all(lo <= p and (hi is None or p < hi) for _, p in share)
+        assert spans[0].first == 0 and spans[-1].end is None
+        assert all(a.end == b.first for a, b in zip(spans, spans[1:], strict=False))  # no gap, no overlap
+        assert all(span.byte_first is None for span in spans)  # no offsets given: none said
+        for _part, share, span in lines:
+            assert all(span.holds(p) for _, p in share)
             assert share == sorted(share)
         assert [p for p, _, _ in lines] == sorted({p for p, _, _ in lines})
 
@@ -84,19 +85,31 @@ def rec(doc_num: int, text: str) -> Record:
 
 def test_the_lines_of_a_split_block_read_what_the_whole_line_reads() -> None:
     """A block of seven records, two of them superseded and one doc renumbered: dealt to
-    three parts, the lines' records and stale counts add up to the whole block's."""
-    block = [rec(-1, f"r{i}") for i in range(7)]
-    entries = [(10, 0), (11, 1), (12, 3), (4, 5), (13, 6)]  # doc 4 recrawled: position 5
+    three parts, each line reads only its span's bytes, and the lines' records and stale
+    counts add up to the whole block's."""
+    writer = RecordBlockWriter()
+    places = [writer.add(rec(-1, f"r{i}")) for i in range(7)]
+    data = writer.to_bytes()
+    # doc 4 recrawled: its current record at position 5
+    entries = [(doc, i, places[i][0]) for doc, i in [(10, 0), (11, 1), (12, 3), (4, 5), (13, 6)]]
     whole = parse_manifest_line(manifest_line("records/b.rec.gz", entries))[1]
     assert whole is not None
-    kept, stale = current_records(iter(block), whole)
-    got, stale_sum = [], 0
-    for _part, share, span in deal_block(entries, 0, 5, 3):
+    kept, stale = current_records(iter_records(data), whole)
+    got, stale_sum, lines = [], 0, deal_block(entries, 0, 5, 3)
+    assert len(lines) == 3
+    for _part, share, span in lines:
+        assert span is not None and span.byte_first is not None
         name, wanted = parse_manifest_line(manifest_line("records/b.rec.gz", share, span))
         assert name == "records/b.rec.gz" and isinstance(wanted, Wanted) and wanted.span == span
-        lo, hi = span or (0, None)
-        part_kept, part_stale = current_records(iter(block[lo:hi]), wanted)
+        part = data[span.byte_first : span.byte_end]  # what the task's ranged read gets
+        part_kept, part_stale = current_records(iter_records(part), wanted)
         got += [(r.doc_num, r.text) for r in part_kept]
         stale_sum += part_stale
     assert sorted(got) == sorted((r.doc_num, r.text) for r in kept)
     assert stale_sum == stale == 2
+    assert [s.text() for _, _, s in lines] == [
+        f"0-3@0-{places[3][0]}",
+        f"3-6@{places[3][0]}-{places[6][0]}",
+        f"6-@{places[6][0]}-",
+    ]
+    assert Span.parse(lines[1][2].text()) == lines[1][2]

@@ -6,6 +6,7 @@ import pytest
 
 from mapreduce.record_job import (
     ManifestError,
+    Span,
     Wanted,
     current_records,
     manifest_line,
@@ -52,20 +53,30 @@ def test_unordered_pairs_and_bad_lines_are_refused_by_name() -> None:
 
 
 def test_a_share_of_a_block_round_trips_and_bad_shares_are_refused_by_name() -> None:
-    line = manifest_line("records/s.rec.gz", [(4, 3), (9, 5)], (3, 7))
-    assert line == "records/s.rec.gz\t4:3,9:5\t3-7\n"
+    line = manifest_line("records/s.rec.gz", [(4, 3, 900), (9, 5, 1500)], Span(3, 7))
+    assert line == "records/s.rec.gz\t4:3,9:5\t3-7\n"  # an entry's offset is not written
     assert parse_manifest_line(line) == (
         "records/s.rec.gz",
-        Wanted(frozenset({4, 9}), {3: 4, 5: 9}, (3, 7)),
+        Wanted(frozenset({4, 9}), {3: 4, 5: 9}, Span(3, 7)),
     )
-    to_end = parse_manifest_line(manifest_line("records/s.rec.gz", [(2, 8)], (8, None)))
-    assert to_end[1] is not None and to_end[1].span == (8, None)
+    to_end = parse_manifest_line(manifest_line("records/s.rec.gz", [(2, 8)], Span(8, None, 4096, None)))
+    assert to_end[1] is not None and to_end[1].span == Span(8, None, 4096, None)
+    assert Span.parse("0-3@0-512") == Span(0, 3, 0, 512) and Span(0, 3, 0, 512).text() == "0-3@0-512"
     with pytest.raises(ManifestError, match="records/s.rec.gz.*outside"):
         parse_manifest_line("records/s.rec.gz\t4:3,9:9\t3-7\n")
     with pytest.raises(ManifestError, match="records/s.rec.gz.*without its position"):
         parse_manifest_line("records/s.rec.gz\t4:3,9\t3-7\n")
-    with pytest.raises(ManifestError, match="records/s.rec.gz.*span"):
-        parse_manifest_line("records/s.rec.gz\t4:3\t3\n")
+    for bad, why in [
+        ("3", "not <first>-<end>"),
+        ("3-7@10", "not <first>-<end>"),
+        ("3-7@10-", "not both"),
+        ("3-@10-20", "not both"),
+        ("7-3", "empty"),
+        ("3-7@20-10", "empty"),
+        ("x-7", "invalid"),
+    ]:
+        with pytest.raises(ManifestError, match=f"records/s.rec.gz.*{why}"):
+            parse_manifest_line(f"records/s.rec.gz\t4:3\t{bad}\n")
 
 
 def test_current_records_keep_listed_docs_and_the_last_of_a_repeat() -> None:
@@ -107,3 +118,25 @@ def test_anchor_lines_are_copied_alone_for_the_index_job(tmp_path) -> None:
     assert dict(adjacency_rows(links)) == {0: [1], 1: [], 2: [0, 1]}
     (tmp_path / "none.jsonl").write_bytes(b"0\t[]\n")
     assert write_anchor_lines(tmp_path / "none.jsonl", tmp_path / "empty.txt") == 0
+
+
+def test_a_task_reads_only_its_spans_bytes_and_refuses_a_span_that_is_not_its_positions(tmp_path) -> None:
+    """``block_records`` with a span: a ranged read of its bytes; where those bytes hold
+    another number of records than its positions (a block rewritten after the manifest),
+    the line is refused by name, not read as other documents."""
+    from mapreduce.mr_index import MRIndex
+    from services.storage.blobs.blobstore import open_blobstore
+    from services.storage.formats.records import RecordBlockWriter
+
+    writer = RecordBlockWriter()
+    places = [writer.add(rec(-1, f"r{i}")) for i in range(5)]
+    store = open_blobstore(f"file://{tmp_path}")
+    store.put("records/s.rec.gz", writer.to_bytes())
+    job = MRIndex(args=["--blob-url", f"file://{tmp_path}"])
+    line = manifest_line("records/s.rec.gz", [(7, 2), (8, 3)], Span(2, 4, places[2][0], places[4][0]))
+    assert [(r.doc_num, r.text) for r in job.block_records(line)] == [(7, "r2"), (8, "r3")]
+    misplaced = manifest_line("records/s.rec.gz", [(7, 2), (8, 3)], Span(2, 4, places[1][0], places[4][0]))
+    with pytest.raises(ManifestError, match="records/s.rec.gz.*holds 3 records, not 2"):
+        list(job.block_records(misplaced))
+    to_end = manifest_line("records/s.rec.gz", [(9, 4)], Span(4, None, places[4][0], None))
+    assert [(r.doc_num, r.text) for r in job.block_records(to_end)] == [(9, "r4")]
