@@ -1,8 +1,8 @@
 """The base of jobs whose input is a manifest of record-block names.
 
 Each input line names one record block in the blob store (the report's
-"list of block names as input"), so a map task reads whole blocks with one
-GET each and the number of map tasks scales with the number of blocks. The
+"list of block names as input"), so a map task reads whole blocks (or its share of
+one, below) with one GET each and the number of map tasks scales with the number of blocks. The
 store is named by passthrough options, never by environment variables: the
 task sees exactly what the driver (``services.indexing.runner``) decided.
 

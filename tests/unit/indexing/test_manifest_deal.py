@@ -7,7 +7,8 @@ import random
 
 from mapreduce.record_job import Span, Wanted, current_records, manifest_line, parse_manifest_line
 from services.indexing.manifest import deal_block
-from services.storage.formats.records import Record, RecordBlockWriter, iter_records
+from services.storage.formats.records import RecordBlockWriter, iter_records
+from tests.unit.mapreduce.test_manifest_lines import rec  # a record of a block, by number and text
 
 
 def deal_all(blocks: list[list[tuple[int, ...]]], count: int) -> list[list[tuple[int, list, object]]]:
@@ -70,17 +71,6 @@ def test_a_block_without_positions_goes_whole_to_one_part() -> None:
     assert deal_block([(5,), (6,), (7,)], 0, 4, 2) == [(0, [(5,), (6,), (7,)], None)]
     assert deal_block([(5, 0), (6, -1)], 0, 2, 2) == [(0, [(5, 0), (6, -1)], None)]
     assert deal_block([], 3, 4, 2) == [(1, [], None)]
-
-
-def rec(doc_num: int, text: str) -> Record:
-    return Record(
-        doc_num=doc_num,
-        url=f"http://x.test/{doc_num}",
-        url_id="0" * 40,
-        doc_id="1" * 40,
-        content_type="text/html",
-        text=text,
-    )
 
 
 def test_the_lines_of_a_split_block_read_what_the_whole_line_reads() -> None:
