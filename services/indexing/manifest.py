@@ -57,12 +57,13 @@ def write_manifest_parts(
     """The job input from the documents table, dealt in contiguous runs of records over up to
     ``parts`` gzip files (``Manifest``: the files, the blocks and the documents listed).
 
-    One line per record block: ``<block>\t<doc_nums whose current record is there>``
-    (see ``mapreduce.record_job``). Rows stream in (block, doc_num) order, so the
-    table is never held as ORM objects.
+    One line per record block (one per part it is dealt to, below):
+    ``<block>\t<doc_nums whose current record is there>`` (see ``mapreduce.record_job``).
+    Rows stream in (block, doc_num) order, so the table is never held as ORM objects.
 
     Hadoop and mrjob's runners give each gzip file to one map task whole, so
-    the job runs exactly that many map tasks, balanced by the records they read (``deal_block``). (A single
+    the job runs exactly that many map tasks, balanced by the records they read
+    (``deal_block``). (A single
     uncompressed manifest would be split by bytes instead, and its last, lone
     task keeps one core idle for a long tail of the index job
     (docs/performance-notes.md); one task per block pays a process start and
