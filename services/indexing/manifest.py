@@ -130,9 +130,9 @@ def deal_block(
     run's first (the first run from 0, the last to the block's end), so that every record of
     the block, current or stale, is in exactly one line's span; with the records' offsets,
     the span says their bytes too (each task reads only its own)."""
-    parts = [min(count - 1, (first + i) * count // max(total, 1)) for i in range(len(entries))]
-    if not entries or parts[0] == parts[-1] or any(len(e) < 2 or e[1] < 0 for e in entries):
-        return [(parts[0] if parts else min(count - 1, first * count // max(total, 1)), entries, None)]
+    parts = [min(count - 1, (first + i) * count // max(total, 1)) for i in range(max(len(entries), 1))]
+    if parts[0] == parts[-1] or any(len(e) < 2 or e[1] < 0 for e in entries):
+        return [(parts[0], entries, None)]
     by_position = sorted(entries, key=lambda e: e[1])
     with_bytes = all(len(e) >= 3 and e[2] >= 0 for e in entries)
     runs: list[tuple[int, list[tuple[int, ...]]]] = []

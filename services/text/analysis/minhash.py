@@ -102,7 +102,8 @@ def near_duplicate_groups(
     offsets = offsets.astype(np.int64)
     num_docs = int(offsets.shape[0]) - 1
     parent = np.arange(num_docs, dtype=np.int64)
-    docs = np.flatnonzero(np.diff(offsets) >= min_terms)
+    sizes = np.diff(offsets)  # each document's distinct terms
+    docs = np.flatnonzero(sizes >= min_terms)
     if docs.shape[0] < 2:
         return parent.astype(np.uint32)
     firsts: list[np.ndarray] = []
@@ -136,7 +137,6 @@ def near_duplicate_groups(
     # n >= r * m. A pair that fails it is one ``_resembles`` would refuse, and refusing it
     # places nobody: left out before the loop, the groups are the same. Two thirds of the
     # 100,000-document benchmark's checks were such pairs (docs/performance-notes.md).
-    sizes = np.diff(offsets)
     small, large = np.minimum(sizes[low], sizes[high]), np.maximum(sizes[low], sizes[high])
     likely &= small >= resemblance * large
     bounds = offsets.tolist()
