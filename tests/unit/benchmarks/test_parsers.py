@@ -1,10 +1,10 @@
-"""The parser benchmark's timing and sanity columns (benchmarks/parsers.py), on a fake clock."""
+"""The parser benchmark's timing and sanity columns (benchmarks/parser_harness.py), on a fake clock."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchmarks.parsers import Archive, Extract, archive_columns, measure, text_columns
+from benchmarks.parser_harness import Archive, Extract, archive_columns, measure, text_columns
 
 
 class FakeClock:
