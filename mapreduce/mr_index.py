@@ -11,7 +11,7 @@ distinct term per flush, holding that term's postings in column form, never
 a row per token or per (term, document). The buffer is flushed when it holds
 ``FLUSH_TOKENS`` tokens (checked after each block), so a task's memory stays
 bounded. The reducer joins a term's pieces into one posting list, ascending
-by document (``mapreduce.postings_wire.join_pieces``); its length is the
+by document (``mapreduce.postings_join.join_pieces``); its length is the
 term's document frequency.
 
 With ``--map-only`` (a full build on this machine's runners: ``services.indexing.build``)
@@ -46,7 +46,7 @@ from mrjob.step import MRStep
 from mapreduce.errors import DuplicateDocumentError
 from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
 from mapreduce.postings import PostingBuffer
-from mapreduce.postings_wire import join_pieces
+from mapreduce.postings_join import join_pieces
 from mapreduce.record_job import RecordBlockJob
 
 TERM = "t"

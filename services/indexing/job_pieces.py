@@ -1,7 +1,7 @@
 """A map-only MRIndex's output read back (``mr_index --map-only``, a full build on this
 machine's runners): one file a map task, holding for each flush that flush's rows, its terms
 in byte order, one *piece* (a row) a term. A term's postings are its pieces joined in document
-order, as the reducer would have joined them (``postings_wire.join_decoded``).
+order, as the reducer would have joined them (``postings_join.join_decoded``).
 
 ``piece_columns`` reads the files once, for every row but the terms' (the lengths of a
 document's page and of its anchors merged, the vocabulary and language counts summed, as the
@@ -29,7 +29,8 @@ import numpy as np
 import pybase64
 
 from mapreduce.mr_index import ANCHORS, FORMS_KEY, LANGUAGE_KEY, LENGTH_KEY, PAGE, TERM_KEY, VOCABULARY_KEY
-from mapreduce.postings_wire import join_decoded, read_regions
+from mapreduce.postings_join import join_decoded
+from mapreduce.postings_wire import read_regions
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import IndexColumns, TermPostings, term_ranges
 

@@ -70,7 +70,7 @@ def write_manifest_parts(
     imports per block.) Block names begin with their first doc_num, so
     contiguous runs of names give each task its own range of documents: the
     index reducer then joins a term's pieces from the tasks without decoding
-    them (``mapreduce.postings_wire.join_pieces``). Dealt round-robin, every
+    them (``mapreduce.postings_join.join_pieces``). Dealt round-robin, every
     task's pieces would span the whole collection and have to be merged, most
     of the reduce phase (docs/benchmarks.md).
 

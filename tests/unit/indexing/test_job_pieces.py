@@ -16,7 +16,8 @@ import pybase64
 import pytest
 
 from mapreduce.mr_index import MRIndex
-from mapreduce.postings_wire import NUM_FIELDS, Chunk, join_decoded, join_pieces, read_regions
+from mapreduce.postings_join import join_decoded, join_pieces
+from mapreduce.postings_wire import NUM_FIELDS, Chunk, read_regions
 from services.indexing import job_pieces
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import index_columns

@@ -7,7 +7,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from mapreduce.postings import ANCHOR, FIELD_GAP, PostingBuffer, url_words
-from mapreduce.postings_wire import Chunk, merge_chunks
+from mapreduce.postings_join import merge_chunks
+from mapreduce.postings_wire import Chunk
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import analyze
 

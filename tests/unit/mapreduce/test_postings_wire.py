@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapreduce.postings_wire import NUM_FIELDS, Chunk, decode_terms, encode_runs, join_pieces, merge_chunks
+from mapreduce.postings_join import join_pieces, merge_chunks
+from mapreduce.postings_wire import NUM_FIELDS, Chunk, decode_terms, encode_runs
 from services.indexing.errors import PublishError
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
