@@ -101,6 +101,12 @@ class MRIndex(RecordBlockJob):
             default=False,
             help="no reducer: each map task's output is the job's; the publisher joins the pieces",
         )
+        self.add_passthru_arg(
+            "--compiled-tokens",
+            action="store_true",
+            default=False,
+            help="number rough tokens with the numba kernel (where its cache outlives the job)",
+        )
 
     def steps(self) -> list[MRStep]:
         if self.options.map_only:
@@ -118,7 +124,7 @@ class MRIndex(RecordBlockJob):
         ]
 
     def mapper_init(self) -> None:
-        self.buffer = PostingBuffer()
+        self.buffer = PostingBuffer(compiled=self.options.compiled_tokens)
         self.pages: set[int] = set()  # doc_nums this task indexed (a duplicate is an error)
 
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[bytes, bytes]]:

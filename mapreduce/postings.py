@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -41,9 +40,10 @@ import numpy as np
 
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
-from services.text.analysis.analyze import rough_surfaces, rough_tokens, surface_form, terms_of
+from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
 from services.text.analysis.forms import build_filters, form_hashes
 from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
+from services.text.analysis.rough_ids import RoughIds
 
 TITLE, BODY, ANCHOR, URL, META, NAV = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -57,32 +57,15 @@ def url_words(url: str) -> str:
     return _URL_WORDS.sub(" ", rest)
 
 
-class _RoughIds(dict):
-    """Distinct rough token -> id, for one analysis; ids count up over every analysis of a
-    buffer, in order of first sight (``roughs``, and each one's analysis in ``analyses``).
-    ``__missing__`` runs once per new rough token, so ``map`` over a text's rough tokens
-    stays in C."""
-
-    def __init__(self, key: str, roughs: list[bytes], analyses: list[str]) -> None:
-        super().__init__()
-        self.key = key
-        self.roughs = roughs
-        self.analyses = analyses
-
-    def __missing__(self, rough: bytes) -> int:
-        self[rough] = n = len(self.roughs)
-        self.roughs.append(rough)
-        self.analyses.append(self.key)
-        return n
-
-
 class PostingBuffer:
     """In-mapper combining: the postings of many documents, built a block at a time.
 
-    ``add`` and ``add_anchor`` only cut each field's text into rough tokens
-    (``services.text.analysis.analyze.rough_tokens``: a byte table and a split, in C)
-    and append their ids to one int array, remembering which document and
-    field each run belongs to. ``drain`` does the rest for the whole buffer at
+    ``add`` and ``add_anchor`` only make each field's text rough bytes
+    (``services.text.analysis.analyze.rough_bytes``: normalised, a byte table, in C),
+    remembering which document and field each run belongs to; the pending texts are
+    cut into rough tokens and numbered together, in one compiled pass
+    (``services.text.analysis.rough_ids``), when the buffer is asked how many tokens
+    it holds (the job asks after each block) or drained. ``drain`` does the rest for the whole buffer at
     once: the word regex, the stop list and stemming once per distinct rough
     token, then numpy for the terms in order, their positions (counted
     after stop words are dropped, as ``analyze`` does), the grouping into
@@ -92,34 +75,43 @@ class PostingBuffer:
     token.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, compiled: bool = False) -> None:
+        # compiled: number the rough tokens with numba's kernel (``RoughIds``), where its disk
+        # cache outlives a build; else bytes.split and a dict (the same numbers).
+        self._compiled = compiled
         self._reset()
 
     def _reset(self) -> None:
-        self._roughs: list[bytes] = []  # the rough token of each id
-        self._keys: list[str] = []  # and its analysis
-        self._by_key: dict[str, _RoughIds] = {}
-        self._anchor_key: dict[int, str] = {}
+        self._numbers = RoughIds(compiled=self._compiled)  # distinct rough token (per analysis) -> id
         self.languages: dict[str, int] = {}  # pages of each analysis since the last drain
-        self._ids = array("i")  # the id of every rough token, in order
+        self._ids: list[np.ndarray] = []  # the id of every rough token, in order
+        self._num_ids = 0
+        self._pending: list[bytes] = []  # rough bytes of the segments not yet numbered
+        self._pending_keys: list[int] = []
         self._seg_doc: list[int] = []  # a "segment" per (document, field) run
         self._seg_field: list[int] = []
-        self._seg_len: list[int] = []
+        self._seg_len: list[np.ndarray] = []  # rough tokens per segment, as numbered
 
     @property
     def tokens(self) -> int:
         """Rough tokens buffered, about one per word (the measure of its memory)."""
-        return len(self._ids)
+        self._number_pending()
+        return self._num_ids
 
     def _append(self, doc: int, field_id: int, text: str, key: str) -> None:
-        roughs = rough_tokens(text)
-        ids = self._by_key.get(key)
-        if ids is None:
-            ids = self._by_key[key] = _RoughIds(key, self._roughs, self._keys)
-        self._ids.extend(map(ids.__getitem__, roughs))
+        self._pending.append(rough_bytes(text))
+        self._pending_keys.append(self._numbers.key_index(key))
         self._seg_doc.append(doc)
         self._seg_field.append(field_id)
-        self._seg_len.append(len(roughs))
+
+    def _number_pending(self) -> None:
+        if not self._pending:
+            return
+        ids, counts = self._numbers.number(self._pending, self._pending_keys)
+        self._pending, self._pending_keys = [], []
+        self._ids.append(ids)
+        self._seg_len.append(counts)
+        self._num_ids += int(ids.shape[0])
 
     def add(self, record: Record) -> None:
         """Buffer a record's title, body, URL, meta and nav fields (title and body first:
@@ -147,11 +139,15 @@ class PostingBuffer:
         the fields this buffer did not see (a page without its anchors, or
         anchors without their page).
         """
-        rough_ids = np.frombuffer(self._ids, dtype=np.intc) if self._ids else np.zeros(0, np.intc)
-        roughs, keys = self._roughs, (self._keys if len(self._by_key) > 1 else next(iter(self._by_key), ""))
+        self._number_pending()
+        rough_ids = np.concatenate(self._ids) if self._ids else np.zeros(0, np.int32)
+        numbers = self._numbers
+        roughs = numbers.roughs
+        names = numbers.analysis_names
+        keys = numbers.analyses if len(names) > 1 else next(iter(names), "")
         seg_doc = np.asarray(self._seg_doc, dtype=np.int64)
         seg_field = np.asarray(self._seg_field, dtype=np.int64)
-        seg_len = np.asarray(self._seg_len, dtype=np.int64)
+        seg_len = np.concatenate(self._seg_len) if self._seg_len else np.zeros(0, np.int64)
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}

@@ -3,7 +3,12 @@ for one signature.
 
 The index build's MapReduce tasks import the ground floor (segment formats, analysis) but
 never run the kernels a search runs; numba's import alone costs a task about 0.3 s and
-60 MB. A kernel is written as a plain function over arrays and scalars, wrapped here, and
+60 MB. The one kernel of their own (``compiled_for_jobs``: numbering rough tokens,
+``services.text.analysis.rough_ids``) runs only where its cache outlives a build (this
+machine's runners: ``services.indexing.runner``) and is not one of ``KERNELS``, which
+``nimbus warm-kernels`` readies for search.
+
+A kernel is written as a plain function over arrays and scalars, wrapped here, and
 compiled once per process on its first call: from numba's disk cache after the first
 time (``cache=True``; the deployment's units point ``NUMBA_CACHE_DIR`` where the service
 may write). Search warms its kernels when a segment opens, so no query pays the compile, and
@@ -28,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
-# Every kernel defined so far (its module imported), in definition order: what
-# ``cache_use`` reports on.
+# Every search kernel defined so far (its module imported), in definition order: what
+# ``nimbus warm-kernels`` readies and reports on. The index job's: JOB_KERNELS.
 KERNELS: list[CompiledOnFirstUse] = []
+JOB_KERNELS: list[CompiledOnFirstUse] = []
 
 
 @dataclass(frozen=True)
@@ -53,10 +59,10 @@ def as_mapped(array: np.ndarray) -> np.ndarray:
 class CompiledOnFirstUse:
     """``fn`` compiled by numba (``njit``, no Python objects, the GIL released) on first call."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], registry: list[CompiledOnFirstUse] = KERNELS) -> None:
         self.fn = fn  # the plain function: what a reader reads, what the compiler compiles
         self._compiled: Callable[..., Any] | None = None
-        KERNELS.append(self)
+        registry.append(self)
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
@@ -83,3 +89,9 @@ class CompiledOnFirstUse:
 
 def compiled_on_first_use(fn: Callable[..., Any]) -> CompiledOnFirstUse:
     return CompiledOnFirstUse(fn)
+
+
+def compiled_for_jobs(fn: Callable[..., Any]) -> CompiledOnFirstUse:
+    """A kernel of the index job's tasks: compiled on first use like a search kernel, but not
+    one that search warms."""
+    return CompiledOnFirstUse(fn, JOB_KERNELS)

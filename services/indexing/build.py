@@ -167,7 +167,9 @@ def _index_job(
             settings,
             output=scratch / "index-parts",
             scratch=scratch,
-            extra_args=["--map-only"],
+            # This machine's runners: numba's cache of the tokens' kernel outlives the build
+            # (the tasks' code zip has a stable path: services.indexing.runner).
+            extra_args=["--map-only", "--compiled-tokens"],
             parts=True,
         )
         terms = "pieces joined at publish"

@@ -2,8 +2,9 @@
 
 The same call runs a job in-process (``inline``), in subprocesses on this
 machine (``local``) or on EMR (``emr``); only ``settings.index.mr_runner`` differs.
-Subprocess and cluster tasks import this project from a zip shipped with
-``--py-files`` (without it they fail with ``No module named 'services'``):
+Subprocess and cluster tasks import this project from a zip (without it they fail with
+``No module named 'services'``): on EMR shipped with ``--py-files``, on this machine named
+by the tasks' ``PYTHONPATH`` where it lies (``shared_package_zip``):
 ``mapreduce/`` and the ground-floor packages it imports (``TASK_PACKAGES``),
 nothing of the crawler, the search service or this driver. Third-party packages (numpy, PyStemmer,
 boto3) must already be installed where tasks run: on EMR by the cluster's bootstrap
@@ -17,8 +18,10 @@ output on as the next iteration's input on any runner.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -107,9 +110,8 @@ TASK_PACKAGES = (
 _SHIPPED_SUFFIXES = {".py", ".txt", ".json"}
 
 
-def package_zip(dest: Path) -> Path:
-    """Zip ``TASK_PACKAGES`` (sources and data files) for the tasks, with ``services/__init__.py``."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def _task_files() -> tuple[Path, list[Path]]:
+    """(the project's root, the files of ``TASK_PACKAGES`` with ``services/__init__.py``)."""
     repo = Path(__file__).resolve().parents[2]
     files: set[Path] = {repo / "services" / "__init__.py"}
     for name in TASK_PACKAGES:
@@ -122,9 +124,58 @@ def package_zip(dest: Path) -> Path:
             )
         else:
             files.add(module.with_suffix(".py"))
+    return repo, sorted(files)
+
+
+def package_zip(dest: Path) -> Path:
+    """Zip ``TASK_PACKAGES`` (sources and data files) for the tasks, with ``services/__init__.py``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    repo, files = _task_files()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for path in sorted(files):
+        for path in files:
             zf.write(path, path.relative_to(repo).as_posix())
+    return dest
+
+
+KEPT_PACKAGE_ZIPS = 3
+
+
+def task_packages_folder(scratch: Path) -> Path:
+    """Where the tasks' zips are kept: beside numba's own cache (``~/.cache``, or
+    ``XDG_CACHE_HOME``, as numba's ``ZipCacheLocator`` finds it), shared by every state
+    folder of this user, so each version of the code compiles the job's kernel once on this
+    machine; the build's scratch folder when that one cannot be written."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nimbus" / "task-packages"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        folder = scratch / "task-packages"
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def shared_package_zip(folder: Path) -> Path:
+    """The tasks' zip in ``folder``, named by its files' contents, written once per version of
+    them and shared by the builds that run it: numba caches a kernel imported from a zip under
+    the zip's folder (its ``ZipCacheLocator``), so a zip at a new path each build compiled the
+    index job's kernel (``rough_ids``, 4 s) in every task of every build. Written to a
+    temporary name and renamed, so a build never reads half a zip; the newest
+    ``KEPT_PACKAGE_ZIPS`` versions are kept."""
+    repo, files = _task_files()
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(repo).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    dest = folder / f"nimbus-packages-{digest.hexdigest()[:16]}.zip"
+    if not dest.exists():
+        partial = folder / f".{dest.name}.{os.getpid()}.partial"
+        package_zip(partial)
+        os.replace(partial, dest)
+        older = sorted(folder.glob("nimbus-packages-*.zip"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in older[KEPT_PACKAGE_ZIPS:]:
+            stale.unlink(missing_ok=True)
     return dest
 
 
@@ -159,12 +210,14 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
         )
     if runner == "emr":
         args += emr_args(settings, scratch)
-    if not (runner == "emr" and settings.deploy.release_url):  # a release holds the packages
-        zip_path = scratch / "nimbus-packages.zip"
-        if not zip_path.exists():
-            package_zip(zip_path)
-        args += ["--py-files", str(zip_path)]
     env = {**TASK_ENV, **(LOCAL_TASK_ENV if runner == "local" else {})}
+    if runner == "local":
+        # The zip at its own path, not copied into each task's folder as ``--py-files`` is:
+        # numba's cache of a kernel imported from a zip lives under the zip's path, so the
+        # index job's kernel is compiled once per version of the code, not in every task.
+        env["PYTHONPATH"] = str(shared_package_zip(task_packages_folder(scratch)))
+    elif not settings.deploy.release_url:  # EMR; a release holds the packages
+        args += ["--py-files", str(package_zip(scratch / "nimbus-packages.zip"))]
     for name, value in env.items():
         args += ["--cmdenv", f"{name}={value}"]
     if runner == "local":

@@ -201,7 +201,14 @@ def rough_tokens(text: str) -> list[bytes]:
     non-ASCII separators ("1990–95") are split there by the same regex as
     ``surface_tokens``.
     """
-    return _normalize(text).encode("utf-8", "surrogatepass").translate(_ROUGH_BYTES).split()
+    return rough_bytes(text).split()
+
+
+def rough_bytes(text: str) -> bytes:
+    """The normalised text's UTF-8 with every ASCII separator a space: ``rough_tokens`` before
+    the split (the index job numbers the tokens of many texts at once:
+    ``services.text.analysis.rough_ids``). No ASCII whitespace but the space is left."""
+    return _normalize(text).encode("utf-8", "surrogatepass").translate(_ROUGH_BYTES)
 
 
 def rough_surfaces(rough: bytes) -> list[str]:

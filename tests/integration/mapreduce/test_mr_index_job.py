@@ -20,7 +20,14 @@ from services.indexing.index_rows import index_columns, read_index_rows
 from services.indexing.job_pieces import piece_columns
 from services.indexing.manifest import write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
-from services.indexing.runner import JobError, JobOutput, run_job, write_rows
+from services.indexing.runner import (
+    JobError,
+    JobOutput,
+    run_job,
+    shared_package_zip,
+    task_packages_folder,
+    write_rows,
+)
 from services.indexing.segment_stream import streamed_segment
 from services.ranking.pagerank import adjacency_from_mapping, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
@@ -286,6 +293,14 @@ def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: P
     assert result.delta == pytest.approx(reference.delta, rel=1e-9)
 
 
+def hermetic_args(scratch: Path) -> list[str]:
+    """Task switches: ``python -S`` (no site hooks: no editable finder) and on PYTHONPATH only
+    the zip the local runner ships (the same one it names) and the third-party packages."""
+    shipped = shared_package_zip(task_packages_folder(scratch))
+    site_packages = sysconfig.get_paths()["purelib"]
+    return ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={shipped}:{site_packages}"]
+
+
 def test_mr_index_local_runner_imports_only_the_shipped_zip(
     settings: Settings, tmp_path: Path, corpus_writer: CorpusWriter
 ) -> None:
@@ -317,8 +332,7 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(
     ]
     assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
-    site_packages = sysconfig.get_paths()["purelib"]
-    hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
+    hermetic = hermetic_args(tmp_path / "scratch")
     local = settings.with_overrides(mr_runner="local")
     links = run_job(
         MRLinkGraph,
@@ -361,8 +375,7 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
         ],  # dangling, and nobody links to it: the 4-node graph
     ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
-    site_packages = sysconfig.get_paths()["purelib"]
-    hermetic = ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={site_packages}"]
+    hermetic = hermetic_args(tmp_path / "scratch")
     local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=3)
     links = run_job(
         MRLinkGraph,

@@ -41,14 +41,27 @@ def test_store_args_pass_the_endpoint_only_when_set(tmp_path: Path) -> None:
     assert store_args(moto) == ["--blob-url", "s3://b/p", "--aws-endpoint-url", "http://127.0.0.1:5000"]
 
 
-def test_inline_ships_nothing_local_ships_the_packages(tmp_path: Path) -> None:
+def test_inline_ships_nothing_local_ships_the_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     inline = runner_args(Settings.of(mr_runner="inline"), tmp_path)
     assert inline[:2] == ["-r", "inline"] and "--py-files" not in inline
-    local = runner_args(Settings.of(mr_runner="local"), tmp_path)
+    local = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-1")
     assert local[:2] == ["-r", "local"]
-    shipped = Path(local[local.index("--py-files") + 1])
-    assert shipped.is_file() and "--no-bootstrap-mrjob" in local
+    assert "--py-files" not in local and "--no-bootstrap-mrjob" in local
     env = [local[i + 1] for i, arg in enumerate(local) if arg == "--cmdenv"]
+    # The tasks import the zip where it lies: one path per version of the code, the same in
+    # every build (numba's cache of the job's kernel is kept under it).
+    (shipped,) = [Path(item.split("=", 1)[1]) for item in env if item.startswith("PYTHONPATH=")]
+    assert shipped.is_file() and shipped.parent == tmp_path / "cache" / "nimbus" / "task-packages"
+    again = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-2")
+    assert f"PYTHONPATH={shipped}" in again
+    # A cache folder that cannot be written: the build's own scratch folder.
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    fallback = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-3")
+    assert f"PYTHONPATH={tmp_path / 'build-3' / 'task-packages' / shipped.name}" in fallback
     assert ("SETUPTOOLS_USE_DISTUTILS=stdlib" in env) == (sys.version_info < (3, 12))
     assert any(item.startswith("MALLOC_MMAP_THRESHOLD_=") for item in env)
     assert "--cmdenv" not in inline  # the inline runner's tasks share this process
@@ -180,3 +193,24 @@ def test_the_stacks_emr_security_groups_go_to_run_job_flow(tmp_path: Path) -> No
     assert "--extra-cluster-param" not in runner_args(Settings.of(**EMR_STACK), tmp_path)
     with pytest.raises(JobError, match="NIMBUS_EMR_MASTER_SG and NIMBUS_EMR_SLAVE_SG together"):
         runner_args(Settings.of(**EMR_STACK, emr_master_sg="sg-m"), tmp_path)
+
+
+def test_shared_zip_is_written_once_per_version_and_old_versions_pruned(tmp_path: Path) -> None:
+    import os
+
+    from services.indexing.runner import KEPT_PACKAGE_ZIPS, shared_package_zip
+
+    for n in range(KEPT_PACKAGE_ZIPS + 1):  # older versions' zips
+        old = tmp_path / f"nimbus-packages-old{n}.zip"
+        old.write_bytes(b"old")
+        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    zip_path = shared_package_zip(tmp_path)
+    written = zip_path.stat().st_mtime_ns
+    assert (
+        shared_package_zip(tmp_path) == zip_path and zip_path.stat().st_mtime_ns == written
+    )  # not rewritten
+    kept = sorted(p.name for p in tmp_path.glob("nimbus-packages-*.zip"))
+    assert len(kept) == KEPT_PACKAGE_ZIPS and zip_path.name in kept
+    assert "nimbus-packages-old0.zip" not in kept  # the oldest go
+    assert "services/text/analysis/rough_ids.py" in zipfile.ZipFile(zip_path).namelist()
+    assert not list(tmp_path.glob(".*partial"))

@@ -6,6 +6,8 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+import pytest
+
 from mapreduce.postings import ANCHOR, FIELD_GAP, PostingBuffer, url_words
 from mapreduce.postings_join import merge_chunks
 from mapreduce.postings_wire import Chunk
@@ -125,8 +127,8 @@ def as_dict(chunks) -> dict[str, dict[int, list]]:
     return out
 
 
-def filled(records: list[Record], anchors: dict[int, str]) -> PostingBuffer:
-    buffer = PostingBuffer()
+def filled(records: list[Record], anchors: dict[int, str], compiled: bool = False) -> PostingBuffer:
+    buffer = PostingBuffer(compiled=compiled)
     for r in records:
         buffer.add(r)
     for doc, text in anchors.items():
@@ -144,7 +146,8 @@ def assert_reference_lengths(
         assert lengths[r.doc_num] == [title, body, anchor, url, meta, nav]
 
 
-def test_block_buffer_gives_the_per_document_postings():
+@pytest.mark.parametrize("compiled", [False, True], ids=["split and dict", "numba kernel"])
+def test_block_buffer_gives_the_per_document_postings(compiled: bool):
     rng = random.Random(7)
     records = [
         Record(
@@ -160,7 +163,7 @@ def test_block_buffer_gives_the_per_document_postings():
         for num in rng.sample(range(100), 40)
     ]  # doc_nums out of order, as after recrawls
     anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(range(100), 10)}
-    buffer = filled(records, anchors)
+    buffer = filled(records, anchors, compiled)
     chunks, lengths = buffer.drain()
     assert as_dict(chunks) == reference(records, anchors)
     assert_reference_lengths(lengths, records, anchors)
@@ -193,7 +196,8 @@ def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result():
     assert as_dict(postings) == reference(records, {})
 
 
-def test_block_buffer_matches_analyze_on_any_script_and_separator():
+@pytest.mark.parametrize("compiled", [False, True], ids=["split and dict", "numba kernel"])
+def test_block_buffer_matches_analyze_on_any_script_and_separator(compiled: bool):
     """The buffer cuts text at ASCII separators and splits each distinct rough token with the
     word regex; on joiners, non-ASCII separators, scripts without spaces and combining marks its
     terms, positions and lengths must still be ``analyze``'s, document by document."""
@@ -220,7 +224,7 @@ def test_block_buffer_matches_analyze_on_any_script_and_separator():
         for num in range(20)
     ]
     anchors = {3: texts[1], 7: texts[2] + " | " + texts[0]}
-    postings, lengths = filled(records, anchors).drain()
+    postings, lengths = filled(records, anchors, compiled).drain()
     assert as_dict(postings) == reference(records, anchors)
     assert_reference_lengths(lengths, records, anchors)
 
@@ -249,7 +253,8 @@ def test_merge_concatenates_disjoint_chunks_and_joins_overlapping_ones():
     assert Chunk.decode(merged.encode()).as_lists() == merged.as_lists()  # the wire format
 
 
-def test_each_page_is_analyzed_in_its_language_and_counted():
+@pytest.mark.parametrize("compiled", [False, True], ids=["split and dict", "numba kernel"])
+def test_each_page_is_analyzed_in_its_language_and_counted(compiled: bool):
     texts = [
         "Die Häuser der Altstadt und die Brücken",
         "Les élections municipales de l'année",
@@ -266,7 +271,7 @@ def test_each_page_is_analyzed_in_its_language_and_counted():
     ]
     for num, record in enumerate(records):
         record.lang = langs[num % len(langs)]
-    buffer = filled(records, {})
+    buffer = filled(records, {}, compiled)
     assert buffer.languages == {"de": 2, "fr": 2, "ru": 2, "plain": 4, "en": 4}
     postings, lengths = buffer.drain()
     assert as_dict(postings) == reference(records, {})
