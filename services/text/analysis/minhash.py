@@ -15,7 +15,11 @@ on the page's length.
 
 Signatures are datasketch's MinHash (its documented "legacy" scheme: ``sha1_hash32`` of each
 term, ``(a*h + b) mod (2^61 - 1)`` truncated to 32 bits, the library's own permutations), bit
-for bit (the unit tests compare them with ``datasketch.MinHash``); what differs is that each
+for bit (the unit tests compare them with ``datasketch.MinHash``). The default permutations
+are the library's, kept here as constants, and its 32-bit SHA-1 is one line of ``hashlib``:
+importing datasketch pulls in scipy.integrate, 0.45-0.55 s of the build's start-up on one
+core, for two arrays of 16 numbers (a test checks both against the library); other
+parameters still ask the library. What differs is that each
 term is hashed once for the whole collection and a document's signature is a minimum over
 its terms' rows, where the library's per-document loop hashes every term again for each page
 (docs/performance-notes.md). Candidates are documents that agree on all rows of one band (LSH,
@@ -26,11 +30,10 @@ checked on the exact term sets, so a band collision never folds two pages by its
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-from datasketch import MinHash
-from datasketch.hashfunc import sha1_hash32
 
 RESEMBLANCE = 0.9  # Jaccard of the term sets at or above which two documents are near-duplicates
 MIN_TERMS = 10  # distinct terms a document needs before it is compared at all
@@ -43,10 +46,33 @@ _MERSENNE = np.uint64((1 << 61) - 1)
 _MAX_HASH = np.uint64((1 << 32) - 1)
 
 
+# datasketch.MinHash(num_perm=NUM_PERM, seed=SEED, scheme="legacy").permutations (datasketch 2.x).
+_PERMUTATIONS = (
+    (775169054918279404, 2109959069025162, 401325382989534145, 1130051441076870728,
+     401538927472639258, 815244983797985638, 1465635305079316733, 505211975917066639,
+     780385900265431000, 283838892089191903, 936072031995811818, 1169969703377029950,
+     25625226007148417, 1568788725991793369, 826975332961259499, 1814178924063827016),
+    (1758426461858698312, 965365488286768773, 1703346441743126657, 1762784241922636284,
+     716042322565387540, 1110853719534651860, 57506563652686492, 838727479550634564,
+     1082636226378482417, 1348484356917986390, 1720372350978982919, 1241883087124931897,
+     361679113657972945, 720433610630797939, 57968974610545096, 850535481772967366),
+)  # fmt: skip
+
+
 def permutations(num_perm: int = NUM_PERM, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """datasketch's permutation parameters (a, b) for ``num_perm`` and ``seed``."""
+    if (num_perm, seed) == (NUM_PERM, SEED):
+        a, b = _PERMUTATIONS
+        return np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64)
+    from datasketch import MinHash  # any other parameters: the library's own
+
     a, b = MinHash(num_perm=num_perm, seed=seed, scheme="legacy").permutations
     return a.astype(np.uint64), b.astype(np.uint64)
+
+
+def sha1_hash32(data: bytes) -> int:
+    """datasketch's ``hashfunc.sha1_hash32``: the first 4 bytes of SHA-1, little-endian."""
+    return int.from_bytes(hashlib.sha1(data).digest()[:4], "little")
 
 
 def term_rows(terms: Sequence[bytes], num_perm: int = NUM_PERM, seed: int = SEED) -> np.ndarray:

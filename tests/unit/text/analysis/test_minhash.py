@@ -114,3 +114,20 @@ def test_pairs_of_too_different_sizes_are_never_alike_and_the_bound_itself_folds
     groups = groups_of([page, *others, at_bound, below])
     assert int(groups[21]) == 0  # folded into the page
     assert int(groups[22]) == 22  # its own
+
+
+def test_the_kept_permutations_and_hash_are_the_librarys():
+    """The default permutations are datasketch's, frozen as constants (its import costs the
+    build's start-up half a second), and the 32-bit SHA-1 is the library's function."""
+    from datasketch.hashfunc import sha1_hash32 as library_hash
+
+    from services.text.analysis.minhash import permutations, sha1_hash32
+
+    a, b = MinHash(num_perm=NUM_PERM, seed=SEED, scheme="legacy").permutations
+    kept_a, kept_b = permutations()
+    assert kept_a.dtype == kept_b.dtype == np.uint64
+    assert np.array_equal(kept_a, a.astype(np.uint64)) and np.array_equal(kept_b, b.astype(np.uint64))
+    other_a, _ = permutations(8, 3)  # other parameters: asked of the library
+    assert np.array_equal(other_a, MinHash(num_perm=8, seed=3, scheme="legacy").permutations[0])
+    for word in (b"", b"wing", "straße".encode(), bytes(range(256))):
+        assert sha1_hash32(word) == library_hash(word)
