@@ -18,7 +18,7 @@ stores, byte for byte, whatever the ranges.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -64,6 +64,12 @@ class PostingStream:
         self._titles: list[np.ndarray] = []
         self._title_bodies: list[np.ndarray] = []
         self._packer = PostingsPacker()
+        # The packing of one range at a time on a thread of its own, beside the scoring of
+        # the next (numpy releases the GIL): it was two thirds of the main thread's work
+        # while the decoding helper sat idle (docs/benchmarks.md, stop 43). One range in
+        # flight at most, so the memory held is one range's more.
+        self._pack_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pack")
+        self._packing: Future[None] | None = None
 
     def add(
         self,
@@ -81,10 +87,13 @@ class PostingStream:
         post_offsets = offsets_of(df)
         check_postings(docs, post_offsets, self.num_docs)
         tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
+        self._wait_for_packing()
+        self._packing = self._pack_pool.submit(
+            self._packer.add, dict(zip(TF_FIELDS, tfs, strict=True)), pos_counts, positions
+        )
         idf, post_impacts, scales, max_impact = posting_scores(
             df, post_offsets, docs, tfs, self.lengths, self.num_docs, self.params, self._averages
         )
-        self._packer.add(dict(zip(TF_FIELDS, tfs, strict=True)), pos_counts, positions)
         self._terms.extend(terms)
         self._dfs.append(df)
         self._idfs.append(idf.astype(np.float32))
@@ -109,6 +118,10 @@ class PostingStream:
         ``cols``' word forms and vocabulary, ``pagerank`` as stored (``pagerank_array``),
         ``links`` (``link_arrays``), the entry pages (``entry_page_arrays``) and the
         forward index and near-duplicates of the postings added. The stream is spent."""
+        try:
+            self._wait_for_packing()
+        finally:
+            self._pack_pool.shutdown()
         num_docs = self.num_docs
         df = joined(self._dfs, np.uint32)
         post_offsets = offsets_of(df)
@@ -155,6 +168,12 @@ class PostingStream:
             **forward,
             **pack_docs(post_docs, post_offsets),
         }
+
+    def _wait_for_packing(self) -> None:
+        """The last range's packing done (its error, if it failed, raised here)."""
+        if self._packing is not None:
+            packing, self._packing = self._packing, None
+            packing.result()
 
 
 def joined(chunks: list[np.ndarray], dtype: type | np.dtype) -> np.ndarray:
