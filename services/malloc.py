@@ -48,3 +48,19 @@ def keep_freed_memory(trim_threshold: int = 1 << 30, top_pad: int = 64 << 20) ->
             (_M_TOP_PAD, top_pad),
         )
     )
+
+
+def give_back_freed_memory() -> bool:
+    """Return the free memory of every malloc arena to the kernel (glibc's ``malloc_trim``),
+    False where the C library is not glibc. A thread's allocations come from an arena of its
+    own, whose freed memory the other threads cannot reuse: after a worker thread's last large
+    temporaries are gone it is still counted as this process's (its RSS)."""
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim(0)
+    return True

@@ -36,6 +36,7 @@ from services.indexing.segment_arrays import (
     title_body_tfs,
     vocabulary_arrays,
 )
+from services.malloc import give_back_freed_memory
 from services.ranking.bm25f import DEFAULT_PARAMS, FIELD_NAMES, BM25FParams, average_lengths
 from services.ranking.impact_levels import LEVEL_DTYPE
 from services.storage.formats.doc_blocks import pack_docs
@@ -122,6 +123,7 @@ class PostingStream:
             self._wait_for_packing()
         finally:
             self._pack_pool.shutdown()
+        give_back_freed_memory()  # the packing thread's arena, before the build's peak
         num_docs = self.num_docs
         df = joined(self._dfs, np.uint32)
         post_offsets = offsets_of(df)
