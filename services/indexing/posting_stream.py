@@ -65,10 +65,10 @@ class PostingStream:
         self._titles: list[np.ndarray] = []
         self._title_bodies: list[np.ndarray] = []
         self._packer = PostingsPacker()
-        # The packing of one range at a time on a thread of its own, beside the scoring of
-        # the next (numpy releases the GIL): it was two thirds of the main thread's work
-        # while the decoding helper sat idle (docs/benchmarks.md, stop 43). One range in
-        # flight at most, so the memory held is one range's more.
+        # The packing of one range's positions at a time on a thread of its own, beside its
+        # frequencies' packing and its scoring here (numpy releases the GIL): packing was two
+        # thirds of this thread's work while the decoding helper sat idle (docs/benchmarks.md,
+        # stop 43). One range in flight at most, so the memory held is one range's more.
         self._pack_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pack")
         self._packing: Future[None] | None = None
 
@@ -89,9 +89,9 @@ class PostingStream:
         check_postings(docs, post_offsets, self.num_docs)
         tfs = [np.ascontiguousarray(field_tfs[:, f]) for f in range(len(FIELD_NAMES))]
         self._wait_for_packing()
-        self._packing = self._pack_pool.submit(
-            self._packer.add, dict(zip(TF_FIELDS, tfs, strict=True)), pos_counts, positions
-        )
+        fields = dict(zip(TF_FIELDS, tfs, strict=True))
+        self._packing = self._pack_pool.submit(self._packer.add_positions, fields, pos_counts, positions)
+        self._packer.add_frequencies(fields)  # the packer's other half, here meanwhile
         idf, post_impacts, scales, max_impact = posting_scores(
             df, post_offsets, docs, tfs, self.lengths, self.num_docs, self.params, self._averages
         )

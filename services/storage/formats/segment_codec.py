@@ -89,7 +89,11 @@ class PostingsPacker:
     Either way the arrays are the same, byte for byte."""
 
     def __init__(self) -> None:
+        # Two halves with no state in common, so two threads may fill them at once (a build
+        # packs the positions beside the frequencies: ``posting_stream``): the frequencies'
+        # columns, and the positions with their blocks' offsets.
         self._post = bitpack.PackedAppender(_COLUMNS)
+        self._frequency_rows = 0
         self._pos = bitpack.PackedAppender(1)
         self._postings = 0
         self._positions = 0
@@ -97,7 +101,14 @@ class PostingsPacker:
 
     def add(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
         """Postings: each field's frequencies (``TF_FIELDS``), the number of positions of each
-        and their positions concatenated (ascending per posting). A posting's positions are
+        and their positions concatenated (ascending per posting): ``add_positions`` and then
+        ``add_frequencies``."""
+        self.add_positions(tfs, counts, positions)
+        self.add_frequencies(tfs)
+
+    def add_positions(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
+        """The positions of postings (``counts`` each, concatenated, ascending per posting)
+        whose frequencies are ``tfs``. A posting's positions are
         its title and body words, as many as those two frequencies: past a clipped frequency
         (``mapreduce.postings_wire.TF_MAX``, a word 65,535 times in one field) the rest are
         dropped, and fewer than the frequencies say is an error (the build lost some).
@@ -119,20 +130,32 @@ class PostingsPacker:
         for lo in range(0, counts.shape[0], _PACK_RUN):
             run = counts[lo : lo + _PACK_RUN]
             end = at + int(run.sum())
-            self._add_run({f: tfs[f][lo : lo + _PACK_RUN] for f in TF_FIELDS}, run, positions[at:end])
+            self._add_positions_run(run, positions[at:end])
             at = end
 
-    def _add_run(self, tfs: Mapping[str, np.ndarray], counts: np.ndarray, positions: np.ndarray) -> None:
+    def add_frequencies(self, tfs: Mapping[str, np.ndarray]) -> None:
+        """The field frequencies of the postings (``TF_FIELDS``), in the order of their
+        positions' (``add_positions``)."""
+        rows = int(np.asarray(tfs[POSTING_COLUMNS[0]]).shape[0])
+        for lo in range(0, rows, _PACK_RUN):
+            self._post.add([tfs[name][lo : lo + _PACK_RUN] for name in POSTING_COLUMNS])
+        self._frequency_rows += rows
+
+    def _add_positions_run(self, counts: np.ndarray, positions: np.ndarray) -> None:
         rows = np.arange(self._postings, self._postings + counts.shape[0], dtype=np.int64)
         offsets = self._positions + np.cumsum(counts) - counts  # each posting's first position
         self._block_offsets.append(offsets[(rows & (BLOCK - 1)) == 0].astype(np.uint64))
-        self._post.add([tfs[name] for name in POSTING_COLUMNS])
         self._pos.add([bitpack.gaps(positions, counts)])
         self._postings += counts.shape[0]
         self._positions += int(counts.sum())
 
     def finish(self) -> dict[str, np.ndarray]:
         """The arrays, in the order ``compact_segment`` stores them."""
+        if self._frequency_rows != self._postings:
+            raise ValueError(
+                f"{self._frequency_rows} postings' frequencies but {self._postings} postings' positions "
+                "were packed: every posting needs both"
+            )
         out: dict[str, np.ndarray] = {}
         _put(out, "post_packed", self._post.finish())
         out["pos_block_offsets"] = np.concatenate(

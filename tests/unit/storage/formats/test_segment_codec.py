@@ -170,6 +170,33 @@ def test_postings_packed_a_run_at_a_time_are_stored_as_compact_segment_stores_th
         assert value.dtype == want[name].dtype and value.tobytes() == want[name].tobytes(), name
 
 
+def test_the_packers_two_halves_fill_apart_and_give_the_same_bytes() -> None:
+    """A build packs the positions on a thread beside the frequencies (posting_stream): the
+    halves filled in any interleaving give ``compact_segment``'s bytes; one half short is an
+    error at finish, not a segment whose postings and positions disagree."""
+    postings, run = 3 * BLOCK + 77, 150
+    before = plain(postings, 30, 5)
+    want = compact_segment(before)
+    offsets = before["pos_offsets"].astype(np.int64)
+    ranges = [(lo, min(lo + run, postings)) for lo in range(0, postings, run)]
+    packer = PostingsPacker()
+    for lo, hi in ranges:  # every range's positions first, then every range's frequencies
+        packer.add_positions(
+            {f: before[f"tf_{f}"][lo:hi] for f in TF_FIELDS},
+            np.diff(offsets[lo : hi + 1]),
+            before["positions"][offsets[lo] : offsets[hi]],
+        )
+    for lo, hi in ranges:
+        packer.add_frequencies({f: before[f"tf_{f}"][lo:hi] for f in TF_FIELDS})
+    for name, value in packer.finish().items():
+        assert value.tobytes() == want[name].tobytes(), name
+    short = PostingsPacker()
+    short.add_positions({f: before[f"tf_{f}"] for f in TF_FIELDS}, np.diff(offsets), before["positions"])
+    short.add_frequencies({f: before[f"tf_{f}"][:-1] for f in TF_FIELDS})
+    with pytest.raises(ValueError, match="every posting needs both"):
+        short.finish()
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_compiled_position_reader_is_the_numpy_one(seed: int) -> None:
     """Rows in any order, repeated, within a block ascending and descending, across blocks,
