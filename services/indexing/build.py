@@ -43,7 +43,7 @@ from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, run_job
-from services.indexing.segment_arrays import segment_meta
+from services.indexing.segment_arrays import import_forward_index_tools, segment_meta
 from services.indexing.segment_stream import streamed_segment
 from services.indexing.url_names import write_name_lines
 from services.ranking.entry_pages import url_kinds
@@ -298,11 +298,13 @@ def build_index(
         # This machine's runners: MRIndex without its reducer, its pieces joined at publish
         # (job_pieces); EMR keeps the reducer (mapreduce.mr_index).
         map_only = settings.index.mr_runner in ("inline", "local")
-        # The documents' URL forms and hosts (SQL and Python, ~0.5 s at 100,000 documents) on a
-        # thread while the jobs run: this process only waits for their tasks then, and the
-        # publish that needs them would otherwise read them on one core with the other idle.
+        # The documents' URL forms and hosts (SQL and Python, ~0.5 s at 100,000 documents), and
+        # the publish's lazy imports, on a thread while the jobs run: this process only waits
+        # for their tasks then, and the publish would otherwise do them on one core with the
+        # other idle.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="url-facts") as helper:
             facts = helper.submit(url_facts, sessions, num_docs)
+            helper.submit(import_forward_index_tools)
             links, index = run_index_jobs(
                 settings, manifest, graph_parts, scratch, say, links_expected=expected, map_only=map_only
             )
