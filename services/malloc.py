@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
+from collections.abc import Callable
 
 MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest allowed mmap threshold on 64-bit systems
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # mallopt's parameter numbers
@@ -55,12 +57,21 @@ def give_back_freed_memory() -> bool:
     False where the C library is not glibc. A thread's allocations come from an arena of its
     own, whose freed memory the other threads cannot reuse: after a worker thread's last large
     temporaries are gone it is still counted as this process's (its RSS)."""
-    name = ctypes.util.find_library("c")
-    if not name:
-        return False
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
+    trim = _malloc_trim()
+    if trim is None:
         return False
     trim(0)
     return True
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (looked up once: ``find_library`` runs ldconfig)."""
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim

@@ -42,7 +42,7 @@ from services.indexing.link_probe import sample_has_links
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.publish import publish_segment
-from services.indexing.runner import JobOutput, run_job
+from services.indexing.runner import JobOutput, kernel_cache_lasts, run_job
 from services.indexing.segment_arrays import import_forward_index_tools, segment_meta
 from services.indexing.segment_stream import streamed_segment
 from services.indexing.url_names import write_name_lines
@@ -168,9 +168,12 @@ def _index_job(
             settings,
             output=scratch / "index-parts",
             scratch=scratch,
-            # This machine's runners: numba's cache of the tokens' kernel outlives the build
-            # (the tasks' code zip has a stable path: services.indexing.runner).
-            extra_args=["--map-only", "--compiled-tokens"],
+            # numba's cache of the tokens' kernel outlives the build where the tasks' code has
+            # a lasting path (services.indexing.runner); elsewhere they number in Python.
+            extra_args=[
+                "--map-only",
+                *(["--compiled-tokens"] if kernel_cache_lasts(settings, scratch) else []),
+            ],
             parts=True,
         )
         terms = "pieces joined at publish"

@@ -91,7 +91,9 @@ class PostingStream:
         self._wait_for_packing()
         fields = dict(zip(TF_FIELDS, tfs, strict=True))
         self._packing = self._pack_pool.submit(self._packer.add_positions, fields, pos_counts, positions)
-        self._packer.add_frequencies(fields)  # the packer's other half, here meanwhile
+        # The packer's other half here meanwhile. An error from here on leaves this range's
+        # packing running; the stream is then abandoned, and its thread ends with the pool.
+        self._packer.add_frequencies(fields)
         idf, post_impacts, scales, max_impact = posting_scores(
             df, post_offsets, docs, tfs, self.lengths, self.num_docs, self.params, self._averages
         )

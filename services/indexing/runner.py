@@ -110,8 +110,9 @@ TASK_PACKAGES = (
 _SHIPPED_SUFFIXES = {".py", ".txt", ".json"}
 
 
-def _task_files() -> tuple[Path, list[Path]]:
-    """(the project's root, the files of ``TASK_PACKAGES`` with ``services/__init__.py``)."""
+def _task_files() -> list[tuple[str, bytes]]:
+    """The files of ``TASK_PACKAGES`` with ``services/__init__.py``: (name in the zip, bytes),
+    by name, each read once (a zip's name and its contents come from the same bytes)."""
     repo = Path(__file__).resolve().parents[2]
     files: set[Path] = {repo / "services" / "__init__.py"}
     for name in TASK_PACKAGES:
@@ -124,58 +125,82 @@ def _task_files() -> tuple[Path, list[Path]]:
             )
         else:
             files.add(module.with_suffix(".py"))
-    return repo, sorted(files)
+    return [(path.relative_to(repo).as_posix(), path.read_bytes()) for path in sorted(files)]
 
 
-def package_zip(dest: Path) -> Path:
-    """Zip ``TASK_PACKAGES`` (sources and data files) for the tasks, with ``services/__init__.py``."""
+def package_zip(dest: Path, files: Sequence[tuple[str, bytes]] | None = None) -> Path:
+    """Zip ``TASK_PACKAGES`` (sources and data files) for the tasks, with ``services/__init__.py``
+    (``files``: those already read)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    repo, files = _task_files()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for path in files:
-            zf.write(path, path.relative_to(repo).as_posix())
+        for name, data in _task_files() if files is None else files:
+            zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED, 1)
     return dest
 
 
-KEPT_PACKAGE_ZIPS = 3
+# A zip not used for this long may be removed once newer ones are there: never one a build
+# still running could be reading (builds take minutes here, hours at most on an indexer).
+STALE_PACKAGE_SECONDS = 7 * 24 * 3600
 
 
-def task_packages_folder(scratch: Path) -> Path:
+def task_packages_folder(scratch: Path) -> Path | None:
     """Where the tasks' zips are kept: beside numba's own cache (``~/.cache``, or
-    ``XDG_CACHE_HOME``, as numba's ``ZipCacheLocator`` finds it), shared by every state
-    folder of this user, so each version of the code compiles the job's kernel once on this
-    machine; the build's scratch folder when that one cannot be written."""
+    ``XDG_CACHE_HOME``, where numba's ``ZipCacheLocator`` caches a zip's kernels), shared by
+    every state folder of this user, so each version of the code compiles the job's kernel
+    once on this machine. None when that folder cannot be written, or is not this user's
+    alone (a zip there is code every task runs): the caller then ships a zip of its own and
+    the tasks number tokens in Python (numba could not cache the kernel either)."""
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nimbus" / "task-packages"
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for level in (folder, folder.parent):
+            st = level.stat()
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return None
         probe = folder / f".probe-{os.getpid()}"
         probe.touch()
         probe.unlink()
     except OSError:
-        folder = scratch / "task-packages"
-        folder.mkdir(parents=True, exist_ok=True)
+        return None
     return folder
+
+
+def kernel_cache_lasts(settings: Settings, scratch: Path) -> bool:
+    """Whether numba's cache of the index job's kernel outlives a build on the configured
+    runner: in process (``inline``: the sources' own), or from the shared zip (``local``,
+    ``task_packages_folder``). Elsewhere every task would compile it again."""
+    runner = settings.index.mr_runner
+    return runner == "inline" or (runner == "local" and task_packages_folder(scratch) is not None)
 
 
 def shared_package_zip(folder: Path) -> Path:
     """The tasks' zip in ``folder``, named by its files' contents, written once per version of
     them and shared by the builds that run it: numba caches a kernel imported from a zip under
     the zip's folder (its ``ZipCacheLocator``), so a zip at a new path each build compiled the
-    index job's kernel (``rough_ids``, 4 s) in every task of every build. Written to a
-    temporary name and renamed, so a build never reads half a zip; the newest
-    ``KEPT_PACKAGE_ZIPS`` versions are kept."""
-    repo, files = _task_files()
+    index job's kernel (``rough_ids``) in every task of every build. Written to a temporary
+    name and renamed, so a build never reads half a zip; each use marks it used, and zips
+    unused for ``STALE_PACKAGE_SECONDS`` are removed when a new one is written."""
+    files = _task_files()
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(repo).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, data in files:
+        digest.update(name.encode() + b"\0" + data + b"\0")
     dest = folder / f"nimbus-packages-{digest.hexdigest()[:16]}.zip"
-    if not dest.exists():
-        partial = folder / f".{dest.name}.{os.getpid()}.partial"
-        package_zip(partial)
+    if dest.exists():
+        os.utime(dest)  # used now: not stale while builds run it
+        return dest
+    partial = folder / f".{dest.name}.{os.getpid()}.partial"
+    try:
+        package_zip(partial, files)
         os.replace(partial, dest)
-        older = sorted(folder.glob("nimbus-packages-*.zip"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for stale in older[KEPT_PACKAGE_ZIPS:]:
-            stale.unlink(missing_ok=True)
+    finally:
+        partial.unlink(missing_ok=True)
+    now = time.time()
+    for other in folder.glob("nimbus-packages-*.zip"):
+        try:
+            if other != dest and now - other.stat().st_mtime > STALE_PACKAGE_SECONDS:
+                other.unlink()
+        except FileNotFoundError:
+            continue  # another build removed it first
     return dest
 
 
@@ -211,12 +236,13 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
     if runner == "emr":
         args += emr_args(settings, scratch)
     env = {**TASK_ENV, **(LOCAL_TASK_ENV if runner == "local" else {})}
-    if runner == "local":
+    shared = task_packages_folder(scratch) if runner == "local" else None
+    if shared is not None:
         # The zip at its own path, not copied into each task's folder as ``--py-files`` is:
         # numba's cache of a kernel imported from a zip lives under the zip's path, so the
         # index job's kernel is compiled once per version of the code, not in every task.
-        env["PYTHONPATH"] = str(shared_package_zip(task_packages_folder(scratch)))
-    elif not settings.deploy.release_url:  # EMR; a release holds the packages
+        env["PYTHONPATH"] = str(shared_package_zip(shared))
+    elif not (runner == "emr" and settings.deploy.release_url):  # a release holds the packages
         args += ["--py-files", str(package_zip(scratch / "nimbus-packages.zip"))]
     for name, value in env.items():
         args += ["--cmdenv", f"{name}={value}"]

@@ -24,6 +24,7 @@ each number's token (bytes) and ``analyses`` its analysis.
 
 from __future__ import annotations
 
+import sys
 from array import array
 
 import numpy as np
@@ -73,7 +74,7 @@ class RoughIds:
         ``keys``: each one's analysis (``key_index``)."""
         if not texts:
             return np.zeros(0, np.int32), np.zeros(0, np.int64)
-        if not self.compiled:
+        if not (self.compiled and _kernels_usable()):
             return self._number_in_python(texts, keys)
         buf = np.frombuffer(b"".join(texts), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
@@ -101,7 +102,15 @@ class RoughIds:
         for start, end, key in zip(starts[:-1], starts[1:], self._keys[before:n].tolist(), strict=True):
             self.roughs.append(arena[start:end].tobytes())
             self.analyses.append(names[key])
-        return ids[:m], counts
+        # The bound above is ~3x the tokens: keep no more than they need until the buffer drains.
+        return (ids[:m].copy() if 2 * m < ids.shape[0] else ids[:m]), counts
+
+    def _number_tiny(self) -> None:
+        """One kernel call on one token: compiles the kernel (or loads it) without the check."""
+        ids, counts = np.empty(2, np.int32), np.zeros(1, np.int64)
+        buf = np.frombuffer(b"warm", dtype=np.uint8)
+        _number(buf, np.array([4], np.int64), np.zeros(1, np.int32), 0, 0, 0, 0, ids, counts,
+                self._table, self._starts, self._keys, self._arena, self._used, 0)  # fmt: skip
 
     def _make_room(self, n: int, need: int) -> None:
         """Room for one more token of ``need`` bytes: twice the numbers, the arena at least
@@ -119,7 +128,9 @@ class RoughIds:
             self._table = grown_table
 
     def _number_in_python(self, texts: list[bytes], keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The same numbers by ``bytes.split`` and a dict per analysis."""
+        """The same numbers by ``bytes.split`` and a dict per analysis (``split`` cuts at every
+        ASCII space, the kernel at 0x20 only: the same cuts for rough bytes, which hold no
+        other)."""
         names = self.analysis_names
         ids = array("i")
         counts = np.empty(len(texts), dtype=np.int64)
@@ -148,6 +159,30 @@ class _Numbers(dict[bytes, int]):
         self.roughs.append(rough)
         self.analyses.append(self.analysis)
         return n
+
+
+_KERNELS: dict[str, str] = {}  # "usable": "yes", or why not (this process's first try)
+
+
+def _kernels_usable() -> bool:
+    """Whether the kernels compiled (or loaded from numba's cache) in this process. The first
+    call compiles both; where numba cannot write its cache (a home folder not writable, a
+    cache path that is a file) that fails, and this process numbers in Python instead, with
+    the same numbers, saying why once on stderr (a task's log) rather than failing the build."""
+    if "usable" not in _KERNELS:
+        try:
+            table = np.full((16, 4), _EMPTY, dtype=np.int64)
+            _rehash(table, np.full((32, 4), _EMPTY, dtype=np.int64))
+            RoughIds(16)._number_tiny()
+            _KERNELS["usable"] = "yes"
+        except (OSError, RuntimeError) as exc:  # numba's cache: no writable place, or a save refused
+            _KERNELS["usable"] = f"{type(exc).__name__}: {exc}"
+            print(
+                f"rough_ids: the compiled numbering is unusable here ({_KERNELS['usable']}); "
+                "numbering in Python (same numbers, slower): let this user write numba's cache",
+                file=sys.stderr,
+            )
+    return _KERNELS["usable"] == "yes"
 
 
 def warm_up() -> None:

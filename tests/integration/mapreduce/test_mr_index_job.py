@@ -296,7 +296,9 @@ def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: P
 def hermetic_args(scratch: Path) -> list[str]:
     """Task switches: ``python -S`` (no site hooks: no editable finder) and on PYTHONPATH only
     the zip the local runner ships (the same one it names) and the third-party packages."""
-    shipped = shared_package_zip(task_packages_folder(scratch))
+    folder = task_packages_folder(scratch)
+    assert folder is not None  # XDG_CACHE_HOME is this test run's (conftest.py)
+    shipped = shared_package_zip(folder)
     site_packages = sysconfig.get_paths()["purelib"]
     return ["--task-python-bin", f"{sys.executable} -S", "--cmdenv", f"PYTHONPATH={shipped}:{site_packages}"]
 

@@ -8,6 +8,8 @@ import pytest
 
 from services.indexing.index_rows import IndexColumns
 from services.indexing.posting_stream import PostingStream
+from services.storage.formats.segment import TF_FIELDS
+from services.storage.formats.segment_codec import PostingsPacker
 
 
 def one_range(
@@ -46,16 +48,21 @@ def test_a_packing_error_reaches_the_caller_and_the_thread_ends() -> None:
 
 
 def test_ranges_pack_in_order_whatever_the_thread() -> None:
-    """Many small ranges, each packed while the next is scored: the packed positions are
-    the ranges' in order (their block offsets count every position once)."""
+    """Many small ranges, each range's positions packed on the thread while its frequencies
+    are packed here: the packed arrays are, byte for byte, those of one packer given every
+    range in order on one thread."""
     stream = PostingStream(np.ones((6, 40), dtype=np.float64), 40)
-    total = 0
+    serial = PostingsPacker()
     for n in range(30):
         docs = list(range(n % 7, 40, 7))
+        title = [n % 2] * len(docs)
         body = [1 + (d + n) % 3 for d in docs]
-        positions = [p for b in body for p in range(b)]
-        total += len(positions)
-        one_range(stream, docs, [0] * len(docs), body, positions)
+        positions = [p + n for t, b in zip(title, body, strict=True) for p in range(t + b)]
+        one_range(stream, docs, title, body, positions)
+        tfs = np.zeros((len(docs), 6), dtype=np.uint16)
+        tfs[:, 0], tfs[:, 1] = title, body
+        counts = (tfs[:, 0] + tfs[:, 1]).astype(np.uint32)
+        serial.add(dict(zip(TF_FIELDS, tfs.T, strict=True)), counts, np.array(positions, np.uint32))
     arrays = stream.finish(IndexColumns(), np.full(40, 1 / 40), {})
-    assert int(arrays["pos_block_offsets"][-1]) == total
-    assert arrays["df"].shape == (30,)
+    for name, value in serial.finish().items():
+        assert arrays[name].tobytes() == value.tobytes(), name

@@ -17,6 +17,7 @@ from services.config import Settings
 from services.indexing.runner import (
     JobError,
     absolute_blob_url,
+    kernel_cache_lasts,
     package_zip,
     read_rows,
     runner_args,
@@ -57,11 +58,21 @@ def test_inline_ships_nothing_local_ships_the_packages(
     assert shipped.is_file() and shipped.parent == tmp_path / "cache" / "nimbus" / "task-packages"
     again = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-2")
     assert f"PYTHONPATH={shipped}" in again
-    # A cache folder that cannot be written: the build's own scratch folder.
+    assert kernel_cache_lasts(Settings.of(mr_runner="local"), tmp_path / "build-2")
+    # A cache folder that cannot be written, or that others may write: a zip of the build's
+    # own, shipped as EMR's is, and no compiled numbering (numba could not keep its kernel).
     (tmp_path / "file").write_text("")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
-    fallback = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-3")
-    assert f"PYTHONPATH={tmp_path / 'build-3' / 'task-packages' / shipped.name}" in fallback
+    shared_by_all = tmp_path / "shared"
+    (shared_by_all / "nimbus" / "task-packages").mkdir(parents=True)
+    (shared_by_all / "nimbus").chmod(0o777)
+    for cache_home in (tmp_path / "file", shared_by_all):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+        fallback = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-3")
+        assert fallback[fallback.index("--py-files") + 1] == str(tmp_path / "build-3" / "nimbus-packages.zip")
+        assert not any(arg.startswith("PYTHONPATH=") for arg in fallback)
+        assert not kernel_cache_lasts(Settings.of(mr_runner="local"), tmp_path / "build-3")
+    assert kernel_cache_lasts(Settings.of(mr_runner="inline"), tmp_path)
+    assert not kernel_cache_lasts(Settings.of(mr_runner="emr"), tmp_path)
     assert ("SETUPTOOLS_USE_DISTUTILS=stdlib" in env) == (sys.version_info < (3, 12))
     assert any(item.startswith("MALLOC_MMAP_THRESHOLD_=") for item in env)
     assert "--cmdenv" not in inline  # the inline runner's tasks share this process
@@ -195,22 +206,24 @@ def test_the_stacks_emr_security_groups_go_to_run_job_flow(tmp_path: Path) -> No
         runner_args(Settings.of(**EMR_STACK, emr_master_sg="sg-m"), tmp_path)
 
 
-def test_shared_zip_is_written_once_per_version_and_old_versions_pruned(tmp_path: Path) -> None:
+def test_shared_zip_is_written_once_per_version_and_long_unused_ones_pruned(tmp_path: Path) -> None:
     import os
+    import time
 
-    from services.indexing.runner import KEPT_PACKAGE_ZIPS, shared_package_zip
+    from services.indexing.runner import STALE_PACKAGE_SECONDS, shared_package_zip
 
-    for n in range(KEPT_PACKAGE_ZIPS + 1):  # older versions' zips
-        old = tmp_path / f"nimbus-packages-old{n}.zip"
-        old.write_bytes(b"old")
-        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    now = time.time()
+    for name, unused in [("stale", STALE_PACKAGE_SECONDS + 60), ("recent", STALE_PACKAGE_SECONDS - 60)]:
+        other = tmp_path / f"nimbus-packages-{name}.zip"  # other versions' zips
+        other.write_bytes(b"old")
+        os.utime(other, (now - unused, now - unused))
     zip_path = shared_package_zip(tmp_path)
-    written = zip_path.stat().st_mtime_ns
-    assert (
-        shared_package_zip(tmp_path) == zip_path and zip_path.stat().st_mtime_ns == written
-    )  # not rewritten
-    kept = sorted(p.name for p in tmp_path.glob("nimbus-packages-*.zip"))
-    assert len(kept) == KEPT_PACKAGE_ZIPS and zip_path.name in kept
-    assert "nimbus-packages-old0.zip" not in kept  # the oldest go
     assert "services/text/analysis/rough_ids.py" in zipfile.ZipFile(zip_path).namelist()
+    kept = sorted(p.name for p in tmp_path.glob("nimbus-packages-*.zip"))
+    assert kept == sorted([zip_path.name, "nimbus-packages-recent.zip"])  # a build may still run it
+    # Used again: the same file, not rewritten, marked used now (never stale while in use).
+    os.utime(zip_path, (now - STALE_PACKAGE_SECONDS - 60,) * 2)
+    content = zip_path.read_bytes()
+    assert shared_package_zip(tmp_path) == zip_path and zip_path.read_bytes() == content
+    assert now - zip_path.stat().st_mtime < 60
     assert not list(tmp_path.glob(".*partial"))

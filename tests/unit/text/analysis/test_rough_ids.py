@@ -95,3 +95,42 @@ def test_any_starting_capacity(capacity):
     numbers = RoughIds(capacity)
     ids, _ = number_all(numbers, [b"a b c a d e f g h i j k l m n o p q r"], ["en"])
     assert [numbers.roughs[i] for i in ids] == b"a b c a d e f g h i j k l m n o p q r".split()
+
+
+FALLBACK = """
+import sys
+from services.text.analysis import rough_ids
+assert ".zip" in rough_ids.__file__
+numbers = rough_ids.RoughIds(16)
+ids, counts = numbers.number([b"b a b", b"c a"], [numbers.key_index("en")] * 2)
+print(ids.tolist(), counts.tolist(), numbers.roughs)
+"""
+
+
+def test_where_numba_cannot_cache_the_numbers_come_from_python(tmp_path):
+    """A task importing the kernel from a zip whose cache folder cannot be made (numba's
+    ``ZipCacheLocator`` caches under ``XDG_CACHE_HOME``, here a file): the same numbers,
+    in Python, and a line on stderr saying why, not a failed build."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    from services.indexing.runner import package_zip
+
+    shipped = package_zip(tmp_path / "p.zip")
+    (tmp_path / "cache").write_text("a file, not a folder")
+    env = {
+        "PYTHONPATH": f"{shipped}:{sysconfig.get_paths()['purelib']}",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", FALLBACK],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[0, 1, 0, 2, 1] [3, 2] [b'b', b'a', b'c']"
+    assert "numbering in Python" in out.stderr and "NotADirectoryError" in out.stderr
