@@ -243,7 +243,10 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
         # index job's kernel is compiled once per version of the code, not in every task.
         env["PYTHONPATH"] = str(shared_package_zip(shared))
     elif not (runner == "emr" and settings.deploy.release_url):  # a release holds the packages
-        args += ["--py-files", str(package_zip(scratch / "nimbus-packages.zip"))]
+        zip_path = scratch / "nimbus-packages.zip"
+        if not zip_path.exists():  # one a build, for all its jobs
+            package_zip(zip_path)
+        args += ["--py-files", str(zip_path)]
     for name, value in env.items():
         args += ["--cmdenv", f"{name}={value}"]
     if runner == "local":

@@ -185,12 +185,6 @@ def _kernels_usable() -> bool:
     return _KERNELS["usable"] == "yes"
 
 
-def warm_up() -> None:
-    """Compile the kernel (or load it from numba's cache)."""
-    numbers = RoughIds(16)
-    numbers.number([b"warm up"], [numbers.key_index("")])
-
-
 @compiled_for_jobs
 def _number(buf, ends, keys, text, at, in_text, m, ids, counts, table, starts, key_of, arena, used, n):  # type: ignore[no-untyped-def]
     """The kernel of ``RoughIds.number``, from byte ``at`` of text ``text`` (``in_text`` of
