@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from services.config.search import SearchSettings
 from services.search.errors import NotFoundError
+from services.search.hits import HitReader
 from services.search.query.language import ParsedQuery, analyses_for, parse_query
 from services.search.query.limits import bound_query
 from services.search.results import (
@@ -25,7 +26,6 @@ from services.search.results import (
     CachedText,
     InLink,
     PageInfo,
-    RecordPlace,
     media_type,
 )
 from services.search.retrieval.duplicates import other_urls
@@ -36,7 +36,6 @@ from services.search.retrieval.segment import SegmentIndex
 from services.storage.blobs.blobstore import BlobStore
 from services.storage.errors import StorageError
 from services.storage.formats.blocks import sha1
-from services.storage.formats.records import Record
 from services.storage.sql.models import Document, UrlAlias
 
 PAGE_INFO_LIST = 20  # in-links and other URLs shown on page info
@@ -63,7 +62,8 @@ class Searcher(Protocol):
     @property
     def retrieval(self) -> SearchSettings: ...
 
-    def record(self, doc: RecordPlace, purpose: str) -> Record | None: ...
+    @property
+    def hit_reader(self) -> HitReader: ...  # where a document's record is read
 
     def allowed(self, query: ParsedQuery, index: SegmentIndex) -> np.ndarray | None: ...
 
@@ -153,12 +153,12 @@ class PageViews:
     def _noarchive(self, doc: Document) -> bool:
         """Robots "noarchive": the site asked that no copy of the page be shown (as Bing and
         Google honour it); the page is still found, its stored bytes stay ours to index."""
-        record = self.service.record(doc, "noarchive")
+        record = self.service.hit_reader.record(doc, "noarchive")
         return record is not None and record.noarchive
 
     def _anchor(self, source: Document | None, targets: set[str]) -> str:
         """The anchor text of ``source``'s link to one of ``targets`` ("" when none or unreadable)."""
-        record = None if source is None else self.service.record(source, "anchor text")
+        record = None if source is None else self.service.hit_reader.record(source, "anchor text")
         if record is None:
             return ""
         return next((link.anchor for link in record.links if link.url in targets and link.anchor), "")
@@ -189,7 +189,7 @@ class PageViews:
         browser as a page), from its record."""
         with self.service.sessions() as session:
             doc = _document(session, doc_num)
-        record = self.service.record(doc, "extracted text")
+        record = self.service.hit_reader.record(doc, "extracted text")
         if record is None:
             raise NotFoundError(f"the extracted text of document {doc_num} is unavailable")
         if record.noarchive:

@@ -16,20 +16,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from sqlalchemy import bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.config import Settings
 from services.errors import NimbusError
 from services.malloc import keep_freed_memory
-from services.search.display.snippets import make_snippet
+from services.search.hits import HitReader
 from services.search.page_views import PageViews
 from services.search.query.empty_query import EXCLUSIONS_ONLY_MESSAGE, nothing_to_search_message
 from services.search.query.examples import OperatorExamples, operator_examples
@@ -43,21 +42,16 @@ from services.search.query.suggest import (
     replaces,
 )
 from services.search.result_cache import ResultCache
-from services.search.results import MAX_RESULTS, RecordPlace, SearchHit, SearchResults, media_type
-from services.search.retrieval.duplicates import ALSO_AT_LIMIT, other_urls
+from services.search.results import MAX_RESULTS, SearchResults
 from services.search.retrieval.filters import DocFacts, needs_facts, operator_mask
 from services.search.retrieval.index_holder import IndexHolder
 from services.search.retrieval.per_version import PerVersion
-from services.search.retrieval.rank import Ranked
 from services.search.retrieval.retrieve import Retrieval, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
 from services.search.version_tables import VersionTables
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.blobs.block_cache import BlockCache
-from services.storage.errors import StorageError
-from services.storage.formats.records import Record, decode_record
 from services.storage.sql.engines import make_engine, session_factory
-from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
 
 log = logging.getLogger(__name__)
@@ -70,20 +64,6 @@ NO_INDEX_MESSAGE = (
     "No index has been published yet. Run `nimbus crawl` and then `nimbus index`; "
     "this page picks the index up without a restart."
 )
-
-
-# The columns a hit shows and where its record is, for the hits and the near-duplicates
-# shown under them, in one read: Core rows from a statement built once (the ORM's objects
-# and composing the statement per page cost more than running it: docs/performance-notes.md).
-_HIT_ROWS = select(
-    Document.doc_num,
-    Document.url,
-    Document.title,
-    Document.content_type,
-    Document.record_block,
-    Document.record_offset,
-    Document.record_length,
-).where(Document.doc_num.in_(bindparam("doc_nums", expanding=True)))
 
 
 class SearchService:
@@ -112,6 +92,7 @@ class SearchService:
         # Snippet records (and page info's anchor texts) are fetched in parallel: on S3
         # each is a ranged GET whose latency, not its few kilobytes, is the cost.
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="records")
+        self.hit_reader = HitReader(self.engine, self.blobs, self.blocks, self.pool)
         self.results: ResultCache[SearchResults] = ResultCache(
             settings.search.result_cache_size, settings.search.result_cache_seconds
         )
@@ -225,7 +206,7 @@ class SearchService:
             )
         last = min(first + per_page, int(ranked.docs.shape[0]))
         every_form = {form for term in query.terms for form in query.forms_of(term)}
-        hits = self._hits(ranked, range(first, last), every_form, index)
+        hits = self.hit_reader.hits(ranked, range(first, last), every_form, index)
         suggestion, found_by_suggestion = "", 0
         full = _full_matches(result, query, total)
         if len(result.found) < len(query.terms) or total < per_page:
@@ -377,79 +358,6 @@ class SearchService:
             return []
         ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
-
-    def _hits(
-        self, scored: Ranked, positions: Iterable[int], query_terms: set[str], index: SegmentIndex
-    ) -> list[SearchHit]:
-        pagerank = index.pagerank
-        nums = [int(scored.docs[i]) for i in positions]
-        if not nums:
-            return []
-        folded = index.folded_into(nums)
-        members = [m for ms in folded.values() for m in ms[:ALSO_AT_LIMIT]]
-        with self.engine.connect() as connection:
-            rows = connection.execute(_HIT_ROWS, {"doc_nums": nums + members}).all()
-            duplicates = other_urls(connection, nums)
-        near_urls = {row.doc_num: row.url for row in rows}
-        for rep, ms in folded.items():  # exact copies first, then near-duplicates
-            near = [near_urls[m] for m in ms[:ALSO_AT_LIMIT] if m in near_urls]
-            duplicates[rep] = (duplicates.get(rep, []) + near)[:ALSO_AT_LIMIT]
-        wanted = set(nums)
-        docs = {row.doc_num: row for row in rows if row.doc_num in wanted}
-        missing = [num for num in nums if num not in docs]
-        if missing:
-            # The segment and the table disagree (e.g. a database reset); skip, never show a blank.
-            log.warning("doc_nums %s are in the index but not in the documents table", missing)
-        found = [(i, docs[int(scored.docs[i])]) for i in positions if int(scored.docs[i]) in docs]
-        # Records from S3 are fetched side by side (each a round trip); the snippets are made
-        # in this thread (pure Python: threads would only take turns at the GIL).
-        fetch = self.pool.map if self.blobs.remote else map
-        records = list(fetch(lambda item: self.record(item[1], "snippet", links=False), found))
-        snippets = [
-            [] if r is None else make_snippet(r.text, query_terms, r.description, lang=r.lang)
-            for r in records
-        ]
-        hits = []
-        for (i, doc), snippet, record in zip(found, snippets, records, strict=True):
-            num = doc.doc_num
-            hits.append(
-                SearchHit(
-                    doc_num=num,
-                    url=doc.url,
-                    title=doc.title or doc.url,
-                    score=float(scored.final[i]),
-                    text_score=float(scored.text[i]),
-                    pagerank=float(pagerank[num]),
-                    snippet=snippet,
-                    cached_url="" if record is not None and record.noarchive else f"/cached/{num}",
-                    also_at=[url for url in duplicates.get(num, []) if url != doc.url],
-                    content_type=media_type(doc.content_type),
-                )
-            )
-        return hits
-
-    def record(self, doc: RecordPlace, purpose: str, links: bool = True) -> Record | None:
-        """The document's record (one ranged read), or None, logged, when it cannot be read;
-        ``links=False``: without its out-links (a snippet needs the text only)."""
-        end = doc.record_offset + doc.record_length
-        try:
-            member = (self.blocks or self.blobs).get(doc.record_block, doc.record_offset, end)
-            record = decode_record(member, doc.record_block, links)
-        except StorageError as exc:
-            log.warning("no %s for doc %d: %s", purpose, doc.doc_num, exc)
-            return None
-        if record.doc_num != doc.doc_num:
-            # The row's offset points at another document's record: say so, show no wrong text.
-            log.warning(
-                "no %s for doc %d: its record at %s:%d is doc %d's",
-                purpose,
-                doc.doc_num,
-                doc.record_block,
-                doc.record_offset,
-                record.doc_num,
-            )
-            return None
-        return record
 
 
 def _full_matches(result: Retrieval, query: ParsedQuery, total: int) -> int:
