@@ -15,7 +15,8 @@ Where to look, by the question you bring:
 At the top, the use cases the routes call: ``service`` (a query in, ranked hits with
 titles and snippets out), ``page_views`` (one document at a time: page info, cached
 copies), ``hits`` (a page of hits read from the stores: rows, records, snippets; and a
-document's record for the views), ``results`` (what they answer with), ``result_cache``, ``version_tables`` (the
-spelling vocabulary and documents' hosts read once per index version) and ``errors``.
+document's record for the views), ``results`` (what they answer with), ``result_cache``,
+``version_tables`` (the spelling vocabulary and documents' hosts read once per index
+version) and ``errors``.
 pyproject.toml's import-linter contract keeps the rooms in this order.
 """
