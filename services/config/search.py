@@ -35,6 +35,10 @@ class SearchSettings:
     # Feedback only for queries of at least this many terms: on short web queries RM3 drifts
     # to the feedback documents' topic (docs/ranking.md).
     feedback_min_terms: int = 4
+    # The expanded query rescores the first pass's best this many documents (at least the
+    # results asked for), as Elasticsearch's rescore window and Vespa's rerank-count do; 0:
+    # it ranks every document holding a word of the query again (docs/ranking.md).
+    feedback_pool: int = 30
 
     # Search service (it listens on Settings.host).
     port: int = 8000
@@ -100,6 +104,10 @@ class SearchSettings:
                     f"NIMBUS_PROXY_CIDRS={self.proxy_cidrs!r}: {exc}; give the load balancer's "
                     "networks as CIDRs separated by commas, like 10.40.0.0/20,10.40.16.0/20"
                 ) from exc
+        if self.feedback_pool < 0:
+            raise SettingsError(
+                f"NIMBUS_FEEDBACK_POOL={self.feedback_pool}: use 0 (rank every match again) or more documents"
+            )
         if not 0.0 <= self.feedback_weight <= 1.0:
             raise SettingsError(f"NIMBUS_FEEDBACK_WEIGHT={self.feedback_weight}: use 0.0 to 1.0")
         if not self.entry_page_weight >= 0.0:

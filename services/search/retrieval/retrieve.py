@@ -12,8 +12,9 @@ The rules (README, "Query language"):
    any word, ranked by score (exact top-k with MaxScore pruning). With RM3
    pseudo-relevance feedback switched on (and no phrase in the query: an
    expanded query is no longer the user's phrase), the expanded query
-   re-ranks those same documents: feedback reorders, it never adds a result
-   that holds none of the user's words.
+   re-ranks the first pass's best ``feedback_pool`` documents (at least the
+   ``k`` asked for; 0: all of those documents): feedback reorders, it never
+   adds a result that holds none of the user's words.
 """
 
 from __future__ import annotations
@@ -199,11 +200,18 @@ def retrieve(
             return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=complete)
 
     all_words = matches if and_tried else None
-    ranked = top_k_or(
-        terms, prior, k, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
+    feedback = (
+        settings.feedback_docs > 0
+        and settings.feedback_terms > 0
+        and len(query.terms) >= settings.feedback_min_terms
     )
-    long_enough = len(query.terms) >= settings.feedback_min_terms
-    if settings.feedback_docs > 0 and settings.feedback_terms > 0 and ranked.docs.shape[0] and long_enough:
+    # With feedback, the first pass ranks the condensed list the expanded query rescores.
+    condensed = feedback and settings.feedback_pool > 0
+    depth = max(k, settings.feedback_pool) if condensed else k
+    ranked = top_k_or(
+        terms, prior, depth, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
+    )
+    if feedback and ranked.docs.shape[0]:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
         expanded = rm3_weights(
             weights,
@@ -217,10 +225,11 @@ def retrieve(
             max_df=settings.feedback_max_df,
             cap_to_query=settings.feedback_cap,
         )
-        # The expanded query reranks the documents holding a word of the user's query
-        # (``within``); it does not bring in documents that hold none of them, and their
-        # count is the first pass's.
         expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
+        # The expanded query reorders documents holding a word of the user's query; it does
+        # not bring in documents that hold none of them, and their count is the first pass's.
+        # ``feedback_pool``: it rescores the first pass's best (Diaz's condensed list); 0: every
+        # document holding a word of the user's (``within``).
         reranked = top_k_or(
             expanded_terms,
             prior,
@@ -230,8 +239,9 @@ def retrieve(
             max_prior=top,
             source=index.posting_source,
             count=False,
-            within=terms,
-            seed=ranked.docs,  # the first pass's best: they hold the expansion terms too
+            seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
+            among=np.sort(ranked.docs) if condensed else None,
+            within=None if condensed else terms,
         )
         ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)

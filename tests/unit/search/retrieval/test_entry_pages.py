@@ -9,20 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mapreduce.mr_index import LENGTH, TERM
-from mapreduce.postings import PostingBuffer
 from services.config.search import SearchSettings
-from services.indexing.index_rows import collect_index_rows
-from services.indexing.segment_arrays import segment_arrays
-from services.ranking.entry_pages import url_kinds
 from services.search.query.language import parse_query
 from services.search.retrieval.entry_pages import named_entry_pages
 from services.search.retrieval.explain import breakdown
 from services.search.retrieval.retrieve import retrieve, retrieve_ranked
 from services.search.retrieval.segment import SegmentIndex
-from services.storage.formats.records import Record
-from services.storage.formats.segment_codec import compact_segment
-from services.text.urls import host_key
+from tests.unit.search.retrieval.web_pages import index_of
 
 ACME = "Acme widgets, Acme gadgets and Acme spare parts: Acme ships every Acme order in a day."
 PAGES = [  # (url, title, text, anchor text of links to it)
@@ -44,24 +37,6 @@ QUIET_HOME = [
     ),
     *PAGES[1:],
 ]
-
-
-def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) -> SegmentIndex:
-    buffer, rows = PostingBuffer(), []
-    for num, (url, title, text, anchor) in enumerate(pages):
-        buffer.add_anchor(num, anchor)
-        buffer.add(Record(num, url, "", "", "text/html", title=title, text=text, lang="en"))
-    chunks, lengths = buffer.drain()
-    rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
-    rows += [([TERM, t], c.encode()) for t, c in chunks]
-    n = len(pages)
-    kinds = url_kinds(((i, p[0]) for i, p in enumerate(pages)), n) if with_kinds else None
-    hosts: dict[str, int] = {}
-    doc_hosts = np.array([hosts.setdefault(host_key(p[0]), len(hosts)) for p in pages])
-    arrays = segment_arrays(
-        collect_index_rows(rows), np.full(n, 1 / n), n, url_kinds=kinds, doc_hosts=doc_hosts
-    )
-    return SegmentIndex(0, "t", None, {"languages": {"en": n}}, compact_segment(arrays))
 
 
 def term(index: SegmentIndex, word: str) -> int:

@@ -108,3 +108,48 @@ def test_the_compiled_relevance_model_is_numpys_to_the_bit(seed: int):
     want = numpy_rm1(terms, tfs, counts, per_doc, fb_terms)
     assert got[0].tolist() == want[0].tolist()
     assert got[1].tolist() == want[1].tolist()
+
+
+def _pages(seed: int, n: int = 400) -> list[tuple[str, str, str, str]]:
+    """Pages of words drawn Zipf-like from a small vocabulary: many share a few words,
+    fewer share many, as a query's OR matches do."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"{a}{b}" for a in ("mar", "tel", "gor", "ven", "sil") for b in ("ak", "op", "ut", "en")]
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+    pages = []
+    for num in range(n):
+        words = rng.choice(vocabulary, size=int(rng.integers(5, 60)), p=weights)
+        pages.append((f"http://s{num % 37}.test/p{num}", str(words[0]), " ".join(words), ""))
+    return pages
+
+
+QUERIES = ["silen OR venut OR telop OR marak", "gorut OR silop OR venen OR telak OR marut"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_feedback_over_a_condensed_list_rescores_the_first_pass_best_only(seed: int) -> None:
+    """``feedback_pool``: the expanded query ranks the first pass's best ``pool`` documents;
+    a pool holding every match ranks as the expanded query over all of them (pool 0)."""
+    from services.config.search import SearchSettings
+    from services.search.query.language import parse_query
+    from services.search.retrieval.retrieve import retrieve
+    from tests.unit.search.retrieval.web_pages import index_of
+
+    index = index_of(_pages(seed))
+    reordered = 0
+    for q in QUERIES:
+        query = parse_query(q)
+        everything = retrieve(index, query, 10, SearchSettings(feedback_pool=0))
+        whole_pool = retrieve(index, query, 10, SearchSettings(feedback_pool=index.num_docs))
+        assert everything.mode == whole_pool.mode == "or+feedback"
+        assert whole_pool.ranked.docs.tolist() == everything.ranked.docs.tolist()
+        assert whole_pool.ranked.final.tolist() == everything.ranked.final.tolist()
+        first = retrieve(index, query, 12, SearchSettings(feedback_docs=0))
+        condensed = retrieve(index, query, 10, SearchSettings(feedback_pool=12))
+        assert condensed.mode == "or+feedback"
+        assert set(condensed.ranked.docs.tolist()) <= set(first.ranked.docs.tolist())
+        assert condensed.ranked.total == first.ranked.total == everything.ranked.total
+        assert np.all(np.diff(condensed.ranked.final) <= 0)  # by the expanded query's score
+        reordered += condensed.ranked.docs.tolist() != first.ranked.docs[:10].tolist()
+    assert reordered  # the feedback changed something: the pages share the expansion terms
