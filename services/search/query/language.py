@@ -44,6 +44,10 @@ _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
 # filetype: values people type -> the stored type's name (services.storage.formats.blocks.ContentType)
 FILETYPES = {"pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}
 _HOST = re.compile(r"^[a-z0-9.\-\[\]:]+$")
+# What makes a query more than words, OR aside: quotes, exclusions, operators, NOT (capitals),
+# "|". A query without them (most of them) is analyzed in one call (``parse_query``).
+_NOT_PLAIN = re.compile(r'["|:\-]|(?<!\S)NOT(?!\S)')
+_OR = re.compile(r"(?<!\S)OR(?!\S)")
 
 
 def _site(value: str) -> str | None:
@@ -147,6 +151,33 @@ class _Analysis:
 
 
 def parse_query(text: str, languages: Sequence[str] = (DEFAULT_LANGUAGE,)) -> ParsedQuery:
+    if _NOT_PLAIN.search(text) is None:
+        return _words_query(text, languages)
+    return _operators_query(text, languages)
+
+
+def _words_query(text: str, languages: Sequence[str]) -> ParsedQuery:
+    """A query of words only, or of words and ``OR``, read in one pass of the analyzer: what
+    ``_operators_query`` makes of it word by word (tokens never cross the spaces between
+    words), at a third of the cost of a typical query's parse (a test compares the two on
+    hostile text)."""
+    without_or = _OR.sub(" ", text)
+    analyze_forms = _Analysis(languages)
+    pairs = analyze_forms(without_or)
+    terms = Counter(term for term, _ in pairs)
+    forms: dict[str, str] = {}
+    for term, form in pairs:
+        forms.setdefault(term, form)
+    alternatives = analyze_forms.alternatives
+    return ParsedQuery(
+        terms,
+        any_word=without_or != text,
+        forms=forms,
+        alternatives={t: a for t, a in alternatives.items() if t in terms},
+    )
+
+
+def _operators_query(text: str, languages: Sequence[str]) -> ParsedQuery:
     analyze_forms = _Analysis(languages)
     terms: Counter[str] = Counter()
     forms: dict[str, str] = {}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from services.search.query.language import parse_query
+import random
+
+import pytest
+
+from services.search.query.language import _NOT_PLAIN, _operators_query, _words_query, parse_query
 
 
 def test_plain_words_are_analyzed_and_counted():
@@ -98,3 +102,74 @@ def test_a_judged_collections_prose_query_is_words_only() -> None:
     assert q.forms["dash"] == "dash"
     long = "flutter " * 300 + "buffet"  # 2,406 characters: a search box would cut it
     assert len(long) > MAX_QUERY_CHARS and plain_query(long).terms["buffet"] == 1
+
+
+# Hostile pieces for the words-only parse: scripts, marks, compatibility characters that NFKC
+# turns into several (or into a space and a mark), elisions, dotted names and numbers,
+# apostrophes, unspaced scripts, spaces that are not ASCII, "or"/"Not" that are no operators.
+_PIECES = [
+    "Wings",
+    "the",
+    "ﬁnance",
+    "①",
+    "㍱",
+    "᾿Ω",
+    "\u0301x",
+    "e\u0301",
+    "Straße",
+    "İstanbul",
+    "l'avion",
+    "d’Artagnan",
+    "U.S.A.",
+    "3.14",
+    "v1.2.3",
+    "東京タワー",
+    "서울역",
+    "ภาษาไทย",
+    "Häuser",
+    "ПРИВЕТ",
+    "or",
+    "Or",
+    "nOT",
+    "x" * 70,
+    "don't",
+    "naïve",
+    "😀",
+    "…",
+    "ORbit",
+    "NOTE",
+    "١٢٣",
+    "Ⅻ",
+    "ｆｕｌｌ",
+    "_",
+    "a_b",
+    "'",
+    "’s",
+    "OR",
+    "OR",
+    "ＯＲ",
+]
+_GAPS = [" ", "  ", "\t", "\u00a0", "\u3000", "\n", " \u2028 "]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_words_only_query_parses_as_the_operators_parse_reads_it(seed: int) -> None:
+    """``parse_query``'s one-pass reading of a query without operators is what the general
+    parse makes of it word by word: terms and counts, forms as typed, other languages' forms."""
+    rng = random.Random(seed)
+    languages = rng.choice([["en"], ["fr", "en"], ["de", "en"], ["ru", "en"], ["th", "en"], ["en", "fr"]])
+    words = [rng.choice(_PIECES) for _ in range(rng.randint(1, 8))]
+    text = rng.choice(["", " "]) + "".join(w + rng.choice(_GAPS) for w in words).rstrip(" ")
+    assert _NOT_PLAIN.search(text) is None
+    fast, general = _words_query(text, languages), _operators_query(text, languages)
+    assert fast == general
+    assert parse_query(text, languages) == general
+
+
+def test_anything_an_operator_could_mean_takes_the_general_parse() -> None:
+    for text in ['"a b"', "a -b", "NOT b", "a|b", "site:x.org a", "a\tNOT\tb", "state-of-the-art"]:
+        assert _NOT_PLAIN.search(text) is not None, text
+    for text in ["ORbit NOTE", "or not", "a b c", "a OR b"]:
+        assert _NOT_PLAIN.search(text) is None, text
+    assert parse_query("wing OR lift OR").any_word and not parse_query("wing ORlift").any_word
+    assert dict(parse_query("OR wing OR OR lift").terms) == {"wing": 1, "lift": 1}
