@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from services.config.errors import SettingsError
 
+MAX_FEEDBACK_POOL = 100_000  # a deeper first pass per feedback query is a misconfiguration
+
 
 @dataclass(frozen=True)
 class SearchSettings:
@@ -104,9 +106,10 @@ class SearchSettings:
                     f"NIMBUS_PROXY_CIDRS={self.proxy_cidrs!r}: {exc}; give the load balancer's "
                     "networks as CIDRs separated by commas, like 10.40.0.0/20,10.40.16.0/20"
                 ) from exc
-        if self.feedback_pool < 0:
+        if not 0 <= self.feedback_pool <= MAX_FEEDBACK_POOL:
             raise SettingsError(
-                f"NIMBUS_FEEDBACK_POOL={self.feedback_pool}: use 0 (rank every match again) or more documents"
+                f"NIMBUS_FEEDBACK_POOL={self.feedback_pool}: use 0 (rank every match again) or up to "
+                f"{MAX_FEEDBACK_POOL} documents (each feedback query's first pass ranks that deep)"
             )
         if not 0.0 <= self.feedback_weight <= 1.0:
             raise SettingsError(f"NIMBUS_FEEDBACK_WEIGHT={self.feedback_weight}: use 0.0 to 1.0")

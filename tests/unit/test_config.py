@@ -36,6 +36,14 @@ def test_record_cache_bytes_from_the_environment():
         Settings.from_env({"NIMBUS_RECORD_CACHE_BYTES": "-5"})
 
 
+def test_the_feedback_pool_from_the_environment():
+    assert Settings.from_env({}).search.feedback_pool == 30
+    assert Settings.from_env({"NIMBUS_FEEDBACK_POOL": "0"}).search.feedback_pool == 0  # every match
+    for wrong in ("-1", "100001", "1000000000"):
+        with pytest.raises(SettingsError, match=f"NIMBUS_FEEDBACK_POOL={wrong}: use 0"):
+            Settings.from_env({"NIMBUS_FEEDBACK_POOL": wrong})
+
+
 # Every setting's environment variable and where the setting lives (its section, if any): a
 # variable must never change its name when the code is reorganised.
 PINNED = {

@@ -280,7 +280,7 @@ def top_k_or(
     others are added at weight 0, which adds exactly 0.0 to a score. ``seed``: documents
     scored first (``blockmax.top_k_blockmax``); the same result, sooner.
 
-    ``among``: only these documents (ascending) are candidates, and every one of them holding
+    ``among``: only these documents are candidates, and every one of them holding
     a term is a match: a second phase rescoring a first pass's hits (a feedback query over a
     condensed list). They are walked as a list of their own, at weight 0 (which adds exactly
     0.0), every term probed for them, strongest first while the bound can still win."""
@@ -303,7 +303,7 @@ def top_k_or(
         if within is not None:
             raise ValueError("top_k_or: among and within are two ways to say the candidates; give one")
         count = False  # the caller counted the matches its first pass found
-        pool = np.asarray(among, dtype=DOC)
+        pool = np.unique(np.asarray(among, dtype=DOC))  # ascending and once each: the kernel reads it so
         # Last: summed after the terms, in query order, its 0.0 changes no score.
         live = live + [QueryTerm(0.0, pool, np.zeros(pool.shape[0], np.float32), 0.0)]
         probe_only = [True] * (len(live) - 1) + [False]

@@ -207,7 +207,7 @@ def retrieve(
     )
     # With feedback, the first pass ranks the condensed list the expanded query rescores.
     condensed = feedback and settings.feedback_pool > 0
-    depth = max(k, settings.feedback_pool) if condensed else k
+    depth = max(k, min(settings.feedback_pool, index.num_docs)) if condensed else k
     ranked = top_k_or(
         terms, prior, depth, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
     )
@@ -240,7 +240,7 @@ def retrieve(
             source=index.posting_source,
             count=False,
             seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
-            among=np.sort(ranked.docs) if condensed else None,
+            among=ranked.docs if condensed else None,
             within=None if condensed else terms,
         )
         ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
