@@ -6,8 +6,9 @@ The corpus is ``benchmarks.textcorpus`` (real sentences of the sample data,
 rebuilt under var/bench when missing); ``--distinct`` its documents of scattered
 sentences, no two alike (var/bench/corpus-<docs>-distinct), for a million documents,
 where the default windows repeat. In one run, each contender in a
-process of its own, one after another (an engine's leftovers in a shared
-process slow the next one's queries):
+process of its own (an engine's leftovers in a shared process slow the next
+one's queries), built one after another; their timed query passes then take
+turns (``interleaved``):
 
 * **build**: Nimbus from record blocks to a published segment (``nimbus index`` in a process
   of its own, timed from outside; ``build_index``:
@@ -18,7 +19,8 @@ process slow the next one's queries):
   tantivy (title + body with its ``en_stem`` analyzer, commit) index the same
   title + text strings. Figure: documents per second.
 * **query**: every query once to warm up, then each timed alone in ``TIMED_PASSES`` passes
-  (its figure the fastest; the first pass's figures are printed too), top 10:
+  taken in turns with the other contenders' (its figure the fastest; the first pass's
+  figures are printed too), top 10:
   Nimbus through ``SearchService.ranked`` (the code the API runs: parse, AND
   with OR fallback, MaxScore, PageRank prior, feedback when it falls back to
   OR), tantivy ``searcher.search`` of ``index.parse_query`` over title and
@@ -86,6 +88,47 @@ def timed_queries(
     }
 
 
+# A contender's timed work: per figure prefix ("" for its default, "or_", "and_", ...), what
+# runs one query and the queries it runs.
+Workloads = dict[str, tuple[Callable[[str], object], list[str]]]
+
+
+def warm_up(workloads: Workloads) -> None:
+    """Every query of every workload once (memory maps, lazy structures), then no garbage left
+    by the build for the collector to walk during the timed passes, as in a serving process."""
+    for run, queries in workloads.values():
+        for q in queries:
+            run(q)
+    gc.collect()
+
+
+def one_pass(workloads: Workloads) -> dict[str, list[float]]:
+    """Each workload's queries once, each timed alone (milliseconds, in query order)."""
+    times: dict[str, list[float]] = {}
+    for prefix, (run, queries) in workloads.items():
+        took = times[prefix] = []
+        for q in queries:
+            start = time.perf_counter()
+            run(q)
+            took.append((time.perf_counter() - start) * 1000.0)
+    return times
+
+
+def summarize(passes: list[dict[str, list[float]]]) -> dict[str, float]:
+    """``timed_queries``'s figures from passes of ``one_pass``: each query's fastest, and the
+    first pass's alone, per workload prefix."""
+    out: dict[str, float] = {}
+    for prefix in passes[0]:
+        best = [min(p[prefix][i] for p in passes) for i in range(len(passes[0][prefix]))]
+        first = passes[0][prefix]
+        out[f"{prefix}p50"] = percentile(best, 0.5)
+        out[f"{prefix}p95"] = percentile(best, 0.95)
+        out[f"{prefix}mean"] = statistics.fmean(best)
+        out[f"{prefix}p50_one_pass"] = percentile(first, 0.5)
+        out[f"{prefix}p95_one_pass"] = percentile(first, 0.95)
+    return out
+
+
 def load(corpus: Path) -> tuple[list[dict], list[str]]:
     with (corpus / "docs.jsonl").open(encoding="utf-8") as fh:
         docs = [json.loads(line) for line in fh]
@@ -97,7 +140,10 @@ def load_queries(corpus: Path) -> list[str]:
         return [json.loads(line)["text"] for line in fh]
 
 
-def nimbus(corpus: Path, num_docs: int, queries: list[str], runner: str, state: Path) -> dict[str, float]:
+Contender = tuple[dict[str, float], Workloads, Callable[[], None]]  # build figures, timed work, close
+
+
+def nimbus(corpus: Path, num_docs: int, queries: list[str], runner: str, state: Path) -> Contender:
     from services.config import Settings
     from services.eval.crawl import crawl_jsonl
     from services.eval.run import state_settings
@@ -120,36 +166,43 @@ def nimbus(corpus: Path, num_docs: int, queries: list[str], runner: str, state: 
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "services.cli", "index", "--runner", runner], env=env, check=True)
     build_s = time.perf_counter() - start
-    latency = nimbus_latency(settings, queries)
-    return {"build_s": build_s, "docs": num_docs, "index_bytes": published_bytes(settings), **latency}
+    figures = {"build_s": build_s, "docs": num_docs, "index_bytes": published_bytes(settings)}
+    workloads, close = nimbus_workloads(settings, queries)
+    return figures, workloads, close
 
 
-def nimbus_latency(settings: Any, queries: list[str]) -> dict[str, float]:
-    """Query latency of the active version through ``SearchService.ranked``, as typed and
-    with OR between the words (``or_`` keys); and the same with RM3 feedback off
-    (``plain_`` keys), the work tantivy's figures do: BM25 ranking without a second,
-    expanded pass. Not a goal's figure (Nimbus runs RM3 on a query of four words or more
-    that falls back to OR, or is written with it): where the time of the goals' figures goes."""
-    typed, ored = _latency(settings, queries)
-    plain_typed, plain_ored = _latency(settings.with_overrides(feedback_docs=0), queries)
-    return {
-        **typed,
-        **{f"or_{k}": v for k, v in ored.items()},
-        **{f"plain_{k}": v for k, v in plain_typed.items()},
-        **{f"plain_or_{k}": v for k, v in plain_ored.items()},
-    }
-
-
-def _latency(settings: Any, queries: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+def nimbus_workloads(settings: Any, queries: list[str]) -> tuple[Workloads, Callable[[], None]]:
+    """``nimbus_latency``'s work as workloads (``SearchService.ranked``, top 10): as typed,
+    with OR between the words, and both with RM3 feedback off (``plain_``); and what closes
+    their two services."""
     from services.search.service import SearchService
 
     service = SearchService(settings)
-    try:
-        typed = timed_queries(lambda q: service.ranked(q, 10), queries)
-        ored = timed_queries(lambda q: service.ranked(" OR ".join(q.split()), 10), queries)
-    finally:
+    plain = SearchService(settings.with_overrides(feedback_docs=0))
+    ored = [" OR ".join(q.split()) for q in queries]
+
+    def close() -> None:
         service.close()
-    return typed, ored
+        plain.close()
+
+    workloads: Workloads = {
+        "": (lambda q: service.ranked(q, 10), queries),
+        "or_": (lambda q: service.ranked(q, 10), ored),
+        "plain_": (lambda q: plain.ranked(q, 10), queries),
+        "plain_or_": (lambda q: plain.ranked(q, 10), ored),
+    }
+    return workloads, close
+
+
+def nimbus_latency(settings: Any, queries: list[str]) -> dict[str, float]:
+    """Query latency of the active version, in this process: ``nimbus_workloads``, warmed up,
+    then ``TIMED_PASSES`` passes (``benchmarks.incremental`` measures a version this way)."""
+    workloads, close = nimbus_workloads(settings, queries)
+    try:
+        warm_up(workloads)
+        return summarize([one_pass(workloads) for _ in range(TIMED_PASSES)])
+    finally:
+        close()
 
 
 def published_bytes(settings: Any) -> int:
@@ -176,7 +229,7 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
+def bm25s_peer(docs: list[dict], queries: list[str]) -> Contender:
     import bm25s
     import Stemmer
 
@@ -195,7 +248,7 @@ def bm25s_peer(docs: list[dict], queries: list[str]) -> dict[str, float]:
             show_progress=False,
         )
 
-    return {"build_s": build_s, "docs": len(texts), **timed_queries(run, queries)}
+    return {"build_s": build_s, "docs": len(texts)}, {"": (run, queries)}, lambda: None
 
 
 def tantivy_index(path: Path) -> Any:
@@ -212,7 +265,7 @@ def tantivy_index(path: Path) -> Any:
     return tantivy.Index(builder.build(), path=str(path))
 
 
-def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, float]:
+def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> Contender:
     import tantivy
 
     index = tantivy_index(path)
@@ -231,20 +284,16 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> dict[str, 
 
     # Its parser joins words with OR by default; "+word" requires each one: Nimbus's as typed.
     every_word = [" ".join(f"+{w}" for w in q.split()) for q in queries]
-    anded = timed_queries(run, every_word)
-    return {
-        "build_s": build_s,
-        "docs": len(docs),
-        "index_bytes": folder_bytes(path),
-        **timed_queries(run, queries),
-        **{f"and_{k}": v for k, v in anded.items()},
-    }
+    figures = {"build_s": build_s, "docs": len(docs), "index_bytes": folder_bytes(path)}
+    return figures, {"": (run, queries), "and_": (run, every_word)}, lambda: None
 
 
-RESULT = "RESULT "  # the line a contender's process reports its figures on
+RESULT = "RESULT "  # the line a contender's process reports its build figures on
+READY = "READY"  # ... says it warmed up and waits for passes
+TIMES = "TIMES "  # ... reports one pass's times on
 
 
-def run_contender(name: str, corpus: Path, work: Path, runner: str) -> dict[str, float]:
+def run_contender(name: str, corpus: Path, work: Path, runner: str) -> Contender:
     if name == "nimbus":
         # Its crawl reads the file itself: the texts are not held here beside the build (4 GB
         # of Python strings at a million documents).
@@ -255,6 +304,91 @@ def run_contender(name: str, corpus: Path, work: Path, runner: str) -> dict[str,
     if name == "bm25s":
         return bm25s_peer(docs, queries)
     return tantivy_peer(docs, queries, work / "tantivy-index")
+
+
+def serve_passes(figures: dict[str, float], workloads: Workloads, close: Callable[[], None]) -> None:
+    """A contender's process after its build: its figures, then warm, then one timed pass of its
+    workloads per "pass" line on stdin, until stdin ends."""
+    print(RESULT + json.dumps(figures), flush=True)
+    try:
+        warm_up(workloads)
+        print(READY, flush=True)
+        for line in sys.stdin:
+            if line.strip() != "pass":
+                break
+            print(TIMES + json.dumps(one_pass(workloads)), flush=True)
+    finally:
+        close()
+
+
+def contender_args(args: argparse.Namespace) -> list[str]:
+    """What a contender's process is started with, its name aside."""
+    return [
+        "--docs",
+        str(args.docs),
+        "--queries",
+        str(args.queries),
+        "--runner",
+        args.runner,
+        "--work",
+        str(args.work),
+        *(["--distinct"] if args.distinct else []),
+    ]
+
+
+def interleaved(
+    names: list[str], extra: list[str], passes: int = TIMED_PASSES
+) -> dict[str, dict[str, float]]:
+    """Each contender built in a process of its own, one after another (no build shares the
+    machine with another's work); then, with every contender warmed up and idle, the timed
+    passes taken in turns (A, B, then B, A, ...): a minute the machine is slower falls on
+    every contender's passes alike, not on one contender's whole query phase, which on this
+    shared machine moved a ratio by half (docs/benchmarks.md, stop 44). A query's figure is
+    its fastest pass, as ``timed_queries``'s."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+    results: dict[str, dict[str, float]] = {}
+    try:
+        for name in names:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.index", "--contender", name, *extra],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+            procs[name] = proc
+            assert proc.stdout is not None
+            for line in proc.stdout:  # its build, then its warm-up: nothing else runs meanwhile
+                if line.startswith(RESULT):
+                    results[name] = json.loads(line[len(RESULT) :])
+                elif line.strip() == READY:
+                    break
+                else:
+                    print(line, end="", flush=True)
+            else:
+                raise SystemExit(
+                    f"benchmarks.index: {name}'s process ended before its queries (exit {proc.wait()})"
+                )
+        runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in names}
+        for n in range(passes):
+            for name in names if n % 2 == 0 else names[::-1]:
+                proc = procs[name]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("pass\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line.startswith(TIMES):
+                    raise SystemExit(f"benchmarks.index: {name}'s process answered {line[:200]!r} to a pass")
+                runs[name].append(json.loads(line[len(TIMES) :]))
+        for name in names:
+            results[name].update(summarize(runs[name]))
+    finally:
+        for name, proc in procs.items():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if proc.wait() != 0:
+                print(f"benchmarks.index: {name}'s process exited {proc.returncode}", file=sys.stderr)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,8 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     corpus = args.work / (f"corpus-{args.docs}-distinct" if args.distinct else f"corpus-{args.docs}")
     if args.contender:
-        result = run_contender(args.contender, corpus, args.work, args.runner)
-        print(RESULT + json.dumps(result), flush=True)
+        serve_passes(*run_contender(args.contender, corpus, args.work, args.runner))
         return 0
     if not (corpus / "docs.jsonl").is_file():
         build(DATA, args.docs, args.queries, corpus, distinct=args.distinct)
@@ -291,37 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         f"corpus {corpus}: {num_docs} documents, {len(queries)} queries of {min(words)}-{max(words)} words",
         flush=True,
     )
-    results: dict[str, dict[str, float]] = {}
+    results = interleaved(args.only, contender_args(args))
     for name in args.only:
-        # Each contender in a fresh process: one engine's leftovers must not slow another's
-        # queries (tantivy's do, in a shared process: docs/benchmarks.md).
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.index",
-                "--contender",
-                name,
-                "--docs",
-                str(args.docs),
-                "--queries",
-                str(args.queries),
-                "--runner",
-                args.runner,
-                "--work",
-                str(args.work),
-                *(["--distinct"] if args.distinct else []),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        )
-        for line in proc.stdout.splitlines():
-            if line.startswith(RESULT):
-                results[name] = json.loads(line[len(RESULT) :])
-            else:
-                print(line, flush=True)
         r = results[name]
         line = (
             f"{name:8s} build {r['build_s']:7.1f} s = {r['docs'] / r['build_s']:7.0f} docs/s;"
