@@ -154,7 +154,30 @@ def _top_k_and(
         if src[j] == 0:
             blocks = (n + 127) // 128
             b0 = bstart[j]
-            lo = p // 128  # its first document is below target
+            here = p // 128
+            if here + 1 >= blocks or np.int64(db[b0 + here + 1]) > target:
+                # Held, if at all, in this block from p on: its postings read in turn (a few
+                # shifts each, every posting once however many seeks), as a merge of decoded
+                # blocks does, not galloped and searched (each probe a random read).
+                b = b0 + here
+                width = np.int64(dbits[b])
+                first_doc = np.int64(db[b])
+                bit = dstart[b] * 32 + (p % 128) * width
+                stop = min(n, here * 128 + 128)
+                while p < stop:
+                    word = bit >> 5
+                    window = (np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)) >> (bit & 31)
+                    d = first_doc + (window & ((np.int64(1) << width) - 1))
+                    if d >= target:
+                        pos[j] = p
+                        cur[j] = d
+                        return
+                    p += 1
+                    bit += width
+                pos[j] = p  # past the block: the next one's first document, above target
+                cur[j] = np.int64(db[b0 + here + 1]) if p < n else SENTINEL
+                return
+            lo = here  # its first document is below target
             step = 1
             hi = lo + 1
             while hi < blocks and np.int64(db[b0 + hi]) < target:
