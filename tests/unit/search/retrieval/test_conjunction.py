@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.search.retrieval.conjunction import top_k_and
-from services.search.retrieval.rank import best_of, combine, conjunctive
+from services.ranking.impact_levels import dequantize
+from services.search.retrieval.conjunction import DENSE, DENSE_FROM, WINDOW, top_k_and
+from services.search.retrieval.posting_layout import source_of
+from services.search.retrieval.rank import QueryTerm, best_of, combine, conjunctive
 from tests.unit.search.retrieval.random_postings import random_source, terms_of
 
 
@@ -39,6 +41,51 @@ def test_the_compiled_and_equals_numpys(seed: int) -> None:
     assert final.tolist() == want.final.tolist()  # to the bit
     assert text.tolist() == want.text.tolist()
     assert count == want.total
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_lists_of_like_lengths_read_a_window_at_a_time_equal_numpys(seed: int) -> None:
+    """Followers with at most ``DENSE`` postings per lead posting (and ``DENSE_FROM`` in all)
+    are read a window of documents at a time: the same matches, scores and count, across
+    windows, gaps wider than a window, lists the query built and lists that end early."""
+    rng = np.random.default_rng(9000 + seed)
+    num_docs = 12 * WINDOW if seed % 4 == 0 else int(rng.choice([3 * WINDOW + 17, 12 * WINDOW]))
+    m = int(rng.integers(2, 5))
+    lead_n = int(rng.integers(DENSE_FROM, num_docs // 3))
+    sizes = [lead_n] + [int(min(num_docs, lead_n * rng.uniform(1.0, DENSE))) for _ in range(m - 1)]
+    docs, levels, offsets = [], [], [0]
+    for t, n in enumerate(sizes):
+        span = num_docs if t % 2 == 0 or seed % 3 else num_docs // 2  # some end halfway
+        held = np.sort(rng.choice(span, size=min(n, span), replace=False)).astype(np.uint32)
+        if seed % 4 == 0:  # a gap wider than a window in every list
+            held = held[(held < WINDOW // 2) | (held > 3 * WINDOW)]
+        docs.append(held)
+        levels.append(rng.integers(0 if seed % 5 == 0 else 1, 256, held.shape[0]).astype(np.uint8))
+        offsets.append(offsets[-1] + held.shape[0])
+    source = source_of(
+        np.concatenate(docs), np.concatenate(levels), np.full(m, 0.01, np.float32), np.array(offsets)
+    )
+    terms = []
+    for t in range(m):
+        impacts = dequantize(levels[t], 0.01)
+        weight = float(rng.choice([1.0, 0.37, 2.0]))
+        if t == 1 and seed % 2:  # a list the query built (a word's forms joined)
+            terms.append(QueryTerm(weight, docs[t].copy(), impacts, float(impacts.max(initial=0.0))))
+        else:
+            terms.append(QueryTerm(weight, docs[t], levels[t], float(impacts.max(initial=0.0)), t, 0.01))
+    lengths = sorted(t.length for t in terms)
+    assert DENSE_FROM <= sum(lengths[1:]) <= DENSE * (m - 1) * lengths[0]  # the window path
+    prior = rng.random(num_docs) * 0.3
+    excluded = np.sort(rng.choice(num_docs, size=num_docs // 20, replace=False)).astype(np.uint32)
+    allowed = rng.random(num_docs) < 0.7
+    for k, ex, al in ((10, None, None), (1, excluded, allowed), (0, excluded, None), (500, None, allowed)):
+        want = numpy_and(terms, prior, k, ex, al)
+        lists = [(t.weight, t.base_term, t.docs, t.read_impacts) for t in terms]
+        got_docs, final, text, count = top_k_and(source, lists, prior, k, ex, al)
+        assert got_docs.tolist() == want.docs.tolist()
+        assert final.tolist() == want.final.tolist()
+        assert text.tolist() == want.text.tolist()
+        assert count == want.total
 
 
 def test_a_term_without_documents_matches_nothing() -> None:
