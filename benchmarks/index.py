@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.textcorpus import DATA, build
+from services.malloc import give_back_freed_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -311,6 +312,8 @@ def serve_passes(figures: dict[str, float], workloads: Workloads, close: Callabl
     workloads per "pass" line on stdin, until stdin ends."""
     print(RESULT + json.dumps(figures), flush=True)
     try:
+        gc.collect()
+        give_back_freed_memory()  # what the build held (a corpus), not kept while others build
         warm_up(workloads)
         print(READY, flush=True)
         for line in sys.stdin:
@@ -341,53 +344,69 @@ def interleaved(
 ) -> dict[str, dict[str, float]]:
     """Each contender built in a process of its own, one after another (no build shares the
     machine with another's work); then, with every contender warmed up and idle, the timed
-    passes taken in turns (A, B, then B, A, ...): a minute the machine is slower falls on
-    every contender's passes alike, not on one contender's whole query phase, which on this
-    shared machine moved a ratio by half (docs/benchmarks.md, stop 44). A query's figure is
-    its fastest pass, as ``timed_queries``'s."""
+    passes taken in turns, the order rotated each pass (A B C, B C A, C A B, ...): a minute
+    the machine is slower falls on every contender's passes alike, not on one contender's
+    whole query phase, which on this shared machine moved a ratio by half (docs/benchmarks.md,
+    stop 44). A query's figure is its fastest pass, as ``timed_queries``'s. The idle
+    contenders stay resident while the later ones build (each gives its freed heap back to
+    the system first: at a million documents tantivy's corpus was 10 GB)."""
+    names = list(dict.fromkeys(names))  # one process a contender: a second would share its state
     procs: dict[str, subprocess.Popen[str]] = {}
     results: dict[str, dict[str, float]] = {}
+
+    def answer(name: str, wanted: str) -> str:
+        """The contender's next line starting with ``wanted``; its other lines (a library's
+        warnings, its own progress) printed as they come."""
+        stdout = procs[name].stdout
+        assert stdout is not None
+        for line in stdout:
+            if line.startswith(wanted):
+                return line
+            print(line, end="", flush=True)
+        code = procs[name].wait()
+        raise SystemExit(
+            f"benchmarks.index: {name}'s process ended (exit {code}) before its {wanted.strip()}"
+        )
+
+    failed = False
     try:
         for name in names:
-            proc = subprocess.Popen(
+            procs[name] = subprocess.Popen(
                 [sys.executable, "-m", "benchmarks.index", "--contender", name, *extra],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
                 cwd=ROOT,
             )
-            procs[name] = proc
-            assert proc.stdout is not None
-            for line in proc.stdout:  # its build, then its warm-up: nothing else runs meanwhile
-                if line.startswith(RESULT):
-                    results[name] = json.loads(line[len(RESULT) :])
-                elif line.strip() == READY:
-                    break
-                else:
-                    print(line, end="", flush=True)
-            else:
-                raise SystemExit(
-                    f"benchmarks.index: {name}'s process ended before its queries (exit {proc.wait()})"
-                )
+            # Its build, then its warm-up: nothing else runs meanwhile.
+            results[name] = json.loads(answer(name, RESULT)[len(RESULT) :])
+            answer(name, READY)
         runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in names}
         for n in range(passes):
-            for name in names if n % 2 == 0 else names[::-1]:
-                proc = procs[name]
-                assert proc.stdin is not None and proc.stdout is not None
-                proc.stdin.write("pass\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-                if not line.startswith(TIMES):
-                    raise SystemExit(f"benchmarks.index: {name}'s process answered {line[:200]!r} to a pass")
-                runs[name].append(json.loads(line[len(TIMES) :]))
+            for name in names[n % len(names) :] + names[: n % len(names)]:
+                stdin = procs[name].stdin
+                assert stdin is not None
+                stdin.write("pass\n")
+                stdin.flush()
+                runs[name].append(json.loads(answer(name, TIMES)[len(TIMES) :]))
         for name in names:
             results[name].update(summarize(runs[name]))
+    except BaseException:
+        failed = True
+        raise
     finally:
         for name, proc in procs.items():
             if proc.stdin is not None:
                 proc.stdin.close()
-            if proc.wait() != 0:
-                print(f"benchmarks.index: {name}'s process exited {proc.returncode}", file=sys.stderr)
+            if failed:
+                proc.kill()  # it may be blocked writing a line nobody reads any more
+            try:
+                code = proc.wait(timeout=600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            if code != 0 and not failed:
+                raise SystemExit(f"benchmarks.index: {name}'s process exited {code} after its passes")
     return results
 
 

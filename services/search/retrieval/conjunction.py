@@ -10,13 +10,14 @@ before it gallops, ``services.storage.formats.doc_blocks``), and each match is f
 scored and offered to a heap of the best ``k`` as it is found. Every match is met, so the
 count is exact, as the numpy path counts it.
 
-Lists of like lengths (the followers at most ``DENSE`` postings per lead posting: two common
-words) are read a window of ``WINDOW`` documents at a time instead: each follower's postings
-there in turn, counted per document with where it holds it, then the lead's documents that
-every follower held. A seek costs tens of nanoseconds (a branch the CPU cannot guess, and
-random reads of bit-packed blocks), a posting read in turn a few: on the benchmark's slowest
-AND queries 0.43-0.64 -> 0.25-0.51 ms (docs/performance-notes.md). Sparse followers keep the
-seeks, which skip what the lead never reaches.
+Lists of like lengths (the followers together at most ``DENSE`` postings per lead posting
+and follower: two common words) are read a window of ``WINDOW`` documents at a time instead:
+each follower's postings there in turn, counted per document with where it holds it, then
+the lead's documents that every follower held. A seek costs tens of nanoseconds (a branch
+the CPU cannot guess, and random reads of bit-packed blocks), a posting read in turn a few:
+on the benchmark's slowest AND queries 0.43-0.64 -> 0.25-0.51 ms
+(docs/performance-notes.md). Sparse followers keep the seeks, which skip what the lead
+never reaches.
 
 Exactness: a match's text score is the sum over terms, in query order, of
 ``impact * weight`` in float64 from 0.0, and its final score ``text * (1 + prior)``: the
@@ -41,9 +42,10 @@ from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.posting_layout import Docs, Impacts, PostingSource, lay_out, source_of
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
-# Followers of at most this many postings per lead posting are read whole, a window of
-# WINDOW documents at a time (a read in turn costs a few ns a posting, a seek tens), when
-# they hold at least DENSE_FROM postings (below, the window's tables cost more than seeks).
+# Followers holding at most this many postings per lead posting (all of them together, per
+# follower) are read whole, a window of WINDOW documents at a time (a read in turn costs a few
+# ns a posting, a seek tens), when they hold at least DENSE_FROM postings (below, the
+# window's tables cost more than the seeks).
 DENSE = 4
 DENSE_FROM = 4096
 WINDOW = 4096
@@ -158,8 +160,10 @@ def _top_k_and(
 
     def seek(j, target):
         """Move list ``j`` (``cur[j] < target``) to its first posting at or after ``target``:
-        a segment list's blocks skipped by their first documents (read as stored), then
-        galloping and binary search within; ``cur[j]`` its document (``SENTINEL`` past the end)."""
+        within a segment list's current block (the next block starts after ``target``) its
+        postings read in turn; else blocks skipped by their first documents (read as stored),
+        then galloping and binary search within one; ``cur[j]`` its document (``SENTINEL``
+        past the end)."""
         n = length[j]
         p = pos[j]
         end = n
@@ -290,7 +294,8 @@ def _top_k_and(
     followers = 0
     for r in range(1, m):
         followers += length[lead[r]]
-    if m > 1 and DENSE_FROM <= followers <= DENSE * (m - 1) * length[first]:
+    # (At most 255 followers: a document's count is one byte.)
+    if 1 < m <= 256 and DENSE_FROM <= followers <= DENSE * (m - 1) * length[first]:
         # Lists of like lengths: a window of documents at a time, each follower's postings in
         # it read in turn into a count per document (no branch on whether the lead holds it),
         # then the lead's documents that every follower held taken in order.

@@ -88,6 +88,17 @@ def test_lists_of_like_lengths_read_a_window_at_a_time_equal_numpys(seed: int) -
         assert count == want.total
 
 
+def test_more_followers_than_a_byte_counts_take_the_seeks() -> None:
+    """The window path counts a document's followers in a byte: 256 followers or more would
+    wrap it; such a query (a judged collection's long prose) takes the seeks instead."""
+    docs = np.arange(0, 2 * DENSE_FROM, 2, dtype=np.uint32)
+    levels = np.full(docs.shape[0], 7, np.uint8)
+    source = source_of(docs, levels, np.full(1, 0.01, np.float32), np.array([0, docs.shape[0]]))
+    for m in (256, 257):
+        lists = [(1.0, 0, docs, levels)] * m
+        assert top_k_and(source, lists, np.zeros(2 * DENSE_FROM), 3, None, None)[3] == docs.shape[0]
+
+
 def test_a_term_without_documents_matches_nothing() -> None:
     docs = np.array([1, 2, 3], np.uint32)
     impacts = np.ones(3, np.float32)
