@@ -172,7 +172,7 @@ def _index_job(
             # a lasting path (services.indexing.runner); elsewhere they number in Python.
             extra_args=[
                 "--map-only",
-                *(["--compiled-tokens"] if kernel_cache_lasts(settings, scratch) else []),
+                *(["--compiled-tokens"] if kernel_cache_lasts(settings) else []),
             ],
             parts=True,
         )

@@ -143,7 +143,7 @@ def package_zip(dest: Path, files: Sequence[tuple[str, bytes]] | None = None) ->
 STALE_PACKAGE_SECONDS = 7 * 24 * 3600
 
 
-def task_packages_folder(scratch: Path) -> Path | None:
+def task_packages_folder() -> Path | None:
     """Where the tasks' zips are kept: beside numba's own cache (``~/.cache``, or
     ``XDG_CACHE_HOME``, where numba's ``ZipCacheLocator`` caches a zip's kernels), shared by
     every state folder of this user, so each version of the code compiles the job's kernel
@@ -165,12 +165,12 @@ def task_packages_folder(scratch: Path) -> Path | None:
     return folder
 
 
-def kernel_cache_lasts(settings: Settings, scratch: Path) -> bool:
+def kernel_cache_lasts(settings: Settings) -> bool:
     """Whether numba's cache of the index job's kernel outlives a build on the configured
     runner: in process (``inline``: the sources' own), or from the shared zip (``local``,
     ``task_packages_folder``). Elsewhere every task would compile it again."""
     runner = settings.index.mr_runner
-    return runner == "inline" or (runner == "local" and task_packages_folder(scratch) is not None)
+    return runner == "inline" or (runner == "local" and task_packages_folder() is not None)
 
 
 def shared_package_zip(folder: Path) -> Path:
@@ -236,7 +236,7 @@ def runner_args(settings: Settings, scratch: Path) -> list[str]:
     if runner == "emr":
         args += emr_args(settings, scratch)
     env = {**TASK_ENV, **(LOCAL_TASK_ENV if runner == "local" else {})}
-    shared = task_packages_folder(scratch) if runner == "local" else None
+    shared = task_packages_folder() if runner == "local" else None
     if shared is not None:
         # The zip at its own path, not copied into each task's folder as ``--py-files`` is:
         # numba's cache of a kernel imported from a zip lives under the zip's path, so the

@@ -293,10 +293,10 @@ def test_pagerank_driver_stops_at_max_iterations(settings: Settings, tmp_path: P
     assert result.delta == pytest.approx(reference.delta, rel=1e-9)
 
 
-def hermetic_args(scratch: Path) -> list[str]:
+def hermetic_args() -> list[str]:
     """Task switches: ``python -S`` (no site hooks: no editable finder) and on PYTHONPATH only
     the zip the local runner ships (the same one it names) and the third-party packages."""
-    folder = task_packages_folder(scratch)
+    folder = task_packages_folder()
     assert folder is not None  # XDG_CACHE_HOME is this test run's (conftest.py)
     shipped = shared_package_zip(folder)
     site_packages = sysconfig.get_paths()["purelib"]
@@ -334,7 +334,7 @@ def test_mr_index_local_runner_imports_only_the_shipped_zip(
     ]
     assert [len(h) for h in named] == [2, 1] and sorted(sum(named, [])) == sum(named, [])
     assert len(parts) == blocks == 3 and all(p.name.endswith(".gz") for p in parts)
-    hermetic = hermetic_args(tmp_path / "scratch")
+    hermetic = hermetic_args()
     local = settings.with_overrides(mr_runner="local")
     links = run_job(
         MRLinkGraph,
@@ -377,7 +377,7 @@ def test_linkgraph_and_pagerank_iterations_on_the_local_runner(
         ],  # dangling, and nobody links to it: the 4-node graph
     ]
     corpus_writer(open_blobstore(settings.blob_url), settings.database_url, blocks)
-    hermetic = hermetic_args(tmp_path / "scratch")
+    hermetic = hermetic_args()
     local = settings.with_overrides(mr_runner="local", pagerank_tolerance=1e-30, pagerank_max_iterations=3)
     links = run_job(
         MRLinkGraph,

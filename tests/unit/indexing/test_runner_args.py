@@ -58,7 +58,7 @@ def test_inline_ships_nothing_local_ships_the_packages(
     assert shipped.is_file() and shipped.parent == tmp_path / "cache" / "nimbus" / "task-packages"
     again = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-2")
     assert f"PYTHONPATH={shipped}" in again
-    assert kernel_cache_lasts(Settings.of(mr_runner="local"), tmp_path / "build-2")
+    assert kernel_cache_lasts(Settings.of(mr_runner="local"))
     # A cache folder that cannot be written, or that others may write: a zip of the build's
     # own, shipped as EMR's is, and no compiled numbering (numba could not keep its kernel).
     (tmp_path / "file").write_text("")
@@ -70,9 +70,9 @@ def test_inline_ships_nothing_local_ships_the_packages(
         fallback = runner_args(Settings.of(mr_runner="local"), tmp_path / "build-3")
         assert fallback[fallback.index("--py-files") + 1] == str(tmp_path / "build-3" / "nimbus-packages.zip")
         assert not any(arg.startswith("PYTHONPATH=") for arg in fallback)
-        assert not kernel_cache_lasts(Settings.of(mr_runner="local"), tmp_path / "build-3")
-    assert kernel_cache_lasts(Settings.of(mr_runner="inline"), tmp_path)
-    assert not kernel_cache_lasts(Settings.of(mr_runner="emr"), tmp_path)
+        assert not kernel_cache_lasts(Settings.of(mr_runner="local"))
+    assert kernel_cache_lasts(Settings.of(mr_runner="inline"))
+    assert not kernel_cache_lasts(Settings.of(mr_runner="emr"))
     assert ("SETUPTOOLS_USE_DISTUTILS=stdlib" in env) == (sys.version_info < (3, 12))
     assert any(item.startswith("MALLOC_MMAP_THRESHOLD_=") for item in env)
     assert "--cmdenv" not in inline  # the inline runner's tasks share this process
