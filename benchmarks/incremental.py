@@ -32,7 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.index import load_queries, nimbus_latency, published_bytes, tantivy_index, timed_queries
+from benchmarks.index import load_queries, nimbus_latency, published_bytes, tantivy_index
+from benchmarks.passes import timed_queries
 from benchmarks.textcorpus import DATA, build
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.index import RESULT, load_queries, timed_queries
+from benchmarks.index import load_queries
+from benchmarks.passes import RESULT, timed_queries
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,9 +1,9 @@
-"""benchmarks.index's timed passes: each query's fastest pass, the first pass kept apart, per
+"""benchmarks.passes: each query's fastest pass, the first pass kept apart, per
 workload prefix; every query of every workload run in each pass."""
 
 from __future__ import annotations
 
-from benchmarks.index import one_pass, summarize, warm_up
+from benchmarks.passes import one_pass, summarize, warm_up
 
 
 def test_a_query_s_figure_is_its_fastest_pass_and_the_first_pass_is_kept() -> None:
