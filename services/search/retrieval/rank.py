@@ -233,6 +233,29 @@ def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.nda
     return best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
 
 
+def rescore(
+    docs: np.ndarray,
+    weights: Sequence[float],
+    held: np.ndarray,
+    impacts: np.ndarray,
+    prior: np.ndarray,
+    k: int,
+    total: int,
+) -> Ranked:
+    """The ``k`` best of ``docs`` (ascending) for a query whose term ``j`` weighs
+    ``weights[j]`` and has ``impacts[j]`` in them where ``held[j]`` (one row per term, in
+    query order): a second phase over a first pass's hits (a feedback query's condensed
+    list). A document holding none of the terms is no match. Scores are summed term by term
+    in query order, as ``text_scores`` and the kernels sum them (the same floats)."""
+    if not held.shape[0]:
+        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), total)
+    # A running sum down the rows: added in query order (a reduction's order is numpy's choice).
+    text = np.cumsum(impacts.astype(np.float64) * np.asarray(weights, dtype=np.float64)[:, None], axis=0)[-1]
+    matched = held.any(axis=0)
+    docs, text = docs[matched], text[matched]
+    return best_of(docs, combine(text, prior[docs]), text, k, total)
+
+
 def top_k_exhaustive(
     terms: Sequence[QueryTerm],
     prior: np.ndarray,
@@ -267,7 +290,6 @@ def top_k_or(
     count: bool = True,
     within: Sequence[QueryTerm] | None = None,
     seed: np.ndarray | None = None,
-    among: np.ndarray | None = None,
 ) -> Ranked:
     """``top_k_maxscore``'s result (the same documents, scores and count), document at a time
     with block-max MaxScore in compiled code (``services.search.retrieval.blockmax``).
@@ -278,12 +300,8 @@ def top_k_or(
     documents holding a word of the user's, ``allowed`` restricting them further); a list of
     ``terms`` that is one of them (the same ``base_term``) brings candidates itself, the
     others are added at weight 0, which adds exactly 0.0 to a score. ``seed``: documents
-    scored first (``blockmax.top_k_blockmax``); the same result, sooner.
-
-    ``among``: only these documents are candidates, and every one of them holding
-    a term is a match: a second phase rescoring a first pass's hits (a feedback query over a
-    condensed list). They are walked as a list of their own, at weight 0 (which adds exactly
-    0.0), every term probed for them, strongest first while the bound can still win."""
+    scored first (``blockmax.top_k_blockmax``); the same result, sooner. (A second phase over
+    a few given documents is ``rescore``.)"""
     live = [t for t in terms if t.length]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
@@ -299,15 +317,6 @@ def top_k_or(
         live = live + extra
         probe_only += [False] * len(extra)
         candidates_only = [False] * (len(live) - len(extra)) + [True] * len(extra)
-    if among is not None:
-        if within is not None:
-            raise ValueError("top_k_or: among and within are two ways to say the candidates; give one")
-        count = False  # the caller counted the matches its first pass found
-        pool = np.unique(np.asarray(among, dtype=DOC))  # ascending and once each: the kernel reads it so
-        # Last: summed after the terms, in query order, its 0.0 changes no score.
-        live = live + [QueryTerm(0.0, pool, np.zeros(pool.shape[0], np.float32), 0.0)]
-        probe_only = [True] * (len(live) - 1) + [False]
-        candidates_only = [False] * (len(live) - 1) + [True]
     found = top_k_blockmax(
         source,
         [(t.weight, t.max_impact, t.base_term, t.read_docs, t.read_impacts) for t in live],

@@ -36,6 +36,7 @@ from services.search.retrieval.rank import (
     best_of,
     count_matches,
     intersect_docs,
+    rescore,
     score_candidates,
     top_k,
     top_k_or,
@@ -225,24 +226,26 @@ def retrieve(
             max_df=settings.feedback_max_df,
             cap_to_query=settings.feedback_cap,
         )
-        expanded_terms = [query_term(index, i, w) for i, w in sorted(expanded.items())]
         # The expanded query reorders documents holding a word of the user's query; it does
         # not bring in documents that hold none of them, and their count is the first pass's.
-        # ``feedback_pool``: it rescores the first pass's best (Diaz's condensed list); 0: every
-        # document holding a word of the user's (``within``).
-        reranked = top_k_or(
-            expanded_terms,
-            prior,
-            k,
-            excluded=excluded,
-            allowed=visible,
-            max_prior=top,
-            source=index.posting_source,
-            count=False,
-            seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
-            among=ranked.docs if condensed else None,
-            within=None if condensed else terms,
-        )
+        if condensed:  # the first pass's best (Diaz's condensed list), looked up in place
+            pool = np.unique(ranked.docs)
+            order = sorted(expanded)
+            held, impacts = index.term_impacts(order, pool)
+            reranked = rescore(pool, [expanded[i] for i in order], held, impacts, prior, k, ranked.total)
+        else:  # ``feedback_pool`` 0: every document holding a word of the user's (``within``)
+            reranked = top_k_or(
+                [query_term(index, i, w) for i, w in sorted(expanded.items())],
+                prior,
+                k,
+                excluded=excluded,
+                allowed=visible,
+                max_prior=top,
+                source=index.posting_source,
+                count=False,
+                seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
+                within=terms,
+            )
         ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)
     return Retrieval(ranked, "or", found, all_words)

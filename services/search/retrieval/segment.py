@@ -372,6 +372,18 @@ class SegmentIndex:
         at = np.minimum(np.searchsorted(held, docs), held.shape[0] - 1)
         return held[at] == docs, start + at.astype(np.int64)
 
+    def term_impacts(self, term_ids: Sequence[int], docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each of ``docs`` (ascending) holds each term, its impact there: float32, 0
+        where it does not), one row per term: a few documents looked up in several lists in
+        one compiled call, only the block each would be in read (a feedback query's pool)."""
+        terms = np.asarray(term_ids, dtype=np.int64)
+        held, at = self.doc_blocks.locate_terms(terms, docs)
+        levels = self.arrays["post_impacts"]
+        postings = np.minimum(self.doc_blocks.offsets[terms][:, None] + at, max(levels.shape[0] - 1, 0))
+        impacts = dequantize(levels[postings], self.arrays["impact_scale"][terms][:, None])
+        impacts[~held] = 0.0
+        return held, impacts
+
     def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
         """The impacts (float32) of posting numbers ``postings`` (``locate``), each in its
         term's steps (the term found by the posting number)."""

@@ -258,6 +258,15 @@ class SegmentSet(SegmentIndex):
             sel = np.flatnonzero(part_of == p)
             yield p, sel, handles[sel] - int(self.handle_starts[p])
 
+    def term_impacts(self, term_ids: Sequence[int], docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        docs = np.asarray(docs)
+        held = np.zeros((len(term_ids), docs.shape[0]), dtype=bool)
+        impacts = np.zeros((len(term_ids), docs.shape[0]), dtype=np.float32)
+        for row, term_id in enumerate(term_ids):
+            held[row], handles = self.locate(int(term_id), docs)
+            impacts[row, held[row]] = self.posting_impacts(handles[held[row]])
+        return held, impacts
+
     def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
         out = np.zeros(np.asarray(postings).shape[0], dtype=np.float32)
         for p, sel, local in self._route(postings):

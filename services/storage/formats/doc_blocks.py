@@ -156,14 +156,20 @@ class DocBlocks:
         (meaningful where it does). Compiled, reading only the block each target would be
         in (found by the blocks' first documents), not the whole list: a few documents looked
         up in a long list (a phrase's candidates, a segment set's superseded documents)."""
-        lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+        held, at = self.locate_terms(np.array([term], np.int64), targets)
+        return held[0], at[0]
+
+    def locate_terms(self, terms: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``locate`` for several terms in one compiled call: one row per term (a feedback
+        query's terms looked up in the few documents it rescores)."""
+        terms = np.asarray(terms, dtype=np.int64)
         found: tuple[np.ndarray, np.ndarray] = _locate(
             self.base,
             self.bits,
             self.word_start,
             self.words,
-            int(self.block_first[term]),
-            hi - lo,
+            self.block_first[terms],
+            self.offsets[terms + 1] - self.offsets[terms],
             np.asarray(targets, dtype=np.int64),
         )
         return found
@@ -219,47 +225,51 @@ def _decode(base, bits, word_start, words, first_block, n):  # type: ignore[no-u
 
 
 @compiled_on_first_use
-def _locate(base, bits, word_start, words, first_block, n, targets):  # type: ignore[no-untyped-def]
-    """Each target's block (the last whose first document is not above it, binary search),
-    then its offset from that first by binary search over the block's packed offsets."""
+def _locate(base, bits, word_start, words, first_blocks, ns, targets):  # type: ignore[no-untyped-def]
+    """For list ``t`` (blocks from ``first_blocks[t]``, ``ns[t]`` postings) and each target:
+    its block (the last whose first document is not above it, binary search), then its offset
+    from that first by binary search over the block's packed offsets."""
     k = targets.shape[0]
-    held = np.zeros(k, dtype=np.bool_)
-    at = np.zeros(k, dtype=np.int64)
-    blocks = (n + 127) >> 7
-    for x in range(k):
-        d = targets[x]
-        if blocks == 0 or np.int64(base[first_block]) > d:
-            continue
-        lo = 0
-        hi = blocks
-        while lo + 1 < hi:
-            mid = (lo + hi) >> 1
-            if np.int64(base[first_block + mid]) <= d:
-                lo = mid
-            else:
-                hi = mid
-        block = first_block + lo
-        width = np.int64(bits[block])
-        mask = (np.int64(1) << width) - 1
-        bit0 = word_start[block] * 32
-        want = d - np.int64(base[block])
-        rows = min(128, n - (lo << 7))
-        a = 0
-        z = rows
-        value = np.int64(-1)
-        while a < z:  # the first offset >= want
-            mid = (a + z) >> 1
-            bit = bit0 + mid * width
-            w = bit >> 5
-            value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
-            if value < want:
-                a = mid + 1
-            else:
-                z = mid
-        at[x] = (lo << 7) + min(a, rows - 1)
-        if a < rows:
-            bit = bit0 + a * width
-            w = bit >> 5
-            value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
-            held[x] = value == want
+    held = np.zeros((ns.shape[0], k), dtype=np.bool_)
+    at = np.zeros((ns.shape[0], k), dtype=np.int64)
+    for t in range(ns.shape[0]):
+        first_block = first_blocks[t]
+        n = ns[t]
+        blocks = (n + 127) >> 7
+        for x in range(k):
+            d = targets[x]
+            if blocks == 0 or np.int64(base[first_block]) > d:
+                continue
+            lo = 0
+            hi = blocks
+            while lo + 1 < hi:
+                mid = (lo + hi) >> 1
+                if np.int64(base[first_block + mid]) <= d:
+                    lo = mid
+                else:
+                    hi = mid
+            block = first_block + lo
+            width = np.int64(bits[block])
+            mask = (np.int64(1) << width) - 1
+            bit0 = word_start[block] * 32
+            want = d - np.int64(base[block])
+            rows = min(128, n - (lo << 7))
+            a = 0
+            z = rows
+            value = np.int64(-1)
+            while a < z:  # the first offset >= want
+                mid = (a + z) >> 1
+                bit = bit0 + mid * width
+                w = bit >> 5
+                value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
+                if value < want:
+                    a = mid + 1
+                else:
+                    z = mid
+            at[t, x] = (lo << 7) + min(a, rows - 1)
+            if a < rows:
+                bit = bit0 + a * width
+                w = bit >> 5
+                value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
+                held[t, x] = value == want
     return held, at

@@ -155,48 +155,6 @@ def test_within_ranks_only_the_documents_of_the_given_lists_as_a_mask_would(seed
     assert (seeded.docs.tolist(), seeded.final.tolist()) == (want.docs.tolist(), want.final.tolist())
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_among_rescores_only_the_given_documents_as_a_mask_would(seed: int):
-    """A feedback query over a condensed list: the first pass's best documents compete, each
-    scored by every expansion term; the same as the exhaustive top-k with those documents as
-    the ``allowed`` mask (a pool document holding no expansion term is no match)."""
-    rng = np.random.default_rng(7000 + seed)
-    num_docs = int(rng.choice([200, 5000, 3 * INNER + 5]))
-    source = random_source(rng, num_docs, 14, ties=seed % 2 == 0, zeros=seed % 5 == 0)
-    user = terms_of(rng, source, int(rng.integers(1, 4)))
-    expanded = terms_of(rng, source, int(rng.integers(2, 9)))
-    if seed % 3 == 0:
-        expanded.append(user[0])
-    prior = np.zeros(num_docs) if seed % 7 == 0 else rng.random(num_docs) * 0.3
-    k = int(rng.choice([1, 10, 50]))
-    depth = k + int(rng.choice([0, 5, 40, 400]))
-    pool = top_k_exhaustive(user, prior, depth).docs  # best first: not ascending
-    if seed % 4 == 0:  # and documents holding no word at all: still only what the terms give
-        pool = np.concatenate([pool, rng.choice(num_docs, size=7), pool[:3]]).astype(np.uint32)
-    excluded = np.sort(rng.choice(num_docs, size=num_docs // 30, replace=False)).astype(np.uint32)
-    visible = rng.random(num_docs) < 0.85
-    if seed % 2:
-        excluded, visible = np.zeros(0, np.uint32), np.ones(num_docs, dtype=bool)
-    mask = np.zeros(num_docs, dtype=bool)
-    mask[pool] = True
-    want = top_k_exhaustive(expanded, prior, k, excluded=excluded, allowed=mask & visible)
-    for seeds in (None, pool[: min(k, pool.shape[0])]):
-        got = top_k_or(
-            expanded, prior, k, excluded=excluded, allowed=visible, source=source, among=pool, seed=seeds
-        )
-        assert got.docs.tolist() == want.docs.tolist()
-        assert got.final.tolist() == want.final.tolist()
-        assert got.text.tolist() == want.text.tolist()
-    # The same lists built by the query (no segment to read them from in place).
-    built = [QueryTerm(t.weight, t.docs, t.impacts, t.max_impact) for t in expanded]
-    got = top_k_or(built, prior, k, excluded=excluded, allowed=visible, among=pool)
-    assert (got.docs.tolist(), got.final.tolist()) == (want.docs.tolist(), want.final.tolist())
-    none = top_k_or(expanded, prior, k, source=source, among=np.zeros(0, np.uint32))
-    assert none.docs.tolist() == []
-    with pytest.raises(ValueError, match="give one"):
-        top_k_or(expanded, prior, k, source=source, among=pool, within=user)
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_sparse_probed_lists_among_dense_candidates_score_as_the_exhaustive_top_k(seed: int):
     """A chunk's candidates far outnumbering a probed list's postings there, lists whose blocks

@@ -12,6 +12,7 @@ from services.search.retrieval.rank import (
     count_matches,
     intersect_docs,
     pagerank_prior,
+    rescore,
     score_candidates,
     text_scores,
     top_k,
@@ -201,3 +202,32 @@ def test_text_scores_by_table_and_by_search_give_the_same_floats():
             expected.append(total)
         assert text_scores(terms, docs).tolist() == expected
         assert paths == ({False} if count == 40 else {True})  # both paths, compared exactly
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rescoring_given_documents_is_the_exhaustive_top_k_over_them(seed: int) -> None:
+    """A second phase over a first pass's hits: the same documents and bit-identical scores as
+    the exhaustive top-k restricted to them; a document holding no term is no match."""
+    rng = np.random.default_rng(300 + seed)
+    num_docs = 2_000
+    terms = random_terms(rng, num_docs, int(rng.integers(1, 9)))
+    for t in terms:
+        object.__setattr__(t, "weight", float(rng.random()) + 0.01)  # RM3's weights: any float
+    prior = pagerank_prior(rng.dirichlet(np.ones(num_docs)), num_docs) * float(rng.choice([0, 1, 3]))
+    pool = np.unique(rng.choice(num_docs, size=int(rng.choice([1, 30, 500])), replace=False)).astype(
+        np.uint32
+    )
+    held = np.array([np.isin(pool, t.docs) for t in terms])
+    impacts = np.zeros(held.shape, np.float32)
+    for j, t in enumerate(terms):
+        impacts[j, held[j]] = t.impacts[np.searchsorted(t.docs, pool[held[j]])]
+    mask = np.zeros(num_docs, dtype=bool)
+    mask[pool] = True
+    for k in (1, 10, 100):
+        want = top_k_exhaustive(terms, prior, k, allowed=mask)
+        got = rescore(pool, [t.weight for t in terms], held, impacts, prior, k, total=77)
+        assert got.docs.tolist() == want.docs.tolist()
+        assert got.final.tolist() == want.final.tolist()  # bit-identical, not approximately
+        assert got.text.tolist() == want.text.tolist()
+        assert got.total == 77  # the caller's count (the first pass's), not the pool's
+        assert held[:, np.searchsorted(pool, got.docs)].any(axis=0).all()

@@ -137,6 +137,25 @@ def test_field_frequencies_positions_and_forward_entries_come_from_the_owner(
     assert entries[0] == entries[1]
 
 
+def test_impacts_of_several_terms_in_a_few_documents_are_their_postings(
+    pair: tuple[SegmentSet, SegmentIndex],
+) -> None:
+    """``term_impacts`` (a feedback query's pool), for the set and for one segment: each term's
+    impact where a document holds it (as its postings give), 0.0 and not held elsewhere."""
+    both, whole = pair
+    docs = np.arange(10, dtype=np.uint32)
+    for index in (both, whole):
+        ids = sorted(index.term_id(t) for t in terms_of(whole))  # type: ignore[type-var]
+        held, impacts = index.term_impacts(ids, docs)
+        assert held.shape == impacts.shape == (len(ids), 10) and held.any()
+        for row, term_id in enumerate(ids):
+            listed, listed_impacts = index.postings(term_id)
+            want = np.zeros(10, np.float32)
+            want[listed] = listed_impacts
+            assert held[row].tolist() == np.isin(docs, listed).tolist()
+            assert impacts[row].tolist() == want.tolist()
+
+
 def test_per_document_tables_and_word_forms(pair: tuple[SegmentSet, SegmentIndex]) -> None:
     both, whole = pair
     for name in ("doc_lengths", "len_title", "len_body", "url_kind"):

@@ -96,6 +96,23 @@ def test_a_segment_whose_blocks_do_not_match_its_postings_is_refused() -> None:
             check_doc_blocks({**good, **change})
 
 
+def test_several_terms_are_located_at_once_as_each_alone() -> None:
+    """``locate_terms``: one row per term (empty lists, one block, many), as ``locate`` gives."""
+    lengths = [0, 1, BLOCK, 3 * BLOCK + 7, 5000, 2]
+    docs, offsets = lists_of(lengths, 9, 20_000)
+    blocks = stored(docs, offsets)
+    targets = np.unique(np.random.default_rng(3).integers(0, 20_000, 300)).astype(np.int64)
+    targets = np.union1d(targets, docs[:: BLOCK // 2].astype(np.int64))
+    terms = np.array([4, 0, 2, 5, 3, 1, 4], np.int64)  # any order, one twice
+    held, at = blocks.locate_terms(terms, targets)
+    assert held.shape == at.shape == (terms.shape[0], targets.shape[0])
+    assert held.any()
+    for row, t in enumerate(terms.tolist()):
+        alone = blocks.locate(t, targets)
+        assert held[row].tolist() == alone[0].tolist()
+        assert at[row][held[row]].tolist() == alone[1][alone[0]].tolist()
+
+
 @pytest.mark.parametrize("lengths", [[0, 1], [BLOCK - 1, BLOCK, BLOCK + 1], [3 * BLOCK + 7, 2], [5000]])
 def test_locate_finds_what_each_list_holds_and_only_that(lengths: list[int]) -> None:
     """Documents held, below the first, above the last, between two blocks, the first and
