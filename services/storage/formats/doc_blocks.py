@@ -227,8 +227,10 @@ def _decode(base, bits, word_start, words, first_block, n):  # type: ignore[no-u
 @compiled_on_first_use
 def _locate(base, bits, word_start, words, first_blocks, ns, targets):  # type: ignore[no-untyped-def]
     """For list ``t`` (blocks from ``first_blocks[t]``, ``ns[t]`` postings) and each target:
-    its block (the last whose first document is not above it, binary search), then its offset
-    from that first by binary search over the block's packed offsets."""
+    its block (the last whose first document is not above it), then its offset from that
+    first by binary search over the block's packed offsets. Ascending targets gallop on from
+    the last one's block (a few nearby reads, not a binary search over the list's blocks
+    each); a target below the last one searches them all."""
     k = targets.shape[0]
     held = np.zeros((ns.shape[0], k), dtype=np.bool_)
     at = np.zeros((ns.shape[0], k), dtype=np.int64)
@@ -236,12 +238,22 @@ def _locate(base, bits, word_start, words, first_blocks, ns, targets):  # type: 
         first_block = first_blocks[t]
         n = ns[t]
         blocks = (n + 127) >> 7
+        last = np.int64(-1)  # the previous target, its block ``lo``
+        lo = 0
         for x in range(k):
             d = targets[x]
             if blocks == 0 or np.int64(base[first_block]) > d:
                 continue
-            lo = 0
-            hi = blocks
+            if d < last:
+                lo = 0
+            last = d
+            hi = lo + 1  # the first block known to start above d (or the end), by doubling steps
+            step = 1
+            while hi < blocks and np.int64(base[first_block + hi]) <= d:
+                lo = hi
+                hi += step
+                step <<= 1
+            hi = min(hi, blocks)
             while lo + 1 < hi:
                 mid = (lo + hi) >> 1
                 if np.int64(base[first_block + mid]) <= d:
