@@ -23,6 +23,9 @@ from services.search.retrieval.segment import SegmentIndex
 FIELDS = ("url", "anchor", "title")
 
 
+_ROOT = int(UrlKind.ROOT)  # numpy compares with an int at once, with an enum member slowly
+
+
 @dataclass(frozen=True)
 class NamedPages:
     """The entry pages a query names: doc numbers ascending, their URL forms and factors."""
@@ -33,7 +36,9 @@ class NamedPages:
 
     @property
     def roots(self) -> np.ndarray:
-        return self.docs[self.kinds == UrlKind.ROOT]
+        if not self.docs.shape[0]:  # most queries name no page: no comparison with an enum
+            return self.docs
+        return self.docs[self.kinds == _ROOT]
 
 
 NONE = NamedPages(np.zeros(0, np.uint32), np.zeros(0, np.uint8), np.zeros(0, np.float64))

@@ -11,8 +11,6 @@ which pages hold which forms. The bonus multiplies the score by at most
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from services.search.retrieval.rank import Ranked
@@ -38,5 +36,4 @@ def rescore_exact_forms(index: SegmentIndex, forms: list[str], ranked: Ranked, k
     if not ranked.docs.shape[0]:
         return ranked
     final = ranked.final * (1.0 + EXACT_FORM_BONUS * exact_form_share(index, forms, ranked.docs))
-    order = np.argsort(-final, kind="stable")[:k]
-    return replace(ranked, docs=ranked.docs[order], final=final[order], text=ranked.text[order])
+    return ranked.taken(np.argsort(-final, kind="stable")[:k], final)

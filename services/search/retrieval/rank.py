@@ -107,6 +107,13 @@ class Ranked:
     total: int  # documents that matched (before the cut to k)
     exact: bool = True  # False: ``total`` is an estimate (``count_matches``)
 
+    def taken(self, at: np.ndarray | slice, final: np.ndarray | None = None) -> Ranked:
+        """The results at ``at`` (positions, or a slice: the first k), the same count; their
+        ``final`` scores replaced by ``final``'s at ``at`` when it is given (a rescore).
+        (Built directly: ``dataclasses.replace`` costs a few µs a call, on every query.)"""
+        scores = self.final if final is None else final
+        return Ranked(self.docs[at], scores[at], self.text[at], self.total, self.exact)
+
 
 def pagerank_prior(pagerank: np.ndarray, num_docs: int) -> np.ndarray:
     """``s / (s + 1)`` with ``s = N * pagerank``: 0.5 for an average page, below 1 always."""

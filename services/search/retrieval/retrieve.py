@@ -372,7 +372,7 @@ def retrieve_ranked(
     if roots.shape[0]:
         ranked = _roots_first(index, query, ranked, roots, settings)
     if ranked.docs.shape[0] > k:
-        ranked = replace(ranked, docs=ranked.docs[:k], final=ranked.final[:k], text=ranked.text[:k])
+        ranked = ranked.taken(slice(0, k))
     return Retrieval(ranked, result.mode, result.found, result.all_words, result.complete)
 
 
