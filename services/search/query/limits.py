@@ -115,6 +115,8 @@ def _within_chars(text: str) -> tuple[str, int]:
 def _collapse_repeats(text: str) -> tuple[str, tuple[Repeat, ...]]:
     """``text`` with each run of MIN_REPEAT or more equal parts (case aside) as its first;
     the rest of the text as it stands, character for character."""
+    if '"' not in text and not _word_runs(text.casefold().split()):
+        return text, ()  # the parts are the words, and none repeats: most queries, said at once
     parts = list(QUERY_PART.finditer(text))
     repeats: list[Repeat] = []
     kept: list[str] = []
@@ -134,6 +136,16 @@ def _collapse_repeats(text: str) -> tuple[str, tuple[Repeat, ...]]:
         return text, ()
     kept.append(text[start:])
     return "".join(kept), tuple(repeats)
+
+
+def _word_runs(words: list[str]) -> bool:
+    """Whether MIN_REPEAT or more of ``words`` in a row are equal."""
+    run = 1
+    for before, word in zip(words, words[1:], strict=False):
+        run = run + 1 if word == before else 1
+        if run >= MIN_REPEAT:
+            return True
+    return False
 
 
 def _within_words(text: str) -> tuple[str, tuple[str, ...]]:

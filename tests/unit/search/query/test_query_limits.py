@@ -128,3 +128,26 @@ def test_a_notice_quotes_a_long_word_shortened_and_names_at_most_five_repeats():
     ]
     many = bound_query(" ".join(f"{w} {w} {w}" for w in "abcdefg")).cut
     assert len(many.repeats) == 7 and many.notices()[0].endswith("“e” (3 times) and 2 more.")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_repeats_found_as_runs_of_equal_words_case_aside(seed: int) -> None:
+    """Texts of few distinct words (case varied, some in quotes): the runs a query collapses
+    are exactly the runs of MIN_REPEAT or more equal parts, whichever way it reads them."""
+    import itertools
+    import random
+
+    from services.search.query.limits import MIN_REPEAT, QUERY_PART
+
+    rng = random.Random(seed)
+    for _ in range(300):
+        words = [rng.choice(["wind", "Wind", "WIND", "solar", "ß", "SS", "-x", '"a b"']) for _ in range(8)]
+        text = " ".join(words[: rng.randint(1, 8)])
+        parts = [m.group(0) for m in QUERY_PART.finditer(text)]
+        runs = [
+            (group[0], len(group))
+            for group in (list(g) for _, g in itertools.groupby(parts, key=str.casefold))
+            if len(group) >= MIN_REPEAT
+        ]
+        got = bound_query(text).cut.repeats
+        assert [(r.word, r.times) for r in got] == runs, text
