@@ -231,14 +231,29 @@ class PackedAppender:
         for column in columns:  # checked before the widening below could wrap a negative value
             if column.shape[0] and column.dtype.kind == "i" and int(column.min()) < 0:
                 raise ValueError("packed values must be integers in 0 .. 2**32 - 1")
-        joined = [
-            np.concatenate([w, np.asarray(c).astype(np.uint64, copy=False)]) if w.shape[0] else np.asarray(c)
-            for w, c in zip(self._waiting, columns, strict=True)
-        ]
-        full = joined[0].shape[0] // BLOCK * BLOCK
-        self._waiting = [c[full:].astype(np.uint64) for c in joined]
-        if full:
-            self._put(pack([c[:full] for c in joined]))
+        columns = [np.asarray(c) for c in columns]
+        waiting = self._waiting[0].shape[0]
+        n = columns[0].shape[0]
+        # The rows that fill the waiting block (joined: at most 127 of them), then the whole
+        # blocks after them packed where they lie (no copy of the run: a range's columns are
+        # tens of MB), then the rest left waiting.
+        head = min(n, BLOCK - waiting) if waiting else 0
+        body = (n - head) // BLOCK * BLOCK
+        if waiting:
+            self._waiting = [
+                np.concatenate([w, c[:head].astype(np.uint64)])
+                for w, c in zip(self._waiting, columns, strict=True)
+            ]
+            if self._waiting[0].shape[0] == BLOCK:
+                self._put(pack(self._waiting))
+                self._waiting = [w[:0] for w in self._waiting]
+        if body:
+            self._put(pack([c[head : head + body] for c in columns]))
+        if head + body < n:
+            self._waiting = [
+                np.concatenate([w, c[head + body :].astype(np.uint64)])
+                for w, c in zip(self._waiting, columns, strict=True)
+            ]
 
     def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(words, starts, widths) of every row added, as ``pack`` gives them."""
