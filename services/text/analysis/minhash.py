@@ -157,7 +157,7 @@ def near_duplicate_groups(
     # itself (as an exact copy folds into its original); linking every close pair would chain
     # windows of one long text into one group whose ends share little. Checking only pairs of
     # a representative and an unplaced document makes it one check per document, not per pair.
-    likely = (sigs[low] == sigs[high]).mean(axis=1) >= _ESTIMATE_FLOOR
+    likely = _signatures_agree(sigs, low, high, _ESTIMATE_FLOOR)
     # Length filter (Chaudhuri et al., ICDE 2006; Xiao et al.'s PPJoin): sets of n and m terms,
     # n <= m, share at most n, and their union holds at least m, so a resemblance of r needs
     # n >= r * m. A pair that fails it is one ``_resembles`` would refuse, and refusing it
@@ -174,6 +174,22 @@ def near_duplicate_groups(
             parent[b] = a
             placed[b] = 1
     return parent.astype(np.uint32)
+
+
+_AGREE_PAIRS = 1 << 16  # pairs compared per numpy pass: their rows (4 MB) stay in cache
+
+
+def _signatures_agree(sigs: np.ndarray, low: np.ndarray, high: np.ndarray, floor: float) -> np.ndarray:
+    """Whether each pair's signatures agree on at least ``floor`` of their rows: in passes of
+    ``_AGREE_PAIRS`` pairs. The whole at once gathered two (pairs x rows) tables, 94 MB each for
+    the 1.5 M pairs of the 100,000-document benchmark, memory the process touched for the first
+    time: 0.6 s, against 0.18 in passes."""
+    need = floor * sigs.shape[1]
+    agree = np.empty(low.shape[0], dtype=bool)
+    for at in range(0, low.shape[0], _AGREE_PAIRS):
+        end = at + _AGREE_PAIRS
+        agree[at:end] = np.count_nonzero(sigs[low[at:end]] == sigs[high[at:end]], axis=1) >= need
+    return agree
 
 
 def _resembles(x: np.ndarray, y: np.ndarray, resemblance: float) -> bool:
