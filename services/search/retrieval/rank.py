@@ -260,9 +260,7 @@ def rescore(
     text = np.cumsum(impacts.astype(np.float64) * np.asarray(weights, dtype=np.float64)[:, None], axis=0)[-1]
     matched = held.any(axis=0)
     docs, text = docs[matched], text[matched]
-    final = combine(text, prior[docs])
-    order = np.lexsort((docs, -final))[:k]  # a pool is small: sorted whole, as ``top_k`` orders
-    return Ranked(docs[order], final[order], text[order], total)
+    return best_of(docs, combine(text, prior[docs]), text, k, total)
 
 
 def top_k_exhaustive(

@@ -240,20 +240,14 @@ class PackedAppender:
         head = min(n, BLOCK - waiting) if waiting else 0
         body = (n - head) // BLOCK * BLOCK
         if waiting:
-            self._waiting = [
-                np.concatenate([w, c[:head].astype(np.uint64)])
-                for w, c in zip(self._waiting, columns, strict=True)
-            ]
+            self._wait(columns, 0, head)
             if self._waiting[0].shape[0] == BLOCK:
                 self._put(pack(self._waiting))
                 self._waiting = [w[:0] for w in self._waiting]
         if body:
             self._put(pack([c[head : head + body] for c in columns]))
         if head + body < n:
-            self._waiting = [
-                np.concatenate([w, c[head + body :].astype(np.uint64)])
-                for w, c in zip(self._waiting, columns, strict=True)
-            ]
+            self._wait(columns, head + body, n)
 
     def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(words, starts, widths) of every row added, as ``pack`` gives them."""
@@ -264,6 +258,13 @@ class PackedAppender:
         starts, widths = np.concatenate(self._starts), np.concatenate(self._widths)
         self._words, self._starts, self._widths = [], [np.zeros(1, dtype=np.uint64)], []
         return words, starts, widths
+
+    def _wait(self, columns: Sequence[np.ndarray], start: int, stop: int) -> None:
+        """Rows ``start .. stop - 1`` of ``columns`` behind the rows waiting for a block."""
+        self._waiting = [
+            np.concatenate([w, c[start:stop].astype(np.uint64)])
+            for w, c in zip(self._waiting, columns, strict=True)
+        ]
 
     def _put(self, packed: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         words, starts, widths = packed
