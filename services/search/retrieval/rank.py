@@ -43,6 +43,7 @@ import numpy as np
 from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import top_k_blockmax
 from services.search.retrieval.blockmax_kernels import SAFETY
+from services.search.retrieval.match_count import COUNT_EXACTLY_UP_TO, EXACT_COUNT_POSTINGS, count_matches
 from services.search.retrieval.posting_layout import PostingSource
 
 
@@ -393,51 +394,6 @@ def top_k_maxscore(
         total, exact = count_matches(live, prior.shape[0], excluded, allowed)
         return replace(best_of(scored, final, text, k, max(total, int(scored.shape[0]))), exact=exact)
     return best_of(scored, final, text, k, int(scored.shape[0]))
-
-
-# Postings a match count scatters at most (~1-2 ns each: a few milliseconds); past it the
-# count is estimated, and said to be ("about").
-EXACT_COUNT_POSTINGS = 4_000_000
-# Where the OR top-k pruned, its matches are counted apart up to this many documents, and
-# estimated beyond ("about N results"), as Elasticsearch's ``track_total_hits`` (10,000) and
-# Lucene's ``TOTAL_HITS_THRESHOLD`` (1,000) stop counting: an exact count of a common query's
-# tens of thousands of matches cost a sixth of the OR kernel's time, to print digits nobody reads.
-COUNT_EXACTLY_UP_TO = 10_000
-
-
-def count_matches(
-    terms: Sequence[QueryTerm],
-    num_docs: int,
-    excluded: np.ndarray | None = None,
-    allowed: np.ndarray | None = None,
-    limit: int = EXACT_COUNT_POSTINGS,
-) -> tuple[int, bool]:
-    """(documents holding any of ``terms``, not ``excluded``, ``allowed``; whether exact).
-
-    Exact (one scatter of the postings into a table by document) up to ``limit`` postings;
-    beyond, an estimate that takes the terms as independent, ``N * (1 - prod(1 - df_t / N))``,
-    scaled by the share of documents allowed. Either way it depends on the query only,
-    never on how deep the results are read, so every page states the same count.
-    """
-    live = [t for t in terms if t.length]
-    if not live or num_docs <= 0:
-        return 0, True
-    if sum(int(t.length) for t in live) <= limit:
-        held = np.zeros(num_docs, dtype=bool)
-        for t in live:
-            held[t.docs] = True
-        if excluded is not None and excluded.shape[0]:
-            held[excluded] = False
-        if allowed is not None:
-            held &= allowed
-        return int(np.count_nonzero(held)), True
-    missing = 1.0
-    for t in live:
-        missing *= 1.0 - min(1.0, t.length / num_docs)
-    share = float(np.count_nonzero(allowed)) / num_docs if allowed is not None else 1.0
-    removed = int(excluded.shape[0]) if excluded is not None else 0
-    estimate = num_docs * (1.0 - missing) * share * max(0.0, 1.0 - removed / num_docs)
-    return int(round(estimate)), False
 
 
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:

@@ -29,12 +29,12 @@ from services.search.retrieval.conjunction import top_k_and
 from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_weights
+from services.search.retrieval.match_count import count_matches
 from services.search.retrieval.phrase import phrase_matches
 from services.search.retrieval.rank import (
     QueryTerm,
     Ranked,
     best_of,
-    count_matches,
     intersect_docs,
     rescore,
     score_candidates,

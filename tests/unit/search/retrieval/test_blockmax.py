@@ -9,9 +9,9 @@ import pytest
 from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import MAX_LISTS, top_k_blockmax
 from services.search.retrieval.blockmax_kernels import INNER
+from services.search.retrieval.match_count import COUNT_EXACTLY_UP_TO
 from services.search.retrieval.posting_layout import BLOCK, block_maxima, list_block_maxima, source_of
 from services.search.retrieval.rank import (
-    COUNT_EXACTLY_UP_TO,
     QueryTerm,
     top_k_exhaustive,
     top_k_maxscore,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from services.search.retrieval import rank
+from services.search.retrieval.match_count import count_matches
 from services.search.retrieval.rank import (
     QueryTerm,
     conjunctive,
-    count_matches,
     intersect_docs,
     pagerank_prior,
     rescore,
