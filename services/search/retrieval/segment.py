@@ -12,7 +12,6 @@ it).
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +30,7 @@ from services.search.retrieval.conjunction import warm_up as warm_and
 from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.posting_layout import PostingSource
 from services.search.retrieval.rank import pagerank_prior
+from services.search.retrieval.term_dictionary import TermDictionary
 from services.storage.errors import SegmentContractError, StorageError
 from services.storage.formats.doc_blocks import DocBlocks
 from services.storage.formats.doc_blocks import warm_up as warm_doc_blocks
@@ -54,13 +54,11 @@ _SHARED_TABLES = (
     "languages",
     "folded",
     "_groups",
-    "_term_sample",
+    "dictionary",
     "_priors",
     "_form_tables",
     "posting_source",
 )
-
-TERM_SAMPLE = 64  # terms per block of the in-memory sample of the dictionary (term_id)
 
 
 def warm_kernels() -> None:
@@ -278,46 +276,16 @@ class SegmentIndex:
         """Links from ``doc`` to crawled pages; None without the link graph."""
         return int(self.arrays["out_counts"][doc]) if self.has_links else None
 
+    @cached_property
+    def dictionary(self) -> TermDictionary:
+        """The segment's terms, looked up (``term_dictionary``)."""
+        return TermDictionary(self.arrays["term_offsets"], self.arrays["term_bytes"])
+
     def term(self, term_id: int) -> str:
-        offsets = self.arrays["term_offsets"]
-        start, end = int(offsets[term_id]), int(offsets[term_id + 1])
-        return self.arrays["term_bytes"][start:end].tobytes().decode("utf-8")
+        return self.dictionary.term(term_id)
 
     def term_id(self, term: str) -> int | None:
-        """Binary search over the byte-sorted dictionary: ``bisect`` (in C) over every
-        ``TERM_SAMPLE``-th term held in memory, then a search of one block of the map.
-
-        A search over the whole map takes a slice per step, several times the
-        cost (docs/performance-notes.md); this keeps 1/64 of the terms in memory.
-        """
-        key = term.encode("utf-8")
-        block = bisect.bisect_right(self._term_sample, key) - 1
-        if block < 0:
-            return None
-        first = block * TERM_SAMPLE
-        offsets = self.arrays["term_offsets"][first : first + TERM_SAMPLE + 1].tolist()
-        base = offsets[0]
-        text = self.arrays["term_bytes"][base : offsets[-1]].tobytes()
-        lo, hi = 0, len(offsets) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            probe = text[offsets[mid] - base : offsets[mid + 1] - base]
-            if probe < key:
-                lo = mid + 1
-            elif probe > key:
-                hi = mid
-            else:
-                return first + mid
-        return None
-
-    @cached_property
-    def _term_sample(self) -> list[bytes]:
-        """Every ``TERM_SAMPLE``-th term (the first of each block), as bytes."""
-        offsets = self.arrays["term_offsets"]
-        starts = offsets[:-1][::TERM_SAMPLE].tolist()
-        ends = offsets[1:][::TERM_SAMPLE].tolist()
-        blob = self.arrays["term_bytes"]
-        return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
+        return self.dictionary.term_id(term)
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         """(doc numbers ascending, decoded; impacts, float32)."""

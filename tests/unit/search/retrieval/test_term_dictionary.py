@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.search.retrieval.segment import TERM_SAMPLE, SegmentIndex
+from services.search.retrieval.segment import SegmentIndex
+from services.search.retrieval.term_dictionary import TERM_SAMPLE
 
 
 def dictionary(terms: list[str]) -> SegmentIndex:
