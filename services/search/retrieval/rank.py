@@ -241,29 +241,6 @@ def score_candidates(terms: Sequence[QueryTerm], docs: np.ndarray, prior: np.nda
     return best_of(docs, combine(text, prior[docs]), text, k, int(docs.shape[0]))
 
 
-def rescore(
-    docs: np.ndarray,
-    weights: Sequence[float],
-    held: np.ndarray,
-    impacts: np.ndarray,
-    prior: np.ndarray,
-    k: int,
-    total: int,
-) -> Ranked:
-    """The ``k`` best of ``docs`` (ascending) for a query whose term ``j`` weighs
-    ``weights[j]`` and has ``impacts[j]`` in them where ``held[j]`` (one row per term, in
-    query order): a second phase over a first pass's hits (a feedback query's condensed
-    list). A document holding none of the terms is no match. Scores are summed term by term
-    in query order, as ``text_scores`` and the kernels sum them (the same floats)."""
-    if not held.shape[0]:
-        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), total)
-    # A running sum down the rows: added in query order (a reduction's order is numpy's choice).
-    text = np.cumsum(impacts.astype(np.float64) * np.asarray(weights, dtype=np.float64)[:, None], axis=0)[-1]
-    matched = held.any(axis=0)
-    docs, text = docs[matched], text[matched]
-    return best_of(docs, combine(text, prior[docs]), text, k, total)
-
-
 def top_k_exhaustive(
     terms: Sequence[QueryTerm],
     prior: np.ndarray,
@@ -309,7 +286,7 @@ def top_k_or(
     ``terms`` that is one of them (the same ``base_term``) brings candidates itself, the
     others are added at weight 0, which adds exactly 0.0 to a score. ``seed``: documents
     scored first (``blockmax.top_k_blockmax``); the same result, sooner. (A second phase over
-    a few given documents is ``rescore``.)"""
+    a few given documents is ``pool_rescore.rescore``.)"""
     live = [t for t in terms if t.length]
     if k <= 0 or not live:
         return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)

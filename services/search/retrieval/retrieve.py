@@ -28,15 +28,15 @@ from services.search.query.language import ParsedQuery
 from services.search.retrieval.conjunction import top_k_and
 from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
-from services.search.retrieval.feedback import rm3_weights
+from services.search.retrieval.feedback import rm3_expansion
 from services.search.retrieval.match_count import count_matches
 from services.search.retrieval.phrase import phrase_matches
+from services.search.retrieval.pool_rescore import rescore
 from services.search.retrieval.rank import (
     QueryTerm,
     Ranked,
     best_of,
     intersect_docs,
-    rescore,
     score_candidates,
     top_k,
     top_k_or,
@@ -214,7 +214,7 @@ def retrieve(
     )
     if feedback and ranked.docs.shape[0]:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
-        expanded = rm3_weights(
+        expanded, expanded_weights = rm3_expansion(
             weights,
             ranked.docs[:fb],
             ranked.text[:fb],
@@ -229,13 +229,15 @@ def retrieve(
         # The expanded query reorders documents holding a word of the user's query; it does
         # not bring in documents that hold none of them, and their count is the first pass's.
         if condensed:  # the first pass's best (Diaz's condensed list), looked up in place
-            pool = np.unique(ranked.docs)
-            order = sorted(expanded)
-            held, impacts = index.term_impacts(order, pool)
-            reranked = rescore(pool, [expanded[i] for i in order], held, impacts, prior, k, ranked.total)
+            pool = np.sort(ranked.docs)  # (the top k: no document twice)
+            held, impacts = index.term_impacts(expanded, pool)
+            reranked = rescore(pool, expanded_weights, held, impacts, prior, k, ranked.total)
         else:  # ``feedback_pool`` 0: every document holding a word of the user's (``within``)
             reranked = top_k_or(
-                [query_term(index, i, w) for i, w in sorted(expanded.items())],
+                [
+                    query_term(index, i, w)
+                    for i, w in zip(expanded.tolist(), expanded_weights.tolist(), strict=True)
+                ],
                 prior,
                 k,
                 excluded=excluded,

@@ -28,6 +28,7 @@ from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
 from services.search.retrieval.feedback import warm_up as warm_feedback
+from services.search.retrieval.pool_rescore import warm_up as warm_pool_rescore
 from services.search.retrieval.posting_layout import PostingSource
 from services.search.retrieval.rank import pagerank_prior
 from services.search.retrieval.term_dictionary import TermDictionary
@@ -63,7 +64,7 @@ _SHARED_TABLES = (
 
 def warm_kernels() -> None:
     """Load (or compile, once per install) every compiled kernel a query runs: the OR and AND
-    top-k, the word-form probe, RM3's relevance model, the forward index reader and the
+    top-k, the word-form probe, RM3's relevance model and pool rescore, the forward index reader and the
     phrases' position reader, each for
     the argument types a memory-mapped segment gives (``services.compiled``). A segment's
     open calls it; so may whoever must not pay the compile inside a timed start."""
@@ -71,6 +72,7 @@ def warm_kernels() -> None:
     warm_and()
     warm_forms()
     warm_feedback()
+    warm_pool_rescore()
     dtypes = segment_dtypes()
     mapped = {name: as_mapped(np.zeros(1, dtypes[name])) for name in FORWARD_ARRAYS}
     forward_lists(mapped, np.zeros(0, np.int64))
@@ -340,7 +342,9 @@ class SegmentIndex:
         at = np.minimum(np.searchsorted(held, docs), held.shape[0] - 1)
         return held[at] == docs, start + at.astype(np.int64)
 
-    def term_impacts(self, term_ids: Sequence[int], docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def term_impacts(
+        self, term_ids: Sequence[int] | np.ndarray, docs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(whether each of ``docs`` (ascending) holds each term, its impact there: float32, 0
         where it does not), one row per term: a few documents looked up in several lists in
         one compiled call, only the block each would be in read (a feedback query's pool)."""

@@ -258,7 +258,9 @@ class SegmentSet(SegmentIndex):
             sel = np.flatnonzero(part_of == p)
             yield p, sel, handles[sel] - int(self.handle_starts[p])
 
-    def term_impacts(self, term_ids: Sequence[int], docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def term_impacts(
+        self, term_ids: Sequence[int] | np.ndarray, docs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         docs = np.asarray(docs)
         held = np.zeros((len(term_ids), docs.shape[0]), dtype=bool)
         impacts = np.zeros((len(term_ids), docs.shape[0]), dtype=np.float32)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.search.retrieval.feedback import rm3_weights
+from services.search.retrieval.feedback import rm3_expansion
+
+
+def rm3_weights(*args, **kwargs) -> dict[int, float]:
+    """``rm3_expansion`` as a mapping from term id to weight."""
+    terms, weights = rm3_expansion(*args, **kwargs)
+    return dict(zip(terms.tolist(), weights.tolist(), strict=True))
+
 
 # Doc 0: term 0 x2, term 1 x2 (length 4); doc 1: term 0 x1, term 2 x3 (length 4).
 FWD = (np.array([2, 2]), np.array([0, 1, 0, 2], np.int64), np.array([2, 2, 1, 3], np.int64))
@@ -50,10 +57,6 @@ def test_rm3_keeps_the_most_likely_terms_only_and_off_means_unchanged():
 
 
 def test_common_terms_are_not_expansion_candidates_and_none_outweighs_a_query_word() -> None:
-    import numpy as np
-
-    from services.search.retrieval.feedback import rm3_weights
-
     # Two feedback docs. Term 0 is the rare query word; term 9 is in 40 % of the collection
     # and fills the feedback docs; term 5 is a rare co-occurring word.
     both = (
@@ -84,30 +87,64 @@ def numpy_rm1(terms: np.ndarray, tfs: np.ndarray, counts: np.ndarray, per_doc: n
     return unique[keep], rm1[keep]
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_the_compiled_relevance_model_is_numpys_to_the_bit(seed: int):
-    """Sums in the same order, ties (equal weights abound with small frequencies) broken by
-    term id: the same terms and the same floats."""
-    from services.search.retrieval.feedback import _relevance_model
+def reference_rm3(query, fb_scores, fb_forward, lengths, fb_terms, original_weight, cap, keep=None):
+    """RM3 in numpy and Python, the formula as written (``numpy_rm1``; sums in order)."""
+    qlen = float(sum(query.values()))
+    scores = np.maximum(fb_scores.astype(np.float64), 0.0)
+    mass = sum(scores.tolist())
+    p_doc = scores / mass if mass > 0 else np.full(scores.shape, 1 / scores.shape[0])
+    counts, terms, tfs = fb_forward
+    per_doc = p_doc / np.maximum(lengths.astype(np.float64), 1.0)
+    if keep is not None:  # the common terms left out: the runs without them
+        docs_of = np.repeat(np.arange(counts.shape[0]), counts)[keep]
+        counts, terms, tfs = np.bincount(docs_of, minlength=counts.shape[0]), terms[keep], tfs[keep]
+    kept, rm1 = numpy_rm1(terms, tfs, counts, per_doc, fb_terms)
+    total = sum(rm1.tolist())
+    expanded = {t: original_weight * w / qlen for t, w in query.items()}
+    if total > 0:
+        for term, w in zip(kept.tolist(), (rm1 / total).tolist(), strict=True):
+            expanded[term] = expanded.get(term, 0.0) + (1.0 - original_weight) * w
+    out = {t: w * qlen for t, w in expanded.items() if w > 0}
+    if cap and query:
+        floor = min(out.get(t, 0.0) for t in query)
+        out = {t: (w if t in query else min(w, floor)) for t, w in out.items()}
+    return dict(sorted(out.items()))
 
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_compiled_expansion_is_the_formula_to_the_bit(seed: int):
+    """The relevance model, the top terms (equal weights abound with small frequencies: ties
+    by term id), the mixing and the cap in one compiled pass: the same terms, the same floats
+    as the formula computed in numpy and Python, sums in the same order."""
     rng = np.random.default_rng(seed)
-    counts = rng.choice([0, 1, 30, 400], 10)
+    n_docs = int(rng.choice([1, 3, 10, 12]))
+    counts = rng.choice([0, 1, 30, 400], n_docs)
     terms = np.concatenate([np.sort(rng.choice(2_000, n, replace=False)) for n in counts.tolist()])
     tfs = rng.choice([1, 1, 2, 3, 40], terms.shape[0]).astype(np.int64)
-    scores = rng.choice([1.0, 2.5, 7.0], 10)
-    per_doc = (scores / scores.sum()) / np.maximum(rng.choice([3.0, 50.0, 900.0], 10), 1.0)
+    scores = rng.choice([0.0, 1.0, 2.5, 7.0, -1.0], n_docs)  # none positive: p(d) uniform
+    lengths = rng.choice([0, 3, 50, 900], 2_000).astype(np.uint32)
+    fb_docs = rng.choice(2_000, n_docs, replace=False)
+    query = {int(t): float(rng.choice([1.0, 2.0])) for t in rng.choice(2_000, int(rng.integers(1, 6)))}
+    if terms.shape[0]:
+        query[int(terms[0])] = 1.0  # a typed word the model also keeps
     fb_terms = int(rng.choice([1, 10, 50]))
-    got = _relevance_model(
-        terms.astype(np.int64),
-        tfs,
-        counts.astype(np.int64),
-        per_doc,
-        np.ones(terms.shape[0], np.bool_),
-        fb_terms,
+    weight = float(rng.choice([0.0, 0.5, 0.9, 1.0]))
+    cap = bool(rng.integers(2))
+    forward = (counts.astype(np.int64), terms.astype(np.int64), tfs)
+    got_terms, got = rm3_expansion(
+        query, fb_docs, scores, forward, lengths, fb_terms, weight, cap_to_query=cap
     )
-    want = numpy_rm1(terms, tfs, counts, per_doc, fb_terms)
-    assert got[0].tolist() == want[0].tolist()
-    assert got[1].tolist() == want[1].tolist()
+    want = reference_rm3(query, scores, forward, lengths[fb_docs], fb_terms, weight, cap)
+    assert got_terms.tolist() == list(want)
+    assert got.tolist() == list(want.values())  # bit-identical, not approximately
+    df = rng.integers(0, 2_000, 2_000)
+    got_terms, got = rm3_expansion(
+        query, fb_docs, scores, forward, lengths, fb_terms, weight, df=df, max_df=0.5, cap_to_query=cap
+    )
+    keep = ~(df[terms].astype(np.float64) > 0.5 * 2_000) | np.isin(terms, list(query))
+    if keep.any():
+        want = reference_rm3(query, scores, forward, lengths[fb_docs], fb_terms, weight, cap, keep)
+        assert got_terms.tolist() == list(want) and got.tolist() == list(want.values())
 
 
 def _pages(seed: int, n: int = 400) -> list[tuple[str, str, str, str]]:

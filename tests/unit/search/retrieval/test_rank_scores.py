@@ -7,12 +7,12 @@ import pytest
 
 from services.search.retrieval import rank
 from services.search.retrieval.match_count import count_matches
+from services.search.retrieval.pool_rescore import rescore
 from services.search.retrieval.rank import (
     QueryTerm,
     conjunctive,
     intersect_docs,
     pagerank_prior,
-    rescore,
     score_candidates,
     text_scores,
     top_k,
