@@ -349,12 +349,8 @@ class SegmentIndex:
         where it does not), one row per term: a few documents looked up in several lists in
         one compiled call, only the block each would be in read (a feedback query's pool)."""
         terms = np.asarray(term_ids, dtype=np.int64)
-        held, at = self.doc_blocks.locate_terms(terms, docs)
-        levels = self.arrays["post_impacts"]
-        postings = np.minimum(self.doc_blocks.offsets[terms][:, None] + at, max(levels.shape[0] - 1, 0))
-        impacts = dequantize(levels[postings], self.arrays["impact_scale"][terms][:, None])
-        impacts[~held] = 0.0
-        return held, impacts
+        held, _, levels = self.doc_blocks.locate_terms(terms, docs, self.arrays["post_impacts"])
+        return held, dequantize(levels, self.arrays["impact_scale"][terms][:, None])  # 0: not held
 
     def posting_impacts(self, postings: np.ndarray) -> np.ndarray:
         """The impacts (float32) of posting numbers ``postings`` (``locate``), each in its

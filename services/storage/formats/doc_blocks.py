@@ -27,6 +27,9 @@ from services.compiled import as_mapped, compiled_on_first_use
 from services.storage.formats.bitpack import BLOCK, bit_widths
 
 DOC_ARRAYS = ("doc_block_base", "doc_block_bits", "doc_words")
+# ``locate_terms`` without values: read-only uint8, as a segment's impact levels are mapped, so
+# that both calls are one compiled signature (``services.compiled``).
+_NO_VALUES = as_mapped(np.zeros(0, np.uint8))
 _PACK_BLOCKS = 1 << 13  # blocks packed per numpy pass (bounds the int64 temporaries)
 
 
@@ -156,21 +159,28 @@ class DocBlocks:
         (meaningful where it does). Compiled, reading only the block each target would be
         in (found by the blocks' first documents), not the whole list: a few documents looked
         up in a long list (a phrase's candidates, a segment set's superseded documents)."""
-        held, at = self.locate_terms(np.array([term], np.int64), targets)
+        held, at, _ = self.locate_terms(np.array([term], np.int64), targets)
         return held[0], at[0]
 
-    def locate_terms(self, terms: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def locate_terms(
+        self, terms: np.ndarray, targets: np.ndarray, values: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``locate`` for several terms in one compiled call: one row per term (a feedback
-        query's terms looked up in the few documents it rescores)."""
-        terms = np.asarray(terms, dtype=np.int64)
-        found: tuple[np.ndarray, np.ndarray] = _locate(
+        query's terms looked up in the few documents it rescores), and, when ``values`` (one
+        per posting, as the postings lie: a segment's impact levels) is given, the value at
+        each posting found (0 where the term is not held; otherwise an empty array). The
+        terms' ranges are read in the call: gathering them in numpy first cost more than the
+        lookups where a query's kernels had just evicted numpy from the caches."""
+        found: tuple[np.ndarray, np.ndarray, np.ndarray] = _locate(
             self.base,
             self.bits,
             self.word_start,
             self.words,
-            self.block_first[terms],
-            self.offsets[terms + 1] - self.offsets[terms],
+            self.block_first,
+            self.offsets,
+            np.asarray(terms, dtype=np.int64),
             np.asarray(targets, dtype=np.int64),
+            _NO_VALUES if values is None else values,
         )
         return found
 
@@ -225,18 +235,23 @@ def _decode(base, bits, word_start, words, first_block, n):  # type: ignore[no-u
 
 
 @compiled_on_first_use
-def _locate(base, bits, word_start, words, first_blocks, ns, targets):  # type: ignore[no-untyped-def]
-    """For list ``t`` (blocks from ``first_blocks[t]``, ``ns[t]`` postings) and each target:
+def _locate(base, bits, word_start, words, block_first, offsets, terms, targets, values):  # type: ignore[no-untyped-def]
+    """For list ``terms[t]`` (blocks from ``block_first``, postings from ``offsets``) and each target:
     its block (the last whose first document is not above it), then its offset from that
     first by binary search over the block's packed offsets. Ascending targets gallop on from
     the last one's block (a few nearby reads, not a binary search over the list's blocks
-    each); a target below the last one searches them all."""
+    each); a target below the last one searches them all. ``values`` (when not empty): the
+    value at each posting found."""
     k = targets.shape[0]
-    held = np.zeros((ns.shape[0], k), dtype=np.bool_)
-    at = np.zeros((ns.shape[0], k), dtype=np.int64)
-    for t in range(ns.shape[0]):
-        first_block = first_blocks[t]
-        n = ns[t]
+    n_terms = terms.shape[0]
+    held = np.zeros((n_terms, k), dtype=np.bool_)
+    at = np.zeros((n_terms, k), dtype=np.int64)
+    with_values = values.shape[0] > 0
+    found = np.zeros((n_terms, k) if with_values else (0, 0), dtype=values.dtype)
+    for t in range(n_terms):
+        first_block = block_first[terms[t]]
+        first_posting = offsets[terms[t]]
+        n = offsets[terms[t] + 1] - first_posting
         blocks = (n + 127) >> 7
         last = np.int64(-1)  # the previous target, its block ``lo``
         lo = 0
@@ -284,4 +299,6 @@ def _locate(base, bits, word_start, words, first_blocks, ns, targets):  # type: 
                 w = bit >> 5
                 value = ((np.int64(words[w]) | (np.int64(words[w + 1]) << 32)) >> (bit & 31)) & mask
                 held[t, x] = value == want
-    return held, at
+                if with_values and value == want:
+                    found[t, x] = values[first_posting + at[t, x]]
+    return held, at, found

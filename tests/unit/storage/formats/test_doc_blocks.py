@@ -97,20 +97,27 @@ def test_a_segment_whose_blocks_do_not_match_its_postings_is_refused() -> None:
 
 
 def test_several_terms_are_located_at_once_as_each_alone() -> None:
-    """``locate_terms``: one row per term (empty lists, one block, many), as ``locate`` gives."""
+    """``locate_terms``: one row per term (empty lists, one block, many), as ``locate`` gives;
+    with values per posting, the value at each posting found and 0 elsewhere."""
     lengths = [0, 1, BLOCK, 3 * BLOCK + 7, 5000, 2]
     docs, offsets = lists_of(lengths, 9, 20_000)
     blocks = stored(docs, offsets)
     targets = np.unique(np.random.default_rng(3).integers(0, 20_000, 300)).astype(np.int64)
     targets = np.union1d(targets, docs[:: BLOCK // 2].astype(np.int64))
     terms = np.array([4, 0, 2, 5, 3, 1, 4], np.int64)  # any order, one twice
-    held, at = blocks.locate_terms(terms, targets)
-    assert held.shape == at.shape == (terms.shape[0], targets.shape[0])
+    held, at, none = blocks.locate_terms(terms, targets)
+    assert held.shape == at.shape == (terms.shape[0], targets.shape[0]) and none.shape == (0, 0)
     assert held.any()
+    values = (np.arange(docs.shape[0]) % 250 + 1).astype(np.uint8)  # none 0: a 0 below means "not held"
+    again, _, found = blocks.locate_terms(terms, targets, values)
+    assert again.tolist() == held.tolist()
     for row, t in enumerate(terms.tolist()):
         alone = blocks.locate(t, targets)
         assert held[row].tolist() == alone[0].tolist()
         assert at[row][held[row]].tolist() == alone[1][alone[0]].tolist()
+        want = np.zeros(targets.shape[0], np.uint8)
+        want[held[row]] = values[int(offsets[t]) + at[row][held[row]]]
+        assert found[row].tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("lengths", [[0, 1], [BLOCK - 1, BLOCK, BLOCK + 1], [3 * BLOCK + 7, 2], [5000]])
