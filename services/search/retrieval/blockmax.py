@@ -16,7 +16,7 @@ import numpy as np
 
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.blockmax_kernels import INNER, window_top_k
-from services.search.retrieval.match_count import lead_count
+from services.search.retrieval.match_count import SAMPLE_POSTINGS, SAMPLE_WINDOWS, lead_count, sampled_count
 from services.search.retrieval.posting_layout import BLOCK, Docs, Impacts, PostingSource, lay_out, source_of
 
 MAX_LISTS = 64  # a document's lists are one 64-bit mask (blockmax_kernels)
@@ -30,7 +30,8 @@ class BlockmaxResult:
     final: np.ndarray
     text: np.ndarray
     counted: int  # matching documents the kernel met (all of them when ``exact``)
-    exact: bool  # False: pruning skipped documents, ``counted`` is a lower bound
+    exact: bool  # False: pruning skipped documents, ``counted`` is a lower bound or an estimate
+    estimated: bool = False  # ``counted`` is ``match_count.sampled_count``'s estimate
 
 
 def top_k_blockmax(
@@ -54,8 +55,9 @@ def top_k_blockmax(
 
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
     hold at most ``count_limit`` postings (one pass marking a byte per document), up to
-    ``count_up_to`` documents when that is above 0 (beyond it, ``counted`` is a lower bound
-    and ``exact`` False).
+    ``count_up_to`` documents when that is above 0; beyond it, or past ``count_limit``
+    postings, ``counted`` is ``match_count.sampled_count``'s estimate (``estimated``), at
+    least ``count_up_to``, and ``exact`` False.
 
     ``probe_only``: per list, True where it never brings a candidate and only adds to the
     scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
@@ -100,6 +102,7 @@ def top_k_blockmax(
         excluded_docs,
         allowed_mask,
     )
+    estimated = False
     if not exact and int(length.sum()) <= count_limit:
         counted = lead_count(
             *doc_blocks,
@@ -115,7 +118,24 @@ def top_k_blockmax(
             count_up_to,
         )
         exact = count_up_to <= 0 or counted < count_up_to
-    return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact))
+    if not exact and count_limit > 0 and count_up_to > 0:  # past the exact count: estimated
+        guess = sampled_count(
+            *doc_blocks,
+            joined_docs,
+            src,
+            start,
+            length,
+            bstart,
+            lead,
+            prior.shape[0],
+            excluded_docs,
+            allowed_mask,
+            SAMPLE_POSTINGS,
+            SAMPLE_WINDOWS,
+        )
+        if guess >= 0:
+            counted, estimated = max(int(counted), int(guess)), True
+    return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact), estimated)
 
 
 def warm_up() -> None:
@@ -123,7 +143,7 @@ def warm_up() -> None:
     the argument types queries pass: a segment's postings read-only (memory maps), its block
     maxima (derived when it opens) and the lists a query builds writable. And the count,
     which runs only where the top-k pruned (one document wanted: a block of documents
-    scoring 5, then one far off scoring 1)."""
+    scoring 5, then one far off scoring 1), and the estimate past it (a count capped at 2)."""
     docs = np.append(np.arange(BLOCK), np.arange(BLOCK) + 4 * INNER).astype(np.uint32)
     levels = np.repeat(np.array([5, 1], LEVEL_DTYPE), BLOCK)
     scale = np.ones(1, np.float32)
@@ -133,3 +153,6 @@ def warm_up() -> None:
     found = top_k_blockmax(source, lists, np.zeros(5 * INNER), 1, 0.0, count_limit=4 * BLOCK)
     if not found.exact or not lead_count.signatures:
         raise RuntimeError("blockmax.warm_up no longer reaches the count: the first query would compile it")
+    found = top_k_blockmax(source, lists, np.zeros(5 * INNER), 1, 0.0, count_limit=4 * BLOCK, count_up_to=2)
+    if not found.estimated or not sampled_count.signatures:
+        raise RuntimeError("blockmax.warm_up no longer reaches the estimate: a first query would compile it")

@@ -317,7 +317,7 @@ def top_k_or(
         COUNT_EXACTLY_UP_TO if count else 0,
     )
     total, exact = found.counted, found.exact
-    if not exact and count:  # pruned, and too many matches to count them all: estimated
+    if not exact and count and not found.estimated:  # pruned, too many to count, not sampled
         total, exact = count_matches(live, prior.shape[0], excluded, allowed, limit=0)
         total = max(total, found.counted)
     order = np.lexsort((found.docs, -found.final))

@@ -48,6 +48,7 @@ print(json.dumps({"services": services.__file__, "failed": failed}))
 KERNELS = {
     "blockmax_kernels.window_top_k",
     "match_count.lead_count",
+    "match_count.sampled_count",
     "conjunction._top_k_and",
     "feedback._expansion",
     "pool_rescore._pool_scores",

@@ -74,23 +74,25 @@ def test_blocks_that_cannot_reach_the_kth_score_are_skipped_without_losing_the_a
     got = top_k_or(terms, prior, 2)
     assert got.docs.tolist() == [20000, 40]
     assert got.final.tolist() == [pytest.approx(9.5), pytest.approx(8.1)]
-    # 25,600 matches: more than are counted exactly (COUNT_EXACTLY_UP_TO), so estimated; one
-    # list holds every document, and the estimate says so.
-    assert n > COUNT_EXACTLY_UP_TO and (got.total, got.exact) == (n, False)
+    # 25,600 matches: more than are counted exactly (COUNT_EXACTLY_UP_TO), so estimated (one
+    # list holds every document; the other's two postings tilt the sample's ratio a little).
+    assert n > COUNT_EXACTLY_UP_TO and not got.exact and abs(got.total - n) <= n // 100
     lists = [(t.weight, t.max_impact, None, t.docs, t.read_impacts) for t in terms]
     met = top_k_blockmax(None, lists, prior, 2, 0.0)
     assert not met.exact and met.counted <= 2 * INNER < n // 2  # most weak windows never read
     counted = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2)
     assert (counted.counted, counted.exact) == (n, True)  # then counted apart, exactly
     capped = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2, count_up_to=1000)
-    assert (capped.counted, capped.exact) == (1000, False)  # or up to a cap: a lower bound
+    assert not capped.exact and capped.estimated  # or up to a cap, then estimated from a sample
+    assert abs(capped.counted - n) <= n // 100
     below = top_k_blockmax(None, lists, prior, 2, 0.0, count_limit=n + 2, count_up_to=n + 1)
     assert (below.counted, below.exact) == (n, True)
 
 
 def test_a_common_query_past_the_exact_count_is_estimated_from_its_lists() -> None:
     """Two lists of 12,000 and 9,000 documents out of 30,000, 6,000 shared: 15,000 match,
-    beyond the exact count; the estimate takes the lists as independent."""
+    beyond the exact count; the estimate, counted in ranges of documents spread over the
+    index, sees the overlap (taking the lists as independent would say 16,800)."""
     n = 30_000
     a = np.arange(0, 12_000, dtype=np.uint32)
     b = np.arange(6_000, 15_000, dtype=np.uint32)
@@ -101,7 +103,7 @@ def test_a_common_query_past_the_exact_count_is_estimated_from_its_lists() -> No
     terms[0].impacts[5] = 3.0  # one strong document: the weak windows are pruned
     got = top_k_or(terms, np.zeros(n), 1)
     assert got.docs.tolist() == [5] and not got.exact
-    assert got.total == round(n * (1 - (1 - 12_000 / n) * (1 - 9_000 / n)))  # 16,800 against 15,000
+    assert abs(got.total - 15_000) <= 15_000 // 20
     small = top_k_or([QueryTerm(1.0, a[:300], np.full(300, 0.5, np.float32), 0.5)], np.zeros(n), 1)
     assert (small.total, small.exact) == (300, True)  # few matches: counted exactly
 
