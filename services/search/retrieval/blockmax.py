@@ -56,8 +56,8 @@ def top_k_blockmax(
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
     hold at most ``count_limit`` postings (one pass marking a byte per document), up to
     ``count_up_to`` documents when that is above 0; beyond it, or past ``count_limit``
-    postings, ``counted`` is ``match_count.sampled_count``'s estimate (``estimated``), at
-    least ``count_up_to``, and ``exact`` False.
+    postings, ``counted`` is ``match_count.sampled_count``'s estimate (``estimated``), never
+    below the documents already counted, and ``exact`` False.
 
     ``probe_only``: per list, True where it never brings a candidate and only adds to the
     scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
@@ -103,36 +103,24 @@ def top_k_blockmax(
         allowed_mask,
     )
     estimated = False
+    # What the count and its estimate read: the lists that bring candidates, what is left out.
+    listed = (
+        *doc_blocks,
+        joined_docs,
+        src,
+        start,
+        length,
+        bstart,
+        lead,
+        prior.shape[0],
+        excluded_docs,
+        allowed_mask,
+    )
     if not exact and int(length.sum()) <= count_limit:
-        counted = lead_count(
-            *doc_blocks,
-            joined_docs,
-            src,
-            start,
-            length,
-            bstart,
-            lead,
-            prior.shape[0],
-            excluded_docs,
-            allowed_mask,
-            count_up_to,
-        )
+        counted = lead_count(*listed, count_up_to)
         exact = count_up_to <= 0 or counted < count_up_to
     if not exact and count_limit > 0 and count_up_to > 0:  # past the exact count: estimated
-        guess = sampled_count(
-            *doc_blocks,
-            joined_docs,
-            src,
-            start,
-            length,
-            bstart,
-            lead,
-            prior.shape[0],
-            excluded_docs,
-            allowed_mask,
-            SAMPLE_POSTINGS,
-            SAMPLE_WINDOWS,
-        )
+        guess = sampled_count(*listed, SAMPLE_POSTINGS, SAMPLE_WINDOWS)
         if guess >= 0:
             counted, estimated = max(int(counted), int(guess)), True
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact), estimated)

@@ -1,8 +1,10 @@
 """Counting a query's matches, how many results it says it has: where the OR top-k pruned,
 ``lead_count`` (``blockmax`` calls it after ``blockmax_kernels.window_top_k``) counts every
 document of the lists that bring candidates, once, compiled (numba) as the top-k is, reading
-a segment's lists in place through their blocks (``services.storage.formats.doc_blocks``);
-``count_matches`` counts (or estimates) the matches of query terms in numpy."""
+a segment's lists in place through their blocks (``services.storage.formats.doc_blocks``),
+up to ``COUNT_EXACTLY_UP_TO``; past it, ``sampled_count`` estimates the count from ranges of
+documents spread over the index. ``count_matches`` counts (or estimates, taking the words as
+independent) the matches of query terms in numpy, where no kernel has the lists laid out."""
 
 from __future__ import annotations
 
@@ -132,8 +134,23 @@ def sampled_count(
         while at < excluded.shape[0] and np.int64(excluded[at]) < hi:
             mark[w * width + np.int64(excluded[at]) - lo] = 1
             at += 1
-    found = np.int64(0)
-    sampled = np.int64(0)
+    tally = np.zeros(2, dtype=np.int64)  # the matches met, the postings sampled
+
+    def meet(d, row):
+        """Posting of document ``d`` in the range whose marks start at ``row + lo``."""
+        tally[1] += 1
+        if mark[row + d] == 0:
+            mark[row + d] = 1
+            if not use_allowed or allowed[d]:
+                tally[0] += 1
+
+    def packed(bit0, width_b, first_doc, a):
+        """The ``a``-th document of a block (its offsets from ``bit0``, ``width_b`` bits each)."""
+        bit = bit0 + a * width_b
+        word = bit >> 5
+        pair = np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)
+        return first_doc + ((pair >> (bit & 31)) & ((np.int64(1) << width_b) - 1))
+
     for j in range(src.shape[0]):
         if not lead[j] or length[j] == 0:
             continue
@@ -163,21 +180,17 @@ def sampled_count(
                         blk = mid
                     else:
                         z = mid
-                b = b0 + blk
-                first_doc = np.int64(db[b])
-                width_b = np.int64(dbits[b])
-                low = (np.int64(1) << width_b) - 1
-                base_bit = dstart[b] * 32
                 rows = min(128, n - blk * 128)
+                bit0, bits, first_doc = (
+                    dstart[b0 + blk] * 32,
+                    np.int64(dbits[b0 + blk]),
+                    np.int64(db[b0 + blk]),
+                )
                 a = 0  # the block's first posting at or past lo
                 z = rows
                 while a < z:
                     mid = (a + z) >> 1
-                    bit = base_bit + mid * width_b
-                    word = bit >> 5
-                    pair = np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)
-                    d = first_doc + ((pair >> (bit & 31)) & low)
-                    if d < lo:
+                    if packed(bit0, bits, first_doc, mid) < lo:
                         a = mid + 1
                     else:
                         z = mid
@@ -186,24 +199,17 @@ def sampled_count(
                         if blk + 1 >= blocks or np.int64(db[b0 + blk + 1]) >= hi:
                             break
                         blk += 1
-                        b = b0 + blk
-                        first_doc = np.int64(db[b])
-                        width_b = np.int64(dbits[b])
-                        low = (np.int64(1) << width_b) - 1
-                        base_bit = dstart[b] * 32
                         rows = min(128, n - blk * 128)
+                        bit0, bits, first_doc = (
+                            dstart[b0 + blk] * 32,
+                            np.int64(dbits[b0 + blk]),
+                            np.int64(db[b0 + blk]),
+                        )
                         a = 0
-                    bit = base_bit + a * width_b
-                    word = bit >> 5
-                    pair = np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)
-                    d = first_doc + ((pair >> (bit & 31)) & low)
+                    d = packed(bit0, bits, first_doc, a)
                     if d >= hi:
                         break
-                    sampled += 1
-                    if mark[row + d] == 0:
-                        mark[row + d] = 1
-                        if not use_allowed or allowed[d]:
-                            found += 1
+                    meet(d, row)
                     a += 1
             else:
                 first = start[j]
@@ -216,14 +222,10 @@ def sampled_count(
                     else:
                         z = mid
                 while a < first + n and np.int64(od[a]) < hi:
-                    d = np.int64(od[a])
-                    sampled += 1
-                    if mark[row + d] == 0:
-                        mark[row + d] = 1
-                        if not use_allowed or allowed[d]:
-                            found += 1
+                    meet(np.int64(od[a]), row)
                     a += 1
                 p = a - first
+    found, sampled = tally[0], tally[1]
     if sampled == 0:
         return np.int64(-1)
     return min(np.int64(np.round(found * (total / sampled))), np.int64(num_docs - excluded.shape[0]))
