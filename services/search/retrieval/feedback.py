@@ -60,18 +60,17 @@ def rm3_expansion(
     in numpy and Python they cost ~50 µs a feedback query in place."""
     q_terms = np.fromiter(query.keys(), dtype=np.int64, count=len(query))
     q_weights = np.fromiter(query.values(), dtype=np.float64, count=len(query))
-    unchanged = np.argsort(q_terms, kind="stable")
     if fb_docs.shape[0] == 0 or fb_terms <= 0 or not float(sum(query.values())) > 0:
-        return q_terms[unchanged], q_weights[unchanged]
+        return _ascending(q_terms, q_weights)
     counts, doc_terms, doc_tfs = fb_forward
     terms = np.asarray(doc_terms, dtype=np.int64)
-    keep_terms = np.ones(terms.shape[0], dtype=np.bool_)
+    keep_terms = _EVERY_TERM
     if df is not None and max_df < 1.0:
         num_docs = max(int(doc_lengths.shape[0]), 1)
         common = df[terms].astype(np.float64) > max_df * num_docs
         keep_terms = ~common | np.isin(terms, q_terms)
         if not keep_terms.any():
-            return q_terms[unchanged], q_weights[unchanged]
+            return _ascending(q_terms, q_weights)
     expanded: tuple[np.ndarray, np.ndarray] = _expansion(
         q_terms,
         q_weights,
@@ -88,6 +87,15 @@ def rm3_expansion(
     return expanded
 
 
+# ``_expansion``'s ``keep`` when every term is a candidate (no entry-sized mask built per query).
+_EVERY_TERM = np.zeros(0, dtype=np.bool_)
+
+
+def _ascending(terms: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(terms, kind="stable")
+    return terms[order], weights[order]
+
+
 def warm_up() -> None:
     """Compile the expansion (or load it from numba's cache) before a feedback query."""
     one = np.ones(1, np.int64)
@@ -101,8 +109,9 @@ def _expansion(q_terms, q_weights, scores, lengths, counts, terms, tfs, keep, fb
     """RM3 over the feedback documents' entries (each document's run ascending by term): p(d)
     from the scores (uniform when none is positive) over the document's length, RM1 with its
     ``fb_terms`` most likely terms (ties by term id), mixed with the query and scaled to its
-    length, expansion terms capped at the lightest query word when ``cap``. The runs are
-    merged (no sort): a term's weights are added in document order from 0.0."""
+    length, expansion terms capped at the lightest query word when ``cap``. ``keep``: the
+    entries that are candidates (empty: all). The runs are merged (no sort): a term's weights
+    are added in document order from 0.0."""
     n_docs = counts.shape[0]
     qlen = 0.0
     for i in range(q_weights.shape[0]):
@@ -114,6 +123,7 @@ def _expansion(q_terms, q_weights, scores, lengths, counts, terms, tfs, keep, fb
     for x in range(n_docs):
         p = max(scores[x], 0.0) / mass if mass > 0.0 else 1.0 / n_docs
         per_doc[x] = p / max(lengths[x], 1.0)
+    filtering = keep.shape[0] > 0
     at = np.zeros(n_docs, dtype=np.int64)
     ends = np.zeros(n_docs, dtype=np.int64)
     total = 0
@@ -127,7 +137,7 @@ def _expansion(q_terms, q_weights, scores, lengths, counts, terms, tfs, keep, fb
     while True:
         term = np.iinfo(np.int64).max
         for x in range(n_docs):
-            while at[x] < ends[x] and not keep[at[x]]:
+            while at[x] < ends[x] and filtering and not keep[at[x]]:
                 at[x] += 1
             if at[x] < ends[x] and terms[at[x]] < term:
                 term = terms[at[x]]

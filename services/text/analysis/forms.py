@@ -29,8 +29,8 @@ HASHES = 3
 def form_hashes(forms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Two 32-bit hashes of each form (blake2b: the same in every process and version)."""
     digests = b"".join(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in forms)
-    both = np.frombuffer(digests, dtype="<u4").reshape(-1, 2).astype(np.uint64)
-    return both[:, 0], both[:, 1] | np.uint64(1)
+    both = np.frombuffer(digests, dtype="<u4").astype(np.uint64)  # (h1, h2) of each form in a row
+    return both[0::2], both[1::2] | np.uint64(1)
 
 
 def build_filters(
