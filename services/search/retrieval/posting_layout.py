@@ -143,6 +143,11 @@ _NO_SOURCE = PostingSource(
 )
 
 
+# The query's own lists when it has none (the kernels only read them).
+_NO_DOCS = np.zeros(0, np.uint32)
+_NO_IMPACTS = np.zeros(0, np.float32)
+
+
 def lay_out(
     source: PostingSource | None,
     lists: Sequence[tuple[int | None, Docs, Impacts]],
@@ -153,6 +158,26 @@ def lay_out(
     built, a segment's list is read in place); ``blocks=False``: no block maxima for the
     query's own lists."""
     m = len(lists)
+    if source is not None and all(term is not None for term, _, _ in lists):
+        # Every list the segment's (one segment, one form a word): gathered, not looped over.
+        terms = np.array([term for term, _, _ in lists], dtype=np.int64)
+        first = source.offsets[terms]
+        return ListLayout(
+            source.doc_base,
+            source.doc_bits,
+            source.doc_start,
+            source.doc_words,
+            source.levels,
+            source.block_max,
+            _NO_DOCS,
+            _NO_IMPACTS,
+            _NO_IMPACTS,
+            np.zeros(m, np.int64),
+            first,
+            source.offsets[terms + 1] - first,
+            source.block_first[terms],
+            source.scale[terms],
+        )
     src = np.zeros(m, np.int64)
     start = np.zeros(m, np.int64)
     length = np.zeros(m, np.int64)
