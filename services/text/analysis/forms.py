@@ -60,11 +60,11 @@ def holds(
     """Whether each of ``docs`` (probably) holds the form hashed to (``h1``, ``h2``); a
     document without a filter holds nothing. ``offsets`` has one entry per document + 1.
 
-    With arrays of hashes (several forms), one row per form: all forms in one pass of numpy
-    operations (a query's forms one by one cost numpy's per-call overhead each time)."""
+    With arrays of hashes (several forms), one row per form: all forms in one compiled pass,
+    which reads each document's filter where ``offsets`` says (gathering the starts and sizes
+    in numpy first cost five calls on every results page)."""
     docs = np.asarray(docs, dtype=np.int64)
-    start = offsets[docs].astype(np.int64)
-    return holds_at(filters, start, offsets[docs + 1].astype(np.int64) - start, h1, h2)
+    return _probed(filters, offsets[:-1], offsets[1:], docs, h1, h2, None)
 
 
 def holds_at(
@@ -83,43 +83,69 @@ def holds_at(
     Compiled (numba, on first use: the index build, which only writes filters, never loads
     it): a results page asks a few forms of ten documents, where numpy's thirty calls cost
     about 0.1 ms, a fifth of a query. ``holds_at_reference`` is the same in numpy (tested)."""
+    start = np.asarray(start, dtype=np.int64)
+    ends = start + np.asarray(size, dtype=np.int64)
+    return _probed(filters, start, ends, np.arange(start.shape[0], dtype=np.int64), h1, h2, then)
+
+
+def _probed(
+    filters: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    docs: np.ndarray,
+    h1: int | np.ndarray,
+    h2: int | np.ndarray,
+    then: np.ndarray | None,
+) -> np.ndarray:
+    """The probe of ``docs``' filters, document d's at bytes ``starts[d]`` to ``ends[d]`` of
+    ``filters`` followed by ``then``."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
-    more = then if then is not None and then.shape[0] else np.zeros(0, np.uint8)
+    more = then if then is not None and then.shape[0] else _NO_MORE
     if not filters.shape[0] and not more.shape[0]:
-        return np.zeros((*f1.shape, start.shape[0]), dtype=bool)
+        return np.zeros((*f1.shape, docs.shape[0]), dtype=bool)
+    # Contiguous, as the warm-up's: a strided view (every other hash of ``form_hashes``) is
+    # another signature, which the first query compiled in its time (tests/unit/search/
+    # retrieval/test_kernel_signatures.py).
     found: np.ndarray = _probe(
         np.asarray(filters, dtype=np.uint8),
-        np.asarray(start, dtype=np.int64),
-        np.asarray(size, dtype=np.int64),
-        f1.reshape(-1),
-        f2.reshape(-1),
-        np.asarray(more, dtype=np.uint8),
+        starts,
+        ends,
+        docs,
+        np.ascontiguousarray(f1.reshape(-1)),
+        np.ascontiguousarray(f2.reshape(-1)),
+        more,
         HASHES,
     )
-    return found.reshape((*f1.shape, start.shape[0]))
+    return found.reshape((*f1.shape, docs.shape[0]))
+
+
+_NO_MORE = np.zeros(0, np.uint8)  # no filters after the mapped ones
 
 
 def warm_up() -> None:
     """Compile the probe (or load it from numba's disk cache) now, not in a query's time, for
     the types queries pass: the segment's filters read-only (a memory map)."""
-    holds_at(as_mapped(np.zeros(1, np.uint8)), np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)
+    filters = as_mapped(np.zeros(1, np.uint8))
+    holds(filters, as_mapped(np.array([0, 1], np.uint64)), np.zeros(1, np.int64), 1, 1)  # a segment's
+    holds_at(filters, np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)  # a version's, with deltas
 
 
 @compiled_on_first_use
-def _probe(filters, start, size, f1, f2, more, hashes):  # type: ignore[no-untyped-def]
+def _probe(filters, starts, ends, docs, f1, f2, more, hashes):  # type: ignore[no-untyped-def]
     """Each form (rows) in each document's filter (columns): Kirsch-Mitzenmacher probes."""
     first = filters.shape[0]
-    out = np.zeros((f1.shape[0], start.shape[0]), dtype=np.bool_)
-    for a in range(f1.shape[0]):
-        for x in range(start.shape[0]):
-            bits = size[x] * 8
-            if bits <= 0:
-                continue  # no filter: it holds nothing
+    out = np.zeros((f1.shape[0], docs.shape[0]), dtype=np.bool_)
+    for x in range(docs.shape[0]):
+        start = np.int64(starts[docs[x]])
+        bits = (np.int64(ends[docs[x]]) - start) * 8
+        if bits <= 0:
+            continue  # no filter: it holds nothing
+        for a in range(f1.shape[0]):
             held = True
             for i in range(hashes):
                 bit = (f1[a] + np.uint64(i) * f2[a]) % np.uint64(bits)
-                index = start[x] * 8 + np.int64(bit)
+                index = start * 8 + np.int64(bit)
                 at = index // 8
                 byte = filters[at] if at < first else more[at - first]
                 if (byte >> (index % 8)) & 1 == 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.mr_index import FORMS, LENGTH, TERM, VOCABULARY
 from mapreduce.postings import PostingBuffer
 from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
@@ -18,6 +18,14 @@ from services.text.urls import host_key
 
 
 def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) -> SegmentIndex:
+    return SegmentIndex(0, "t", None, {"languages": {"en": len(pages)}}, arrays_of(pages, with_kinds))
+
+
+def arrays_of(
+    pages: list[tuple[str, str, str, str]], with_kinds: bool = True, with_forms: bool = False
+) -> dict[str, np.ndarray]:
+    """The stored arrays of a segment of ``pages`` (``compact_segment``'s); ``with_forms``: with
+    the documents' word-form filters (the words-as-typed rescore reads them)."""
     buffer, rows = PostingBuffer(), []
     for num, (url, title, text, anchor) in enumerate(pages):
         buffer.add_anchor(num, anchor)
@@ -25,6 +33,9 @@ def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) ->
     chunks, lengths = buffer.drain()
     rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
     rows += [([TERM, t], c.encode()) for t, c in chunks]
+    if with_forms:
+        rows += [([FORMS, num], forms) for num, forms in chunks.forms.items()]
+        rows += [([VOCABULARY, form], held) for form, held in chunks.vocabulary.items()]
     n = len(pages)
     kinds = url_kinds(((i, p[0]) for i, p in enumerate(pages)), n) if with_kinds else None
     hosts: dict[str, int] = {}
@@ -32,4 +43,4 @@ def index_of(pages: list[tuple[str, str, str, str]], with_kinds: bool = True) ->
     arrays = segment_arrays(
         collect_index_rows(rows), np.full(n, 1 / n), n, url_kinds=kinds, doc_hosts=doc_hosts
     )
-    return SegmentIndex(0, "t", None, {"languages": {"en": n}}, compact_segment(arrays))
+    return compact_segment(arrays)
