@@ -41,7 +41,7 @@ from services.search.retrieval.segment_set_tables import (
     term_maps,
 )
 from services.storage.formats.delta import DeltaDocs
-from services.text.analysis.forms import holds_at
+from services.text.analysis.forms import holds_in
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,31 +332,31 @@ class SegmentSet(SegmentIndex):
     def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
         """One pass over the version's filters (``_form_tables``): a call per segment cost
         numpy's overhead per segment on every results page."""
-        deltas, start, size = self._form_tables
+        deltas, start, end = self._form_tables
         docs = np.asarray(docs, dtype=np.int64)
-        return holds_at(self.parts[0].arrays["form_filters"], start[docs], size[docs], h1, h2, deltas)
+        return holds_in(self.parts[0].arrays["form_filters"], start, end, docs, h1, h2, deltas)
 
     @cached_property
     def _form_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(the deltas' word-form filters joined, where each document's filter starts in the
-        base's filters followed by those, its size in bytes): built with the version
-        (``combine``); the base's filters stay where they are mapped."""
+        """(the deltas' word-form filters joined, where each document's filter starts and ends
+        in the base's filters followed by those): built with the version (``combine``); the
+        base's filters stay where they are mapped."""
         n = self.num_docs
         start = np.zeros(n, dtype=np.int64)
-        size = np.zeros(n, dtype=np.int64)
+        end = np.zeros(n, dtype=np.int64)
         chunks, at = [], 0
         for p, part in enumerate(self.parts):
             offsets = part.arrays["form_offsets"].astype(np.int64)
             held = np.flatnonzero(self.owner == p)
             rows = self._rows(p, held)
             start[held] = offsets[rows] + at
-            size[held] = offsets[rows + 1] - offsets[rows]
+            end[held] = offsets[rows + 1] + at
             filters = part.arrays["form_filters"]
             if p:
                 chunks.append(filters)
             at += int(filters.shape[0])
         joined = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
-        return joined, start, size
+        return joined, start, end
 
     def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
         docs = np.asarray(docs, dtype=np.int64)

@@ -29,8 +29,10 @@ HASHES = 3
 def form_hashes(forms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Two 32-bit hashes of each form (blake2b: the same in every process and version)."""
     digests = b"".join(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in forms)
-    both = np.frombuffer(digests, dtype="<u4").astype(np.uint64)  # (h1, h2) of each form in a row
-    return both[0::2], both[1::2] | np.uint64(1)
+    # Row 0 the first hash of every form, row 1 the second: each row contiguous, as the probe's
+    # compiled signature has them (a strided column is another signature).
+    rows = np.frombuffer(digests, dtype="<u4").reshape(-1, 2).T.astype(np.uint64)
+    return rows[0], rows[1] | np.uint64(1)
 
 
 def build_filters(
@@ -64,41 +66,26 @@ def holds(
     which reads each document's filter where ``offsets`` says (gathering the starts and sizes
     in numpy first cost five calls on every results page)."""
     docs = np.asarray(docs, dtype=np.int64)
-    return _probed(filters, offsets[:-1], offsets[1:], docs, h1, h2, None)
+    return holds_in(filters, offsets[:-1], offsets[1:], docs, h1, h2)
 
 
-def holds_at(
-    filters: np.ndarray,
-    start: np.ndarray,
-    size: np.ndarray,
-    h1: int | np.ndarray,
-    h2: int | np.ndarray,
-    then: np.ndarray | None = None,
-) -> np.ndarray:
-    """``holds`` of the filters at bytes ``start`` (``size`` bytes each, 0: none) of
-    ``filters`` followed by ``then``: one per document asked, wherever each lies (a version
-    of several segments reads its base's filters where they are mapped and its deltas'
-    joined after them, in one pass, without copying the base's).
-
-    Compiled (numba, on first use: the index build, which only writes filters, never loads
-    it): a results page asks a few forms of ten documents, where numpy's thirty calls cost
-    about 0.1 ms, a fifth of a query. ``holds_at_reference`` is the same in numpy (tested)."""
-    start = np.asarray(start, dtype=np.int64)
-    ends = start + np.asarray(size, dtype=np.int64)
-    return _probed(filters, start, ends, np.arange(start.shape[0], dtype=np.int64), h1, h2, then)
-
-
-def _probed(
+def holds_in(
     filters: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
     docs: np.ndarray,
     h1: int | np.ndarray,
     h2: int | np.ndarray,
-    then: np.ndarray | None,
+    then: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The probe of ``docs``' filters, document d's at bytes ``starts[d]`` to ``ends[d]`` of
-    ``filters`` followed by ``then``."""
+    """``holds`` where document d's filter is bytes ``starts[d]`` to ``ends[d]`` (none when
+    empty) of ``filters`` followed by ``then``, wherever each lies: a version of several
+    segments reads its base's filters where they are mapped and its deltas' joined after them,
+    in one pass, without copying the base's.
+
+    Compiled (numba, on first use: the index build, which only writes filters, never loads
+    it): a results page asks a few forms of ten documents, where numpy's thirty calls cost
+    about 0.1 ms, a fifth of a query. ``holds_at_reference`` is the same in numpy (tested)."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
     more = then if then is not None and then.shape[0] else _NO_MORE
@@ -128,7 +115,7 @@ def warm_up() -> None:
     the types queries pass: the segment's filters read-only (a memory map)."""
     filters = as_mapped(np.zeros(1, np.uint8))
     holds(filters, as_mapped(np.array([0, 1], np.uint64)), np.zeros(1, np.int64), 1, 1)  # a segment's
-    holds_at(filters, np.zeros(1, np.int64), np.ones(1, np.int64), 1, 1)  # a version's, with deltas
+    holds_in(filters, np.zeros(1, np.int64), np.ones(1, np.int64), np.zeros(1, np.int64), 1, 1)  # a version's
 
 
 @compiled_on_first_use
@@ -163,7 +150,8 @@ def holds_at_reference(
     h2: int | np.ndarray,
     then: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``holds_at`` in numpy: the reference its compiled probe is tested against."""
+    """The probe in numpy, of the filters at bytes ``start`` (``size`` bytes each) of ``filters``
+    followed by ``then``, one per document asked: the reference ``holds_in`` is tested against."""
     f1 = np.asarray(h1, dtype=np.uint64)
     f2 = np.asarray(h2, dtype=np.uint64)
     shape = (*f1.shape, start.shape[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.text.analysis.forms import build_filters, form_hashes, holds, holds_at, holds_at_reference
+from services.text.analysis.forms import build_filters, form_hashes, holds, holds_at_reference, holds_in
 
 
 def test_two_arrays_read_as_one() -> None:
@@ -25,7 +25,7 @@ def test_two_arrays_read_as_one() -> None:
     start = doc_offsets[asked]
     size = doc_offsets[asked + 1] - start
     for cut in (0, int(start[1]), int(start[3]), filters.shape[0]):
-        split = holds_at(filters[:cut], start, size, q1, q2, filters[cut:])
+        split = holds_in(filters[:cut], start, start + size, np.arange(start.shape[0]), q1, q2, filters[cut:])
         assert split.tolist() == whole.tolist(), cut
     # A Bloom filter has no false negatives: each form is found where it is.
     assert whole[0][0] and whole[0][3] and whole[1][1] and whole[2][3]
@@ -52,9 +52,11 @@ def test_the_compiled_probe_answers_as_the_numpy_reference() -> None:
     q1, q2 = form_hashes(forms[:25])
     for cut in sorted({0, filters.shape[0], *doc_offsets[::7].tolist()}):
         parts = (filters[:cut], start, size)
-        got = holds_at(*parts, q1, q2, filters[cut:])
+        got = holds_in(filters[:cut], start, start + size, np.arange(40), q1, q2, filters[cut:])
         assert got.tolist() == holds_at_reference(*parts, q1, q2, filters[cut:]).tolist(), cut
-        one = holds_at(*parts, int(q1[3]), int(q2[3]), filters[cut:])
+        one = holds_in(
+            filters[:cut], start, start + size, np.arange(40), int(q1[3]), int(q2[3]), filters[cut:]
+        )
         assert one.shape == (40,) and one.tolist() == got[3].tolist()
     # No false negatives: every document holds each of its own forms.
     for d, held_forms in per_doc.items():
