@@ -123,12 +123,16 @@ def sampled_count(
     share = min(0.125, budget / total)
     width = max(np.int64(1), np.int64(num_docs * share / windows))
     # The ranges: [w * num_docs // windows, + width), each marked in its own row.
+    los = np.empty(windows, dtype=np.int64)
+    his = np.empty(windows, dtype=np.int64)
+    for w in range(windows):
+        los[w] = (np.int64(w) * num_docs) // windows
+        his[w] = min(los[w] + width, np.int64(num_docs))
     mark = np.zeros(windows * width, dtype=np.uint8)
     use_allowed = allowed.shape[0] > 0
     at = 0
     for w in range(windows):  # the excluded documents are met already: never counted
-        lo = (np.int64(w) * num_docs) // windows
-        hi = min(lo + width, np.int64(num_docs))
+        lo, hi = los[w], his[w]
         while at < excluded.shape[0] and np.int64(excluded[at]) < lo:
             at += 1
         while at < excluded.shape[0] and np.int64(excluded[at]) < hi:
@@ -160,8 +164,7 @@ def sampled_count(
         blk = 0  # segment list: the block the last range's search ended in
         p = 0  # the query's own list: the position the last range's search ended at
         for w in range(windows):
-            lo = (np.int64(w) * num_docs) // windows
-            hi = min(lo + width, np.int64(num_docs))
+            lo, hi = los[w], his[w]
             if hi <= lo:
                 continue
             row = w * width - lo
