@@ -3,21 +3,20 @@
 ``rank.conjunctive`` intersects in numpy (a binary search per candidate and list, or a
 table per list when the candidates are many), then the caller filters the matches, scores
 them with their priors and picks the best: about twenty numpy calls and their arrays, most
-of an AND query's time at this engine's sizes. Here the shortest list leads and the others
-follow with galloping cursors (Lucene's ``ConjunctionDISI``; candidates ascend, so each
-cursor only moves forward; a segment's list skips whole blocks by their first documents
-before it gallops, ``services.storage.formats.doc_blocks``), and each match is filtered,
-scored and offered to a heap of the best ``k`` as it is found. Every match is met, so the
-count is exact, as the numpy path counts it.
-
-Lists of like lengths (the followers together at most ``DENSE`` postings per lead posting
-and follower: two common words) are read a window of ``WINDOW`` documents at a time instead:
-each follower's postings there in turn, counted per document with where it holds it, then
-the lead's documents that every follower held. A seek costs tens of nanoseconds (a branch
-the CPU cannot guess, and random reads of bit-packed blocks), a posting read in turn a few:
-on the benchmark's slowest AND queries 0.43-0.64 -> 0.25-0.51 ms
-(docs/performance-notes.md). Sparse followers keep the seeks, which skip what the lead
-never reaches.
+of an AND query's time at this engine's sizes. Here the lists are intersected a window of
+``WINDOW`` documents at a time, shortest list first, each list narrowing the candidates the
+shorter ones left (small-versus-small, Culpepper & Moffat 2010; the order of Lucene's
+``ConjunctionDISI``): the window's candidates are the leading list's documents there that
+are not excluded or hidden (folded near-duplicates never reach the other lists), then each
+following list either seeks each candidate (a galloping cursor that skips whole blocks by
+their first documents, ``services.storage.formats.doc_blocks``) when the candidates are few
+against its postings there, or has its postings there read in turn into a table of the
+window's documents that each candidate then looks up (no branch on whether it holds it).
+A seek costs tens of nanoseconds (branches the CPU cannot guess, random reads of bit-packed
+blocks), a posting read in turn a few: ``SEEK_COST`` weighs the two. Three and four common
+words with few documents in common no longer read the longer lists whole (docs/benchmarks.md,
+"Issue 31: AND narrowed list by list"). Every match is met, so the count is exact, as the
+numpy path counts it.
 
 Exactness: a match's text score is the sum over terms, in query order, of
 ``impact * weight`` in float64 from 0.0, and its final score ``text * (1 + prior)``: the
@@ -42,13 +41,11 @@ from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.posting_layout import Docs, Impacts, PostingSource, lay_out, source_of
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
-# Followers holding at most this many postings per lead posting (all of them together, per
-# follower) are read whole, a window of WINDOW documents at a time (a read in turn costs a few
-# ns a posting, a seek tens), when they hold at least DENSE_FROM postings (below, the
-# window's tables cost more than the seeks).
-DENSE = 4
-DENSE_FROM = 4096
-WINDOW = 4096
+WINDOW = 4096  # documents intersected at a time: the window's tables stay in the L1/L2 caches
+# A following list seeks each of the window's candidates when the candidates, times this, are
+# fewer than its postings expected there (its share of the documents): a seek costs about as
+# much as this many postings read in turn.
+SEEK_COST = 16
 
 
 def top_k_and(
@@ -130,7 +127,6 @@ def _top_k_and(
         return heap_doc[:0], heap_final[:0], heap_text[:0], 0
     pos = np.zeros(m, dtype=np.int64)
     cur = np.zeros(m, dtype=np.int64)  # the document at pos (SENTINEL: past the end)
-    at = np.zeros(m, dtype=np.int64)  # where each list holds the current match
 
     held_block = np.full(m, -1, dtype=np.int64)  # per list: the block doc_at last read
     held_width = np.zeros(m, dtype=np.int64)
@@ -255,118 +251,127 @@ def _top_k_and(
             heap_text[i], heap_text[low] = heap_text[low], heap_text[i]
             i = low
 
+    size = 0  # the heap's
+
     n_excluded = excluded.shape[0]
     use_allowed = allowed.shape[0] > 0
-    tally = np.zeros(3, dtype=np.int64)  # the heap's size, the matches counted, the next excluded
-
-    def take(d):
-        """Match ``d`` (``at``: where each list holds it), in ascending order: left out when
-        excluded or not allowed, else counted, scored and offered to the heap of the best k."""
-        e = tally[2]
-        while e < n_excluded and np.int64(excluded[e]) < d:
-            e += 1
-        tally[2] = e
-        if e < n_excluded and np.int64(excluded[e]) == d:
-            return
-        if use_allowed and not allowed[d]:
-            return
-        tally[1] += 1
-        if k <= 0:
-            return
-        text = 0.0
-        for j in range(m):  # query order, as rank.conjunctive adds them
-            text += impact_at(j, at[j]) * weights[j]
-        final = text * (1.0 + prior[d])
-        size = tally[0]
-        if size < k:
-            heap_doc[size], heap_final[size], heap_text[size] = d, final, text
-            tally[0] = size + 1
-            if size + 1 == k:
-                for i in range(k // 2 - 1, -1, -1):
-                    sift_down(i)
-        elif final > heap_final[0]:  # documents ascend: an equal score comes later, and loses
-            heap_doc[0], heap_final[0], heap_text[0] = d, final, text
-            sift_down(0)
-
+    num_docs = max(prior.shape[0], 1)
+    cand = np.empty(WINDOW, dtype=np.int64)  # the window's candidates, ascending
+    cand_at = np.empty(WINDOW * m, dtype=np.int64)  # where each list holds each candidate
+    stamp = np.zeros(WINDOW, dtype=np.int32)  # the list read in turn that last met a document
+    stamp_at = np.empty(WINDOW, dtype=np.int32)  # ... and where it holds it (32 bits: L1-sized)
+    reads = np.int32(0)  # lists read in turn so far: each its own stamp
+    count = np.int64(0)
     for j in range(m):
         cur[j] = doc_at(j, 0) if length[j] > 0 else SENTINEL
     first = lead[0]
-    followers = 0
-    for r in range(1, m):
-        followers += length[lead[r]]
-    # (At most 255 followers: a document's count is one byte.)
-    if 1 < m <= 256 and DENSE_FROM <= followers <= DENSE * (m - 1) * length[first]:
-        # Lists of like lengths: a window of documents at a time, each follower's postings in
-        # it read in turn into a count per document (no branch on whether the lead holds it),
-        # then the lead's documents that every follower held taken in order.
-        held = np.zeros(WINDOW, dtype=np.uint8)
-        held_at = np.zeros(WINDOW * m, dtype=np.int64)
-        p0 = 0
-        n0 = length[first]
+    n0 = length[first]
+    p0 = 0
+    e = 0  # the next excluded document
+    while p0 < n0:
+        lo = doc_at(first, p0)
+        hi = lo + WINDOW
+        # The leading list's documents in the window, those excluded or hidden left out.
+        nc = 0
         while p0 < n0:
-            lo = doc_at(first, p0)
-            hi = lo + WINDOW
-            held[:] = 0
-            for r in range(1, m):
-                j = lead[r]
-                if cur[j] < lo:
-                    seek(j, lo)
+            d = doc_at(first, p0)
+            if d >= hi:
+                break
+            if n_excluded > 0:
+                while e < n_excluded and np.int64(excluded[e]) < d:
+                    e += 1
+                if e < n_excluded and np.int64(excluded[e]) == d:
+                    p0 += 1
+                    continue
+            cand[nc] = d
+            cand_at[nc * m + first] = p0
+            nc += 1 if not use_allowed or allowed[d] else 0
+            p0 += 1
+        for r in range(1, m):
+            if nc == 0:
+                break
+            j = lead[r]
+            if cur[j] < lo:
+                seek(j, lo)
+            if cur[j] == SENTINEL:  # the list ended: no later document holds them all
+                nc = 0
+                p0 = n0
+                break
+            out = 0
+            if nc * SEEK_COST < length[j] * WINDOW // num_docs:  # few candidates: seeks
+                for c in range(nc):
+                    d = cand[c]
+                    if cur[j] < d:
+                        seek(j, d)
+                    if cur[j] == d:
+                        for x in range(m):
+                            cand_at[out * m + x] = cand_at[c * m + x]
+                        cand_at[out * m + j] = pos[j]
+                        cand[out] = d
+                        out += 1
+            else:  # its postings in the window read in turn, then looked up per candidate
+                reads += np.int32(1)
                 p = pos[j]
                 n = length[j]
-                while p < n:
-                    d = doc_at(j, p)
-                    if d >= hi:
-                        break
-                    held[d - lo] += 1
-                    held_at[(d - lo) * m + j] = p
-                    p += 1
+                if src[j] == 0:  # a block's width, first document and bit once, then its postings
+                    while p < n:
+                        b = bstart[j] + (p >> 7)
+                        width = np.int64(dbits[b])
+                        first_doc = np.int64(db[b])
+                        bit = dstart[b] * 32 + (p & 127) * width
+                        mask = (np.int64(1) << width) - 1
+                        stop = min(n, (p | 127) + 1)
+                        while p < stop:
+                            w = bit >> 5
+                            window = (np.int64(dwords[w]) | (np.int64(dwords[w + 1]) << 32)) >> (bit & 31)
+                            d = first_doc + (window & mask)
+                            if d >= hi:
+                                break
+                            stamp[d - lo] = reads
+                            stamp_at[d - lo] = p
+                            p += 1
+                            bit += width
+                        if p < stop:
+                            break
+                else:
+                    a = start[j]
+                    while p < n:
+                        d = np.int64(od[a + p])
+                        if d >= hi:
+                            break
+                        stamp[d - lo] = reads
+                        stamp_at[d - lo] = p
+                        p += 1
                 pos[j] = p
                 cur[j] = doc_at(j, p) if p < n else SENTINEL
-            while p0 < n0:
-                d = doc_at(first, p0)
-                if d >= hi:
-                    break
-                if held[d - lo] == m - 1:
-                    at[first] = p0
-                    for r in range(1, m):
-                        at[lead[r]] = held_at[(d - lo) * m + lead[r]]
-                    take(d)
-                p0 += 1
-            for r in range(1, m):
-                if cur[lead[r]] == SENTINEL:  # a list ended: no later document holds them all
-                    return _best(heap_doc, heap_final, heap_text, tally[0], tally[1])
-        return _best(heap_doc, heap_final, heap_text, tally[0], tally[1])
-    width = np.int64(0)
-    first_doc = np.int64(0)
-    bit = np.int64(0)
-    for p0 in range(length[first]):
-        if src[first] == 0:  # the leading list read in turn: a block's width and bit once
-            if p0 % 128 == 0:
-                b = bstart[first] + p0 // 128
-                width = np.int64(dbits[b])
-                first_doc = np.int64(db[b])
-                bit = dstart[b] * 32
-            word = bit >> 5
-            window = (np.int64(dwords[word]) | (np.int64(dwords[word + 1]) << 32)) >> (bit & 31)
-            d = first_doc + (window & ((np.int64(1) << width) - 1))
-            bit += width
-        else:
-            d = np.int64(od[start[first] + p0])
-        at[first] = p0
-        matched = True
-        for r in range(1, m):
-            j = lead[r]
-            if cur[j] < d:
-                seek(j, d)
-            if cur[j] == SENTINEL:
-                return _best(heap_doc, heap_final, heap_text, tally[0], tally[1])
-            if cur[j] != d:
-                matched = False
-                break
-            at[j] = pos[j]
-        if matched:
-            take(d)
-    return _best(heap_doc, heap_final, heap_text, tally[0], tally[1])
+                for c in range(nc):
+                    d = cand[c]
+                    for x in range(m):
+                        cand_at[out * m + x] = cand_at[c * m + x]
+                    cand_at[out * m + j] = stamp_at[d - lo]
+                    cand[out] = d
+                    out += 1 if stamp[d - lo] == reads else 0
+            nc = out
+        # The window's matches, ascending: counted, scored and offered to the heap of the best k.
+        count += nc
+        if k <= 0:
+            continue
+        for c in range(nc):
+            d = cand[c]
+            text = 0.0
+            for j in range(m):  # query order, as rank.conjunctive adds them
+                text += impact_at(j, cand_at[c * m + j]) * weights[j]
+            final = text * (1.0 + prior[d])
+            if size < k:
+                heap_doc[size], heap_final[size], heap_text[size] = d, final, text
+                size += 1
+                if size == k:
+                    for i in range(k // 2 - 1, -1, -1):
+                        sift_down(i)
+            elif final > heap_final[0]:  # documents ascend: an equal score comes later, and loses
+                heap_doc[0], heap_final[0], heap_text[0] = d, final, text
+                sift_down(0)
+    return _best(heap_doc, heap_final, heap_text, size, count)
 
 
 @njit(cache=True, nogil=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from services.ranking.impact_levels import dequantize
-from services.search.retrieval.conjunction import DENSE, DENSE_FROM, WINDOW, top_k_and
+from services.search.retrieval.conjunction import SEEK_COST, WINDOW, top_k_and
 from services.search.retrieval.posting_layout import source_of
 from services.search.retrieval.rank import QueryTerm, best_of, combine, conjunctive
 from tests.unit.search.retrieval.random_postings import random_source, terms_of
@@ -44,15 +44,19 @@ def test_the_compiled_and_equals_numpys(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_lists_of_like_lengths_read_a_window_at_a_time_equal_numpys(seed: int) -> None:
-    """Followers with at most ``DENSE`` postings per lead posting (and ``DENSE_FROM`` in all)
-    are read a window of documents at a time: the same matches, scores and count, across
-    windows, gaps wider than a window, lists the query built and lists that end early."""
+def test_lists_narrowed_window_by_window_equal_numpys(seed: int) -> None:
+    """Long lists, intersected a window of documents at a time: the first followers, about as
+    long as the lead, read in turn into the window's table; the later, longer ones, left with
+    few candidates, seek them. The same matches, scores and count as numpy's, across windows,
+    gaps wider than a window, lists the query built and lists that end early."""
     rng = np.random.default_rng(9000 + seed)
-    num_docs = 12 * WINDOW if seed % 4 == 0 else int(rng.choice([3 * WINDOW + 17, 12 * WINDOW]))
+    num_docs = 24 * WINDOW if seed % 4 == 0 else int(rng.choice([24 * WINDOW + 17, 48 * WINDOW]))
     m = int(rng.integers(2, 5))
-    lead_n = int(rng.integers(DENSE_FROM, num_docs // 3))
-    sizes = [lead_n] + [int(min(num_docs, lead_n * rng.uniform(1.0, DENSE))) for _ in range(m - 1)]
+    lead_n = int(rng.integers(WINDOW, num_docs // 16))
+    # A follower of about the lead's length is read in turn; one 2-3 times longer, after the
+    # first thinned the candidates (to at most a sixteenth), is sought.
+    sizes = [lead_n, int(lead_n * rng.uniform(1.0, 1.5))]
+    sizes += [int(min(num_docs - 1, lead_n * rng.uniform(2.0, 3.0))) for _ in range(m - 2)]
     docs, levels, offsets = [], [], [0]
     for t, n in enumerate(sizes):
         span = num_docs if t % 2 == 0 or seed % 3 else num_docs // 2  # some end halfway
@@ -69,12 +73,17 @@ def test_lists_of_like_lengths_read_a_window_at_a_time_equal_numpys(seed: int) -
     for t in range(m):
         impacts = dequantize(levels[t], 0.01)
         weight = float(rng.choice([1.0, 0.37, 2.0]))
-        if t == 1 and seed % 2:  # a list the query built (a word's forms joined)
+        if t == m - 1 and seed % 2:  # a list the query built (a word's forms joined)
             terms.append(QueryTerm(weight, docs[t].copy(), impacts, float(impacts.max(initial=0.0))))
         else:
             terms.append(QueryTerm(weight, docs[t], levels[t], float(impacts.max(initial=0.0)), t, 0.01))
-    lengths = sorted(t.length for t in terms)
-    assert DENSE_FROM <= sum(lengths[1:]) <= DENSE * (m - 1) * lengths[0]  # the window path
+    # The first follower is read in turn (the lead's candidates in a window, times SEEK_COST,
+    # outnumber its postings there), a third list's candidates are few enough to seek.
+    per_window = [t.length * WINDOW // num_docs for t in terms]
+    assert (lead_n * WINDOW // num_docs) * SEEK_COST >= per_window[1]
+    if m > 2:
+        thinned = (lead_n * WINDOW // num_docs) * sizes[1] / num_docs
+        assert thinned * SEEK_COST < per_window[2]
     prior = rng.random(num_docs) * 0.3
     excluded = np.sort(rng.choice(num_docs, size=num_docs // 20, replace=False)).astype(np.uint32)
     allowed = rng.random(num_docs) < 0.7
@@ -88,15 +97,14 @@ def test_lists_of_like_lengths_read_a_window_at_a_time_equal_numpys(seed: int) -
         assert count == want.total
 
 
-def test_more_followers_than_a_byte_counts_take_the_seeks() -> None:
-    """The window path counts a document's followers in a byte: 256 followers or more would
-    wrap it; such a query (a judged collection's long prose) takes the seeks instead."""
-    docs = np.arange(0, 2 * DENSE_FROM, 2, dtype=np.uint32)
+def test_hundreds_of_lists_are_intersected() -> None:
+    """A judged collection's long prose: hundreds of words, every one required."""
+    docs = np.arange(0, 2 * WINDOW, 2, dtype=np.uint32)
     levels = np.full(docs.shape[0], 7, np.uint8)
     source = source_of(docs, levels, np.full(1, 0.01, np.float32), np.array([0, docs.shape[0]]))
     for m in (256, 257):
         lists = [(1.0, 0, docs, levels)] * m
-        assert top_k_and(source, lists, np.zeros(2 * DENSE_FROM), 3, None, None)[3] == docs.shape[0]
+        assert top_k_and(source, lists, np.zeros(2 * WINDOW), 3, None, None)[3] == docs.shape[0]
 
 
 def test_a_term_without_documents_matches_nothing() -> None:
