@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
 from services.storage.sql.models import Document
@@ -58,10 +58,13 @@ class CommitMark:
 def removed_since(session: Session, mark: CommitMark) -> list[int]:
     """Doc numbers (ascending) removed by a commit after ``mark``: a recrawl that found the
     page gone or noindex, or an operator's purge, both stamp the documents they remove. An
-    indexed range scan of the newest commits, not of every removal ever made."""
-    rows = session.scalars(
-        select(Document.doc_num)
-        .where(mark.newer(), Document.removed_at.is_not(None))
-        .order_by(Document.doc_num)
-    )
-    return [int(n) for n in rows]
+    indexed range scan of the newest commits, not of every removal ever made: sorted here, not
+    by the database, whose planner (SQLite's, at least) then walked every document in doc_num
+    order instead (17.7 ms a look on 87,333 documents, where the range scan takes well under a
+    millisecond; the search service looks every few seconds)."""
+    return sorted(int(n) for n in session.scalars(removed_statement(mark)))
+
+
+def removed_statement(mark: CommitMark) -> Select[tuple[int]]:
+    """``removed_since``'s query: no ORDER BY, so that the planner takes the commit_seq index."""
+    return select(Document.doc_num).where(mark.newer(), Document.removed_at.is_not(None))
