@@ -65,6 +65,6 @@ def removed_since(session: Session, mark: CommitMark) -> list[int]:
     return sorted(int(n) for n in session.scalars(removed_statement(mark)))
 
 
-def removed_statement(mark: CommitMark) -> Select[tuple[int]]:
+def removed_statement(mark: CommitMark) -> Select[int]:
     """``removed_since``'s query: no ORDER BY, so that the planner takes the commit_seq index."""
     return select(Document.doc_num).where(mark.newer(), Document.removed_at.is_not(None))
