@@ -112,6 +112,7 @@ class SearchService:
         self._local_io = not self.blobs.remote and self.engine.dialect.name == "sqlite"
 
     def close(self) -> None:
+        self.holder.close()
         self.pool.shutdown(wait=True)
         if self.blocks is not None:
             self.blocks.close()

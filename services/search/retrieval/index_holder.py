@@ -91,11 +91,16 @@ def prune_segments(cache_dir: Path, keep: Iterable[Path], now: float | None = No
 class IndexHolder:
     """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
 
-    The database is asked for the active version at most every
-    ``recheck_seconds``; one thread loads a new version while the others keep
-    answering from the old object. A version that fails to load is logged and
-    the old one stays in service. After a swap, cached segment files other than
-    the new and the previous version are deleted (``prune_segments``).
+    The database is asked for the active version at most every ``recheck_seconds``, in a
+    thread of the holder's own once a version is loaded: no request waits for the look (two
+    queries), nor for a new version's download and open (a delta is published every minute
+    of a crawl), as Lucene's ``SearcherManager`` is refreshed by a thread beside the
+    searches. The request that finds the look due starts it and answers from the version
+    loaded; the swap follows when the look ends. Until a version is loaded, or with
+    ``recheck_seconds`` 0 (every request looks: tests and one-shot commands), the request
+    looks itself. A version that fails to load is logged and the old one stays in service.
+    After a swap, cached segment files other than the new and the previous version are
+    deleted (``prune_segments``).
     """
 
     def __init__(
@@ -116,6 +121,7 @@ class IndexHolder:
         self._opened: dict[str, SegmentIndex] = {}  # the served version's segments, by name
         self._base_ids: dict[str, np.ndarray] = {}  # each open delta's terms' ids in its base
         self._checked_at: float | None = None
+        self._looker: threading.Thread | None = None  # the last look started in the background
         self.last_error: str | None = None
 
     def current(self) -> SegmentIndex | None:
@@ -123,25 +129,59 @@ class IndexHolder:
         now = self._clock()
         if self._checked_at is not None and now - self._checked_at < self.recheck_seconds:
             return self._index
-        # Until something is loaded every caller waits for the first load;
-        # afterwards a caller never waits behind a reload.
+        if self._index is not None and self.recheck_seconds > 0:
+            # The look is due: started in the background (unless one runs), answered from now.
+            if self._lock.acquire(blocking=False):
+                looker = threading.Thread(
+                    target=self._look_in_background, args=(now,), name="index-recheck", daemon=True
+                )
+                self._looker = looker
+                looker.start()
+            return self._index
+        # Until something is loaded every caller waits for the first load; afterwards (every
+        # request looking) a caller never waits behind another's look.
         if not self._lock.acquire(blocking=self._index is None):
             return self._index
         try:
-            if self._checked_at is None or self._checked_at <= now:
-                self._refresh()
-                self._checked_at = self._clock()
+            self._look(now)
             return self._index
         finally:
             self._lock.release()
 
+    def _look(self, asked_at: float) -> None:
+        if self._checked_at is None or self._checked_at <= asked_at:
+            self._refresh()
+            self._checked_at = self._clock()
+
+    def _look_in_background(self, asked_at: float) -> None:
+        """``_look`` in the holder's thread (the lock taken by the request that started it)."""
+        try:
+            self._look(asked_at)
+        except Exception as exc:  # a thread's error reaches no caller: said here, retried next time
+            self.last_error = f"index version check failed: {exc!r}"
+            log.exception("index version check failed; the loaded version stays in service")
+            self._checked_at = self._clock()
+        finally:
+            self._lock.release()
+
+    def wait_for_look(self, timeout: float | None = None) -> bool:
+        """Wait for a look running in the background (``close``, and tests that publish a
+        version and then search it); whether none is running now."""
+        looker = self._looker
+        if looker is not None:
+            looker.join(timeout)
+            return not looker.is_alive()
+        return True
+
+    def close(self) -> None:
+        """Let a look that is running end before the database it reads is closed."""
+        self.wait_for_look()
+
     def fresh(self) -> bool:
         """Whether ``current()`` would answer at once, without asking the database or loading
-        a version."""
-        checked = self._checked_at
-        return (
-            self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
-        )
+        a version in the request: a version is loaded, and looks run in the background (with
+        ``recheck_seconds`` 0 every request looks itself)."""
+        return self._index is not None and self.recheck_seconds > 0
 
     def _refresh(self) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -53,10 +54,65 @@ def test_rechecks_at_most_every_interval_then_swaps(parts):
     v2 = publish_index(settings, DOCS, "v2")
     clock.now += 1.5
     assert holder.current() is first  # within the interval: no database query, same object
+    assert holder.wait_for_look(0) and holder._looker is None  # no look started
     clock.now += 0.5
+    # The look is due: this request starts it in the background and answers from v1 (unless
+    # the look was quick enough to swap before it returned: then from v2).
+    assert holder.current().version_id in (v1, v2)
+    assert holder.wait_for_look(30)
     second = holder.current()
     assert second.version_id == v2 and second is not first
     assert first.term_id("albedo") is not None  # the old object still answers
+
+
+def test_no_request_waits_for_a_new_version_to_load(parts, monkeypatch):
+    """A request that finds the look due answers from the loaded version at once, however long
+    the new version takes to load; the requests after it do not start a second look; the swap
+    follows when the load ends."""
+    settings, sessions, blobs = parts
+    clock = FakeClock()
+    v1 = publish_index(settings, DOCS, "v1")
+    holder = IndexHolder(sessions, blobs, settings.var_dir / "segments", 2.0, clock)
+    first = holder.current()
+    assert first.version_id == v1 and holder.fresh()
+    v2 = publish_index(settings, DOCS, "v2")
+    loading, release = threading.Event(), threading.Event()
+    opened = []
+    real_open = holder._open
+
+    def slow_open(version_id, names):
+        opened.append(version_id)
+        loading.set()
+        assert release.wait(30)  # the load goes on until the test lets it end
+        return real_open(version_id, names)
+
+    monkeypatch.setattr(holder, "_open", slow_open)
+    clock.now += 2.0
+    assert holder.current() is first  # answered while the load has not even started or ended
+    assert loading.wait(30)
+    for _ in range(5):  # the load is under way: the same version, no second look
+        clock.now += 5.0
+        assert holder.current() is first
+    release.set()
+    assert holder.wait_for_look(30)
+    assert holder.current().version_id == v2 and opened == [v2]
+
+
+def test_a_failed_look_in_the_background_keeps_the_version_and_says_why(parts, monkeypatch):
+    settings, sessions, blobs = parts
+    clock = FakeClock()
+    publish_index(settings, DOCS, "v1")
+    holder = IndexHolder(sessions, blobs, settings.var_dir / "segments", 2.0, clock)
+    first = holder.current()
+
+    def broken():
+        raise OSError("segment cache unreadable")
+
+    monkeypatch.setattr(holder, "_refresh", broken)
+    clock.now += 2.0
+    assert holder.current() is first
+    assert holder.wait_for_look(30)
+    assert holder.current() is first and "segment cache unreadable" in (holder.last_error or "")
 
 
 def test_a_version_that_fails_to_load_keeps_the_old_one(parts):
