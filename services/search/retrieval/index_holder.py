@@ -91,16 +91,16 @@ def prune_segments(cache_dir: Path, keep: Iterable[Path], now: float | None = No
 class IndexHolder:
     """Hands out the active ``SegmentIndex`` and swaps in a new version without a restart.
 
-    The database is asked for the active version at most every ``recheck_seconds``, in a
-    thread of the holder's own once a version is loaded: no request waits for the look (two
-    queries), nor for a new version's download and open (a delta is published every minute
-    of a crawl), as Lucene's ``SearcherManager`` is refreshed by a thread beside the
-    searches. The request that finds the look due starts it and answers from the version
-    loaded; the swap follows when the look ends. Until a version is loaded, or with
-    ``recheck_seconds`` 0 (every request looks: tests and one-shot commands), the request
-    looks itself. A version that fails to load is logged and the old one stays in service.
-    After a swap, cached segment files other than the new and the previous version are
-    deleted (``prune_segments``).
+    The database is asked for the active version at most every ``recheck_seconds``, by the
+    request that finds the look due (two short queries; in a thread of its own the look
+    cost the other requests more, waiting for the GIL, than it saved this one). A new
+    version is downloaded and opened in a thread of the holder's own, as Lucene's
+    ``SearcherManager`` is refreshed beside the searches: no request waits for it (a delta
+    is published every minute of a crawl), they answer from the loaded version until the
+    swap. Until a version is loaded, or with ``recheck_seconds`` 0 (tests and one-shot
+    commands), the request loads it itself. A version that fails to load is logged and the
+    old one stays in service. After a swap, cached segment files other than the new and the
+    previous version are deleted (``prune_segments``).
     """
 
     def __init__(
@@ -121,7 +121,7 @@ class IndexHolder:
         self._opened: dict[str, SegmentIndex] = {}  # the served version's segments, by name
         self._base_ids: dict[str, np.ndarray] = {}  # each open delta's terms' ids in its base
         self._checked_at: float | None = None
-        self._looker: threading.Thread | None = None  # the last look started in the background
+        self._loader: threading.Thread | None = None  # the last load started in the background
         self.last_error: str | None = None
 
     def current(self) -> SegmentIndex | None:
@@ -129,75 +129,86 @@ class IndexHolder:
         now = self._clock()
         if self._checked_at is not None and now - self._checked_at < self.recheck_seconds:
             return self._index
-        if self._index is not None and self.recheck_seconds > 0:
-            # The look is due: started in the background (unless one runs), answered from now.
-            if self._lock.acquire(blocking=False):
-                looker = threading.Thread(
-                    target=self._look_in_background, args=(now,), name="index-recheck", daemon=True
-                )
-                self._looker = looker
-                looker.start()
-            return self._index
-        # Until something is loaded every caller waits for the first load; afterwards (every
-        # request looking) a caller never waits behind another's look.
+        # Until something is loaded every caller waits for the first load; afterwards a caller
+        # never waits behind another's look or load.
         if not self._lock.acquire(blocking=self._index is None):
             return self._index
+        handed_on = False  # the lock goes with a load started in the background
         try:
-            self._look(now)
+            if self._checked_at is None or self._checked_at <= now:
+                wanted = self._look_up()
+                self._checked_at = self._clock()
+                if wanted is not None and (self._index is None or self.recheck_seconds <= 0):
+                    self._load(wanted)
+                elif wanted is not None:
+                    loader = threading.Thread(
+                        target=self._load_in_background, args=(wanted,), name="index-load", daemon=True
+                    )
+                    self._loader = loader
+                    loader.start()
+                    handed_on = True
             return self._index
         finally:
-            self._lock.release()
+            if not handed_on:
+                self._lock.release()
 
-    def _look(self, asked_at: float) -> None:
-        if self._checked_at is None or self._checked_at <= asked_at:
-            self._refresh()
-            self._checked_at = self._clock()
-
-    def _look_in_background(self, asked_at: float) -> None:
-        """``_look`` in the holder's thread (the lock taken by the request that started it)."""
+    def _load_in_background(self, wanted: tuple[int, tuple[str, ...]]) -> None:
+        """``_load`` in the holder's thread (the lock taken by the request that started it)."""
         try:
-            self._look(asked_at)
-        except Exception as exc:  # a thread's error reaches no caller: said here, retried next time
-            self.last_error = f"index version check failed: {exc!r}"
-            log.exception("index version check failed; the loaded version stays in service")
-            self._checked_at = self._clock()
+            self._load(wanted)
+        except Exception as exc:  # a thread's error reaches no caller: said here, tried again later
+            self.last_error = f"index version {wanted[0]} not loaded: {exc!r}"
+            log.exception("index version %s not loaded, keeping the previous one", wanted[0])
         finally:
             self._lock.release()
 
-    def wait_for_look(self, timeout: float | None = None) -> bool:
-        """Wait for a look running in the background (``close``, and tests that publish a
-        version and then search it); whether none is running now."""
-        looker = self._looker
-        if looker is not None:
-            looker.join(timeout)
-            return not looker.is_alive()
+    def wait_for_load(self, timeout: float | None = None) -> bool:
+        """Wait for a version being loaded in the background (``close``, and tests that
+        publish a version and then search it); whether none is loading now."""
+        loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+            return not loader.is_alive()
         return True
 
     def close(self) -> None:
-        """Let a look that is running end before the database it reads is closed."""
-        self.wait_for_look()
+        """Let a load that is running end before the database it reads is closed."""
+        self.wait_for_load()
 
     def fresh(self) -> bool:
         """Whether ``current()`` would answer at once, without asking the database or loading
-        a version in the request: a version is loaded, and looks run in the background (with
-        ``recheck_seconds`` 0 every request looks itself)."""
-        return self._index is not None and self.recheck_seconds > 0
+        a version."""
+        checked = self._checked_at
+        return (
+            self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
+        )
 
     def _refresh(self) -> None:
+        """Look, and load a new version in this thread when there is one."""
+        wanted = self._look_up()
+        if wanted is not None:
+            self._load(wanted)
+
+    def _look_up(self) -> tuple[int, tuple[str, ...]] | None:
+        """Ask the database for the active version: the same as loaded (its removed documents
+        read again), or none published, is done here; a version to load is returned."""
         try:
             with self._sessions() as session:
                 version = active_index(session)
                 wanted = None if version is None else (version.id, tuple(version.segments))
                 if wanted is not None and self._index is not None and self._index.version_id == wanted[0]:
                     self._index = self._with_deletes(session, self._index)
-                    return
+                    return None
         except SQLAlchemyError as exc:
             self.last_error = f"cannot read the active index version from the database: {exc}"
             log.warning("%s", self.last_error)
-            return
+            return None
         if wanted is None:
             self._index = None
-            return
+        return wanted
+
+    def _load(self, wanted: tuple[int, tuple[str, ...]]) -> None:
+        """Open version ``wanted`` (id, segment names) and serve it; on failure keep the old."""
         try:
             index = self._open(wanted[0], wanted[1])
         except SearchIndexError as exc:

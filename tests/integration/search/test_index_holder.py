@@ -54,21 +54,21 @@ def test_rechecks_at_most_every_interval_then_swaps(parts):
     v2 = publish_index(settings, DOCS, "v2")
     clock.now += 1.5
     assert holder.current() is first  # within the interval: no database query, same object
-    assert holder.wait_for_look(0) and holder._looker is None  # no look started
+    assert holder._loader is None  # nothing looked up, nothing loading
     clock.now += 0.5
-    # The look is due: this request starts it in the background and answers from v1 (unless
-    # the look was quick enough to swap before it returned: then from v2).
+    # The look is due: this request finds v2 and starts its load in the background, answering
+    # from v1 (unless the load was quick enough to swap before it returned: then from v2).
     assert holder.current().version_id in (v1, v2)
-    assert holder.wait_for_look(30)
+    assert holder.wait_for_load(30)
     second = holder.current()
     assert second.version_id == v2 and second is not first
     assert first.term_id("albedo") is not None  # the old object still answers
 
 
 def test_no_request_waits_for_a_new_version_to_load(parts, monkeypatch):
-    """A request that finds the look due answers from the loaded version at once, however long
-    the new version takes to load; the requests after it do not start a second look; the swap
-    follows when the load ends."""
+    """The request that finds a new version answers from the loaded one at once, however long
+    the new one takes to load; the requests after it start no second load; the swap follows
+    when the load ends."""
     settings, sessions, blobs = parts
     clock = FakeClock()
     v1 = publish_index(settings, DOCS, "v1")
@@ -90,29 +90,34 @@ def test_no_request_waits_for_a_new_version_to_load(parts, monkeypatch):
     clock.now += 2.0
     assert holder.current() is first  # answered while the load has not even started or ended
     assert loading.wait(30)
-    for _ in range(5):  # the load is under way: the same version, no second look
+    for _ in range(5):  # the load is under way: the same version, no second look or load
         clock.now += 5.0
         assert holder.current() is first
     release.set()
-    assert holder.wait_for_look(30)
+    assert holder.wait_for_load(30)
     assert holder.current().version_id == v2 and opened == [v2]
 
 
-def test_a_failed_look_in_the_background_keeps_the_version_and_says_why(parts, monkeypatch):
+def test_a_failed_load_in_the_background_keeps_the_version_and_says_why(parts, monkeypatch):
     settings, sessions, blobs = parts
     clock = FakeClock()
     publish_index(settings, DOCS, "v1")
     holder = IndexHolder(sessions, blobs, settings.var_dir / "segments", 2.0, clock)
     first = holder.current()
+    v2 = publish_index(settings, DOCS, "v2")
 
-    def broken():
+    def broken(version_id, names):
         raise OSError("segment cache unreadable")
 
-    monkeypatch.setattr(holder, "_refresh", broken)
+    monkeypatch.setattr(holder, "_open", broken)
     clock.now += 2.0
     assert holder.current() is first
-    assert holder.wait_for_look(30)
+    assert holder.wait_for_load(30)
     assert holder.current() is first and "segment cache unreadable" in (holder.last_error or "")
+    monkeypatch.undo()  # the cache readable again: the next look loads v2
+    clock.now += 2.0
+    holder.current()
+    assert holder.wait_for_load(30) and holder.current().version_id == v2
 
 
 def test_a_version_that_fails_to_load_keeps_the_old_one(parts):
