@@ -256,8 +256,11 @@ def _top_k_and(
     n_excluded = excluded.shape[0]
     use_allowed = allowed.shape[0] > 0
     num_docs = max(prior.shape[0], 1)
-    cand = np.empty(WINDOW, dtype=np.int64)  # the window's candidates, ascending
-    cand_at = np.empty(WINDOW * m, dtype=np.int64)  # where each list holds each candidate
+    # The window's candidates, ascending, and where each list holds each: at most a window's
+    # documents, and at most the leading list's (most queries lead with a short one).
+    most = min(WINDOW, length[lead[0]])
+    cand = np.empty(most, dtype=np.int64)
+    cand_at = np.empty(most * m, dtype=np.int64)
     stamp = np.zeros(WINDOW, dtype=np.int32)  # the list read in turn that last met a document
     stamp_at = np.empty(WINDOW, dtype=np.int32)  # ... and where it holds it (32 bits: L1-sized)
     reads = np.int32(0)  # lists read in turn so far: each its own stamp
