@@ -17,7 +17,15 @@ import numpy as np
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.blockmax_kernels import INNER, window_top_k
 from services.search.retrieval.match_count import SAMPLE_POSTINGS, SAMPLE_WINDOWS, lead_count, sampled_count
-from services.search.retrieval.posting_layout import BLOCK, Docs, Impacts, PostingSource, lay_out, source_of
+from services.search.retrieval.posting_layout import (
+    BLOCK,
+    Docs,
+    Impacts,
+    ListLayout,
+    PostingSource,
+    lay_out,
+    source_of,
+)
 
 MAX_LISTS = 64  # a document's lists are one 64-bit mask (blockmax_kernels)
 
@@ -102,28 +110,75 @@ def top_k_blockmax(
         excluded_docs,
         allowed_mask,
     )
-    estimated = False
-    # What the count and its estimate read: the lists that bring candidates, what is left out.
+    if not exact:  # pruning skipped documents: counted apart
+        counted, exact, estimated = _count(
+            lay, lead, prior.shape[0], excluded_docs, allowed_mask, count_limit, count_up_to, counted
+        )
+    else:
+        estimated = False
+    return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact), estimated)
+
+
+def count_any(
+    source: PostingSource | None,
+    lists: Sequence[tuple[int | None, Docs, Impacts]],
+    num_docs: int,
+    excluded: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+    count_limit: int = 0,
+    count_up_to: int = 0,
+) -> tuple[int, bool, bool]:
+    """(documents holding any of ``lists``, not ``excluded``, ``allowed``; whether exact;
+    whether ``match_count.sampled_count`` estimated it): counted as ``top_k_blockmax``
+    counts where it pruned, without ranking (a results page that stops before the partial
+    matches it counts). Per list: its term id in ``source`` or None, documents, impacts."""
+    if not lists:
+        return 0, True, False
+    lay = lay_out(source, list(lists), blocks=False)
+    excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
+    allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
+    lead = np.ones(len(lists), np.bool_)
+    return _count(lay, lead, num_docs, excluded_docs, allowed_mask, count_limit, count_up_to, 0)
+
+
+def _count(
+    lay: ListLayout,
+    lead: np.ndarray,
+    num_docs: int,
+    excluded: np.ndarray,
+    allowed: np.ndarray,
+    count_limit: int,
+    count_up_to: int,
+    counted: int,
+) -> tuple[int, bool, bool]:
+    """The documents of the ``lead`` lists of ``lay``: counted exactly when they hold at most
+    ``count_limit`` postings, up to ``count_up_to`` documents when that is above 0; beyond,
+    or past ``count_limit`` postings, ``sampled_count``'s estimate, never below ``counted``
+    (the documents already met). (counted, exact, estimated)."""
     listed = (
-        *doc_blocks,
-        joined_docs,
-        src,
-        start,
-        length,
-        bstart,
+        lay.base_doc_base,
+        lay.base_doc_bits,
+        lay.base_doc_start,
+        lay.base_doc_words,
+        lay.own_docs,
+        lay.src,
+        lay.start,
+        lay.length,
+        lay.block_start,
         lead,
-        prior.shape[0],
-        excluded_docs,
-        allowed_mask,
+        num_docs,
+        excluded,
+        allowed,
     )
-    if not exact and int(length.sum()) <= count_limit:
-        counted = lead_count(*listed, count_up_to)
+    exact = False
+    if int(lay.length.sum()) <= count_limit:
+        counted = int(lead_count(*listed, count_up_to))
         exact = count_up_to <= 0 or counted < count_up_to
     if not exact and count_limit > 0 and count_up_to > 0:  # past the exact count: estimated
         guess = sampled_count(*listed, SAMPLE_POSTINGS, SAMPLE_WINDOWS)
         if guess >= 0:
-            counted, estimated = max(int(counted), int(guess)), True
-    return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact), estimated)
+            return max(int(counted), int(guess)), False, True
+    return int(counted), exact, False
 
 
 def warm_up() -> None:

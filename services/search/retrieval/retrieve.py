@@ -29,13 +29,13 @@ from services.search.retrieval.conjunction import top_k_and
 from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_expansion
-from services.search.retrieval.match_count import count_matches
 from services.search.retrieval.phrase import phrase_matches
 from services.search.retrieval.pool_rescore import rescore
 from services.search.retrieval.rank import (
     QueryTerm,
     Ranked,
     best_of,
+    count_or,
     intersect_docs,
     score_candidates,
     top_k,
@@ -185,7 +185,7 @@ def retrieve(
             outside = np.union1d(excluded, docs)
             wanted = k if upto is None else min(k, upto) - int(ranked.docs.shape[0])
             if wanted <= 0:
-                count, exact = count_matches(terms, index.num_docs, outside, visible)
+                count, exact = count_or(terms, index.num_docs, outside, visible, index.posting_source)
                 rest = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), count, exact)
                 return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=count == 0)
             rest = top_k_or(

@@ -122,3 +122,27 @@ def test_identical_lists_and_disjoint_ones_the_two_extremes() -> None:
     assert abs(_estimate([one_site]) - 5_000) <= 500  # all on one site, a tenth of the range
     assert _estimate([np.array([N - 1], np.uint32)]) in (-1, 1)  # missed by every range: unknown
     assert _estimate([np.arange(N, dtype=np.uint32)] * 3) <= N  # never more than the documents
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_count_or_counts_exactly_to_the_limit_and_estimates_past_it(seed: int) -> None:
+    """A results page that stops before its partial matches counts them without ranking them
+    (``rank.count_or``): the documents holding any word, not excluded, allowed; exact under
+    ``COUNT_EXACTLY_UP_TO`` (numpy's count to the document), estimated at or past it."""
+    from services.search.retrieval.match_count import COUNT_EXACTLY_UP_TO
+    from services.search.retrieval.rank import count_or
+    from tests.unit.search.retrieval.random_postings import random_source, terms_of
+
+    rng = np.random.default_rng(500 + seed)
+    num_docs = int(rng.choice([300, 5_000, 40_000]))
+    source = random_source(rng, num_docs, 6, ties=False)
+    terms = terms_of(rng, source, int(rng.integers(1, 5)))
+    excluded = np.sort(rng.choice(num_docs, size=num_docs // 10, replace=False)).astype(np.uint32)
+    allowed = rng.random(num_docs) < 0.6 if seed % 2 else None
+    use_excluded = excluded if seed % 3 else None
+    want, _ = count_matches(terms, num_docs, use_excluded, allowed)  # exact: few postings
+    got, exact = count_or(terms, num_docs, use_excluded, allowed, source)
+    if want < COUNT_EXACTLY_UP_TO:
+        assert (got, exact) == (want, True)
+    else:
+        assert not exact and got >= COUNT_EXACTLY_UP_TO and abs(got - want) <= want // 10
