@@ -141,21 +141,12 @@ def count_any(
     return _count(lay, lead, num_docs, excluded_docs, allowed_mask, count_limit, count_up_to, 0)
 
 
-def _count(
-    lay: ListLayout,
-    lead: np.ndarray,
-    num_docs: int,
-    excluded: np.ndarray,
-    allowed: np.ndarray,
-    count_limit: int,
-    count_up_to: int,
-    counted: int,
-) -> tuple[int, bool, bool]:
-    """The documents of the ``lead`` lists of ``lay``: counted exactly when they hold at most
-    ``count_limit`` postings, up to ``count_up_to`` documents when that is above 0; beyond,
-    or past ``count_limit`` postings, ``sampled_count``'s estimate, never below ``counted``
-    (the documents already met). (counted, exact, estimated)."""
-    listed = (
+def count_arguments(
+    lay: ListLayout, lead: np.ndarray, num_docs: int, excluded: np.ndarray, allowed: np.ndarray
+) -> tuple[object, ...]:
+    """What ``match_count.lead_count`` and ``sampled_count`` read first, in their order: the
+    layout's lists, which of them bring candidates, the documents, what is left out."""
+    return (
         lay.base_doc_base,
         lay.base_doc_bits,
         lay.base_doc_start,
@@ -170,6 +161,23 @@ def _count(
         excluded,
         allowed,
     )
+
+
+def _count(
+    lay: ListLayout,
+    lead: np.ndarray,
+    num_docs: int,
+    excluded: np.ndarray,
+    allowed: np.ndarray,
+    count_limit: int,
+    count_up_to: int,
+    counted: int,
+) -> tuple[int, bool, bool]:
+    """The documents of the ``lead`` lists of ``lay``: counted exactly when they hold at most
+    ``count_limit`` postings, up to ``count_up_to`` documents when that is above 0; beyond,
+    or past ``count_limit`` postings, ``sampled_count``'s estimate, never below ``counted``
+    (the documents already met). (counted, exact, estimated)."""
+    listed = count_arguments(lay, lead, num_docs, excluded, allowed)
     exact = False
     if int(lay.length.sum()) <= count_limit:
         counted = int(lead_count(*listed, count_up_to))

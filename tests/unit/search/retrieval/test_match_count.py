@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from services.ranking.impact_levels import LEVEL_DTYPE
+from services.search.retrieval.blockmax import count_arguments
 from services.search.retrieval.match_count import (
     SAMPLE_POSTINGS,
     SAMPLE_WINDOWS,
@@ -39,25 +40,14 @@ def _estimate(
             for j, d in enumerate(lists)
         ],
     )
-    return int(
-        sampled_count(
-            lay.base_doc_base,
-            lay.base_doc_bits,
-            lay.base_doc_start,
-            lay.base_doc_words,
-            lay.own_docs,
-            lay.src,
-            lay.start,
-            lay.length,
-            lay.block_start,
-            np.ones(len(lists), np.bool_),
-            N,
-            np.zeros(0, np.uint32) if excluded is None else excluded.astype(np.uint32),
-            np.zeros(0, np.bool_) if allowed is None else allowed,
-            SAMPLE_POSTINGS,
-            SAMPLE_WINDOWS,
-        )
+    listed = count_arguments(
+        lay,
+        np.ones(len(lists), np.bool_),
+        N,
+        np.zeros(0, np.uint32) if excluded is None else excluded.astype(np.uint32),
+        np.zeros(0, np.bool_) if allowed is None else allowed,
     )
+    return int(sampled_count(*listed, SAMPLE_POSTINGS, SAMPLE_WINDOWS))
 
 
 def _true(
