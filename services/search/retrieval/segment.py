@@ -68,7 +68,18 @@ def warm_kernels() -> None:
     phrases' position reader, each for
     the argument types a memory-mapped segment gives (``services.compiled``). A segment's
     open calls it; so may whoever must not pay the compile inside a timed start."""
+    warm_or_kernels()
+    warm_other_kernels()
+
+
+def warm_or_kernels() -> None:
+    """The OR top-k, its count and the count's estimate (``blockmax``): more than half of
+    ``warm_kernels``' compile (``nimbus warm-kernels`` compiles them beside the others)."""
     warm_up()
+
+
+def warm_other_kernels() -> None:
+    """Every kernel ``warm_kernels`` readies but the OR top-k's."""
     warm_and()
     warm_forms()
     warm_feedback()

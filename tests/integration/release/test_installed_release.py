@@ -104,7 +104,11 @@ def test_the_installed_release_publishes_and_serves_an_index_outside_the_checkou
     assert "published index/segment-" in published
     # What the bootstrap runs after installing a release: the search kernels into the cache.
     warmed = _run([nimbus, "warm-kernels"], tmp_path, settings, timeout=600)
-    assert f"kernels compiled into it ({cache})" in warmed, warmed
+    # All compiled here, the OR top-k's by a helper process beside the others (then loaded
+    # from the cache by the command's own process): reported as compiled, none as loaded.
+    assert f": 0 signatures loaded from numba's cache, {len(KERNELS)} kernels compiled into it ({cache})" in (
+        warmed
+    ), warmed
     kernels = _cache_files(cache)
     assert {path.name.split("-")[0] for path in kernels if path.suffix == ".nbi"} >= KERNELS
     # A fresh process finds every kernel there: it loads them all, compiles none.

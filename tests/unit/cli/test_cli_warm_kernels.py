@@ -71,3 +71,18 @@ def test_a_kernel_no_warm_up_reaches_fails_naming_it(capsys: pytest.CaptureFixtu
         compiled.KERNELS.remove(kernel)
     err = capsys.readouterr().err
     assert "warm_kernels() never calls " in err and "._forgotten: a query would compile it" in err
+
+
+def test_kernels_the_helper_compiled_are_reported_compiled_not_loaded() -> None:
+    """The OR top-k's kernels are compiled by a helper process and then loaded by the command's
+    own from the cache: the report says what the run did to the cache (compiled), not how
+    this process got them."""
+    from services.search.retrieval.kernel_cache import _with_helper
+
+    here = compiled.CacheUse("m.window_top_k", 1, 0, "/cache")  # loaded from what the helper saved
+    helped = {"m.window_top_k": compiled.CacheUse("m.window_top_k", 0, 1, "/cache")}
+    assert _with_helper(here, helped) == compiled.CacheUse("m.window_top_k", 0, 1, "/cache")
+    cached = {"m.window_top_k": compiled.CacheUse("m.window_top_k", 1, 0, "/cache")}  # there already
+    assert _with_helper(here, cached) == here
+    other = compiled.CacheUse("m._top_k_and", 0, 1, "/cache")  # compiled by this process
+    assert _with_helper(other, helped) == other
