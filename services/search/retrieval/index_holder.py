@@ -183,12 +183,6 @@ class IndexHolder:
             self._index is not None and checked is not None and self._clock() - checked < self.recheck_seconds
         )
 
-    def _refresh(self) -> None:
-        """Look, and load a new version in this thread when there is one."""
-        wanted = self._look_up()
-        if wanted is not None:
-            self._load(wanted)
-
     def _look_up(self) -> tuple[int, tuple[str, ...]] | None:
         """Ask the database for the active version: the same as loaded (its removed documents
         read again), or none published, is done here; a version to load is returned."""

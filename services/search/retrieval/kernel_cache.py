@@ -54,7 +54,7 @@ def warm_kernel_cache(helper: bool = True) -> KernelReport:
     falls back to another folder without a word when that one is not writable; the service's
     first start would then compile everything again.
 
-    With ``helper``, the OR top-k's kernels (more than half the compile: ~35 of ~59 s on this
+    With ``helper``, the OR top-k's kernels (about two thirds of the compile: ~47 of ~70 s on this
     machine) are compiled into the cache by a second process while this one compiles the
     others, then loaded here: numba compiles one kernel at a time per process, and an
     instance's bootstrap waits for all of them."""
