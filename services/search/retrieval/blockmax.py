@@ -16,7 +16,13 @@ import numpy as np
 
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.blockmax_kernels import INNER, window_top_k
-from services.search.retrieval.match_count import SAMPLE_POSTINGS, SAMPLE_WINDOWS, lead_count, sampled_count
+from services.search.retrieval.match_count import (
+    SAMPLE_POSTINGS,
+    SAMPLE_WINDOWS,
+    independent_estimate,
+    lead_count,
+    sampled_count,
+)
 from services.search.retrieval.posting_layout import (
     BLOCK,
     Docs,
@@ -24,6 +30,7 @@ from services.search.retrieval.posting_layout import (
     ListLayout,
     PostingSource,
     lay_out,
+    left_out,
     source_of,
 )
 
@@ -39,7 +46,7 @@ class BlockmaxResult:
     text: np.ndarray
     counted: int  # matching documents the kernel met (all of them when ``exact``)
     exact: bool  # False: pruning skipped documents, ``counted`` is a lower bound or an estimate
-    estimated: bool = False  # ``counted`` is ``match_count.sampled_count``'s estimate
+    estimated: bool = False  # ``counted`` is an estimate (``_count``), not a lower bound
 
 
 def top_k_blockmax(
@@ -64,8 +71,9 @@ def top_k_blockmax(
     Where pruning skipped documents, the matches are counted apart, exactly, when the lists
     hold at most ``count_limit`` postings (one pass marking a byte per document), up to
     ``count_up_to`` documents when that is above 0; beyond it, or past ``count_limit``
-    postings, ``counted`` is ``match_count.sampled_count``'s estimate (``estimated``), never
-    below the documents already counted, and ``exact`` False.
+    postings, ``counted`` is an estimate (``estimated``: ``match_count.sampled_count``'s, or
+    the words taken as independent where its ranges met no posting), never below the
+    documents already counted, and ``exact`` False.
 
     ``probe_only``: per list, True where it never brings a candidate and only adds to the
     scores of the others' documents (a feedback query's expansion terms); ``candidates_only``:
@@ -84,8 +92,7 @@ def top_k_blockmax(
     joined_docs = lay.own_docs
     lead = np.ones(m, np.bool_) if probe_only is None else ~np.asarray(probe_only, dtype=np.bool_)
     member = np.ones(m, np.bool_) if candidates_only is None else ~np.asarray(candidates_only, dtype=np.bool_)
-    excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
-    allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
+    excluded_docs, allowed_mask = left_out(excluded, allowed)
     prior = np.asarray(prior, dtype=np.float64)
     docs, final, text, counted, exact = window_top_k(
         *doc_blocks,
@@ -110,12 +117,11 @@ def top_k_blockmax(
         excluded_docs,
         allowed_mask,
     )
+    estimated = False
     if not exact:  # pruning skipped documents: counted apart
         counted, exact, estimated = _count(
             lay, lead, prior.shape[0], excluded_docs, allowed_mask, count_limit, count_up_to, counted
         )
-    else:
-        estimated = False
     return BlockmaxResult(docs.astype(np.uint32), final, text, int(counted), bool(exact), estimated)
 
 
@@ -129,14 +135,13 @@ def count_any(
     count_up_to: int = 0,
 ) -> tuple[int, bool, bool]:
     """(documents holding any of ``lists``, not ``excluded``, ``allowed``; whether exact;
-    whether ``match_count.sampled_count`` estimated it): counted as ``top_k_blockmax``
+    whether it is an estimate): counted as ``top_k_blockmax``
     counts where it pruned, without ranking (a results page that stops before the partial
     matches it counts). Per list: its term id in ``source`` or None, documents, impacts."""
     if not lists:
         return 0, True, False
     lay = lay_out(source, list(lists), blocks=False)
-    excluded_docs = np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32)
-    allowed_mask = np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_)
+    excluded_docs, allowed_mask = left_out(excluded, allowed)
     lead = np.ones(len(lists), np.bool_)
     return _count(lay, lead, num_docs, excluded_docs, allowed_mask, count_limit, count_up_to, 0)
 
@@ -175,18 +180,22 @@ def _count(
 ) -> tuple[int, bool, bool]:
     """The documents of the ``lead`` lists of ``lay``: counted exactly when they hold at most
     ``count_limit`` postings, up to ``count_up_to`` documents when that is above 0; beyond,
-    or past ``count_limit`` postings, ``sampled_count``'s estimate, never below ``counted``
-    (the documents already met). (counted, exact, estimated)."""
+    or past ``count_limit`` postings, estimated (``sampled_count``; the words taken as
+    independent where its ranges met no posting), never below ``counted`` (the documents
+    already met). (counted, exact, estimated); with ``count_limit`` 0 (the caller knows the
+    count) nothing is counted."""
     listed = count_arguments(lay, lead, num_docs, excluded, allowed)
     exact = False
     if int(lay.length.sum()) <= count_limit:
         counted = int(lead_count(*listed, count_up_to))
         exact = count_up_to <= 0 or counted < count_up_to
-    if not exact and count_limit > 0 and count_up_to > 0:  # past the exact count: estimated
-        guess = sampled_count(*listed, SAMPLE_POSTINGS, SAMPLE_WINDOWS)
-        if guess >= 0:
-            return max(int(counted), int(guess)), False, True
-    return int(counted), exact, False
+    if exact or count_limit <= 0:
+        return int(counted), exact, False
+    guess = int(sampled_count(*listed, SAMPLE_POSTINGS, SAMPLE_WINDOWS)) if count_up_to > 0 else -1
+    if guess < 0:
+        lengths = lay.length[lead].tolist()
+        guess = independent_estimate(lengths, num_docs, int(excluded.shape[0]), allowed)
+    return max(int(counted), guess), False, True
 
 
 def warm_up() -> None:

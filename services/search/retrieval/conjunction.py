@@ -38,7 +38,14 @@ from numba import njit
 
 from services.compiled import compiled_on_first_use
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
-from services.search.retrieval.posting_layout import Docs, Impacts, PostingSource, lay_out, source_of
+from services.search.retrieval.posting_layout import (
+    Docs,
+    Impacts,
+    PostingSource,
+    lay_out,
+    left_out,
+    source_of,
+)
 
 SENTINEL = np.iinfo(np.int64).max  # past every document number
 WINDOW = 4096  # documents intersected at a time: the window's tables stay in the L1/L2 caches
@@ -80,8 +87,7 @@ def top_k_and(
         lead.astype(np.int64),
         np.asarray(prior, dtype=np.float64),
         int(k),
-        np.zeros(0, np.uint32) if excluded is None else np.asarray(excluded, dtype=np.uint32),
-        np.zeros(0, np.bool_) if allowed is None else np.asarray(allowed, dtype=np.bool_),
+        *left_out(excluded, allowed),
     )
     order = np.lexsort((docs, -final))
     return docs[order].astype(np.uint32), final[order], text[order], int(count)

@@ -230,3 +230,16 @@ def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     if len(parts) == 1:
         return np.ascontiguousarray(parts[0], dtype=dtype)
     return np.concatenate(parts).astype(dtype, copy=False)
+
+
+def left_out(excluded: np.ndarray | None, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(``excluded`` documents, uint32; the ``allowed`` mask, bool) as the kernels take them:
+    empty arrays for "none" (one compiled signature whether a query has them or not)."""
+    return (
+        _NONE_EXCLUDED if excluded is None else np.asarray(excluded, dtype=np.uint32),
+        _ALL_ALLOWED if allowed is None else np.asarray(allowed, dtype=np.bool_),
+    )
+
+
+_NONE_EXCLUDED = np.zeros(0, np.uint32)
+_ALL_ALLOWED = np.zeros(0, np.bool_)

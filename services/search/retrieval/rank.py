@@ -316,12 +316,8 @@ def top_k_or(
         seed,
         COUNT_EXACTLY_UP_TO if count else 0,
     )
-    total, exact = found.counted, found.exact
-    if not exact and count and not found.estimated:  # pruned, too many to count, not sampled
-        total, exact = count_matches(live, prior.shape[0], excluded, allowed, limit=0)
-        total = max(total, found.counted)
     order = np.lexsort((found.docs, -found.final))
-    return Ranked(found.docs[order], found.final[order], found.text[order], total, exact)
+    return Ranked(found.docs[order], found.final[order], found.text[order], found.counted, found.exact)
 
 
 def count_or(
@@ -339,12 +335,9 @@ def count_or(
     if not live or num_docs <= 0:
         return 0, True
     lists = [(t.base_term, t.read_docs, t.read_impacts) for t in live]
-    counted, exact, estimated = count_any(
+    counted, exact, _ = count_any(
         source, lists, num_docs, excluded, allowed, EXACT_COUNT_POSTINGS, COUNT_EXACTLY_UP_TO
     )
-    if not exact and not estimated:  # too many postings to count, and the sample met none
-        total, exact = count_matches(live, num_docs, excluded, allowed, limit=0)
-        return max(total, counted), exact
     return counted, exact
 
 

@@ -136,3 +136,24 @@ def test_count_or_counts_exactly_to_the_limit_and_estimates_past_it(seed: int) -
         assert (got, exact) == (want, True)
     else:
         assert not exact and got >= COUNT_EXACTLY_UP_TO and abs(got - want) <= want // 10
+
+
+def test_a_count_whose_sample_meets_no_posting_takes_the_words_as_independent() -> None:
+    """Past the exact count, a list whose documents all fall between the sample's ranges: the
+    estimate is the independence formula's (one list: its postings), said to be estimated."""
+    from services.search.retrieval.blockmax import count_any
+
+    num_docs = 32_000  # 32 ranges of 125 documents, one every 1,000
+    docs = np.arange(500, 600, dtype=np.uint32)  # between the first two ranges
+    impacts = np.ones(docs.shape[0], np.float32)
+    assert count_any(None, [(None, docs, impacts)], num_docs, count_limit=1, count_up_to=1000) == (
+        100,
+        False,
+        True,
+    )
+    # Counted exactly when the lists are small enough to.
+    assert count_any(None, [(None, docs, impacts)], num_docs, count_limit=1000, count_up_to=1000) == (
+        100,
+        True,
+        False,
+    )
