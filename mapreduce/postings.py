@@ -41,9 +41,9 @@ import numpy as np
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
-from services.text.analysis.forms import build_filters, form_hashes
+from services.text.analysis.forms import build_filters, filters_in_document_order, form_hashes
 from services.text.analysis.languages import DEFAULT_LANGUAGE, analysis_key
-from services.text.analysis.rough_ids import RoughIds
+from services.text.analysis.rough_ids import RoughIds, kernels_usable
 
 TITLE, BODY, ANCHOR, URL, META, NAV = range(NUM_FIELDS)  # field order: services.ranking.bm25f.FIELD_NAMES
 FIELD_GAP = 1  # positions skipped between title and body
@@ -175,7 +175,7 @@ class PostingBuffer:
         field_of = seg_field.astype(np.int8)[seg_of_kept]
         doc = seg_doc.astype(np.uint32)[seg_of_kept]
         del seg_of_kept
-        filters, vocabulary = _form_filters(doc, field_of, form, forms)
+        filters, vocabulary = _form_filters(doc, field_of, form, forms, self._compiled and kernels_usable())
         del form
 
         lengths: dict[int, list[int | None]] = {}
@@ -227,26 +227,39 @@ class PostingBuffer:
 
 
 def _form_filters(
-    doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str]
+    doc: np.ndarray, field_of: np.ndarray, form: np.ndarray, forms: list[str], compiled: bool = False
 ) -> tuple[dict[int, bytes], dict[str, int]]:
     """Each document's Bloom filter of the forms its title, body and meta words were written
     in, and how many documents hold each form (from the same distinct pairs: the spelling
-    vocabulary costs one bincount)."""
+    vocabulary costs one bincount). ``compiled``: with the job's kernel where the pages came
+    in document order (``forms.filters_in_document_order``), else sorted here."""
     text = (field_of == TITLE) | (field_of == BODY) | (field_of == META)
     if not text.any():
         return {}, {}
-    width = max(len(forms), 1)
-    pairs = doc[text].astype(np.int64) * width + form[text]
+    h1, h2 = form_hashes(forms)
+    built = filters_in_document_order(doc[text], form[text], h1, h2) if compiled else None
+    if built is not None:
+        docs, offsets, blob, held = built
+    else:
+        docs, offsets, blob, held = _sorted_filters(doc[text], form[text], h1, h2)
+    bounds = offsets.tolist()
+    filters = {d: blob[a:b] for d, a, b in zip(docs.tolist(), bounds[:-1], bounds[1:], strict=True)}
+    vocabulary = {forms[i]: int(held[i]) for i in np.flatnonzero(held).tolist()}
+    return filters, vocabulary
+
+
+def _sorted_filters(
+    doc: np.ndarray, form: np.ndarray, h1: np.ndarray, h2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bytes, np.ndarray]:
+    """``filters_in_document_order`` in numpy, for pages in any order: the distinct
+    (document, form) pairs by sorting."""
+    width = max(h1.shape[0], 1)
+    pairs = doc.astype(np.int64) * width + form
     pairs.sort()  # then drop repeats: numpy's hash-based unique is far slower (docs/benchmarks.md)
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
     pair_docs, pair_forms = pairs // width, pairs % width
-    h1, h2 = form_hashes(forms)
     docs, offsets, blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])
-    bounds = offsets.tolist()
-    filters = {d: blob[a:b] for d, a, b in zip(docs.tolist(), bounds[:-1], bounds[1:], strict=True)}
-    held = np.bincount(pair_forms, minlength=len(forms))
-    vocabulary = {forms[i]: int(held[i]) for i in np.flatnonzero(held).tolist()}
-    return filters, vocabulary
+    return docs, offsets, blob, np.bincount(pair_forms, minlength=h1.shape[0])
 
 
 def _kept_terms(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from services.compiled import as_mapped, compiled_on_first_use
+from services.compiled import as_mapped, compiled_for_jobs, compiled_on_first_use
 
 BITS_PER_FORM = 8
 HASHES = 3
@@ -54,6 +54,76 @@ def build_filters(
     for i in range(HASHES):
         filled[(start + (h1 + np.uint64(i) * h2) % bits).astype(np.int64)] = True
     return docs, offsets, np.packbits(filled, bitorder="little").tobytes()
+
+
+def filters_in_document_order(
+    doc: np.ndarray, form: np.ndarray, h1: np.ndarray, h2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bytes, np.ndarray] | None:
+    """``build_filters`` straight from a buffer's words (``doc`` and ``form`` per word, the
+    documents' words together and ascending, as a block's pages come; ``h1``/``h2`` per form),
+    plus how many documents hold each form; None where the documents are not in order.
+
+    The index job built its pairs by sorting every word's (document, form) number and
+    dropping repeats: 0.3 s a block of 8,000 pages, with the probes after it a fifth of a map
+    task (py-spy, stop 48). In document order, a form's last document tells a repeat in one
+    pass (compiled: the job's kernels, where numba's cache outlives a build). Same bytes as
+    ``build_filters`` (tested)."""
+    if doc.shape[0] > 1 and not bool((doc[1:] >= doc[:-1]).all()):
+        return None
+    last = np.full(h1.shape[0], -1, dtype=np.int64)
+    docs, offsets, blob, held = _filters_in_order(
+        np.ascontiguousarray(doc, dtype=np.uint32),
+        np.ascontiguousarray(form, dtype=np.int32),
+        np.ascontiguousarray(h1, dtype=np.uint64),
+        np.ascontiguousarray(h2, dtype=np.uint64),
+        last,
+        BITS_PER_FORM,
+        HASHES,
+    )
+    return docs, offsets, blob.tobytes(), held
+
+
+@compiled_for_jobs
+def _filters_in_order(doc, form, h1, h2, last, bits_per_form, hashes):  # type: ignore[no-untyped-def]
+    """The kernel of ``filters_in_document_order``: (each document, its filter's byte
+    offsets (len + 1), the filters, documents per form). ``last`` holds each form's last document
+    (-1 for none yet)."""
+    n = doc.shape[0]
+    pair_form = np.empty(n, dtype=np.int32)
+    run_doc = np.empty(n, dtype=np.int64)
+    run_end = np.empty(n, dtype=np.int64)
+    held = np.zeros(h1.shape[0], dtype=np.int64)
+    m = 0
+    runs = 0
+    for i in range(n):
+        d = np.int64(doc[i])
+        if runs == 0 or run_doc[runs - 1] != d:
+            run_doc[runs] = d
+            runs += 1
+        f = form[i]
+        if last[f] != d:
+            last[f] = d
+            pair_form[m] = f
+            held[f] += 1
+            m += 1
+        run_end[runs - 1] = m
+    offsets = np.zeros(runs + 1, dtype=np.int64)  # bytes: each document's filter
+    begin = 0
+    for r in range(runs):
+        offsets[r + 1] = offsets[r] + (run_end[r] - begin) * bits_per_form // 8
+        begin = run_end[r]
+    blob = np.zeros(offsets[runs], dtype=np.uint8)
+    begin = 0
+    for r in range(runs):
+        start = offsets[r]
+        bits = np.uint64((offsets[r + 1] - start) * 8)
+        for j in range(begin, run_end[r]):
+            f = pair_form[j]
+            for i in range(hashes):
+                bit = np.int64((h1[f] + np.uint64(i) * h2[f]) % bits)
+                blob[start + bit // 8] |= np.uint8(1 << (bit % 8))
+        begin = run_end[r]
+    return run_doc[:runs].copy(), offsets, blob, held
 
 
 def holds(

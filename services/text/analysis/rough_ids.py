@@ -74,7 +74,7 @@ class RoughIds:
         ``keys``: each one's analysis (``key_index``)."""
         if not texts:
             return np.zeros(0, np.int32), np.zeros(0, np.int64)
-        if not (self.compiled and _kernels_usable()):
+        if not (self.compiled and kernels_usable()):
             return self._number_in_python(texts, keys)
         buf = np.frombuffer(b"".join(texts), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
@@ -164,11 +164,13 @@ class _Numbers(dict[bytes, int]):
 _KERNELS: dict[str, str] = {}  # "usable": "yes", or why not (this process's first try)
 
 
-def _kernels_usable() -> bool:
+def kernels_usable() -> bool:
     """Whether the kernels compiled (or loaded from numba's cache) in this process. The first
     call compiles both; where numba cannot write its cache (a home folder not writable, a
     cache path that is a file) that fails, and this process numbers in Python instead, with
-    the same numbers, saying why once on stderr (a task's log) rather than failing the build."""
+    the same numbers, saying why once on stderr (a task's log) rather than failing the build.
+    The job's other kernel (``forms.filters_in_document_order``) is used only where these are:
+    the same cache decides both."""
     if "usable" not in _KERNELS:
         try:
             table = np.full((16, 4), _EMPTY, dtype=np.int64)

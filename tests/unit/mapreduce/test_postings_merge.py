@@ -279,3 +279,30 @@ def test_each_page_is_analyzed_in_its_language_and_counted(compiled: bool):
     assert 0 in as_dict(postings)["haus"]  # German page: German stems
     assert 4 in as_dict(postings)["dog"]  # English page: English stems
     assert buffer.languages == {}  # counted per drain
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["pages in document order", "pages out of order"])
+def test_the_compiled_form_filters_are_the_sorted_ones_byte_for_byte(in_order: bool):
+    """Pages in document order take the job's kernel for their form filters
+    (``forms.filters_in_document_order``), others the sort; both give the same filters and
+    the same count of documents per form."""
+    rng = random.Random(13)
+    nums = rng.sample(range(500), 80)
+    records = [
+        Record(
+            num,
+            f"http://h.test/{num}",
+            "",
+            "",
+            "text/html",
+            title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
+            text=" ".join(rng.choices(WORDS + [w.upper() for w in WORDS], k=rng.randint(0, 90))),
+            description=" ".join(rng.choices(WORDS, k=rng.choice((0, 0, 6)))),
+        )
+        for num in (sorted(nums) if in_order else nums)
+    ]
+    anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(nums, 12)}
+    by_sort, _ = filled(records, anchors, compiled=False).drain()
+    by_kernel, _ = filled(records, anchors, compiled=True).drain()
+    assert by_kernel.forms == by_sort.forms and by_kernel.vocabulary == by_sort.vocabulary
+    assert len(by_sort.forms) == sum(1 for r in records if r.title or r.text or r.description)

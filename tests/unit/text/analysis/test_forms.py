@@ -6,7 +6,7 @@ import numpy as np
 
 from mapreduce.postings import PostingBuffer
 from services.storage.formats.records import Record
-from services.text.analysis.forms import build_filters, form_hashes, holds
+from services.text.analysis.forms import build_filters, filters_in_document_order, form_hashes, holds
 
 
 def _filters(docs: list[list[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -82,3 +82,27 @@ def test_several_forms_at_once_answer_as_each_form_alone():
     for i in range(4):
         assert together[i].tolist() == holds(filters, offsets, every, int(q1[i]), int(q2[i])).tolist()
     assert together[:3].any()  # the test is about something: some documents hold these forms
+
+
+def test_filters_built_in_document_order_are_build_filters_bytes_and_counts() -> None:
+    rng = np.random.default_rng(8)
+    forms = [f"form{i}" for i in range(300)]
+    h1, h2 = form_hashes(forms)
+    for _ in range(20):
+        n = int(rng.integers(1, 4000))
+        doc = np.sort(rng.integers(0, int(rng.integers(1, 150)), n)).astype(np.uint32)
+        form = rng.integers(0, len(forms), n).astype(np.int32)
+        docs, offsets, blob, held = filters_in_document_order(doc, form, h1, h2)
+        pairs = sorted(set(zip(doc.tolist(), form.tolist(), strict=True)))
+        pair_docs = np.array([d for d, _ in pairs], np.int64)
+        pair_forms = np.array([f for _, f in pairs], np.int64)
+        want_docs, want_offsets, want_blob = build_filters(pair_docs, h1[pair_forms], h2[pair_forms])
+        assert docs.tolist() == want_docs.tolist() and offsets.tolist() == want_offsets.tolist()
+        assert blob == want_blob
+        assert held.tolist() == np.bincount(pair_forms, minlength=len(forms)).tolist()
+
+
+def test_filters_of_documents_out_of_order_are_left_to_the_sort() -> None:
+    h1, h2 = form_hashes(["a", "b"])
+    doc = np.array([3, 3, 1, 4], np.uint32)  # document 1 after document 3
+    assert filters_in_document_order(doc, np.array([0, 1, 0, 1], np.int32), h1, h2) is None
