@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mapreduce.postings_kernels import kept_terms
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
@@ -152,9 +153,15 @@ class PostingBuffer:
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
         vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs, keys)
-        term, kept_per_seg, src = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
-        form = rough_form_ids[src]
-        del src
+        compiled = self._compiled and kernels_usable()
+        if compiled:
+            term, kept_per_seg, form = kept_terms(
+                rough_ids, seg_len, rough_term_ids, rough_kept, rough_form_ids
+            )
+        else:
+            term, kept_per_seg, src = _kept_terms(rough_ids, seg_len, rough_term_ids, rough_kept)
+            form = rough_form_ids[src]
+            del src
         n = int(term.shape[0])
         index_type = term.dtype  # int32 unless the flush is huge
         del roughs, keys, rough_ids
@@ -175,7 +182,7 @@ class PostingBuffer:
         field_of = seg_field.astype(np.int8)[seg_of_kept]
         doc = seg_doc.astype(np.uint32)[seg_of_kept]
         del seg_of_kept
-        filters, vocabulary = _form_filters(doc, field_of, form, forms, self._compiled and kernels_usable())
+        filters, vocabulary = _form_filters(doc, field_of, form, forms, compiled)
         del form
 
         lengths: dict[int, list[int | None]] = {}

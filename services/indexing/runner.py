@@ -99,7 +99,7 @@ def absolute_blob_url(url: str) -> str:
 # pyproject.toml keeps ``mapreduce`` from importing anything else; a test checks the closure).
 TASK_PACKAGES = (
     "mapreduce",
-    "services.compiled",  # imported by the formats and analysis, never run in a task
+    "services.compiled",  # the job kernels' wrapper (compiled_for_jobs), and the formats import it
     "services.config",
     "services.errors",
     "services.malloc",
