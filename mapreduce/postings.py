@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.postings_kernels import kept_terms
+from mapreduce.postings_kernels import grouped_postings, kept_terms
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
@@ -196,41 +196,57 @@ class PostingBuffer:
         if not n:
             return Postings.empty(), lengths  # no kept word: no filters either
 
-        # Grouped by (term, document), stable so positions stay ascending. Pages arrive in
-        # document order (a block's records, blocks by name), so a stable sort by term alone
-        # gives the same order; numpy sorts 16-bit keys by radix, several times faster than
-        # 64-bit keys (docs/benchmarks.md), and a block's terms fit 16 bits (~30,000 of them).
-        # Anchor rows come in any order.
-        if len(vocab) <= 1 << 16 and bool((doc[1:] >= doc[:-1]).all()):
-            order = np.argsort(term.astype(np.uint16), kind="stable")
-        else:
-            first_doc = int(doc.min())
-            span = int(doc.max()) - first_doc + 1
-            order = np.argsort(term.astype(np.int64) * span + (doc - first_doc), kind="stable")
-        term, doc, field_of, pos = term[order], doc[order], field_of[order], pos[order]
-        del order
-        new_posting = np.empty(n, dtype=bool)
-        new_posting[0] = True
-        np.not_equal(term[1:], term[:-1], out=new_posting[1:])
-        new_posting[1:] |= doc[1:] != doc[:-1]
-        starts = np.flatnonzero(new_posting)
-        posting_of = np.cumsum(new_posting, dtype=index_type)
-        posting_of -= 1
-        num_postings = starts.shape[0]
-        tf = np.bincount(posting_of * NUM_FIELDS + field_of, minlength=num_postings * NUM_FIELDS)
-        tf = tf.reshape(-1, NUM_FIELDS)
-        tf = np.minimum(tf, TF_MAX, out=tf).astype(np.uint16)
-        has_pos = pos >= 0
-        pos_counts = np.bincount(posting_of[has_pos], minlength=num_postings).astype(np.uint32)
-        pos_values = pos[has_pos].astype(np.uint32)
-        post_term = term[starts]
-        post_doc = doc[starts]
-        term_starts = np.flatnonzero(np.concatenate([[True], post_term[1:] != post_term[:-1]]))
-        terms_present = [vocab[t] for t in post_term[term_starts].tolist()]
+        group = grouped_postings(term, doc, field_of, pos, len(vocab), NUM_FIELDS) if compiled else None
+        if group is None:
+            group = _grouped(term, doc, field_of, pos, len(vocab))
+        present, term_starts, post_doc, tf, pos_counts, pos_values = group
+        terms_present = [vocab[t] for t in present.tolist()]
         postings = Postings(
             terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters, vocabulary
         )
         return postings, lengths
+
+
+def _grouped(
+    term: np.ndarray, doc: np.ndarray, field_of: np.ndarray, pos: np.ndarray, num_terms: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(the terms present, ascending; where each one's postings start; each posting's
+    document; its field frequencies, clipped at ``TF_MAX``; its positions' count; the
+    positions, posting after posting) of a flush's kept words (``term``, ``doc``, ``field_of``
+    and ``pos`` each), in numpy: ``postings_kernels.grouped_postings`` where compiled."""
+    n = term.shape[0]
+    index_type = term.dtype  # int32 unless the flush is huge
+    # Grouped by (term, document), stable so positions stay ascending. Pages arrive in
+    # document order (a block's records, blocks by name), so a stable sort by term alone
+    # gives the same order; numpy sorts 16-bit keys by radix, several times faster than
+    # 64-bit keys (docs/benchmarks.md), and a block's terms fit 16 bits (~30,000 of them).
+    # Anchor rows come in any order.
+    if num_terms <= 1 << 16 and bool((doc[1:] >= doc[:-1]).all()):
+        order = np.argsort(term.astype(np.uint16), kind="stable")
+    else:
+        first_doc = int(doc.min())
+        span = int(doc.max()) - first_doc + 1
+        order = np.argsort(term.astype(np.int64) * span + (doc - first_doc), kind="stable")
+    term, doc, field_of, pos = term[order], doc[order], field_of[order], pos[order]
+    del order
+    new_posting = np.empty(n, dtype=bool)
+    new_posting[0] = True
+    np.not_equal(term[1:], term[:-1], out=new_posting[1:])
+    new_posting[1:] |= doc[1:] != doc[:-1]
+    starts = np.flatnonzero(new_posting)
+    posting_of = np.cumsum(new_posting, dtype=index_type)
+    posting_of -= 1
+    num_postings = starts.shape[0]
+    tf = np.bincount(posting_of * NUM_FIELDS + field_of, minlength=num_postings * NUM_FIELDS)
+    tf = tf.reshape(-1, NUM_FIELDS)
+    tf = np.minimum(tf, TF_MAX, out=tf).astype(np.uint16)
+    has_pos = pos >= 0
+    pos_counts = np.bincount(posting_of[has_pos], minlength=num_postings).astype(np.uint32)
+    pos_values = pos[has_pos].astype(np.uint32)
+    post_term = term[starts]
+    post_doc = doc[starts]
+    term_starts = np.flatnonzero(np.concatenate([[True], post_term[1:] != post_term[:-1]]))
+    return post_term[term_starts], term_starts, post_doc, tf, pos_counts, pos_values
 
 
 def _form_filters(

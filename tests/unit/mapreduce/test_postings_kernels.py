@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mapreduce.postings import _kept_terms
-from mapreduce.postings_kernels import kept_terms
+from mapreduce.postings import _grouped, _kept_terms
+from mapreduce.postings_kernels import grouped_postings, kept_terms
+from mapreduce.postings_wire import NUM_FIELDS, TF_MAX
 
 
 def test_kept_terms_expand_as_numpy_does_with_the_forms_gathered_alike() -> None:
@@ -22,3 +23,38 @@ def test_kept_terms_expand_as_numpy_does_with_the_forms_gathered_alike() -> None
         assert term.dtype == want_term.dtype and term.tolist() == want_term.tolist()
         assert per_seg.tolist() == want_per_seg.tolist()
         assert form.tolist() == rough_form_ids[src].tolist()
+
+
+def _as_lists(group: tuple[np.ndarray, ...]) -> list[tuple[str, list]]:
+    return [(str(a.dtype), a.tolist()) for a in group]
+
+
+def test_postings_grouped_in_two_passes_are_numpys_sorted_groups() -> None:
+    rng = np.random.default_rng(22)
+    for _ in range(25):
+        n = int(rng.integers(1, 5000))
+        num_terms = int(rng.integers(1, 400))
+        term = rng.integers(0, num_terms, n).astype(np.int32)
+        doc = np.sort(rng.integers(0, int(rng.integers(1, 300)), n)).astype(np.uint32)
+        field_of = rng.integers(0, NUM_FIELDS, n).astype(np.int8)
+        pos = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 900, n)).astype(np.int32)
+        group = grouped_postings(term, doc, field_of, pos, num_terms, NUM_FIELDS)
+        assert group is not None
+        assert _as_lists(group) == _as_lists(_grouped(term, doc, field_of, pos, num_terms))
+
+
+def test_a_field_frequency_past_the_limit_is_clipped_alike() -> None:
+    n = TF_MAX + 10
+    term = np.zeros(n, np.int32)
+    doc = np.zeros(n, np.uint32)
+    field_of = np.ones(n, np.int8)
+    pos = np.arange(n, dtype=np.int32)
+    group = grouped_postings(term, doc, field_of, pos, 1, NUM_FIELDS)
+    assert group is not None and int(group[3][0, 1]) == TF_MAX and int(group[4][0]) == n
+    assert _as_lists(group) == _as_lists(_grouped(term, doc, field_of, pos, 1))
+
+
+def test_words_of_documents_out_of_order_are_left_to_numpy() -> None:
+    doc = np.array([2, 1], np.uint32)
+    ones = np.ones(2, np.int32)
+    assert grouped_postings(ones, doc, ones.astype(np.int8), ones, 2, NUM_FIELDS) is None
