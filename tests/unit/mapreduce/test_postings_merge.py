@@ -173,26 +173,34 @@ def test_block_buffer_gives_the_per_document_postings(compiled: bool):
     assert len(postings) == 0 and lengths == {}
 
 
-def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result():
-    """Pages in document order (as blocks give them) are grouped by a 16-bit stable sort
-    of the term alone; the postings must equal the per-document reference."""
-    rng = random.Random(11)
-    records = [
+def pages(
+    rng: random.Random, nums: list[int], title: int, body: int, words: list[str] = WORDS
+) -> list[Record]:
+    """A page per doc_num of ``nums``, in that order: up to ``title`` and ``body`` words of
+    ``words``, and a description on some."""
+    return [
         Record(
             num,
             f"http://h.test/{num}",
             "",
             "",
             "text/html",
-            title=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
-            text=" ".join(rng.choices(WORDS, k=rng.randint(0, 80))),
+            title=" ".join(rng.choices(words, k=rng.randint(0, title))),
+            text=" ".join(rng.choices(words, k=rng.randint(0, body))),
+            description=" ".join(rng.choices(words, k=rng.choice((0, 0, 6)))),
         )
-        for num in sorted(rng.sample(range(1000), 60))
+        for num in nums
     ]
-    buffer = PostingBuffer()
-    for r in records:
-        buffer.add(r)
-    postings, _lengths = buffer.drain()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "the job's kernels"])
+def test_pages_in_document_order_take_the_term_only_sort_with_the_same_result(compiled: bool):
+    """Pages in document order (as blocks give them) are grouped by a 16-bit stable sort
+    of the term alone, or by the job's kernels (``postings_kernels``); the postings must
+    equal the per-document reference."""
+    rng = random.Random(11)
+    records = pages(rng, sorted(rng.sample(range(1000), 60)), 3, 80)
+    postings, _lengths = filled(records, {}, compiled).drain()
     assert as_dict(postings) == reference(records, {})
 
 
@@ -282,27 +290,16 @@ def test_each_page_is_analyzed_in_its_language_and_counted(compiled: bool):
 
 
 @pytest.mark.parametrize("in_order", [True, False], ids=["pages in document order", "pages out of order"])
-def test_the_compiled_form_filters_are_the_sorted_ones_byte_for_byte(in_order: bool):
-    """Pages in document order take the job's kernel for their form filters
-    (``forms.filters_in_document_order``), others the sort; both give the same filters and
-    the same count of documents per form."""
+def test_the_job_kernels_give_the_numpy_postings_and_form_filters_byte_for_byte(in_order: bool):
+    """Pages in document order take the job's kernels for their postings and form filters
+    (``postings_kernels``, ``forms.filters_in_document_order``), others numpy; both give the
+    same postings, filters and count of documents per form."""
     rng = random.Random(13)
     nums = rng.sample(range(500), 80)
-    records = [
-        Record(
-            num,
-            f"http://h.test/{num}",
-            "",
-            "",
-            "text/html",
-            title=" ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
-            text=" ".join(rng.choices(WORDS + [w.upper() for w in WORDS], k=rng.randint(0, 90))),
-            description=" ".join(rng.choices(WORDS, k=rng.choice((0, 0, 6)))),
-        )
-        for num in (sorted(nums) if in_order else nums)
-    ]
+    records = pages(rng, sorted(nums) if in_order else nums, 4, 90, WORDS + [w.upper() for w in WORDS])
     anchors = {num: " | ".join(rng.choices(WORDS, k=3)) for num in rng.sample(nums, 12)}
-    by_sort, _ = filled(records, anchors, compiled=False).drain()
-    by_kernel, _ = filled(records, anchors, compiled=True).drain()
-    assert by_kernel.forms == by_sort.forms and by_kernel.vocabulary == by_sort.vocabulary
-    assert len(by_sort.forms) == sum(1 for r in records if r.title or r.text or r.description)
+    by_numpy, _ = filled(records, anchors, compiled=False).drain()
+    by_kernels, _ = filled(records, anchors, compiled=True).drain()
+    assert as_dict(by_kernels) == as_dict(by_numpy) == reference(records, anchors)
+    assert by_kernels.forms == by_numpy.forms and by_kernels.vocabulary == by_numpy.vocabulary
+    assert len(by_numpy.forms) == sum(1 for r in records if r.title or r.text or r.description)
