@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.postings_kernels import grouped_postings, kept_terms
+from mapreduce.postings_kernels import encoded_runs, grouped_postings, kept_terms
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
@@ -202,7 +202,7 @@ class PostingBuffer:
         present, term_starts, post_doc, tf, pos_counts, pos_values = group
         terms_present = [vocab[t] for t in present.tolist()]
         postings = Postings(
-            terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters, vocabulary
+            terms_present, term_starts, post_doc, tf, pos_counts, pos_values, filters, vocabulary, compiled
         )
         return postings, lengths
 
@@ -379,6 +379,8 @@ class Postings:
     forms: dict[int, bytes] = field(default_factory=dict)
     # written form -> documents of this flush holding it (the spelling vocabulary)
     vocabulary: dict[str, int] = field(default_factory=dict)
+    # encoded by the job's kernel (``postings_kernels.encoded_runs``): the same bytes
+    compiled: bool = False
 
     @classmethod
     def empty(cls) -> Postings:
@@ -413,5 +415,6 @@ class Postings:
         """(term, wire text) of each term."""
         if not self.terms:
             return []
-        texts = encode_runs(self.docs, self.tfs, self.counts, self.positions, self.term_starts)
+        encode = encoded_runs if self.compiled else encode_runs
+        texts = encode(self.docs, self.tfs, self.counts, self.positions, self.term_starts)
         return list(zip(self.terms, texts, strict=True))

@@ -8,8 +8,9 @@ cannot be written); each kernel here gives the same arrays (tests compare them).
 from __future__ import annotations
 
 import numpy as np
+import pybase64
 
-from mapreduce.postings_wire import TF_MAX
+from mapreduce.postings_wire import HEAD_WORDS, NUM_FIELDS, REGION_ALIGN, TF_MAX
 from services.compiled import compiled_for_jobs
 
 
@@ -148,3 +149,101 @@ def _group(term, doc, field_of, pos, num_terms, num_fields, tf_max):
             pos_values[at[t]] = pos[i]
             at[t] += 1
     return present_terms, term_starts, post_doc, tf, pos_counts, pos_values
+
+
+def encoded_runs(
+    docs: np.ndarray, tfs: np.ndarray, counts: np.ndarray, positions: np.ndarray, run_starts: np.ndarray
+) -> list[bytes]:
+    """``postings_wire.encode_runs``, the words written by one compiled pass: numpy's version
+    labels every word of the flush and fills each kind through boolean masks, ~10 % of a map
+    task (stop 48). The same bytes (tested)."""
+    bounds = np.append(np.asarray(run_starts, dtype=np.int64), docs.shape[0])
+    pos_offsets = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=pos_offsets[1:])
+    words, region_words = _encode(
+        np.ascontiguousarray(docs, dtype=np.uint32),
+        np.ascontiguousarray(tfs, dtype=np.uint16),
+        np.ascontiguousarray(counts, dtype=np.uint32),
+        np.ascontiguousarray(positions, dtype=np.uint32),
+        bounds,
+        pos_offsets,
+        NUM_FIELDS,
+        HEAD_WORDS,
+        REGION_ALIGN // 4,
+    )
+    text = pybase64.b64encode(words.tobytes())
+    ends = (np.concatenate([[0], np.cumsum(region_words)]) * 16 // 3).tolist()
+    return [text[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+
+
+@compiled_for_jobs
+def _encode(docs, tfs, counts, positions, bounds, pos_offsets, fields, head, align):
+    """The kernel of ``encoded_runs``: (every region's words, each region's word count)."""
+    regions = bounds.shape[0] - 1
+    narrow = np.zeros(regions, dtype=np.bool_)
+    sizes = np.zeros(regions, dtype=np.int64)
+    total = 0
+    for r in range(regions):
+        a, b = bounds[r], bounds[r + 1]
+        n = b - a
+        q = pos_offsets[b] - pos_offsets[a]
+        small = True
+        for i in range(a, b):
+            if counts[i] >= 256:
+                small = False
+                break
+            for f in range(fields):
+                if tfs[i, f] >= 256:
+                    small = False
+                    break
+            if not small:
+                break
+        if small:
+            for j in range(pos_offsets[a], pos_offsets[b]):
+                if positions[j] >= 65536:
+                    small = False
+                    break
+        narrow[r] = small
+        if small:
+            used = head + n + (fields * n + 3) // 4 + (n + 3) // 4 + (q + 1) // 2
+        else:
+            used = head + n + (fields * n + 1) // 2 + n + q
+        sizes[r] = (used + align - 1) // align * align
+        total += sizes[r]
+    words = np.zeros(total, dtype=np.uint32)
+    as_bytes = words.view(np.uint8)
+    as_shorts = words.view(np.uint16)
+    at = 0
+    for r in range(regions):
+        a, b = bounds[r], bounds[r + 1]
+        n = b - a
+        pa, pb = pos_offsets[a], pos_offsets[b]
+        q = pb - pa
+        words[at] = np.uint32(n)
+        words[at + 1] = np.uint32(q | (1 << 31)) if narrow[r] else np.uint32(q)
+        w = at + head
+        for i in range(n):
+            words[w + i] = docs[a + i]
+        w += n
+        if narrow[r]:
+            for i in range(n):
+                for f in range(fields):
+                    as_bytes[4 * w + i * fields + f] = np.uint8(tfs[a + i, f])
+            w += (fields * n + 3) // 4
+            for i in range(n):
+                as_bytes[4 * w + i] = np.uint8(counts[a + i])
+            w += (n + 3) // 4
+            for j in range(q):
+                as_shorts[2 * w + j] = np.uint16(positions[pa + j])
+        else:
+            for i in range(n):
+                for f in range(fields):
+                    as_shorts[2 * w + i * fields + f] = tfs[a + i, f]
+            w += (fields * n + 1) // 2
+            for i in range(n):
+                words[w + i] = counts[a + i]
+            w += n
+            for j in range(q):
+                words[w + j] = positions[pa + j]
+        at += sizes[r]
+    return words, sizes

@@ -66,8 +66,8 @@ class Chunk:
 # whole 4-byte words let a whole block's regions be written and read as one uint32 array
 # with numpy boolean masks (``encode_runs``, ``decode_terms``). Nobody parses millions of
 # integers one by one.
-_HEAD_WORDS = 2
-_REGION_ALIGN = 12
+HEAD_WORDS = 2
+REGION_ALIGN = 12
 _NARROW = 1 << 31
 _HEAD, _DOCS, _TFS8, _TFS16, _COUNTS8, _COUNTS32, _POS16, _POS32, _PAD = range(9)
 
@@ -78,10 +78,10 @@ def _layout(n: np.ndarray, q: np.ndarray, narrow: np.ndarray) -> np.ndarray:
     tfs = np.where(narrow, -(-NUM_FIELDS * n // 4), -(-NUM_FIELDS * n // 2))
     counts = np.where(narrow, -(-n // 4), n)
     positions = np.where(narrow, -(-q // 2), q)
-    used = _HEAD_WORDS + n + tfs + counts + positions
-    align = _REGION_ALIGN // 4
+    used = HEAD_WORDS + n + tfs + counts + positions
+    align = REGION_ALIGN // 4
     return np.stack(
-        [np.full_like(n, _HEAD_WORDS), n, tfs, counts, positions, -(-used // align) * align - used], axis=1
+        [np.full_like(n, HEAD_WORDS), n, tfs, counts, positions, -(-used // align) * align - used], axis=1
     )
 
 
@@ -164,10 +164,10 @@ def encode_runs(
 def _region_words(n: int, q: int, narrow: bool) -> int:
     """Words of one region: ``_layout``'s row sum, in plain ints for the header walk."""
     if narrow:
-        used = _HEAD_WORDS + n + -(-NUM_FIELDS * n // 4) + -(-n // 4) + -(-q // 2)
+        used = HEAD_WORDS + n + -(-NUM_FIELDS * n // 4) + -(-n // 4) + -(-q // 2)
     else:
-        used = _HEAD_WORDS + n + -(-NUM_FIELDS * n // 2) + n + q
-    return -(-used // (_REGION_ALIGN // 4)) * (_REGION_ALIGN // 4)
+        used = HEAD_WORDS + n + -(-NUM_FIELDS * n // 2) + n + q
+    return -(-used // (REGION_ALIGN // 4)) * (REGION_ALIGN // 4)
 
 
 def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -187,7 +187,7 @@ def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarra
     at, stop = text_starts[text], text_ends[text]
     found: list[np.ndarray] = []
     while at.shape[0]:
-        if (at + 4 * _HEAD_WORDS > stop).any():
+        if (at + 4 * HEAD_WORDS > stop).any():
             raise ValueError("truncated postings: a region's header is cut off")
         n = words[at // 4].astype(np.int64)
         q_flag = words[at // 4 + 1].astype(np.int64)
@@ -298,7 +298,7 @@ def piece_span(text: bytes) -> tuple[int, int] | None:
     n, q, first = struct.unpack("<III", head)
     if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW)):
         return None
-    at = 4 * (_HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
+    at = 4 * (HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
     quantum = at // 3 * 3
     window = pybase64.b64decode(text[quantum // 3 * 4 : (quantum // 3 + 2) * 4], validate=True)
     return first, struct.unpack_from("<I", window, at - quantum)[0]

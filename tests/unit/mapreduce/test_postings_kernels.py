@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from mapreduce.postings import _grouped, _kept_terms
-from mapreduce.postings_kernels import grouped_postings, kept_terms
-from mapreduce.postings_wire import NUM_FIELDS, TF_MAX
+from mapreduce.postings_kernels import encoded_runs, grouped_postings, kept_terms
+from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, encode_runs
 
 
 def test_kept_terms_expand_as_numpy_does_with_the_forms_gathered_alike() -> None:
@@ -58,3 +58,22 @@ def test_words_of_documents_out_of_order_are_left_to_numpy() -> None:
     doc = np.array([2, 1], np.uint32)
     ones = np.ones(2, np.int32)
     assert grouped_postings(ones, doc, ones.astype(np.int8), ones, 2, NUM_FIELDS) is None
+
+
+def test_the_compiled_encoder_writes_encode_runs_bytes_narrow_and_wide() -> None:
+    rng = np.random.default_rng(23)
+    for _ in range(30):
+        runs = int(rng.integers(1, 12))
+        sizes = rng.integers(1, 40, runs)
+        n = int(sizes.sum())
+        docs = np.sort(rng.choice(10_000, n, replace=False)).astype(np.uint32)
+        big = rng.random() < 0.3  # some flushes with a field frequency, a count or a position past narrow
+        tfs = rng.integers(0, 300 if big else 9, (n, NUM_FIELDS)).astype(np.uint16)
+        counts = rng.integers(0, 5, n).astype(np.uint32)
+        if big:
+            counts[rng.integers(0, n)] = 300
+        positions = rng.integers(0, 70_000 if big else 900, int(counts.sum())).astype(np.uint32)
+        run_starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        assert encoded_runs(docs, tfs, counts, positions, run_starts) == encode_runs(
+            docs, tfs, counts, positions, run_starts
+        )

@@ -293,7 +293,7 @@ def test_each_page_is_analyzed_in_its_language_and_counted(compiled: bool):
 def test_the_job_kernels_give_the_numpy_postings_and_form_filters_byte_for_byte(in_order: bool):
     """Pages in document order take the job's kernels for their postings and form filters
     (``postings_kernels``, ``forms.filters_in_document_order``), others numpy; both give the
-    same postings, filters and count of documents per form."""
+    same postings, filters, count of documents per form and wire text."""
     rng = random.Random(13)
     nums = rng.sample(range(500), 80)
     records = pages(rng, sorted(nums) if in_order else nums, 4, 90, WORDS + [w.upper() for w in WORDS])
@@ -302,4 +302,6 @@ def test_the_job_kernels_give_the_numpy_postings_and_form_filters_byte_for_byte(
     by_kernels, _ = filled(records, anchors, compiled=True).drain()
     assert as_dict(by_kernels) == as_dict(by_numpy) == reference(records, anchors)
     assert by_kernels.forms == by_numpy.forms and by_kernels.vocabulary == by_numpy.vocabulary
+    assert by_kernels.compiled and not by_numpy.compiled
+    assert by_kernels.encoded() == by_numpy.encoded()  # the wire text, byte for byte
     assert len(by_numpy.forms) == sum(1 for r in records if r.title or r.text or r.description)
