@@ -48,6 +48,7 @@ from mapreduce.mr_linkgraph import ANCHOR_LINE, parse_anchor_line
 from mapreduce.postings import PostingBuffer
 from mapreduce.postings_join import join_pieces
 from mapreduce.record_job import RecordBlockJob
+from mapreduce.task_progress import TaskProgress
 
 TERM = "t"
 LENGTH = "l"
@@ -102,6 +103,11 @@ class MRIndex(RecordBlockJob):
             help="no reducer: each map task's output is the job's; the publisher joins the pieces",
         )
         self.add_passthru_arg(
+            "--progress-dir",
+            default="",
+            help="a folder where each task writes the records it has read so far (mapreduce.task_progress)",
+        )
+        self.add_passthru_arg(
             "--compiled-tokens",
             action="store_true",
             default=False,
@@ -126,6 +132,7 @@ class MRIndex(RecordBlockJob):
     def mapper_init(self) -> None:
         self.buffer = PostingBuffer(compiled=self.options.compiled_tokens)
         self.pages: set[int] = set()  # doc_nums this task indexed (a duplicate is an error)
+        self.progress = TaskProgress(self.options.progress_dir or None)
 
     def mapper_terms(self, _key: None, line: str) -> Iterator[tuple[bytes, bytes]]:
         if line.startswith(ANCHOR_LINE):
@@ -142,11 +149,13 @@ class MRIndex(RecordBlockJob):
                 links += len(record.links)
             if links:
                 self.increment_counter(*OUT_LINKS, links)
+            self.progress.records(len(self.pages))
         if self.buffer.tokens >= FLUSH_TOKENS:
             yield from self._drain()
 
     def mapper_final(self) -> Iterator[tuple[bytes, bytes]]:
         yield from self._drain()
+        self.progress.records(len(self.pages), final=True)
 
     def _drain(self) -> Iterator[tuple[bytes, bytes]]:
         for analysis, pages in self.buffer.languages.items():

@@ -16,6 +16,7 @@ removed after a successful build and kept after a failure for inspection.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import time
@@ -38,6 +39,7 @@ from services.indexing.errors import BuildError
 from services.indexing.graph_input import graph_input
 from services.indexing.index_rows import TermSource, index_columns
 from services.indexing.job_pieces import piece_columns
+from services.indexing.job_progress import JobProgress
 from services.indexing.link_probe import sample_has_links
 from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
@@ -106,6 +108,7 @@ def run_index_jobs(
     *,
     links_expected: bool = True,
     map_only: bool = False,
+    records: int | None = None,
 ) -> tuple[JobOutput, JobOutput]:
     """MRLinkGraph (over ``graph_input``: the manifest and the name lines) then MRIndex (over
     the manifest and the anchor text): the full build's stages 1 and 2, and an incremental
@@ -118,10 +121,11 @@ def run_index_jobs(
     and MRIndex again only if it found anchor text. The outputs are the usual order's.
 
     ``map_only`` (this machine's runners): MRIndex without its reducer, its output each map
-    task's file (``JobOutput.parts``), whose pieces the publisher joins (``job_pieces``)."""
+    task's file (``JobOutput.parts``), whose pieces the publisher joins (``job_pieces``).
+    ``records``: the records the manifest lists, for the progress line's ETA."""
     index: JobOutput | None = None
     if not links_expected:
-        index = _index_job(settings, manifest, scratch, say, "1/4", map_only)
+        index = _index_job(settings, manifest, scratch, say, "1/4", map_only, records)
         if index.counter("blocks", "read") and not index.counter(*OUT_LINKS):
             say("2/4 link graph: no record links anywhere and no alias has a title: no link graph to build")
             empty = scratch / "links.jsonl"
@@ -131,9 +135,9 @@ def run_index_jobs(
     links = _link_graph_job(settings, graph_input, scratch, say, "2/4" if index else "1/4")
     anchors = scratch / "anchors.txt"
     if write_anchor_lines(links.path, anchors):
-        index = _index_job(settings, [*manifest, anchors], scratch, say, "2/4", map_only)
+        index = _index_job(settings, [*manifest, anchors], scratch, say, "2/4", map_only, records)
     elif index is None:
-        index = _index_job(settings, manifest, scratch, say, "2/4", map_only)
+        index = _index_job(settings, manifest, scratch, say, "2/4", map_only, records)
     return links, index
 
 
@@ -159,27 +163,37 @@ def _index_job(
     say: Callable[[str], None],
     stage: str,
     map_only: bool = False,
+    records: int | None = None,
 ) -> JobOutput:
+    """MRIndex over ``inputs``; on this machine's runners with a progress line every few
+    seconds (``job_progress``: the ``records`` to read, when known, give the ETA)."""
     say(f"{stage} index: terms, fields and positions")
-    if map_only:
-        index = run_job(
-            MRIndex,
-            inputs,
-            settings,
-            output=scratch / "index-parts",
-            scratch=scratch,
-            # numba's cache of the tokens' kernel outlives the build where the tasks' code has
-            # a lasting path (services.indexing.runner); elsewhere they number in Python.
-            extra_args=[
-                "--map-only",
-                *(["--compiled-tokens"] if kernel_cache_lasts(settings) else []),
-            ],
-            parts=True,
-        )
-        terms = "pieces joined at publish"
-    else:
-        index = run_job(MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch)
-        terms = f"{index.counter('index', 'terms')} terms"
+    local = settings.index.mr_runner in ("inline", "local")
+    folder = scratch / "index-progress" / uuid.uuid4().hex[:12]  # this run of the job's own
+    watch = [f"--progress-dir={folder}"] if local else []
+    with JobProgress(folder, records, say) if local else contextlib.nullcontext():
+        if map_only:
+            index = run_job(
+                MRIndex,
+                inputs,
+                settings,
+                output=scratch / "index-parts",
+                scratch=scratch,
+                # numba's cache of the tokens' kernel outlives the build where the tasks' code has
+                # a lasting path (services.indexing.runner); elsewhere they number in Python.
+                extra_args=[
+                    "--map-only",
+                    *(["--compiled-tokens"] if kernel_cache_lasts(settings) else []),
+                    *watch,
+                ],
+                parts=True,
+            )
+            terms = "pieces joined at publish"
+        else:
+            index = run_job(
+                MRIndex, inputs, settings, output=scratch / "index.jsonl", scratch=scratch, extra_args=watch
+            )
+            terms = f"{index.counter('index', 'terms')} terms"
     say(
         f"    {index.counter('blocks', 'records')} records, {terms}, "
         f"{index.counter('index', 'postings')} postings, "
@@ -309,7 +323,14 @@ def build_index(
             facts = helper.submit(url_facts, sessions, num_docs)
             helper.submit(import_forward_index_tools)
             links, index = run_index_jobs(
-                settings, manifest, graph_parts, scratch, say, links_expected=expected, map_only=map_only
+                settings,
+                manifest,
+                graph_parts,
+                scratch,
+                say,
+                links_expected=expected,
+                map_only=map_only,
+                records=count,
             )
             kinds, doc_hosts = facts.result()
         records = index.counter("blocks", "records")

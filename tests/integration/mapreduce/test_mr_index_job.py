@@ -15,9 +15,11 @@ import pytest
 from mapreduce.mr_index import MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, name_line
 from mapreduce.postings_wire import Chunk
+from mapreduce.task_progress import records_read
 from services.config import Settings
 from services.indexing.index_rows import index_columns, read_index_rows
 from services.indexing.job_pieces import piece_columns
+from services.indexing.job_progress import JobProgress
 from services.indexing.manifest import write_manifest_parts
 from services.indexing.pagerank_driver import run_pagerank
 from services.indexing.runner import (
@@ -501,3 +503,36 @@ def test_a_block_dealt_to_several_tasks_indexes_as_one_task_reading_it_whole(
     assert graph[1] == [2, 6] and "older" not in postings and "word1" in postings
     if runner == "local":  # the inline runner keeps no counters
         assert counters == {"records": 7, "stale_records_skipped": 1}
+
+
+@pytest.mark.parametrize("runner", ["inline", "local"])
+def test_the_index_tasks_say_how_many_records_they_have_read(
+    settings: Settings,
+    tmp_path: Path,
+    corpus_writer: CorpusWriter,
+    runner: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--progress-dir``: each task writes its count of records read (``task_progress``),
+    the last at its end, so the folder sums to every record; the build's line, said every
+    few seconds while the job runs (``job_progress``), reads them."""
+    pages = [
+        [{"url": f"http://p.test/{i}", "title": f"P{i}", "text": f"word{i}"} for i in range(b, b + 3)]
+        for b in (0, 3)
+    ]
+    corpus_writer(open_blobstore(settings.blob_url), settings.database_url, pages)
+    folder = tmp_path / "progress"
+    lines: list[str] = []
+    monkeypatch.setattr("services.indexing.job_progress.SAY_EVERY", 0.001)
+    with JobProgress(folder, 6, lines.append):
+        run_job(
+            MRIndex,
+            [manifest(tmp_path)],
+            settings.with_overrides(mr_runner=runner),
+            output=tmp_path / "parts",
+            scratch=tmp_path / "scratch",
+            extra_args=["--map-only", f"--progress-dir={folder}"],
+            parts=True,
+        )
+    assert records_read(folder) == 6
+    assert all(" of 6 records read" in line for line in lines)
