@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mapreduce.postings_kernels import encoded_runs, grouped_postings, kept_terms
+from mapreduce.postings_kernels import encoded_runs, grouped_postings, index_dtype, kept_terms
 from mapreduce.postings_wire import NUM_FIELDS, TF_MAX, Chunk, encode_runs
 from services.storage.formats.records import Record
 from services.text.analysis.analyze import rough_bytes, rough_surfaces, surface_form, terms_of
@@ -299,7 +299,7 @@ def _kept_terms(
     rough_start = np.concatenate([[0], np.cumsum(rough_kept, dtype=np.int64)[:-1]])
     kept = rough_kept[rough_ids]
     n = int(kept.sum(dtype=np.int64))
-    index_type = np.int32 if n < 1 << 28 else np.int64  # posting ids times NUM_FIELDS fit
+    index_type = index_dtype(n)
     kept_end = np.cumsum(kept, dtype=index_type)
     seg_bounds = np.concatenate([[0], np.cumsum(seg_len)])
     kept_before = np.concatenate([np.zeros(1, index_type), kept_end])

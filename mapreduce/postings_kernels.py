@@ -7,11 +7,19 @@ cannot be written); each kernel here gives the same arrays (tests compare them).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pybase64
 
-from mapreduce.postings_wire import HEAD_WORDS, NUM_FIELDS, REGION_ALIGN, TF_MAX
+from mapreduce.postings_wire import HEAD_WORDS, NARROW, NUM_FIELDS, REGION_ALIGN, TF_MAX
 from services.compiled import compiled_for_jobs
+
+
+def index_dtype(words: int) -> np.dtype[Any]:
+    """int32 for a flush's word and posting numbers where they fit times ``NUM_FIELDS``
+    (half the memory traffic), int64 for a huge flush: numpy's steps and the kernels alike."""
+    return np.dtype(np.int32 if words < 1 << 28 else np.int64)
 
 
 def kept_terms(
@@ -29,8 +37,7 @@ def kept_terms(
     benchmark (the first flushes of a process slowest, its pages faulted in), where this loop
     writes each kept word's term and form once: 0.11 s (stop 48)."""
     n = int(rough_kept[rough_ids].sum(dtype=np.int64))
-    index_type = np.int32 if n < 1 << 28 else np.int64  # as postings._kept_terms
-    term = np.empty(n, dtype=index_type)
+    term = np.empty(n, dtype=index_dtype(n))
     form = np.empty(n, dtype=np.int32)
     kept_per_seg = np.empty(seg_len.shape[0], dtype=np.int64)
     rough_start = np.zeros(rough_kept.shape[0] + 1, dtype=np.int64)
@@ -170,6 +177,7 @@ def encoded_runs(
         NUM_FIELDS,
         HEAD_WORDS,
         REGION_ALIGN // 4,
+        NARROW,
     )
     text = pybase64.b64encode(words.tobytes())
     ends = (np.concatenate([[0], np.cumsum(region_words)]) * 16 // 3).tolist()
@@ -177,7 +185,7 @@ def encoded_runs(
 
 
 @compiled_for_jobs
-def _encode(docs, tfs, counts, positions, bounds, pos_offsets, fields, head, align):
+def _encode(docs, tfs, counts, positions, bounds, pos_offsets, fields, head, align, narrow_flag):
     """The kernel of ``encoded_runs``: (every region's words, each region's word count)."""
     regions = bounds.shape[0] - 1
     narrow = np.zeros(regions, dtype=np.bool_)
@@ -187,22 +195,18 @@ def _encode(docs, tfs, counts, positions, bounds, pos_offsets, fields, head, ali
         a, b = bounds[r], bounds[r + 1]
         n = b - a
         q = pos_offsets[b] - pos_offsets[a]
-        small = True
+        largest = np.uint32(0)  # field frequency or position count: narrow below 256
         for i in range(a, b):
-            if counts[i] >= 256:
-                small = False
-                break
+            if counts[i] > largest:
+                largest = counts[i]
             for f in range(fields):
-                if tfs[i, f] >= 256:
-                    small = False
-                    break
-            if not small:
-                break
-        if small:
-            for j in range(pos_offsets[a], pos_offsets[b]):
-                if positions[j] >= 65536:
-                    small = False
-                    break
+                if tfs[i, f] > largest:
+                    largest = tfs[i, f]
+        furthest = np.uint32(0)  # position: narrow below 65,536
+        for j in range(pos_offsets[a], pos_offsets[b]):
+            if positions[j] > furthest:
+                furthest = positions[j]
+        small = largest < 256 and furthest < 65536
         narrow[r] = small
         if small:
             used = head + n + (fields * n + 3) // 4 + (n + 3) // 4 + (q + 1) // 2
@@ -220,7 +224,7 @@ def _encode(docs, tfs, counts, positions, bounds, pos_offsets, fields, head, ali
         pa, pb = pos_offsets[a], pos_offsets[b]
         q = pb - pa
         words[at] = np.uint32(n)
-        words[at + 1] = np.uint32(q | (1 << 31)) if narrow[r] else np.uint32(q)
+        words[at + 1] = np.uint32(q | narrow_flag) if narrow[r] else np.uint32(q)
         w = at + head
         for i in range(n):
             words[w + i] = docs[a + i]

@@ -68,7 +68,7 @@ class Chunk:
 # integers one by one.
 HEAD_WORDS = 2
 REGION_ALIGN = 12
-_NARROW = 1 << 31
+NARROW = 1 << 31
 _HEAD, _DOCS, _TFS8, _TFS16, _COUNTS8, _COUNTS32, _POS16, _POS32, _PAD = range(9)
 
 
@@ -134,7 +134,7 @@ def encode_runs(
     layout = _layout(n, q, narrow)
     labels = _word_labels(layout, narrow)
     words = np.zeros(labels.shape[0], dtype=np.uint32)
-    words[labels == _HEAD] = np.stack([n, q | np.where(narrow, _NARROW, 0)], axis=1).ravel()
+    words[labels == _HEAD] = np.stack([n, q | np.where(narrow, NARROW, 0)], axis=1).ravel()
     words[labels == _DOCS] = docs
     in_narrow = np.repeat(narrow, n)
     pos_in_narrow = np.repeat(narrow, q)
@@ -191,8 +191,8 @@ def _regions(raw: bytes, text_starts: np.ndarray) -> tuple[np.ndarray, np.ndarra
             raise ValueError("truncated postings: a region's header is cut off")
         n = words[at // 4].astype(np.int64)
         q_flag = words[at // 4 + 1].astype(np.int64)
-        narrow = (q_flag & _NARROW) != 0
-        q = q_flag & ~_NARROW
+        narrow = (q_flag & NARROW) != 0
+        q = q_flag & ~NARROW
         found.append(np.stack([at, text, n, q, narrow], axis=1))
         at = at + 4 * _layout(n, q, narrow).sum(axis=1)
         if (at > stop).any():
@@ -296,7 +296,7 @@ def piece_span(text: bytes) -> tuple[int, int] | None:
     anything else: read from its head and one quantum, the rest left encoded."""
     head = pybase64.b64decode(text[:16], validate=True)  # n, q, first doc
     n, q, first = struct.unpack("<III", head)
-    if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~_NARROW, bool(q & _NARROW)):
+    if n == 0 or len(text) * 3 // 4 != 4 * _region_words(n, q & ~NARROW, bool(q & NARROW)):
         return None
     at = 4 * (HEAD_WORDS + n - 1)  # the last doc's byte, inside a 3-byte quantum
     quantum = at // 3 * 3

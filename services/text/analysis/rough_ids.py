@@ -169,8 +169,8 @@ def kernels_usable() -> bool:
     call compiles both; where numba cannot write its cache (a home folder not writable, a
     cache path that is a file) that fails, and this process numbers in Python instead, with
     the same numbers, saying why once on stderr (a task's log) rather than failing the build.
-    The job's other kernel (``forms.filters_in_document_order``) is used only where these are:
-    the same cache decides both."""
+    The job's other kernels (``forms.filters_in_document_order``, ``mapreduce.postings_kernels``)
+    are used only where these are: the same cache decides them all."""
     if "usable" not in _KERNELS:
         try:
             table = np.full((16, 4), _EMPTY, dtype=np.int64)
