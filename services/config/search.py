@@ -37,6 +37,10 @@ class SearchSettings:
     # Feedback only for queries of at least this many terms: on short web queries RM3 drifts
     # to the feedback documents' topic (docs/ranking.md).
     feedback_min_terms: int = 4
+    # Feedback for queries with an explicit OR too. Off: a user who writes OR has chosen the
+    # alternatives, and the query runs as written, as Lucene, Elasticsearch and tantivy run a
+    # boolean query; feedback is for word queries that AND could not answer (docs/ranking.md).
+    feedback_explicit_or: bool = False
     # The expanded query rescores the first pass's best this many documents (at least the
     # results asked for), as Elasticsearch's rescore window and Vespa's rerank-count do; 0:
     # it ranks every document holding a word of the query again (docs/ranking.md).

@@ -130,6 +130,7 @@ PINNED = {
     "NIMBUS_FEEDBACK_MAX_DF": "search.feedback_max_df",
     "NIMBUS_FEEDBACK_CAP": "search.feedback_cap",
     "NIMBUS_FEEDBACK_MIN_TERMS": "search.feedback_min_terms",
+    "NIMBUS_FEEDBACK_EXPLICIT_OR": "search.feedback_explicit_or",
     "NIMBUS_FEEDBACK_POOL": "search.feedback_pool",
     "NIMBUS_HOST": "host",
     "NIMBUS_PORT": "search.port",

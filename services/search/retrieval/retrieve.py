@@ -11,7 +11,8 @@ The rules (README, "Query language"):
 3. Otherwise (explicit ``OR``, or AND found too few): every document holding
    any word, ranked by score (exact top-k with MaxScore pruning). With RM3
    pseudo-relevance feedback switched on (and no phrase in the query: an
-   expanded query is no longer the user's phrase), the expanded query
+   expanded query is no longer the user's phrase; no explicit ``OR`` unless
+   ``feedback_explicit_or``: the user chose the alternatives), the expanded query
    re-ranks the first pass's best ``feedback_pool`` documents (at least the
    ``k`` asked for; 0: all of those documents): feedback reorders, it never
    adds a result that holds none of the user's words.
@@ -205,6 +206,7 @@ def retrieve(
         settings.feedback_docs > 0
         and settings.feedback_terms > 0
         and len(query.terms) >= settings.feedback_min_terms
+        and (settings.feedback_explicit_or or not query.any_word)
     )
     # With feedback, the first pass ranks the condensed list the expanded query rescores.
     condensed = feedback and settings.feedback_pool > 0

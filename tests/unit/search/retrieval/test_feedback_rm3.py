@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -167,26 +169,57 @@ QUERIES = ["silen OR venut OR telop OR marak", "gorut OR silop OR venen OR telak
 @pytest.mark.parametrize("seed", range(4))
 def test_feedback_over_a_condensed_list_rescores_the_first_pass_best_only(seed: int) -> None:
     """``feedback_pool``: the expanded query ranks the first pass's best ``pool`` documents;
-    a pool holding every match ranks as the expanded query over all of them (pool 0)."""
+    a pool holding every match ranks as the expanded query over all of them (pool 0). (The
+    queries' ORs make every one an OR query; ``feedback_explicit_or`` gives them feedback.)"""
     from services.config.search import SearchSettings
     from services.search.query.language import parse_query
     from services.search.retrieval.retrieve import retrieve
     from tests.unit.search.retrieval.web_pages import index_of
 
     index = index_of(_pages(seed))
+    ored = SearchSettings(feedback_explicit_or=True)
     reordered = 0
     for q in QUERIES:
         query = parse_query(q)
-        everything = retrieve(index, query, 10, SearchSettings(feedback_pool=0))
-        whole_pool = retrieve(index, query, 10, SearchSettings(feedback_pool=index.num_docs))
+        everything = retrieve(index, query, 10, replace(ored, feedback_pool=0))
+        whole_pool = retrieve(index, query, 10, replace(ored, feedback_pool=index.num_docs))
         assert everything.mode == whole_pool.mode == "or+feedback"
         assert whole_pool.ranked.docs.tolist() == everything.ranked.docs.tolist()
         assert whole_pool.ranked.final.tolist() == everything.ranked.final.tolist()
         first = retrieve(index, query, 12, SearchSettings(feedback_docs=0))
-        condensed = retrieve(index, query, 10, SearchSettings(feedback_pool=12))
+        condensed = retrieve(index, query, 10, replace(ored, feedback_pool=12))
         assert condensed.mode == "or+feedback"
         assert set(condensed.ranked.docs.tolist()) <= set(first.ranked.docs.tolist())
         assert condensed.ranked.total == first.ranked.total == everything.ranked.total
         assert np.all(np.diff(condensed.ranked.final) <= 0)  # by the expanded query's score
         reordered += condensed.ranked.docs.tolist() != first.ranked.docs[:10].tolist()
     assert reordered  # the feedback changed something: the pages share the expansion terms
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_an_explicit_or_runs_as_written_unless_feedback_explicit_or(seed: int) -> None:
+    """A user who writes OR chose the alternatives: by default the query runs as written (the
+    first pass's ranking, no feedback); the same words typed without OR, where AND finds too
+    few, take feedback; ``feedback_explicit_or`` gives the OR query feedback too."""
+    from services.config.search import SearchSettings
+    from services.search.query.language import parse_query
+    from services.search.retrieval.retrieve import retrieve
+    from tests.unit.search.retrieval.web_pages import index_of
+
+    index = index_of(_pages(seed))
+    changed = 0
+    for q in QUERIES:
+        query = parse_query(q)
+        as_written = retrieve(index, query, 10, SearchSettings())
+        no_feedback = retrieve(index, query, 10, SearchSettings(feedback_docs=0))
+        assert as_written.mode == no_feedback.mode == "or"
+        assert as_written.ranked.docs.tolist() == no_feedback.ranked.docs.tolist()
+        assert as_written.ranked.final.tolist() == no_feedback.ranked.final.tolist()
+        expanded = retrieve(index, query, 10, SearchSettings(feedback_explicit_or=True))
+        assert expanded.mode == "or+feedback"
+        changed += expanded.ranked.docs.tolist() != as_written.ranked.docs.tolist()
+        # The same words without OR, AND answering too few (and_min_results past every match).
+        words_only = parse_query(q.replace(" OR ", " "))
+        words = retrieve(index, words_only, 10, SearchSettings(and_min_results=10**6))
+        assert words.mode == "or+feedback"
+    assert changed  # the setting is what made the difference

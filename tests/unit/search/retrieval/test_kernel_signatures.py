@@ -31,7 +31,7 @@ QUERIES = [
     "glaciers moraines",  # AND
     "Glaciers retreating",  # words as typed: forms rescored
     "glacier fjords rivers meltwater",  # AND falls back to OR, four words: RM3 feedback
-    "glacier OR fjords OR lakes OR valley",  # OR with feedback
+    "glacier OR fjords OR lakes OR valley",  # an explicit OR: as written, no feedback
     '"glaciers retreat"',  # a phrase: positions
     "moraines -fjords",  # an exclusion
 ]
