@@ -7,7 +7,8 @@ and blob store of a published index over the same corpus); each CHECKOUT the cod
 built it and answers with it. Every round runs each side in a fresh process of its own,
 with that checkout's code first on the path, timing the corpus's queries through
 ``SearchService.ranked`` as ``benchmarks.index`` does: as typed (AND, the default), with
-``OR`` between the words (four-word ones run RM3 feedback: the forward index), and quoted
+``OR`` between the words (as written, no feedback, since stop 49: an older checkout's
+four-word ones run RM3 feedback), and quoted
 (a phrase: the positions). Interleaving spreads this shared machine's drift over both
 sides; the figures are each side's median over the rounds of its p50 and p95.
 """
