@@ -23,8 +23,9 @@ turns (``interleaved``):
   figures are printed too), top 10:
   Nimbus through ``SearchService.ranked`` (the code the API runs: parse, AND
   with OR fallback, MaxScore, PageRank prior, feedback when a query of four
-  words falls back to OR; an explicit OR runs as written), tantivy ``searcher.search`` of ``index.parse_query`` over title and
-  body (OR of the words, its default), bm25s ``retrieve``. Figures: p50 and
+  words falls back to OR; an explicit OR runs as written), tantivy
+  ``searcher.search`` of ``index.parse_query`` over title and body (OR of the
+  words, its default), bm25s ``retrieve``. Figures: p50 and
   p95 in milliseconds.
 * **index bytes**: Nimbus's published segment, tantivy's index folder (both with positions).
 """
