@@ -154,11 +154,13 @@ def site_names(
     only roots (``UrlKind.ROOT``) get one. ``doc_hosts``: a host id per document."""
     num_docs = int(doc_hosts.shape[0])
     num_hosts = int(doc_hosts.max()) + 1 if num_docs else 0
-    per_term = np.diff(post_offsets.astype(np.int64)).astype(np.int64)
-    term_of = np.repeat(np.arange(per_term.shape[0], dtype=np.int64), per_term)
-    titled = tf_title > 0
+    # The term of each posting with a title frequency only (a few in a hundred): found in the
+    # offsets, not read off a term id repeated for every posting (an int64 per posting of the
+    # segment, fresh memory each build).
+    titled = np.flatnonzero(tf_title > 0)
+    term_of = np.searchsorted(post_offsets.astype(np.int64), titled, side="right") - 1
     # Postings are unique per (term, doc): a (term, host) pair's count is its pages.
-    keys = term_of[titled] * max(num_hosts, 1) + doc_hosts[post_docs[titled]].astype(np.int64)
+    keys = term_of * max(num_hosts, 1) + doc_hosts[post_docs[titled]].astype(np.int64)
     pairs, pages = np.unique(keys, return_counts=True)
     term, host = np.divmod(pairs, max(num_hosts, 1))
     host_pages = np.bincount(doc_hosts.astype(np.int64), minlength=num_hosts)

@@ -122,6 +122,41 @@ def test_a_sites_name_is_the_words_most_of_its_titles_share_and_only_roots_get_i
     assert offsets.tolist() == [0, 1, 1, 1, 1, 1, 1] and terms.tolist() == [0]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_site_names_match_a_count_of_each_hosts_titles(seed: int) -> None:
+    """Random postings (some terms with none) against the rule counted page by page."""
+    rng = np.random.default_rng(seed)
+    num_docs, num_terms, num_hosts = 60, 12, 4
+    per_term = rng.integers(0, num_docs + 1, num_terms)
+    per_term[rng.integers(0, num_terms)] = 0
+    post_docs = np.concatenate([np.sort(rng.choice(num_docs, n, replace=False)) for n in per_term])
+    post_offsets = np.concatenate([[0], np.cumsum(per_term)])
+    tf_title = (rng.random(post_docs.shape[0]) < 0.6).astype(np.uint16)
+    hosts = rng.integers(0, num_hosts, num_docs)
+    kinds = rng.choice([UrlKind.ROOT, UrlKind.PATH], num_docs).astype(np.uint8)
+    offsets, terms = site_names(post_offsets, post_docs, tf_title, hosts, kinds)
+    host_pages = np.bincount(hosts, minlength=num_hosts)
+    named: dict[int, list[int]] = {h: [] for h in range(num_hosts)}
+    for term in range(num_terms):
+        titled = [
+            int(d)
+            for d, tf in zip(
+                post_docs[post_offsets[term] : post_offsets[term + 1]],
+                tf_title[post_offsets[term] : post_offsets[term + 1]],
+                strict=True,
+            )
+            if tf
+        ]
+        for h in range(num_hosts):
+            pages = sum(1 for d in titled if hosts[d] == h)
+            if pages >= 2 and pages >= 0.5 * host_pages[h]:
+                named[h].append(term)
+    expected = [named[int(hosts[d])] if kinds[d] == UrlKind.ROOT else [] for d in range(num_docs)]
+    got = [terms[offsets[d] : offsets[d + 1]].tolist() for d in range(num_docs)]
+    assert got == expected
+    assert any(expected)  # the rule named some site
+
+
 def test_a_page_alone_on_its_host_names_no_site() -> None:
     offsets, terms = site_names(
         np.array([0, 1]),
