@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -47,43 +46,13 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, kernel_cache_lasts, run_job
 from services.indexing.segment_arrays import import_forward_index_tools, segment_meta
 from services.indexing.segment_stream import streamed_segment
+from services.indexing.url_facts import host_ids, url_facts
 from services.indexing.url_names import write_name_lines
-from services.ranking.entry_pages import url_kinds
 from services.ranking.pagerank import PageRankResult, adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
-from services.text.urls import host_key
-
-
-def url_facts(sessions: sessionmaker[Session], num_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's URL form, for the entry-page factor (``services.ranking.entry_pages``),
-    and its host id, for each site's name (its pages' titles)."""
-    with sessions() as session:
-        rows = session.execute(
-            select(Document.doc_num, Document.url)
-            .where(Document.doc_num < num_docs)  # committed after the manifest: the next build's
-            .execution_options(yield_per=10_000)
-        )
-        kinds = url_kinds(((int(num), url) for num, url in rows), num_docs)
-        doc_hosts, _ = host_ids(session, num_docs)
-    return kinds, doc_hosts
-
-
-def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
-    """(host id of each doc_num, number of hosts), ids dense from 0 in order of first doc.
-
-    A doc_num missing from the table (a gap) gets a host of its own.
-    """
-    ids: dict[str, int] = {}
-    hosts = np.full(num_docs, -1, dtype=np.int64)
-    rows = select(Document.doc_num, Document.url).where(Document.doc_num < num_docs)  # later: next build's
-    for num, url in session.execute(rows.order_by(Document.doc_num)):
-        hosts[num] = ids.setdefault(host_key(url), len(ids))
-    gaps = np.flatnonzero(hosts < 0)
-    hosts[gaps] = len(ids) + np.arange(gaps.shape[0])
-    return hosts, len(ids) + int(gaps.shape[0])
 
 
 @dataclass

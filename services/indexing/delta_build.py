@@ -58,18 +58,16 @@ from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.publish import PublishedIndex, VersionRef, publish_delta_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import check_mergeable
-from services.ranking.entry_pages import url_kinds
+from services.indexing.url_facts import held_url_facts
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.segment import open_segment, read_meta
 from services.storage.formats.segment_codec import held_rows
-from services.storage.sql.bulk_sql import chunked
 from services.storage.sql.commit_marks import CommitMark, removed_since
 from services.storage.sql.engines import make_engine, session_factory
 from services.storage.sql.index_versions import active_index
 from services.storage.sql.models import Document
 from services.storage.sql.schema import init_db
-from services.text.urls import host_key
 
 # A version with this many deltas gets no more until a merge or a full build folds them: every
 # query reads each delta, and the search side numbers a version's segments in a byte. Far above
@@ -257,24 +255,3 @@ def _version_parts(
 def segment_meta_of(store: BlobStore, name: str) -> dict[str, Any]:
     """A stored segment's meta, from two ranged reads (not its arrays)."""
     return read_meta(lambda start, end: store.get(name, start, end), name)
-
-
-def held_url_facts(session: Session, docs: np.ndarray, num_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """``build.url_facts`` for the documents a delta holds only (the others: PATH, a host of
-    their own): a delta reads its own rows, not the whole documents table."""
-    urls: list[tuple[int, str]] = []
-    for chunk in chunked([int(d) for d in docs.tolist()], 1000):
-        urls += [
-            (int(n), u)
-            for n, u in session.execute(
-                select(Document.doc_num, Document.url).where(Document.doc_num.in_(chunk))
-            )
-        ]
-    kinds = url_kinds(urls, num_docs)
-    ids: dict[str, int] = {}
-    hosts = np.full(num_docs, -1, dtype=np.int64)
-    for num, url in sorted(urls):
-        hosts[num] = ids.setdefault(host_key(url), len(ids))
-    alone = np.flatnonzero(hosts < 0)
-    hosts[alone] = len(ids) + np.arange(alone.shape[0])
-    return kinds, hosts

@@ -41,7 +41,7 @@ import numpy as np
 from sqlalchemy import and_, func, not_, select
 
 from services.config import Settings
-from services.indexing.build import compute_pagerank, progress_lines, run_index_jobs, url_facts
+from services.indexing.build import compute_pagerank, progress_lines, run_index_jobs
 from services.indexing.commit_mark import commit_mark
 from services.indexing.emr_options import show_emr_progress
 from services.indexing.errors import NoBaseError
@@ -51,6 +51,7 @@ from services.indexing.manifest import manifest_parts, write_manifest_parts
 from services.indexing.publish import VersionRef, publish_segment
 from services.indexing.segment_arrays import segment_arrays, segment_meta
 from services.indexing.segment_merge import SegmentPart, check_mergeable, merge_segments, merged_languages
+from services.indexing.url_facts import url_facts
 from services.indexing.url_names import write_name_lines
 from services.storage.blobs.blobstore import BlobStore, open_blobstore
 from services.storage.formats.segment import open_segment, read_meta, release_pages
