@@ -35,6 +35,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,7 @@ class PostingBuffer:
         # compiled: number the rough tokens with numba's kernel (``RoughIds``), where its disk
         # cache outlives a build; else bytes.split and a dict (the same numbers).
         self._compiled = compiled
+        self._analyses = RoughAnalyses()  # kept across flushes
         self._reset()
 
     def _reset(self) -> None:
@@ -152,7 +154,7 @@ class PostingBuffer:
         self._reset()
         if not seg_doc.shape[0]:
             return Postings.empty(), {}
-        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs, keys)
+        vocab, rough_term_ids, rough_kept, forms, rough_form_ids = _rough_terms(roughs, keys, self._analyses)
         compiled = self._compiled and kernels_usable()
         if compiled:
             term, kept_per_seg, form = kept_terms(
@@ -309,26 +311,80 @@ def _kept_terms(
     return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg, src
 
 
+ROUGH_ANALYSES_KEPT = 300_000  # entries of each table of RoughAnalyses (~100 MB in all at most)
+
+
+class RoughAnalyses:
+    """What each rough token analyzes to, kept from one flush of a task's buffer to the next:
+    its surface tokens (the word regex), each surface's term in each analysis (the stop list
+    and the stemmer) and its written form. A task's flushes share most of their vocabulary
+    (a second flush of the benchmark's pages held 38,400 of its 61,039 distinct rough tokens
+    in the first), and these steps are the drain's Python, once per distinct token and flush.
+    A table past ``limit`` entries is emptied before a flush fills it again: the tokens that
+    recur come back at once, the rare ones (most of a large task's vocabulary) are let go."""
+
+    def __init__(self, limit: int = ROUGH_ANALYSES_KEPT) -> None:
+        self.limit = limit
+        self._surfaces: dict[bytes, list[str]] = {}
+        self._terms: dict[str, dict[str, str]] = {}  # analysis -> surface -> term ("": dropped)
+        self._forms: dict[str, str] = {}  # surface -> its written form (``surface_form``)
+
+    def surfaces_of(self, roughs: list[bytes]) -> list[list[str]]:
+        """The surface tokens of each rough token (``rough_surfaces``)."""
+        known = self._kept(self._surfaces)
+        out = []
+        for rough in roughs:
+            surfaces = known.get(rough)
+            if surfaces is None:
+                surfaces = known[rough] = rough_surfaces(rough)
+            out.append(surfaces)
+        return out
+
+    def terms_of(self, surfaces: list[str], key: str) -> dict[str, str]:
+        """Each of the distinct ``surfaces``' term in analysis ``key`` (``terms_of``), in
+        their order."""
+        known = self._kept(self._terms.setdefault(key, {}))
+        new = [s for s in surfaces if s not in known]
+        if new:
+            known.update(zip(new, terms_of(new, key), strict=True))
+        return {s: known[s] for s in surfaces}
+
+    def form_of(self, surface: str) -> str:
+        form = self._forms.get(surface)
+        if form is None:
+            form = self._forms[surface] = surface_form(surface)
+        return form
+
+    def start_flush(self) -> None:
+        self._kept(self._forms)
+
+    def _kept(self, table: dict[Any, Any]) -> dict[Any, Any]:
+        if len(table) > self.limit:
+            table.clear()
+        return table
+
+
 def _rough_terms(
-    roughs: list[bytes], keys: list[str] | str
+    roughs: list[bytes], keys: list[str] | str, analyses: RoughAnalyses | None = None
 ) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(the terms, ascending; the kept term ids of all rough tokens, one after another; how
     many each one holds; the distinct written forms; the form id of each kept word, parallel
     to the term ids), with the word regex run once per distinct rough token and the stop
-    list and the stemmer once per distinct surface token of each analysis. ``keys`` is each
-    rough token's analysis, or the one analysis of them all (the usual block)."""
-    surfaces_of = [rough_surfaces(r) for r in roughs]
+    list and the stemmer once per distinct surface token of each analysis, or not at all
+    for those ``analyses`` kept from an earlier flush. ``keys`` is each rough token's
+    analysis, or the one analysis of them all (the usual block)."""
+    if analyses is None:
+        analyses = RoughAnalyses()
+    analyses.start_flush()
+    surfaces_of = analyses.surfaces_of(roughs)
     if isinstance(keys, str):
         surfaces = list(dict.fromkeys(itertools.chain.from_iterable(surfaces_of)))
-        by_key = {keys: dict(zip(surfaces, terms_of(surfaces, keys), strict=True))}
+        by_key = {keys: analyses.terms_of(surfaces, keys)}
     else:
         distinct: dict[str, dict[str, None]] = {}
         for key, ss in zip(keys, surfaces_of, strict=True):
             distinct.setdefault(key, {}).update(dict.fromkeys(ss))
-        by_key = {
-            key: dict(zip(surfaces, terms_of(list(surfaces), key), strict=True))
-            for key, surfaces in distinct.items()
-        }
+        by_key = {key: analyses.terms_of(list(surfaces), key) for key, surfaces in distinct.items()}
     vocab = sorted({t for terms in by_key.values() for t in terms.values()} - {""})
     ids = dict(zip(vocab, range(len(vocab)), strict=True))
     # Per analysis: surface -> (term id, written form) of each kept surface.
@@ -339,7 +395,7 @@ def _rough_terms(
         kept: dict[str, tuple[int, int]] = {}
         for surface, term in terms.items():
             if term:
-                form = surface_form(surface)
+                form = analyses.form_of(surface)
                 form_id = form_ids.get(form)
                 if form_id is None:
                     form_id = form_ids[form] = len(forms)

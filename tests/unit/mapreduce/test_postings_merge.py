@@ -305,3 +305,36 @@ def test_the_job_kernels_give_the_numpy_postings_and_form_filters_byte_for_byte(
     assert by_kernels.compiled and not by_numpy.compiled
     assert by_kernels.encoded() == by_numpy.encoded()  # the wire text, byte for byte
     assert len(by_numpy.forms) == sum(1 for r in records if r.title or r.text or r.description)
+
+
+@pytest.mark.parametrize("limit", [300_000, 3], ids=["kept", "emptied every flush"])
+def test_a_buffers_later_flushes_equal_a_fresh_buffers(limit: int):
+    """The rough tokens' analyses a buffer keeps from one flush to the next
+    (``RoughAnalyses``) change nothing: each flush of one buffer, over pages in several
+    languages and scripts sharing most of their words, gives what a new buffer gives for the
+    same pages (postings, form filters, the written forms' counts, the wire text), also when
+    the kept tables are emptied as they outgrow ``limit``."""
+    from mapreduce.postings import RoughAnalyses
+
+    texts = [
+        "Die Häuser der Altstadt und die Brücken; Don't stop: U.S. aircraft’s wings... end.",
+        "Les élections municipales de l'année 1990–1995 — «quoted» “curly” x·y",
+        "Книги о ёлках и книгу; 中文字符。日本語のテキスト wing–lift–drag",
+        "The running dogs of the houses ภาษาไทยเป็นภาษาที่สวยงาม cafe\u0301 Straße",
+    ]
+    langs = ["de", "fr", "ru", "en", ""]
+    rng = random.Random(5)
+    shared = PostingBuffer(compiled=True)
+    shared._analyses = RoughAnalyses(limit)
+    for flush in range(4):
+        records = pages(rng, list(range(flush * 30, flush * 30 + 30)), 4, 40, WORDS + texts[flush].split())
+        for num, record in enumerate(records):
+            record.lang = langs[(num + flush) % len(langs)]
+        for record in records:
+            shared.add(record)
+        got, got_lengths = shared.drain()
+        fresh, fresh_lengths = filled(records, {}, compiled=True).drain()
+        assert as_dict(got) == as_dict(fresh) == reference(records, {})
+        assert got.forms == fresh.forms and got.vocabulary == fresh.vocabulary
+        assert got.encoded() == fresh.encoded()
+        assert got_lengths == fresh_lengths
