@@ -311,7 +311,7 @@ def _kept_terms(
     return rough_term_ids[src].astype(index_type, copy=False), kept_per_seg, src
 
 
-ROUGH_ANALYSES_KEPT = 300_000  # entries of each table of RoughAnalyses (~100 MB in all at most)
+ROUGH_ANALYSES_KEPT = 300_000  # entries a table of RoughAnalyses keeps into the next flush (tens of MB)
 
 
 class RoughAnalyses:
@@ -331,7 +331,7 @@ class RoughAnalyses:
 
     def surfaces_of(self, roughs: list[bytes]) -> list[list[str]]:
         """The surface tokens of each rough token (``rough_surfaces``)."""
-        known = self._kept(self._surfaces)
+        known = self._surfaces
         out = []
         for rough in roughs:
             surfaces = known.get(rough)
@@ -343,25 +343,25 @@ class RoughAnalyses:
     def terms_of(self, surfaces: list[str], key: str) -> dict[str, str]:
         """Each of the distinct ``surfaces``' term in analysis ``key`` (``terms_of``), in
         their order."""
-        known = self._kept(self._terms.setdefault(key, {}))
+        known = self._terms.setdefault(key, {})
         new = [s for s in surfaces if s not in known]
         if new:
             known.update(zip(new, terms_of(new, key), strict=True))
         return {s: known[s] for s in surfaces}
 
     def form_of(self, surface: str) -> str:
+        """``surface_form(surface)``."""
         form = self._forms.get(surface)
         if form is None:
             form = self._forms[surface] = surface_form(surface)
         return form
 
     def start_flush(self) -> None:
-        self._kept(self._forms)
-
-    def _kept(self, table: dict[Any, Any]) -> dict[Any, Any]:
-        if len(table) > self.limit:
-            table.clear()
-        return table
+        """Empty the tables that have outgrown ``limit``, before a flush looks tokens up."""
+        tables: list[dict[Any, Any]] = [self._surfaces, self._forms, *self._terms.values()]
+        for table in tables:
+            if len(table) > self.limit:
+                table.clear()
 
 
 def _rough_terms(
