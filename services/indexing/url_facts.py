@@ -76,9 +76,8 @@ def held_url_facts(session: Session, docs: np.ndarray, num_docs: int) -> tuple[n
     own): a delta reads its own rows, not the whole documents table."""
     urls: list[tuple[int, str]] = []
     for chunk in chunked([int(d) for d in docs.tolist()], 1000):
-        urls += session.execute(
-            select(Document.doc_num, Document.url).where(Document.doc_num.in_(chunk))
-        ).tuples()
+        rows = session.execute(select(Document.doc_num, Document.url).where(Document.doc_num.in_(chunk)))
+        urls += [(num, url) for num, url in rows]
     urls.sort()
     return url_facts_of(urls, num_docs)
 
@@ -92,4 +91,4 @@ def _urls(session: Session, num_docs: int) -> Iterable[tuple[int, str]]:
         .order_by(Document.doc_num)
         .execution_options(yield_per=10_000)
     )
-    return rows.tuples()
+    return ((num, url) for num, url in rows)
