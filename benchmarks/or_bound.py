@@ -1,15 +1,16 @@
 """The OR kernel against a bound: every posting of the query's lists scored, term at a time,
 from lists decoded beforehand (decoding free, as a SIMD block format would nearly make it).
 
-    .venv/bin/python -m benchmarks.or_bound [--passes 7]
+    .venv/bin/python -m benchmarks.or_bound [--passes 7] [--distinct]
 
-On the ``benchmarks.index`` corpus's published Nimbus state (``var/bench``: run it first),
+On the ``benchmarks.index`` corpus's published Nimbus state (``var/bench``: run it first, with
+``--distinct`` for that corpus: the state is the last one ``benchmarks.index`` built),
 each query with ``OR`` between its words, top 10, no feedback: the block-max kernel as search
 calls it (``rank.top_k_or``) and ``exhaustive_top_k`` over the same lists, each call's figure
 the fastest of ``--passes``, their top 10s compared. If the bound's tail is no faster than the
 kernel's, no posting format that only makes decoding cheaper closes a gap to tantivy on
 these queries: the pruning already skips more than decoding would save (docs/benchmarks.md,
-stop 48).
+stop 48). On the ``--distinct`` corpus it is the other way (stop 49).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from benchmarks.index import load_queries
 
 STATE = Path("var/bench/nimbus-state")
 CORPUS = Path("var/bench/corpus-100000")
+DISTINCT = Path("var/bench/corpus-100000-distinct")  # benchmarks.index --distinct
 
 
 @njit(cache=True, nogil=True)
@@ -88,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=7)
+    parser.add_argument("--distinct", action="store_true", help="the corpus of benchmarks.index --distinct")
     args = parser.parse_args(argv)
+    corpus = DISTINCT if args.distinct else CORPUS
     service = SearchService(state_settings(Settings.from_env({}), STATE))
     index = service.holder.current()
     if index is None:
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     seen = np.zeros(index.num_docs, dtype=np.bool_)
     touched = np.zeros(index.num_docs, dtype=np.int64)
     rows = []
-    for q in load_queries(CORPUS):
+    for q in load_queries(corpus):
         query = parse_query(" OR ".join(q.split()), analyses_for(q, index.languages))
         ids = [(float(query.terms[t]), found) for t, found in looked_up_words(index, query).items() if found]
         if not ids:
