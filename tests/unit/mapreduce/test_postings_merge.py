@@ -314,7 +314,7 @@ def test_a_buffers_later_flushes_equal_a_fresh_buffers(limit: int):
     languages and scripts sharing most of their words, gives what a new buffer gives for the
     same pages (postings, form filters, the written forms' counts, the wire text), also when
     the kept tables are emptied as they outgrow ``limit``."""
-    from mapreduce.postings import RoughAnalyses
+    from mapreduce.rough_terms import RoughAnalyses
 
     texts = [
         "Die Häuser der Altstadt und die Brücken; Don't stop: U.S. aircraft’s wings... end.",
