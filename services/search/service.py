@@ -357,7 +357,8 @@ class SearchService:
         query = parse_query(bound_query(q).text, analyses) if operators else plain_query(q, analyses)
         if query.empty or k <= 0:
             return []
-        ranked = retrieve_ranked(index, query, k, self.retrieval).ranked
+        allowed = self.allowed(query, index) if query.filtered else None
+        ranked = retrieve_ranked(index, query, k, self.retrieval, allowed).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
 

@@ -2,6 +2,8 @@
 
     solar wind             both words (AND); if that finds too few documents,
                            any of them (OR), ranked by score
+    +solar +wind           every result holds both, however few do (no OR fallback)
+    +solar wind            every result holds solar; wind as above (AND, else ranked)
     solar OR wind          any of the words
     "solar wind" speed     the phrase (adjacent, in order) and the word
     solar -wind            solar, never a document with "wind"
@@ -23,6 +25,11 @@ forms differ between them ("Häuser": ``häuser`` in English, ``haus`` in German
 a document holding any of its forms (``ParsedQuery.alternatives``), scored by the best
 one. Whether a word is a stop word is the first language's answer.
 
+``+`` is Lucene's and tantivy's required clause (Google's old ``+word``): ``+"solar wind"``
+requires both words and ranks the phrase's holders first, as a phrase always does; ``+`` on
+a stop word requires nothing (the index holds no stop words). A ``+`` inside a word ("c++")
+is part of the word.
+
 An unclosed quote runs to the end of the query. ``OR`` and ``NOT`` are
 operators only in capitals ("or" is a stop word anyway); operator names are
 case-insensitive, and an unknown one (``foo:bar``) is searched as words.
@@ -34,20 +41,25 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from services.text.analysis.analyze import surface_form, surface_tokens, terms_of
 from services.text.analysis.lang import identify
 from services.text.analysis.languages import DEFAULT_LANGUAGE, query_languages, script_of
 
-_PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_PIECE = re.compile(r'([-+]?)"([^"]*)"?|(\S+)')
 _OPERATOR = re.compile(r"(-?)(site|filetype|intitle):(\S+)", re.IGNORECASE)
 # filetype: values people type -> the stored type's name (services.storage.formats.blocks.ContentType)
 FILETYPES = {"pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}
 _HOST = re.compile(r"^[a-z0-9.\-\[\]:]+$")
 # What makes a query more than words, OR aside: quotes, exclusions, operators, NOT (capitals),
-# "|". A query without them (most of them) is analyzed in one call (``parse_query``).
-_NOT_PLAIN = re.compile(r'["|:\-]|(?<!\S)NOT(?!\S)')
+# "|", a leading "+". A query without them (most of them) is analyzed in one call (``parse_query``).
+_NOT_PLAIN = re.compile(r'["|:\-]|(?<!\S)NOT(?!\S)|(?<!\S)\+')
 _OR = re.compile(r"(?<!\S)OR(?!\S)")
+# "+every +word" (OR between them allowed) and nothing else an operator could mean: the words
+# parse, every term then required (``_required_words_query``).
+_EVERY_WORD_REQUIRED = re.compile(r'(?:\s*(?:\+[^\s"|:\-+][^\s"|:\-]*|OR))+\s*')
+_PLUS = re.compile(r"(?<!\S)\+")
 
 
 def _site(value: str) -> str | None:
@@ -92,15 +104,29 @@ class ParsedQuery:
     in_title: list[str] = field(default_factory=list)  # analyzed terms each title must hold
     # term -> the same words' terms in the query's other languages (any of them matches)
     alternatives: dict[str, list[str]] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)  # +word: terms every result holds (a form of)
 
     def forms_of(self, term: str) -> list[str]:
         """``term`` and its alternatives, ``term`` first."""
         return [term, *self.alternatives.get(term, ())]
 
+    @cached_property
+    def all_required(self) -> bool:
+        """Every word is ``+``-required: the query is a strict AND, whatever OR it holds."""
+        return bool(self.required) and all(t in self.required for t in self.terms)
+
+    @property
+    def some_required(self) -> bool:
+        """Some words, not all, are ``+``-required: they restrict the documents, as operators do."""
+        return bool(self.required) and not self.all_required
+
     @property
     def filtered(self) -> bool:
-        """Whether an operator restricts which documents may be results."""
-        return bool(self.sites or self.excluded_sites or self.filetypes or self.in_title)
+        """Whether an operator restricts which documents may be results (``+word`` does when
+        other words are optional; when every word is required the AND itself restricts them)."""
+        return bool(
+            self.sites or self.excluded_sites or self.filetypes or self.in_title or self.some_required
+        )
 
     @property
     def only_exclusions(self) -> bool:
@@ -153,10 +179,18 @@ class _Analysis:
 def parse_query(text: str, languages: Sequence[str] = (DEFAULT_LANGUAGE,)) -> ParsedQuery:
     if _NOT_PLAIN.search(text) is None:
         return _words_query(text, languages)
+    if _EVERY_WORD_REQUIRED.fullmatch(text) is not None:
+        return _required_words_query(text, languages)
     return _operators_query(text, languages)
 
 
-def _words_query(text: str, languages: Sequence[str]) -> ParsedQuery:
+def _required_words_query(text: str, languages: Sequence[str]) -> ParsedQuery:
+    """``+every +word``: the words' one-pass parse, each of its terms required; what
+    ``_operators_query`` makes of it (a test compares the two), at the words parse's cost."""
+    return _words_query(_PLUS.sub("", text), languages, required=True)
+
+
+def _words_query(text: str, languages: Sequence[str], required: bool = False) -> ParsedQuery:
     """A query of words only, or of words and ``OR``, read in one pass of the analyzer: what
     ``_operators_query`` makes of it word by word (tokens never cross the spaces between
     words), at a third of the cost of a typical query's parse (a test compares the two on
@@ -174,6 +208,7 @@ def _words_query(text: str, languages: Sequence[str]) -> ParsedQuery:
         any_word=without_or != text,
         forms=forms,
         alternatives={t: a for t, a in alternatives.items() if t in terms},
+        required=list(terms) if required else [],
     )
 
 
@@ -190,9 +225,12 @@ def _operators_query(text: str, languages: Sequence[str]) -> ParsedQuery:
     excluded_sites: list[str] = []
     filetypes: list[str] = []
     in_title: list[str] = []
+    required: list[str] = []
     for match in _PIECE.finditer(text):
-        minus, quoted, word = match.group(1), match.group(2), match.group(3)
+        sign, quoted, word = match.group(1), match.group(2), match.group(3)
         if word is not None:
+            require = word.startswith("+") and len(word) > 1
+            word = word[1:] if require else word
             if word in ("OR", "|"):
                 any_word = True
                 continue
@@ -229,12 +267,14 @@ def _operators_query(text: str, languages: Sequence[str]) -> ParsedQuery:
                 excluded.extend(analyzed)
             else:
                 terms.update(analyzed)
+                if require:
+                    required.extend(analyzed)
                 for term, form in pairs:
                     forms.setdefault(term, form)
             continue
         pairs = analyze_forms(quoted or "")
         analyzed = [term for term, _ in pairs]
-        negate = bool(minus) or negate_next
+        negate = sign == "-" or negate_next
         negate_next = False
         if negate:
             if len(analyzed) == 1:  # -"word" is -word
@@ -243,6 +283,8 @@ def _operators_query(text: str, languages: Sequence[str]) -> ParsedQuery:
                 excluded_phrases.append(analyzed)
             continue
         terms.update(analyzed)
+        if sign == "+":
+            required.extend(analyzed)
         for term, form in pairs:
             forms.setdefault(term, form)
         if len(analyzed) > 1:
@@ -261,6 +303,7 @@ def _operators_query(text: str, languages: Sequence[str]) -> ParsedQuery:
         sorted(set(filetypes)),
         list(dict.fromkeys(in_title)),
         {t: a for t, a in alternatives.items() if t in terms},
+        list(dict.fromkeys(required)),
     )
 
 

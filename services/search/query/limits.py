@@ -30,7 +30,7 @@ from dataclasses import dataclass
 MAX_QUERY_CHARS = 2048  # the length of a search box's query (Google's box: maxlength 2048)
 MAX_QUERY_WORDS = 32  # Google's limit: past it a query is a pasted paragraph, not a question
 MIN_REPEAT = 3  # a word this many times in a row is a stuck key or a probe; twice is a name
-QUERY_PART = re.compile(r'-?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words
+QUERY_PART = re.compile(r'[-+]?"[^"]*"?|\S+')  # a query's parts: quoted phrases whole, else words
 _DANGLING = frozenset({"OR", "|", "NOT"})  # operators that act on the next word
 _NOTICE_WORDS = 5  # repeated words a notice names; the API lists every one
 _NOTICE_CHARS = 40  # of a word a notice quotes (the API gives it whole)
@@ -82,7 +82,7 @@ class QueryCut:
 def _quoted(word: str) -> str:
     """``word`` in quotes, a quoted phrase as it stands, cut at _NOTICE_CHARS."""
     shown = word if len(word) <= _NOTICE_CHARS else word[:_NOTICE_CHARS] + "…"
-    return shown if word.lstrip("-").startswith('"') else f"“{shown}”"
+    return shown if word.lstrip("-+").startswith('"') else f"“{shown}”"
 
 
 @dataclass(frozen=True)

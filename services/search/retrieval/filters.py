@@ -1,5 +1,6 @@
 """The query operators that restrict which documents may be results: ``site:``,
-``-site:``, ``filetype:`` and ``intitle:`` become one boolean mask over doc numbers.
+``-site:``, ``filetype:``, ``intitle:`` and a ``+word`` beside optional words become one
+boolean mask over doc numbers.
 
 The retrieval ranks as always and only skips documents outside the mask (the same
 way near-duplicates are skipped), so operators combine with words, phrases, OR,
@@ -149,7 +150,20 @@ def operator_mask(query: ParsedQuery, index: SegmentIndex, facts: DocFacts | Non
         holding = np.zeros(index.num_docs, dtype=bool)
         holding[titles_holding(index, term)] = True
         mask &= holding
+    for term in query.required if query.some_required else ():
+        mask &= holding_word(index, query.forms_of(term))
     return mask
+
+
+def holding_word(index: SegmentIndex, forms: list[str]) -> np.ndarray:
+    """True for the documents holding any of a ``+``-required word's ``forms`` (its analyses in
+    the query's languages); none when the index holds none of them."""
+    holding = np.zeros(index.num_docs, dtype=bool)
+    for form in forms:
+        term_id = index.term_id(form)
+        if term_id is not None:
+            holding[index.posting_docs(term_id)] = True
+    return holding
 
 
 def needs_facts(query: ParsedQuery) -> bool:

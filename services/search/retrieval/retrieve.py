@@ -7,7 +7,10 @@ The rules (README, "Query language"):
    the documents holding its words follow (a soft constraint, "phrase+words").
 2. Without ``OR``: the documents holding every word (AND), ranked by score,
    when there are at least ``and_min_results`` of them; documents matching
-   only some words follow, ranked by score, for whoever reads that far.
+   only some words follow, ranked by score, for whoever reads that far. When
+   every word is ``+``-required, the AND is the whole answer, however short;
+   ``+`` on some words only restricts the documents (``filters``) and the rest
+   of these rules apply within them.
 3. Otherwise (explicit ``OR``, or AND found too few): every document holding
    any word, ranked by score (exact top-k with MaxScore pruning). With RM3
    pseudo-relevance feedback switched on (and no phrase in the query: an
@@ -144,8 +147,8 @@ def retrieve(
     empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
     if not query.terms and visible is not None and allowed is not None and k > 0:
         return Retrieval(_browse(visible, excluded, prior, k), "browse", found)
-    if not terms or k <= 0:
-        return Retrieval(empty, "none", found)
+    if not terms or k <= 0 or query.all_required and len(found) < len(query.terms):
+        return Retrieval(empty, "none", found)  # (a required word no page holds: no result)
 
     if query.phrases:
         if any(t not in ids for phrase in query.phrases for t in phrase):
@@ -170,17 +173,18 @@ def retrieve(
                 if others
                 else candidates
             )
-            if narrowed.shape[0] >= settings.and_min_results:
+            if narrowed.shape[0] >= settings.and_min_results or query.all_required:
                 candidates = narrowed
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
 
-    and_tried = not query.any_word and len(found) == len(query.terms) and len(terms) > 1
+    strict = query.all_required  # +every +word: the AND is the answer, however short
+    and_tried = (strict or not query.any_word) and len(found) == len(query.terms) and len(terms) > 1
     if and_tried:
         lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in terms]
         docs, final, text, matches = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
-        if matches >= settings.and_min_results:
+        if matches >= settings.and_min_results or strict:
             ranked = Ranked(docs, final, text, matches)
-            if ranked.docs.shape[0] >= k:
+            if ranked.docs.shape[0] >= k or strict:
                 return Retrieval(ranked, "and", found)
             # Fewer AND matches than asked for (``docs`` are all of them): partial matches follow.
             outside = np.union1d(excluded, docs)

@@ -57,6 +57,34 @@ def test_phrases_need_the_words_adjacent_and_in_order(client):
     assert hits(client, '"supersonic flow" wing') == [0, 2]
 
 
+def test_every_word_required_is_a_strict_and_without_partial_matches(client):
+    # No document holds both: the plain words fall back to OR, the required ones answer none.
+    assert docs(client, "heat shock") == [2, 3, 4] and docs(client, "+heat +shock") == []
+    body = client.get("/api/search", params={"q": "+heat +shock"}).json()
+    assert body["total"] == 0 and body["mode"] == "and"
+    # Two documents hold both: partial matches follow them as typed, never when required.
+    assert sorted(hits(client, "supersonic flow")) == [0, 1, 2, 4]
+    assert docs(client, "+supersonic +flow") == [0, 2]
+    assert client.get("/api/search", params={"q": "+supersonic +flow"}).json()["total"] == 2
+    assert docs(client, "+supersonic OR +flow") == [0, 2]
+    assert docs(client, "+supersonic +zzzqqq") == []  # a required word no page holds
+
+
+def test_a_required_word_beside_optional_ones_is_in_every_result(client):
+    # No document holds "shock" and "heat": the OR that follows stays among the pages holding
+    # the required word.
+    assert docs(client, "shock heat") == [2, 3, 4] and docs(client, "+shock heat") == [2, 4]
+    assert docs(client, "+heat boundary") == [3] and docs(client, "heat boundary") == [0, 1, 3]
+    # "boundary" in docs 0, 1, 3; only doc 3 holds "heat" too (fewer than and_min_results).
+    ranked = hits(client, "+boundary heat")
+    assert ranked[0] == 3 and sorted(ranked) == [0, 1, 3]
+    assert client.get("/api/search", params={"q": "+boundary heat"}).json()["total"] == 3
+    assert docs(client, "+wedge OR nozzle") == [2]
+    assert docs(client, "+zzzqqq flow") == []  # a required word no page holds: nothing
+    # A required phrase's words: doc 1 holds both words apart and is a result of the words.
+    assert docs(client, '+"boundary conditions" flow') == [1]
+
+
 def test_the_api_and_the_page_say_when_no_document_holds_every_word(client):
     body = client.get("/api/search", params={"q": "heat shock"}).json()
     assert body["mode"] == "or"

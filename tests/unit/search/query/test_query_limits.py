@@ -141,7 +141,10 @@ def test_repeats_found_as_runs_of_equal_words_case_aside(seed: int) -> None:
 
     rng = random.Random(seed)
     for _ in range(300):
-        words = [rng.choice(["wind", "Wind", "WIND", "solar", "ß", "SS", "-x", '"a b"']) for _ in range(8)]
+        words = [
+            rng.choice(["wind", "Wind", "WIND", "solar", "ß", "SS", "-x", '"a b"', '+"a b"'])
+            for _ in range(8)
+        ]
         text = " ".join(words[: rng.randint(1, 8)])
         parts = [m.group(0) for m in QUERY_PART.finditer(text)]
         runs = [
@@ -151,3 +154,10 @@ def test_repeats_found_as_runs_of_equal_words_case_aside(seed: int) -> None:
         ]
         got = bound_query(text).cut.repeats
         assert [(r.word, r.times) for r in got] == runs, text
+
+
+def test_a_required_or_excluded_phrase_is_one_part() -> None:
+    from services.search.query.limits import QUERY_PART
+
+    parts = [m.group(0) for m in QUERY_PART.finditer('+"boundary layer" -"heat flux" +wing')]
+    assert parts == ['+"boundary layer"', '-"heat flux"', "+wing"]

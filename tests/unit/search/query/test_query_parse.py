@@ -166,6 +166,24 @@ def test_a_words_only_query_parses_as_the_operators_parse_reads_it(seed: int) ->
     assert parse_query(text, languages) == general
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_every_word_required_parses_as_the_operators_parse_reads_it(seed: int) -> None:
+    """``+every +word`` takes the words' one-pass parse, every term required: what the general
+    parse makes of it word by word, hostile words (stop words, "OR" and "+OR") included."""
+    from services.search.query.language import _EVERY_WORD_REQUIRED, _required_words_query
+
+    rng = random.Random(seed)
+    languages = rng.choice([["en"], ["fr", "en"], ["de", "en"], ["ru", "en"], ["th", "en"], ["en", "fr"]])
+    words = [rng.choice(["+", ""]) * (w != "OR") + w for w in rng.choices(_PIECES, k=rng.randint(1, 8))]
+    words = [w if w.startswith("+") or w == "OR" else "+" + w for w in words]
+    text = rng.choice(["", " "]) + "".join(w + rng.choice(_GAPS) for w in words).rstrip(" ")
+    assert _EVERY_WORD_REQUIRED.fullmatch(text) is not None, text
+    fast, general = _required_words_query(text, languages), _operators_query(text, languages)
+    assert fast == general
+    assert parse_query(text, languages) == general
+    assert set(general.required) == set(general.terms)
+
+
 def test_anything_an_operator_could_mean_takes_the_general_parse() -> None:
     for text in ['"a b"', "a -b", "NOT b", "a|b", "site:x.org a", "a\tNOT\tb", "state-of-the-art"]:
         assert _NOT_PLAIN.search(text) is not None, text
@@ -173,3 +191,28 @@ def test_anything_an_operator_could_mean_takes_the_general_parse() -> None:
         assert _NOT_PLAIN.search(text) is None, text
     assert parse_query("wing OR lift OR").any_word and not parse_query("wing ORlift").any_word
     assert dict(parse_query("OR wing OR OR lift").terms) == {"wing": 1, "lift": 1}
+
+
+def test_a_plus_requires_a_word_and_every_plus_makes_a_strict_and() -> None:
+    strict = parse_query("+Wings +lift")
+    assert strict.required == ["wing", "lift"] and strict.all_required and not strict.filtered
+    assert dict(strict.terms) == {"wing": 1, "lift": 1}  # required words are scored as words
+    some = parse_query("+wing lift")
+    assert some.required == ["wing"] and some.some_required and some.filtered
+    assert parse_query("+wing OR +lift").all_required  # both required: OR cannot widen it
+    # A phrase's words are required by a + before its quotes; the phrase stays a phrase.
+    phrase = parse_query('+"boundary layer" drag')
+    assert phrase.required == ["boundari", "layer"] and phrase.phrases == [["boundari", "layer"]]
+    assert phrase.some_required
+
+
+def test_a_plus_inside_a_word_on_a_stop_word_or_alone_requires_nothing() -> None:
+    for text in ("c++ compiler", "the + wing", "+the wing", "wing +", "a+b wing"):
+        q = parse_query(text)
+        assert q.required == [] and not q.filtered, text
+    assert parse_query("c++ compiler").terms == _words_query("c++ compiler", ["en"]).terms
+    # Excluding wins over requiring; the word is only excluded.
+    for text in ("wing NOT +lift", "wing +-lift"):
+        q = parse_query(text)
+        assert q.excluded == ["lift"] and q.required == [] and dict(q.terms) == {"wing": 1}, text
+    assert _NOT_PLAIN.search("+wing") and not _NOT_PLAIN.search("c++ wing")
