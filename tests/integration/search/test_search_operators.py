@@ -103,3 +103,18 @@ def test_a_query_that_finds_nothing_offers_shorter_ones_that_do(client):
     # A long query is not cut up part by part (one retrieval each): nothing offered.
     long = "nozzle site:nasa.gov " + " ".join(f"qz{i}" for i in range(8))
     assert client.get("/api/search", params={"q": long}).json()["fewer"] == []
+
+
+def test_the_ranking_evaluations_and_benchmarks_read_applies_the_operators(published):
+    """``SearchService.ranked`` (``nimbus eval``, the benchmarks) filters as the API does."""
+    from services.search.service import SearchService
+
+    service = SearchService(published)
+    try:
+        for q in ("wing site:nasa.gov", "wing filetype:pdf", "+shock wing", "+wing +nozzle"):
+            ranked = sorted(doc for doc, _score in service.ranked(q, 10))
+            assert ranked == sorted(h.doc_num for h in service.search(q).hits), q
+        assert sorted(doc for doc, _ in service.ranked("wing site:nasa.gov", 10)) == [0, 1]
+        assert [doc for doc, _ in service.ranked("+shock wing", 10)] == [4]
+    finally:
+        service.close()
