@@ -144,7 +144,7 @@ def _top(sorted_keys: list[str], counts: Counter[str], prefix: str, limit: int) 
 
 def corrected_query(query: str, vocabulary: Vocabulary, known: set[str]) -> str | None:
     """``query`` with each plain word the index does not hold (its stem not in ``known``)
-    replaced by its correction; operators, phrases' quotes and exclusions kept as typed.
+    replaced by its correction; operators, phrases' quotes, exclusions and +requirements kept as typed.
     None when nothing changes."""
     changed = False
 
@@ -153,7 +153,7 @@ def corrected_query(query: str, vocabulary: Vocabulary, known: set[str]) -> str 
         token = match.group(0)
         if ":" in token or token in ("OR", "NOT", "|"):
             return token
-        core = token.strip("\"'-")
+        core = token.strip("\"'-+")
         stems = analyze(core)
         if not core or not stems or all(s in known for s in stems):
             return token

@@ -49,6 +49,8 @@ def test_a_query_answering_nothing_in_full_shows_its_correction_instead(client):
 def test_operators_phrases_and_exclusions_are_kept_as_typed(client):
     assert search(client, '"supersnoic flow" site:s.test')["suggestion"] == '"supersonic flow" site:s.test'
     assert search(client, "wnig -supersnoic")["suggestion"] == "wing -supersonic"
+    assert search(client, "+supersnoic +flow")["suggestion"] == "+supersonic +flow"
+    assert search(client, '+"supersnoic flow"')["suggestion"] == '+"supersonic flow"'
 
 
 def test_no_suggestion_when_the_query_is_fine_or_nothing_better_is_found(client):
