@@ -267,9 +267,10 @@ def _top_k_and(
     most = min(WINDOW, length[lead[0]])
     cand = np.empty(most, dtype=np.int64)
     cand_at = np.empty(most * m, dtype=np.int64)
-    stamp = np.zeros(WINDOW, dtype=np.int32)  # the list read in turn that last met a document
-    stamp_at = np.empty(WINDOW, dtype=np.int32)  # ... and where it holds it (32 bits: L1-sized)
-    reads = np.int32(0)  # lists read in turn so far: each its own stamp
+    # Per document of the window: the list read in turn that last met it (high 32 bits, each
+    # read its own number) and where that list holds it (low 32 bits): one store a posting.
+    stamp = np.zeros(WINDOW, dtype=np.int64)
+    reads = np.int64(0)  # lists read in turn so far
     count = np.int64(0)
     for j in range(m):
         cur[j] = doc_at(j, 0) if length[j] > 0 else SENTINEL
@@ -319,7 +320,7 @@ def _top_k_and(
                         cand[out] = d
                         out += 1
             else:  # its postings in the window read in turn, then looked up per candidate
-                reads += np.int32(1)
+                reads += np.int64(1)
                 p = pos[j]
                 n = length[j]
                 # A segment list: a block's width, first document and bit read once, then its
@@ -339,8 +340,7 @@ def _top_k_and(
                             d = first_doc + (window & mask)
                             if d >= hi:
                                 break
-                            stamp[d - lo] = reads
-                            stamp_at[d - lo] = p
+                            stamp[d - lo] = (reads << 32) | p
                             p += 1
                             bit += width
                         if p < stop:
@@ -351,8 +351,7 @@ def _top_k_and(
                         d = np.int64(od[a + p])
                         if d >= hi:
                             break
-                        stamp[d - lo] = reads
-                        stamp_at[d - lo] = p
+                        stamp[d - lo] = (reads << 32) | p
                         p += 1
                 pos[j] = p
                 cur[j] = doc_at(j, p) if p < n else SENTINEL
@@ -360,9 +359,10 @@ def _top_k_and(
                     d = cand[c]
                     for x in range(m):
                         cand_at[out * m + x] = cand_at[c * m + x]
-                    cand_at[out * m + j] = stamp_at[d - lo]
+                    held = stamp[d - lo]
+                    cand_at[out * m + j] = held & 0xFFFFFFFF
                     cand[out] = d
-                    out += 1 if stamp[d - lo] == reads else 0
+                    out += 1 if (held >> 32) == reads else 0
             nc = out
         # The window's matches, ascending: counted, scored and offered to the heap of the best k.
         count += nc
