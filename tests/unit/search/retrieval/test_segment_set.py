@@ -191,6 +191,36 @@ def test_phrases_and_retrieval_find_the_same_documents(pair: tuple[SegmentSet, S
     assert retrieve(both, parse_query("turbulent"), 10).ranked.docs.shape[0] == 0
 
 
+def test_required_words_find_the_same_documents(pair: tuple[SegmentSet, SegmentIndex]) -> None:
+    """``+word``: a strict AND, or (beside optional words) the mask of the pages holding it,
+    read across base and deltas as in one segment; a word only a superseded copy held
+    requires what no page holds."""
+    from services.search.retrieval.filters import operator_mask
+
+    both, whole = pair
+    for q in (
+        "+boundary +laminar",
+        "+capsule heat",
+        "+hypersonic +heat",
+        "+wedge OR flow",
+        "+turbulent flow",
+    ):
+        found = []
+        for index in (both, whole):
+            query = parse_query(q)
+            result = retrieve(index, query, 10, allowed=operator_mask(query, index, None))
+            found.append((sorted(result.ranked.docs.tolist()), result.ranked.total))
+        assert found[0] == found[1], q
+    assert retrieve(both, parse_query("+turbulent +flow"), 10).ranked.total == 0
+    capsule = retrieve(
+        both,
+        parse_query("+capsule heat"),
+        10,
+        allowed=operator_mask(parse_query("+capsule heat"), both, None),
+    )
+    assert sorted(capsule.ranked.docs.tolist()) == [2, 7]  # "heat" in 1 and 3 too, without a capsule
+
+
 def test_removed_documents_stay_hidden_whatever_the_service_adds() -> None:
     base = segment("base", BASE, 6)
     gone = DeltaDocs("base", np.array([7], np.uint32), removed=np.array([1], np.uint32))
