@@ -100,6 +100,12 @@ def nimbus(corpus: Path, num_docs: int, queries: list[str], runner: str, state: 
     return figures, workloads, close
 
 
+def every_word_required(queries: list[str]) -> list[str]:
+    """The AND workload's queries, the same strings for every engine: ``+`` before each word
+    (tantivy's and Lucene's required clause, Nimbus's strict AND)."""
+    return [" ".join(f"+{w}" for w in q.split()) for q in queries]
+
+
 def nimbus_workloads(settings: Any, queries: list[str]) -> tuple[Workloads, Callable[[], None]]:
     """``nimbus_latency``'s work as workloads (``SearchService.ranked``, top 10): as typed,
     with OR between the words, with every word required (``+word``, the strings tantivy's
@@ -110,7 +116,6 @@ def nimbus_workloads(settings: Any, queries: list[str]) -> tuple[Workloads, Call
     service = SearchService(settings)
     plain = SearchService(settings.with_overrides(feedback_docs=0))
     ored = [" OR ".join(q.split()) for q in queries]
-    every_word = [" ".join(f"+{w}" for w in q.split()) for q in queries]  # tantivy's AND strings
 
     def close() -> None:
         service.close()
@@ -119,7 +124,7 @@ def nimbus_workloads(settings: Any, queries: list[str]) -> tuple[Workloads, Call
     workloads: Workloads = {
         "": (lambda q: service.ranked(q, 10), queries),
         "or_": (lambda q: service.ranked(q, 10), ored),
-        "and_": (lambda q: service.ranked(q, 10), every_word),
+        "and_": (lambda q: service.ranked(q, 10), every_word_required(queries)),
         "plain_": (lambda q: plain.ranked(q, 10), queries),
         "plain_or_": (lambda q: plain.ranked(q, 10), ored),
     }
@@ -214,10 +219,9 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> Contender:
     def run(q: str) -> object:
         return searcher.search(index.parse_query(q, ["title", "body"]), 10).hits
 
-    # Its parser joins words with OR by default; "+word" requires each one: Nimbus's as typed.
-    every_word = [" ".join(f"+{w}" for w in q.split()) for q in queries]
+    # Its parser joins words with OR by default; "+word" requires each one.
     figures = {"build_s": build_s, "docs": len(docs), "index_bytes": folder_bytes(path)}
-    return figures, {"": (run, queries), "and_": (run, every_word)}, lambda: None
+    return figures, {"": (run, queries), "and_": (run, every_word_required(queries))}, lambda: None
 
 
 def run_contender(name: str, corpus: Path, work: Path, runner: str) -> Contender:

@@ -357,8 +357,7 @@ class SearchService:
         query = parse_query(bound_query(q).text, analyses) if operators else plain_query(q, analyses)
         if query.empty or k <= 0:
             return []
-        allowed = self.allowed(query, index) if query.filtered else None
-        ranked = retrieve_ranked(index, query, k, self.retrieval, allowed).ranked
+        ranked = retrieve_ranked(index, query, k, self.retrieval, self.allowed(query, index)).ranked
         return list(zip(ranked.docs.tolist(), ranked.final.tolist(), strict=True))
 
 
