@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
 from mapreduce.mr_index import OUT_LINKS, MRIndex
 from mapreduce.mr_linkgraph import MRLinkGraph, adjacency_rows, write_anchor_lines
@@ -46,7 +46,7 @@ from services.indexing.publish import publish_segment
 from services.indexing.runner import JobOutput, kernel_cache_lasts, run_job
 from services.indexing.segment_arrays import import_forward_index_tools, segment_meta
 from services.indexing.segment_stream import streamed_segment
-from services.indexing.url_facts import host_ids, url_facts
+from services.indexing.url_facts import host_count, url_facts
 from services.indexing.url_names import write_name_lines
 from services.ranking.pagerank import PageRankResult, adjacency_from_mapping, host_pagerank, pagerank_sparse
 from services.storage.blobs.blobstore import open_blobstore
@@ -187,7 +187,7 @@ def progress_lines(stage: str, progress: bool, report: Callable[[str], None] | N
 
 def compute_pagerank(
     settings: Settings,
-    sessions: sessionmaker[Session],
+    doc_hosts: np.ndarray,
     links: Path,
     num_docs: int,
     scratch: Path,
@@ -195,7 +195,8 @@ def compute_pagerank(
     progress: bool,
 ) -> tuple[dict[int, list[int]], PageRankResult]:
     """Stage 3: PageRank over MRLinkGraph's adjacency (``links``), in memory or as MapReduce
-    steps, page or host level, as the settings say. Returns (the link graph, kept in the
+    steps, page or host level (``doc_hosts``: each document's host id, ``url_facts``), as the
+    settings say. Returns (the link graph, kept in the
     segment for page info, and the ranks)."""
     say(
         f"3/4 pagerank ({settings.index.pagerank_engine}, d={settings.index.pagerank_damping}, tolerance "
@@ -211,8 +212,7 @@ def compute_pagerank(
             settings.index.pagerank_max_iterations,
         )
         if settings.index.pagerank_level == "host":
-            with sessions() as session:
-                doc_hosts, num_hosts = host_ids(session, num_docs)
+            num_hosts = host_count(doc_hosts)
             ranks = host_pagerank(adjacency, doc_hosts, num_hosts, *iteration)
             say(f"    host level: {num_hosts} hosts")
         else:
@@ -309,7 +309,7 @@ def build_index(
                 f"({index.counter('blocks', 'listed_records_missing')} listed but missing)"
             )
 
-        graph, ranks = compute_pagerank(settings, sessions, links.path, num_docs, scratch, say, progress)
+        graph, ranks = compute_pagerank(settings, doc_hosts, links.path, num_docs, scratch, say, progress)
 
         say("4/4 publish")
         stage = time.monotonic()

@@ -148,12 +148,12 @@ def update_index(
             show_emr_progress(say)
         graph_parts = graph_input(every, scratch / "names.txt.gz", names.lines, graph_dir)
         links, index = run_index_jobs(settings, manifest, graph_parts, scratch, say)
-        graph, ranks = compute_pagerank(settings, sessions, links.path, num_docs, scratch, say, progress)
+        kinds, doc_hosts = url_facts(sessions, num_docs)
+        graph, ranks = compute_pagerank(settings, doc_hosts, links.path, num_docs, scratch, say, progress)
 
         say("4/4 merge with the active segment and publish")
         stage = time.monotonic()
         columns = collect_index_rows(read_index_rows(index.path))
-        kinds, doc_hosts = url_facts(sessions, num_docs)
         delta = segment_arrays(
             columns,
             ranks.ranks,

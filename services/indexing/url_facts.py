@@ -1,7 +1,7 @@
 """What a build knows of each document from its URL alone: its form (root, section, path or
 file: ``services.ranking.entry_pages``) and its host, as a dense id (host-level PageRank and
-each site's name need one number a host). Read from the documents table once per build,
-streamed (a million documents' URLs are not held at once)."""
+each site's name need one number a host: ``host_count`` of them). Read from the documents
+table once per build, streamed (a million documents' URLs are not held at once)."""
 
 from __future__ import annotations
 
@@ -17,45 +17,20 @@ from services.storage.sql.models import Document
 from services.text.urls import host_key
 
 
-class _HostIds:
-    """Host ids dense from 0 in order of each host's first document (the documents come in
-    ascending doc_num); a number without a URL (a gap) is a host of its own."""
-
-    def __init__(self, num_docs: int) -> None:
-        self._ids: dict[str, int] = {}
-        self._hosts = np.full(num_docs, -1, dtype=np.int64)
-
-    def add(self, num: int, url: str) -> None:
-        self._hosts[num] = self._ids.setdefault(host_key(url), len(self._ids))
-
-    def done(self) -> tuple[np.ndarray, int]:
-        """(the host id of each doc number, the number of hosts)."""
-        gaps = np.flatnonzero(self._hosts < 0)
-        self._hosts[gaps] = len(self._ids) + np.arange(gaps.shape[0])
-        return self._hosts, len(self._ids) + int(gaps.shape[0])
-
-
 def url_facts_of(urls: Iterable[tuple[int, str]], num_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """(each doc number's URL form, its host id) from (doc_num, url) pairs in ascending
-    doc_num, in one pass; a number without a URL is a PATH (no entry-page evidence) and a host
-    of its own."""
+    doc_num, in one pass. Host ids are dense from 0 in order of each host's first document; a
+    number without a URL (a gap) is a PATH (no entry-page evidence) and a host of its own."""
     kinds = np.full(num_docs, UrlKind.PATH, dtype=np.uint8)
-    hosts = _HostIds(num_docs)
+    hosts = np.full(num_docs, -1, dtype=np.int64)
+    ids: dict[str, int] = {}
     for num, url in urls:
         if 0 <= num < num_docs:
             kinds[num] = url_kind(url)
-            hosts.add(num, url)
-    return kinds, hosts.done()[0]
-
-
-def host_ids_of(urls: Iterable[tuple[int, str]], num_docs: int) -> tuple[np.ndarray, int]:
-    """(the host id of each doc number, the number of hosts) from (doc_num, url) pairs in
-    ascending doc_num."""
-    hosts = _HostIds(num_docs)
-    for num, url in urls:
-        if 0 <= num < num_docs:
-            hosts.add(num, url)
-    return hosts.done()
+            hosts[num] = ids.setdefault(host_key(url), len(ids))
+    gaps = np.flatnonzero(hosts < 0)
+    hosts[gaps] = len(ids) + np.arange(gaps.shape[0])
+    return kinds, hosts
 
 
 def url_facts(sessions: sessionmaker[Session], num_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -66,9 +41,9 @@ def url_facts(sessions: sessionmaker[Session], num_docs: int) -> tuple[np.ndarra
         return url_facts_of(_urls(session, num_docs), num_docs)
 
 
-def host_ids(session: Session, num_docs: int) -> tuple[np.ndarray, int]:
-    """``host_ids_of`` every document below ``num_docs`` (host-level PageRank)."""
-    return host_ids_of(_urls(session, num_docs), num_docs)
+def host_count(doc_hosts: np.ndarray) -> int:
+    """The number of hosts of ``url_facts``' host ids (dense from 0)."""
+    return int(doc_hosts.max()) + 1 if doc_hosts.shape[0] else 0
 
 
 def held_url_facts(session: Session, docs: np.ndarray, num_docs: int) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.indexing.url_facts import host_ids_of, url_facts_of
+from services.indexing.url_facts import host_count, url_facts_of
 from services.ranking.entry_pages import UrlKind
 
 URLS = [
@@ -16,7 +16,8 @@ URLS = [
 
 
 def test_hosts_are_numbered_by_first_document_and_gaps_are_hosts_of_their_own() -> None:
-    hosts, count = host_ids_of(URLS, 7)
+    _kinds, hosts = url_facts_of(URLS, 7)
+    count = host_count(hosts)
     # b.test 0, a.test 1, https b.test 2; documents 2 and 6 have no URL: hosts 3 and 4.
     assert hosts.tolist() == [0, 1, 3, 0, 2, 1, 4]
     assert count == 5
@@ -33,4 +34,4 @@ def test_url_facts_give_the_forms_and_the_same_hosts_in_one_pass() -> None:
         UrlKind.PATH,
         UrlKind.PATH,
     ]
-    assert hosts.tolist() == host_ids_of(URLS, 7)[0].tolist()
+    assert hosts.tolist() == url_facts_of(URLS, 7)[1].tolist()  # read once or from a list: the same
