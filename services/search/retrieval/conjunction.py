@@ -39,6 +39,9 @@ from numba import njit
 from services.compiled import compiled_on_first_use
 from services.ranking.impact_levels import LEVEL_DTYPE, dequantize
 from services.search.retrieval.posting_layout import (
+    NO_DOCS,
+    NO_IMPACTS,
+    NO_SOURCE,
     Docs,
     Impacts,
     PostingSource,
@@ -66,31 +69,42 @@ def top_k_and(
     """(the best ``k`` documents holding every list, best first; their final and text scores;
     how many documents hold them all). Per list: its weight, its term id in ``source`` or
     None, its documents ascending, their impacts (``posting_layout.lay_out``). ``excluded``
-    (ascending) and documents not ``allowed`` are neither ranked nor counted."""
-    lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
-    weights = np.array([w for w, _, _, _ in lists], dtype=np.float64)
-    lead = np.argsort(lay.length, kind="stable")  # the shortest list first
+    (ascending) and documents not ``allowed`` are neither ranked nor counted.
+
+    The kernel finds the segment's lists by their term ids, orders them and sorts the best
+    itself: laying the lists out, ordering and sorting in numpy took as long as the kernel
+    on a typical query (about 10 µs of numpy calls against 11 µs of intersection)."""
+    base = source if source is not None else NO_SOURCE
+    in_place = source is not None and all(term is not None for _, term, _, _ in lists)
+    terms = np.array(
+        [term if in_place or (term is not None and source is not None) else -1 for _, term, _, _ in lists],
+        dtype=np.int64,
+    )
+    if in_place:  # every list the segment's: nothing of the query's own to lay out
+        own_docs, own_impacts, own_start, own_length = NO_DOCS, NO_IMPACTS, terms, terms
+    else:  # the lists the query built joined (``lay_out``); the kernel reads theirs by position
+        lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
+        own_docs, own_impacts, own_start, own_length = lay.own_docs, lay.own_impacts, lay.start, lay.length
     docs, final, text, count = _top_k_and(
-        lay.base_doc_base,
-        lay.base_doc_bits,
-        lay.base_doc_start,
-        lay.base_doc_words,
-        lay.base_levels,
-        lay.own_docs,
-        lay.own_impacts,
-        lay.src,
-        lay.start,
-        lay.length,
-        lay.block_start,
-        lay.scale,
-        weights,
-        lead.astype(np.int64),
+        base.doc_base,
+        base.doc_bits,
+        base.doc_start,
+        base.doc_words,
+        base.levels,
+        base.offsets,
+        base.block_first,
+        base.scale,
+        own_docs,
+        own_impacts,
+        own_start,
+        own_length,
+        terms,
+        np.array([w for w, _, _, _ in lists], dtype=np.float64),
         np.asarray(prior, dtype=np.float64),
         int(k),
         *left_out(excluded, allowed),
     )
-    order = np.lexsort((docs, -final))
-    return docs[order].astype(np.uint32), final[order], text[order], int(count)
+    return docs, final, text, int(count)
 
 
 def warm_up() -> None:
@@ -111,15 +125,15 @@ def _top_k_and(
     dstart,
     dwords,
     bi,
+    offsets,
+    block_first,
+    term_scale,
     od,
     oi,
-    src,
-    start,
-    length,
-    bstart,
-    scale,
+    own_start,
+    own_length,
+    terms,
     weights,
-    lead,
     prior,
     k,
     excluded,
@@ -130,7 +144,32 @@ def _top_k_and(
     heap_final = np.zeros(max(k, 1), dtype=np.float64)
     heap_text = np.zeros(max(k, 1), dtype=np.float64)
     if m == 0:
-        return heap_doc[:0], heap_final[:0], heap_text[:0], 0
+        return _best(heap_doc, heap_final, heap_text, 0, 0)
+    # Where each list lies: a segment's (``terms[j] >= 0``) found by its term id, the query's
+    # own at ``own_start[j]`` in ``od``/``oi`` (``posting_layout.ListLayout``'s fields).
+    src = np.zeros(m, dtype=np.int64)
+    start = np.zeros(m, dtype=np.int64)
+    length = np.zeros(m, dtype=np.int64)
+    bstart = np.zeros(m, dtype=np.int64)
+    scale = np.ones(m, dtype=np.float32)
+    for j in range(m):
+        t = terms[j]
+        if t >= 0:
+            start[j] = offsets[t]
+            length[j] = offsets[t + 1] - offsets[t]
+            bstart[j] = block_first[t]
+            scale[j] = term_scale[t]
+        else:
+            src[j] = 1
+            start[j] = own_start[j]
+            length[j] = own_length[j]
+    lead = np.zeros(m, dtype=np.int64)  # the lists by length, shortest first (ties: query order)
+    for j in range(m):
+        at = j
+        while at > 0 and length[lead[at - 1]] > length[j]:
+            lead[at] = lead[at - 1]
+            at -= 1
+        lead[at] = j
     pos = np.zeros(m, dtype=np.int64)
     cur = np.zeros(m, dtype=np.int64)  # the document at pos (SENTINEL: past the end)
 
@@ -242,13 +281,13 @@ def _top_k_and(
     def worse(a, b):
         return heap_final[a] < heap_final[b] or (heap_final[a] == heap_final[b] and heap_doc[a] > heap_doc[b])
 
-    def sift_down(i):
+    def sift_down(i, n):
         while True:
             low = i
             left = 2 * i + 1
-            if left < k and worse(left, low):
+            if left < n and worse(left, low):
                 low = left
-            if left + 1 < k and worse(left + 1, low):
+            if left + 1 < n and worse(left + 1, low):
                 low = left + 1
             if low == i:
                 return
@@ -379,13 +418,26 @@ def _top_k_and(
                 size += 1
                 if size == k:
                     for i in range(k // 2 - 1, -1, -1):
-                        sift_down(i)
+                        sift_down(i, k)
             elif final > heap_final[0]:  # documents ascend: an equal score comes later, and loses
                 heap_doc[0], heap_final[0], heap_text[0] = d, final, text
-                sift_down(0)
-    return _best(heap_doc, heap_final, heap_text, size, count)
+                sift_down(0, k)
+    # Best first (ties: the lower document first, as ``rank.top_k`` orders them): the heap's
+    # weakest taken off in turn and placed from the end.
+    if size < k:
+        for i in range(size // 2 - 1, -1, -1):
+            sift_down(i, size)
+    docs = np.empty(size, dtype=np.uint32)
+    finals = np.empty(size, dtype=np.float64)
+    texts = np.empty(size, dtype=np.float64)
+    for n in range(size, 0, -1):
+        docs[n - 1], finals[n - 1], texts[n - 1] = heap_doc[0], heap_final[0], heap_text[0]
+        heap_doc[0], heap_final[0], heap_text[0] = heap_doc[n - 1], heap_final[n - 1], heap_text[n - 1]
+        sift_down(0, n - 1)
+    return _best(docs, finals, texts, size, count)
 
 
 @njit(cache=True, nogil=True)
-def _best(heap_doc, heap_final, heap_text, size, count):
-    return heap_doc[:size], heap_final[:size], heap_text[:size], count
+def _best(docs, final, text, size, count):
+    """The kernel's answer, one type whichever return gives it."""
+    return docs[:size].astype(np.uint32), final[:size], text[:size], count

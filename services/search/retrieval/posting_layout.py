@@ -96,7 +96,8 @@ def source_of(docs: np.ndarray, levels: np.ndarray, scale: np.ndarray, offsets: 
     offsets = np.asarray(offsets, dtype=np.int64)
     packed = pack_docs(np.asarray(docs, dtype=np.uint32), offsets)
     blocks = DocBlocks.of({"post_offsets": offsets, **{name: as_mapped(a) for name, a in packed.items()}})
-    return PostingSource.of(blocks, as_mapped(np.asarray(levels)), np.asarray(scale, dtype=np.float32))
+    levels, scale = as_mapped(np.asarray(levels)), as_mapped(np.asarray(scale, dtype=np.float32))
+    return PostingSource.of(blocks, levels, scale)
 
 
 def list_block_maxima(impacts: np.ndarray) -> np.ndarray:
@@ -130,7 +131,7 @@ class ListLayout:
     scale: np.ndarray  # float32: the step of a segment list's levels (1 for the query's own lists)
 
 
-_NO_SOURCE = PostingSource(
+NO_SOURCE = PostingSource(
     np.zeros(0, np.uint32),
     np.zeros(0, np.uint8),
     np.zeros(1, np.int64),
@@ -144,8 +145,8 @@ _NO_SOURCE = PostingSource(
 
 
 # The query's own lists when it has none (the kernels only read them).
-_NO_DOCS = np.zeros(0, np.uint32)
-_NO_IMPACTS = np.zeros(0, np.float32)
+NO_DOCS = np.zeros(0, np.uint32)
+NO_IMPACTS = np.zeros(0, np.float32)
 
 
 def lay_out(
@@ -169,9 +170,9 @@ def lay_out(
             source.doc_words,
             source.levels,
             source.block_max,
-            _NO_DOCS,
-            _NO_IMPACTS,
-            _NO_IMPACTS,
+            NO_DOCS,
+            NO_IMPACTS,
+            NO_IMPACTS,
             np.zeros(m, np.int64),
             first,
             source.offsets[terms + 1] - first,
@@ -205,7 +206,7 @@ def lay_out(
         if blocks:
             own_blocks.append(list_block_maxima(np.asarray(impacts, np.float32)))
             own_block_at += own_blocks[-1].shape[0]
-    base = source if source is not None else _NO_SOURCE
+    base = source if source is not None else NO_SOURCE
     return ListLayout(
         base.doc_base,
         base.doc_bits,
