@@ -15,7 +15,7 @@ import numpy as np
 
 from services.search.retrieval.rank import Ranked
 from services.search.retrieval.segment import SegmentIndex
-from services.text.analysis.forms import form_hashes
+from services.text.analysis.forms import form_pairs
 
 EXACT_FORM_BONUS = 0.05  # the score of a page holding every query word as typed, times 1.05
 RESCORE_WINDOW = 10  # first-phase hits rescored at least (Elasticsearch's rescore window default)
@@ -25,9 +25,7 @@ def exact_form_share(index: SegmentIndex, forms: list[str], docs: np.ndarray) ->
     """The share of ``forms`` (the query's words as typed) each of ``docs`` holds."""
     if not forms or not docs.shape[0]:
         return np.zeros(docs.shape[0], dtype=np.float64)
-    h1, h2 = form_hashes(forms)
-    found = index.form_holds(docs, h1, h2)
-    return found.sum(axis=0) / len(forms)
+    return index.form_shares(docs, form_pairs(forms))
 
 
 def rescore_exact_forms(index: SegmentIndex, forms: list[str], ranked: Ranked, k: int) -> Ranked:

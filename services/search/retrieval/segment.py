@@ -45,7 +45,7 @@ from services.storage.formats.segment_codec import (
     warm_position_lists,
 )
 from services.text.analysis.analyze import analyzer_version
-from services.text.analysis.forms import holds
+from services.text.analysis.forms import held_shares, holds
 from services.text.analysis.forms import warm_up as warm_forms
 
 log = logging.getLogger(__name__)
@@ -374,6 +374,12 @@ class SegmentIndex:
         """Whether each of ``docs`` (probably) holds each form hashed to (``h1``, ``h2``): one
         row per form (``services.text.analysis.forms.holds``)."""
         return holds(self.arrays["form_filters"], self.arrays["form_offsets"], docs, h1, h2)
+
+    def form_shares(self, docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        """The share of the forms hashed to ``pairs`` each of ``docs`` (probably) holds
+        (``services.text.analysis.forms.held_shares``)."""
+        offsets = self.arrays["form_offsets"]
+        return held_shares(self.arrays["form_filters"], offsets[:-1], offsets[1:], docs, pairs)
 
     def site_name_holds(self, term_ids: Sequence[int], docs: np.ndarray) -> np.ndarray:
         """Whether one of ``term_ids`` is in the site name of each of ``docs``: a running count

@@ -41,7 +41,7 @@ from services.search.retrieval.segment_set_tables import (
     term_maps,
 )
 from services.storage.formats.delta import DeltaDocs
-from services.text.analysis.forms import holds_in
+from services.text.analysis.forms import held_shares, holds_in
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,6 +335,10 @@ class SegmentSet(SegmentIndex):
         deltas, start, end = self._form_tables
         docs = np.asarray(docs, dtype=np.int64)
         return holds_in(self.parts[0].arrays["form_filters"], start, end, docs, h1, h2, deltas)
+
+    def form_shares(self, docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        deltas, start, end = self._form_tables
+        return held_shares(self.parts[0].arrays["form_filters"], start, end, docs, pairs, deltas)
 
     @cached_property
     def _form_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

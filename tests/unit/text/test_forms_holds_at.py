@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.text.analysis.forms import build_filters, form_hashes, holds, holds_at_reference, holds_in
+from services.text.analysis.forms import (
+    build_filters,
+    form_hashes,
+    form_pairs,
+    held_shares,
+    holds,
+    holds_at_reference,
+    holds_in,
+)
 
 
 def test_two_arrays_read_as_one() -> None:
@@ -58,8 +66,25 @@ def test_the_compiled_probe_answers_as_the_numpy_reference() -> None:
             filters[:cut], start, start + size, np.arange(40), int(q1[3]), int(q2[3]), filters[cut:]
         )
         assert one.shape == (40,) and one.tolist() == got[3].tolist()
+        # The share of the forms each holds, in the probe's pass: the rows summed, as numpy sums them.
+        shares = held_shares(
+            filters[:cut], start, start + size, np.arange(40), form_pairs(forms[:25]), filters[cut:]
+        )
+        assert shares.tolist() == (got.sum(axis=0) / 25).tolist(), cut
     # No false negatives: every document holds each of its own forms.
     for d, held_forms in per_doc.items():
         if held_forms:
             f1, f2 = form_hashes(held_forms)
             assert holds(filters, doc_offsets, np.array([d]), f1, f2).all()
+
+
+def test_form_pairs_are_form_hashes_one_form_after_another() -> None:
+    forms = ["glacier", "Glaciers", "ß", "東京", ""]
+    h1, h2 = form_hashes(forms)
+    pairs = form_pairs(forms)
+    assert pairs[0::2].tolist() == h1.tolist()
+    assert (pairs[1::2] | np.uint64(1)).tolist() == h2.tolist()
+    empty = np.frombuffer(b"\x01", dtype=np.uint8)  # no pairs: no form is held anywhere
+    assert held_shares(
+        empty, np.zeros(1, np.int64), np.ones(1, np.int64), np.zeros(1), form_pairs([])
+    ).tolist() == [0.0]

@@ -19,7 +19,7 @@ from services.search.retrieval.segment_set import SegmentSet
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.records import Record
 from services.storage.formats.segment_codec import compact_segment, held_rows
-from services.text.analysis.forms import form_hashes
+from services.text.analysis.forms import form_hashes, form_pairs
 
 FIELDS = ("title", "body", "anchor", "url", "meta", "nav")
 
@@ -163,6 +163,10 @@ def test_per_document_tables_and_word_forms(pair: tuple[SegmentSet, SegmentIndex
     h1, h2 = form_hashes(["hypersonic", "turbulent", "capsule"])
     docs = np.arange(10, dtype=np.uint32)
     assert both.form_holds(docs, h1, h2).tolist() == whole.form_holds(docs, h1, h2).tolist()
+    pairs = form_pairs(["hypersonic", "turbulent", "capsule"])
+    assert both.form_shares(docs, pairs).tolist() == whole.form_shares(docs, pairs).tolist()
+    summed = whole.form_holds(docs, h1, h2).sum(axis=0) / 3
+    assert whole.form_shares(docs, pairs).tolist() == summed.tolist()
     # Document frequencies are summed over the segments: 7's superseded copy still counts
     # until a merge (one document in ten here; a merge policy bounds the deltas' share).
     flow = both.term_id("flow")
