@@ -69,22 +69,60 @@ def top_k_and(
     """(the best ``k`` documents holding every list, best first; their final and text scores;
     how many documents hold them all). Per list: its weight, its term id in ``source`` or
     None, its documents ascending, their impacts (``posting_layout.lay_out``). ``excluded``
-    (ascending) and documents not ``allowed`` are neither ranked nor counted.
-
-    The kernel finds the segment's lists by their term ids, orders them and sorts the best
-    itself: laying the lists out, ordering and sorting in numpy took as long as the kernel
-    on a typical query (about 10 µs of numpy calls against 11 µs of intersection)."""
-    base = source if source is not None else NO_SOURCE
-    in_place = source is not None and all(term is not None for _, term, _, _ in lists)
-    terms = np.array(
-        [term if in_place or (term is not None and source is not None) else -1 for _, term, _, _ in lists],
-        dtype=np.int64,
+    (ascending) and documents not ``allowed`` are neither ranked nor counted."""
+    if source is not None and all(term is not None for _, term, _, _ in lists):
+        terms = [term for _, term, _, _ in lists if term is not None]
+        return top_k_and_in_place(source, terms, [w for w, _, _, _ in lists], prior, k, excluded, allowed)
+    lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
+    ids = [term if term is not None and source is not None else -1 for _, term, _, _ in lists]
+    return _and(
+        source,
+        ids,
+        [w for w, _, _, _ in lists],
+        lay.own_docs,
+        lay.own_impacts,
+        lay.start,
+        lay.length,
+        prior,
+        k,
+        excluded,
+        allowed,
     )
-    if in_place:  # every list the segment's: nothing of the query's own to lay out
-        own_docs, own_impacts, own_start, own_length = NO_DOCS, NO_IMPACTS, terms, terms
-    else:  # the lists the query built joined (``lay_out``); the kernel reads theirs by position
-        lay = lay_out(source, [(term, docs, impacts) for _, term, docs, impacts in lists], blocks=False)
-        own_docs, own_impacts, own_start, own_length = lay.own_docs, lay.own_impacts, lay.start, lay.length
+
+
+def top_k_and_in_place(
+    source: PostingSource,
+    terms: Sequence[int],
+    weights: Sequence[float],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``top_k_and`` of the segment's own lists, by term id, each weighted: nothing for the
+    query to build or lay out (the words of most queries on one segment)."""
+    ids = np.array(terms, dtype=np.int64)
+    return _and(source, ids, weights, NO_DOCS, NO_IMPACTS, ids, ids, prior, k, excluded, allowed)
+
+
+def _and(
+    source: PostingSource | None,
+    terms: Sequence[int] | np.ndarray,
+    weights: Sequence[float],
+    own_docs: np.ndarray,
+    own_impacts: np.ndarray,
+    own_start: np.ndarray,
+    own_length: np.ndarray,
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None,
+    allowed: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The kernel's call. It finds the segment's lists by their term ids (-1: the query's own,
+    at ``own_start``), orders them and sorts the best itself: laying the lists out, ordering
+    and sorting in numpy took as long as the kernel on a typical query (about 10 µs of numpy
+    calls against 11 µs of intersection)."""
+    base = source if source is not None else NO_SOURCE
     docs, final, text, count = _top_k_and(
         base.doc_base,
         base.doc_bits,
@@ -98,8 +136,8 @@ def top_k_and(
         own_impacts,
         own_start,
         own_length,
-        terms,
-        np.array([w for w, _, _, _ in lists], dtype=np.float64),
+        np.asarray(terms, dtype=np.int64),
+        np.array(weights, dtype=np.float64),
         np.asarray(prior, dtype=np.float64),
         int(k),
         *left_out(excluded, allowed),

@@ -29,7 +29,7 @@ import numpy as np
 
 from services.config.search import SearchSettings
 from services.search.query.language import ParsedQuery
-from services.search.retrieval.conjunction import top_k_and
+from services.search.retrieval.conjunction import top_k_and, top_k_and_in_place
 from services.search.retrieval.entry_pages import NamedPages, named_entry_pages, with_entry_pages
 from services.search.retrieval.exact_forms import RESCORE_WINDOW, rescore_exact_forms
 from services.search.retrieval.feedback import rm3_expansion
@@ -141,14 +141,31 @@ def retrieve(
     ids = {term: i[0] for term, i in looked_up.items() if i}  # terms in the index (a form of)
     found = list(ids)
     weights = {ids[t]: float(query.terms[t]) for t in found}
-    terms = [query_term_group(index, looked_up[t], weights[ids[t]]) for t in found]
     excluded = _excluded(index, query)
     visible = _visible(index, allowed)
-    empty = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0)
     if not query.terms and visible is not None and allowed is not None and k > 0:
         return Retrieval(_browse(visible, excluded, prior, k), "browse", found)
-    if not terms or k <= 0 or query.all_required and len(found) < len(query.terms):
-        return Retrieval(empty, "none", found)  # (a required word no page holds: no result)
+    if not found or k <= 0 or query.all_required and len(found) < len(query.terms):
+        # (a required word no page holds: no result)
+        return Retrieval(Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0), "none", found)
+    strict = query.all_required  # +every +word: the AND is the answer, however short
+    and_tried = (strict or not query.any_word) and len(found) == len(query.terms) and len(found) > 1
+    and_result = None
+    if (
+        and_tried
+        and not query.phrases
+        and index.LISTS_IN_PLACE
+        and all(len(looked_up[t]) == 1 for t in found)
+    ):
+        # Each word one list of the segment's, read where it lies: no list for the query to
+        # build unless the AND falls short (``QueryTerm``s cost a tenth of such a query).
+        term_ids = [ids[t] for t in found]
+        and_result = top_k_and_in_place(
+            index.posting_source, term_ids, [weights[i] for i in term_ids], prior, k, excluded, visible
+        )
+        if and_result[3] >= settings.and_min_results and and_result[0].shape[0] >= k or strict:
+            return Retrieval(Ranked(*and_result), "and", found)
+    terms = [query_term_group(index, looked_up[t], weights[ids[t]]) for t in found]
 
     if query.phrases:
         if any(t not in ids for phrase in query.phrases for t in phrase):
@@ -177,11 +194,11 @@ def retrieve(
                 candidates = narrowed
         return Retrieval(score_candidates(terms, candidates, prior, k), "phrase", found)
 
-    strict = query.all_required  # +every +word: the AND is the answer, however short
-    and_tried = (strict or not query.any_word) and len(found) == len(query.terms) and len(terms) > 1
     if and_tried:
-        lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in terms]
-        docs, final, text, matches = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
+        if and_result is None:
+            lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in terms]
+            and_result = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
+        docs, final, text, matches = and_result
         if matches >= settings.and_min_results or strict:
             ranked = Ranked(docs, final, text, matches)
             if ranked.docs.shape[0] >= k or strict:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -118,6 +118,9 @@ class SegmentIndex:
     # ``IndexHolder`` rechecks the database).
     deleted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     deletes_seen: int = 0  # how many times the deleted set changed under this version
+    # Every term's list is read where the segment maps it, by its term id in
+    # ``posting_source`` (a segment set merges some with its deltas': ``query_postings``).
+    LISTS_IN_PLACE: ClassVar[bool] = True
 
     @property
     def segments(self) -> list[str]:

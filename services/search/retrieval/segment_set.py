@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class SegmentSet(SegmentIndex):
     extra_terms: tuple[str, ...] = ()  # terms only deltas hold, numbered from the base's count
     extra_ids: Mapping[str, int] = field(default_factory=dict)
     handle_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    LISTS_IN_PLACE: ClassVar[bool] = False  # a term's list may be the base's and its deltas' merged
     removed_by_deltas: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     docs_of: tuple[DeltaDocs | None, ...] = ()  # per part: what a delta holds (None: the base)
 
