@@ -27,6 +27,7 @@ from services.ranking.impact_levels import dequantize
 from services.search.errors import SearchIndexError
 from services.search.retrieval.blockmax import warm_up
 from services.search.retrieval.conjunction import warm_up as warm_and
+from services.search.retrieval.exact_forms import warm_up as warm_exact_forms
 from services.search.retrieval.feedback import warm_up as warm_feedback
 from services.search.retrieval.pool_rescore import warm_up as warm_pool_rescore
 from services.search.retrieval.posting_layout import PostingSource
@@ -89,6 +90,7 @@ def warm_other_kernels() -> None:
     forward_lists(mapped, np.zeros(0, np.int64))
     warm_position_lists()
     warm_doc_blocks()
+    warm_exact_forms()
 
 
 def check_analyzer(meta: Mapping[str, Any], where: str) -> None:
