@@ -271,7 +271,8 @@ def retrieve(
                 seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
                 within=terms,
             )
-        ranked = replace(reranked, total=ranked.total, exact=ranked.exact)
+        # (built directly: ``dataclasses.replace`` cost 12 µs of a feedback query)
+        ranked = Ranked(reranked.docs, reranked.final, reranked.text, ranked.total, ranked.exact)
         return Retrieval(ranked, "or+feedback", found, all_words)
     return Retrieval(ranked, "or", found, all_words)
 
