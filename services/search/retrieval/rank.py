@@ -44,7 +44,7 @@ from services.ranking.impact_levels import dequantize
 from services.search.retrieval.blockmax import count_any, top_k_blockmax
 from services.search.retrieval.blockmax_kernels import SAFETY
 from services.search.retrieval.match_count import COUNT_EXACTLY_UP_TO, EXACT_COUNT_POSTINGS, count_matches
-from services.search.retrieval.posting_layout import PostingSource
+from services.search.retrieval.posting_layout import NO_DOCS, NO_IMPACTS, PostingSource
 
 
 @dataclass(frozen=True)
@@ -315,6 +315,39 @@ def top_k_or(
         candidates_only,
         seed,
         COUNT_EXACTLY_UP_TO if count else 0,
+    )
+    order = np.lexsort((found.docs, -found.final))
+    return Ranked(found.docs[order], found.final[order], found.text[order], found.counted, found.exact)
+
+
+def top_k_or_in_place(
+    source: PostingSource,
+    terms: Sequence[int],
+    weights: Sequence[float],
+    max_impacts: Sequence[float],
+    prior: np.ndarray,
+    k: int,
+    excluded: np.ndarray | None = None,
+    max_prior: float | None = None,
+    allowed: np.ndarray | None = None,
+) -> Ranked:
+    """``top_k_or`` of the segment's own lists by term id (each with its weight and largest
+    impact), counted: the same documents, scores and count as ``top_k_or`` of their
+    ``QueryTerm``s, without the query building them (a tenth of a short OR query's Python)."""
+    ends = source.offsets
+    live = [j for j, t in enumerate(terms) if int(ends[t + 1]) > int(ends[t])]
+    if k <= 0 or not live:
+        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+    found = top_k_blockmax(
+        source,
+        [(weights[j], max_impacts[j], terms[j], NO_DOCS, NO_IMPACTS) for j in live],  # read in place
+        prior,
+        k,
+        _largest_prior(prior, max_prior),
+        excluded,
+        allowed,
+        EXACT_COUNT_POSTINGS,
+        count_up_to=COUNT_EXACTLY_UP_TO,
     )
     order = np.lexsort((found.docs, -found.final))
     return Ranked(found.docs[order], found.final[order], found.text[order], found.counted, found.exact)

@@ -44,6 +44,7 @@ from services.search.retrieval.rank import (
     score_candidates,
     top_k,
     top_k_or,
+    top_k_or_in_place,
     union_docs,
 )
 from services.search.retrieval.segment import SegmentIndex
@@ -150,24 +151,28 @@ def retrieve(
         return Retrieval(Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), 0), "none", found)
     strict = query.all_required  # +every +word: the AND is the answer, however short
     and_tried = (strict or not query.any_word) and len(found) == len(query.terms) and len(found) > 1
+    # Each word one list of the segment's, read where it lies: the AND and the OR's first pass
+    # need no list built by the query (``QueryTerm``s cost a tenth of a short query), so they
+    # are built only for the steps that read them (``query_terms``).
+    in_place = index.LISTS_IN_PLACE and all(len(looked_up[t]) == 1 for t in found)
+    term_ids = [ids[t] for t in found]
+    built: list[QueryTerm] = []
+
+    def query_terms() -> list[QueryTerm]:
+        if not built:
+            built.extend(query_term_group(index, looked_up[t], weights[ids[t]]) for t in found)
+        return built
+
     and_result = None
-    if (
-        and_tried
-        and not query.phrases
-        and index.LISTS_IN_PLACE
-        and all(len(looked_up[t]) == 1 for t in found)
-    ):
-        # Each word one list of the segment's, read where it lies: no list for the query to
-        # build unless the AND falls short (``QueryTerm``s cost a tenth of such a query).
-        term_ids = [ids[t] for t in found]
+    if and_tried and not query.phrases and in_place:
         and_result = top_k_and_in_place(
             index.posting_source, term_ids, [weights[i] for i in term_ids], prior, k, excluded, visible
         )
         if and_result[3] >= settings.and_min_results and and_result[0].shape[0] >= k or strict:
             return Retrieval(Ranked(*and_result), "and", found)
-    terms = [query_term_group(index, looked_up[t], weights[ids[t]]) for t in found]
 
     if query.phrases:
+        terms = query_terms()
         if any(t not in ids for phrase in query.phrases for t in phrase):
             candidates = np.zeros(0, np.uint32)
         else:
@@ -196,7 +201,7 @@ def retrieve(
 
     if and_tried:
         if and_result is None:
-            lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in terms]
+            lists = [(t.weight, t.base_term, t.read_docs, t.read_impacts) for t in query_terms()]
             and_result = top_k_and(index.posting_source, lists, prior, k, excluded, visible)
         docs, final, text, matches = and_result
         if matches >= settings.and_min_results or strict:
@@ -207,11 +212,11 @@ def retrieve(
             outside = np.union1d(excluded, docs)
             wanted = k if upto is None else min(k, upto) - int(ranked.docs.shape[0])
             if wanted <= 0:
-                count, exact = count_or(terms, index.num_docs, outside, visible, index.posting_source)
+                count, exact = count_or(query_terms(), index.num_docs, outside, visible, index.posting_source)
                 rest = Ranked(np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), count, exact)
                 return Retrieval(_concat(ranked, rest, k), "and+or", found, complete=count == 0)
             rest = top_k_or(
-                terms,
+                query_terms(),
                 prior,
                 wanted,
                 excluded=outside,
@@ -232,9 +237,29 @@ def retrieve(
     # With feedback, the first pass ranks the condensed list the expanded query rescores.
     condensed = feedback and settings.feedback_pool > 0
     depth = max(k, min(settings.feedback_pool, index.num_docs)) if condensed else k
-    ranked = top_k_or(
-        terms, prior, depth, excluded=excluded, max_prior=top, allowed=visible, source=index.posting_source
-    )
+    if in_place:
+        max_impacts = [index.max_impact(i) for i in term_ids]
+        ranked = top_k_or_in_place(
+            index.posting_source,
+            term_ids,
+            [weights[i] for i in term_ids],
+            max_impacts,
+            prior,
+            depth,
+            excluded,
+            top,
+            visible,
+        )
+    else:
+        ranked = top_k_or(
+            query_terms(),
+            prior,
+            depth,
+            excluded=excluded,
+            max_prior=top,
+            allowed=visible,
+            source=index.posting_source,
+        )
     if feedback and ranked.docs.shape[0]:
         fb = min(settings.feedback_docs, ranked.docs.shape[0])
         expanded, expanded_weights = rm3_expansion(
@@ -269,7 +294,7 @@ def retrieve(
                 source=index.posting_source,
                 count=False,
                 seed=ranked.docs[:k],  # the first pass's best: they hold the expansion terms too
-                within=terms,
+                within=query_terms(),
             )
         # (built directly: ``dataclasses.replace`` cost 12 µs of a feedback query)
         ranked = Ranked(reranked.docs, reranked.final, reranked.text, ranked.total, ranked.exact)

@@ -1,6 +1,7 @@
-"""An AND over a segment's own lists, read by term id without the query's lists built
-(``retrieve``'s in-place path), finds what the general path finds: the same documents, scores,
-counts and modes, when the AND is the answer and when it falls short."""
+"""An AND and an OR over a segment's own lists, read by term id without the query's lists
+built (``retrieve``'s in-place path), find what the general path finds: the same documents,
+scores, counts and modes, when the AND is the answer, when it falls short, with and without
+RM3 feedback."""
 
 from __future__ import annotations
 
@@ -46,11 +47,15 @@ QUERIES = [
     "+peak snow",  # a required word's mask, the rest as usual
     "glacier absentword",
     "+glacier +absentword",
+    "glacier OR fjord OR lake",
+    "ice OR snow OR peak OR river",
+    "glacier moraine fjord river valley",  # AND falls short: the OR with feedback
+    '"glacier moraine" fjord',  # a phrase: the lists built
 ]
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_the_in_place_and_equals_the_general_path(seed: int) -> None:
+def test_the_in_place_lists_rank_as_the_general_path(seed: int) -> None:
     index = index_of(_pages(np.random.default_rng(seed)))
     general = _General(index.version_id, index.segment, index.path, index.meta, index.arrays)
     assert index.LISTS_IN_PLACE and not general.LISTS_IN_PLACE
@@ -58,8 +63,16 @@ def test_the_in_place_and_equals_the_general_path(seed: int) -> None:
     for q in QUERIES:
         for k in (1, 10, 1000):
             query = parse_query(q)
-            for min_results in (1, 10, 50):
-                settings = SearchSettings(and_min_results=min_results)
+            for min_results, pool, fb_docs in (
+                (1, 30, 10),
+                (10, 30, 10),
+                (50, 30, 10),
+                (50, 0, 10),
+                (50, 30, 0),
+            ):
+                settings = SearchSettings(
+                    and_min_results=min_results, feedback_pool=pool, feedback_docs=fb_docs
+                )
                 got = retrieval.retrieve(index, query, k, settings)
                 want = retrieval.retrieve(general, query, k, settings)
                 assert (got.mode, got.found, got.all_words) == (want.mode, want.found, want.all_words), q
@@ -67,4 +80,4 @@ def test_the_in_place_and_equals_the_general_path(seed: int) -> None:
                 assert got.ranked.final.tolist() == want.ranked.final.tolist(), q
                 assert (got.ranked.total, got.ranked.exact) == (want.ranked.total, want.ranked.exact), q
                 modes.add(got.mode)
-    assert {"and", "and+or", "none"} <= modes
+    assert {"and", "and+or", "or", "or+feedback", "phrase", "none"} <= modes
