@@ -41,7 +41,7 @@ from functools import cached_property
 import numpy as np
 
 from services.ranking.impact_levels import dequantize
-from services.search.retrieval.blockmax import count_any, top_k_blockmax
+from services.search.retrieval.blockmax import BlockmaxResult, count_any, top_k_blockmax
 from services.search.retrieval.blockmax_kernels import SAFETY
 from services.search.retrieval.match_count import COUNT_EXACTLY_UP_TO, EXACT_COUNT_POSTINGS, count_matches
 from services.search.retrieval.posting_layout import NO_DOCS, NO_IMPACTS, PostingSource
@@ -289,7 +289,7 @@ def top_k_or(
     a few given documents is ``pool_rescore.rescore``.)"""
     live = [t for t in terms if t.length]
     if k <= 0 or not live:
-        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+        return _nothing()
     max_prior = _largest_prior(prior, max_prior)
     probe_only = candidates_only = None
     if within is not None:
@@ -316,8 +316,7 @@ def top_k_or(
         seed,
         COUNT_EXACTLY_UP_TO if count else 0,
     )
-    order = np.lexsort((found.docs, -found.final))
-    return Ranked(found.docs[order], found.final[order], found.text[order], found.counted, found.exact)
+    return _best_first(found)
 
 
 def top_k_or_in_place(
@@ -337,7 +336,7 @@ def top_k_or_in_place(
     ends = source.offsets
     live = [j for j, t in enumerate(terms) if int(ends[t + 1]) > int(ends[t])]
     if k <= 0 or not live:
-        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+        return _nothing()
     found = top_k_blockmax(
         source,
         [(weights[j], max_impacts[j], terms[j], NO_DOCS, NO_IMPACTS) for j in live],  # read in place
@@ -349,6 +348,15 @@ def top_k_or_in_place(
         EXACT_COUNT_POSTINGS,
         count_up_to=COUNT_EXACTLY_UP_TO,
     )
+    return _best_first(found)
+
+
+def _nothing() -> Ranked:
+    return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+
+
+def _best_first(found: BlockmaxResult) -> Ranked:
+    """The block-max top-k's documents best first (ties: the lower document first)."""
     order = np.lexsort((found.docs, -found.final))
     return Ranked(found.docs[order], found.final[order], found.text[order], found.counted, found.exact)
 
@@ -391,7 +399,7 @@ def top_k_maxscore(
     """
     live = [t for t in terms if t.length]
     if k <= 0 or not live:
-        return Ranked(np.zeros(0, DOC), np.zeros(0), np.zeros(0), 0)
+        return _nothing()
     max_prior = _largest_prior(prior, max_prior)
     by_bound = sorted(live, key=lambda t: -t.weight * t.max_impact)
     bounds = np.array([t.weight * t.max_impact for t in by_bound], dtype=np.float64)
