@@ -57,6 +57,7 @@ KERNELS = {
     "doc_blocks._decode",
     "doc_blocks._locate",
     "forms._probe",
+    "exact_forms._rescored",
 }
 
 

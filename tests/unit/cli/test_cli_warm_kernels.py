@@ -14,9 +14,9 @@ from services import compiled
 from services.cli import main
 
 # OR top-k, its count and the count's estimate, AND top-k, RM3 and its pool's rescore, the form
-# probe, the forward and position readers, and two on document blocks (a list decoded,
-# documents located).
-KERNELS = 11
+# probe and the words-as-typed reorder, the forward and position readers, and two on document
+# blocks (a list decoded, documents located).
+KERNELS = 12
 
 
 def test_it_loads_or_compiles_every_search_kernel_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
