@@ -46,7 +46,7 @@ from services.storage.formats.segment_codec import (
     warm_position_lists,
 )
 from services.text.analysis.analyze import analyzer_version
-from services.text.analysis.forms import held_shares, holds
+from services.text.analysis.forms import held_shares
 from services.text.analysis.forms import warm_up as warm_forms
 
 log = logging.getLogger(__name__)
@@ -374,11 +374,6 @@ class SegmentIndex:
         postings = np.asarray(postings, dtype=np.int64)
         terms = np.searchsorted(self.arrays["post_offsets"], postings, side="right") - 1
         return dequantize(self.arrays["post_impacts"][postings], self.arrays["impact_scale"][terms])
-
-    def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        """Whether each of ``docs`` (probably) holds each form hashed to (``h1``, ``h2``): one
-        row per form (``services.text.analysis.forms.holds``)."""
-        return holds(self.arrays["form_filters"], self.arrays["form_offsets"], docs, h1, h2)
 
     def form_shares(self, docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """The share of the forms hashed to ``pairs`` each of ``docs`` (probably) holds

@@ -42,7 +42,7 @@ from services.search.retrieval.segment_set_tables import (
     term_maps,
 )
 from services.storage.formats.delta import DeltaDocs
-from services.text.analysis.forms import held_shares, holds_in
+from services.text.analysis.forms import held_shares
 
 
 @dataclass(frozen=True, eq=False)
@@ -331,14 +331,9 @@ class SegmentSet(SegmentIndex):
         counts, take = _reorder(order, counts_parts)
         return counts, np.concatenate(terms_parts)[take], np.concatenate(tfs_parts)[take]
 
-    def form_holds(self, docs: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+    def form_shares(self, docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """One pass over the version's filters (``_form_tables``): a call per segment cost
         numpy's overhead per segment on every results page."""
-        deltas, start, end = self._form_tables
-        docs = np.asarray(docs, dtype=np.int64)
-        return holds_in(self.parts[0].arrays["form_filters"], start, end, docs, h1, h2, deltas)
-
-    def form_shares(self, docs: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         deltas, start, end = self._form_tables
         return held_shares(self.parts[0].arrays["form_filters"], start, end, docs, pairs, deltas)
 

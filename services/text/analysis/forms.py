@@ -138,7 +138,9 @@ def holds(
 
     With arrays of hashes (several forms), one row per form: all forms in one compiled pass,
     which reads each document's filter where ``offsets`` says (gathering the starts and sizes
-    in numpy first cost five calls on every results page)."""
+    in numpy first cost five calls on every results page). Search asks only the share of a
+    query's forms each page holds (``held_shares``, the same probe); this is the answer per
+    form, which the filters' tests read."""
     docs = np.asarray(docs, dtype=np.int64)
     return holds_in(filters, offsets[:-1], offsets[1:], docs, h1, h2)
 
@@ -200,10 +202,8 @@ def warm_up() -> None:
     the types queries pass: the segment's filters read-only (a memory map)."""
     filters = as_mapped(np.zeros(1, np.uint8))
     offsets = as_mapped(np.array([0, 1], np.uint64))
-    holds(filters, offsets, np.zeros(1, np.int64), 1, 1)  # a segment's
-    held_shares(filters, offsets[:-1], offsets[1:], np.zeros(1, np.uint32), form_pairs(["a"]))
+    held_shares(filters, offsets[:-1], offsets[1:], np.zeros(1, np.uint32), form_pairs(["a"]))  # a segment's
     starts, ends = np.zeros(1, np.int64), np.ones(1, np.int64)  # a version's
-    holds_in(filters, starts, ends, np.zeros(1, np.int64), 1, 1)
     held_shares(filters, starts, ends, np.zeros(1, np.uint32), form_pairs(["a"]))
 
 

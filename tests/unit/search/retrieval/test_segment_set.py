@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapreduce.mr_index import LENGTH, TERM
+from mapreduce.mr_index import FORMS, LENGTH, TERM, VOCABULARY
 from mapreduce.postings import PostingBuffer
 from services.indexing.index_rows import IndexColumns, collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
@@ -19,7 +19,7 @@ from services.search.retrieval.segment_set import SegmentSet
 from services.storage.formats.delta import DeltaDocs
 from services.storage.formats.records import Record
 from services.storage.formats.segment_codec import compact_segment, held_rows
-from services.text.analysis.forms import form_hashes, form_pairs
+from services.text.analysis.forms import form_hashes, form_pairs, holds
 
 FIELDS = ("title", "body", "anchor", "url", "meta", "nav")
 
@@ -57,6 +57,8 @@ def arrays_of(
         chunks, lengths = buffer.drain()
         rows += [([LENGTH, num], [n or 0 for n in fields]) for num, fields in lengths.items()]
         rows += [([TERM, t], c.encode()) for t, c in chunks]
+        rows += [([FORMS, num], forms) for num, forms in chunks.forms.items()]  # words as written
+        rows += [([VOCABULARY, form], held) for form, held in chunks.vocabulary.items()]
         columns = collect_index_rows(rows)
     pagerank = np.full(num_docs, 1 / num_docs)
     plain = segment_arrays(columns, pagerank, num_docs, near_duplicates=False)
@@ -160,12 +162,16 @@ def test_per_document_tables_and_word_forms(pair: tuple[SegmentSet, SegmentIndex
     both, whole = pair
     for name in ("doc_lengths", "len_title", "len_body", "url_kind"):
         assert both.arrays[name].tolist() == whole.arrays[name].tolist(), name
-    h1, h2 = form_hashes(["hypersonic", "turbulent", "capsule"])
+    forms = ["hypersonic", "turbulent", "capsule"]
     docs = np.arange(10, dtype=np.uint32)
-    assert both.form_holds(docs, h1, h2).tolist() == whole.form_holds(docs, h1, h2).tolist()
-    pairs = form_pairs(["hypersonic", "turbulent", "capsule"])
+    for form in forms:  # each form held where one segment holds it (a share of 1.0, else 0.0)
+        one = form_pairs([form])
+        assert both.form_shares(docs, one).tolist() == whole.form_shares(docs, one).tolist(), form
+    pairs = form_pairs(forms)
     assert both.form_shares(docs, pairs).tolist() == whole.form_shares(docs, pairs).tolist()
-    summed = whole.form_holds(docs, h1, h2).sum(axis=0) / 3
+    assert whole.form_shares(docs, pairs).any()  # some page holds some of them
+    h1, h2 = form_hashes(forms)
+    summed = holds(whole.arrays["form_filters"], whole.arrays["form_offsets"], docs, h1, h2).sum(axis=0) / 3
     assert whole.form_shares(docs, pairs).tolist() == summed.tolist()
     # Document frequencies are summed over the segments: 7's superseded copy still counts
     # until a merge (one document in ten here; a merge policy bounds the deltas' share).
