@@ -56,7 +56,7 @@ class Kernel:
 KERNELS = {
     "or": Kernel(f"{RETRIEVAL}/blockmax_kernels.py", "window_top_k", "services.search.retrieval.blockmax"),
     "count": Kernel(f"{RETRIEVAL}/match_count.py", "lead_count", "services.search.retrieval.blockmax"),
-    "and": Kernel(f"{RETRIEVAL}/conjunction.py", "_top_k_and", "services.search.retrieval.conjunction"),
+    "and": Kernel(f"{RETRIEVAL}/conjunction_kernel.py", "and_top_k", "services.search.retrieval.conjunction"),
 }
 
 

@@ -37,13 +37,19 @@ def test_the_search_kernels_have_one_signature_after_queries_over_a_mapped_segme
     """The warm-ups compile what queries use: an OR and an AND query over read-only (mapped)
     lists with derived block maxima and lists the query built compile nothing new (other
     tests in the same process may have compiled other signatures before)."""
-    from services.search.retrieval import blockmax, blockmax_kernels, conjunction, match_count
+    from services.search.retrieval import (
+        blockmax,
+        blockmax_kernels,
+        conjunction,
+        conjunction_kernel,
+        match_count,
+    )
     from services.search.retrieval.posting_layout import source_of
     from services.search.retrieval.rank import QueryTerm, top_k_or
 
     blockmax.warm_up()
     conjunction.warm_up()
-    kernels = (blockmax_kernels.window_top_k, match_count.lead_count, conjunction._top_k_and)
+    kernels = (blockmax_kernels.window_top_k, match_count.lead_count, conjunction_kernel.and_top_k)
     warmed = [set(map(str, kernel.signatures)) for kernel in kernels]
     docs = np.arange(0, 9000, 3, dtype=np.uint32)
     levels = np.linspace(20, 255, docs.shape[0]).astype(np.uint8)

@@ -49,7 +49,7 @@ KERNELS = {
     "blockmax_kernels.window_top_k",
     "match_count.lead_count",
     "match_count.sampled_count",
-    "conjunction._top_k_and",
+    "conjunction_kernel.and_top_k",
     "feedback._expansion",
     "pool_rescore._pool_scores",
     "forward_index._forward_entries",

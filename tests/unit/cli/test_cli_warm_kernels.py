@@ -36,7 +36,9 @@ def test_check_fails_naming_the_kernels_the_cache_lacked(
     """``--check``: a fresh process that had to compile says which (they are cached now)."""
     from services.search.retrieval import kernel_cache
 
-    lacked = compiled.CacheUse("services.search.retrieval.conjunction._top_k_and", 0, 1, "/cache/retrieval")
+    lacked = compiled.CacheUse(
+        "services.search.retrieval.conjunction_kernel.and_top_k", 0, 1, "/cache/retrieval"
+    )
     report = kernel_cache.KernelReport((lacked,), 30.0, "/cache")
     monkeypatch.setattr(kernel_cache, "warm_kernel_cache", lambda: report)
     assert main(["warm-kernels"]) == 0

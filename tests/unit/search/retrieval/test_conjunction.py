@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from services.ranking.impact_levels import dequantize
-from services.search.retrieval.conjunction import SEEK_COST, WINDOW, top_k_and
+from services.search.retrieval.conjunction import top_k_and
+from services.search.retrieval.conjunction_kernel import SEEK_COST, WINDOW
 from services.search.retrieval.posting_layout import source_of
 from services.search.retrieval.rank import QueryTerm, best_of, combine, conjunctive
 from tests.unit.search.retrieval.random_postings import random_source, terms_of
