@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from services.config import Settings
     from services.eval.run import state_settings
     from services.search.query.language import analyses_for, parse_query
-    from services.search.retrieval.retrieve import looked_up_words, query_term_group
+    from services.search.retrieval.query_terms import looked_up_words, query_term_group
     from services.search.service import SearchService
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -12,7 +12,8 @@ from services.indexing.index_rows import collect_index_rows
 from services.indexing.segment_arrays import segment_arrays
 from services.search.errors import SearchIndexError
 from services.search.query.language import parse_query, plain_query
-from services.search.retrieval.retrieve import query_term_group, retrieve
+from services.search.retrieval.query_terms import query_term_group
+from services.search.retrieval.retrieve import retrieve
 from services.search.retrieval.segment import SegmentIndex, check_analyzer
 from services.storage.formats.records import Record
 from services.storage.formats.segment_codec import compact_segment
