@@ -224,8 +224,8 @@ def tantivy_peer(docs: list[dict], queries: list[str], path: Path) -> Contender:
     return figures, {"": (run, queries), "and_": (run, every_word_required(queries))}, lambda: None
 
 
-# Issue 31's goals against tantivy: (figure, Nimbus's over tantivy's, the bound, whether at
-# most (True) or at least (False) the bound meets it).
+# Issue 31's goals against tantivy, each (figure, bound, whether Nimbus's ratio to tantivy's
+# meets it at most (True) or at least (False) the bound).
 GOALS = (
     ("build, documents a second", 0.5, False),
     ("index bytes", 1.5, True),
